@@ -1,0 +1,44 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+# Each creates or updates .venv from pyproject.toml; nothing is installed by hand.
+# Python 3.11 first: the CPU torch wheel this machine kind keeps on disk is for 3.11.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+# Quiet the pip warnings about absent local mirrors; keep real errors.
+PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
+
+.PHONY: demo test test-all lint typecheck fmt clean venv
+
+venv: $(INSTALLED)
+
+$(INSTALLED): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@set -o pipefail; $(BIN)/python -m pip install --disable-pip-version-check -q -e '.[local,infra,dev]' 2>&1 | { $(PIP_FILTER); }
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+demo: $(INSTALLED)
+	$(BIN)/quire demo
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(INSTALLED)
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/pytest -m "not slow"
+
+test-all: lint typecheck
+	$(BIN)/pytest
+
+fmt: $(INSTALLED)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	-$(BIN)/quire down 2>/dev/null
+	rm -rf $(VENV) .quire cdk.out .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,38 @@
+"""Domain errors → HTTP, in exactly one place."""
+
+import json
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+
+from shared.domain.errors import CapabilityUnavailable, InvalidRequest, NotFound, Unauthenticated
+
+
+def _json(status: int, body: dict[str, object]) -> Response[str]:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body))
+
+
+def register_error_handlers(app: APIGatewayHttpResolver) -> None:
+    @app.exception_handler(Unauthenticated)
+    def _unauthenticated(_: Unauthenticated) -> Response[str]:
+        # The body API Gateway's JWT authorizer sends: no hint of what was wrong with the token.
+        return _json(401, {"message": "Unauthorized"})
+
+    @app.exception_handler(NotFound)
+    def _not_found(_: NotFound) -> Response[str]:
+        # One body for "does not exist" and "not yours", so a refusal never confirms an id.
+        return _json(404, {"error": "not_found", "message": "Not found"})
+
+    @app.exception_handler(InvalidRequest)
+    def _invalid(error: InvalidRequest) -> Response[str]:
+        return _json(400, {"error": "invalid_request", "message": str(error)})
+
+    @app.exception_handler(CapabilityUnavailable)
+    def _unavailable(error: CapabilityUnavailable) -> Response[str]:
+        return _json(
+            503,
+            {"error": "capability_unavailable", "capability": error.capability, "message": error.reason},
+        )
+
+    @app.not_found
+    def _no_route(_: Exception) -> Response[str]:
+        return _json(404, {"error": "not_found", "message": "Not found"})

@@ -1,0 +1,68 @@
+"""The HTTP API Lambda: parse the request, call one service, shape the response. Wiring only."""
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+
+from functions.api.errors import register_error_handlers
+from shared.bootstrap import Container
+from shared.config import load_settings
+from shared.domain.auth import Principal, principal_from_claims
+from shared.observability import logger, tracer
+from shared.services.health import Health, HealthReport, check_health
+
+# Routes served without a bearer token. Every other route sits behind the JWT authorizer.
+UNAUTHENTICATED_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/v1/openapi.json")})
+
+app = APIGatewayHttpResolver(enable_validation=True)
+register_error_handlers(app)
+container = Container(load_settings())
+
+
+class CallerView(BaseModel):
+    tenantId: str  # noqa: N815 - the API speaks camelCase
+    subject: str
+    collections: list[str]
+
+
+def current_principal() -> Principal:
+    authorizer = app.current_event.request_context.authorizer
+    return principal_from_claims(authorizer.jwt_claim if authorizer else None)
+
+
+@app.get("/v1/health")
+def health() -> Response[HealthReport]:
+    report = check_health(container.file_metadata)
+    return Response(
+        status_code=200 if report.status is Health.OK else 503,
+        content_type=content_types.APPLICATION_JSON,
+        body=report,
+    )
+
+
+@app.get("/v1/me")
+def me() -> CallerView:
+    principal = current_principal()
+    return CallerView(
+        tenantId=principal.tenant_id,
+        subject=principal.subject,
+        collections=sorted(container.authorization.readable_collections(principal)),
+    )
+
+
+@app.get("/v1/openapi.json")
+def openapi() -> Response[str]:
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=app.get_openapi_json_schema(title="Quire API", version="0.1.0"),
+    )
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

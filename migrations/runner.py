@@ -1,0 +1,135 @@
+"""Apply the ordered SQL migrations in this folder, once each, recording what was applied.
+
+One runner for `quire up`, the tests and the deploy-time custom resource. It connects as the schema
+owner (never as the application role), holds an advisory lock so concurrent runners queue, applies
+each pending file in its own transaction, and refuses to continue when history and files disagree: a
+migration edited after it was applied, or settings that contradict what the schema was built with.
+"""
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent
+APP_ROLE = "quire_app"
+# Arbitrary but fixed: every runner of every version contends for the same lock.
+_ADVISORY_LOCK = 7_251_120_411
+_FILENAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
+_ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+class MigrationError(Exception):
+    """The database and the migration files disagree; the message says how."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: str
+    name: str
+    template: str
+
+    @property
+    def checksum(self) -> str:
+        # Of the template, not the rendered SQL: a parameter is checked on its own, with its own message.
+        return hashlib.sha256(self.template.encode()).hexdigest()
+
+    def render(self, parameters: dict[str, str]) -> str:
+        def substitute(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in parameters:
+                raise MigrationError(f"migration {self.version} uses unknown parameter {{{{{name}}}}}")
+            return parameters[name]
+
+        return _PLACEHOLDER.sub(substitute, self.template)
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    applied: list[str]
+    already_applied: list[str]
+
+
+def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    migrations: list[Migration] = []
+    for path in sorted(directory.glob("*.sql")):
+        match = _FILENAME.fullmatch(path.name)
+        if match is None:
+            raise MigrationError(f"{path.name}: migration files are named NNNN_snake_case.sql")
+        migrations.append(Migration(match.group(1), match.group(2), path.read_text(encoding="utf-8")))
+    versions = [migration.version for migration in migrations]
+    if len(set(versions)) != len(versions):
+        raise MigrationError(f"two migrations share a version number: {versions}")
+    return migrations
+
+
+def _parameters(embedding_dimension: int, app_role: str) -> dict[str, str]:
+    if not 1 <= embedding_dimension <= 2000:
+        raise MigrationError(f"embedding dimension {embedding_dimension} is outside 1..2000 (pgvector HNSW)")
+    if not _ROLE_NAME.fullmatch(app_role):
+        raise MigrationError(f"application role {app_role!r} must be a lower-case SQL identifier")
+    return {"embedding_dimension": str(embedding_dimension), "app_role": app_role}
+
+
+def _check_recorded_parameters(conn: psycopg.Connection[Any], parameters: dict[str, str]) -> None:
+    recorded = dict(conn.execute("SELECT name, value FROM schema_parameters").fetchall())
+    for name, value in parameters.items():
+        if name in recorded and recorded[name] != value:
+            raise MigrationError(
+                f"the schema was built with {name}={recorded[name]} but settings ask for {value}; "
+                f"changing it needs a new migration (and, for the embedding dimension, a re-index)"
+            )
+
+
+def apply_migrations(
+    owner_url: str,
+    *,
+    embedding_dimension: int,
+    app_role: str = APP_ROLE,
+    directory: Path = MIGRATIONS_DIR,
+) -> MigrationReport:
+    """Bring the database at `owner_url` up to date. Re-running is a no-op."""
+    parameters = _parameters(embedding_dimension, app_role)
+    migrations = discover(directory)
+    applied: list[str] = []
+    already: list[str] = []
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_ADVISORY_LOCK,))
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version text PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_parameters (name text PRIMARY KEY, value text NOT NULL)")
+            _check_recorded_parameters(conn, parameters)
+            history: dict[str, str] = dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
+            unknown = sorted(set(history) - {migration.version for migration in migrations})
+            if unknown:
+                raise MigrationError(f"the database has migrations these files do not: {unknown}")
+            for migration in migrations:
+                label = f"{migration.version}_{migration.name}"
+                if migration.version in history:
+                    if history[migration.version] != migration.checksum:
+                        raise MigrationError(f"migration {label} was edited after it was applied")
+                    already.append(label)
+                    continue
+                with conn.transaction():
+                    conn.execute(migration.render(parameters).encode())
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                        (migration.version, migration.name, migration.checksum),
+                    )
+                    for name, value in parameters.items():
+                        conn.execute(
+                            "INSERT INTO schema_parameters (name, value) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",
+                            (name, value),
+                        )
+                applied.append(label)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK,))
+    return MigrationReport(applied=applied, already_applied=already)

@@ -1,0 +1,104 @@
+"""FileContentStore over S3 (and over moto's S3 server locally: same boto3 code, real presigned URLs)."""
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from botocore.exceptions import ClientError
+
+from shared.domain.files import SignedRead, StoredObject
+from shared.ports import MAX_SIGNED_READ_LIFETIME
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+else:
+    S3Client = Any
+
+_NOT_FOUND_CODES = {"404", "NoSuchKey", "NoSuchVersion", "NotFound"}
+# A download never renders in the browser: whatever was uploaded is served as opaque bytes.
+SAFE_DOWNLOAD_TYPE = "application/octet-stream"
+
+
+def attachment_disposition(filename: str) -> str:
+    """`attachment` with an ASCII fallback and the RFC 6266 UTF-8 form; no quotes or CR/LF can escape."""
+    ascii_name = re.sub(r"[^A-Za-z0-9._ -]", "_", filename)[:150] or "download"
+
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename[:150], safe='')}"
+
+
+class S3ContentStore:
+    def __init__(self, client_factory: Callable[[], S3Client], bucket: str) -> None:
+        self._client_factory = client_factory
+        self._client: S3Client | None = None
+        self._bucket = bucket
+
+    @property
+    def client(self) -> S3Client:
+        # Created on first use so that a function which never touches S3 never pays for the client.
+        if self._client is None:
+            self._client = self._client_factory()
+        return self._client
+
+    def put(self, key: str, body: bytes, *, content_type: str) -> StoredObject:
+        response = self.client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=content_type)
+        return StoredObject(
+            key=key, version_id=response.get("VersionId"), byte_size=len(body), content_type=content_type
+        )
+
+    def get(self, key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
+        if version_id:
+            kwargs["VersionId"] = version_id
+        response = self.client.get_object(**kwargs)
+        if response["ContentLength"] > max_bytes:
+            response["Body"].close()
+            raise ValueError(f"object is {response['ContentLength']} bytes; the limit is {max_bytes}")
+        # Read one byte past the limit: the length header is the store's claim, the stream is the fact.
+        body = response["Body"].read(max_bytes + 1)
+        if len(body) > max_bytes:
+            raise ValueError(f"object exceeds the limit of {max_bytes} bytes")
+        return body
+
+    def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
+        if version_id:
+            kwargs["VersionId"] = version_id
+        try:
+            response = self.client.head_object(**kwargs)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in _NOT_FOUND_CODES:
+                return None
+            raise
+        return StoredObject(
+            key=key,
+            version_id=response.get("VersionId"),
+            byte_size=response["ContentLength"],
+            content_type=response.get("ContentType"),
+        )
+
+    def signed_read(self, key: str, *, version_id: str | None, filename: str, lifetime: timedelta) -> SignedRead | None:
+        lifetime = min(lifetime, MAX_SIGNED_READ_LIFETIME)
+        params: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Key": key,
+            "ResponseContentDisposition": attachment_disposition(filename),
+            "ResponseContentType": SAFE_DOWNLOAD_TYPE,
+        }
+        if version_id:
+            params["VersionId"] = version_id
+        seconds = max(1, int(lifetime.total_seconds()))
+        url = self.client.generate_presigned_url("get_object", Params=params, ExpiresIn=seconds)
+        return SignedRead(url=url, expires_at=datetime.now(UTC) + timedelta(seconds=seconds))
+
+    def delete_version(self, key: str, version_id: str) -> None:
+        try:
+            self.client.delete_object(Bucket=self._bucket, Key=key, VersionId=version_id)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") not in _NOT_FOUND_CODES:
+                raise
+
+    def bucket_versioning(self) -> str | None:
+        """The bucket's versioning status ("Enabled", "Suspended") or None if never enabled."""
+        return self.client.get_bucket_versioning(Bucket=self._bucket).get("Status")

@@ -1,0 +1,70 @@
+"""Locally signed bearer tokens with the claim shape Cognito + API Gateway's JWT authorizer produce.
+
+HS256 with a per-stack secret kept under .quire/ (mode 0600). The claims handed on are strings, as the
+AWS authorizer hands them to the Lambda, so the API handler cannot tell the two apart.
+"""
+
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import jwt
+
+from shared.domain.auth import COLLECTIONS_CLAIM, SUBJECT_CLAIM, TENANT_CLAIM, Principal
+from shared.domain.errors import Unauthenticated
+
+LOCAL_ISSUER = "quire-local"
+LOCAL_AUDIENCE = "quire-api"
+_ALGORITHM = "HS256"
+
+
+def load_or_create_secret(path: Path) -> bytes:
+    if path.exists():
+        return path.read_bytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_bytes(32)
+    path.touch(mode=0o600)
+    path.write_bytes(secret)
+    return secret
+
+
+class LocalTokenIssuer:
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+
+    def issue(self, principal: Principal, *, lifetime_seconds: int = 3600) -> str:
+        now = int(time.time())
+        claims = {
+            "iss": LOCAL_ISSUER,
+            "aud": LOCAL_AUDIENCE,
+            "iat": now,
+            "exp": now + lifetime_seconds,
+            "token_use": "id",
+            SUBJECT_CLAIM: principal.subject,
+            TENANT_CLAIM: principal.tenant_id,
+            COLLECTIONS_CLAIM: ",".join(sorted(principal.collections)),
+        }
+        return jwt.encode(claims, self._secret, algorithm=_ALGORITHM)
+
+
+class LocalTokenVerifier:
+    """TokenVerifier for the local HTTP adapter."""
+
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+
+    def verify(self, token: str) -> Mapping[str, object]:
+        try:
+            claims: dict[str, object] = jwt.decode(
+                token,
+                self._secret,
+                algorithms=[_ALGORITHM],
+                audience=LOCAL_AUDIENCE,
+                issuer=LOCAL_ISSUER,
+                options={"require": ["exp", "iat", "iss", "aud", "sub"]},
+            )
+        except jwt.PyJWTError as error:
+            raise Unauthenticated(f"invalid token: {error}") from error
+        # API Gateway hands every claim to the Lambda as a string.
+        return {name: value if isinstance(value, str) else str(value) for name, value in claims.items()}

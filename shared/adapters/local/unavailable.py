@@ -1,0 +1,73 @@
+"""Adapters for capabilities that are not present here. They say so and refuse; they never pretend.
+
+A refusal raises CapabilityUnavailable carrying the same reason `quire status` prints, so a pipeline
+step can record "no vision model configured" on the file instead of an empty or invented result.
+"""
+
+from collections.abc import Sequence
+from typing import NoReturn
+
+from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.domain.errors import CapabilityUnavailable
+from shared.domain.recognition import ImageDescription, RecognitionResult, Transcript
+
+
+class _Unavailable:
+    def __init__(self, capability: Capability, reason: str) -> None:
+        self._status = CapabilityStatus.unavailable(provider="none", reason=reason)
+        self._capability = capability
+
+    def capability(self) -> CapabilityStatus:
+        return self._status
+
+    def _refuse(self) -> NoReturn:
+        raise CapabilityUnavailable(self._capability.value, self._status.reason or "unavailable")
+
+
+class UnavailableEmbedder(_Unavailable):
+    def __init__(self, reason: str, *, dimension: int) -> None:
+        super().__init__(Capability.EMBEDDER, reason)
+        self._dimension = dimension
+
+    @property
+    def model_id(self) -> str:
+        return "none"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self._refuse()
+
+
+class UnavailableOcr(_Unavailable):
+    def __init__(self, reason: str) -> None:
+        super().__init__(Capability.OCR, reason)
+
+    def recognize(self, content: bytes, media_type: str, pages: Sequence[int] | None) -> RecognitionResult:
+        self._refuse()
+
+
+class UnavailableVision(_Unavailable):
+    def __init__(self, reason: str) -> None:
+        super().__init__(Capability.VISION, reason)
+
+    def describe(self, image: bytes, media_type: str) -> ImageDescription:
+        self._refuse()
+
+
+class UnavailableTranscription(_Unavailable):
+    def __init__(self, reason: str) -> None:
+        super().__init__(Capability.TRANSCRIPTION, reason)
+
+    def transcribe(self, content: bytes, media_type: str) -> Transcript:
+        self._refuse()
+
+
+class UnavailableGenerator(_Unavailable):
+    def __init__(self, reason: str) -> None:
+        super().__init__(Capability.GENERATOR, reason)
+
+    def generate(self, instructions: str, evidence: Sequence[str]) -> str:
+        self._refuse()

@@ -1,0 +1,126 @@
+"""Composition root: the one place that turns settings into adapters.
+
+Handlers ask this module for what they need; services receive ports; nothing else constructs an
+adapter. Local and AWS differ only here.
+"""
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from shared.adapters.aws.s3_content_store import S3ContentStore
+from shared.adapters.local.unavailable import (
+    UnavailableEmbedder,
+    UnavailableGenerator,
+    UnavailableOcr,
+    UnavailableTranscription,
+    UnavailableVision,
+)
+from shared.adapters.postgres.database import Database, PostgresFileMetadataStore
+from shared.config import Settings
+from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.ports import (
+    AuthorizationPolicy,
+    EmbeddingProvider,
+    FileContentStore,
+    FileMetadataStore,
+    Generator,
+    OcrProvider,
+    TranscriptionProvider,
+    VisionProvider,
+)
+from shared.services.authorization import ClaimsAuthorizationPolicy
+
+_NO_LOCAL_EMBEDDER = "no local embedding model is installed in this build (it arrives with indexing)"
+_NO_BEDROCK_EMBEDDER = "the Bedrock embedding adapter is not in this build yet (it arrives with indexing)"
+_NO_LOCAL_OCR = "no local OCR engine is installed in this build (RapidOCR arrives with the OCR work)"
+_NO_TEXTRACT = "the Textract adapter is not in this build yet (it arrives with the OCR work)"
+_NO_LOCAL_VISION = "no vision model runs locally; on AWS set QUIRE_VISION_MODEL_ID to a Bedrock image model"
+_NO_VISION_MODEL = "QUIRE_VISION_MODEL_ID is not set, so no image descriptions are made"
+_NO_BEDROCK_VISION = "the Bedrock vision adapter is not in this build yet (it arrives with the OCR work)"
+_NO_LOCAL_TRANSCRIPTION = "no transcription engine runs locally; on AWS Amazon Transcribe provides it"
+_NO_TRANSCRIBE = "the Amazon Transcribe adapter is not in this build yet"
+_NO_LOCAL_GENERATOR = "no text generator runs locally: answers are evidence only"
+_NO_BEDROCK_GENERATOR = "the Bedrock generator adapter is not in this build yet: answers are evidence only"
+
+
+class ConfigurationError(Exception):
+    """Settings that cannot build a working composition; the message names the setting to fix."""
+
+
+@dataclass
+class Container:
+    """Adapters for one process, built lazily so a cold start pays only for what a request touches."""
+
+    settings: Settings
+
+    @cached_property
+    def database(self) -> Database:
+        if self.settings.database_url is None:
+            raise ConfigurationError("QUIRE_DATABASE_URL is not set (the application role's connection)")
+        return Database(self.settings.database_url.get_secret_value(), max_size=self.settings.database_pool_size)
+
+    @cached_property
+    def file_metadata(self) -> FileMetadataStore:
+        return PostgresFileMetadataStore(self.database)
+
+    @cached_property
+    def content(self) -> FileContentStore:
+        return S3ContentStore(self._s3_client, self.settings.bucket)
+
+    def _s3_client(self):  # type: ignore[no-untyped-def]  # boto3's client type comes from stubs
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3",
+            region_name=self.settings.region,
+            endpoint_url=self.settings.s3_endpoint_url,
+            # SigV4 presigned URLs (X-Amz-Expires); path style so a local endpoint needs no DNS per bucket.
+            config=Config(
+                signature_version="s3v4",
+                retries={"mode": "standard"},
+                s3={"addressing_style": "path" if self.settings.s3_endpoint_url else "auto"},
+            ),
+        )
+
+    @cached_property
+    def authorization(self) -> AuthorizationPolicy:
+        return ClaimsAuthorizationPolicy()
+
+    @property
+    def _local(self) -> bool:
+        return self.settings.runtime == "local"
+
+    @cached_property
+    def embedder(self) -> EmbeddingProvider:
+        reason = _NO_LOCAL_EMBEDDER if self._local else _NO_BEDROCK_EMBEDDER
+        return UnavailableEmbedder(reason, dimension=self.settings.embedding_dimension)
+
+    @cached_property
+    def ocr(self) -> OcrProvider:
+        return UnavailableOcr(_NO_LOCAL_OCR if self._local else _NO_TEXTRACT)
+
+    @cached_property
+    def vision(self) -> VisionProvider:
+        if self._local:
+            return UnavailableVision(_NO_LOCAL_VISION)
+        if self.settings.vision_model_id is None:
+            return UnavailableVision(_NO_VISION_MODEL)
+        return UnavailableVision(_NO_BEDROCK_VISION)
+
+    @cached_property
+    def transcription(self) -> TranscriptionProvider:
+        return UnavailableTranscription(_NO_LOCAL_TRANSCRIPTION if self._local else _NO_TRANSCRIBE)
+
+    @cached_property
+    def generator(self) -> Generator:
+        return UnavailableGenerator(_NO_LOCAL_GENERATOR if self._local else _NO_BEDROCK_GENERATOR)
+
+    def capabilities(self) -> dict[Capability, CapabilityStatus]:
+        return {
+            Capability.EMBEDDER: self.embedder.capability(),
+            Capability.OCR: self.ocr.capability(),
+            Capability.VISION: self.vision.capability(),
+            Capability.TRANSCRIPTION: self.transcription.capability(),
+            Capability.GENERATOR: self.generator.capability(),
+        }

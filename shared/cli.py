@@ -1,0 +1,134 @@
+"""`quire`: the command line for the local stack (and, later, a deployed one)."""
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from shared.local.paths import StackPaths
+
+
+def _print_status(report: dict[str, Any]) -> None:
+    def line(name: str, ok: bool, detail: str) -> None:
+        print(f"  {name:<14}{'ok ' if ok else 'no '} {detail}")
+
+    print(f"Quire local stack: {'running' if report['running'] else 'not running'} ({report['stateDir']})")
+    api = report["apiHealth"]
+    line("api", api["ok"], report["api"] or api.get("reason", ""))
+    database = report["database"]
+    detail = (
+        f"{database['url']}  PostgreSQL {database['postgres']}, pgvector {database['pgvector']}"
+        if database.get("postgres")
+        else database.get("reason", "")
+    )
+    line("database", database["ok"], detail)
+    s3 = report["s3"]
+    line("s3", s3["ok"], f"{s3['endpoint']} bucket {s3['bucket']}" if s3["ok"] else s3.get("reason", ""))
+    for capability in ("embedder", "ocr", "vision", "transcription", "generator"):
+        entry = report[capability]
+        line(capability, entry["available"], entry["provider"] if entry["available"] else entry["reason"])
+
+
+def _healthy(report: dict[str, Any]) -> bool:
+    return bool(report["running"] and report["apiHealth"]["ok"] and report["database"]["ok"] and report["s3"]["ok"])
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from shared.local.stack import StackError, up
+
+    begun = time.monotonic()
+    try:
+        state, started = up(StackPaths.in_directory())
+    except StackError as error:
+        print(f"quire up failed: {error}", file=sys.stderr)
+        return 1
+    if started:
+        print(f"Quire is up in {time.monotonic() - begun:.1f}s: API {state['api']}, S3 {state['s3']['endpoint']}")
+    else:
+        print(f"Quire is already running (pid {state['pid']}): API {state['api']}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from shared.local.stack import down
+
+    print("Quire is down." if down(StackPaths.in_directory()) else "Quire was not running.")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from shared.local.stack import status
+
+    report = status(StackPaths.in_directory())
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        _print_status(report)
+    return 0 if _healthy(report) else 1
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from shared.adapters.local.jwt_tokens import LocalTokenIssuer, load_or_create_secret
+    from shared.domain.auth import Principal
+
+    paths = StackPaths.in_directory()
+    paths.ensure()
+    collections = frozenset(c.strip() for c in args.collections.split(",") if c.strip())
+    try:
+        principal = Principal(tenant_id=args.tenant, subject=args.sub, collections=collections)
+    except ValueError as error:
+        print(f"quire token: {error}", file=sys.stderr)
+        return 2
+    issuer = LocalTokenIssuer(load_or_create_secret(paths.jwt_secret))
+    print(issuer.issue(principal, lifetime_seconds=args.ttl))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from shared.local.stack import StackError, down, status, up
+
+    paths = StackPaths.in_directory()
+    begun = time.monotonic()
+    try:
+        _, started = up(paths)
+    except StackError as error:
+        print(f"quire demo: the stack did not start: {error}", file=sys.stderr)
+        return 1
+    print(f"Quire is up in {time.monotonic() - begun:.1f}s." if started else "Quire was already running.")
+    try:
+        report = status(paths)
+        _print_status(report)
+    finally:
+        if started:
+            down(paths)
+            print("Quire is down (the demo started it, so the demo stopped it).")
+    return 0 if _healthy(report) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="quire", description="Quire: documents in, cited search out.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("up", help="start the local stack in the background").set_defaults(run=cmd_up)
+    commands.add_parser("down", help="stop the local stack and everything it started").set_defaults(run=cmd_down)
+    status_parser = commands.add_parser("status", help="probe the local stack and report capabilities")
+    status_parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    status_parser.set_defaults(run=cmd_status)
+    token = commands.add_parser("token", help="print a bearer token for the local API")
+    token.add_argument("--tenant", required=True)
+    token.add_argument("--collections", default="", help="comma-separated collection ids")
+    token.add_argument("--sub", default="local-user", help="the subject (user id)")
+    token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
+    token.set_defaults(run=cmd_token)
+    commands.add_parser("demo", help="start the stack, show its status, stop it").set_defaults(run=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: int = args.run(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Typed settings, read once at the edge (a handler's import, the CLI's start) and passed inward."""
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# pgvector's HNSW index accepts `vector` columns up to 2,000 dimensions.
+MAX_INDEXED_DIMENSION = 2000
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="QUIRE_", frozen=True, extra="ignore")
+
+    runtime: Literal["local", "aws"] = "local"
+    # The application's connection: a role that is neither owner nor superuser and cannot bypass RLS.
+    database_url: SecretStr | None = None
+    database_pool_size: int = Field(default=4, ge=1, le=64)
+    bucket: str = "quire-local"
+    # Set locally to the moto server; unset on AWS.
+    s3_endpoint_url: str | None = None
+    region: str = Field(
+        default="us-east-1", validation_alias=AliasChoices("QUIRE_REGION", "AWS_REGION", "AWS_DEFAULT_REGION")
+    )
+    # Honoured by the migrations (the `vector(N)` column); changing it needs a re-index migration.
+    embedding_dimension: int = Field(default=384, ge=1, le=MAX_INDEXED_DIMENSION)
+    # A Bedrock image-capable model; unset means vision is unavailable and says so.
+    vision_model_id: str | None = None
+    state_machine_arn: str | None = None
+
+
+@lru_cache(maxsize=1)
+def load_settings() -> Settings:
+    """The process's settings from its environment, read once."""
+    return Settings()

@@ -1,0 +1,33 @@
+"""Domain exceptions. The API maps each one to an HTTP status in exactly one place.
+
+Document problems are not exceptions (they are values recorded on the file version); these are the
+caller's mistakes and the platform's refusals.
+"""
+
+
+class QuireError(Exception):
+    """Base for every error the API knows how to turn into a response."""
+
+
+class Unauthenticated(QuireError):
+    """No caller identity, or one the edge did not vouch for."""
+
+
+class NotFound(QuireError):
+    """The resource does not exist *or* the caller is not entitled to it: deliberately the same error."""
+
+
+class InvalidRequest(QuireError):
+    """The request is well-formed JSON but asks for something the contract refuses; the message says why."""
+
+
+class CapabilityUnavailable(QuireError):
+    """A capability (OCR, vision, embedding, transcription, generation) is not configured here.
+
+    Raised instead of fabricating a result: a missing description is honest, an invented one is not.
+    """
+
+    def __init__(self, capability: str, reason: str) -> None:
+        super().__init__(f"{capability} is unavailable: {reason}")
+        self.capability = capability
+        self.reason = reason

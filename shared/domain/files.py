@@ -1,0 +1,76 @@
+"""Files, versions and their states: the vocabulary the file lifecycle and the pipeline share."""
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class VersionState(StrEnum):
+    """Storage lifecycle of one file version (seeds/000 "Attachment storage").
+
+    pending → stored (compare-and-set after the bytes landed) or rejected (sniffing disagreed);
+    stored → deleting (one statement, invisible to search at once) → deleted (after the bytes are swept).
+    """
+
+    PENDING = "pending"
+    STORED = "stored"
+    REJECTED = "rejected"
+    DELETING = "deleting"
+    DELETED = "deleted"
+
+
+class ProcessingState(StrEnum):
+    """Where the ingestion pipeline is with a stored version."""
+
+    NOT_STARTED = "not_started"
+    RUNNING = "running"
+    INDEXED = "indexed"
+    FAILED = "failed"
+
+
+class FailureReason(StrEnum):
+    """Closed set of document problems. Each exists because what the user should do differs."""
+
+    UNSUPPORTED_TYPE = "unsupported-type"
+    TOO_LARGE = "too-large"
+    TOO_MANY_PAGES = "too-many-pages"
+    TIMED_OUT = "timed-out"
+    ENCRYPTED = "encrypted"
+    NO_TEXT_LAYER = "no-text-layer"
+    MALFORMED = "malformed"
+
+    @property
+    def user_sentence(self) -> str:
+        return _USER_SENTENCES[self]
+
+
+_USER_SENTENCES: dict[FailureReason, str] = {
+    FailureReason.UNSUPPORTED_TYPE: "This file type is not extracted; nothing to do.",
+    FailureReason.TOO_LARGE: "The document is too large: split it, or upload the part that matters.",
+    FailureReason.TOO_MANY_PAGES: "The document has too many pages: split it, or upload the part that matters.",
+    FailureReason.TIMED_OUT: "Extraction took too long: retry, or simplify the document.",
+    FailureReason.ENCRYPTED: "The document is password-protected: remove the protection and upload it again.",
+    FailureReason.NO_TEXT_LAYER: "The document is a scan with no text layer: it needs OCR, not a re-export.",
+    FailureReason.MALFORMED: "The document is damaged or not what its type says: re-export it and upload again.",
+}
+
+
+class StoredObject(BaseModel):
+    """What the content store reports about bytes it holds. Keys stay inside the platform."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    version_id: str | None
+    byte_size: int
+    content_type: str | None = None
+
+
+class SignedRead(BaseModel):
+    """A short-lived URL a client may GET; lifetime is clamped by the service, never by the caller."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    expires_at: datetime

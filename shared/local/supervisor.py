@@ -1,0 +1,196 @@
+"""The local stack's long-lived process: PostgreSQL, the S3 server and the HTTP API, up and down together.
+
+`quire up` starts this in its own session and returns once `state.json` says ready; `quire down`
+sends SIGTERM, and everything stops in reverse order (the S3 snapshot is written before moto goes).
+"""
+
+import argparse
+import logging
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from migrations.runner import APP_ROLE, apply_migrations
+from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port
+from shared.local.paths import (
+    LOCAL_AWS_ENVIRONMENT,
+    LOCAL_BUCKET,
+    StackPaths,
+    read_json,
+    write_private_json,
+)
+
+_log = logging.getLogger("quire.supervisor")
+
+
+def _secret(path: Path) -> str:
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(24), encoding="utf-8")
+    return path.read_text(encoding="utf-8").strip()
+
+
+def set_app_role_password(owner_url: str, password: str, role: str = APP_ROLE) -> None:
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
+
+
+def app_url_from_owner(owner_url: str, password: str, role: str = APP_ROLE) -> str:
+    """The same server and database as `owner_url`, as the application role."""
+    params = psycopg.conninfo.conninfo_to_dict(owner_url)
+    params.update(user=role, password=password)
+    return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
+
+
+def ensure_bucket(endpoint: str, bucket: str) -> str:
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    if bucket not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+        client.create_bucket(Bucket=bucket)
+    client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    status: str = client.get_bucket_versioning(Bucket=bucket)["Status"]
+    return status
+
+
+class Supervisor:
+    def __init__(self, paths: StackPaths, *, embedding_dimension: int) -> None:
+        self.paths = paths
+        self.embedding_dimension = embedding_dimension
+        self.stop_requested = threading.Event()
+        self._postgres: EmbeddedPostgres | None = None
+        self._s3: Any = None
+        self._api: Any = None
+
+    def run(self) -> None:
+        started = time.monotonic()
+        ports = read_json(self.paths.ports) or {}
+        try:
+            database = self._start_database(ports)
+            s3_port = free_port(ports.get("s3"))
+            from shared.local.s3_server import LocalS3Server
+
+            self._s3 = LocalS3Server(self.paths.s3_snapshot, port=s3_port)
+            restored = self._s3.start()
+            versioning = ensure_bucket(self._s3.endpoint, LOCAL_BUCKET)
+            api_port = free_port(ports.get("api"))
+            self._start_api(database["app_url"], self._s3.endpoint, api_port)
+            write_private_json(self.paths.ports, {"postgres": database.get("port"), "s3": s3_port, "api": api_port})
+            write_private_json(
+                self.paths.state,
+                {
+                    "pid": os.getpid(),
+                    "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "readySeconds": round(time.monotonic() - started, 2),
+                    "api": self._api.base_url,
+                    "database": {
+                        "url": database["app_url"],
+                        "embedded": database["embedded"],
+                        "embeddingDimension": self.embedding_dimension,
+                    },
+                    "s3": {
+                        "endpoint": self._s3.endpoint,
+                        "bucket": LOCAL_BUCKET,
+                        "versioning": versioning,
+                        "restoredBuckets": restored,
+                        "snapshot": str(self.paths.s3_snapshot),
+                    },
+                },
+            )
+            _log.info("ready in %.2fs", time.monotonic() - started)
+            while not self.stop_requested.wait(timeout=0.5):
+                pass
+        finally:
+            self.shutdown()
+
+    def _start_database(self, ports: dict[str, Any]) -> dict[str, Any]:
+        app_password = _secret(self.paths.app_role_secret)
+        external = os.environ.get("DATABASE_URL")
+        if external:
+            owner_url = external
+            port = None
+        else:
+            self._postgres = EmbeddedPostgres(self.paths.pgdata, secrets_file=self.paths.postgres_admin_secret)
+            address: ServerAddress = self._postgres.start(preferred_port=ports.get("postgres"))
+            owner_url = self._postgres.owner_url(address)
+            port = address.port
+        report = apply_migrations(owner_url, embedding_dimension=self.embedding_dimension)
+        _log.info("migrations applied=%s already=%s", report.applied, report.already_applied)
+        app_url = os.environ.get("QUIRE_DATABASE_URL")
+        if not app_url:
+            set_app_role_password(owner_url, app_password)
+            app_url = app_url_from_owner(owner_url, app_password)
+        return {"app_url": app_url, "embedded": external is None, "port": port}
+
+    def _start_api(self, app_url: str, s3_endpoint: str, port: int) -> None:
+        # The handler reads its settings once, at import: set them first, exactly as Lambda would.
+        os.environ.update(LOCAL_AWS_ENVIRONMENT)
+        os.environ.update(
+            {
+                "QUIRE_RUNTIME": "local",
+                "QUIRE_DATABASE_URL": app_url,
+                "QUIRE_S3_ENDPOINT_URL": s3_endpoint,
+                "QUIRE_BUCKET": LOCAL_BUCKET,
+                "QUIRE_EMBEDDING_DIMENSION": str(self.embedding_dimension),
+                "POWERTOOLS_TRACE_DISABLED": "true",
+            }
+        )
+        from functions.api.handler import UNAUTHENTICATED_ROUTES, handler
+        from shared.adapters.local.jwt_tokens import LocalTokenVerifier, load_or_create_secret
+        from shared.local.http_api import LocalHttpApi
+
+        verifier = LocalTokenVerifier(load_or_create_secret(self.paths.jwt_secret))
+        self._api = LocalHttpApi(handler, verifier, public_routes=UNAUTHENTICATED_ROUTES, port=port)
+        self._api.start()
+
+    def shutdown(self) -> None:
+        self.paths.state.unlink(missing_ok=True)
+        if self._api is not None:
+            self._api.stop()
+            self._api = None
+        if self._s3 is not None:
+            try:
+                self._s3.snapshot()
+            finally:
+                self._s3.stop()
+                self._s3 = None
+        if self._postgres is not None:
+            self._postgres.stop()
+            self._postgres = None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="quire-supervisor")
+    parser.add_argument("--state-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    paths = StackPaths(args.state_dir.resolve())
+    paths.ensure()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    from shared.config import Settings
+
+    supervisor = Supervisor(paths, embedding_dimension=Settings().embedding_dimension)
+
+    def request_stop(signum: int, _frame: object) -> None:
+        _log.info("signal %s: stopping", signum)
+        supervisor.stop_requested.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    try:
+        supervisor.run()
+    except Exception:
+        _log.exception("the local stack failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

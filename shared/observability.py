@@ -1,0 +1,13 @@
+"""One logger, one tracer, one metrics object for every function (AWS Lambda Powertools).
+
+Structured JSON logs with the service name; the tracer is inert outside Lambda; metrics are written
+as CloudWatch embedded metric format when a handler flushes them.
+"""
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+
+SERVICE = "quire"
+
+logger = Logger(service=SERVICE)
+tracer = Tracer(service=SERVICE)
+metrics = Metrics(namespace="Quire", service=SERVICE)

@@ -1,0 +1,167 @@
+"""Ports: every managed service Quire uses sits behind one of these Protocols.
+
+Each port has an AWS adapter and an embedded local adapter (DESIGN.md section 2); services take ports
+as arguments and never import an SDK. The docstrings are the contracts adapters must keep.
+"""
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Protocol
+
+from shared.domain.auth import Principal
+from shared.domain.capabilities import CapabilityStatus
+from shared.domain.files import SignedRead, StoredObject
+from shared.domain.knowledge import IndexedChunk, RankedChunk
+from shared.domain.recognition import ImageDescription, RecognitionResult, Transcript
+from shared.domain.workflow import ProcessVersion, StartOutcome
+
+MAX_SIGNED_READ_LIFETIME = timedelta(minutes=15)
+
+
+class FileContentStore(Protocol):
+    """Bytes of originals and derived objects (S3; moto locally). Originals are never overwritten.
+
+    Keys are the platform's business: they never reach a client or a model.
+    """
+
+    def put(self, key: str, body: bytes, *, content_type: str) -> StoredObject:
+        """Store bytes as a new version of `key` and report the version the store assigned."""
+        ...
+
+    def get(self, key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
+        """Read at most `max_bytes`; a larger object raises ValueError naming the limit (never truncates)."""
+        ...
+
+    def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
+        """What is stored at `key` (and version), or None when nothing is."""
+        ...
+
+    def signed_read(self, key: str, *, version_id: str | None, filename: str, lifetime: timedelta) -> SignedRead | None:
+        """A presigned GET with an attachment disposition and a safe content type.
+
+        The lifetime is clamped to MAX_SIGNED_READ_LIFETIME whatever is asked. An adapter that cannot
+        sign returns None and the caller proxies the bytes; it never invents a URL.
+        """
+        ...
+
+    def delete_version(self, key: str, version_id: str) -> None:
+        """Remove one version; deleting what is already gone is not an error."""
+        ...
+
+
+class FileMetadataStore(Protocol):
+    """One row per file and one per version in PostgreSQL, tenant-scoped and RLS-forced.
+
+    Upload order is metadata `pending` → bytes → compare-and-set `pending → stored`; deletion moves every
+    live version to `deleting` in one statement. Every method takes the tenant explicitly, and the
+    adapter both sets it on the transaction (for RLS) and filters by it.
+    """
+
+    def ping(self) -> None:
+        """Raise if the database cannot serve a tenant-scoped transaction."""
+        ...
+
+
+class KnowledgeStore(Protocol):
+    """Chunks of indexed file versions. Re-indexing a version replaces its chunks in one transaction."""
+
+    def replace_chunks(self, tenant_id: str, version_id: str, chunks: Sequence[IndexedChunk]) -> int:
+        """Atomically swap the chunks of one version; returns how many are now stored."""
+        ...
+
+
+class VectorIndex(Protocol):
+    """Nearest neighbours over chunk embeddings (pgvector HNSW with iterative scan)."""
+
+    def nearest(
+        self, tenant_id: str, collections: frozenset[str], embedding: Sequence[float], limit: int
+    ) -> list[RankedChunk]:
+        """Only chunks of `collections` are candidates, filtered inside the scan, before ranking."""
+        ...
+
+
+class KeywordIndex(Protocol):
+    """Lexical ranking over the same chunks (full text, BM25-style scoring)."""
+
+    def search(self, tenant_id: str, collections: frozenset[str], query: str, limit: int) -> list[RankedChunk]:
+        """Only chunks of `collections` are candidates; stopwords are stripped from `query`, identifiers kept."""
+        ...
+
+
+class Workflow(Protocol):
+    """Runs the ingestion pipeline for one stored version (Step Functions; an in-process runner locally)."""
+
+    def start(self, request: ProcessVersion) -> StartOutcome:
+        """Idempotent per version: a second start of the same version reports ALREADY_STARTED."""
+        ...
+
+
+class CapabilityPort(Protocol):
+    def capability(self) -> CapabilityStatus:
+        """Whether calls will produce real results here, and if not, why."""
+        ...
+
+
+class EmbeddingProvider(CapabilityPort, Protocol):
+    """Text → vectors of a fixed dimension from one named model (Bedrock Titan v2; a local MiniLM)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order. Raises CapabilityUnavailable when there is no model."""
+        ...
+
+
+class OcrProvider(CapabilityPort, Protocol):
+    """Pixels → lines with boxes and a required confidence (Textract; RapidOCR locally)."""
+
+    def recognize(self, content: bytes, media_type: str, pages: Sequence[int] | None) -> RecognitionResult:
+        """OCR only `pages` (1-based) of a PDF, or the whole image. Raises CapabilityUnavailable if absent."""
+        ...
+
+
+class VisionProvider(CapabilityPort, Protocol):
+    """Image → a labelled description (Bedrock Converse). Locally there is none: never fabricate one."""
+
+    def describe(self, image: bytes, media_type: str) -> ImageDescription: ...
+
+
+class TranscriptionProvider(CapabilityPort, Protocol):
+    """Audio/video → text (Amazon Transcribe). Locally there is none."""
+
+    def transcribe(self, content: bytes, media_type: str) -> Transcript: ...
+
+
+class Generator(CapabilityPort, Protocol):
+    """Grounded text from evidence (Bedrock Converse). Absent → evidence-only answers."""
+
+    def generate(self, instructions: str, evidence: Sequence[str]) -> str: ...
+
+
+class TokenVerifier(Protocol):
+    """Bearer token → verified claims, in the shape API Gateway's JWT authorizer hands the Lambda.
+
+    On AWS the authorizer does this before the Lambda runs; locally the HTTP adapter calls this port.
+    """
+
+    def verify(self, token: str) -> Mapping[str, object]:
+        """Return the claims, or raise Unauthenticated (bad signature, expired, wrong issuer/audience)."""
+        ...
+
+
+class AuthorizationPolicy(Protocol):
+    """Entitlement: a caller sees a file only through a collection it is entitled to.
+
+    Required by every service that reads tenant content; an unentitled caller must be indistinguishable
+    from one asking for something that does not exist.
+    """
+
+    def readable_collections(self, principal: Principal) -> frozenset[str]: ...
+
+    def ensure_can_read(self, principal: Principal, collection_id: str) -> None:
+        """Raise NotFound (not Forbidden) when the principal may not read the collection."""
+        ...

@@ -1,0 +1,16 @@
+"""Entitlement from the caller's verified claims: a collection is readable iff the token lists it."""
+
+from shared.domain.auth import Principal
+from shared.domain.errors import NotFound
+
+
+class ClaimsAuthorizationPolicy:
+    """AuthorizationPolicy where the token's collections claim is the whole truth (no membership rows)."""
+
+    def readable_collections(self, principal: Principal) -> frozenset[str]:
+        return principal.collections
+
+    def ensure_can_read(self, principal: Principal, collection_id: str) -> None:
+        if not principal.may_read(collection_id):
+            # Same error as a missing resource: a refusal must not confirm that the id exists.
+            raise NotFound("not found")

@@ -1,0 +1,128 @@
+"""The local stack as a newcomer drives it: `quire up`, `quire status --json`, `quire down`, `quire demo`."""
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+
+def quire(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("DATABASE_URL", None)
+    completed = subprocess.run(
+        [sys.executable, "-m", "shared.cli", *args],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    if check and completed.returncode != 0:
+        raise AssertionError(f"quire {' '.join(args)} exited {completed.returncode}:\n{completed.stderr}")
+    return completed
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def stack_processes(workdir: Path) -> list[int]:
+    """Live processes whose command line or working files point into this stack's .quire/."""
+    marker = str(workdir / ".quire").encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    if marker in cmdline.read() and alive(int(entry)):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path
+    quire(tmp_path, "down", check=False)
+
+
+def status(workdir: Path) -> tuple[int, dict[str, Any]]:
+    completed = quire(workdir, "status", "--json", check=False)
+    return completed.returncode, json.loads(completed.stdout)
+
+
+def test_up_status_down_and_objects_survive_a_restart(workdir: Path) -> None:
+    # Given a fresh directory, when the stack comes up
+    assert "Quire is up" in quire(workdir, "up").stdout
+    code, report = status(workdir)
+
+    # Then status reports every part, with real versions, and capabilities with reasons
+    assert code == 0, report
+    assert report["api"].startswith("http://127.0.0.1:")
+    assert report["database"]["ok"] is True
+    assert report["database"]["postgres"].split(".")[0] == "18"
+    assert tuple(int(p) for p in report["database"]["pgvector"].split(".")) >= (0, 8, 0)
+    assert report["database"]["role"] == "quire_app"
+    # The URL names the role and the server but never the password.
+    assert report["database"]["url"].split("//")[1].split("@")[0] == "quire_app"
+    assert report["s3"] == {**report["s3"], "ok": True, "bucket": "quire-local", "versioning": "Enabled"}
+    for capability in ("embedder", "ocr", "vision", "transcription"):
+        entry = report[capability]
+        assert set(entry) >= {"available", "provider", "reason"}
+        assert entry["available"] or entry["reason"], capability
+    assert report["vision"] == {**report["vision"], "available": False}
+
+    # And the API serves the handler, with tokens from `quire token`
+    token = quire(workdir, "token", "--tenant", "acme", "--collections", "hr,legal", "--sub", "ann").stdout.strip()
+    request = urllib.request.Request(f"{report['api']}/v1/me", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.load(response) == {"tenantId": "acme", "subject": "ann", "collections": ["hr", "legal"]}
+
+    # And a second `up` finds the running stack instead of starting another
+    assert "already running" in quire(workdir, "up").stdout
+
+    # When an object is stored in two versions and the stack goes down
+    s3 = boto3.client(
+        "s3", endpoint_url=report["s3"]["endpoint"], region_name="us-east-1",
+        aws_access_key_id="x", aws_secret_access_key="y",
+    )  # fmt: skip
+    first = s3.put_object(Bucket="quire-local", Key="t/acme/doc", Body=b"v1")["VersionId"]
+    s3.put_object(Bucket="quire-local", Key="t/acme/doc", Body=b"v2")
+    supervisor_pid = report["pid"]
+    assert "Quire is down" in quire(workdir, "down").stdout
+
+    # Then nothing of the stack is left running, and status says it is down
+    assert not alive(supervisor_pid)
+    assert stack_processes(workdir) == []
+    code, down_report = status(workdir)
+    assert code == 1 and down_report["running"] is False and down_report["database"]["ok"] is False
+
+    # When it comes back up, both versions are still there at the same addresses
+    quire(workdir, "up")
+    _, again = status(workdir)
+    assert (again["api"], again["s3"]["endpoint"]) == (report["api"], report["s3"]["endpoint"])
+    assert s3.get_object(Bucket="quire-local", Key="t/acme/doc", VersionId=first)["Body"].read() == b"v1"
+    assert s3.get_object(Bucket="quire-local", Key="t/acme/doc")["Body"].read() == b"v2"
+
+
+def test_demo_starts_reports_and_stops(workdir: Path) -> None:
+    completed = quire(workdir, "demo")
+    assert "database      ok" in completed.stdout and "PostgreSQL 18" in completed.stdout
+    assert "s3            ok" in completed.stdout
+    assert "Quire is down" in completed.stdout
+    assert stack_processes(workdir) == []

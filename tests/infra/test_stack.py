@@ -1,0 +1,82 @@
+"""Assertions on the synthesized CloudFormation template, per environment."""
+
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+from infra.app import build_app
+from infra.environments import settings_for
+
+
+@pytest.fixture(scope="module", params=["dev", "prod"])
+def synthesized(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Template]:
+    app, stack = build_app(request.param, outdir=str(tmp_path_factory.mktemp(f"cdk-{request.param}")))
+    # Synthesis runs the cdk-nag AwsSolutions pack as a validation plugin: any unacknowledged finding raises.
+    app.synth()
+    return request.param, Template.from_stack(stack)
+
+
+def originals_bucket(template: Template) -> dict[str, Any]:
+    buckets = template.find_resources(
+        "AWS::S3::Bucket", {"Properties": {"VersioningConfiguration": {"Status": "Enabled"}}}
+    )
+    assert len(buckets) == 1
+    return next(iter(buckets.values()))
+
+
+def test_originals_are_versioned_private_encrypted_and_announced_to_eventbridge(
+    synthesized: tuple[str, Template],
+) -> None:
+    _, template = synthesized
+    properties = originals_bucket(template)["Properties"]
+    assert properties["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    encryption = properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+    template.has_resource_properties(
+        "Custom::S3BucketNotifications", {"NotificationConfiguration": {"EventBridgeConfiguration": {}}}
+    )
+
+
+def test_every_bucket_refuses_plain_http(synthesized: tuple[str, Template]) -> None:
+    _, template = synthesized
+    buckets = template.find_resources("AWS::S3::Bucket")
+    policies = template.find_resources("AWS::S3::BucketPolicy")
+    denied = set()
+    for policy in policies.values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Effect"] == "Deny" and statement.get("Condition") == {
+                "Bool": {"aws:SecureTransport": "false"}
+            }:
+                denied.add(policy["Properties"]["Bucket"]["Ref"])
+    assert denied == set(buckets)
+
+
+def test_browser_uploads_are_allowed_only_from_the_environments_origins(synthesized: tuple[str, Template]) -> None:
+    env, template = synthesized
+    cors = originals_bucket(template)["Properties"]["CorsConfiguration"]["CorsRules"]
+    assert len(cors) == 1
+    assert cors[0]["AllowedMethods"] == ["POST"]
+    assert cors[0]["AllowedOrigins"] == list(settings_for(env).cors_allowed_origins)
+    assert "*" not in cors[0]["AllowedOrigins"]
+
+
+def test_retention_follows_the_environment(synthesized: tuple[str, Template]) -> None:
+    env, template = synthesized
+    bucket = originals_bucket(template)
+    if env == "prod":
+        assert bucket["DeletionPolicy"] == "Retain"
+        assert template.find_resources("Custom::S3AutoDeleteObjects") == {}
+    else:
+        assert bucket["DeletionPolicy"] == "Delete"
+        assert template.find_resources("Custom::S3AutoDeleteObjects")
+
+
+def test_an_unknown_environment_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="choose one of dev, prod"):
+        build_app("staging")

@@ -1,0 +1,74 @@
+"""The API Lambda handler behind the local HTTP adapter, against the real database, over real HTTP."""
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifier
+from shared.adapters.postgres.database import Database
+from shared.bootstrap import Container
+from shared.config import Settings
+from shared.domain.auth import Principal
+from shared.local.http_api import LocalHttpApi
+from tests.integration.conftest import MigratedDatabase
+
+SECRET = b"integration-secret-0123456789abc"
+
+
+@pytest.fixture
+def api_url(migrated_database: MigratedDatabase, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    from functions.api import handler as api_handler
+
+    container = Container(Settings(runtime="local", database_url=migrated_database.app_url))
+    monkeypatch.setattr(api_handler, "container", container)
+    api = LocalHttpApi(
+        api_handler.handler,
+        LocalTokenVerifier(SECRET),
+        public_routes=api_handler.UNAUTHENTICATED_ROUTES,
+        port=0,
+    )
+    api.start()
+    try:
+        yield api.base_url
+    finally:
+        api.stop()
+        container.database.close()
+
+
+def get(url: str, token: str | None = None) -> tuple[int, Any]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def test_health_reaches_the_database_as_the_application_role(api_url: str) -> None:
+    assert get(f"{api_url}/v1/health") == (200, {"status": "ok", "database": "ok"})
+
+
+def test_health_reports_an_unreachable_database_without_leaking_its_url(
+    api_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from functions.api import handler as api_handler
+
+    dead = Container(Settings(runtime="local", database_url="postgresql://quire_app:pw@127.0.0.1:1/quire"))
+    dead.__dict__["database"] = Database(dead.settings.database_url.get_secret_value(), wait_seconds=2)  # type: ignore[union-attr]
+    monkeypatch.setattr(api_handler, "container", dead)
+    status, body = get(f"{api_url}/v1/health")
+    assert (status, body) == (503, {"status": "degraded", "database": "unreachable"})
+
+
+def test_protected_routes_need_a_valid_token(api_url: str) -> None:
+    good = LocalTokenIssuer(SECRET).issue(Principal(tenant_id="acme", subject="ann", collections=frozenset({"hr"})))
+    forged = LocalTokenIssuer(b"another-secret-0123456789abcdefg").issue(
+        Principal(tenant_id="acme", subject="eve", collections=frozenset({"hr"}))
+    )
+    assert get(f"{api_url}/v1/me") == (401, {"message": "Unauthorized"})
+    assert get(f"{api_url}/v1/me", forged) == (401, {"message": "Unauthorized"})
+    assert get(f"{api_url}/v1/me", good) == (200, {"tenantId": "acme", "subject": "ann", "collections": ["hr"]})

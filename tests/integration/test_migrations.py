@@ -1,0 +1,90 @@
+import shutil
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from migrations.runner import MIGRATIONS_DIR, MigrationError, apply_migrations, discover
+from tests.integration.conftest import create_database
+
+ALL = [f"{m.version}_{m.name}" for m in discover()]
+
+
+def vector_column_type(owner_url: str) -> str:
+    with psycopg.connect(owner_url) as conn:
+        row = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = 'knowledge_chunks'::regclass AND attname = 'embedding'"
+        ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_migrations_apply_once_and_rerunning_is_a_no_op(postgres_owner_url: str) -> None:
+    url = create_database(postgres_owner_url)
+    first = apply_migrations(url, embedding_dimension=384)
+    second = apply_migrations(url, embedding_dimension=384)
+    assert (first.applied, first.already_applied) == (ALL, [])
+    assert (second.applied, second.already_applied) == ([], ALL)
+    with psycopg.connect(url) as conn:
+        recorded = [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert recorded == [name[:4] for name in ALL]
+
+
+def test_the_embedding_dimension_setting_shapes_the_vector_column(postgres_owner_url: str) -> None:
+    url = create_database(postgres_owner_url)
+    apply_migrations(url, embedding_dimension=16)
+    assert vector_column_type(url) == "vector(16)"
+
+
+def test_a_different_dimension_on_an_existing_schema_is_refused(postgres_owner_url: str) -> None:
+    url = create_database(postgres_owner_url)
+    apply_migrations(url, embedding_dimension=384)
+    with pytest.raises(MigrationError, match="embedding_dimension=384 but settings ask for 1024"):
+        apply_migrations(url, embedding_dimension=1024)
+    assert vector_column_type(url) == "vector(384)"
+
+
+def test_a_migration_edited_after_it_was_applied_is_refused(postgres_owner_url: str, tmp_path: Path) -> None:
+    url = create_database(postgres_owner_url)
+    apply_migrations(url, embedding_dimension=384)
+    edited = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, edited, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    with (edited / "0002_files.sql").open("a", encoding="utf-8") as sql:
+        sql.write("\n-- a harmless-looking edit\n")
+    with pytest.raises(MigrationError, match="0002_files was edited"):
+        apply_migrations(url, embedding_dimension=384, directory=edited)
+
+
+def test_a_failing_migration_leaves_nothing_half_applied(postgres_owner_url: str, tmp_path: Path) -> None:
+    url = create_database(postgres_owner_url)
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "0001_ok.sql").write_text("CREATE TABLE ok_table (id int);", encoding="utf-8")
+    (folder / "0002_broken.sql").write_text("CREATE TABLE half (id int); SELECT * FROM missing;", encoding="utf-8")
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        apply_migrations(url, embedding_dimension=384, directory=folder)
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT to_regclass('half')").fetchone() == (None,)
+        assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == ["0001"]
+
+
+def test_concurrent_runners_apply_each_migration_exactly_once(postgres_owner_url: str) -> None:
+    url = create_database(postgres_owner_url)
+    reports = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            reports.append(apply_migrations(url, embedding_dimension=384))
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(name for report in reports for name in report.applied) == sorted(ALL)

@@ -1,0 +1,129 @@
+"""Tenant isolation, proven as the application role (not the owner, not a superuser, no BYPASSRLS)."""
+
+import uuid
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from migrations.runner import APP_ROLE
+from shared.adapters.postgres.database import Database
+
+
+def add_file(database: Database, tenant: str, collection: str = "docs") -> uuid.UUID:
+    file_id = uuid.uuid4()
+    with database.tenant_transaction(tenant) as conn:
+        conn.execute(
+            "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by) VALUES (%s, %s, %s, %s, %s)",
+            (tenant, file_id, collection, f"{tenant}.pdf", "tester"),
+        )
+    return file_id
+
+
+def visible_files(conn: psycopg.Connection) -> set[uuid.UUID]:
+    return {row[0] for row in conn.execute("SELECT file_id FROM files")}
+
+
+def test_the_application_role_is_neither_owner_nor_superuser_nor_bypasses_rls(app_database: Database) -> None:
+    with app_database.unscoped_transaction() as conn:
+        role = conn.execute(
+            "SELECT rolname, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles"
+            " WHERE rolname = current_user"
+        ).fetchone()
+        owned = conn.execute(
+            "SELECT count(*) FROM pg_class WHERE relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)"
+        ).fetchone()
+    assert role == (APP_ROLE, False, False, False, False)
+    assert owned == (0,)
+
+
+def test_every_tenant_table_has_forced_row_level_security(owner_connection: psycopg.Connection) -> None:
+    rows = owner_connection.execute(
+        "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,"
+        "       (SELECT count(*) FROM pg_policy p WHERE p.polrelid = c.oid)"
+        " FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id'"
+        " WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace"
+    ).fetchall()
+    assert {row[0] for row in rows} >= {"files", "file_versions", "knowledge_chunks"}
+    for name, enabled, forced, policies in rows:
+        assert (enabled, forced, policies >= 1) == (True, True, True), name
+
+
+def test_without_a_tenant_nothing_is_visible_and_nothing_can_be_written(app_database: Database) -> None:
+    add_file(app_database, "tenant-a")
+    with app_database.unscoped_transaction() as conn:
+        assert visible_files(conn) == set()
+    with pytest.raises(errors.InsufficientPrivilege), app_database.unscoped_transaction() as conn:
+        conn.execute(
+            "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by)"
+            " VALUES ('tenant-a', gen_random_uuid(), 'docs', 'x.pdf', 'nobody')"
+        )
+
+
+def test_tenant_a_never_reads_tenant_bs_rows(app_database: Database) -> None:
+    mine = add_file(app_database, "tenant-a")
+    theirs = add_file(app_database, "tenant-b")
+    with app_database.tenant_transaction("tenant-a") as conn:
+        seen = visible_files(conn)
+        # Even asking for B's row by its id, or naming B's tenant explicitly, returns nothing.
+        by_id = conn.execute("SELECT 1 FROM files WHERE file_id = %s", (theirs,)).fetchall()
+        by_tenant = conn.execute("SELECT 1 FROM files WHERE tenant_id = 'tenant-b'").fetchall()
+    assert mine in seen and theirs not in seen
+    assert by_id == [] and by_tenant == []
+
+
+def test_tenant_a_cannot_write_into_or_change_tenant_bs_rows(app_database: Database) -> None:
+    theirs = add_file(app_database, "tenant-b")
+    mine = add_file(app_database, "tenant-a")
+    with pytest.raises(errors.InsufficientPrivilege), app_database.tenant_transaction("tenant-a") as conn:
+        conn.execute(
+            "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by)"
+            " VALUES ('tenant-b', gen_random_uuid(), 'docs', 'planted.pdf', 'eve')"
+        )
+    with app_database.tenant_transaction("tenant-a") as conn:
+        updated = conn.execute("UPDATE files SET filename = 'pwned.pdf' WHERE file_id = %s", (theirs,)).rowcount
+        deleted = conn.execute("DELETE FROM files WHERE file_id = %s", (theirs,)).rowcount
+    assert (updated, deleted) == (0, 0)
+    # Moving one's own row into another tenant is refused too.
+    with pytest.raises(errors.InsufficientPrivilege), app_database.tenant_transaction("tenant-a") as conn:
+        conn.execute("UPDATE files SET tenant_id = 'tenant-b' WHERE file_id = %s", (mine,))
+    with app_database.tenant_transaction("tenant-b") as conn:
+        assert conn.execute("SELECT filename FROM files WHERE file_id = %s", (theirs,)).fetchone() == ("tenant-b.pdf",)
+
+
+def test_a_pooled_connection_does_not_carry_the_previous_tenant(migrated_database) -> None:  # type: ignore[no-untyped-def]
+    # One connection in the pool, so every transaction below reuses the same server session.
+    database = Database(migrated_database.app_url, max_size=1)
+    try:
+        a_file = add_file(database, "tenant-a")
+        with database.tenant_transaction("tenant-a") as conn:
+            backend = conn.execute("SELECT pg_backend_pid()").fetchone()
+            assert a_file in visible_files(conn)
+        with database.unscoped_transaction() as conn:
+            assert conn.execute("SELECT pg_backend_pid()").fetchone() == backend
+            assert conn.execute("SELECT current_tenant()").fetchone() == (None,)
+            assert visible_files(conn) == set()
+        with database.tenant_transaction("tenant-b") as conn:
+            assert conn.execute("SELECT pg_backend_pid()").fetchone() == backend
+            assert a_file not in visible_files(conn)
+    finally:
+        database.close()
+
+
+def test_the_application_role_cannot_switch_row_level_security_off(app_database: Database) -> None:
+    with pytest.raises(errors.InsufficientPrivilege), app_database.tenant_transaction("tenant-a") as conn:
+        conn.execute("ALTER TABLE files DISABLE ROW LEVEL SECURITY")
+    # row_security = off makes PostgreSQL refuse a query RLS would filter, rather than skip the policy.
+    with pytest.raises(errors.InsufficientPrivilege), app_database.tenant_transaction("tenant-a") as conn:
+        conn.execute("SET LOCAL row_security = off")
+        conn.execute("SELECT count(*) FROM files")
+
+
+def test_the_application_role_cannot_read_or_rewrite_migration_history(app_database: Database) -> None:
+    with pytest.raises(errors.InsufficientPrivilege), app_database.unscoped_transaction() as conn:
+        conn.execute("SELECT * FROM schema_migrations")
+
+
+def test_a_tenant_id_that_is_not_an_identifier_never_reaches_sql(app_database: Database) -> None:
+    with pytest.raises(ValueError, match="invalid tenant id"), app_database.tenant_transaction("a' OR '1'='1"):
+        pass

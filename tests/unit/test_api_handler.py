@@ -1,0 +1,53 @@
+"""The API handler on sample events, with no database: routes that need none, and the error mapping."""
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from shared.local.http_api import LocalLambdaContext
+from tests.conftest import load_event
+
+
+@pytest.fixture
+def api() -> Any:
+    from functions.api import handler
+
+    return handler
+
+
+def call(api: Any, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    response = api.handler(event, LocalLambdaContext())
+    return response["statusCode"], json.loads(response["body"])
+
+
+def test_me_reports_the_caller_from_the_authorizer_claims(api: Any) -> None:
+    status, body = call(api, load_event("apigw_http_v2_get_me.json"))
+    assert status == 200
+    assert body == {
+        "tenantId": "acme",
+        "subject": "8e3f1c2a-1111-4a4a-9b9b-0123456789ab",
+        "collections": ["contracts", "handbooks"],
+    }
+
+
+def test_a_request_without_claims_is_unauthorized_with_the_authorizers_body(api: Any) -> None:
+    event = copy.deepcopy(load_event("apigw_http_v2_get_me.json"))
+    del event["requestContext"]["authorizer"]
+    assert call(api, event) == (401, {"message": "Unauthorized"})
+
+
+def test_an_unknown_route_is_not_found(api: Any) -> None:
+    event = copy.deepcopy(load_event("apigw_http_v2_get_me.json"))
+    event["rawPath"] = event["requestContext"]["http"]["path"] = "/v1/nothing-here"
+    assert call(api, event) == (404, {"error": "not_found", "message": "Not found"})
+
+
+def test_openapi_document_lists_the_routes(api: Any) -> None:
+    event = copy.deepcopy(load_event("apigw_http_v2_get_me.json"))
+    event["rawPath"] = event["requestContext"]["http"]["path"] = "/v1/openapi.json"
+    status, body = call(api, event)
+    assert status == 200
+    assert body["openapi"].startswith("3.")
+    assert {"/v1/health", "/v1/me"} <= set(body["paths"])

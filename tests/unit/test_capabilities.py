@@ -1,0 +1,28 @@
+import pytest
+
+from shared.bootstrap import ConfigurationError, Container
+from shared.config import Settings
+from shared.domain.errors import CapabilityUnavailable
+
+
+@pytest.mark.parametrize("runtime", ["local", "aws"])
+def test_absent_capabilities_say_so_with_a_reason(runtime: str) -> None:
+    container = Container(Settings(runtime=runtime))  # type: ignore[arg-type]
+    for name, status in container.capabilities().items():
+        assert status.available is False, name
+        assert status.reason and len(status.reason) > 20, name
+
+
+def test_an_unavailable_capability_refuses_rather_than_returning_nothing() -> None:
+    container = Container(Settings(runtime="local"))
+    with pytest.raises(CapabilityUnavailable, match="vision"):
+        container.vision.describe(b"\x89PNG", "image/png")
+    with pytest.raises(CapabilityUnavailable, match="embedder"):
+        container.embedder.embed(["text"])
+    with pytest.raises(CapabilityUnavailable, match="ocr"):
+        container.ocr.recognize(b"%PDF", "application/pdf", [1])
+
+
+def test_a_missing_database_url_names_the_setting() -> None:
+    with pytest.raises(ConfigurationError, match="QUIRE_DATABASE_URL"):
+        _ = Container(Settings(runtime="aws")).database

@@ -1,0 +1,44 @@
+from pathlib import Path
+
+import pytest
+
+from migrations.runner import Migration, MigrationError, apply_migrations, discover
+
+
+def test_migrations_are_discovered_in_order_and_every_placeholder_is_known() -> None:
+    migrations = discover()
+    assert [m.version for m in migrations] == sorted(m.version for m in migrations)
+    assert migrations[0].version == "0001"
+    for migration in migrations:
+        migration.render({"embedding_dimension": "384", "app_role": "quire_app"})
+
+
+def test_the_dimension_is_rendered_into_the_vector_column() -> None:
+    chunks = next(m for m in discover() if "vector({{embedding_dimension}})" in m.template)
+    assert "vector(1024)" in chunks.render({"embedding_dimension": "1024", "app_role": "quire_app"})
+
+
+def test_an_unknown_placeholder_is_an_error_not_a_blank() -> None:
+    with pytest.raises(MigrationError, match="unknown parameter"):
+        Migration("0009", "x", "SELECT {{nope}}").render({})
+
+
+def test_a_badly_named_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "1_first.sql").write_text("SELECT 1", encoding="utf-8")
+    with pytest.raises(MigrationError, match="NNNN_snake_case"):
+        discover(tmp_path)
+
+
+@pytest.mark.parametrize(("dimension", "role"), [(0, "quire_app"), (2001, "quire_app"), (384, "Robert'); --")])
+def test_parameters_are_checked_before_any_connection(dimension: int, role: str) -> None:
+    with pytest.raises(MigrationError):
+        apply_migrations("postgresql://nobody@127.0.0.1:1/none", embedding_dimension=dimension, app_role=role)
+
+
+def test_every_tenant_table_forces_row_level_security_in_the_same_file() -> None:
+    import re
+
+    for migration in discover():
+        for table in re.findall(r"CREATE TABLE (\w+) \(\s*tenant_id", migration.template):
+            assert f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY" in migration.template
+            assert f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY" in migration.template
