@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
-.PHONY: demo test test-all lint typecheck fmt clean venv
+.PHONY: demo test test-all bench lint typecheck fmt clean venv
 
 venv: $(INSTALLED)
 
@@ -35,10 +35,14 @@ test: lint typecheck
 test-all: lint typecheck
 	$(BIN)/pytest
 
+# Speed and memory, medians of several runs: a table on stdout and .bench/results.json.
+bench: $(INSTALLED)
+	$(BIN)/python -m bench.run
+
 fmt: $(INSTALLED)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
 clean:
 	-$(BIN)/quire down 2>/dev/null
-	rm -rf $(VENV) .quire cdk.out .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .quire .bench cdk.out .mypy_cache .pytest_cache .ruff_cache

@@ -33,7 +33,7 @@ CREATE TABLE file_versions (
   FOREIGN KEY (tenant_id, file_id) REFERENCES files (tenant_id, file_id) ON DELETE CASCADE
 );
 CREATE INDEX file_versions_by_file ON file_versions (tenant_id, file_id, created_at DESC);
--- The sweep looks for work stuck in one state across all tenants (it runs as the owner).
+-- The sweep looks for versions stuck in a transitional state.
 CREATE INDEX file_versions_by_state ON file_versions (state, updated_at) WHERE state IN ('pending', 'deleting');
 
 ALTER TABLE files ENABLE ROW LEVEL SECURITY;

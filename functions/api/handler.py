@@ -14,6 +14,8 @@ from shared.domain.auth import Principal, principal_from_claims
 from shared.observability import logger, tracer
 from shared.services.health import Health, HealthReport, check_health
 
+# On every response, errors included: JSON is never sniffed into HTML, and tenant data is never cached.
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 # Routes served without a bearer token. Every other route sits behind the JWT authorizer.
 UNAUTHENTICATED_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/v1/openapi.json")})
 
@@ -65,4 +67,6 @@ def openapi() -> Response[str]:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    response = app.resolve(event, context)
+    response.setdefault("headers", {}).update(SECURITY_HEADERS)
+    return response

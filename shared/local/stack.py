@@ -1,5 +1,6 @@
 """`quire up`, `quire down`, `quire status`: the local stack seen from the outside."""
 
+import fcntl
 import json
 import os
 import signal
@@ -45,10 +46,17 @@ def running_state(paths: StackPaths) -> dict[str, Any] | None:
 
 def up(paths: StackPaths) -> tuple[dict[str, Any], bool]:
     """Start the stack in the background and wait until it is ready. Returns (state, started_now)."""
-    state = running_state(paths)
-    if state is not None:
-        return state, False
     paths.ensure()
+    # Two `quire up` at once must not start two supervisors on one data directory.
+    with (paths.root / "up.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = running_state(paths)
+        if state is not None:
+            return state, False
+        return _start_supervisor(paths), True
+
+
+def _start_supervisor(paths: StackPaths) -> dict[str, Any]:
     paths.state.unlink(missing_ok=True)
     log = paths.log.open("ab")
     process = subprocess.Popen(
@@ -63,7 +71,7 @@ def up(paths: StackPaths) -> tuple[dict[str, Any], bool]:
     while time.monotonic() < deadline:
         state = read_json(paths.state)
         if state is not None and state.get("pid") == process.pid:
-            return state, True
+            return state
         if process.poll() is not None:
             raise StackError(f"the local stack exited with code {process.returncode}; see {paths.log}")
         time.sleep(0.1)

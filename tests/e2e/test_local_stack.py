@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,3 +127,38 @@ def test_demo_starts_reports_and_stops(workdir: Path) -> None:
     assert "s3            ok" in completed.stdout
     assert "Quire is down" in completed.stdout
     assert stack_processes(workdir) == []
+
+
+def test_a_killed_stack_leaves_nothing_that_down_cannot_stop_and_up_recovers(workdir: Path) -> None:
+    # Given a running stack whose supervisor is killed outright (no chance to stop PostgreSQL)
+    quire(workdir, "up")
+    _, report = status(workdir)
+    os.kill(report["pid"], 9)
+    while alive(report["pid"]):
+        time.sleep(0.05)
+    # Then status says it is not running, while the orphaned PostgreSQL still is
+    code, after_kill = status(workdir)
+    assert code == 1 and after_kill["running"] is False
+    assert stack_processes(workdir) != []
+    # When `quire down` runs, the orphan is stopped too
+    quire(workdir, "down")
+    assert stack_processes(workdir) == []
+    # And the stack comes back up on the same data
+    quire(workdir, "up")
+    code, recovered = status(workdir)
+    assert code == 0 and recovered["database"]["ok"] is True
+
+
+def test_concurrent_ups_start_one_stack(workdir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("DATABASE_URL", None)
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "shared.cli", "up"], cwd=workdir, env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    outputs = [process.communicate(timeout=240)[0] for process in starts]
+    assert all(process.returncode == 0 for process in starts), outputs
+    assert sum("Quire is up" in output for output in outputs) == 1
+    assert sum("already running" in output for output in outputs) == 2

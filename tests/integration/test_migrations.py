@@ -88,3 +88,15 @@ def test_concurrent_runners_apply_each_migration_exactly_once(postgres_owner_url
         thread.join()
     assert errors == []
     assert sorted(name for report in reports for name in report.applied) == sorted(ALL)
+
+
+def test_an_existing_application_role_that_could_bypass_rls_is_refused_not_adopted(postgres_owner_url: str) -> None:
+    role = "quire_app_bypass"
+    with psycopg.connect(postgres_owner_url, autocommit=True) as conn:
+        conn.execute(f"DROP ROLE IF EXISTS {role}")
+        conn.execute(f"CREATE ROLE {role} LOGIN BYPASSRLS")
+    url = create_database(postgres_owner_url)
+    with pytest.raises(psycopg.errors.RaiseException, match="BYPASSRLS"):
+        apply_migrations(url, embedding_dimension=384, app_role=role)
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (0,)

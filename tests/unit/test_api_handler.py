@@ -51,3 +51,12 @@ def test_openapi_document_lists_the_routes(api: Any) -> None:
     assert status == 200
     assert body["openapi"].startswith("3.")
     assert {"/v1/health", "/v1/me"} <= set(body["paths"])
+
+
+@pytest.mark.parametrize("path", ["/v1/me", "/v1/openapi.json", "/v1/nothing-here"])
+def test_every_response_forbids_sniffing_and_caching(api: Any, path: str) -> None:
+    event = copy.deepcopy(load_event("apigw_http_v2_get_me.json"))
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    headers = api.handler(event, LocalLambdaContext())["headers"]
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Cache-Control"] == "no-store"

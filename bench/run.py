@@ -1,0 +1,140 @@
+"""`make bench`: speed and memory of the local stack, each figure the median of several runs.
+
+Prints a table and writes .bench/results.json: a list of {name, value, unit, baseline, ratio, data}.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS = REPO_ROOT / ".bench" / "results.json"
+COLD_RUNS = 3
+WARM_RUNS = 5
+REQUESTS = 300
+
+
+def quire(workdir: Path, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("DATABASE_URL", None)
+    completed = subprocess.run(
+        [sys.executable, "-m", "shared.cli", *args], cwd=workdir, env=env, capture_output=True, text=True, check=True
+    )
+    return completed.stdout
+
+
+def timed(action: Any) -> float:
+    begun = time.perf_counter()
+    action()
+    return time.perf_counter() - begun
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants (PostgreSQL's backends included)."""
+    total_kb = 0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            with open(f"/proc/{current}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        total_kb += int(line.split()[1])
+            with open(f"/proc/{current}/task/{current}/children", encoding="ascii") as children:
+                pending.extend(int(child) for child in children.read().split())
+        except OSError:
+            continue
+    return total_kb / 1024
+
+
+def latencies_ms(url: str, headers: dict[str, str]) -> list[float]:
+    samples = []
+    for _ in range(REQUESTS):
+        request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback
+        begun = time.perf_counter()
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+            response.read()
+        samples.append((time.perf_counter() - begun) * 1000)
+    return sorted(samples)
+
+
+def percentile(sorted_samples: list[float], fraction: float) -> float:
+    return sorted_samples[min(len(sorted_samples) - 1, int(fraction * len(sorted_samples)))]
+
+
+def result(name: str, runs: list[float], unit: str, **data: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(statistics.median(runs), 3),
+        "unit": unit,
+        "baseline": None,
+        "ratio": None,
+        "data": {"runs": [round(r, 3) for r in runs], **data},
+    }
+
+
+def main() -> int:
+    results: list[dict[str, Any]] = []
+    cold: list[float] = []
+    for _ in range(COLD_RUNS):
+        with tempfile.TemporaryDirectory() as scratch:
+            workdir = Path(scratch)
+            cold.append(timed(lambda w=workdir: quire(w, "up")))
+            quire(workdir, "down")
+    results.append(result("quire up, fresh directory (initdb + migrations) to ready", cold, "s"))
+
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = Path(scratch)
+        quire(workdir, "up")
+        quire(workdir, "down")
+        warm: list[float] = []
+        down: list[float] = []
+        for _ in range(WARM_RUNS):
+            warm.append(timed(lambda w=workdir: quire(w, "up")))
+            down.append(timed(lambda w=workdir: quire(w, "down")))
+        results.append(result("quire up, existing state to ready", warm, "s"))
+        results.append(result("quire down, all processes gone", down, "s"))
+
+        quire(workdir, "up")
+        try:
+            state = json.loads((workdir / ".quire" / "state.json").read_text())
+            token = quire(workdir, "token", "--tenant", "bench", "--collections", "a,b").strip()
+            auth = {"Authorization": f"Bearer {token}"}
+            me_p50, me_p95, health_p50, rss = [], [], [], []
+            for _ in range(3):
+                me = latencies_ms(f"{state['api']}/v1/me", auth)
+                health = latencies_ms(f"{state['api']}/v1/health", {})
+                me_p50.append(percentile(me, 0.5))
+                me_p95.append(percentile(me, 0.95))
+                health_p50.append(percentile(health, 0.5))
+                rss.append(rss_mb(state["pid"]))
+            results.append(result("GET /v1/me (JWT verify + handler) p50", me_p50, "ms", requests=REQUESTS))
+            results.append(result("GET /v1/me p95", me_p95, "ms", requests=REQUESTS))
+            results.append(result("GET /v1/health (database round trip) p50", health_p50, "ms", requests=REQUESTS))
+            results.append(result("local stack resident memory (supervisor + PostgreSQL)", rss, "MB"))
+        finally:
+            quire(workdir, "down")
+
+    venv = REPO_ROOT / ".venv"
+    size = subprocess.run(["du", "-sm", str(venv)], capture_output=True, text=True, check=True).stdout.split()[0]
+    results.append(result("virtualenv size", [float(size)], "MB"))
+
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    width = max(len(r["name"]) for r in results)
+    print(f"{'benchmark':<{width}}  {'median':>10}  unit  runs")
+    for r in results:
+        print(f"{r['name']:<{width}}  {r['value']:>10.3f}  {r['unit']:<4}  {r['data']['runs']}")
+    print(f"\nwritten to {RESULTS.relative_to(REPO_ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
