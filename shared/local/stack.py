@@ -9,9 +9,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.local.paths import LOCAL_AWS_ENVIRONMENT, StackPaths, read_json
+
+if TYPE_CHECKING:
+    from shared.bootstrap import Container
 
 READY_TIMEOUT_SECONDS = 180
 STOP_TIMEOUT_SECONDS = 60
@@ -178,7 +181,7 @@ def _probe_api(base_url: str) -> dict[str, Any]:
         return {"ok": False, "reason": str(error)}
 
 
-def _probe_database(container: Any, state: dict[str, Any]) -> dict[str, Any]:
+def _probe_database(container: "Container", state: dict[str, Any]) -> dict[str, Any]:
     url = redact_database_url(state["database"]["url"])
     try:
         facts = container.database.server_facts()
@@ -197,12 +200,16 @@ def _probe_database(container: Any, state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _probe_s3(container: Any, state: dict[str, Any]) -> dict[str, Any]:
+def _probe_s3(container: "Container", state: dict[str, Any]) -> dict[str, Any]:
+    from shared.adapters.aws.s3_content_store import S3ContentStore
+
     s3 = state["s3"]
     base = {"endpoint": s3["endpoint"], "bucket": s3["bucket"]}
     os.environ.update({k: v for k, v in LOCAL_AWS_ENVIRONMENT.items() if k not in os.environ})
+    store = container.content
+    assert isinstance(store, S3ContentStore)
     try:
-        versioning = container.content.bucket_versioning()
+        versioning = store.bucket_versioning()
     except Exception as error:
         return {"ok": False, **base, "reason": str(error)}
     return {

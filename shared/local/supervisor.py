@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ import psycopg
 from psycopg import sql
 
 from migrations.runner import APP_ROLE, apply_migrations
+from shared.adapters.local.jwt_tokens import LocalTokenVerifier, load_or_create_secret
 from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port
+from shared.local.http_api import LocalHttpApi
 from shared.local.paths import (
     LOCAL_AWS_ENVIRONMENT,
     LOCAL_BUCKET,
@@ -27,6 +30,7 @@ from shared.local.paths import (
     read_json,
     write_private_json,
 )
+from shared.local.s3_server import LocalS3Server
 
 _log = logging.getLogger("quire.supervisor")
 
@@ -61,14 +65,21 @@ def ensure_bucket(endpoint: str, bucket: str) -> str:
     return status
 
 
+@dataclass(frozen=True)
+class LocalDatabase:
+    app_url: str
+    embedded: bool
+    port: int | None
+
+
 class Supervisor:
     def __init__(self, paths: StackPaths, *, embedding_dimension: int) -> None:
         self.paths = paths
         self.embedding_dimension = embedding_dimension
         self.stop_requested = threading.Event()
         self._postgres: EmbeddedPostgres | None = None
-        self._s3: Any = None
-        self._api: Any = None
+        self._s3: LocalS3Server | None = None
+        self._api: LocalHttpApi | None = None
 
     def run(self) -> None:
         started = time.monotonic()
@@ -76,14 +87,12 @@ class Supervisor:
         try:
             database = self._start_database(ports)
             s3_port = free_port(ports.get("s3"))
-            from shared.local.s3_server import LocalS3Server
-
             self._s3 = LocalS3Server(self.paths.s3_snapshot, port=s3_port)
             restored = self._s3.start()
             versioning = ensure_bucket(self._s3.endpoint, LOCAL_BUCKET)
             api_port = free_port(ports.get("api"))
-            self._start_api(database["app_url"], self._s3.endpoint, api_port)
-            write_private_json(self.paths.ports, {"postgres": database.get("port"), "s3": s3_port, "api": api_port})
+            self._api = self._start_api(database.app_url, self._s3.endpoint, api_port)
+            write_private_json(self.paths.ports, {"postgres": database.port, "s3": s3_port, "api": api_port})
             write_private_json(
                 self.paths.state,
                 {
@@ -92,8 +101,8 @@ class Supervisor:
                     "readySeconds": round(time.monotonic() - started, 2),
                     "api": self._api.base_url,
                     "database": {
-                        "url": database["app_url"],
-                        "embedded": database["embedded"],
+                        "url": database.app_url,
+                        "embedded": database.embedded,
                         "embeddingDimension": self.embedding_dimension,
                     },
                     "s3": {
@@ -111,8 +120,7 @@ class Supervisor:
         finally:
             self.shutdown()
 
-    def _start_database(self, ports: dict[str, Any]) -> dict[str, Any]:
-        app_password = _secret(self.paths.app_role_secret)
+    def _start_database(self, ports: dict[str, Any]) -> LocalDatabase:
         external = os.environ.get("DATABASE_URL")
         if external:
             owner_url = external
@@ -124,13 +132,16 @@ class Supervisor:
             port = address.port
         report = apply_migrations(owner_url, embedding_dimension=self.embedding_dimension)
         _log.info("migrations applied=%s already=%s", report.applied, report.already_applied)
-        app_url = os.environ.get("QUIRE_DATABASE_URL")
+        # With an external server the caller may bring the application role's own URL; otherwise the
+        # local runtime manages that role's password.
+        app_url = os.environ.get("QUIRE_DATABASE_URL") if external else None
         if not app_url:
+            app_password = _secret(self.paths.app_role_secret)
             set_app_role_password(owner_url, app_password)
             app_url = app_url_from_owner(owner_url, app_password)
-        return {"app_url": app_url, "embedded": external is None, "port": port}
+        return LocalDatabase(app_url=app_url, embedded=external is None, port=port)
 
-    def _start_api(self, app_url: str, s3_endpoint: str, port: int) -> None:
+    def _start_api(self, app_url: str, s3_endpoint: str, port: int) -> LocalHttpApi:
         # The handler reads its settings once, at import: set them first, exactly as Lambda would.
         os.environ.update(LOCAL_AWS_ENVIRONMENT)
         os.environ.update(
@@ -144,12 +155,11 @@ class Supervisor:
             }
         )
         from functions.api.handler import UNAUTHENTICATED_ROUTES, handler
-        from shared.adapters.local.jwt_tokens import LocalTokenVerifier, load_or_create_secret
-        from shared.local.http_api import LocalHttpApi
 
         verifier = LocalTokenVerifier(load_or_create_secret(self.paths.jwt_secret))
-        self._api = LocalHttpApi(handler, verifier, public_routes=UNAUTHENTICATED_ROUTES, port=port)
-        self._api.start()
+        api = LocalHttpApi(handler, verifier, public_routes=UNAUTHENTICATED_ROUTES, port=port)
+        api.start()
+        return api
 
     def shutdown(self) -> None:
         self.paths.state.unlink(missing_ok=True)
