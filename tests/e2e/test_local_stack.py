@@ -16,9 +16,13 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 
-def quire(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def quire(
+    workdir: Path, *args: str, check: bool = True, database_url: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env.pop("DATABASE_URL", None)
+    if database_url:
+        env["DATABASE_URL"] = database_url
     completed = subprocess.run(
         [sys.executable, "-m", "shared.cli", *args],
         cwd=workdir,
@@ -162,3 +166,29 @@ def test_concurrent_ups_start_one_stack(workdir: Path) -> None:
     assert all(process.returncode == 0 for process in starts), outputs
     assert sum("Quire is up" in output for output in outputs) == 1
     assert sum("already running" in output for output in outputs) == 2
+
+
+def test_database_url_points_the_stack_at_an_existing_server(
+    workdir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from shared.local.embedded_postgres import EmbeddedPostgres
+
+    # Given a PostgreSQL with pgvector that the stack did not start
+    root = tmp_path_factory.mktemp("external-postgres")
+    server = EmbeddedPostgres(root / "pgdata", secrets_file=root / "admin.secret")
+    address = server.start()
+    owner_url = server.owner_url(address)
+    try:
+        # When the stack comes up with DATABASE_URL set
+        quire(workdir, "up", database_url=owner_url)
+        code, report = status(workdir)
+        # Then it migrated and uses that server, as the application role, and started no PostgreSQL of its own
+        assert code == 0, report
+        assert report["database"]["embedded"] is False
+        assert report["database"]["role"] == "quire_app"
+        assert report["database"]["url"] == f"postgresql://quire_app@127.0.0.1:{address.port}/quire"
+        assert not (workdir / ".quire" / "pgdata").exists()
+        quire(workdir, "down")
+        assert server.running_pid() is not None  # not ours to stop
+    finally:
+        server.stop()
