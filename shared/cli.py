@@ -69,7 +69,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from shared.adapters.local.jwt_tokens import LocalTokenIssuer, load_or_create_secret
+    from shared.adapters.local.jwt_tokens import LocalTokenIssuer
+    from shared.adapters.local.secret_files import read_or_create_secret
     from shared.domain.auth import Principal
 
     paths = StackPaths.in_directory()
@@ -80,7 +81,7 @@ def cmd_token(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"quire token: {error}", file=sys.stderr)
         return 2
-    issuer = LocalTokenIssuer(load_or_create_secret(paths.jwt_secret))
+    issuer = LocalTokenIssuer(read_or_create_secret(paths.jwt_secret))
     print(issuer.issue(principal, lifetime_seconds=args.ttl))
     return 0
 

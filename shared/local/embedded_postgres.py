@@ -8,7 +8,6 @@ itself: data under `.quire/`, 127.0.0.1 only, SCRAM passwords kept in a 0600 fil
 import importlib.util
 import os
 import pwd
-import secrets
 import shutil
 import socket
 import stat
@@ -17,6 +16,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
+
+from shared.adapters.local.secret_files import read_or_create_secret
+from shared.local.processes import is_our_process
 
 ADMIN_USER = "quire_admin"
 DATABASE_NAME = "quire"
@@ -51,9 +53,23 @@ def free_port(preferred: int | None = None) -> int:
     raise RuntimeError("no free TCP port on 127.0.0.1")
 
 
-def _make_traversable(path: Path) -> None:
-    """Let the service account reach `path`: add only the search bit (o+x) to each ancestor directory."""
-    for directory in [path, *path.parents]:
+def _grant_traversal(directory: Path, group: int) -> None:
+    """Let the service account reach into `directory` without reading anything else on the way.
+
+    `directory` (`.quire/`) gets group search for the service's group only; each ancestor that lacks
+    it gets the search bit for others (o+x: pass through, not list).
+    """
+    shutil.chown(directory, group=group)
+    directory.chmod(0o710)
+    for ancestor in directory.parents:
+        mode = ancestor.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            ancestor.chmod(mode | stat.S_IXOTH)
+
+
+def _grant_traversal_to_binaries(bin_dir: Path) -> None:
+    """The PostgreSQL binaries live in the virtualenv: each directory on the way needs o+x."""
+    for directory in [bin_dir, *bin_dir.parents]:
         mode = directory.stat().st_mode
         if not mode & stat.S_IXOTH:
             directory.chmod(mode | stat.S_IXOTH)
@@ -76,9 +92,10 @@ class EmbeddedPostgres:
         self._secrets_file = secrets_file
         self._bin = postgres_bin_dir()
         self._run_as: str | None = None
+        self._run_as_group: int | None = None
         if os.geteuid() == 0:
             self._run_as = _SERVICE_ACCOUNT
-            self._ensure_service_account()
+            self._run_as_group = self._ensure_service_account()
 
     # -- process control -------------------------------------------------------------------------
 
@@ -87,7 +104,7 @@ class EmbeddedPostgres:
             [str(self._bin / tool), *args],
             # Drop root's group too: with gid 0 the group bits of root-owned directories would apply.
             user=self._run_as,
-            group=self._run_as,
+            group=self._run_as_group,
             extra_groups=[] if self._run_as else None,
             check=False,
             capture_output=True,
@@ -99,11 +116,13 @@ class EmbeddedPostgres:
             raise EmbeddedPostgresError(f"{tool} exited with {completed.returncode}: {completed.stderr.strip()}")
         return completed
 
-    def _ensure_service_account(self) -> None:
+    def _ensure_service_account(self) -> int:
+        """The service account's primary group id, creating the account if it is missing."""
         try:
-            pwd.getpwnam(_SERVICE_ACCOUNT)
+            return pwd.getpwnam(_SERVICE_ACCOUNT).pw_gid
         except KeyError:
             subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", _SERVICE_ACCOUNT], check=True)
+            return pwd.getpwnam(_SERVICE_ACCOUNT).pw_gid
 
     def _chown_to_service(self, path: Path) -> None:
         if self._run_as is not None:
@@ -111,23 +130,22 @@ class EmbeddedPostgres:
 
     @property
     def admin_password(self) -> str:
-        return self._secrets_file.read_text(encoding="utf-8").strip()
+        return read_or_create_secret(self._secrets_file).decode()
 
     def initialized(self) -> bool:
         return (self.data_dir / "PG_VERSION").exists()
 
     def _initdb(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._chown_to_service(self.data_dir)
-        if self._run_as is not None:
-            _make_traversable(self.data_dir.parent)
-            _make_traversable(self._bin)
-        if not self._secrets_file.exists():
-            self._secrets_file.touch(mode=0o600)
-            self._secrets_file.write_text(secrets.token_urlsafe(24), encoding="utf-8")
+        if self._run_as is not None and self._run_as_group is not None:
+            self._chown_to_service(self.data_dir)
+            _grant_traversal(self.data_dir.parent, self._run_as_group)
+            _grant_traversal_to_binaries(self._bin)
         with tempfile.TemporaryDirectory() as scratch:
             pwfile = Path(scratch) / "pw"
-            pwfile.write_text(self.admin_password, encoding="utf-8")
+            descriptor = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(self.admin_password)
             if self._run_as is not None:
                 Path(scratch).chmod(0o711)
                 self._chown_to_service(pwfile)
@@ -154,15 +172,13 @@ class EmbeddedPostgres:
             )
 
     def running_pid(self) -> int | None:
-        pid_file = self.data_dir / "postmaster.pid"
-        if not pid_file.exists():
-            return None
+        """The postmaster serving this data directory, if one runs (a stale postmaster.pid is ignored)."""
         try:
-            pid = int(pid_file.read_text(encoding="utf-8").splitlines()[0])
-            os.kill(pid, 0)
-        except (ValueError, IndexError, ProcessLookupError, PermissionError):
+            pid = int((self.data_dir / "postmaster.pid").read_text(encoding="utf-8").splitlines()[0])
+        except (OSError, ValueError, IndexError):
             return None
-        return pid
+        # After a reboot the pid in postmaster.pid may belong to anything: only trust our own postgres.
+        return pid if is_our_process(pid, str(self._bin / "postgres"), "-D", str(self.data_dir)) else None
 
     def owner_url(self, address: ServerAddress) -> str:
         return address.url(ADMIN_USER, self.admin_password)
@@ -173,6 +189,9 @@ class EmbeddedPostgres:
         if self.running_pid() is not None:
             # A server left behind by a crashed supervisor: stop it so that we own its lifetime.
             self.stop()
+        else:
+            # No postgres of ours runs here, so a leftover lock file (a reboot, a kill -9) is stale.
+            (self.data_dir / "postmaster.pid").unlink(missing_ok=True)
         port = free_port(preferred_port)
         self._run(
             "pg_ctl",

@@ -12,6 +12,7 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from shared.local.paths import LOCAL_AWS_ENVIRONMENT, StackPaths, read_json
+from shared.local.processes import find_processes, is_our_process, is_running
 
 if TYPE_CHECKING:
     from shared.bootstrap import Container
@@ -25,24 +26,15 @@ class StackError(Exception):
     """The stack could not be started or stopped; the message says what to look at."""
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still answers kill(0); ask the kernel for its state.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
+def supervisor_arguments(paths: StackPaths) -> tuple[str, ...]:
+    """How a supervisor of this stack shows in its command line (and how we recognise it)."""
+    return ("-m", "shared.local.supervisor", "--state-dir", str(paths.root))
 
 
 def running_state(paths: StackPaths) -> dict[str, Any] | None:
+    """The state of a live supervisor of this stack; a state file whose pid is dead or reused is ignored."""
     state = read_json(paths.state)
-    if state is None or not _alive(int(state["pid"])):
+    if state is None or not is_our_process(int(state["pid"]), *supervisor_arguments(paths)):
         return None
     return state
 
@@ -61,15 +53,18 @@ def up(paths: StackPaths) -> tuple[dict[str, Any], bool]:
 
 def _start_supervisor(paths: StackPaths) -> dict[str, Any]:
     paths.state.unlink(missing_ok=True)
-    log = paths.log.open("ab")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "shared.local.supervisor", "--state-dir", str(paths.root)],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-        env={**os.environ, **LOCAL_AWS_ENVIRONMENT},
-    )
+    log = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, *supervisor_arguments(paths)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            env={**os.environ, **LOCAL_AWS_ENVIRONMENT},
+        )
+    finally:
+        os.close(log)  # the child has its own copy
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         state = read_json(paths.state)
@@ -78,22 +73,29 @@ def _start_supervisor(paths: StackPaths) -> dict[str, Any]:
         if process.poll() is not None:
             raise StackError(f"the local stack exited with code {process.returncode}; see {paths.log}")
         time.sleep(0.1)
-    process.terminate()
+    _stop(paths)
+    process.wait(timeout=STOP_TIMEOUT_SECONDS)
     raise StackError(f"the local stack was not ready after {READY_TIMEOUT_SECONDS}s; see {paths.log}")
 
 
 def down(paths: StackPaths) -> bool:
     """Stop the stack and everything it started. Returns False if it was not running."""
-    state = read_json(paths.state)
-    pid = int(state["pid"]) if state else _supervisor_pid_from_processes(paths)
+    paths.ensure()
+    with (paths.root / "up.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _stop(paths)
+
+
+def _stop(paths: StackPaths) -> bool:
     stopped = False
-    if pid is not None and _alive(pid):
+    # A supervisor of this stack, whether or not its state file survived (killed mid-start, say).
+    for pid in find_processes(*supervisor_arguments(paths)):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if _alive(pid):
-            os.killpg(pid, signal.SIGKILL)
+        while is_running(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if is_our_process(pid, *supervisor_arguments(paths)):
+            os.kill(pid, signal.SIGKILL)
         stopped = True
     # Whatever happened to the supervisor, no PostgreSQL of this stack may outlive `down`.
     if paths.pgdata.exists():
@@ -105,21 +107,6 @@ def down(paths: StackPaths) -> bool:
             stopped = True
     paths.state.unlink(missing_ok=True)
     return stopped
-
-
-def _supervisor_pid_from_processes(paths: StackPaths) -> int | None:
-    """Find a supervisor whose state file is gone (for example, killed mid-start)."""
-    needle = f"shared.local.supervisor\0--state-dir\0{paths.root}"
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                if needle.encode() in cmdline.read():
-                    return int(entry)
-        except OSError:
-            continue
-    return None
 
 
 def redact_database_url(url: str) -> str:

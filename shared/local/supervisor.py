@@ -7,11 +7,11 @@ sends SIGTERM, and everything stops in reverse order (the S3 snapshot is written
 import argparse
 import logging
 import os
-import secrets
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,8 @@ import psycopg
 from psycopg import sql
 
 from migrations.runner import APP_ROLE, apply_migrations
-from shared.adapters.local.jwt_tokens import LocalTokenVerifier, load_or_create_secret
+from shared.adapters.local.jwt_tokens import LocalTokenVerifier
+from shared.adapters.local.secret_files import read_or_create_secret
 from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port
 from shared.local.http_api import LocalHttpApi
 from shared.local.paths import (
@@ -33,13 +34,6 @@ from shared.local.paths import (
 from shared.local.s3_server import LocalS3Server
 
 _log = logging.getLogger("quire.supervisor")
-
-
-def _secret(path: Path) -> str:
-    if not path.exists():
-        path.touch(mode=0o600)
-        path.write_text(secrets.token_urlsafe(24), encoding="utf-8")
-    return path.read_text(encoding="utf-8").strip()
 
 
 def set_app_role_password(owner_url: str, password: str, role: str = APP_ROLE) -> None:
@@ -93,6 +87,8 @@ class Supervisor:
             api_port = free_port(ports.get("api"))
             self._api = self._start_api(database.app_url, self._s3.endpoint, api_port)
             write_private_json(self.paths.ports, {"postgres": database.port, "s3": s3_port, "api": api_port})
+            if self.stop_requested.is_set():
+                return  # asked to stop while starting: never announce a stack that is going away
             write_private_json(
                 self.paths.state,
                 {
@@ -136,7 +132,7 @@ class Supervisor:
         # local runtime manages that role's password.
         app_url = os.environ.get("QUIRE_DATABASE_URL") if external else None
         if not app_url:
-            app_password = _secret(self.paths.app_role_secret)
+            app_password = read_or_create_secret(self.paths.app_role_secret).decode()
             set_app_role_password(owner_url, app_password)
             app_url = app_url_from_owner(owner_url, app_password)
         return LocalDatabase(app_url=app_url, embedded=external is None, port=port)
@@ -156,31 +152,39 @@ class Supervisor:
         )
         from functions.api.handler import UNAUTHENTICATED_ROUTES, handler
 
-        verifier = LocalTokenVerifier(load_or_create_secret(self.paths.jwt_secret))
+        verifier = LocalTokenVerifier(read_or_create_secret(self.paths.jwt_secret))
         api = LocalHttpApi(handler, verifier, public_routes=UNAUTHENTICATED_ROUTES, port=port)
         api.start()
         return api
 
     def shutdown(self) -> None:
+        """Stop in reverse order; each step runs even if an earlier one failed (PostgreSQL always stops)."""
         self.paths.state.unlink(missing_ok=True)
-        if self._api is not None:
-            self._api.stop()
-            self._api = None
-        if self._s3 is not None:
-            try:
-                self._s3.snapshot()
-            finally:
-                self._s3.stop()
-                self._s3 = None
-        if self._postgres is not None:
-            self._postgres.stop()
-            self._postgres = None
+        api, s3, postgres = self._api, self._s3, self._postgres
+        self._api = self._s3 = self._postgres = None
+        if api is not None:
+            _attempt("stop the local API", api.stop)
+        if s3 is not None:
+            # Stop serving first, so no request changes the buckets while they are written out.
+            _attempt("stop the S3 server", s3.stop)
+            _attempt("write the S3 snapshot", s3.snapshot)
+        if postgres is not None:
+            _attempt("stop PostgreSQL", postgres.stop)
+
+
+def _attempt(what: str, step: Callable[[], None]) -> None:
+    try:
+        step()
+    except Exception:
+        _log.exception("could not %s", what)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quire-supervisor")
     parser.add_argument("--state-dir", type=Path, required=True)
     args = parser.parse_args(argv)
+    # Everything the stack writes (logs, snapshots, secrets) is for its owner only.
+    os.umask(0o077)
     paths = StackPaths(args.state_dir.resolve())
     paths.ensure()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)

@@ -100,3 +100,16 @@ def test_an_existing_application_role_that_could_bypass_rls_is_refused_not_adopt
         apply_migrations(url, embedding_dimension=384, app_role=role)
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (0,)
+
+
+def test_an_existing_application_role_that_can_become_another_role_is_refused(postgres_owner_url: str) -> None:
+    role = "quire_app_member"
+    with psycopg.connect(postgres_owner_url, autocommit=True) as conn:
+        owner = conn.execute("SELECT current_user").fetchone()
+        assert owner is not None
+        conn.execute(f"DROP ROLE IF EXISTS {role}")
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT {owner[0]} TO {role}")
+    url = create_database(postgres_owner_url)
+    with pytest.raises(psycopg.errors.RaiseException, match="member of other roles"):
+        apply_migrations(url, embedding_dimension=384, app_role=role)

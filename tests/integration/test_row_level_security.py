@@ -33,16 +33,23 @@ def test_the_application_role_is_neither_owner_nor_superuser_nor_bypasses_rls(ap
         owned = conn.execute(
             "SELECT count(*) FROM pg_class WHERE relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)"
         ).fetchone()
+        memberships = conn.execute(
+            "SELECT count(*) FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = current_user"
+        ).fetchone()
+        may_create = conn.execute("SELECT has_schema_privilege('public', 'CREATE')").fetchone()
     assert role == (APP_ROLE, False, False, False, False)
     assert owned == (0,)
+    # It cannot become another role, nor create objects it would then own.
+    assert memberships == (0,)
+    assert may_create == (False,)
 
 
 def test_every_tenant_table_has_forced_row_level_security(owner_connection: psycopg.Connection) -> None:
     rows = owner_connection.execute(
         "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,"
         "       (SELECT count(*) FROM pg_policy p WHERE p.polrelid = c.oid)"
-        " FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id'"
-        " WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace"
+        " FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped"
+        " WHERE c.relkind IN ('r', 'p') AND c.relnamespace = 'public'::regnamespace"
     ).fetchall()
     assert {row[0] for row in rows} >= {"files", "file_versions", "knowledge_chunks"}
     for name, enabled, forced, policies in rows:

@@ -3,7 +3,7 @@ import time
 import jwt
 import pytest
 
-from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifier, load_or_create_secret
+from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifier
 from shared.domain.auth import Principal, principal_from_claims
 from shared.domain.errors import Unauthenticated
 
@@ -47,11 +47,3 @@ def test_an_unsigned_token_is_refused() -> None:
     )
     with pytest.raises(Unauthenticated):
         LocalTokenVerifier(SECRET).verify(forged)
-
-
-def test_the_signing_secret_is_created_once_and_private(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "jwt.key"
-    first = load_or_create_secret(path)
-    assert load_or_create_secret(path) == first
-    assert len(first) == 32
-    assert path.stat().st_mode & 0o077 == 0

@@ -4,10 +4,8 @@ HS256 with a per-stack secret kept under .quire/ (mode 0600). The claims handed 
 AWS authorizer hands them to the Lambda, so the API handler cannot tell the two apart.
 """
 
-import secrets
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 import jwt
 
@@ -17,16 +15,6 @@ from shared.domain.errors import Unauthenticated
 LOCAL_ISSUER = "quire-local"
 LOCAL_AUDIENCE = "quire-api"
 _ALGORITHM = "HS256"
-
-
-def load_or_create_secret(path: Path) -> bytes:
-    if path.exists():
-        return path.read_bytes()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    secret = secrets.token_bytes(32)
-    path.touch(mode=0o600)
-    path.write_bytes(secret)
-    return secret
 
 
 class LocalTokenIssuer:
