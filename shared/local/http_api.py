@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,11 +45,29 @@ class LocalLambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+def body_refusal(content_lengths: list[str], transfer_encodings: list[str]) -> tuple[int, str] | None:
+    """Why a request's framing is refused (status, message), or None when its body can be read safely.
+
+    Exactly one non-negative Content-Length within the payload limit; no chunked bodies (API Gateway
+    would buffer them, a local adapter that ignored the header would read the body as a new request).
+    """
+    if transfer_encodings:
+        return 411, "Send the body with a Content-Length; Transfer-Encoding is not accepted"
+    if len(content_lengths) > 1:
+        return 400, "More than one Content-Length header"
+    raw = content_lengths[0].strip() if content_lengths else "0"
+    if not raw.isdigit():
+        return 400, "Content-Length must be a non-negative integer"
+    if int(raw) > MAX_REQUEST_BYTES:
+        return 413, f"Request body over the {MAX_REQUEST_BYTES} byte limit"
+    return None
+
+
 def build_http_v2_event(
     *,
     method: str,
     target: str,
-    headers: Mapping[str, str],
+    headers: Iterable[tuple[str, str]],
     body: bytes,
     source_ip: str,
     claims: Mapping[str, object] | None,
@@ -57,7 +75,7 @@ def build_http_v2_event(
     """An API Gateway HTTP API payload-2.0 event for one real request."""
     parts = urlsplit(target)
     lowered: dict[str, str] = {}
-    for name, value in headers.items():
+    for name, value in headers:
         key = name.lower()
         lowered[key] = f"{lowered[key]},{value}" if key in lowered else value
     cookies = [c.strip() for c in lowered.pop("cookie", "").split(";") if c.strip()]
@@ -151,11 +169,14 @@ class LocalHttpApi:
         return self._verifier.verify(authorization[7:].strip())
 
     def invoke(
-        self, method: str, target: str, headers: Mapping[str, str], body: bytes, source_ip: str
+        self, method: str, target: str, headers: Iterable[tuple[str, str]], body: bytes, source_ip: str
     ) -> tuple[int, list[tuple[str, str]], bytes]:
+        headers = list(headers)
         path = urlsplit(target).path
+        # Header names are case-insensitive; take the first Authorization, as API Gateway does.
+        authorization = next((value for name, value in headers if name.lower() == "authorization"), None)
         try:
-            claims = self.authorize(method, path, headers.get("Authorization") or headers.get("authorization"))
+            claims = self.authorize(method, path, authorization)
         except Unauthenticated:
             return (
                 401,
@@ -180,14 +201,21 @@ class LocalHttpApi:
             server_version = "quire-local"
 
             def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_REQUEST_BYTES:
-                    self._send(413, [("content-type", "application/json")], b'{"message":"Request too large"}')
+                refusal = body_refusal(
+                    self.headers.get_all("Content-Length") or [], self.headers.get_all("Transfer-Encoding") or []
+                )
+                if refusal is not None:
+                    status, message = refusal
+                    self._send(
+                        status, [("content-type", "application/json")], json.dumps({"message": message}).encode()
+                    )
+                    # The rest of the stream cannot be trusted to be the next request.
                     self.close_connection = True
                     return
+                length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 status, headers, payload = api.invoke(
-                    self.command, self.path, dict(self.headers.items()), body, self.client_address[0]
+                    self.command, self.path, list(self.headers.items()), body, self.client_address[0]
                 )
                 self._send(status, headers, payload)
 

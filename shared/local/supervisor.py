@@ -38,7 +38,23 @@ _log = logging.getLogger("quire.supervisor")
 
 def set_app_role_password(owner_url: str, password: str, role: str = APP_ROLE) -> None:
     with psycopg.connect(owner_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
+        # A SCRAM verifier computed here, as psql's \password does: the password itself never reaches
+        # the server, so no statement log can capture it.
+        verifier = conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256").decode()
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(verifier)))
+
+
+def ensure_app_role_password(owner_url: str, password: str, role: str = APP_ROLE) -> str:
+    """The application role's URL, setting its password only when the stored one does not work.
+
+    Roles are cluster-wide: resetting a password that works would cut off anyone already using it.
+    """
+    app_url = app_url_from_owner(owner_url, password, role)
+    try:
+        psycopg.connect(app_url, connect_timeout=10).close()
+    except psycopg.OperationalError:
+        set_app_role_password(owner_url, password, role)
+    return app_url
 
 
 def app_url_from_owner(owner_url: str, password: str, role: str = APP_ROLE) -> str:
@@ -133,8 +149,7 @@ class Supervisor:
         app_url = os.environ.get("QUIRE_DATABASE_URL") if external else None
         if not app_url:
             app_password = read_or_create_secret(self.paths.app_role_secret).decode()
-            set_app_role_password(owner_url, app_password)
-            app_url = app_url_from_owner(owner_url, app_password)
+            app_url = ensure_app_role_password(owner_url, app_password)
         return LocalDatabase(app_url=app_url, embedded=external is None, port=port)
 
     def _start_api(self, app_url: str, s3_endpoint: str, port: int) -> LocalHttpApi:

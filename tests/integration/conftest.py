@@ -1,8 +1,13 @@
-"""Real PostgreSQL (embedded, or DATABASE_URL's) and a real S3 API (moto's server) for integration tests."""
+"""Real PostgreSQL (embedded, or DATABASE_URL's) and a real S3 API (moto's server) for integration tests.
+
+With DATABASE_URL pointing at a shared server, the tests create their own databases and their own
+application role (roles are cluster-wide: a running stack's `quire_app` is never touched) and drop
+them again at the end of the session.
+"""
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -31,34 +36,54 @@ def postgres_owner_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
         server.stop()
 
 
-@dataclass(frozen=True)
-class MigratedDatabase:
-    owner_url: str
-    app_url: str
-    name: str
-
-
-def create_database(owner_url: str, prefix: str = "quire_test") -> str:
-    """A new empty database on the same server; returns the owner URL for it."""
-    name = f"{prefix}_{secrets.token_hex(4)}"
-    with psycopg.connect(owner_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
+def with_database(owner_url: str, name: str) -> str:
     params = psycopg.conninfo.conninfo_to_dict(owner_url)
     params["dbname"] = name
     return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
 
 
 @pytest.fixture(scope="session")
-def migrated_database(postgres_owner_url: str) -> MigratedDatabase:
-    owner_url = create_database(postgres_owner_url)
-    apply_migrations(owner_url, embedding_dimension=384)
+def new_database(postgres_owner_url: str) -> Iterator[Callable[[], str]]:
+    """Make an empty database on the test server (owner URL returned); all are dropped at session end."""
+    created: list[str] = []
+
+    def make() -> str:
+        name = f"quire_test_{secrets.token_hex(4)}"
+        with psycopg.connect(postgres_owner_url, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        created.append(name)
+        return with_database(postgres_owner_url, name)
+
+    yield make
+    with psycopg.connect(postgres_owner_url, autocommit=True) as conn:
+        for name in created:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@dataclass(frozen=True)
+class MigratedDatabase:
+    owner_url: str
+    app_url: str
+    app_role: str
+
+
+@pytest.fixture(scope="session")
+def migrated_database(postgres_owner_url: str, new_database: Callable[[], str]) -> Iterator[MigratedDatabase]:
+    owner_url = new_database()
+    app_role = f"quire_app_test_{secrets.token_hex(4)}"
+    apply_migrations(owner_url, embedding_dimension=384, app_role=app_role)
     password = secrets.token_urlsafe(16)
-    set_app_role_password(owner_url, password)
-    return MigratedDatabase(
-        owner_url=owner_url,
-        app_url=app_url_from_owner(owner_url, password),
-        name=psycopg.conninfo.conninfo_to_dict(owner_url)["dbname"],  # type: ignore[arg-type]
+    set_app_role_password(owner_url, password, role=app_role)
+    yield MigratedDatabase(
+        owner_url=owner_url, app_url=app_url_from_owner(owner_url, password, role=app_role), app_role=app_role
     )
+    drop_role(owner_url, app_role)
+
+
+def drop_role(owner_url: str, role: str) -> None:
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        conn.execute(f"DROP OWNED BY {role}")
+        conn.execute(f"DROP ROLE IF EXISTS {role}")
 
 
 @pytest.fixture

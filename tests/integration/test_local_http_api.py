@@ -1,6 +1,7 @@
 """The API Lambda handler behind the local HTTP adapter, against the real database, over real HTTP."""
 
 import json
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -72,3 +73,31 @@ def test_protected_routes_need_a_valid_token(api_url: str) -> None:
     assert get(f"{api_url}/v1/me") == (401, {"message": "Unauthorized"})
     assert get(f"{api_url}/v1/me", forged) == (401, {"message": "Unauthorized"})
     assert get(f"{api_url}/v1/me", good) == (200, {"tenantId": "acme", "subject": "ann", "collections": ["hr"]})
+
+
+def raw_exchange(base_url: str, request: bytes) -> bytes:
+    host, port = base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    return received
+
+
+def test_a_chunked_body_is_refused_and_never_read_as_a_second_request(api_url: str) -> None:
+    smuggled = b"GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n"
+    request = (
+        b"POST /v1/health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + f"{len(smuggled):x}\r\n".encode()
+        + smuggled
+        + b"\r\n0\r\n\r\n"
+    )
+    response = raw_exchange(api_url, request)
+    assert response.startswith(b"HTTP/1.1 411")
+    assert response.count(b"HTTP/1.1 ") == 1
+
+
+def test_a_negative_content_length_is_refused_without_waiting_for_the_stream_to_end(api_url: str) -> None:
+    response = raw_exchange(api_url, b"POST /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\nabc")
+    assert response.startswith(b"HTTP/1.1 400")

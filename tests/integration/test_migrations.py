@@ -1,12 +1,14 @@
+import secrets
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from migrations.runner import MIGRATIONS_DIR, MigrationError, apply_migrations, discover
-from tests.integration.conftest import create_database
+from tests.integration.conftest import drop_role
 
 ALL = [f"{m.version}_{m.name}" for m in discover()]
 
@@ -21,8 +23,8 @@ def vector_column_type(owner_url: str) -> str:
     return str(row[0])
 
 
-def test_migrations_apply_once_and_rerunning_is_a_no_op(postgres_owner_url: str) -> None:
-    url = create_database(postgres_owner_url)
+def test_migrations_apply_once_and_rerunning_is_a_no_op(new_database: Callable[[], str]) -> None:
+    url = new_database()
     first = apply_migrations(url, embedding_dimension=384)
     second = apply_migrations(url, embedding_dimension=384)
     assert (first.applied, first.already_applied) == (ALL, [])
@@ -32,22 +34,22 @@ def test_migrations_apply_once_and_rerunning_is_a_no_op(postgres_owner_url: str)
     assert recorded == [name[:4] for name in ALL]
 
 
-def test_the_embedding_dimension_setting_shapes_the_vector_column(postgres_owner_url: str) -> None:
-    url = create_database(postgres_owner_url)
+def test_the_embedding_dimension_setting_shapes_the_vector_column(new_database: Callable[[], str]) -> None:
+    url = new_database()
     apply_migrations(url, embedding_dimension=16)
     assert vector_column_type(url) == "vector(16)"
 
 
-def test_a_different_dimension_on_an_existing_schema_is_refused(postgres_owner_url: str) -> None:
-    url = create_database(postgres_owner_url)
+def test_a_different_dimension_on_an_existing_schema_is_refused(new_database: Callable[[], str]) -> None:
+    url = new_database()
     apply_migrations(url, embedding_dimension=384)
     with pytest.raises(MigrationError, match="embedding_dimension=384 but settings ask for 1024"):
         apply_migrations(url, embedding_dimension=1024)
     assert vector_column_type(url) == "vector(384)"
 
 
-def test_a_migration_edited_after_it_was_applied_is_refused(postgres_owner_url: str, tmp_path: Path) -> None:
-    url = create_database(postgres_owner_url)
+def test_a_migration_edited_after_it_was_applied_is_refused(new_database: Callable[[], str], tmp_path: Path) -> None:
+    url = new_database()
     apply_migrations(url, embedding_dimension=384)
     edited = tmp_path / "migrations"
     shutil.copytree(MIGRATIONS_DIR, edited, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
@@ -57,8 +59,8 @@ def test_a_migration_edited_after_it_was_applied_is_refused(postgres_owner_url: 
         apply_migrations(url, embedding_dimension=384, directory=edited)
 
 
-def test_a_failing_migration_leaves_nothing_half_applied(postgres_owner_url: str, tmp_path: Path) -> None:
-    url = create_database(postgres_owner_url)
+def test_a_failing_migration_leaves_nothing_half_applied(new_database: Callable[[], str], tmp_path: Path) -> None:
+    url = new_database()
     folder = tmp_path / "broken"
     folder.mkdir()
     (folder / "0001_ok.sql").write_text("CREATE TABLE ok_table (id int);", encoding="utf-8")
@@ -70,8 +72,8 @@ def test_a_failing_migration_leaves_nothing_half_applied(postgres_owner_url: str
         assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == ["0001"]
 
 
-def test_concurrent_runners_apply_each_migration_exactly_once(postgres_owner_url: str) -> None:
-    url = create_database(postgres_owner_url)
+def test_concurrent_runners_apply_each_migration_exactly_once(new_database: Callable[[], str]) -> None:
+    url = new_database()
     reports = []
     errors: list[BaseException] = []
 
@@ -90,26 +92,34 @@ def test_concurrent_runners_apply_each_migration_exactly_once(postgres_owner_url
     assert sorted(name for report in reports for name in report.applied) == sorted(ALL)
 
 
-def test_an_existing_application_role_that_could_bypass_rls_is_refused_not_adopted(postgres_owner_url: str) -> None:
-    role = "quire_app_bypass"
-    with psycopg.connect(postgres_owner_url, autocommit=True) as conn:
-        conn.execute(f"DROP ROLE IF EXISTS {role}")
+def test_an_existing_application_role_that_could_bypass_rls_is_refused_not_adopted(
+    new_database: Callable[[], str],
+) -> None:
+    url = new_database()
+    role = f"quire_app_bypass_{secrets.token_hex(3)}"
+    with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"CREATE ROLE {role} LOGIN BYPASSRLS")
-    url = create_database(postgres_owner_url)
-    with pytest.raises(psycopg.errors.RaiseException, match="BYPASSRLS"):
-        apply_migrations(url, embedding_dimension=384, app_role=role)
-    with psycopg.connect(url) as conn:
-        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (0,)
+    try:
+        with pytest.raises(psycopg.errors.RaiseException, match="BYPASSRLS"):
+            apply_migrations(url, embedding_dimension=384, app_role=role)
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (0,)
+    finally:
+        drop_role(url, role)
 
 
-def test_an_existing_application_role_that_can_become_another_role_is_refused(postgres_owner_url: str) -> None:
-    role = "quire_app_member"
-    with psycopg.connect(postgres_owner_url, autocommit=True) as conn:
+def test_an_existing_application_role_that_can_become_another_role_is_refused(
+    new_database: Callable[[], str],
+) -> None:
+    url = new_database()
+    role = f"quire_app_member_{secrets.token_hex(3)}"
+    with psycopg.connect(url, autocommit=True) as conn:
         owner = conn.execute("SELECT current_user").fetchone()
         assert owner is not None
-        conn.execute(f"DROP ROLE IF EXISTS {role}")
         conn.execute(f"CREATE ROLE {role} LOGIN")
         conn.execute(f"GRANT {owner[0]} TO {role}")
-    url = create_database(postgres_owner_url)
-    with pytest.raises(psycopg.errors.RaiseException, match="member of other roles"):
-        apply_migrations(url, embedding_dimension=384, app_role=role)
+    try:
+        with pytest.raises(psycopg.errors.RaiseException, match="member of other roles"):
+            apply_migrations(url, embedding_dimension=384, app_role=role)
+    finally:
+        drop_role(url, role)

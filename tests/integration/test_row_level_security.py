@@ -6,8 +6,8 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from migrations.runner import APP_ROLE
 from shared.adapters.postgres.database import Database
+from tests.integration.conftest import MigratedDatabase
 
 
 def add_file(database: Database, tenant: str, collection: str = "docs") -> uuid.UUID:
@@ -24,7 +24,9 @@ def visible_files(conn: psycopg.Connection) -> set[uuid.UUID]:
     return {row[0] for row in conn.execute("SELECT file_id FROM files")}
 
 
-def test_the_application_role_is_neither_owner_nor_superuser_nor_bypasses_rls(app_database: Database) -> None:
+def test_the_application_role_is_neither_owner_nor_superuser_nor_bypasses_rls(
+    app_database: Database, migrated_database: MigratedDatabase
+) -> None:
     with app_database.unscoped_transaction() as conn:
         role = conn.execute(
             "SELECT rolname, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles"
@@ -37,7 +39,7 @@ def test_the_application_role_is_neither_owner_nor_superuser_nor_bypasses_rls(ap
             "SELECT count(*) FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member WHERE r.rolname = current_user"
         ).fetchone()
         may_create = conn.execute("SELECT has_schema_privilege('public', 'CREATE')").fetchone()
-    assert role == (APP_ROLE, False, False, False, False)
+    assert role == (migrated_database.app_role, False, False, False, False)
     assert owned == (0,)
     # It cannot become another role, nor create objects it would then own.
     assert memberships == (0,)
@@ -98,7 +100,7 @@ def test_tenant_a_cannot_write_into_or_change_tenant_bs_rows(app_database: Datab
         assert conn.execute("SELECT filename FROM files WHERE file_id = %s", (theirs,)).fetchone() == ("tenant-b.pdf",)
 
 
-def test_a_pooled_connection_does_not_carry_the_previous_tenant(migrated_database) -> None:  # type: ignore[no-untyped-def]
+def test_a_pooled_connection_does_not_carry_the_previous_tenant(migrated_database: MigratedDatabase) -> None:
     # One connection in the pool, so every transaction below reuses the same server session.
     database = Database(migrated_database.app_url, max_size=1)
     try:
