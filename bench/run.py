@@ -36,22 +36,35 @@ def timed(action: Any) -> float:
     return time.perf_counter() - begun
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process and all its descendants (PostgreSQL's backends included)."""
-    total_kb = 0
-    pending = [pid]
+def process_tree(pid: int) -> list[int]:
+    tree, pending = [], [pid]
     while pending:
         current = pending.pop()
+        tree.append(current)
         try:
-            with open(f"/proc/{current}/status", encoding="ascii") as status:
-                for line in status:
-                    if line.startswith("VmRSS:"):
-                        total_kb += int(line.split()[1])
             with open(f"/proc/{current}/task/{current}/children", encoding="ascii") as children:
                 pending.extend(int(child) for child in children.read().split())
         except OSError:
             continue
+    return tree
+
+
+def pss_mb(pids: list[int]) -> float:
+    """Proportional set size: shared pages (PostgreSQL's shared buffers) are counted once, not per backend."""
+    total_kb = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+                total_kb += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            continue
     return total_kb / 1024
+
+
+def stack_memory_mb(workdir: Path, supervisor_pid: int) -> float:
+    # pg_ctl daemonizes the postmaster, so it is not among the supervisor's descendants.
+    postmaster = int((workdir / ".quire" / "pgdata" / "postmaster.pid").read_text().splitlines()[0])
+    return pss_mb(process_tree(supervisor_pid) + process_tree(postmaster))
 
 
 def latencies_ms(url: str, headers: dict[str, str]) -> list[float]:
@@ -114,11 +127,11 @@ def main() -> int:
                 me_p50.append(percentile(me, 0.5))
                 me_p95.append(percentile(me, 0.95))
                 health_p50.append(percentile(health, 0.5))
-                rss.append(rss_mb(state["pid"]))
+                rss.append(stack_memory_mb(workdir, state["pid"]))
             results.append(result("GET /v1/me (JWT verify + handler) p50", me_p50, "ms", requests=REQUESTS))
             results.append(result("GET /v1/me p95", me_p95, "ms", requests=REQUESTS))
             results.append(result("GET /v1/health (database round trip) p50", health_p50, "ms", requests=REQUESTS))
-            results.append(result("local stack resident memory (supervisor + PostgreSQL)", rss, "MB"))
+            results.append(result("local stack memory, PSS (supervisor + PostgreSQL)", rss, "MB"))
         finally:
             quire(workdir, "down")
 

@@ -6,8 +6,8 @@ adapter. Local and AWS differ only here.
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from shared.adapters.aws.s3_content_store import S3ContentStore
 from shared.adapters.local.unavailable import (
     UnavailableEmbedder,
     UnavailableGenerator,
@@ -15,7 +15,6 @@ from shared.adapters.local.unavailable import (
     UnavailableTranscription,
     UnavailableVision,
 )
-from shared.adapters.postgres.database import Database, PostgresFileMetadataStore
 from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.ports import (
@@ -29,6 +28,11 @@ from shared.ports import (
     VisionProvider,
 )
 from shared.services.authorization import ClaimsAuthorizationPolicy
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+    from shared.adapters.postgres.database import Database
 
 _NO_LOCAL_EMBEDDER = "no local embedding model is installed in this build (it arrives with indexing)"
 _NO_BEDROCK_EMBEDDER = "the Bedrock embedding adapter is not in this build yet (it arrives with indexing)"
@@ -53,21 +57,30 @@ class Container:
 
     settings: Settings
 
+    # SDK-backed adapters are imported where they are built: a function that never touches the database
+    # or S3 never pays for importing psycopg or botocore on its cold start.
+
     @cached_property
-    def database(self) -> Database:
+    def database(self) -> "Database":
+        from shared.adapters.postgres.database import Database
+
         if self.settings.database_url is None:
             raise ConfigurationError("QUIRE_DATABASE_URL is not set (the application role's connection)")
         return Database(self.settings.database_url.get_secret_value(), max_size=self.settings.database_pool_size)
 
     @cached_property
     def file_metadata(self) -> FileMetadataStore:
+        from shared.adapters.postgres.database import PostgresFileMetadataStore
+
         return PostgresFileMetadataStore(self.database)
 
     @cached_property
     def content(self) -> FileContentStore:
+        from shared.adapters.aws.s3_content_store import S3ContentStore
+
         return S3ContentStore(self._s3_client, self.settings.bucket)
 
-    def _s3_client(self):  # type: ignore[no-untyped-def]  # boto3's client type comes from stubs
+    def _s3_client(self) -> "S3Client":
         import boto3
         from botocore.config import Config
 

@@ -58,7 +58,7 @@ class FileMetadataStore(Protocol):
     """
 
     def ping(self) -> None:
-        """Raise if the database cannot serve a tenant-scoped transaction."""
+        """Raise if the database cannot be reached as the application role."""
         ...
 
 

@@ -71,11 +71,17 @@ def _start_supervisor(paths: StackPaths) -> dict[str, Any]:
         if state is not None and state.get("pid") == process.pid:
             return state
         if process.poll() is not None:
-            raise StackError(f"the local stack exited with code {process.returncode}; see {paths.log}")
+            raise StackError(f"{_last_log_line(paths)} (exit code {process.returncode}; full log in {paths.log})")
         time.sleep(0.1)
     _stop(paths)
     process.wait(timeout=STOP_TIMEOUT_SECONDS)
     raise StackError(f"the local stack was not ready after {READY_TIMEOUT_SECONDS}s; see {paths.log}")
+
+
+def _last_log_line(paths: StackPaths) -> str:
+    """The supervisor's last words: for a failed start, the exception that stopped it."""
+    lines = [line for line in paths.log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "the local stack exited without a word"
 
 
 def down(paths: StackPaths) -> bool:

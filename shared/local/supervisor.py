@@ -188,10 +188,13 @@ class Supervisor:
 
 
 def _attempt(what: str, step: Callable[[], None]) -> None:
+    begun = time.monotonic()
     try:
         step()
     except Exception:
         _log.exception("could not %s", what)
+    else:
+        _log.info("%s: %.2fs", what, time.monotonic() - begun)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,83 +1,144 @@
 """The import rules of DESIGN.md section 3, enforced by reading every module's imports."""
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO_ROOT
 
-SDKS = {"boto3", "botocore", "psycopg", "psycopg_pool", "pgvector", "moto", "pgserver", "jwt", "aws_cdk"}
-STDLIB_AND_PYDANTIC = {"pydantic", "pydantic_core", "typing_extensions"}
+SDKS = frozenset({"boto3", "botocore", "psycopg", "psycopg_pool", "pgvector", "moto", "pgserver", "jwt", "aws_cdk"})
+DOMAIN_MAY_IMPORT = frozenset({"pydantic", "pydantic_core", "typing_extensions"})
 
 
-def imports_of(path: Path) -> set[str]:
-    """Top-level names of every module `path` imports, at any depth (lazy imports included)."""
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, root: Path = REPO_ROOT) -> set[str]:
+    """Absolute names of every module `path` imports, at any depth: lazy and relative imports included."""
+    package = module_name(path, root).rsplit(".", 1)[0] if path.name != "__init__.py" else module_name(path, root)
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                names.add(".".join([*base, node.module] if node.module else base))
+            elif node.module:
+                names.add(node.module)
     return names
 
 
-def python_files(folder: str) -> list[Path]:
+def _root(name: str) -> str:
+    return name.split(".", maxsplit=1)[0]
+
+
+def _under(name: str, *prefixes: str) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+# Each rule: the imports of one module that break it (an empty set means the module keeps it).
+def domain_violations(names: set[str]) -> set[str]:
+    return {
+        n
+        for n in names
+        if not (_root(n) in sys.stdlib_module_names or _root(n) in DOMAIN_MAY_IMPORT or _under(n, "shared.domain"))
+    }
+
+
+def service_violations(names: set[str]) -> set[str]:
+    inward_only = {n for n in names if _under(n, "shared.adapters", "shared.local", "shared.bootstrap", "functions")}
+    return {n for n in names if _root(n) in SDKS} | inward_only
+
+
+def handler_violations(names: set[str]) -> set[str]:
+    return {n for n in names if _root(n) in SDKS or _under(n, "shared.adapters", "shared.local")}
+
+
+def adapter_violations(names: set[str]) -> set[str]:
+    return {n for n in names if _under(n, "shared.services", "shared.bootstrap", "shared.local", "functions")}
+
+
+def infra_violations(names: set[str]) -> set[str]:
+    return {n for n in names if _root(n) in {"shared", "functions", "migrations"}}
+
+
+def lambda_code_violations(names: set[str]) -> set[str]:
+    return {n for n in names if _under(n, "shared.local", "shared.cli") or _root(n) in {"moto", "pgserver"}}
+
+
+def files(folder: str) -> list[Path]:
     return sorted((REPO_ROOT / folder).rglob("*.py"))
 
 
-def roots(names: set[str]) -> set[str]:
-    return {name.split(".")[0] for name in names}
+def rel(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT))
 
 
-def test_layering_detects_a_forbidden_import(tmp_path: Path) -> None:
-    # Given a module that imports an SDK lazily, inside a function
-    module = tmp_path / "sneaky.py"
-    module.write_text("def f():\n    import boto3\n    from psycopg import sql\n", encoding="utf-8")
-    # When its imports are read / Then both are seen
-    assert roots(imports_of(module)) >= {"boto3", "psycopg"}
-
-
-@pytest.mark.parametrize("path", python_files("shared/domain"), ids=lambda p: p.name)
-def test_domain_imports_only_stdlib_pydantic_and_domain(path: Path) -> None:
-    import sys
-
-    for name in imports_of(path):
-        root = name.split(".")[0]
-        allowed = root in sys.stdlib_module_names or root in STDLIB_AND_PYDANTIC or name.startswith("shared.domain")
-        assert allowed, f"{path.relative_to(REPO_ROOT)} imports {name}: the domain is stdlib + pydantic only"
-
-
-@pytest.mark.parametrize("path", [*python_files("shared/services"), REPO_ROOT / "shared/ports.py"], ids=str)
-def test_services_and_ports_never_import_sdks_or_adapters(path: Path) -> None:
-    names = imports_of(path)
-    assert not roots(names) & SDKS, f"{path.name} imports an SDK: {roots(names) & SDKS}"
-    assert not {n for n in names if n.startswith(("shared.adapters", "shared.local", "shared.bootstrap"))}
-
-
-@pytest.mark.parametrize("path", python_files("functions"), ids=lambda p: str(p.relative_to(REPO_ROOT)))
-def test_handlers_reach_sdks_and_adapters_only_through_the_composition_root(path: Path) -> None:
-    names = imports_of(path)
-    assert not roots(names) & SDKS, f"{path.name} imports {roots(names) & SDKS}; use shared.bootstrap"
-    assert not {n for n in names if n.startswith(("shared.adapters", "shared.local"))}
-
-
-@pytest.mark.parametrize("path", python_files("infra"), ids=lambda p: str(p.relative_to(REPO_ROOT)))
-def test_infra_never_imports_runtime_code(path: Path) -> None:
-    names = roots(imports_of(path))
-    assert not names & {"shared", "functions", "migrations"}, f"{path.name} imports runtime code: {names}"
+LAMBDA_CODE = [
+    p
+    for p in [*files("shared"), *files("functions")]
+    # shared/local/ and shared/cli.py are the local runtime itself; they are never packaged.
+    if p.relative_to(REPO_ROOT).parts[:2] != ("shared", "local") and p.name != "cli.py"
+]
 
 
 @pytest.mark.parametrize(
-    "path",
+    ("rule", "source", "offender"),
     [
-        p
-        for p in python_files("shared") + python_files("functions")
-        # shared/local/ and shared/cli.py are the local runtime itself; they are never packaged.
-        if p.relative_to(REPO_ROOT).parts[:2] != ("shared", "local") and p.name != "cli.py"
+        (domain_violations, "def f():\n    import boto3\n", "boto3"),
+        (domain_violations, "from ..adapters.aws import s3_content_store\n", "shared.adapters.aws"),
+        (
+            service_violations,
+            "from shared.adapters.postgres.database import Database\n",
+            "shared.adapters.postgres.database",
+        ),
+        (service_violations, "import psycopg\n", "psycopg"),
+        (handler_violations, "import boto3\n", "boto3"),
+        (handler_violations, "from psycopg import sql\n", "psycopg"),
+        (adapter_violations, "from shared.services.health import check_health\n", "shared.services.health"),
+        (infra_violations, "from shared.config import Settings\n", "shared.config"),
+        (lambda_code_violations, "from shared.local.stack import up\n", "shared.local.stack"),
     ],
-    ids=lambda p: str(p.relative_to(REPO_ROOT)),
 )
+def test_each_rule_catches_the_import_it_forbids(rule, source: str, offender: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Given a module at shared/domain/sneaky.py with a wrong-way import (lazy or relative)
+    module = tmp_path / "shared" / "domain" / "sneaky.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(source, encoding="utf-8")
+    # When its imports are read, then the rule reports exactly that import
+    assert rule(imports_of(module, root=tmp_path)) == {offender}
+
+
+@pytest.mark.parametrize("path", files("shared/domain"), ids=rel)
+def test_domain_imports_only_stdlib_pydantic_and_domain(path: Path) -> None:
+    assert domain_violations(imports_of(path)) == set()
+
+
+@pytest.mark.parametrize("path", [*files("shared/services"), REPO_ROOT / "shared/ports.py"], ids=rel)
+def test_services_and_ports_never_import_sdks_adapters_or_the_composition_root(path: Path) -> None:
+    assert service_violations(imports_of(path)) == set()
+
+
+@pytest.mark.parametrize("path", files("functions"), ids=rel)
+def test_handlers_reach_sdks_and_adapters_only_through_the_composition_root(path: Path) -> None:
+    assert handler_violations(imports_of(path)) == set()
+
+
+@pytest.mark.parametrize("path", files("shared/adapters"), ids=rel)
+def test_adapters_never_import_services_handlers_or_the_local_runtime(path: Path) -> None:
+    assert adapter_violations(imports_of(path)) == set()
+
+
+@pytest.mark.parametrize("path", files("infra"), ids=rel)
+def test_infra_never_imports_runtime_code(path: Path) -> None:
+    assert infra_violations(imports_of(path)) == set()
+
+
+@pytest.mark.parametrize("path", LAMBDA_CODE, ids=rel)
 def test_lambda_code_never_imports_the_local_runtime(path: Path) -> None:
-    names = imports_of(path)
-    assert not {n for n in names if n.startswith("shared.local") or n.split(".")[0] in {"moto", "pgserver"}}
+    assert lambda_code_violations(imports_of(path)) == set()

@@ -38,7 +38,17 @@ def test_parameters_are_checked_before_any_connection(dimension: int, role: str)
 def test_every_tenant_table_forces_row_level_security_in_the_same_file() -> None:
     import re
 
+    table = re.compile(
+        r"CREATE\s+(?:UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(?:\w+\.)?(\w+)\s*\((.*?)\n\);",
+        re.IGNORECASE | re.DOTALL,
+    )
+    tenant_tables = 0
     for migration in discover():
-        for table in re.findall(r"CREATE TABLE (\w+) \(\s*tenant_id", migration.template):
-            assert f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY" in migration.template
-            assert f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY" in migration.template
+        for name, body in table.findall(migration.template):
+            if not re.search(r"^\s*tenant_id\s", body, re.MULTILINE):
+                continue
+            tenant_tables += 1
+            assert f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY" in migration.template, name
+            assert f"ALTER TABLE {name} FORCE ROW LEVEL SECURITY" in migration.template, name
+            assert re.search(rf"CREATE POLICY \w+ ON {name}\b", migration.template), name
+    assert tenant_tables >= 3
