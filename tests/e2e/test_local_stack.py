@@ -192,3 +192,22 @@ def test_database_url_points_the_stack_at_an_existing_server(
         assert server.running_pid() is not None  # not ours to stop
     finally:
         server.stop()
+
+
+def test_a_stale_state_file_never_makes_down_signal_someone_elses_process(workdir: Path) -> None:
+    # Given a state file left behind whose pid now belongs to an unrelated process
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        (workdir / ".quire").mkdir()
+        (workdir / ".quire" / "state.json").write_text(json.dumps({"pid": bystander.pid}), encoding="utf-8")
+        (workdir / ".quire" / "pgdata").mkdir()
+        (workdir / ".quire" / "pgdata" / "postmaster.pid").write_text(f"{bystander.pid}\n", encoding="utf-8")
+        # When status and down run
+        code, report = status(workdir)
+        quire(workdir, "down")
+        # Then the stack is reported down and the bystander is untouched
+        assert code == 1 and report["running"] is False
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
