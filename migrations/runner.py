@@ -85,6 +85,46 @@ def _check_recorded_parameters(conn: psycopg.Connection[Any], parameters: dict[s
             )
 
 
+def _check_app_role(conn: psycopg.Connection[Any], app_role: str) -> None:
+    """The application role must stay unable to escape row-level security."""
+    attributes = conn.execute(
+        "SELECT rolsuper, rolbypassrls, rolreplication, rolcreaterole, rolcanlogin FROM pg_roles WHERE rolname = %s",
+        (app_role,),
+    ).fetchone()
+    if attributes is None:
+        raise MigrationError(f"the application role {app_role} does not exist after migrating")
+    problems = [
+        name
+        for name, present in zip(("SUPERUSER", "BYPASSRLS", "REPLICATION", "CREATEROLE"), attributes[:4], strict=True)
+        if present
+    ]
+    if not attributes[4]:
+        problems.append("NOLOGIN")
+    memberships = [
+        row[0]
+        for row in conn.execute(
+            "SELECT granted.rolname FROM pg_auth_members m"
+            " JOIN pg_roles granted ON granted.oid = m.roleid JOIN pg_roles member ON member.oid = m.member"
+            " WHERE member.rolname = %s AND granted.rolname <> 'rds_iam'",
+            (app_role,),
+        )
+    ]
+    if memberships:
+        problems.append(f"member of {', '.join(sorted(memberships))}")
+    owned = conn.execute(
+        "SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner"
+        " WHERE r.rolname = %s AND c.relnamespace = 'public'::regnamespace",
+        (app_role,),
+    ).fetchone()
+    if owned and owned[0]:
+        problems.append(f"owner of {owned[0]} relations")
+    if problems:
+        raise MigrationError(
+            f"the application role {app_role} could bypass row-level security ({'; '.join(problems)}): "
+            "fix the role as a superuser, then migrate again"
+        )
+
+
 def apply_migrations(
     owner_url: str,
     *,
@@ -130,6 +170,8 @@ def apply_migrations(
                             (name, value),
                         )
                 applied.append(label)
+            # Every run, not only the one that created the role: a membership granted later is caught too.
+            _check_app_role(conn, app_role)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK,))
     return MigrationReport(applied=applied, already_applied=already)

@@ -5,6 +5,7 @@ adapter. Local and AWS differ only here.
 """
 
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -26,8 +27,11 @@ from shared.ports import (
     OcrProvider,
     TranscriptionProvider,
     VisionProvider,
+    Workflow,
 )
 from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.files import FileService, UploadLimits
+from shared.services.upload_completion import UploadCompletion
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -58,7 +62,7 @@ class Container:
     settings: Settings
 
     # SDK-backed adapters are imported where they are built: a function that never touches the database
-    # or S3 never pays for importing psycopg or botocore on its cold start.
+    # never imports psycopg. (botocore is imported anyway, by the powertools tracer's X-Ray SDK.)
 
     @cached_property
     def database(self) -> "Database":
@@ -70,7 +74,7 @@ class Container:
 
     @cached_property
     def file_metadata(self) -> FileMetadataStore:
-        from shared.adapters.postgres.database import PostgresFileMetadataStore
+        from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
 
         return PostgresFileMetadataStore(self.database)
 
@@ -95,6 +99,28 @@ class Container:
                 s3={"addressing_style": "path" if self.settings.s3_endpoint_url else "auto"},
             ),
         )
+
+    @cached_property
+    def files(self) -> FileService:
+        return FileService(
+            self.file_metadata,
+            self.content,
+            self.authorization,
+            UploadLimits(
+                max_bytes=self.settings.max_upload_bytes,
+                url_lifetime=timedelta(seconds=self.settings.upload_url_lifetime_seconds),
+            ),
+        )
+
+    @cached_property
+    def workflow(self) -> Workflow:
+        from shared.adapters.local.workflow import PipelineNotBuilt
+
+        return PipelineNotBuilt()
+
+    @cached_property
+    def upload_completion(self) -> UploadCompletion:
+        return UploadCompletion(self.file_metadata, self.content, self.workflow)
 
     @cached_property
     def authorization(self) -> AuthorizationPolicy:

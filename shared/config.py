@@ -25,6 +25,9 @@ class Settings(BaseSettings):
     )
     # Honoured by the migrations (the `vector(N)` column); changing it needs a re-index migration.
     embedding_dimension: int = Field(default=384, ge=1, le=MAX_INDEXED_DIMENSION)
+    # Uploads: the largest declared size accepted (the refusal names it) and the presigned POST's lifetime.
+    max_upload_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
+    upload_url_lifetime_seconds: int = Field(default=900, ge=60, le=900)
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None
     state_machine_arn: str | None = None

@@ -4,13 +4,22 @@ Each port has an AWS adapter and an embedded local adapter (DESIGN.md section 2)
 as arguments and never import an SDK. The docstrings are the contracts adapters must keep.
 """
 
-from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Protocol
+from uuid import UUID
 
 from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
-from shared.domain.files import SignedRead, StoredObject
+from shared.domain.files import (
+    FileRecord,
+    FileVersionRecord,
+    NewVersion,
+    PresignedUpload,
+    SignedRead,
+    StoredObject,
+    VersionState,
+)
 from shared.domain.knowledge import IndexedChunk, RankedChunk
 from shared.domain.recognition import ImageDescription, RecognitionResult, Transcript
 from shared.domain.workflow import ProcessVersion, StartOutcome
@@ -48,17 +57,97 @@ class FileContentStore(Protocol):
         """Remove one version; deleting what is already gone is not an error."""
         ...
 
+    def delete_all_versions(self, key: str) -> int:
+        """Remove every version (and delete marker) of `key`; returns how many were removed."""
+        ...
+
+    def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
+        """A browser POST whose policy pins exactly `key`, exactly `content_type` and 1..`max_bytes` bytes.
+
+        A store may not enforce its own policy (moto does not): whoever handles the stored object
+        verifies what landed.
+        """
+        ...
+
+    def object_versions(self, prefix: str) -> list[StoredObject]:
+        """Every object version under `prefix` (for reconciliation)."""
+        ...
+
 
 class FileMetadataStore(Protocol):
     """One row per file and one per version in PostgreSQL, tenant-scoped and RLS-forced.
 
     Upload order is metadata `pending` → bytes → compare-and-set `pending → stored`; deletion moves every
     live version to `deleting` in one statement. Every method takes the tenant explicitly, and the
-    adapter both sets it on the transaction (for RLS) and filters by it.
+    adapter both sets it on the transaction (for RLS) and filters by it. Transitions are
+    compare-and-set: they return whether *this* call made the change, so duplicates do nothing.
     """
 
     def ping(self) -> None:
         """Raise if the database cannot be reached as the application role."""
+        ...
+
+    def create_version(self, new: NewVersion, *, new_file: bool) -> None:
+        """Record a `pending` version (and its file when `new_file`) before any byte is uploaded."""
+        ...
+
+    def get_file(self, tenant_id: str, file_id: UUID, *, include_gone: bool = False) -> FileRecord | None:
+        """The file with all its versions; None when it does not exist or has no live version left."""
+        ...
+
+    def list_files(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        *,
+        collection_id: str | None,
+        limit: int,
+        after: tuple[datetime, UUID] | None,
+    ) -> tuple[list[FileRecord], bool]:
+        """Files with a live version in `collections`, newest first, after the keyset `after`.
+
+        Returns the page and whether more files follow it.
+        """
+        ...
+
+    def find_version(self, tenant_id: str, version_id: UUID) -> tuple[FileRecord, FileVersionRecord] | None:
+        """A version in any state, with its file."""
+        ...
+
+    def mark_stored(self, tenant_id: str, version_id: UUID, *, byte_size: int, storage_version_id: str | None) -> bool:
+        """pending → stored."""
+        ...
+
+    def mark_rejected(
+        self, tenant_id: str, version_id: UUID, *, reason: str, byte_size: int, storage_version_id: str | None
+    ) -> bool:
+        """pending → rejected, with the reason the caller will read."""
+        ...
+
+    def mark_processing_requested(self, tenant_id: str, version_id: UUID) -> None:
+        """Remember when processing was last asked for (the sweep re-asks for stale ones)."""
+        ...
+
+    def mark_deleted(self, tenant_id: str, version_id: UUID) -> bool:
+        """deleting → deleted, once the bytes are gone."""
+        ...
+
+    def begin_delete_file(self, tenant_id: str, file_id: UUID) -> int:
+        """Move every live version to `deleting` in one statement (its chunks leave search in the same transaction)."""
+        ...
+
+    def begin_delete_collection(self, tenant_id: str, collection_id: str) -> int:
+        """The same for every file of a collection, a pending upload included."""
+        ...
+
+    def versions_in_states(
+        self, tenant_id: str, states: Iterable[VersionState], *, updated_before: datetime, limit: int = 500
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        """(file id, version) pairs that have waited in one of `states` since before `updated_before`."""
+        ...
+
+    def tenant_ids(self) -> list[str]:
+        """Every tenant that ever uploaded: the sweeps work one tenant transaction at a time."""
         ...
 
 

@@ -4,7 +4,15 @@ import json
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 
-from shared.domain.errors import CapabilityUnavailable, InvalidRequest, NotFound, Unauthenticated
+from shared.domain.errors import (
+    CapabilityUnavailable,
+    InvalidRequest,
+    NotFound,
+    NotReady,
+    PayloadTooLarge,
+    Unauthenticated,
+    UnsupportedMediaType,
+)
 
 
 def _json(status: int, body: dict[str, object]) -> Response[str]:
@@ -25,6 +33,18 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(InvalidRequest)
     def _invalid(error: InvalidRequest) -> Response[str]:
         return _json(400, {"error": "invalid_request", "message": str(error)})
+
+    @app.exception_handler(NotReady)
+    def _not_ready(error: NotReady) -> Response[str]:
+        return _json(409, {"error": "not_ready", "message": str(error)})
+
+    @app.exception_handler(PayloadTooLarge)
+    def _too_large(error: PayloadTooLarge) -> Response[str]:
+        return _json(413, {"error": "too_large", "message": str(error)})
+
+    @app.exception_handler(UnsupportedMediaType)
+    def _unsupported(error: UnsupportedMediaType) -> Response[str]:
+        return _json(415, {"error": "unsupported_media_type", "message": str(error)})
 
     @app.exception_handler(CapabilityUnavailable)
     def _unavailable(error: CapabilityUnavailable) -> Response[str]:

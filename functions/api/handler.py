@@ -1,17 +1,33 @@
 """The HTTP API Lambda: parse the request, call one service, shape the response. Wiring only."""
 
-from typing import Any
+from typing import Annotated, Any
+from uuid import UUID
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.api.errors import register_error_handlers
+from functions.api.schemas import (
+    DeletionView,
+    FileListView,
+    FileSummary,
+    FileView,
+    NewVersionRequest,
+    SignedReadView,
+    UploadRequest,
+    UploadResponse,
+)
 from shared.bootstrap import Container
 from shared.config import load_settings
 from shared.domain.auth import Principal, principal_from_claims
+from shared.domain.errors import NotFound
+from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
 from shared.observability import logger, tracer
+from shared.ports import MAX_SIGNED_READ_LIFETIME
+from shared.services.files import MAX_PAGE_SIZE, ProxiedContent
 from shared.services.health import Health, HealthReport, check_health
 
 # On every response, errors included: JSON is never sniffed into HTML, and tenant data is never cached.
@@ -53,6 +69,90 @@ def me() -> CallerView:
         subject=principal.subject,
         collections=sorted(container.authorization.readable_collections(principal)),
     )
+
+
+def parse_id(raw: str) -> UUID:
+    """A malformed id is just another id that does not exist."""
+    try:
+        return UUID(raw)
+    except ValueError:
+        raise NotFound("not found") from None
+
+
+@app.post("/v1/uploads")
+def create_upload(request: UploadRequest) -> Response[UploadResponse]:
+    ticket = container.files.start_upload(
+        current_principal(),
+        collection_id=request.collection_id,
+        filename=request.filename,
+        media_type=request.media_type,
+        byte_size=request.byte_size,
+    )
+    return _created(UploadResponse.of(ticket.file_id, ticket.version_id, ticket.upload))
+
+
+@app.post("/v1/files/<file_id>/versions")
+def create_version(file_id: str, request: NewVersionRequest) -> Response[UploadResponse]:
+    ticket = container.files.start_new_version(
+        current_principal(),
+        parse_id(file_id),
+        filename=request.filename,
+        media_type=request.media_type,
+        byte_size=request.byte_size,
+    )
+    return _created(UploadResponse.of(ticket.file_id, ticket.version_id, ticket.upload))
+
+
+@app.get("/v1/files")
+def list_files(
+    collection_id: Annotated[str | None, Query(alias="collectionId", max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 50,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> FileListView:
+    page = container.files.list_files(current_principal(), collection_id=collection_id, limit=limit, cursor=cursor)
+    return FileListView(files=[FileSummary.of(record) for record in page.files], next_cursor=page.next_cursor)
+
+
+@app.get("/v1/files/<file_id>")
+def get_file(file_id: str) -> FileView:
+    return FileView.of(container.files.get_file(current_principal(), parse_id(file_id)))
+
+
+@app.get("/v1/files/<file_id>/content")
+def read_content(
+    file_id: str,
+    version_id: Annotated[str | None, Query(alias="versionId", max_length=64)] = None,
+) -> Response[Any]:
+    result = container.files.read(
+        current_principal(),
+        parse_id(file_id),
+        version_id=parse_id(version_id) if version_id else None,
+        lifetime=MAX_SIGNED_READ_LIFETIME,
+    )
+    if isinstance(result, ProxiedContent):
+        # A store that cannot sign: the bytes come through the API, still as an opaque attachment.
+        return Response(
+            status_code=200,
+            content_type=SAFE_DOWNLOAD_TYPE,
+            body=result.content,
+            headers={"Content-Disposition": attachment_disposition(result.filename)},
+        )
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=SignedReadView(url=result.url, expires_at=result.expires_at),
+    )
+
+
+@app.delete("/v1/files/<file_id>")
+def delete_file(file_id: str) -> Response[DeletionView]:
+    parsed = parse_id(file_id)
+    container.files.delete_file(current_principal(), parsed)
+    return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=DeletionView(file_id=parsed))
+
+
+def _created(body: UploadResponse) -> Response[UploadResponse]:
+    return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body)
 
 
 @app.get("/v1/openapi.json")

@@ -21,6 +21,18 @@ class InvalidRequest(QuireError):
     """The request is well-formed JSON but asks for something the contract refuses; the message says why."""
 
 
+class NotReady(QuireError):
+    """The caller may see the resource, but it cannot do this yet (no stored bytes, say)."""
+
+
+class PayloadTooLarge(QuireError):
+    """A declared size over a limit; the message names the limit."""
+
+
+class UnsupportedMediaType(QuireError):
+    """A media type or extension outside the exact allow-list; the message names what is accepted."""
+
+
 class CapabilityUnavailable(QuireError):
     """A capability (OCR, vision, embedding, transcription, generation) is not configured here.
 

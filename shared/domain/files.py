@@ -2,6 +2,7 @@
 
 from datetime import datetime
 from enum import StrEnum
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
@@ -74,3 +75,80 @@ class SignedRead(BaseModel):
 
     url: str
     expires_at: datetime
+
+
+class PresignedUpload(BaseModel):
+    """A browser POST target: the URL and the form fields that carry the signed policy."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    fields: dict[str, str]
+    expires_at: datetime
+
+
+class NewVersion(BaseModel):
+    """A version about to be uploaded: everything the metadata row needs before any byte exists."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    file_id: UUID
+    version_id: UUID
+    collection_id: str
+    filename: str
+    media_type: str
+    declared_byte_size: int
+    storage_key: str
+    created_by: str
+
+
+class FileVersionRecord(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    version_id: UUID
+    state: VersionState
+    processing_state: ProcessingState
+    filename: str
+    media_type: str
+    declared_byte_size: int
+    byte_size: int | None
+    storage_key: str
+    storage_version_id: str | None
+    rejection_reason: str | None
+    failure_reason: FailureReason | None
+    failure_detail: str | None
+    created_at: datetime
+    updated_at: datetime
+    stored_at: datetime | None
+    processing_requested_at: datetime | None
+
+
+class FileRecord(BaseModel):
+    """A file with its versions, newest first. Only files with a live version exist for callers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    file_id: UUID
+    collection_id: str
+    filename: str
+    created_at: datetime
+    versions: tuple[FileVersionRecord, ...]
+
+    @property
+    def current(self) -> FileVersionRecord:
+        """The newest stored version, else the newest live one."""
+        live = [v for v in self.versions if v.state in LIVE_STATES]
+        stored = [v for v in live if v.state is VersionState.STORED]
+        return (stored or live or list(self.versions))[0]
+
+
+LIVE_STATES = frozenset({VersionState.PENDING, VersionState.STORED, VersionState.REJECTED})
+
+
+class FilePage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    files: tuple[FileRecord, ...]
+    next_cursor: str | None

@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from shared.adapters.local.secret_files import read_or_create_secret
-from shared.local.processes import is_our_process
+from shared.local.processes import command_line, is_running
 
 ADMIN_USER = "quire_admin"
 DATABASE_NAME = "quire"
@@ -137,10 +137,9 @@ class EmbeddedPostgres:
 
     def _initdb(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self._run_as is not None and self._run_as_group is not None:
+        if self._run_as is not None:
             self._chown_to_service(self.data_dir)
-            _grant_traversal(self.data_dir.parent, self._run_as_group)
-            _grant_traversal_to_binaries(self._bin)
+            self._grant_service_access()
         with tempfile.TemporaryDirectory() as scratch:
             pwfile = Path(scratch) / "pw"
             descriptor = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -177,21 +176,39 @@ class EmbeddedPostgres:
             pid = int((self.data_dir / "postmaster.pid").read_text(encoding="utf-8").splitlines()[0])
         except (OSError, ValueError, IndexError):
             return None
-        # After a reboot the pid in postmaster.pid may belong to anything: only trust our own postgres.
-        return pid if is_our_process(pid, str(self._bin / "postgres"), "-D", str(self.data_dir)) else None
+        # After a reboot the pid in postmaster.pid may belong to anything: only trust our own postgres,
+        # comparing real paths (pg_ctl resolves symlinks, and a virtualenv's lib64 is one).
+        return pid if self._is_our_postmaster(pid) else None
+
+    def _is_our_postmaster(self, pid: int) -> bool:
+        if not is_running(pid):
+            return False
+        try:
+            executable = os.path.realpath(f"/proc/{pid}/exe")
+        except OSError:
+            return False
+        arguments = command_line(pid)
+        data_dirs = [arguments[i + 1] for i, arg in enumerate(arguments[:-1]) if arg == "-D"]
+        return executable == os.path.realpath(self._bin / "postgres") and any(
+            os.path.realpath(d) == os.path.realpath(self.data_dir) for d in data_dirs
+        )
 
     def owner_url(self, address: ServerAddress) -> str:
         return address.url(ADMIN_USER, self.admin_password)
 
+    def _grant_service_access(self) -> None:
+        if self._run_as_group is not None:
+            _grant_traversal(self.data_dir.parent, self._run_as_group)
+            _grant_traversal_to_binaries(self._bin)
+
     def start(self, *, preferred_port: int | None = None) -> ServerAddress:
         if not self.initialized():
             self._initdb()
+        # Every start, not just the first: the state directory's mode is re-tightened on each `quire up`.
+        self._grant_service_access()
         if self.running_pid() is not None:
             # A server left behind by a crashed supervisor: stop it so that we own its lifetime.
             self.stop()
-        else:
-            # No postgres of ours runs here, so a leftover lock file (a reboot, a kill -9) is stale.
-            (self.data_dir / "postmaster.pid").unlink(missing_ok=True)
         port = free_port(preferred_port)
         self._run(
             "pg_ctl",

@@ -56,7 +56,7 @@ def body_refusal(content_lengths: list[str], transfer_encodings: list[str]) -> t
     if len(content_lengths) > 1:
         return 400, "More than one Content-Length header"
     raw = content_lengths[0].strip() if content_lengths else "0"
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):  # "²".isdigit() is true, int("²") is not
         return 400, "Content-Length must be a non-negative integer"
     if int(raw) > MAX_REQUEST_BYTES:
         return 413, f"Request body over the {MAX_REQUEST_BYTES} byte limit"

@@ -59,7 +59,13 @@ class StackPaths:
         return self.root / "stack.log"
 
     def ensure(self) -> None:
+        """Create the state directory, and (re)assert that what it holds is its owner's alone."""
         self.root.mkdir(mode=0o700, exist_ok=True)
+        if self.root.stat().st_mode & 0o007:
+            self.root.chmod(self.root.stat().st_mode & 0o770)
+        for private in (self.log, self.s3_snapshot, self.state, self.ports):
+            if private.exists() and private.stat().st_mode & 0o077:
+                private.chmod(0o600)
         ignore = self.root / ".gitignore"
         if not ignore.exists():
             ignore.write_text("*\n", encoding="utf-8")

@@ -48,6 +48,10 @@ def up(paths: StackPaths) -> tuple[dict[str, Any], bool]:
         state = running_state(paths)
         if state is not None:
             return state, False
+        starting = find_processes(*supervisor_arguments(paths))
+        if starting:
+            # A supervisor still starting (its `quire up` was interrupted): wait for it, never start a second.
+            return _wait_until_ready(paths, starting[0]), False
         return _start_supervisor(paths), True
 
 
@@ -65,16 +69,23 @@ def _start_supervisor(paths: StackPaths) -> dict[str, Any]:
         )
     finally:
         os.close(log)  # the child has its own copy
+    try:
+        return _wait_until_ready(paths, process.pid)
+    except StackError:
+        _stop(paths)
+        process.wait(timeout=STOP_TIMEOUT_SECONDS)
+        raise
+
+
+def _wait_until_ready(paths: StackPaths, pid: int) -> dict[str, Any]:
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         state = read_json(paths.state)
-        if state is not None and state.get("pid") == process.pid:
+        if state is not None and state.get("pid") == pid:
             return state
-        if process.poll() is not None:
-            raise StackError(f"{_last_log_line(paths)} (exit code {process.returncode}; full log in {paths.log})")
+        if not is_running(pid):
+            raise StackError(f"{_last_log_line(paths)} (the supervisor exited; full log in {paths.log})")
         time.sleep(0.1)
-    _stop(paths)
-    process.wait(timeout=STOP_TIMEOUT_SECONDS)
     raise StackError(f"the local stack was not ready after {READY_TIMEOUT_SECONDS}s; see {paths.log}")
 
 
@@ -86,7 +97,8 @@ def _last_log_line(paths: StackPaths) -> str:
 
 def down(paths: StackPaths) -> bool:
     """Stop the stack and everything it started. Returns False if it was not running."""
-    paths.ensure()
+    if not paths.root.exists():
+        return False
     with (paths.root / "up.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return _stop(paths)

@@ -5,6 +5,7 @@ sends SIGTERM, and everything stops in reverse order (the S3 snapshot is written
 """
 
 import argparse
+import fcntl
 import logging
 import os
 import signal
@@ -205,6 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     os.umask(0o077)
     paths = StackPaths(args.state_dir.resolve())
     paths.ensure()
+    # One supervisor per data directory, for its whole life: the lock dies with the process.
+    lifetime_lock = (paths.root / "supervisor.lock").open("w")
+    try:
+        fcntl.flock(lifetime_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"another supervisor already runs this stack ({paths.root})", file=sys.stderr)
+        return 3
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
     from shared.config import Settings
 

@@ -8,9 +8,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from shared.adapters.aws.s3_content_store import SAFE_DOWNLOAD_TYPE, S3ContentStore
+from shared.adapters.aws.s3_content_store import S3ContentStore
 from shared.bootstrap import Container
 from shared.config import Settings
+from shared.domain.uploads import SAFE_DOWNLOAD_TYPE
 from shared.local.embedded_postgres import free_port
 from shared.local.s3_server import LocalS3Server
 from shared.local.supervisor import ensure_bucket

@@ -123,3 +123,33 @@ def test_an_existing_application_role_that_can_become_another_role_is_refused(
             apply_migrations(url, embedding_dimension=384, app_role=role)
     finally:
         drop_role(url, role)
+
+
+def test_a_membership_granted_after_migrating_is_caught_on_the_next_run(new_database: Callable[[], str]) -> None:
+    url = new_database()
+    role = f"quire_app_later_{secrets.token_hex(3)}"
+    apply_migrations(url, embedding_dimension=384, app_role=role)
+    with psycopg.connect(url, autocommit=True) as conn:
+        owner = conn.execute("SELECT current_user").fetchone()
+        assert owner is not None
+        conn.execute(f"GRANT {owner[0]} TO {role}")
+    try:
+        with pytest.raises(MigrationError, match=f"member of {owner[0]}"):
+            apply_migrations(url, embedding_dimension=384, app_role=role)
+    finally:
+        drop_role(url, role)
+
+
+def test_create_on_public_is_revoked_even_where_the_server_grants_it(new_database: Callable[[], str]) -> None:
+    url = new_database()
+    role = f"quire_app_public_{secrets.token_hex(3)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        # PostgreSQL before 15 grants this by default.
+        conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")
+    apply_migrations(url, embedding_dimension=384, app_role=role)
+    try:
+        with psycopg.connect(url) as conn:
+            row = conn.execute("SELECT has_schema_privilege(%s, 'public', 'CREATE')", (role,)).fetchone()
+        assert row == (False,)
+    finally:
+        drop_role(url, role)

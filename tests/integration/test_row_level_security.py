@@ -136,3 +136,68 @@ def test_the_application_role_cannot_read_or_rewrite_migration_history(app_datab
 def test_a_tenant_id_that_is_not_an_identifier_never_reaches_sql(app_database: Database) -> None:
     with pytest.raises(ValueError, match="invalid tenant id"), app_database.tenant_transaction("a' OR '1'='1"):
         pass
+
+
+TENANT_POLICY = "(tenant_id = current_tenant())"
+# The one deliberate exception: the tenant registry's ids (no content) are listed so sweeps can walk them.
+REGISTRY_POLICIES = {
+    ("tenant_ids_are_listed", "SELECT", "true", None),
+    ("tenant_registers_itself", "INSERT", None, TENANT_POLICY),
+}
+
+
+def test_every_policy_on_a_tenant_table_is_exactly_the_tenant_match(owner_connection: psycopg.Connection) -> None:
+    # Permissive policies combine with OR: one extra `USING (true)` would open a table to every tenant.
+    rows = owner_connection.execute(
+        "SELECT p.tablename, p.policyname, p.cmd, p.qual, p.with_check, p.permissive, p.roles FROM pg_policies p"
+        " WHERE p.schemaname = 'public'"
+    ).fetchall()
+    by_table: dict[str, set[tuple[object, ...]]] = {}
+    for table, name, command, qual, with_check, permissive, roles in rows:
+        assert permissive == "PERMISSIVE" and roles == ["public"], (table, name)
+        by_table.setdefault(table, set()).add((name, command, qual, with_check))
+    assert by_table.pop("tenants") == REGISTRY_POLICIES
+    assert by_table, "no tenant tables found"
+    for table, policies in by_table.items():
+        assert policies == {("tenant_isolation", "ALL", TENANT_POLICY, TENANT_POLICY)}, table
+
+
+def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
+    """One row in every tenant table, written through the application role."""
+    file_id, version_id = uuid.uuid4(), uuid.uuid4()
+    with database.tenant_transaction(tenant) as conn:
+        conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (tenant,))
+        conn.execute(
+            "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by)"
+            " VALUES (%s, %s, 'c', 'f', 's')",
+            (tenant, file_id),
+        )
+        conn.execute(
+            "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type, declared_byte_size,"
+            " storage_key, created_by) VALUES (%s, %s, %s, 'f', 'text/plain', 1, %s, 's')",
+            (tenant, file_id, version_id, f"k/{version_id}"),
+        )
+        conn.execute(
+            "INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects, content,"
+            " content_hash) VALUES (%s, %s, %s, %s, 0, ARRAY['c'], 'secret words', 'h')",
+            (tenant, f"{version_id}:0", file_id, version_id),
+        )
+    return {"file_id": file_id, "version_id": version_id}
+
+
+@pytest.mark.parametrize("table", ["files", "file_versions", "knowledge_chunks"])
+def test_no_tenant_table_lets_one_tenant_read_or_change_anothers_rows(app_database: Database, table: str) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    mine, theirs = f"a-{suffix}", f"b-{suffix}"
+    seed_tenant(app_database, mine)
+    seed_tenant(app_database, theirs)
+    with app_database.tenant_transaction(mine) as conn:
+        read = conn.execute(f"SELECT count(*) FROM {table} WHERE tenant_id = %s", (theirs,)).fetchone()
+        updated = conn.execute(
+            f"UPDATE {table} SET tenant_id = tenant_id WHERE tenant_id = %s",
+            (theirs,),
+        ).rowcount
+        deleted = conn.execute(f"DELETE FROM {table} WHERE tenant_id = %s", (theirs,)).rowcount
+    assert (read, updated, deleted) == ((0,), 0, 0)
+    with app_database.tenant_transaction(theirs) as conn:
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() >= (1,)

@@ -1,6 +1,6 @@
 import pytest
 
-from shared.adapters.aws.s3_content_store import attachment_disposition
+from shared.domain.uploads import attachment_disposition
 
 
 @pytest.mark.parametrize(

@@ -86,6 +86,7 @@ def test_a_public_route_passes_without_claims_and_a_valid_token_passes_its_claim
     [
         (["-1"], [], 400),
         (["abc"], [], 400),
+        (["²"], [], 400),
         (["10", "20"], [], 400),
         ([], ["chunked"], 411),
         ([str(MAX_REQUEST_BYTES + 1)], [], 413),

@@ -1,14 +1,13 @@
 """FileContentStore over S3 (and over moto's S3 server locally: same boto3 code, real presigned URLs)."""
 
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from botocore.exceptions import ClientError
 
-from shared.domain.files import SignedRead, StoredObject
+from shared.domain.files import PresignedUpload, SignedRead, StoredObject
+from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
 from shared.ports import MAX_SIGNED_READ_LIFETIME
 
 if TYPE_CHECKING:
@@ -17,15 +16,6 @@ else:
     S3Client = Any
 
 _NOT_FOUND_CODES = {"404", "NoSuchKey", "NoSuchVersion", "NotFound"}
-# A download never renders in the browser: whatever was uploaded is served as opaque bytes.
-SAFE_DOWNLOAD_TYPE = "application/octet-stream"
-
-
-def attachment_disposition(filename: str) -> str:
-    """`attachment` with an ASCII fallback and the RFC 6266 UTF-8 form; no quotes or CR/LF can escape."""
-    ascii_name = re.sub(r"[^A-Za-z0-9._ -]", "_", filename)[:150] or "download"
-
-    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename[:150], safe='')}"
 
 
 class S3ContentStore:
@@ -98,6 +88,53 @@ class S3ContentStore:
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") not in _NOT_FOUND_CODES:
                 raise
+
+    def delete_all_versions(self, key: str) -> int:
+        removed = 0
+        for stored in self._versions(key, exact=True):
+            if stored.version_id:
+                self.delete_version(key, stored.version_id)
+                removed += 1
+        return removed
+
+    def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
+        seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
+        post = self.client.generate_presigned_post(
+            Bucket=self._bucket,
+            Key=key,
+            Fields={"Content-Type": content_type},
+            Conditions=[
+                {"bucket": self._bucket},
+                ["eq", "$key", key],
+                ["eq", "$Content-Type", content_type],
+                ["content-length-range", 1, max_bytes],
+            ],
+            ExpiresIn=seconds,
+        )
+        return PresignedUpload(
+            url=post["url"],
+            fields={name: str(value) for name, value in post["fields"].items()},
+            expires_at=datetime.now(UTC) + timedelta(seconds=seconds),
+        )
+
+    def object_versions(self, prefix: str) -> list[StoredObject]:
+        return self._versions(prefix, exact=False)
+
+    def _versions(self, prefix: str, *, exact: bool) -> list[StoredObject]:
+        found: list[StoredObject] = []
+        paginator = self.client.get_paginator("list_object_versions")
+        for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix):
+            for version in page.get("Versions", []):
+                if not exact or version["Key"] == prefix:
+                    found.append(
+                        StoredObject(
+                            key=version["Key"], version_id=version.get("VersionId"), byte_size=version.get("Size", 0)
+                        )
+                    )
+            for marker in page.get("DeleteMarkers", []):
+                if not exact or marker["Key"] == prefix:
+                    found.append(StoredObject(key=marker["Key"], version_id=marker.get("VersionId"), byte_size=0))
+        return found
 
     def bucket_versioning(self) -> str | None:
         """The bucket's versioning status ("Enabled", "Suspended") or None if never enabled."""

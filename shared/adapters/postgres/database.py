@@ -70,14 +70,3 @@ class Database:
         if self._opened:
             self._pool.close()
             self._opened = False
-
-
-class PostgresFileMetadataStore:
-    """FileMetadataStore over PostgreSQL. The file lifecycle methods arrive with the files work."""
-
-    def __init__(self, database: Database) -> None:
-        self._database = database
-
-    def ping(self) -> None:
-        with self._database.unscoped_transaction() as conn:
-            conn.execute("SELECT 1")

@@ -1,0 +1,226 @@
+"""FileMetadataStore over PostgreSQL: every statement runs in a tenant transaction *and* filters by tenant."""
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+
+from shared.adapters.postgres.database import Database
+from shared.domain.files import (
+    FileRecord,
+    FileVersionRecord,
+    NewVersion,
+    VersionState,
+)
+
+_LIVE = ("pending", "stored", "rejected")
+_VERSION_COLUMNS = (
+    "file_id, version_id, state, processing_state, filename, media_type, declared_byte_size, byte_size,"
+    " storage_key, storage_version_id, rejection_reason, failure_reason, failure_detail, created_at,"
+    " updated_at, stored_at, processing_requested_at"
+)
+
+
+def _version(row: dict[str, Any]) -> FileVersionRecord:
+    return FileVersionRecord.model_validate({k: v for k, v in row.items() if k != "file_id"})
+
+
+class PostgresFileMetadataStore:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def ping(self) -> None:
+        with self._database.unscoped_transaction() as conn:
+            conn.execute("SELECT 1")
+
+    def create_version(self, new: NewVersion, *, new_file: bool) -> None:
+        with self._database.tenant_transaction(new.tenant_id) as conn:
+            conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (new.tenant_id,))
+            if new_file:
+                conn.execute(
+                    "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by)"
+                    " VALUES (%s, %s, %s, %s, %s)",
+                    (new.tenant_id, new.file_id, new.collection_id, new.filename, new.created_by),
+                )
+            else:
+                conn.execute(
+                    "UPDATE files SET filename = %s WHERE tenant_id = %s AND file_id = %s",
+                    (new.filename, new.tenant_id, new.file_id),
+                )
+            conn.execute(
+                "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type,"
+                " declared_byte_size, storage_key, created_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    new.tenant_id,
+                    new.file_id,
+                    new.version_id,
+                    new.filename,
+                    new.media_type,
+                    new.declared_byte_size,
+                    new.storage_key,
+                    new.created_by,
+                ),
+            )
+
+    def get_file(self, tenant_id: str, file_id: UUID, *, include_gone: bool = False) -> FileRecord | None:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            records = self._records(conn, tenant_id, [file_id])
+        record = records[0] if records else None
+        if record is None or (not include_gone and not any(v.state in _LIVE for v in record.versions)):
+            return None
+        return record
+
+    def list_files(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        *,
+        collection_id: str | None,
+        limit: int,
+        after: tuple[datetime, UUID] | None,
+    ) -> tuple[list[FileRecord], bool]:
+        wanted = sorted(collections if collection_id is None else collections & {collection_id})
+        if not wanted:
+            return [], False
+        query = (
+            "SELECT f.file_id, f.created_at FROM files f"
+            " WHERE f.tenant_id = %(tenant)s AND f.collection_id = ANY(%(collections)s)"
+            " AND EXISTS (SELECT 1 FROM file_versions v WHERE v.tenant_id = f.tenant_id AND v.file_id = f.file_id"
+            "             AND v.state IN ('pending', 'stored', 'rejected'))"
+        )
+        params: dict[str, Any] = {"tenant": tenant_id, "collections": wanted, "limit": limit + 1}
+        if after is not None:
+            query += " AND (f.created_at, f.file_id) < (%(after_at)s, %(after_id)s)"
+            params.update(after_at=after[0], after_id=after[1])
+        query += " ORDER BY f.created_at DESC, f.file_id DESC LIMIT %(limit)s"
+        with self._database.tenant_transaction(tenant_id) as conn:
+            rows = conn.execute(query, params).fetchall()
+            records = self._records(conn, tenant_id, [row[0] for row in rows[:limit]])
+        return records, len(rows) > limit
+
+    def _records(self, conn: psycopg.Connection[Any], tenant_id: str, file_ids: Sequence[UUID]) -> list[FileRecord]:
+        if not file_ids:
+            return []
+        with conn.cursor(row_factory=dict_row) as cursor:
+            files = cursor.execute(
+                "SELECT file_id, collection_id, filename, created_at FROM files"
+                " WHERE tenant_id = %s AND file_id = ANY(%s)",
+                (tenant_id, list(file_ids)),
+            ).fetchall()
+            versions = cursor.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - a constant column list
+                " WHERE tenant_id = %s AND file_id = ANY(%s) ORDER BY created_at DESC, version_id DESC",
+                (tenant_id, list(file_ids)),
+            ).fetchall()
+        by_file: dict[UUID, list[FileVersionRecord]] = {}
+        for row in versions:
+            by_file.setdefault(row["file_id"], []).append(_version(row))
+        order = {file_id: position for position, file_id in enumerate(file_ids)}
+        return sorted(
+            (FileRecord(tenant_id=tenant_id, versions=tuple(by_file.get(row["file_id"], ())), **row) for row in files),
+            key=lambda record: order[record.file_id],
+        )
+
+    def find_version(self, tenant_id: str, version_id: UUID) -> tuple[FileRecord, FileVersionRecord] | None:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            row = conn.execute(
+                "SELECT file_id FROM file_versions WHERE tenant_id = %s AND version_id = %s", (tenant_id, version_id)
+            ).fetchone()
+            records = self._records(conn, tenant_id, [row[0]]) if row else []
+        if not records:
+            return None
+        version = next(v for v in records[0].versions if v.version_id == version_id)
+        return records[0], version
+
+    def mark_stored(self, tenant_id: str, version_id: UUID, *, byte_size: int, storage_version_id: str | None) -> bool:
+        return self._transition(
+            tenant_id,
+            version_id,
+            VersionState.PENDING,
+            "state = 'stored', byte_size = %(size)s, storage_version_id = %(object_version)s, stored_at = now()",
+            {"size": byte_size, "object_version": storage_version_id},
+        )
+
+    def mark_rejected(
+        self, tenant_id: str, version_id: UUID, *, reason: str, byte_size: int, storage_version_id: str | None
+    ) -> bool:
+        return self._transition(
+            tenant_id,
+            version_id,
+            VersionState.PENDING,
+            "state = 'rejected', rejection_reason = %(reason)s, byte_size = %(size)s,"
+            " storage_version_id = %(object_version)s",
+            {"reason": reason, "size": byte_size, "object_version": storage_version_id},
+        )
+
+    def mark_processing_requested(self, tenant_id: str, version_id: UUID) -> None:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            conn.execute(
+                "UPDATE file_versions SET processing_requested_at = now(), updated_at = now()"
+                " WHERE tenant_id = %s AND version_id = %s",
+                (tenant_id, version_id),
+            )
+
+    def mark_deleted(self, tenant_id: str, version_id: UUID) -> bool:
+        return self._transition(tenant_id, version_id, VersionState.DELETING, "state = 'deleted'", {})
+
+    def _transition(
+        self, tenant_id: str, version_id: UUID, expected: VersionState, assignments: str, params: dict[str, Any]
+    ) -> bool:
+        """Compare-and-set: change the row only if it is still in `expected`; True when this call did it."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            changed = conn.execute(
+                f"UPDATE file_versions SET {assignments}, updated_at = now()"  # noqa: S608 - assignments are constants
+                " WHERE tenant_id = %(tenant)s AND version_id = %(version)s AND state = %(expected)s",
+                {**params, "tenant": tenant_id, "version": version_id, "expected": expected.value},
+            ).rowcount
+        return changed == 1
+
+    def begin_delete_file(self, tenant_id: str, file_id: UUID) -> int:
+        """One statement moves every live version to `deleting`; its chunks go in the same transaction."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            moved = conn.execute(
+                "UPDATE file_versions SET state = 'deleting', updated_at = now()"
+                " WHERE tenant_id = %s AND file_id = %s AND state IN ('pending', 'stored', 'rejected')",
+                (tenant_id, file_id),
+            ).rowcount
+            conn.execute("DELETE FROM knowledge_chunks WHERE tenant_id = %s AND file_id = %s", (tenant_id, file_id))
+        return moved
+
+    def begin_delete_collection(self, tenant_id: str, collection_id: str) -> int:
+        """Every live version of every file in the collection, a pending upload included, in one statement."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            moved = conn.execute(
+                "UPDATE file_versions v SET state = 'deleting', updated_at = now() FROM files f"
+                " WHERE v.tenant_id = %s AND f.tenant_id = v.tenant_id AND f.file_id = v.file_id"
+                " AND f.collection_id = %s AND v.state IN ('pending', 'stored', 'rejected')",
+                (tenant_id, collection_id),
+            ).rowcount
+            conn.execute(
+                "DELETE FROM knowledge_chunks c USING files f WHERE c.tenant_id = %s AND f.tenant_id = c.tenant_id"
+                " AND f.file_id = c.file_id AND f.collection_id = %s",
+                (tenant_id, collection_id),
+            )
+        return moved
+
+    def versions_in_states(
+        self, tenant_id: str, states: Iterable[VersionState], *, updated_before: datetime, limit: int = 500
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        """(file id, version) pairs waiting in one of `states` since before `updated_before`."""
+        with (
+            self._database.tenant_transaction(tenant_id) as conn,
+            conn.cursor(row_factory=dict_row) as cursor,
+        ):
+            rows = cursor.execute(
+                f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - a constant column list
+                " WHERE tenant_id = %s AND state = ANY(%s) AND updated_at < %s ORDER BY updated_at LIMIT %s",
+                (tenant_id, [s.value for s in states], updated_before, limit),
+            ).fetchall()
+        return [(row["file_id"], _version(row)) for row in rows]
+
+    def tenant_ids(self) -> list[str]:
+        with self._database.unscoped_transaction() as conn:
+            return [row[0] for row in conn.execute("SELECT tenant_id FROM tenants ORDER BY tenant_id")]

@@ -1,0 +1,119 @@
+"""What may be uploaded, under which name, and where its bytes live. Pure rules, no I/O."""
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from urllib.parse import quote
+from uuid import UUID
+
+from shared.domain.errors import InvalidRequest, PayloadTooLarge, UnsupportedMediaType
+
+MAX_FILENAME_CHARS = 255
+
+
+@dataclass(frozen=True)
+class AcceptedType:
+    media_type: str
+    extensions: tuple[str, ...]
+    kind: str
+
+
+# An exact list: no wildcards (image/* is how an SVG becomes an "image"), no SVG, no HTML as an image.
+ACCEPTED_TYPES: tuple[AcceptedType, ...] = (
+    AcceptedType("application/pdf", (".pdf",), "pdf"),
+    AcceptedType("application/vnd.openxmlformats-officedocument.wordprocessingml.document", (".docx",), "docx"),
+    AcceptedType("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", (".xlsx",), "xlsx"),
+    AcceptedType("application/vnd.openxmlformats-officedocument.presentationml.presentation", (".pptx",), "pptx"),
+    AcceptedType("text/plain", (".txt", ".text", ".log"), "text"),
+    AcceptedType("text/markdown", (".md", ".markdown"), "markdown"),
+    AcceptedType("text/csv", (".csv",), "csv"),
+    AcceptedType("text/html", (".html", ".htm"), "html"),
+    AcceptedType("image/png", (".png",), "png"),
+    AcceptedType("image/jpeg", (".jpg", ".jpeg"), "jpeg"),
+    AcceptedType("image/tiff", (".tif", ".tiff"), "tiff"),
+)
+_BY_MEDIA_TYPE = {accepted.media_type: accepted for accepted in ACCEPTED_TYPES}
+
+
+def accepted_type(media_type: str, filename: str) -> AcceptedType:
+    """The accepted type for a declared media type and filename, or UnsupportedMediaType naming the list."""
+    accepted = _BY_MEDIA_TYPE.get(media_type.strip().lower())
+    if accepted is None:
+        listed = ", ".join(sorted(_BY_MEDIA_TYPE))
+        raise UnsupportedMediaType(f"media type {media_type!r} is not accepted; accepted types: {listed}")
+    extension = _extension(filename)
+    if extension not in accepted.extensions:
+        named = extension or "no extension"
+        expected = " or ".join(accepted.extensions)
+        raise UnsupportedMediaType(f"a {accepted.media_type} file must be named {expected}, not {named}")
+    return accepted
+
+
+def _extension(filename: str) -> str:
+    stem, dot, suffix = filename.rpartition(".")
+    return f".{suffix.lower()}" if dot and stem else ""
+
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_filename(raw: str) -> str:
+    """A display name that is safe everywhere it goes (headers, logs, terminals, zip entries, paths).
+
+    Control characters, CR/LF, bidi overrides and path separators become "_"; leading dots and
+    surrounding spaces go; the result is cut to 255 characters keeping the extension.
+    """
+    name = _UNSAFE.sub("_", unicodedata.normalize("NFC", raw)).strip().lstrip(".").strip()
+    if not name or set(name) <= {"_", "."}:
+        raise InvalidRequest("filename is empty once path separators and control characters are removed")
+    if len(name) > MAX_FILENAME_CHARS:
+        extension = _extension(name)
+        keep = MAX_FILENAME_CHARS - len(extension) if len(extension) < 32 else MAX_FILENAME_CHARS
+        name = name[:keep].rstrip() + (extension if len(extension) < 32 else "")
+    return name
+
+
+# A download never renders in the browser: whatever was uploaded is served as opaque bytes.
+SAFE_DOWNLOAD_TYPE = "application/octet-stream"
+
+
+def attachment_disposition(filename: str) -> str:
+    """`attachment` with an ASCII fallback and the RFC 6266 UTF-8 form; no quotes or CR/LF can escape."""
+    ascii_name = re.sub(r"[^A-Za-z0-9._ -]", "_", filename)[:150] or "download"
+
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename[:150], safe='')}"
+
+
+def check_declared_size(byte_size: int, limit: int) -> None:
+    if byte_size > limit:
+        raise PayloadTooLarge(f"the file is {byte_size} bytes; the upload limit is {limit} bytes")
+    if byte_size < 1:
+        raise InvalidRequest("byteSize must be at least 1: an empty file has nothing to store")
+
+
+def storage_key(tenant_id: str, file_id: UUID, version_id: UUID) -> str:
+    """Where a version's bytes live. Derived from ids only: nothing a caller typed reaches a key."""
+    return f"tenants/{tenant_id}/files/{file_id}/versions/{version_id}"
+
+
+_KEY = re.compile(
+    r"^tenants/(?P<tenant>[A-Za-z0-9][A-Za-z0-9_.-]{0,63})/files/(?P<file>[0-9a-f-]{36})/versions/(?P<version>[0-9a-f-]{36})$"
+)
+
+
+@dataclass(frozen=True)
+class StorageKeyParts:
+    tenant_id: str
+    file_id: UUID
+    version_id: UUID
+
+
+def parse_storage_key(key: str) -> StorageKeyParts | None:
+    """The ids a key claims, or None for a key Quire never hands out. A claim, not proof: check the row."""
+    match = _KEY.fullmatch(key)
+    if match is None:
+        return None
+    try:
+        return StorageKeyParts(match["tenant"], UUID(match["file"]), UUID(match["version"]))
+    except ValueError:
+        return None

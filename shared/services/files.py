@@ -1,0 +1,203 @@
+"""The file lifecycle as callers see it: upload tickets, listings, reads and deletion.
+
+Entitlement is checked here, through the AuthorizationPolicy, before anything is revealed: an
+unentitled caller gets NotFound, exactly as for an id that does not exist.
+"""
+
+import base64
+import binascii
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from uuid import UUID, uuid4
+
+from pydantic import BaseModel, ConfigDict
+
+from shared.domain.auth import Principal
+from shared.domain.errors import InvalidRequest, NotFound, NotReady
+from shared.domain.files import (
+    FilePage,
+    FileRecord,
+    FileVersionRecord,
+    NewVersion,
+    PresignedUpload,
+    SignedRead,
+    VersionState,
+)
+from shared.domain.uploads import accepted_type, check_declared_size, clean_filename, storage_key
+from shared.ports import MAX_SIGNED_READ_LIFETIME, AuthorizationPolicy, FileContentStore, FileMetadataStore
+
+MAX_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    max_bytes: int
+    url_lifetime: timedelta = timedelta(minutes=15)
+
+
+class UploadTicket(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    file_id: UUID
+    version_id: UUID
+    upload: PresignedUpload
+
+
+class ProxiedContent(BaseModel):
+    """The bytes themselves, for a store that cannot sign a URL."""
+
+    model_config = ConfigDict(frozen=True)
+
+    content: bytes
+    filename: str
+    media_type: str
+
+
+def encode_cursor(record: FileRecord) -> str:
+    raw = json.dumps([record.created_at.isoformat(), str(record.file_id)]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    try:
+        created_at, file_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return datetime.fromisoformat(created_at), UUID(file_id)
+    except (ValueError, TypeError, binascii.Error) as error:
+        raise InvalidRequest("cursor is not one this API returned") from error
+
+
+class FileService:
+    def __init__(
+        self,
+        metadata: FileMetadataStore,
+        content: FileContentStore,
+        policy: AuthorizationPolicy,
+        limits: UploadLimits,
+        new_id: Callable[[], UUID] = uuid4,
+    ) -> None:
+        self._metadata = metadata
+        self._content = content
+        self._policy = policy
+        self._limits = limits
+        self._new_id = new_id
+
+    def start_upload(
+        self, principal: Principal, *, collection_id: str, filename: str, media_type: str, byte_size: int
+    ) -> UploadTicket:
+        self._policy.ensure_can_read(principal, collection_id)
+        return self._ticket(
+            principal,
+            self._new_id(),
+            collection_id=collection_id,
+            filename=filename,
+            media_type=media_type,
+            byte_size=byte_size,
+            new_file=True,
+        )
+
+    def start_new_version(
+        self, principal: Principal, file_id: UUID, *, filename: str, media_type: str, byte_size: int
+    ) -> UploadTicket:
+        record = self.get_file(principal, file_id)
+        return self._ticket(
+            principal,
+            file_id,
+            collection_id=record.collection_id,
+            filename=filename,
+            media_type=media_type,
+            byte_size=byte_size,
+            new_file=False,
+        )
+
+    def _ticket(
+        self,
+        principal: Principal,
+        file_id: UUID,
+        *,
+        collection_id: str,
+        filename: str,
+        media_type: str,
+        byte_size: int,
+        new_file: bool,
+    ) -> UploadTicket:
+        # Refused before anything is recorded or signed: size (naming the limit), then type and name.
+        check_declared_size(byte_size, self._limits.max_bytes)
+        name = clean_filename(filename)
+        accepted = accepted_type(media_type, name)
+        version_id = self._new_id()
+        key = storage_key(principal.tenant_id, file_id, version_id)
+        # Metadata first: a crash after this leaves a pending row that reconciliation can see.
+        self._metadata.create_version(
+            NewVersion(
+                tenant_id=principal.tenant_id,
+                file_id=file_id,
+                version_id=version_id,
+                collection_id=collection_id,
+                filename=name,
+                media_type=accepted.media_type,
+                declared_byte_size=byte_size,
+                storage_key=key,
+                created_by=principal.subject,
+            ),
+            new_file=new_file,
+        )
+        upload = self._content.signed_upload(
+            key, content_type=accepted.media_type, max_bytes=byte_size, lifetime=self._limits.url_lifetime
+        )
+        return UploadTicket(file_id=file_id, version_id=version_id, upload=upload)
+
+    def get_file(self, principal: Principal, file_id: UUID) -> FileRecord:
+        record = self._metadata.get_file(principal.tenant_id, file_id)
+        if record is None:
+            raise NotFound("not found")
+        self._policy.ensure_can_read(principal, record.collection_id)
+        return record
+
+    def list_files(
+        self, principal: Principal, *, collection_id: str | None, limit: int, cursor: str | None
+    ) -> FilePage:
+        if not 1 <= limit <= MAX_PAGE_SIZE:
+            raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE_SIZE}")
+        records, more = self._metadata.list_files(
+            principal.tenant_id,
+            self._policy.readable_collections(principal),
+            collection_id=collection_id,
+            limit=limit,
+            after=decode_cursor(cursor) if cursor else None,
+        )
+        return FilePage(files=tuple(records), next_cursor=encode_cursor(records[-1]) if more and records else None)
+
+    def read(
+        self, principal: Principal, file_id: UUID, *, version_id: UUID | None, lifetime: timedelta
+    ) -> SignedRead | ProxiedContent:
+        version = self._readable_version(self.get_file(principal, file_id), version_id)
+        signed = self._content.signed_read(
+            version.storage_key,
+            version_id=version.storage_version_id,
+            filename=version.filename,
+            lifetime=min(lifetime, MAX_SIGNED_READ_LIFETIME),
+        )
+        if signed is not None:
+            return signed
+        content = self._content.get(
+            version.storage_key, version_id=version.storage_version_id, max_bytes=self._limits.max_bytes
+        )
+        return ProxiedContent(content=content, filename=version.filename, media_type=version.media_type)
+
+    @staticmethod
+    def _readable_version(record: FileRecord, version_id: UUID | None) -> FileVersionRecord:
+        if version_id is not None:
+            version = next((v for v in record.versions if v.version_id == version_id), None)
+            if version is None or version.state in (VersionState.DELETING, VersionState.DELETED):
+                raise NotFound("not found")
+        else:
+            version = record.current
+        if version.state is not VersionState.STORED:
+            raise NotReady(f"this version is {version.state.value}, not stored: there are no bytes to read")
+        return version
+
+    def delete_file(self, principal: Principal, file_id: UUID) -> None:
+        self.get_file(principal, file_id)
+        self._metadata.begin_delete_file(principal.tenant_id, file_id)

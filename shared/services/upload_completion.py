@@ -1,0 +1,104 @@
+"""The last write of the upload order: bytes have landed, so compare-and-set `pending → stored`.
+
+Driven by S3's "Object Created" event, which is a claim about a key: the key must be one Quire handed
+out, for a version that exists, and the bytes must be what was declared (size and type) before the
+version is stored. Duplicate and out-of-order events do the work at most once.
+"""
+
+from enum import StrEnum
+
+from shared.domain.files import FileRecord, FileVersionRecord, VersionState
+from shared.domain.sniffing import mismatch
+from shared.domain.uploads import accepted_type, parse_storage_key
+from shared.domain.workflow import ProcessVersion
+from shared.observability import logger
+from shared.ports import FileContentStore, FileMetadataStore, Workflow
+
+
+class Completion(StrEnum):
+    STORED = "stored"
+    REJECTED = "rejected"
+    DUPLICATE = "duplicate"
+    UNKNOWN_KEY = "unknown_key"
+    NOT_PENDING = "not_pending"
+    UNEXPECTED_OBJECT_VERSION = "unexpected_object_version"
+
+
+class UploadCompletion:
+    def __init__(self, metadata: FileMetadataStore, content: FileContentStore, workflow: Workflow) -> None:
+        self._metadata = metadata
+        self._content = content
+        self._workflow = workflow
+
+    def object_created(self, key: str, object_version_id: str | None, size: int) -> Completion:
+        found = self._find(key)
+        if found is None:
+            # Not trusted, not acted on: reported, so a stray or forged object is seen.
+            logger.warning("object created for a key Quire did not hand out", extra={"size": size})
+            return Completion.UNKNOWN_KEY
+        record, version = found
+        if version.state is not VersionState.PENDING:
+            return self._already_decided(record, version, object_version_id)
+        try:
+            # Never more than was declared: the policy said so, but a store may not enforce its policy.
+            content = self._content.get(key, version_id=object_version_id, max_bytes=version.declared_byte_size)
+        except ValueError:
+            return self._reject(
+                record,
+                version,
+                f"more bytes arrived than the {version.declared_byte_size} that were declared",
+                size,
+                object_version_id,
+            )
+        reason = mismatch(content, accepted_type(version.media_type, version.filename))
+        if reason is not None:
+            return self._reject(record, version, reason, len(content), object_version_id)
+        if not self._metadata.mark_stored(
+            record.tenant_id, version.version_id, byte_size=len(content), storage_version_id=object_version_id
+        ):
+            return Completion.DUPLICATE  # a concurrent delivery of the same event got there first
+        self.request_processing(record.tenant_id, record.file_id, version)
+        return Completion.STORED
+
+    def _find(self, key: str) -> tuple[FileRecord, FileVersionRecord] | None:
+        parts = parse_storage_key(key)
+        if parts is None:
+            return None
+        found = self._metadata.find_version(parts.tenant_id, parts.version_id)
+        if found is None or found[0].file_id != parts.file_id or found[1].storage_key != key:
+            return None
+        return found
+
+    def _already_decided(
+        self, record: FileRecord, version: FileVersionRecord, object_version_id: str | None
+    ) -> Completion:
+        if version.state is VersionState.STORED and version.storage_version_id == object_version_id:
+            # A redelivery. If the first delivery died between storing and asking for processing, ask now.
+            if version.processing_requested_at is None:
+                self.request_processing(record.tenant_id, record.file_id, version)
+            return Completion.DUPLICATE
+        if version.storage_version_id is not None and version.storage_version_id != object_version_id:
+            # A second object under a key already decided (the POST policy was reused). The recorded
+            # version stays the original; the extra object is left for reconciliation to report.
+            logger.warning("a second object arrived under a decided key", extra={"state": version.state.value})
+            return Completion.UNEXPECTED_OBJECT_VERSION
+        return Completion.NOT_PENDING
+
+    def _reject(
+        self, record: FileRecord, version: FileVersionRecord, reason: str, size: int, object_version_id: str | None
+    ) -> Completion:
+        changed = self._metadata.mark_rejected(
+            record.tenant_id, version.version_id, reason=reason, byte_size=size, storage_version_id=object_version_id
+        )
+        return Completion.REJECTED if changed else Completion.DUPLICATE
+
+    def request_processing(self, tenant_id: str, file_id: object, version: FileVersionRecord) -> None:
+        """Ask the workflow to process a stored version. Failing to ask never fails the upload."""
+        request = ProcessVersion(tenant_id=tenant_id, file_id=str(file_id), version_id=str(version.version_id))
+        try:
+            self._workflow.start(request)
+        except Exception:
+            # The bytes and the row are durable; the sweep asks again for stored versions never started.
+            logger.exception("could not start processing; the sweep will ask again")
+            return
+        self._metadata.mark_processing_requested(tenant_id, version.version_id)
