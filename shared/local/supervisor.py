@@ -24,6 +24,7 @@ from migrations.runner import APP_ROLE, apply_migrations
 from shared.adapters.local.jwt_tokens import LocalTokenVerifier
 from shared.adapters.local.secret_files import read_or_create_secret
 from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port
+from shared.local.events import EventDispatcher
 from shared.local.http_api import LocalHttpApi
 from shared.local.paths import (
     LOCAL_AWS_ENVIRONMENT,
@@ -91,6 +92,7 @@ class Supervisor:
         self._postgres: EmbeddedPostgres | None = None
         self._s3: LocalS3Server | None = None
         self._api: LocalHttpApi | None = None
+        self._events: EventDispatcher | None = None
 
     def run(self) -> None:
         started = time.monotonic()
@@ -98,11 +100,18 @@ class Supervisor:
         try:
             database = self._start_database(ports)
             s3_port = free_port(ports.get("s3"))
-            self._s3 = LocalS3Server(self.paths.s3_snapshot, port=s3_port)
+            s3_endpoint = f"http://127.0.0.1:{s3_port}"
+            self._configure_functions(database.app_url, s3_endpoint)
+            # S3 announces new objects to the same handler EventBridge invokes on AWS.
+            from functions.on_object_created.handler import handler as on_object_created
+
+            self._events = EventDispatcher(on_object_created, name="on-object-created")
+            self._events.start()
+            self._s3 = LocalS3Server(self.paths.s3_snapshot, port=s3_port, on_object_created=self._events.submit)
             restored = self._s3.start()
             versioning = ensure_bucket(self._s3.endpoint, LOCAL_BUCKET)
             api_port = free_port(ports.get("api"))
-            self._api = self._start_api(database.app_url, self._s3.endpoint, api_port)
+            self._api = self._start_api(api_port)
             write_private_json(self.paths.ports, {"postgres": database.port, "s3": s3_port, "api": api_port})
             if self.stop_requested.is_set():
                 return  # asked to stop while starting: never announce a stack that is going away
@@ -153,8 +162,8 @@ class Supervisor:
             app_url = ensure_app_role_password(owner_url, app_password)
         return LocalDatabase(app_url=app_url, embedded=external is None, port=port)
 
-    def _start_api(self, app_url: str, s3_endpoint: str, port: int) -> LocalHttpApi:
-        # The handler reads its settings once, at import: set them first, exactly as Lambda would.
+    def _configure_functions(self, app_url: str, s3_endpoint: str) -> None:
+        # Handlers read their settings once, at import: set them first, exactly as Lambda would.
         os.environ.update(LOCAL_AWS_ENVIRONMENT)
         os.environ.update(
             {
@@ -166,6 +175,8 @@ class Supervisor:
                 "POWERTOOLS_TRACE_DISABLED": "true",
             }
         )
+
+    def _start_api(self, port: int) -> LocalHttpApi:
         from functions.api.handler import UNAUTHENTICATED_ROUTES, handler
 
         verifier = LocalTokenVerifier(read_or_create_secret(self.paths.jwt_secret))
@@ -176,14 +187,17 @@ class Supervisor:
     def shutdown(self) -> None:
         """Stop in reverse order; each step runs even if an earlier one failed (PostgreSQL always stops)."""
         self.paths.state.unlink(missing_ok=True)
-        api, s3, postgres = self._api, self._s3, self._postgres
-        self._api = self._s3 = self._postgres = None
+        api, s3, events, postgres = self._api, self._s3, self._events, self._postgres
+        self._api = self._s3 = self._events = self._postgres = None
         if api is not None:
             _attempt("stop the local API", api.stop)
         if s3 is not None:
             # Stop serving first, so no request changes the buckets while they are written out.
             _attempt("stop the S3 server", s3.stop)
             _attempt("write the S3 snapshot", s3.snapshot)
+        if events is not None:
+            # Objects that arrived before the stop are still recorded (the database is still up).
+            _attempt("deliver pending events", events.stop)
         if postgres is not None:
             _attempt("stop PostgreSQL", postgres.stop)
 

@@ -1,0 +1,361 @@
+"""The file lifecycle over real HTTP: the API handler, moto's S3 server, the Object Created handler, PostgreSQL."""
+
+import base64
+import io
+import json
+import urllib.error
+import urllib.request
+import uuid
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import urllib3
+
+from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifier
+from shared.bootstrap import Container
+from shared.config import Settings
+from shared.domain.auth import Principal
+from shared.local.embedded_postgres import free_port
+from shared.local.events import EventDispatcher
+from shared.local.http_api import LocalHttpApi, LocalLambdaContext
+from shared.local.s3_server import LocalS3Server, object_created_event
+from shared.local.supervisor import ensure_bucket
+from tests.integration.conftest import MigratedDatabase
+
+SECRET = b"files-api-secret-0123456789abcdef"
+LIMIT = 200_000
+PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+SVG = b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
+
+
+def docx_bytes() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(
+            "[Content_Types].xml",
+            '<Types><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+            'officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        archive.writestr("word/document.xml", "<w:document/>")
+    return buffer.getvalue()
+
+
+DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+@dataclass
+class Stack:
+    api: str
+    bucket: str
+    events: EventDispatcher
+    container: Container
+
+    def token(self, tenant: str = "acme", collections: tuple[str, ...] = ("docs",), sub: str = "ann") -> str:
+        return LocalTokenIssuer(SECRET).issue(
+            Principal(tenant_id=tenant, subject=sub, collections=frozenset(collections))
+        )
+
+    def call(self, method: str, path: str, token: str | None, body: Any = None) -> tuple[int, bytes]:
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"{self.api}{path}", data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=20) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    def json(self, method: str, path: str, token: str | None, body: Any = None) -> tuple[int, Any]:
+        status, raw = self.call(method, path, token, body)
+        return status, json.loads(raw) if raw else None
+
+    def start_upload(self, token: str, filename: str, media_type: str, size: int, collection: str = "docs") -> Any:
+        body = {"collectionId": collection, "filename": filename, "mediaType": media_type, "byteSize": size}
+        status, ticket = self.json("POST", "/v1/uploads", token, body)
+        assert status == 201, ticket
+        return ticket
+
+    def post_bytes(self, ticket: Any, content: bytes, content_type: str) -> int:
+        fields: dict[str, Any] = dict(ticket["upload"]["fields"])
+        fields["file"] = ("upload", content, content_type)
+        response = urllib3.request("POST", ticket["upload"]["url"], fields=fields, timeout=20)
+        self.events.join()
+        return response.status
+
+    def upload(self, token: str, filename: str, media_type: str, content: bytes, collection: str = "docs") -> Any:
+        ticket = self.start_upload(token, filename, media_type, len(content), collection)
+        assert self.post_bytes(ticket, content, media_type) in (200, 201, 204)
+        return ticket
+
+
+@pytest.fixture(scope="module")
+def stack(
+    migrated_database: MigratedDatabase, aws_credentials: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    from functions.api import handler as api_handler
+    from functions.on_object_created import handler as created_handler
+
+    port = free_port()
+    bucket = f"quire-files-{port}"
+    container = Container(
+        Settings(
+            runtime="local",
+            database_url=migrated_database.app_url,
+            s3_endpoint_url=f"http://127.0.0.1:{port}",
+            bucket=bucket,
+            max_upload_bytes=LIMIT,
+        )
+    )
+    events = EventDispatcher(created_handler.handler, name="test")
+    events.start()
+    s3 = LocalS3Server(tmp_path_factory.mktemp("s3files") / "snap.pickle", port=port, on_object_created=events.submit)
+    s3.start()
+    ensure_bucket(s3.endpoint, bucket)
+    api = LocalHttpApi(
+        api_handler.handler, LocalTokenVerifier(SECRET), public_routes=api_handler.UNAUTHENTICATED_ROUTES, port=0
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api_handler, "container", container)
+        patch.setattr(created_handler, "container", container)
+        api.start()
+        try:
+            yield Stack(api=api.base_url, bucket=bucket, events=events, container=container)
+        finally:
+            api.stop()
+            s3.stop()
+            events.stop()
+            container.database.close()
+
+
+def test_an_upload_is_stored_and_reads_back_byte_identical_as_an_attachment(stack: Stack) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, "Annual report.pdf", "application/pdf", PDF)
+    status, file = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
+    assert status == 200
+    assert (file["current"]["state"], file["current"]["byteSize"], file["filename"]) == (
+        "stored",
+        len(PDF),
+        "Annual report.pdf",
+    )
+    status, read = stack.json("GET", f"/v1/files/{ticket['fileId']}/content", token)
+    assert status == 200
+    assert datetime.fromisoformat(read["expiresAt"]) <= datetime.now(UTC) + timedelta(minutes=15, seconds=5)
+    with urllib.request.urlopen(read["url"], timeout=10) as response:
+        assert response.read() == PDF
+        assert response.headers["Content-Type"] == "application/octet-stream"
+        assert response.headers["Content-Disposition"].startswith('attachment; filename="Annual report.pdf"')
+
+
+def test_the_upload_policy_pins_the_key_the_type_and_the_declared_size(stack: Stack) -> None:
+    ticket = stack.start_upload(stack.token(), "a.pdf", "application/pdf", 1234)
+    fields = ticket["upload"]["fields"]
+    policy = json.loads(base64.b64decode(fields["policy"]))
+    conditions = policy["conditions"]
+    assert ["eq", "$key", fields["key"]] in conditions
+    assert ["eq", "$Content-Type", "application/pdf"] in conditions
+    assert ["content-length-range", 1, 1234] in conditions
+    assert fields["key"].endswith(f"/files/{ticket['fileId']}/versions/{ticket['versionId']}")
+    expiration = datetime.fromisoformat(policy["expiration"].replace("Z", "+00:00"))
+    assert expiration <= datetime.now(UTC) + timedelta(minutes=15, seconds=5)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (
+            {"filename": "big.pdf", "mediaType": "application/pdf", "byteSize": LIMIT + 1},
+            413,
+            f"limit is {LIMIT} bytes",
+        ),
+        ({"filename": "x.svg", "mediaType": "image/svg+xml", "byteSize": 10}, 415, "accepted types: application/pdf"),
+        ({"filename": "x.png", "mediaType": "image/*", "byteSize": 10}, 415, "accepted types"),
+        ({"filename": "report.docx", "mediaType": "application/pdf", "byteSize": 10}, 415, "must be named .pdf"),
+        ({"filename": "/\r\n\x00", "mediaType": "text/plain", "byteSize": 10}, 400, "filename is empty"),
+    ],
+)
+def test_refusals_name_the_limit_or_what_is_accepted(
+    stack: Stack, body: dict[str, Any], status: int, message: str
+) -> None:
+    got, answer = stack.json("POST", "/v1/uploads", stack.token(), {"collectionId": "docs", **body})
+    assert got == status
+    assert message in answer["message"]
+
+
+@pytest.mark.parametrize(
+    ("filename", "expected"),
+    [
+        ("../../etc/passwd.txt", "_.._etc_passwd.txt"),
+        ("evil\r\nSet-Cookie: a=b.txt", "evil__Set-Cookie: a=b.txt"),
+        ("a\\b\\c.txt", "a_b_c.txt"),
+        ("x" * 1000 + ".txt", "x" * 251 + ".txt"),
+    ],
+)
+def test_hostile_filenames_are_cleaned_not_trusted(stack: Stack, filename: str, expected: str) -> None:
+    token = stack.token()
+    ticket = stack.start_upload(token, filename, "text/plain", 5)
+    _, file = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
+    assert file["filename"] == expected
+
+
+@pytest.mark.parametrize(
+    ("filename", "media_type", "content", "reason"),
+    [
+        ("logo.png", "image/png", SVG, "looks like HTML, XML or SVG markup"),
+        ("notes.txt", "text/plain", b"<!DOCTYPE html><html><script>x()</script></html>", "looks like HTML"),
+        ("memo.docx", DOCX_TYPE, b"PK\x03\x04" + b"\x00" * 100, "not a Word document"),
+        ("memo.docx", DOCX_TYPE, PDF, "it looks like a PDF"),
+        ("photo.jpg", "image/jpeg", PNG, "it looks like a PNG image"),
+    ],
+)
+def test_content_that_is_not_what_was_declared_is_rejected_with_a_reason(
+    stack: Stack, filename: str, media_type: str, content: bytes, reason: str
+) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, filename, media_type, content)
+    _, file = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
+    assert file["current"]["state"] == "rejected"
+    assert reason in file["current"]["rejectionReason"]
+    status, _ = stack.json("GET", f"/v1/files/{ticket['fileId']}/content", token)
+    assert status == 409  # nothing to read from a rejected version
+
+
+def test_a_real_docx_is_stored(stack: Stack) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, "memo.docx", DOCX_TYPE, docx_bytes())
+    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["state"] == "stored"
+
+
+def test_a_body_larger_than_declared_is_rejected_even_if_the_store_accepts_it(stack: Stack) -> None:
+    token = stack.token()
+    ticket = stack.start_upload(token, "small.txt", "text/plain", 10)
+    # moto ignores the policy's content-length-range; the handler checks what actually landed.
+    stack.post_bytes(ticket, b"x" * 1000, "text/plain")
+    _, file = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
+    assert file["current"]["state"] == "rejected"
+    assert "more bytes arrived than the 10 that were declared" in file["current"]["rejectionReason"]
+
+
+def test_duplicate_events_do_the_work_once_and_unknown_keys_are_not_trusted(stack: Stack) -> None:
+    from functions.on_object_created.handler import handler
+
+    token = stack.token()
+    ticket = stack.upload(token, "dup.txt", "text/plain", b"hello")
+    key = ticket["upload"]["fields"]["key"]
+    stored = stack.container.file_metadata.find_version("acme", uuid.UUID(ticket["versionId"]))
+    assert stored is not None
+    event = object_created_event(stack.bucket, key, stored[1].storage_version_id, 5, "etag")
+    outcomes = [handler(event, LocalLambdaContext())["outcome"] for _ in range(3)]
+    assert outcomes == ["duplicate"] * 3
+    forged = object_created_event(
+        stack.bucket, f"tenants/acme/files/{uuid.uuid4()}/versions/{uuid.uuid4()}", "v", 5, "e"
+    )
+    assert handler(forged, LocalLambdaContext())["outcome"] == "unknown_key"
+    stranger = object_created_event(stack.bucket, "uploads/../../anything", "v", 5, "e")
+    assert handler(stranger, LocalLambdaContext())["outcome"] == "unknown_key"
+    other_tenant = object_created_event(stack.bucket, key.replace("tenants/acme/", "tenants/globex/"), "v", 5, "e")
+    assert handler(other_tenant, LocalLambdaContext())["outcome"] == "unknown_key"
+
+
+def test_a_new_version_keeps_the_old_one_readable(stack: Stack) -> None:
+    token = stack.token()
+    first = stack.upload(token, "notes.txt", "text/plain", b"first draft")
+    status, second = stack.json(
+        "POST",
+        f"/v1/files/{first['fileId']}/versions",
+        token,
+        {"filename": "notes.txt", "mediaType": "text/plain", "byteSize": 12},
+    )
+    assert status == 201 and second["fileId"] == first["fileId"] and second["versionId"] != first["versionId"]
+    assert stack.post_bytes(second, b"second draft", "text/plain") in (200, 204)
+    _, latest = stack.json("GET", f"/v1/files/{first['fileId']}/content", token)
+    _, original = stack.json("GET", f"/v1/files/{first['fileId']}/content?versionId={first['versionId']}", token)
+    with urllib.request.urlopen(latest["url"]) as now, urllib.request.urlopen(original["url"]) as then:
+        assert (now.read(), then.read()) == (b"second draft", b"first draft")
+
+
+def test_listing_is_keyset_paged_and_complete(stack: Stack) -> None:
+    token = stack.token(collections=("paged",))
+    made = {stack.start_upload(token, f"f{i}.txt", "text/plain", 3, collection="paged")["fileId"] for i in range(5)}
+    seen: list[str] = []
+    cursor = None
+    while True:
+        query = "/v1/files?collectionId=paged&limit=2" + (f"&cursor={cursor}" if cursor else "")
+        status, page = stack.json("GET", query, token)
+        assert status == 200 and len(page["files"]) <= 2
+        seen.extend(f["fileId"] for f in page["files"])
+        cursor = page["nextCursor"]
+        if not cursor:
+            break
+    assert sorted(seen) == sorted(made)
+
+
+def test_a_deleted_file_leaves_every_listing_at_once(stack: Stack) -> None:
+    token = stack.token(collections=("gone",))
+    ticket = stack.upload(token, "bye.txt", "text/plain", b"bye", collection="gone")
+    assert stack.json("DELETE", f"/v1/files/{ticket['fileId']}", token) == (
+        202,
+        {"fileId": ticket["fileId"], "state": "deleting"},
+    )
+    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[0] == 404
+    assert stack.json("GET", "/v1/files?collectionId=gone", token)[1]["files"] == []
+    assert stack.json("DELETE", f"/v1/files/{ticket['fileId']}", token)[0] == 404
+
+
+def routes(file_id: str, version_id: str) -> list[tuple[str, str, Any]]:
+    return [
+        ("GET", f"/v1/files/{file_id}", None),
+        ("GET", f"/v1/files/{file_id}/content", None),
+        ("GET", f"/v1/files/{file_id}/content?versionId={version_id}", None),
+        ("POST", f"/v1/files/{file_id}/versions", {"filename": "x.txt", "mediaType": "text/plain", "byteSize": 3}),
+        ("DELETE", f"/v1/files/{file_id}", None),
+    ]
+
+
+def test_an_unentitled_caller_cannot_tell_an_existing_file_from_a_random_id(stack: Stack) -> None:
+    owner = stack.token(tenant="acme", collections=("secret",))
+    ticket = stack.upload(owner, "plan.pdf", "application/pdf", PDF, collection="secret")
+    probes = {
+        "other tenant, same collection name": stack.token(tenant="globex", collections=("secret",)),
+        "same tenant, other collection": stack.token(tenant="acme", collections=("docs",)),
+        "no token": None,
+        "bad token": LocalTokenIssuer(b"not-the-secret-0123456789abcdefgh").issue(
+            Principal(tenant_id="acme", subject="eve", collections=frozenset({"secret"}))
+        ),
+    }
+    random_file, random_version = str(uuid.uuid4()), str(uuid.uuid4())
+    for label, token in probes.items():
+        for (method, path, body), (_, random_path, _) in zip(
+            routes(ticket["fileId"], ticket["versionId"]), routes(random_file, random_version), strict=True
+        ):
+            existing = stack.call(method, path, token, body)
+            missing = stack.call(method, random_path, token, body)
+            assert existing == missing, (label, method, path)
+            assert existing[0] in (401, 404), (label, method, path)
+    # Nor can it list it, or upload into a collection it is not given.
+    assert stack.json("GET", "/v1/files?collectionId=secret", probes["same tenant, other collection"])[1]["files"] == []
+    assert stack.json("GET", "/v1/files", probes["other tenant, same collection name"])[1]["files"] == []
+    upload_into_secret = {"collectionId": "secret", "filename": "x.txt", "mediaType": "text/plain", "byteSize": 3}
+    denied = stack.call("POST", "/v1/uploads", probes["same tenant, other collection"], upload_into_secret)
+    assert denied[0] == 404
+    # And the owner still has it, untouched.
+    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", owner)[1]["current"]["state"] == "stored"
+
+
+def test_no_response_but_the_signed_upload_itself_reveals_a_storage_key_or_the_bucket(stack: Stack) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, "k.txt", "text/plain", b"key")
+    for method, path in [
+        ("GET", f"/v1/files/{ticket['fileId']}"),
+        ("GET", "/v1/files"),
+        ("DELETE", f"/v1/files/{ticket['fileId']}"),
+        ("GET", f"/v1/files/{ticket['fileId']}"),
+    ]:
+        _, raw = stack.call(method, path, token)
+        assert b"tenants/" not in raw and stack.bucket.encode() not in raw, path
