@@ -31,6 +31,7 @@ from shared.ports import (
 )
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.files import FileService, UploadLimits
+from shared.services.reconciliation import Reconciler, ReconcileThresholds
 from shared.services.upload_completion import UploadCompletion
 
 if TYPE_CHECKING:
@@ -121,6 +122,18 @@ class Container:
     @cached_property
     def upload_completion(self) -> UploadCompletion:
         return UploadCompletion(self.file_metadata, self.content, self.workflow)
+
+    @cached_property
+    def reconciler(self) -> Reconciler:
+        return Reconciler(
+            self.file_metadata,
+            self.content,
+            self.upload_completion,
+            ReconcileThresholds(
+                pending_after=timedelta(seconds=self.settings.reconcile_pending_after_seconds),
+                stuck_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
+            ),
+        )
 
     @cached_property
     def authorization(self) -> AuthorizationPolicy:

@@ -4,9 +4,12 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.local.paths import StackPaths
+
+if TYPE_CHECKING:
+    from shared.local.api_client import ApiClient
 
 
 def _print_status(report: dict[str, Any]) -> None:
@@ -107,6 +110,121 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if _healthy(report) else 1
 
 
+def _api(args: argparse.Namespace, collections: list[str]) -> "ApiClient":
+    """A client for the running local stack, with the caller's token (minted locally unless given)."""
+    import os
+
+    from shared.adapters.local.jwt_tokens import LocalTokenIssuer
+    from shared.adapters.local.secret_files import read_or_create_secret
+    from shared.domain.auth import Principal
+    from shared.local.api_client import ApiClient
+    from shared.local.stack import NOT_RUNNING, running_state
+
+    paths = StackPaths.in_directory()
+    state = running_state(paths)
+    if state is None:
+        raise SystemExit(f"quire: {NOT_RUNNING}")
+    token = args.token or os.environ.get("QUIRE_TOKEN")
+    if not token:
+        principal = Principal(tenant_id=args.tenant, subject=args.sub, collections=frozenset(collections))
+        token = LocalTokenIssuer(read_or_create_secret(paths.jwt_secret)).issue(principal)
+    return ApiClient(state["api"], token)
+
+
+def _file_line(record: dict[str, Any]) -> str:
+    current = record["current"]
+    size = current["byteSize"] if current["byteSize"] is not None else current["declaredByteSize"]
+    note = f"  ({current['rejectionReason']})" if current.get("rejectionReason") else ""
+    return (
+        f"{record['fileId']}  {current['state']:<8} {size:>10}  {record['collectionId']:<16} {record['filename']}{note}"
+    )
+
+
+def cmd_upload(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from shared.local.api_client import ApiError, progress_bar
+
+    client = _api(args, [args.collection])
+    failed = 0
+    for name in args.paths:
+        path = Path(name)
+        try:
+            ticket = client.upload(path, args.collection, progress_bar(path.name))
+            record = client.wait_until_decided(ticket["fileId"])
+        except (ApiError, OSError, ValueError) as error:
+            print(f"quire upload: {path}: {error}", file=sys.stderr)
+            failed += 1
+            continue
+        print(_file_line(record))
+        failed += record["current"]["state"] != "stored"
+    return 1 if failed else 0
+
+
+def cmd_files(args: argparse.Namespace) -> int:
+    client = _api(args, args.collections.split(","))
+    records: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        query = f"/v1/files?limit=100{'&cursor=' + cursor if cursor else ''}"
+        page = client.call("GET", query)
+        records.extend(page["files"])
+        cursor = page["nextCursor"]
+        if not cursor:
+            break
+    if args.json:
+        print(json.dumps(records, indent=2))
+    else:
+        for record in records:
+            print(_file_line(record))
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    from shared.local.api_client import ApiError
+
+    client = _api(args, args.collections.split(","))
+    try:
+        client.call("DELETE", f"/v1/files/{args.file_id}")
+    except ApiError as error:
+        print(f"quire rm: {args.file_id}: {error}", file=sys.stderr)
+        return 1
+    print(f"{args.file_id} deleting: gone from listings now; its bytes are swept by the next reconcile")
+    return 0
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from shared.bootstrap import Container
+    from shared.local.stack import NOT_RUNNING, running_state, settings_for
+
+    state = running_state(StackPaths.in_directory())
+    if state is None:
+        print(f"quire: {NOT_RUNNING}", file=sys.stderr)
+        return 1
+    container = Container(settings_for(state))
+    report = container.reconciler.run(datetime.now(UTC)).as_dict()
+    container.database.close()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            f"deleted versions swept: {report['deletedVersions']};"
+            f" uploads completed: {len(report['completedUploads'])};"
+            f" pending without bytes: {len(report['pendingWithoutBytes'])};"
+            f" processing asked again: {len(report['processingRequested'])};"
+            f" bytes without a row: {len(report['bytesWithoutRow'])}"
+        )
+    return 0
+
+
+def _caller_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tenant", default="local", help="tenant for the locally minted token (default: local)")
+    parser.add_argument("--sub", default="local-user", help="subject for the locally minted token")
+    parser.add_argument("--token", help="a bearer token to use instead (or QUIRE_TOKEN)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quire", description="Quire: documents in, cited search out.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -122,6 +240,24 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
     token.set_defaults(run=cmd_token)
     commands.add_parser("demo", help="start the stack, show its status, stop it").set_defaults(run=cmd_demo)
+    upload = commands.add_parser("upload", help="upload files through the API (presigned POST), wait until stored")
+    upload.add_argument("paths", nargs="+")
+    upload.add_argument("--collection", default="default", help="the collection to upload into (default: default)")
+    _caller_options(upload)
+    upload.set_defaults(run=cmd_upload)
+    files = commands.add_parser("files", help="list files in the caller's collections")
+    files.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    files.add_argument("--json", action="store_true")
+    _caller_options(files)
+    files.set_defaults(run=cmd_files)
+    remove = commands.add_parser("rm", help="delete a file (all its versions)")
+    remove.add_argument("file_id")
+    remove.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _caller_options(remove)
+    remove.set_defaults(run=cmd_rm)
+    reconcile = commands.add_parser("reconcile", help="sweep deletions, complete lost uploads, report orphans")
+    reconcile.add_argument("--json", action="store_true")
+    reconcile.set_defaults(run=cmd_reconcile)
     return parser
 
 

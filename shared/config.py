@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     # Uploads: the largest declared size accepted (the refusal names it) and the presigned POST's lifetime.
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
     upload_url_lifetime_seconds: int = Field(default=900, ge=60, le=900)
+    # Reconciliation: how long an upload may stay pending, and processing may stall, before it acts.
+    reconcile_pending_after_seconds: int = Field(default=3600, ge=0)
+    reconcile_stuck_after_seconds: int = Field(default=3600, ge=0)
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None
     state_machine_arn: str | None = None

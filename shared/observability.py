@@ -4,10 +4,13 @@ Structured JSON logs with the service name; the tracer is inert outside Lambda; 
 as CloudWatch embedded metric format when a handler flushes them.
 """
 
+import sys
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 SERVICE = "quire"
 
-logger = Logger(service=SERVICE)
+# stderr: CloudWatch captures it just the same, and a CLI's stdout stays its answer (`--json`).
+logger = Logger(service=SERVICE, stream=sys.stderr)
 tracer = Tracer(service=SERVICE)
 metrics = Metrics(namespace="Quire", service=SERVICE)

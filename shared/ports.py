@@ -70,7 +70,7 @@ class FileContentStore(Protocol):
         ...
 
     def object_versions(self, prefix: str) -> list[StoredObject]:
-        """Every object version under `prefix` (for reconciliation)."""
+        """Every object version holding bytes under `prefix` (delete markers excluded), for reconciliation."""
         ...
 
 

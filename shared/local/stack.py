@@ -16,6 +16,7 @@ from shared.local.processes import find_processes, is_our_process, is_running
 
 if TYPE_CHECKING:
     from shared.bootstrap import Container
+    from shared.config import Settings
 
 READY_TIMEOUT_SECONDS = 180
 STOP_TIMEOUT_SECONDS = 60
@@ -135,6 +136,20 @@ def redact_database_url(url: str) -> str:
     return f"postgresql://{user}@{host}:{port}/{name}"
 
 
+def settings_for(state: dict[str, Any]) -> "Settings":
+    """The settings the running stack's functions use, as seen from outside it."""
+    from shared.config import Settings
+
+    os.environ.update({k: v for k, v in LOCAL_AWS_ENVIRONMENT.items() if k not in os.environ})
+    return Settings(
+        runtime="local",
+        database_url=state["database"]["url"],
+        s3_endpoint_url=state["s3"]["endpoint"],
+        bucket=state["s3"]["bucket"],
+        embedding_dimension=state["database"]["embeddingDimension"],
+    )
+
+
 def status(paths: StackPaths) -> dict[str, Any]:
     """Probe every part of the stack; capabilities are reported whether or not it runs."""
     from shared.bootstrap import Container
@@ -158,13 +173,7 @@ def status(paths: StackPaths) -> dict[str, Any]:
         report["pid"] = state["pid"]
         report["startedAt"] = state["startedAt"]
         report["readySeconds"] = state["readySeconds"]
-        settings = Settings(
-            runtime="local",
-            database_url=state["database"]["url"],
-            s3_endpoint_url=state["s3"]["endpoint"],
-            bucket=state["s3"]["bucket"],
-            embedding_dimension=state["database"]["embeddingDimension"],
-        )
+        settings = settings_for(state)
         container = Container(settings)
         report["api"] = state["api"]
         report["apiHealth"] = _probe_api(state["api"])
@@ -210,7 +219,6 @@ def _probe_s3(container: "Container", state: dict[str, Any]) -> dict[str, Any]:
 
     s3 = state["s3"]
     base = {"endpoint": s3["endpoint"], "bucket": s3["bucket"]}
-    os.environ.update({k: v for k, v in LOCAL_AWS_ENVIRONMENT.items() if k not in os.environ})
     store = container.content
     assert isinstance(store, S3ContentStore)
     try:

@@ -92,13 +92,17 @@ class UploadCompletion:
         )
         return Completion.REJECTED if changed else Completion.DUPLICATE
 
-    def request_processing(self, tenant_id: str, file_id: object, version: FileVersionRecord) -> None:
-        """Ask the workflow to process a stored version. Failing to ask never fails the upload."""
+    def request_processing(self, tenant_id: str, file_id: object, version: FileVersionRecord) -> bool:
+        """Ask the workflow to process a stored version; False when it could not be asked.
+
+        Failing to ask never fails the upload: the bytes and the row are durable, and the sweep asks
+        again for stored versions whose processing never started.
+        """
         request = ProcessVersion(tenant_id=tenant_id, file_id=str(file_id), version_id=str(version.version_id))
         try:
             self._workflow.start(request)
-        except Exception:
-            # The bytes and the row are durable; the sweep asks again for stored versions never started.
-            logger.exception("could not start processing; the sweep will ask again")
-            return
+        except Exception as error:
+            logger.warning("could not start processing; the sweep will ask again", extra={"error": str(error)})
+            return False
         self._metadata.mark_processing_requested(tenant_id, version.version_id)
+        return True

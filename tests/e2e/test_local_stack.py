@@ -5,7 +5,9 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -211,3 +213,65 @@ def test_a_stale_state_file_never_makes_down_signal_someone_elses_process(workdi
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def tiny_files(folder: Path) -> list[Path]:
+    import io
+    import zipfile
+
+    pdf = folder / "Handbook.pdf"
+    pdf.write_bytes(b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n")
+    docx = folder / "Policy.docx"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(
+            "[Content_Types].xml",
+            '<Types><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+            'officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        archive.writestr("word/document.xml", "<w:document/>")
+    docx.write_bytes(buffer.getvalue())
+    png = folder / "Chart.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    return [pdf, docx, png]
+
+
+def test_upload_read_probe_remove_and_reconcile_from_the_cli(workdir: Path) -> None:
+    quire(workdir, "up")
+    files = tiny_files(workdir)
+    uploaded = quire(workdir, "upload", *map(str, files), "--collection", "handbooks", "--tenant", "acme")
+    # Progress is drawn on stderr; each file ends stored.
+    assert uploaded.stderr.count("100%") == 3
+    assert [line.split()[1] for line in uploaded.stdout.splitlines()] == ["stored"] * 3
+    listing = json.loads(quire(workdir, "files", "--collections", "handbooks", "--tenant", "acme", "--json").stdout)
+    by_name = {record["filename"]: record["fileId"] for record in listing}
+    assert set(by_name) == {"Handbook.pdf", "Policy.docx", "Chart.png"}
+
+    _, report = status(workdir)
+    api = report["api"]
+    owner = quire(workdir, "token", "--tenant", "acme", "--collections", "handbooks").stdout.strip()
+    stranger = quire(workdir, "token", "--tenant", "globex", "--collections", "handbooks").stdout.strip()
+
+    def get(path: str, token: str) -> tuple[int, bytes]:
+        request = urllib.request.Request(f"{api}{path}", headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    status_code, body = get(f"/v1/files/{by_name['Handbook.pdf']}/content", owner)
+    assert status_code == 200
+    with urllib.request.urlopen(json.loads(body)["url"], timeout=10) as response:
+        assert response.read() == files[0].read_bytes()
+        assert response.headers["Content-Disposition"].startswith("attachment;")
+    # Another tenant: the same 404, byte for byte, as for an id that never existed.
+    assert get(f"/v1/files/{by_name['Handbook.pdf']}", stranger) == get(f"/v1/files/{uuid.uuid4()}", stranger)
+    assert get(f"/v1/files/{by_name['Handbook.pdf']}", stranger)[0] == 404
+
+    for file_id in by_name.values():
+        quire(workdir, "rm", file_id, "--collections", "handbooks", "--tenant", "acme")
+    reconciled = json.loads(quire(workdir, "reconcile", "--json").stdout)
+    assert reconciled["deletedVersions"] == 3
+    assert reconciled["orphaned"] is False
+    assert reconciled["bytesWithoutRow"] == [] and reconciled["pendingWithoutBytes"] == []

@@ -14,10 +14,17 @@ import psycopg
 import pytest
 
 from migrations.runner import apply_migrations
+from shared.adapters.local.jwt_tokens import LocalTokenVerifier
 from shared.adapters.postgres.database import Database
+from shared.bootstrap import Container
+from shared.config import Settings
 from shared.local.embedded_postgres import EmbeddedPostgres, free_port
+from shared.local.events import EventDispatcher
+from shared.local.http_api import LocalHttpApi
 from shared.local.paths import LOCAL_AWS_ENVIRONMENT
-from shared.local.supervisor import app_url_from_owner, set_app_role_password
+from shared.local.s3_server import LocalS3Server
+from shared.local.supervisor import app_url_from_owner, ensure_bucket, set_app_role_password
+from tests.integration.files_stack import LIMIT, SECRET, Stack
 
 
 @pytest.fixture(scope="session")
@@ -118,3 +125,42 @@ def s3_endpoint(tmp_path_factory: pytest.TempPathFactory, aws_credentials: None)
         yield server.endpoint
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(
+    migrated_database: MigratedDatabase, aws_credentials: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    from functions.api import handler as api_handler
+    from functions.on_object_created import handler as created_handler
+
+    port = free_port()
+    bucket = f"quire-files-{port}"
+    container = Container(
+        Settings(
+            runtime="local",
+            database_url=migrated_database.app_url,
+            s3_endpoint_url=f"http://127.0.0.1:{port}",
+            bucket=bucket,
+            max_upload_bytes=LIMIT,
+        )
+    )
+    events = EventDispatcher(created_handler.handler, name="test")
+    events.start()
+    s3 = LocalS3Server(tmp_path_factory.mktemp("s3files") / "snap.pickle", port=port, on_object_created=events.submit)
+    s3.start()
+    ensure_bucket(s3.endpoint, bucket)
+    api = LocalHttpApi(
+        api_handler.handler, LocalTokenVerifier(SECRET), public_routes=api_handler.UNAUTHENTICATED_ROUTES, port=0
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api_handler, "container", container)
+        patch.setattr(created_handler, "container", container)
+        api.start()
+        try:
+            yield Stack(api=api.base_url, bucket=bucket, events=events, container=container)
+        finally:
+            api.stop()
+            s3.stop()
+            events.stop()
+            container.database.close()

@@ -1,137 +1,20 @@
 """The file lifecycle over real HTTP: the API handler, moto's S3 server, the Object Created handler, PostgreSQL."""
 
 import base64
-import io
 import json
 import urllib.error
 import urllib.request
 import uuid
-import zipfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import urllib3
 
-from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifier
-from shared.bootstrap import Container
-from shared.config import Settings
+from shared.adapters.local.jwt_tokens import LocalTokenIssuer
 from shared.domain.auth import Principal
-from shared.local.embedded_postgres import free_port
-from shared.local.events import EventDispatcher
-from shared.local.http_api import LocalHttpApi, LocalLambdaContext
-from shared.local.s3_server import LocalS3Server, object_created_event
-from shared.local.supervisor import ensure_bucket
-from tests.integration.conftest import MigratedDatabase
-
-SECRET = b"files-api-secret-0123456789abcdef"
-LIMIT = 200_000
-PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
-SVG = b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
-
-
-def docx_bytes() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(
-            "[Content_Types].xml",
-            '<Types><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
-            'officedocument.wordprocessingml.document.main+xml"/></Types>',
-        )
-        archive.writestr("word/document.xml", "<w:document/>")
-    return buffer.getvalue()
-
-
-DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-
-
-@dataclass
-class Stack:
-    api: str
-    bucket: str
-    events: EventDispatcher
-    container: Container
-
-    def token(self, tenant: str = "acme", collections: tuple[str, ...] = ("docs",), sub: str = "ann") -> str:
-        return LocalTokenIssuer(SECRET).issue(
-            Principal(tenant_id=tenant, subject=sub, collections=frozenset(collections))
-        )
-
-    def call(self, method: str, path: str, token: str | None, body: Any = None) -> tuple[int, bytes]:
-        headers = {"Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"{self.api}{path}", data=data, headers=headers, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=20) as response:
-                return response.status, response.read()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read()
-
-    def json(self, method: str, path: str, token: str | None, body: Any = None) -> tuple[int, Any]:
-        status, raw = self.call(method, path, token, body)
-        return status, json.loads(raw) if raw else None
-
-    def start_upload(self, token: str, filename: str, media_type: str, size: int, collection: str = "docs") -> Any:
-        body = {"collectionId": collection, "filename": filename, "mediaType": media_type, "byteSize": size}
-        status, ticket = self.json("POST", "/v1/uploads", token, body)
-        assert status == 201, ticket
-        return ticket
-
-    def post_bytes(self, ticket: Any, content: bytes, content_type: str) -> int:
-        fields: dict[str, Any] = dict(ticket["upload"]["fields"])
-        fields["file"] = ("upload", content, content_type)
-        response = urllib3.request("POST", ticket["upload"]["url"], fields=fields, timeout=20)
-        self.events.join()
-        return response.status
-
-    def upload(self, token: str, filename: str, media_type: str, content: bytes, collection: str = "docs") -> Any:
-        ticket = self.start_upload(token, filename, media_type, len(content), collection)
-        assert self.post_bytes(ticket, content, media_type) in (200, 201, 204)
-        return ticket
-
-
-@pytest.fixture(scope="module")
-def stack(
-    migrated_database: MigratedDatabase, aws_credentials: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Stack]:
-    from functions.api import handler as api_handler
-    from functions.on_object_created import handler as created_handler
-
-    port = free_port()
-    bucket = f"quire-files-{port}"
-    container = Container(
-        Settings(
-            runtime="local",
-            database_url=migrated_database.app_url,
-            s3_endpoint_url=f"http://127.0.0.1:{port}",
-            bucket=bucket,
-            max_upload_bytes=LIMIT,
-        )
-    )
-    events = EventDispatcher(created_handler.handler, name="test")
-    events.start()
-    s3 = LocalS3Server(tmp_path_factory.mktemp("s3files") / "snap.pickle", port=port, on_object_created=events.submit)
-    s3.start()
-    ensure_bucket(s3.endpoint, bucket)
-    api = LocalHttpApi(
-        api_handler.handler, LocalTokenVerifier(SECRET), public_routes=api_handler.UNAUTHENTICATED_ROUTES, port=0
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(api_handler, "container", container)
-        patch.setattr(created_handler, "container", container)
-        api.start()
-        try:
-            yield Stack(api=api.base_url, bucket=bucket, events=events, container=container)
-        finally:
-            api.stop()
-            s3.stop()
-            events.stop()
-            container.database.close()
+from shared.local.http_api import LocalLambdaContext
+from shared.local.s3_server import object_created_event
+from tests.integration.files_stack import DOCX_TYPE, LIMIT, PDF, PNG, SVG, Stack, docx_bytes
 
 
 def test_an_upload_is_stored_and_reads_back_byte_identical_as_an_attachment(stack: Stack) -> None:

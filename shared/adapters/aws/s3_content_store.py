@@ -118,9 +118,9 @@ class S3ContentStore:
         )
 
     def object_versions(self, prefix: str) -> list[StoredObject]:
-        return self._versions(prefix, exact=False)
+        return self._versions(prefix, exact=False, markers=False)
 
-    def _versions(self, prefix: str, *, exact: bool) -> list[StoredObject]:
+    def _versions(self, prefix: str, *, exact: bool, markers: bool = True) -> list[StoredObject]:
         found: list[StoredObject] = []
         paginator = self.client.get_paginator("list_object_versions")
         for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix):
@@ -131,7 +131,7 @@ class S3ContentStore:
                             key=version["Key"], version_id=version.get("VersionId"), byte_size=version.get("Size", 0)
                         )
                     )
-            for marker in page.get("DeleteMarkers", []):
+            for marker in page.get("DeleteMarkers", []) if markers else []:
                 if not exact or marker["Key"] == prefix:
                     found.append(StoredObject(key=marker["Key"], version_id=marker.get("VersionId"), byte_size=0))
         return found

@@ -1,0 +1,121 @@
+"""A small client for Quire's HTTP API, used by the CLI: JSON calls and browser-style presigned uploads."""
+
+import http.client
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from urllib3 import encode_multipart_formdata
+
+from shared.domain.uploads import ACCEPTED_TYPES
+
+_CHUNK = 64 * 1024
+Progress = Callable[[int, int], None]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: Any) -> None:
+        message = body.get("message") if isinstance(body, dict) else body
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.body = body
+
+
+def media_type_for(path: Path) -> str:
+    """The accepted media type for a file's extension (the server sniffs the bytes regardless)."""
+    suffix = path.suffix.lower()
+    for accepted in ACCEPTED_TYPES:
+        if suffix in accepted.extensions:
+            return accepted.media_type
+    known = ", ".join(sorted({e for a in ACCEPTED_TYPES for e in a.extensions}))
+    raise ValueError(f"{path.name}: {suffix or 'no extension'} is not accepted (accepted: {known})")
+
+
+class ApiClient:
+    def __init__(self, base_url: str, token: str) -> None:
+        self._base = base_url.rstrip("/")
+        self._token = token
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        request = urllib.request.Request(  # noqa: S310 - the configured API
+            f"{self._base}{path}",
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": f"Bearer {self._token}", "Content-Type": "application/json"},
+            method=method,
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - the configured API
+                raw = response.read()
+        except urllib.error.HTTPError as error:
+            raw = error.read()
+            try:
+                detail: Any = json.loads(raw)
+            except ValueError:
+                detail = raw.decode(errors="replace")
+            raise ApiError(error.code, detail) from None
+        return json.loads(raw) if raw else None
+
+    def upload(self, path: Path, collection_id: str, progress: Progress | None = None) -> dict[str, Any]:
+        """Ask for a presigned POST, send the file to it as a browser would, and return the ticket."""
+        content = path.read_bytes()
+        media_type = media_type_for(path)
+        ticket: dict[str, Any] = self.call(
+            "POST",
+            "/v1/uploads",
+            {"collectionId": collection_id, "filename": path.name, "mediaType": media_type, "byteSize": len(content)},
+        )
+        fields: dict[str, Any] = dict(ticket["upload"]["fields"])
+        fields["file"] = (path.name, content, media_type)
+        body, content_type = encode_multipart_formdata(fields)
+        _post_with_progress(ticket["upload"]["url"], body, content_type, progress)
+        return ticket
+
+    def wait_until_decided(self, file_id: str, timeout: float = 120) -> dict[str, Any]:
+        """Poll the file until its newest version leaves `pending` (or the timeout passes)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            record: dict[str, Any] = self.call("GET", f"/v1/files/{file_id}")
+            if record["current"]["state"] != "pending" or time.monotonic() > deadline:
+                return record
+            time.sleep(0.2)
+
+
+def _post_with_progress(url: str, body: bytes, content_type: str, progress: Progress | None) -> None:
+    parts = urlsplit(url)
+    connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = connection_class(parts.netloc, timeout=120)
+    try:
+        connection.putrequest("POST", parts.path or "/")
+        connection.putheader("Content-Type", content_type)
+        connection.putheader("Content-Length", str(len(body)))
+        connection.endheaders()
+        for offset in range(0, len(body), _CHUNK):
+            connection.send(body[offset : offset + _CHUNK])
+            if progress:
+                progress(min(offset + _CHUNK, len(body)), len(body))
+        response = connection.getresponse()
+        answer = response.read()
+        if response.status >= 300:
+            raise ApiError(response.status, answer.decode(errors="replace")[:500])
+    finally:
+        connection.close()
+
+
+def progress_bar(label: str) -> Progress:
+    def draw(sent: int, total: int) -> None:
+        width = 30
+        filled = int(width * sent / total) if total else width
+        sys.stderr.write(
+            f"\r  {label[:40]:<40} [{'#' * filled}{'.' * (width - filled)}] {sent * 100 // max(total, 1):3d}%"
+        )
+        if sent >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return draw

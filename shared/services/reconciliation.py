@@ -1,0 +1,151 @@
+"""Reconciliation: finish what a crash interrupted, report what cannot be explained, delete nothing on suspicion.
+
+Runs on a schedule (EventBridge Scheduler → functions/reconcile) and on demand (`quire reconcile`).
+It walks tenants one at a time, inside their own tenant transactions, so row-level security is never
+bypassed. What it does:
+
+* versions moved to `deleting` get their bytes removed (every object version), then become `deleted`
+  (a deletion was asked for: that is not suspicion);
+* a `pending` version past the threshold whose bytes did land (the event was lost) is completed exactly
+  as the event would have completed it; one whose bytes never came is reported, not removed;
+* a stored version whose processing never started, or stalled past the threshold, is asked for again;
+* objects under the tenants' prefix that no version row accounts for are reported, not removed.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from shared.domain.files import ProcessingState, VersionState
+from shared.domain.uploads import parse_storage_key, storage_key
+from shared.observability import logger
+from shared.ports import FileContentStore, FileMetadataStore
+from shared.services.upload_completion import UploadCompletion
+
+TENANTS_PREFIX = "tenants/"
+
+
+@dataclass(frozen=True)
+class ReconcileThresholds:
+    pending_after: timedelta = timedelta(hours=1)
+    stuck_after: timedelta = timedelta(hours=1)
+    max_objects: int = 100_000
+
+
+@dataclass
+class ReconcileReport:
+    deleted_versions: int = 0
+    completed_uploads: list[dict[str, Any]] = field(default_factory=list)
+    pending_without_bytes: list[dict[str, Any]] = field(default_factory=list)
+    processing_requested: list[dict[str, Any]] = field(default_factory=list)
+    bytes_without_row: list[dict[str, Any]] = field(default_factory=list)
+    objects_scanned: int = 0
+    objects_truncated: bool = False
+
+    @property
+    def orphaned(self) -> bool:
+        return bool(self.pending_without_bytes or self.bytes_without_row)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "deletedVersions": self.deleted_versions,
+            "completedUploads": self.completed_uploads,
+            "pendingWithoutBytes": self.pending_without_bytes,
+            "processingRequested": self.processing_requested,
+            "bytesWithoutRow": self.bytes_without_row,
+            "objectsScanned": self.objects_scanned,
+            "objectsTruncated": self.objects_truncated,
+            "orphaned": self.orphaned,
+        }
+
+
+class Reconciler:
+    def __init__(
+        self,
+        metadata: FileMetadataStore,
+        content: FileContentStore,
+        completion: UploadCompletion,
+        thresholds: ReconcileThresholds,
+    ) -> None:
+        self._metadata = metadata
+        self._content = content
+        self._completion = completion
+        self._thresholds = thresholds
+
+    def run(self, now: datetime) -> ReconcileReport:
+        report = ReconcileReport()
+        for tenant_id in self._metadata.tenant_ids():
+            self._sweep_deletions(tenant_id, now, report)
+            self._recover_pending(tenant_id, now, report)
+            self._request_stuck_processing(tenant_id, now, report)
+        self._find_unexplained_objects(report)
+        logger.info("reconciled", extra={"report": report.as_dict()})
+        return report
+
+    def _sweep_deletions(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
+        for _, version in self._metadata.versions_in_states(tenant_id, [VersionState.DELETING], updated_before=now):
+            # Bytes first, then the row: a crash between the two leaves a `deleting` row, swept again.
+            self._content.delete_all_versions(version.storage_key)
+            if self._metadata.mark_deleted(tenant_id, version.version_id):
+                report.deleted_versions += 1
+
+    def _recover_pending(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
+        cutoff = now - self._thresholds.pending_after
+        for file_id, version in self._metadata.versions_in_states(
+            tenant_id, [VersionState.PENDING], updated_before=cutoff
+        ):
+            where = {"tenantId": tenant_id, "fileId": str(file_id), "versionId": str(version.version_id)}
+            landed = self._content.head(version.storage_key)
+            if landed is None:
+                report.pending_without_bytes.append({**where, "since": version.created_at.isoformat()})
+                continue
+            outcome = self._completion.object_created(version.storage_key, landed.version_id, landed.byte_size)
+            report.completed_uploads.append({**where, "outcome": outcome.value})
+
+    def _request_stuck_processing(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
+        cutoff = now - self._thresholds.stuck_after
+        for file_id, version in self._metadata.versions_in_states(
+            tenant_id, [VersionState.STORED], updated_before=cutoff
+        ):
+            never_asked = version.processing_requested_at is None
+            stalled = version.processing_state is ProcessingState.RUNNING or (
+                version.processing_state is ProcessingState.NOT_STARTED
+                and version.processing_requested_at is not None
+                and version.processing_requested_at < cutoff
+            )
+            if never_asked or stalled:
+                accepted = self._completion.request_processing(tenant_id, file_id, version)
+                report.processing_requested.append(
+                    {
+                        "tenantId": tenant_id,
+                        "fileId": str(file_id),
+                        "versionId": str(version.version_id),
+                        "accepted": accepted,
+                    }
+                )
+
+    def _find_unexplained_objects(self, report: ReconcileReport) -> None:
+        for stored in self._content.object_versions(TENANTS_PREFIX):
+            if report.objects_scanned >= self._thresholds.max_objects:
+                report.objects_truncated = True
+                return
+            report.objects_scanned += 1
+            if not self._accounted_for(stored.key, stored.version_id):
+                report.bytes_without_row.append(
+                    {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
+                )
+
+    def _accounted_for(self, key: str, object_version_id: str | None) -> bool:
+        parts = parse_storage_key(key)
+        if parts is None:
+            return False
+        found = self._metadata.find_version(parts.tenant_id, parts.version_id)
+        if found is None or storage_key(parts.tenant_id, parts.file_id, parts.version_id) != found[1].storage_key:
+            return False
+        version = found[1]
+        if version.state in (VersionState.PENDING, VersionState.DELETING):
+            return True  # its event is on the way, or the deletion sweep is about to remove it
+        if version.state is VersionState.DELETED:
+            return False  # bytes that should be gone
+        # A decided version accounts for exactly one object version: the one it recorded.
+        return version.storage_version_id == object_version_id
