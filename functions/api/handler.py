@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from functions.api.errors import register_error_handlers
 from functions.api.schemas import (
+    CollectionDeletionView,
     DeletionView,
     FileListView,
     FileSummary,
@@ -149,6 +150,16 @@ def delete_file(file_id: str) -> Response[DeletionView]:
     parsed = parse_id(file_id)
     container.files.delete_file(current_principal(), parsed)
     return Response(status_code=202, content_type=content_types.APPLICATION_JSON, body=DeletionView(file_id=parsed))
+
+
+@app.delete("/v1/collections/<collection_id>/files")
+def delete_collection_files(collection_id: str) -> Response[CollectionDeletionView]:
+    moved = container.files.delete_collection_files(current_principal(), collection_id)
+    return Response(
+        status_code=202,
+        content_type=content_types.APPLICATION_JSON,
+        body=CollectionDeletionView(collection_id=collection_id, versions_deleting=moved),
+    )
 
 
 def _created(body: UploadResponse) -> Response[UploadResponse]:

@@ -134,3 +134,8 @@ class SignedReadView(ApiModel):
 class DeletionView(ApiModel):
     file_id: UUID
     state: str = "deleting"
+
+
+class CollectionDeletionView(ApiModel):
+    collection_id: str
+    versions_deleting: int

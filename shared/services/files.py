@@ -198,6 +198,11 @@ class FileService:
             raise NotReady(f"this version is {version.state.value}, not stored: there are no bytes to read")
         return version
 
+    def delete_collection_files(self, principal: Principal, collection_id: str) -> int:
+        """Every file of the collection, a pending upload included, leaves at once; returns versions moved."""
+        self._policy.ensure_can_read(principal, collection_id)
+        return self._metadata.begin_delete_collection(principal.tenant_id, collection_id)
+
     def delete_file(self, principal: Principal, file_id: UUID) -> None:
         self.get_file(principal, file_id)
         self._metadata.begin_delete_file(principal.tenant_id, file_id)

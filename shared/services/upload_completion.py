@@ -22,6 +22,7 @@ class Completion(StrEnum):
     UNKNOWN_KEY = "unknown_key"
     NOT_PENDING = "not_pending"
     UNEXPECTED_OBJECT_VERSION = "unexpected_object_version"
+    DISCARDED = "discarded"
 
 
 class UploadCompletion:
@@ -72,6 +73,10 @@ class UploadCompletion:
     def _already_decided(
         self, record: FileRecord, version: FileVersionRecord, object_version_id: str | None
     ) -> Completion:
+        if version.state in (VersionState.DELETING, VersionState.DELETED) and object_version_id:
+            # The file was deleted while its bytes were on the way: they are unwanted, not suspicious.
+            self._content.delete_version(version.storage_key, object_version_id)
+            return Completion.DISCARDED
         if version.state is VersionState.STORED and version.storage_version_id == object_version_id:
             # A redelivery. If the first delivery died between storing and asking for processing, ask now.
             if version.processing_requested_at is None:

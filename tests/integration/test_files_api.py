@@ -242,3 +242,48 @@ def test_no_response_but_the_signed_upload_itself_reveals_a_storage_key_or_the_b
     ]:
         _, raw = stack.call(method, path, token)
         assert b"tenants/" not in raw and stack.bucket.encode() not in raw, path
+
+
+def test_deleting_a_collection_mid_upload_cannot_miss_the_file_being_uploaded(stack: Stack) -> None:
+    token = stack.token(collections=("mid",))
+    done = stack.upload(token, "done.txt", "text/plain", b"done", collection="mid")
+    in_flight = stack.start_upload(
+        token, "late.txt", "text/plain", 4, collection="mid"
+    )  # metadata written, no bytes yet
+    status, answer = stack.json("DELETE", "/v1/collections/mid/files", token)
+    assert (status, answer) == (202, {"collectionId": "mid", "versionsDeleting": 2})
+    # The bytes land after the deletion: the upload never becomes stored, and the late bytes are discarded.
+    stack.post_bytes(in_flight, b"late", "text/plain")
+    assert stack.json("GET", "/v1/files?collectionId=mid", token)[1]["files"] == []
+    for ticket in (done, in_flight):
+        found = stack.container.file_metadata.find_version("acme", uuid.UUID(ticket["versionId"]))
+        assert found is not None and found[1].state.value == "deleting"
+    assert stack.container.content.head(in_flight["upload"]["fields"]["key"]) is None
+    stack.container.reconciler.run(datetime.now(UTC))
+    assert stack.container.content.head(done["upload"]["fields"]["key"]) is None
+
+
+def test_a_collection_the_caller_is_not_given_cannot_be_emptied(stack: Stack) -> None:
+    owner = stack.token(collections=("kept",))
+    ticket = stack.upload(owner, "kept.txt", "text/plain", b"kept", collection="kept")
+    outsider = stack.token(collections=("docs",))
+    assert stack.call("DELETE", "/v1/collections/kept/files", outsider) == stack.call(
+        "DELETE", f"/v1/collections/{uuid.uuid4().hex}/files", outsider
+    )
+    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", owner)[1]["current"]["state"] == "stored"
+
+
+def test_a_store_that_cannot_sign_has_its_bytes_proxied_as_an_attachment(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, "page.html", "text/html", b"<html><script>alert(1)</script></html>")
+    monkeypatch.setattr(stack.container.content, "signed_read", lambda *args, **kwargs: None)
+    request = urllib.request.Request(
+        f"{stack.api}/v1/files/{ticket['fileId']}/content", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.read() == b"<html><script>alert(1)</script></html>"
+        assert response.headers["Content-Type"] == "application/octet-stream"
+        assert response.headers["Content-Disposition"].startswith('attachment; filename="page.html"')
+        assert response.headers["X-Content-Type-Options"] == "nosniff"

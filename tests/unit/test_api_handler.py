@@ -50,7 +50,19 @@ def test_openapi_document_lists_the_routes(api: Any) -> None:
     status, body = call(api, event)
     assert status == 200
     assert body["openapi"].startswith("3.")
-    assert {"/v1/health", "/v1/me"} <= set(body["paths"])
+    assert {
+        "/v1/health",
+        "/v1/me",
+        "/v1/uploads",
+        "/v1/files",
+        "/v1/files/{file_id}",
+        "/v1/files/{file_id}/content",
+        "/v1/files/{file_id}/versions",
+        "/v1/collections/{collection_id}/files",
+    } <= set(body["paths"])
+    # The upload request's schema is generated from the same pydantic model the handler validates with.
+    upload = body["paths"]["/v1/uploads"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert upload["$ref"].endswith("UploadRequest")
 
 
 @pytest.mark.parametrize("path", ["/v1/me", "/v1/openapi.json", "/v1/nothing-here"])

@@ -1,0 +1,66 @@
+"""Object Created events delivered any number of times, in any order: the work is done exactly once."""
+
+import uuid
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shared.domain.workflow import ProcessVersion, StartOutcome
+from shared.services.upload_completion import Completion, UploadCompletion
+from tests.integration.files_stack import PDF, Stack
+from tests.integration.test_reconciliation import EventLost
+
+
+class CountingWorkflow:
+    """Fake Workflow port: counts starts per version (the real ones are Step Functions / in-process)."""
+
+    def __init__(self) -> None:
+        self.starts: Counter[str] = Counter()
+
+    def start(self, request: ProcessVersion) -> StartOutcome:
+        self.starts[request.version_id] += 1
+        return StartOutcome.STARTED
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    deliveries=st.lists(st.tuples(st.integers(min_value=0, max_value=3), st.booleans()), min_size=0, max_size=12),
+)
+def test_any_sequence_of_deliveries_stores_each_delivered_version_once(
+    stack: Stack, deliveries: list[tuple[int, bool]]
+) -> None:
+    from functions.on_object_created import handler
+
+    token = stack.token()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(handler, "container", EventLost())  # the bytes land, the events are ours to deliver
+        tickets = [stack.upload(token, f"e{i}.pdf", "application/pdf", PDF) for i in range(3)]
+    workflow = CountingWorkflow()
+    completion = UploadCompletion(stack.container.file_metadata, stack.container.content, workflow)
+    objects = {}
+    for ticket in tickets:
+        key = ticket["upload"]["fields"]["key"]
+        landed = stack.container.content.head(key)
+        assert landed is not None
+        objects[ticket["versionId"]] = (key, landed.version_id, landed.byte_size)
+    delivered: set[str] = set()
+    for index, forged in deliveries:
+        if index == 3 or forged:
+            # A key no upload was given, or a real key under another tenant: never trusted.
+            key = (
+                f"tenants/acme/files/{uuid.uuid4()}/versions/{uuid.uuid4()}"
+                if index == 3
+                else (objects[tickets[index]["versionId"]][0].replace("tenants/acme/", "tenants/intruder/"))
+            )
+            assert completion.object_created(key, "v", 1) is Completion.UNKNOWN_KEY
+            continue
+        version_id = tickets[index]["versionId"]
+        outcome = completion.object_created(*objects[version_id])
+        assert outcome is (Completion.DUPLICATE if version_id in delivered else Completion.STORED)
+        delivered.add(version_id)
+    for ticket in tickets:
+        state = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["state"]
+        assert state == ("stored" if ticket["versionId"] in delivered else "pending")
+    assert workflow.starts == Counter(dict.fromkeys(delivered, 1))
