@@ -41,6 +41,10 @@ class FileContentStore(Protocol):
         """Read at most `max_bytes`; a larger object raises ValueError naming the limit (never truncates)."""
         ...
 
+    def read_prefix(self, key: str, *, version_id: str | None, length: int) -> bytes:
+        """The first `length` bytes (fewer if the object is shorter)."""
+        ...
+
     def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
         """What is stored at `key` (and version), or None when nothing is."""
         ...

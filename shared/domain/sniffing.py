@@ -12,6 +12,8 @@ import zipfile
 from shared.domain.uploads import AcceptedType
 
 _MAX_CONTENT_TYPES_XML = 1024 * 1024
+# Enough for every signature and text check below.
+SNIFF_PREFIX_BYTES = 8192
 _OOXML_MAIN_PART = {
     "docx": ("word/document.xml", "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"),
     "xlsx": ("xl/workbook.xml", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"),
@@ -62,6 +64,11 @@ def describe(content: bytes) -> str:
     return "text"
 
 
+def needs_whole_object(accepted: AcceptedType) -> bool:
+    """Only Office files need more than the first SNIFF_PREFIX_BYTES: their zip directory is at the end."""
+    return accepted.kind in _OOXML_MAIN_PART
+
+
 def mismatch(content: bytes, accepted: AcceptedType) -> str | None:
     """None when the content is what was declared; otherwise the sentence the uploader will read."""
     if _matches(content, accepted):
@@ -86,10 +93,19 @@ def _matches(content: bytes, accepted: AcceptedType) -> bool:
         return head.startswith(_IMAGE_MAGIC[kind])
     if kind in _OOXML_MAIN_PART:
         return _is_ooxml(content, kind)
-    is_text = b"\x00" not in content[:8192]
+    prefix = _as_utf8(content[:SNIFF_PREFIX_BYTES])
+    is_text = b"\x00" not in prefix
     # HTML is stored as a document (and served as an opaque attachment); the other text kinds must not
     # be a document of markup dressed up as text.
-    return is_text if kind == "html" else is_text and not _MARKUP_START.match(head)
+    return is_text if kind == "html" else is_text and not _MARKUP_START.match(prefix)
+
+
+def _as_utf8(prefix: bytes) -> bytes:
+    """UTF-16 text (with its byte-order mark) is text, though every other byte of it is NUL."""
+    for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        if prefix.startswith(bom):
+            return prefix[len(bom) :].decode(codec, errors="replace").encode("utf-8")
+    return prefix
 
 
 def _is_ooxml(content: bytes, kind: str) -> bool:

@@ -8,7 +8,7 @@ version is stored. Duplicate and out-of-order events do the work at most once.
 from enum import StrEnum
 
 from shared.domain.files import FileRecord, FileVersionRecord, VersionState
-from shared.domain.sniffing import mismatch
+from shared.domain.sniffing import SNIFF_PREFIX_BYTES, mismatch, needs_whole_object
 from shared.domain.uploads import accepted_type, parse_storage_key
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
@@ -40,26 +40,34 @@ class UploadCompletion:
         record, version = found
         if version.state is not VersionState.PENDING:
             return self._already_decided(record, version, object_version_id)
-        try:
-            # Never more than was declared: the policy said so, but a store may not enforce its policy.
-            content = self._content.get(key, version_id=object_version_id, max_bytes=version.declared_byte_size)
-        except ValueError:
-            return self._reject(
-                record,
-                version,
-                f"more bytes arrived than the {version.declared_byte_size} that were declared",
-                size,
-                object_version_id,
-            )
-        reason = mismatch(content, accepted_type(version.media_type, version.filename))
+        landed = self._content.head(key, version_id=object_version_id)
+        if landed is None:
+            # The event outran the object (or it is already gone): nothing to decide; the sweep retries.
+            return Completion.NOT_PENDING
+        reason = self._refusal(key, object_version_id, landed.byte_size, version)
         if reason is not None:
-            return self._reject(record, version, reason, len(content), object_version_id)
+            return self._reject(record, version, reason, landed.byte_size, object_version_id)
         if not self._metadata.mark_stored(
-            record.tenant_id, version.version_id, byte_size=len(content), storage_version_id=object_version_id
+            record.tenant_id, version.version_id, byte_size=landed.byte_size, storage_version_id=object_version_id
         ):
             return Completion.DUPLICATE  # a concurrent delivery of the same event got there first
         self.request_processing(record.tenant_id, record.file_id, version)
         return Completion.STORED
+
+    def _refusal(self, key: str, object_version_id: str | None, size: int, version: FileVersionRecord) -> str | None:
+        """Why the landed object cannot be this version, or None when it is what was declared."""
+        if size > version.declared_byte_size:
+            # The policy said at most the declared size, but a store may not enforce its own policy.
+            return f"{size} bytes arrived but {version.declared_byte_size} were declared"
+        accepted = accepted_type(version.media_type, version.filename)
+        # Only what the decision needs is read: a zip's directory sits at its end, anything else starts
+        # with its signature.
+        content = (
+            self._content.get(key, version_id=object_version_id, max_bytes=version.declared_byte_size)
+            if needs_whole_object(accepted)
+            else self._content.read_prefix(key, version_id=object_version_id, length=SNIFF_PREFIX_BYTES)
+        )
+        return mismatch(content, accepted)
 
     def _find(self, key: str) -> tuple[FileRecord, FileVersionRecord] | None:
         parts = parse_storage_key(key)

@@ -51,6 +51,13 @@ class S3ContentStore:
             raise ValueError(f"object exceeds the limit of {max_bytes} bytes")
         return body
 
+    def read_prefix(self, key: str, *, version_id: str | None, length: int) -> bytes:
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key, "Range": f"bytes=0-{max(0, length - 1)}"}
+        if version_id:
+            kwargs["VersionId"] = version_id
+        body: bytes = self.client.get_object(**kwargs)["Body"].read(length)
+        return body
+
     def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
         kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
         if version_id:
