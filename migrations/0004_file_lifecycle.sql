@@ -23,3 +23,9 @@ ALTER TABLE file_versions
 
 -- Listing shows files with a live version; the partial index keeps that test cheap.
 CREATE INDEX file_versions_live ON file_versions (tenant_id, file_id) WHERE state IN ('pending', 'stored', 'rejected');
+-- Reconciliation's questions, each answered from an index: what is in a transitional state, and what
+-- is stored but not (yet) processed.
+CREATE INDEX file_versions_transitional ON file_versions (tenant_id, updated_at, version_id)
+  WHERE state IN ('pending', 'deleting');
+CREATE INDEX file_versions_awaiting_processing ON file_versions (tenant_id, updated_at, version_id)
+  WHERE state = 'stored' AND processing_state IN ('not_started', 'running');

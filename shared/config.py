@@ -3,7 +3,7 @@
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # pgvector's HNSW index accepts `vector` columns up to 2,000 dimensions.
@@ -34,6 +34,16 @@ class Settings(BaseSettings):
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None
     state_machine_arn: str | None = None
+
+    @model_validator(mode="after")
+    def _pending_outlives_upload_urls(self) -> "Settings":
+        # Reconciliation rejects a pending upload with no bytes: only safe once its URL can no longer be used.
+        if self.reconcile_pending_after_seconds <= self.upload_url_lifetime_seconds:
+            raise ValueError(
+                "QUIRE_RECONCILE_PENDING_AFTER_SECONDS must exceed QUIRE_UPLOAD_URL_LIFETIME_SECONDS"
+                f" ({self.upload_url_lifetime_seconds})"
+            )
+        return self
 
 
 @lru_cache(maxsize=1)

@@ -4,7 +4,7 @@ Each port has an AWS adapter and an embedded local adapter (DESIGN.md section 2)
 as arguments and never import an SDK. The docstrings are the contracts adapters must keep.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 from uuid import UUID
@@ -41,8 +41,8 @@ class FileContentStore(Protocol):
         """Read at most `max_bytes`; a larger object raises ValueError naming the limit (never truncates)."""
         ...
 
-    def read_prefix(self, key: str, *, version_id: str | None, length: int) -> bytes:
-        """The first `length` bytes (fewer if the object is shorter)."""
+    def read_range(self, key: str, *, version_id: str | None, start: int, length: int) -> bytes:
+        """`length` bytes from `start` (fewer at the end of the object)."""
         ...
 
     def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
@@ -73,8 +73,8 @@ class FileContentStore(Protocol):
         """
         ...
 
-    def object_versions(self, prefix: str) -> list[StoredObject]:
-        """Every object version holding bytes under `prefix` (delete markers excluded), for reconciliation."""
+    def object_versions(self, prefix: str) -> Iterator[StoredObject]:
+        """Every object version holding bytes under `prefix` (delete markers excluded), page by page."""
         ...
 
 
@@ -145,9 +145,24 @@ class FileMetadataStore(Protocol):
         ...
 
     def versions_in_states(
-        self, tenant_id: str, states: Iterable[VersionState], *, updated_before: datetime, limit: int = 500
+        self,
+        tenant_id: str,
+        states: Iterable[VersionState],
+        *,
+        updated_before: datetime,
+        after: tuple[datetime, UUID] | None = None,
+        limit: int = 500,
     ) -> list[tuple[UUID, FileVersionRecord]]:
-        """(file id, version) pairs that have waited in one of `states` since before `updated_before`."""
+        """(file id, version) pairs waiting in one of `states` since before `updated_before`, oldest first.
+
+        Keyset-paged on (updated_at, version_id) after `after`: callers walk every page.
+        """
+        ...
+
+    def versions_awaiting_processing(
+        self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        """Stored versions whose processing was never asked for, or has not finished, since `cutoff`."""
         ...
 
     def tenant_ids(self) -> list[str]:

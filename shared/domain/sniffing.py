@@ -1,17 +1,24 @@
 """Does the content agree with its declared type? Decided from the bytes, never from the name or header.
 
 A declared type is a claim; the magic numbers and the container's structure are evidence. SVG, HTML
-and script are never accepted as images, HTML never as plain text, and an arbitrary zip never as an
-Office document. Bounded: only names and one small member of a zip are read, never its contents.
+and script are never accepted as images, markup never as plain text, and an arbitrary zip never as an
+Office document. Bounded: the first 8 KB of anything; of a zip, its end record (entry count and
+directory size checked before anything is built), its directory and one small member, never the rest.
 """
 
 import io
 import re
 import zipfile
+from typing import BinaryIO
 
 from shared.domain.uploads import AcceptedType
 
 _MAX_CONTENT_TYPES_XML = 1024 * 1024
+# Real Office files have hundreds of parts; their directory is kilobytes.
+MAX_ARCHIVE_ENTRIES = 10_000
+MAX_ARCHIVE_DIRECTORY_BYTES = 4 * 1024 * 1024
+# The end-of-directory record is 22 bytes plus a comment of at most 65,535.
+_EOCD_SEARCH = 22 + 65_535
 # Enough for every signature and text check below.
 SNIFF_PREFIX_BYTES = 8192
 _OOXML_MAIN_PART = {
@@ -26,6 +33,14 @@ _MARKUP_START = re.compile(
     rb"^(?:\xef\xbb\xbf)?\s*<(?:!doctype\s+html|html|head|body|script|svg|\?xml|iframe|object|embed)\b",
     re.IGNORECASE,
 )
+# Anywhere in a text upload, these make it active content rather than text.
+_ACTIVE_CONTENT = re.compile(
+    rb"<\s*(?:script|iframe|object|embed|svg|html|body|meta|link|style|form|base)\b"
+    rb"|\bon[a-z]+\s*=|javascript\s*:|<!doctype\s+html",
+    re.IGNORECASE,
+)
+# Any HTML-looking tag: plain text and CSV have none (Markdown may).
+_ANY_TAG = re.compile(rb"</?[a-z][a-z0-9-]*(?:\s[^<>]*)?/?>", re.IGNORECASE)
 _LABELS = {
     "pdf": "a PDF",
     "png": "a PNG image",
@@ -64,8 +79,8 @@ def describe(content: bytes) -> str:
     return "text"
 
 
-def needs_whole_object(accepted: AcceptedType) -> bool:
-    """Only Office files need more than the first SNIFF_PREFIX_BYTES: their zip directory is at the end."""
+def is_archive_type(accepted: AcceptedType) -> bool:
+    """Office files need more than the first SNIFF_PREFIX_BYTES: their zip directory is at the end."""
     return accepted.kind in _OOXML_MAIN_PART
 
 
@@ -93,37 +108,82 @@ def _matches(content: bytes, accepted: AcceptedType) -> bool:
         return head.startswith(_IMAGE_MAGIC[kind])
     if kind in _OOXML_MAIN_PART:
         return _is_ooxml(content, kind)
+    return _is_text(content, kind)
+
+
+def _is_text(content: bytes, kind: str) -> bool:
     prefix = _as_utf8(content[:SNIFF_PREFIX_BYTES])
-    is_text = b"\x00" not in prefix
-    # HTML is stored as a document (and served as an opaque attachment); the other text kinds must not
-    # be a document of markup dressed up as text.
-    return is_text if kind == "html" else is_text and not _MARKUP_START.match(prefix)
+    if prefix is None or b"\x00" in prefix:
+        return False  # binary, or UTF-16 that does not decode
+    if kind == "html":
+        return True  # HTML is stored as a document and only ever served as an opaque attachment
+    if _MARKUP_START.match(prefix) or _ACTIVE_CONTENT.search(prefix):
+        return False  # a document of markup, or live script, dressed up as text
+    # Plain text and CSV are not markup at all; Markdown may carry harmless inline HTML (<div>, <img>).
+    return kind == "markdown" or not _ANY_TAG.search(prefix)
 
 
-def _as_utf8(prefix: bytes) -> bytes:
+def _as_utf8(prefix: bytes) -> bytes | None:
     """UTF-16 text (with its byte-order mark) is text, though every other byte of it is NUL."""
     for bom, codec in ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
         if prefix.startswith(bom):
-            return prefix[len(bom) :].decode(codec, errors="replace").encode("utf-8")
+            body = prefix[len(bom) :]
+            body = body[: len(body) - len(body) % 2]
+            try:
+                # The prefix may end inside a surrogate pair: drop at most one unit and try again.
+                return body.decode(codec).encode("utf-8")
+            except UnicodeDecodeError:
+                try:
+                    return body[:-2].decode(codec).encode("utf-8")
+                except UnicodeDecodeError:
+                    return None
     return prefix
 
 
 def _is_ooxml(content: bytes, kind: str) -> bool:
-    if not content.startswith(b"PK\x03\x04"):
+    return content.startswith(b"PK\x03\x04") and _archive_is_ooxml(io.BytesIO(content), len(content), kind)
+
+
+def archive_mismatch(archive: BinaryIO, size: int, prefix: bytes, accepted: AcceptedType) -> str | None:
+    """`mismatch` for an Office file read through a seekable stream (only its directory and one member)."""
+    if prefix.startswith(b"PK\x03\x04") and _archive_is_ooxml(archive, size, accepted.kind):
+        return None
+    declared = f"{_LABELS[accepted.kind]} as declared ({accepted.media_type})"
+    return f"the content is not {declared}: it looks like {describe(prefix)}"
+
+
+def _directory_within_bounds(archive: BinaryIO, size: int) -> bool:
+    """Read the end-of-directory record before building anything: a zip of a million empty entries is
+    a memory bomb for ZipFile, whatever its byte size."""
+    tail_length = min(size, _EOCD_SEARCH)
+    archive.seek(size - tail_length)
+    tail = archive.read(tail_length)
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) < at + 22:
         return False
+    entries = int.from_bytes(tail[at + 10 : at + 12], "little")
+    directory_size = int.from_bytes(tail[at + 12 : at + 16], "little")
+    # 0xFFFF / 0xFFFFFFFF mean ZIP64: no Office document needs it.
+    return 0 < entries <= MAX_ARCHIVE_ENTRIES and directory_size <= MAX_ARCHIVE_DIRECTORY_BYTES
+
+
+def _archive_is_ooxml(archive: BinaryIO, size: int, kind: str) -> bool:
     main_part, main_type = _OOXML_MAIN_PART[kind]
     try:
-        with zipfile.ZipFile(io.BytesIO(content)) as archive:
-            names = set(archive.namelist())
+        if not _directory_within_bounds(archive, size):
+            return False
+        archive.seek(0)
+        with zipfile.ZipFile(archive) as opened:
+            names = set(opened.namelist())
             if "[Content_Types].xml" not in names or main_part not in names:
                 return False
-            info = archive.getinfo("[Content_Types].xml")
+            info = opened.getinfo("[Content_Types].xml")
             if info.file_size > _MAX_CONTENT_TYPES_XML:
                 return False
-            with archive.open(info) as member:
+            with opened.open(info) as member:
                 # Read what was inflated, not what the header claims: one byte past the cap is enough.
                 types = member.read(_MAX_CONTENT_TYPES_XML + 1)
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError, NotImplementedError):
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, NotImplementedError, EOFError):
         return False
     # A macro-enabled document (.docm) declares a different main type: not what was declared.
     return len(types) <= _MAX_CONTENT_TYPES_XML and main_type.encode() in types

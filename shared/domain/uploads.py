@@ -54,7 +54,8 @@ def _extension(filename: str) -> str:
     return f".{suffix.lower()}" if dot and stem else ""
 
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Controls, separators, line/paragraph separators, bidi overrides and marks, zero-width and BOM characters.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 def clean_filename(raw: str) -> str:
@@ -66,11 +67,17 @@ def clean_filename(raw: str) -> str:
     name = _UNSAFE.sub("_", unicodedata.normalize("NFC", raw)).strip().lstrip(".").strip()
     if not name or set(name) <= {"_", "."}:
         raise InvalidRequest("filename is empty once path separators and control characters are removed")
-    if len(name) > MAX_FILENAME_CHARS:
-        extension = _extension(name)
-        keep = MAX_FILENAME_CHARS - len(extension) if len(extension) < 32 else MAX_FILENAME_CHARS
-        name = name[:keep].rstrip() + (extension if len(extension) < 32 else "")
-    return name
+    return _shorten(name, MAX_FILENAME_CHARS)
+
+
+def _shorten(name: str, limit: int) -> str:
+    """At most `limit` characters, keeping a (reasonable) extension."""
+    if len(name) <= limit:
+        return name
+    extension = _extension(name)
+    if not extension or len(extension) >= 32:
+        return name[:limit]
+    return name[: limit - len(extension)].rstrip() + extension
 
 
 # A download never renders in the browser: whatever was uploaded is served as opaque bytes.
@@ -78,10 +85,14 @@ SAFE_DOWNLOAD_TYPE = "application/octet-stream"
 
 
 def attachment_disposition(filename: str) -> str:
-    """`attachment` with an ASCII fallback and the RFC 6266 UTF-8 form; no quotes or CR/LF can escape."""
-    ascii_name = re.sub(r"[^A-Za-z0-9._ -]", "_", filename)[:150] or "download"
+    """`attachment` with an ASCII fallback and the RFC 6266 UTF-8 form; no quotes or CR/LF can escape.
 
-    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename[:150], safe='')}"
+    Both forms are shortened to 150 characters keeping the extension, so a long name still downloads
+    as what it is.
+    """
+    short = _shorten(filename, 150)
+    ascii_name = re.sub(r"[^A-Za-z0-9._ -]", "_", short) or "download"
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(short, safe='')}"
 
 
 def check_declared_size(byte_size: int, limit: int) -> None:

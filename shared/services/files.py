@@ -63,8 +63,10 @@ def encode_cursor(record: FileRecord) -> str:
 def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
     try:
         created_at, file_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(created_at, str) or not isinstance(file_id, str):
+            raise TypeError("cursor fields are not strings")
         return datetime.fromisoformat(created_at), UUID(file_id)
-    except (ValueError, TypeError, binascii.Error) as error:
+    except (ValueError, TypeError, AttributeError, binascii.Error) as error:
         raise InvalidRequest("cursor is not one this API returned") from error
 
 

@@ -7,22 +7,27 @@ bypassed. What it does:
 * versions moved to `deleting` get their bytes removed (every object version), then become `deleted`
   (a deletion was asked for: that is not suspicion);
 * a `pending` version past the threshold whose bytes did land (the event was lost) is completed exactly
-  as the event would have completed it; one whose bytes never came is reported, not removed;
+  as the event would have completed it; one whose bytes never came (its upload URL long expired) is
+  reported and becomes `rejected` with that reason, so it is reported once, not forever;
 * a stored version whose processing never started, or stalled past the threshold, is asked for again;
 * objects under the tenants' prefix that no version row accounts for are reported, not removed.
 """
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
-from shared.domain.files import ProcessingState, VersionState
+from shared.domain.files import FileVersionRecord, VersionState
 from shared.domain.uploads import parse_storage_key, storage_key
 from shared.observability import logger
 from shared.ports import FileContentStore, FileMetadataStore
 from shared.services.upload_completion import UploadCompletion
 
 TENANTS_PREFIX = "tenants/"
+NEVER_ARRIVED = "no bytes arrived before the upload URL expired; upload the file again"
+_PAGE = 500
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,17 @@ class ReconcileReport:
     @property
     def orphaned(self) -> bool:
         return bool(self.pending_without_bytes or self.bytes_without_row)
+
+    def counts(self) -> dict[str, int]:
+        """The report's size, for a log line that stays small however much was found."""
+        return {
+            "deletedVersions": self.deleted_versions,
+            "completedUploads": len(self.completed_uploads),
+            "pendingWithoutBytes": len(self.pending_without_bytes),
+            "processingRequested": len(self.processing_requested),
+            "bytesWithoutRow": len(self.bytes_without_row),
+            "objectsScanned": self.objects_scanned,
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -79,11 +95,30 @@ class Reconciler:
             self._recover_pending(tenant_id, now, report)
             self._request_stuck_processing(tenant_id, now, report)
         self._find_unexplained_objects(report)
-        logger.info("reconciled", extra={"report": report.as_dict()})
+        logger.info("reconciled", extra={"counts": report.counts()})
         return report
 
+    def _pages(
+        self, fetch: Callable[[tuple[datetime, UUID] | None], list[tuple[UUID, FileVersionRecord]]]
+    ) -> Iterator[tuple[UUID, FileVersionRecord]]:
+        """Every row a keyset-paged query yields, page after page: old rows cannot hide newer ones."""
+        after: tuple[datetime, UUID] | None = None
+        while True:
+            page = fetch(after)
+            yield from page
+            if len(page) < _PAGE:
+                return
+            after = (page[-1][1].updated_at, page[-1][1].version_id)
+
     def _sweep_deletions(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
-        for _, version in self._metadata.versions_in_states(tenant_id, [VersionState.DELETING], updated_before=now):
+        deleting = list(
+            self._pages(
+                lambda after: self._metadata.versions_in_states(
+                    tenant_id, [VersionState.DELETING], updated_before=now, after=after, limit=_PAGE
+                )
+            )
+        )
+        for _, version in deleting:
             # Bytes first, then the row: a crash between the two leaves a `deleting` row, swept again.
             self._content.delete_all_versions(version.storage_key)
             if self._metadata.mark_deleted(tenant_id, version.version_id):
@@ -91,12 +126,22 @@ class Reconciler:
 
     def _recover_pending(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
         cutoff = now - self._thresholds.pending_after
-        for file_id, version in self._metadata.versions_in_states(
-            tenant_id, [VersionState.PENDING], updated_before=cutoff
-        ):
+        pending = list(
+            self._pages(
+                lambda after: self._metadata.versions_in_states(
+                    tenant_id, [VersionState.PENDING], updated_before=cutoff, after=after, limit=_PAGE
+                )
+            )
+        )
+        for file_id, version in pending:
             where = {"tenantId": tenant_id, "fileId": str(file_id), "versionId": str(version.version_id)}
             landed = self._content.head(version.storage_key)
             if landed is None:
+                # Its upload URL expired long ago, so no byte can still come: the version is rejected with
+                # that reason (shown to its owner), and nothing is deleted.
+                self._metadata.mark_rejected(
+                    tenant_id, version.version_id, reason=NEVER_ARRIVED, byte_size=0, storage_version_id=None
+                )
                 report.pending_without_bytes.append({**where, "since": version.created_at.isoformat()})
                 continue
             outcome = self._completion.object_created(version.storage_key, landed.version_id, landed.byte_size)
@@ -104,25 +149,23 @@ class Reconciler:
 
     def _request_stuck_processing(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
         cutoff = now - self._thresholds.stuck_after
-        for file_id, version in self._metadata.versions_in_states(
-            tenant_id, [VersionState.STORED], updated_before=cutoff
-        ):
-            never_asked = version.processing_requested_at is None
-            stalled = version.processing_state is ProcessingState.RUNNING or (
-                version.processing_state is ProcessingState.NOT_STARTED
-                and version.processing_requested_at is not None
-                and version.processing_requested_at < cutoff
-            )
-            if never_asked or stalled:
-                accepted = self._completion.request_processing(tenant_id, file_id, version)
-                report.processing_requested.append(
-                    {
-                        "tenantId": tenant_id,
-                        "fileId": str(file_id),
-                        "versionId": str(version.version_id),
-                        "accepted": accepted,
-                    }
+        waiting = list(
+            self._pages(
+                lambda after: self._metadata.versions_awaiting_processing(
+                    tenant_id, cutoff=cutoff, after=after, limit=_PAGE
                 )
+            )
+        )
+        for file_id, version in waiting:
+            outcome = self._completion.request_processing(tenant_id, file_id, version)
+            report.processing_requested.append(
+                {
+                    "tenantId": tenant_id,
+                    "fileId": str(file_id),
+                    "versionId": str(version.version_id),
+                    "outcome": outcome,
+                }
+            )
 
     def _find_unexplained_objects(self, report: ReconcileReport) -> None:
         for stored in self._content.object_versions(TENANTS_PREFIX):

@@ -5,10 +5,12 @@ out, for a version that exists, and the bytes must be what was declared (size an
 version is stored. Duplicate and out-of-order events do the work at most once.
 """
 
+import io
 from enum import StrEnum
+from typing import Any
 
 from shared.domain.files import FileRecord, FileVersionRecord, VersionState
-from shared.domain.sniffing import SNIFF_PREFIX_BYTES, mismatch, needs_whole_object
+from shared.domain.sniffing import SNIFF_PREFIX_BYTES, archive_mismatch, is_archive_type, mismatch
 from shared.domain.uploads import accepted_type, parse_storage_key
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
@@ -23,6 +25,40 @@ class Completion(StrEnum):
     NOT_PENDING = "not_pending"
     UNEXPECTED_OBJECT_VERSION = "unexpected_object_version"
     DISCARDED = "discarded"
+
+
+class RangedObject(io.RawIOBase):
+    """A seekable, read-only view of one stored object version, fetched range by range."""
+
+    def __init__(self, content: FileContentStore, key: str, version_id: str | None, size: int) -> None:
+        self._content = content
+        self._key = key
+        self._version_id = version_id
+        self._size = size
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        wanted = min(len(buffer), self._size - self._position)
+        if wanted <= 0:
+            return 0
+        chunk = self._content.read_range(self._key, version_id=self._version_id, start=self._position, length=wanted)
+        buffer[: len(chunk)] = chunk
+        self._position += len(chunk)
+        return len(chunk)
 
 
 class UploadCompletion:
@@ -60,14 +96,12 @@ class UploadCompletion:
             # The policy said at most the declared size, but a store may not enforce its own policy.
             return f"{size} bytes arrived but {version.declared_byte_size} were declared"
         accepted = accepted_type(version.media_type, version.filename)
-        # Only what the decision needs is read: a zip's directory sits at its end, anything else starts
-        # with its signature.
-        content = (
-            self._content.get(key, version_id=object_version_id, max_bytes=version.declared_byte_size)
-            if needs_whole_object(accepted)
-            else self._content.read_prefix(key, version_id=object_version_id, length=SNIFF_PREFIX_BYTES)
-        )
-        return mismatch(content, accepted)
+        prefix = self._content.read_range(key, version_id=object_version_id, start=0, length=SNIFF_PREFIX_BYTES)
+        if not is_archive_type(accepted):
+            return mismatch(prefix, accepted)
+        # An Office file is a zip whose directory sits at its end: read it through ranged GETs, never whole.
+        stream = io.BufferedReader(RangedObject(self._content, key, object_version_id, size), buffer_size=256 * 1024)
+        return archive_mismatch(stream, size, prefix, accepted)
 
     def _find(self, key: str) -> tuple[FileRecord, FileVersionRecord] | None:
         parts = parse_storage_key(key)
@@ -91,9 +125,12 @@ class UploadCompletion:
                 self.request_processing(record.tenant_id, record.file_id, version)
             return Completion.DUPLICATE
         if version.storage_version_id is not None and version.storage_version_id != object_version_id:
-            # A second object under a key already decided (the POST policy was reused). The recorded
-            # version stays the original; the extra object is left for reconciliation to report.
+            # A second object under a key already decided (the upload form was posted again before it
+            # expired). The row proves which object is the file; the newcomer would otherwise become the
+            # current version and push the original towards noncurrent-version expiry.
             logger.warning("a second object arrived under a decided key", extra={"state": version.state.value})
+            if object_version_id:
+                self._content.delete_version(version.storage_key, object_version_id)
             return Completion.UNEXPECTED_OBJECT_VERSION
         return Completion.NOT_PENDING
 
@@ -105,17 +142,17 @@ class UploadCompletion:
         )
         return Completion.REJECTED if changed else Completion.DUPLICATE
 
-    def request_processing(self, tenant_id: str, file_id: object, version: FileVersionRecord) -> bool:
-        """Ask the workflow to process a stored version; False when it could not be asked.
+    def request_processing(self, tenant_id: str, file_id: object, version: FileVersionRecord) -> str:
+        """Ask the workflow to process a stored version; returns what happened, in words for the report.
 
         Failing to ask never fails the upload: the bytes and the row are durable, and the sweep asks
         again for stored versions whose processing never started.
         """
         request = ProcessVersion(tenant_id=tenant_id, file_id=str(file_id), version_id=str(version.version_id))
         try:
-            self._workflow.start(request)
+            outcome = self._workflow.start(request)
         except Exception as error:
             logger.warning("could not start processing; the sweep will ask again", extra={"error": str(error)})
-            return False
+            return "unavailable"
         self._metadata.mark_processing_requested(tenant_id, version.version_id)
-        return True
+        return outcome.value

@@ -216,24 +216,14 @@ def test_a_stale_state_file_never_makes_down_signal_someone_elses_process(workdi
 
 
 def tiny_files(folder: Path) -> list[Path]:
-    import io
-    import zipfile
+    from tests.integration.files_stack import PDF, PNG, docx_bytes
 
-    pdf = folder / "Handbook.pdf"
-    pdf.write_bytes(b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n")
-    docx = folder / "Policy.docx"
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(
-            "[Content_Types].xml",
-            '<Types><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
-            'officedocument.wordprocessingml.document.main+xml"/></Types>',
-        )
-        archive.writestr("word/document.xml", "<w:document/>")
-    docx.write_bytes(buffer.getvalue())
-    png = folder / "Chart.png"
-    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
-    return [pdf, docx, png]
+    made = []
+    for name, content in (("Handbook.pdf", PDF), ("Policy.docx", docx_bytes()), ("Chart.png", PNG)):
+        path = folder / name
+        path.write_bytes(content)
+        made.append(path)
+    return made
 
 
 def test_upload_read_probe_remove_and_reconcile_from_the_cli(workdir: Path) -> None:

@@ -64,3 +64,37 @@ def test_any_sequence_of_deliveries_stores_each_delivered_version_once(
         state = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["state"]
         assert state == ("stored" if ticket["versionId"] in delivered else "pending")
     assert workflow.starts == Counter(dict.fromkeys(delivered, 1))
+
+
+class FlakyWorkflow(CountingWorkflow):
+    """Fake Workflow port whose first start fails, as a crash between storing and starting would."""
+
+    def start(self, request: ProcessVersion) -> StartOutcome:
+        if not self.starts and not getattr(self, "failed", False):
+            self.failed = True
+            raise ConnectionError("workflow unreachable")
+        return super().start(request)
+
+
+def test_a_redelivered_event_asks_for_processing_the_first_delivery_could_not(stack: Stack) -> None:
+    from functions.on_object_created import handler
+
+    token = stack.token()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(handler, "container", EventLost())
+        ticket = stack.upload(token, "flaky.pdf", "application/pdf", PDF)
+    key = ticket["upload"]["fields"]["key"]
+    landed = stack.container.content.head(key)
+    assert landed is not None
+    workflow = FlakyWorkflow()
+    completion = UploadCompletion(stack.container.file_metadata, stack.container.content, workflow)
+    # First delivery: stored, but the workflow could not be reached; the upload is not failed by it.
+    assert completion.object_created(key, landed.version_id, landed.byte_size) is Completion.STORED
+    assert workflow.starts == Counter()
+    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["state"] == "stored"
+    # Redelivery: nothing is stored twice, and processing is asked for now.
+    assert completion.object_created(key, landed.version_id, landed.byte_size) is Completion.DUPLICATE
+    assert workflow.starts == Counter({ticket["versionId"]: 1})
+    # A third delivery asks for nothing more.
+    completion.object_created(key, landed.version_id, landed.byte_size)
+    assert workflow.starts == Counter({ticket["versionId"]: 1})

@@ -12,6 +12,9 @@ import pytest
 
 from shared.adapters.local.jwt_tokens import LocalTokenIssuer
 from shared.domain.auth import Principal
+from shared.domain.errors import NotFound
+from shared.domain.files import NewVersion
+from shared.domain.uploads import storage_key
 from shared.local.http_api import LocalLambdaContext
 from shared.local.s3_server import object_created_event
 from tests.integration.files_stack import DOCX_TYPE, LIMIT, PDF, PNG, SVG, Stack, docx_bytes
@@ -287,3 +290,47 @@ def test_a_store_that_cannot_sign_has_its_bytes_proxied_as_an_attachment(
         assert response.headers["Content-Type"] == "application/octet-stream"
         assert response.headers["Content-Disposition"].startswith('attachment; filename="page.html"')
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_new_version_cannot_bring_back_a_file_deleted_after_it_was_looked_up(stack: Stack) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, "race.txt", "text/plain", b"race")
+    file_id = uuid.UUID(ticket["fileId"])
+    # The race: the service looked the file up (live), then a DELETE committed, then the version is recorded.
+    stack.container.file_metadata.begin_delete_file("acme", file_id)
+    new_version_id = uuid.uuid4()
+    with pytest.raises(NotFound):
+        stack.container.file_metadata.create_version(
+            NewVersion(
+                tenant_id="acme",
+                file_id=file_id,
+                version_id=new_version_id,
+                collection_id="docs",
+                filename="race.txt",
+                media_type="text/plain",
+                declared_byte_size=4,
+                storage_key=storage_key("acme", file_id, new_version_id),
+                created_by="ann",
+            ),
+            new_file=False,
+        )
+    assert stack.json("GET", f"/v1/files/{file_id}", token)[0] == 404
+
+
+def test_posting_the_upload_form_again_cannot_displace_the_stored_bytes(stack: Stack) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, "once.txt", "text/plain", b"original")
+    stack.post_bytes(ticket, b"replaced", "text/plain")  # the form is still valid for a few minutes
+    key = ticket["upload"]["fields"]["key"]
+    # The newcomer is removed, so the recorded object stays the current one (and out of noncurrent expiry).
+    remaining = [stored.version_id for stored in stack.container.content.object_versions(key)]
+    found = stack.container.file_metadata.find_version("acme", uuid.UUID(ticket["versionId"]))
+    assert found is not None
+    assert remaining == [found[1].storage_version_id]
+    assert stack.container.content.get(key, max_bytes=100) == b"original"
+
+
+@pytest.mark.parametrize("cursor", ["x", base64.urlsafe_b64encode(b'["2020-01-01T00:00:00", 5]').decode(), "W10"])
+def test_a_forged_cursor_is_a_clear_400_not_a_crash(stack: Stack, cursor: str) -> None:
+    status, answer = stack.json("GET", f"/v1/files?cursor={cursor}", stack.token())
+    assert (status, answer["message"]) == (400, "cursor is not one this API returned")

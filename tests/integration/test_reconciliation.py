@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+from shared.domain.files import NewVersion
+from shared.domain.uploads import storage_key
+from shared.services.reconciliation import NEVER_ARRIVED
 from shared.services.upload_completion import Completion
 from tests.integration.files_stack import PDF, Stack
 
@@ -39,14 +42,16 @@ def lost_events() -> Iterator[None]:
         yield
 
 
-def test_crash_after_the_pending_row_before_any_byte_is_reported_never_deleted(stack: Stack) -> None:
+def test_crash_after_the_pending_row_before_any_byte_is_reported_once_never_deleted(stack: Stack) -> None:
     token = stack.token()
     ticket = stack.start_upload(token, "never.pdf", "application/pdf", len(PDF))
     report = reconcile(stack)
     assert ticket["versionId"] in versions(report["pendingWithoutBytes"])
     assert report["orphaned"] is True
-    # Reported, not removed: a slow upload may still arrive.
-    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["state"] == "pending"
+    # Not removed: the version says what happened, to its owner, and is not reported again.
+    current = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]
+    assert (current["state"], current["rejectionReason"]) == ("rejected", NEVER_ARRIVED)
+    assert ticket["versionId"] not in versions(reconcile(stack)["pendingWithoutBytes"])
 
 
 def test_crash_after_the_bytes_before_the_stored_mark_is_completed(stack: Stack, lost_events: None) -> None:
@@ -65,7 +70,7 @@ def test_crash_after_the_stored_mark_before_asking_for_processing_asks_again(sta
     ticket = stack.upload(token, "ask.pdf", "application/pdf", PDF)
     requested = {e["versionId"]: e for e in reconcile(stack)["processingRequested"]}
     # Asked again; the local build has no pipeline yet, which the report states rather than hides.
-    assert requested[ticket["versionId"]]["accepted"] is False
+    assert requested[ticket["versionId"]]["outcome"] == "unavailable"
 
 
 def test_crash_after_deleting_before_the_bytes_went_finishes_the_deletion(stack: Stack) -> None:
@@ -92,21 +97,13 @@ def test_crash_after_the_bytes_went_before_the_deleted_mark_finishes_the_deletio
 
 def test_bytes_no_row_accounts_for_are_reported_never_deleted(stack: Stack) -> None:
     stray = f"tenants/acme/files/{uuid.uuid4()}/versions/{uuid.uuid4()}"
-    stack.container.content.put(stray, b"who put this here", content_type="text/plain")
-    token = stack.token()
-    ticket = stack.upload(token, "twice.txt", "text/plain", b"original")
-    # The POST policy reused before it expired: a second object under a decided key.
-    stack.post_bytes(ticket, b"overwrite", "text/plain")
+    foreign = "tenants/acme/not-a-quire-key"
+    for key in (stray, foreign):
+        stack.container.content.put(key, b"who put this here", content_type="text/plain")
     report = reconcile(stack)
-    reported = {entry["key"] for entry in report["bytesWithoutRow"]}
-    assert {stray, ticket["upload"]["fields"]["key"]} <= reported
+    assert {stray, foreign} <= {entry["key"] for entry in report["bytesWithoutRow"]}
     assert stack.container.content.head(stray) is not None
-    # The file still reads the original bytes: originals are immutable.
-    _, read = stack.json("GET", f"/v1/files/{ticket['fileId']}/content", token)
-    import urllib.request
-
-    with urllib.request.urlopen(read["url"]) as response:
-        assert response.read() == b"original"
+    assert stack.container.content.head(foreign) is not None
 
 
 def test_a_removed_file_leaves_nothing_orphaned(stack: Stack) -> None:
@@ -118,3 +115,30 @@ def test_a_removed_file_leaves_nothing_orphaned(stack: Stack) -> None:
     assert ticket["versionId"] not in mentioned
     assert ticket["upload"]["fields"]["key"] not in {e["key"] for e in report["bytesWithoutRow"]}
     assert stack.container.content.head(ticket["upload"]["fields"]["key"]) is None
+
+
+def test_abandoned_uploads_cannot_starve_the_recovery_of_a_lost_event(stack: Stack, lost_events: None) -> None:
+    tenant = f"flood-{uuid.uuid4().hex[:8]}"
+    # 600 tickets asked for and never used (more than one page of the sweep), all older than the real one.
+    for _ in range(600):
+        file_id, version_id = uuid.uuid4(), uuid.uuid4()
+        stack.container.file_metadata.create_version(
+            NewVersion(
+                tenant_id=tenant,
+                file_id=file_id,
+                version_id=version_id,
+                collection_id="docs",
+                filename="x.pdf",
+                media_type="application/pdf",
+                declared_byte_size=10,
+                storage_key=storage_key(tenant, file_id, version_id),
+                created_by="flooder",
+            ),
+            new_file=True,
+        )
+    token = stack.token(tenant=tenant)
+    ticket = stack.upload(token, "real.pdf", "application/pdf", PDF)
+    report = reconcile(stack)
+    assert ticket["versionId"] in {e["versionId"] for e in report["completedUploads"]}
+    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["state"] == "stored"
+    assert len([e for e in report["pendingWithoutBytes"] if e["tenantId"] == tenant]) == 600

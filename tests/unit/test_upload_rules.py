@@ -5,7 +5,7 @@ import zipfile
 import pytest
 
 from shared.domain.errors import InvalidRequest, PayloadTooLarge, UnsupportedMediaType
-from shared.domain.sniffing import mismatch
+from shared.domain.sniffing import MAX_ARCHIVE_ENTRIES, mismatch
 from shared.domain.uploads import (
     accepted_type,
     check_declared_size,
@@ -43,6 +43,8 @@ WORD_MAIN = "application/vnd.openxmlformats-officedocument.wordprocessingml.docu
         ("text/plain", "a.txt", "héllo wörld".encode()),
         ("text/plain", "a.txt", "\ufeffUTF-16 text".encode("utf-16")),
         ("text/markdown", "README.md", b'<div align="center">\n# Title\n</div>'),
+        ("text/markdown", "README.md", b'# Title\n<img src="logo.png" alt="logo">\n'),
+        ("text/plain", "a.txt", b"if a < b and c > d: print('x <= y')"),
         ("text/csv", "a.csv", b"a,b\n1,2\n"),
         ("text/html", "a.html", b"<!doctype html><html><script>x()</script></html>"),
         (DOCX, "a.docx", office("word/document.xml", WORD_MAIN)),
@@ -61,6 +63,14 @@ def test_content_that_is_what_it_claims_is_accepted(media_type: str, filename: s
         ("text/plain", "a.txt", b"  <SCRIPT>alert(1)</SCRIPT>"),
         ("text/plain", "a.txt", "\ufeff<html>".encode("utf-16")),
         ("text/csv", "a.csv", b"\x00\x01\x02binary"),
+        ("text/plain", "a.txt", b"<!-- x --><script>alert(1)</script>"),
+        ("text/plain", "a.txt", b"<div><script>alert(1)</script></div>"),
+        ("text/plain", "a.txt", b"hello\n<img src=x onerror=alert(1)>"),
+        ("text/plain", "a.txt", b"hello\nworld\n<html><body>hi</body></html>"),
+        ("text/csv", "a.csv", b"a,b\n<b>bold</b>,2\n"),
+        ("text/markdown", "a.md", b"# Title\n<script>alert(1)</script>"),
+        ("text/markdown", "a.md", b'# Title\n<img src="x" onerror="alert(1)">'),
+        ("text/plain", "a.txt", b"\xff\xfe\x00\xd8\x00\xd8 not valid utf-16"),
         ("application/pdf", "a.pdf", b"MZ\x90\x00 an executable"),
         (DOCX, "a.docx", b"PK\x03\x04 not really a zip"),
         (DOCX, "a.docx", office("xl/workbook.xml", "application/vnd...sheet.main+xml")),  # a workbook
@@ -141,3 +151,55 @@ def test_storage_keys_round_trip_and_foreign_keys_are_not_recognised() -> None:
         "other/key",
     ]:
         assert parse_storage_key(foreign) is None
+
+
+def test_a_long_name_downloads_with_its_extension() -> None:
+    from shared.domain.uploads import attachment_disposition
+
+    header = attachment_disposition("r" * 250 + ".pdf")
+    ascii_name = header.split('"')[1]
+    assert len(ascii_name) == 150
+    assert ascii_name.endswith(".pdf")
+    assert header.endswith(".pdf")
+
+
+def test_invisible_and_direction_characters_are_cleaned() -> None:
+    assert clean_filename("in\u200bvoice\u200f\u061c\u2066.pdf\ufeff") == "in_voice___.pdf_"
+
+
+def test_an_archive_of_too_many_entries_is_refused_before_it_is_opened() -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("[Content_Types].xml", f'<Types><Override ContentType="{WORD_MAIN}"/></Types>')
+        archive.writestr("word/document.xml", "<x/>")
+        for index in range(MAX_ARCHIVE_ENTRIES):
+            archive.writestr(f"empty/{index}", b"")
+    reason = mismatch(buffer.getvalue(), accepted_type(DOCX, "a.docx"))
+    assert reason is not None
+
+
+class FakeRangeStore:
+    """Fake FileContentStore holding one object in memory and counting the bytes each range read returns."""
+
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+        self.bytes_read = 0
+
+    def read_range(self, key: str, *, version_id: str | None, start: int, length: int) -> bytes:
+        chunk = self.content[start : start + length]
+        self.bytes_read += len(chunk)
+        return chunk
+
+
+def test_an_office_file_is_judged_from_its_directory_not_its_whole_body() -> None:
+    import os
+
+    from shared.domain.sniffing import SNIFF_PREFIX_BYTES, archive_mismatch
+    from shared.services.upload_completion import RangedObject
+
+    # A real-shaped DOCX carrying 8 MB of incompressible media.
+    document = office("word/document.xml", WORD_MAIN, {"word/media/image1.bin": os.urandom(8 * 1024 * 1024)})
+    store = FakeRangeStore(document)
+    stream = io.BufferedReader(RangedObject(store, "k", None, len(document)), buffer_size=256 * 1024)  # type: ignore[arg-type]
+    assert archive_mismatch(stream, len(document), document[:SNIFF_PREFIX_BYTES], accepted_type(DOCX, "a.docx")) is None
+    assert store.bytes_read < 1024 * 1024  # a few ranges: the end record, the directory, one small member

@@ -1,6 +1,6 @@
 """FileContentStore over S3 (and over moto's S3 server locally: same boto3 code, real presigned URLs)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -51,8 +51,10 @@ class S3ContentStore:
             raise ValueError(f"object exceeds the limit of {max_bytes} bytes")
         return body
 
-    def read_prefix(self, key: str, *, version_id: str | None, length: int) -> bytes:
-        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key, "Range": f"bytes=0-{max(0, length - 1)}"}
+    def read_range(self, key: str, *, version_id: str | None, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key, "Range": f"bytes={start}-{start + length - 1}"}
         if version_id:
             kwargs["VersionId"] = version_id
         body: bytes = self.client.get_object(**kwargs)["Body"].read(length)
@@ -98,7 +100,7 @@ class S3ContentStore:
 
     def delete_all_versions(self, key: str) -> int:
         removed = 0
-        for stored in self._versions(key, exact=True):
+        for stored in list(self._versions(key, exact=True)):
             if stored.version_id:
                 self.delete_version(key, stored.version_id)
                 removed += 1
@@ -124,24 +126,21 @@ class S3ContentStore:
             expires_at=datetime.now(UTC) + timedelta(seconds=seconds),
         )
 
-    def object_versions(self, prefix: str) -> list[StoredObject]:
+    def object_versions(self, prefix: str) -> Iterator[StoredObject]:
         return self._versions(prefix, exact=False, markers=False)
 
-    def _versions(self, prefix: str, *, exact: bool, markers: bool = True) -> list[StoredObject]:
-        found: list[StoredObject] = []
+    def _versions(self, prefix: str, *, exact: bool, markers: bool = True) -> Iterator[StoredObject]:
+        """Lazily, a page at a time: a caller that stops early never lists the rest of the bucket."""
         paginator = self.client.get_paginator("list_object_versions")
         for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix):
             for version in page.get("Versions", []):
                 if not exact or version["Key"] == prefix:
-                    found.append(
-                        StoredObject(
-                            key=version["Key"], version_id=version.get("VersionId"), byte_size=version.get("Size", 0)
-                        )
+                    yield StoredObject(
+                        key=version["Key"], version_id=version.get("VersionId"), byte_size=version.get("Size", 0)
                     )
             for marker in page.get("DeleteMarkers", []) if markers else []:
                 if not exact or marker["Key"] == prefix:
-                    found.append(StoredObject(key=marker["Key"], version_id=marker.get("VersionId"), byte_size=0))
-        return found
+                    yield StoredObject(key=marker["Key"], version_id=marker.get("VersionId"), byte_size=0)
 
     def bucket_versioning(self) -> str | None:
         """The bucket's versioning status ("Enabled", "Suspended") or None if never enabled."""

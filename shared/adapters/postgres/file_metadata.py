@@ -9,6 +9,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
+from shared.domain.errors import NotFound
 from shared.domain.files import (
     FileRecord,
     FileVersionRecord,
@@ -28,6 +29,21 @@ def _version(row: dict[str, Any]) -> FileVersionRecord:
     return FileVersionRecord.model_validate({k: v for k, v in row.items() if k != "file_id"})
 
 
+def _lock_collection(conn: psycopg.Connection[Any], tenant_id: str, collection_id: str) -> None:
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"collection:{tenant_id}/{collection_id}",))
+
+
+def _lock_live_file(conn: psycopg.Connection[Any], tenant_id: str, file_id: UUID) -> bool:
+    """Lock the file's row; True when it exists and still has a live version."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM file_versions v WHERE v.tenant_id = f.tenant_id AND v.file_id = f.file_id"
+        " AND v.state IN ('pending', 'stored', 'rejected')) FROM files f"
+        " WHERE f.tenant_id = %s AND f.file_id = %s FOR UPDATE OF f",
+        (tenant_id, file_id),
+    ).fetchone()
+    return bool(row and row[0])
+
+
 class PostgresFileMetadataStore:
     def __init__(self, database: Database) -> None:
         self._database = database
@@ -38,6 +54,8 @@ class PostgresFileMetadataStore:
 
     def create_version(self, new: NewVersion, *, new_file: bool) -> None:
         with self._database.tenant_transaction(new.tenant_id) as conn:
+            # Serialised with deleting the collection's files, so neither can miss the other.
+            _lock_collection(conn, new.tenant_id, new.collection_id)
             conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (new.tenant_id,))
             if new_file:
                 conn.execute(
@@ -45,11 +63,9 @@ class PostgresFileMetadataStore:
                     " VALUES (%s, %s, %s, %s, %s)",
                     (new.tenant_id, new.file_id, new.collection_id, new.filename, new.created_by),
                 )
-            else:
-                conn.execute(
-                    "UPDATE files SET filename = %s WHERE tenant_id = %s AND file_id = %s",
-                    (new.filename, new.tenant_id, new.file_id),
-                )
+            elif not _lock_live_file(conn, new.tenant_id, new.file_id):
+                # Deleted since the caller looked: a new version must not bring it back.
+                raise NotFound("not found")
             conn.execute(
                 "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type,"
                 " declared_byte_size, storage_key, created_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
@@ -136,13 +152,22 @@ class PostgresFileMetadataStore:
         return records[0], version
 
     def mark_stored(self, tenant_id: str, version_id: UUID, *, byte_size: int, storage_version_id: str | None) -> bool:
-        return self._transition(
-            tenant_id,
-            version_id,
-            VersionState.PENDING,
-            "state = 'stored', byte_size = %(size)s, storage_version_id = %(object_version)s, stored_at = now()",
-            {"size": byte_size, "object_version": storage_version_id},
-        )
+        with self._database.tenant_transaction(tenant_id) as conn:
+            file_id = conn.execute(
+                "UPDATE file_versions SET state = 'stored', byte_size = %s, storage_version_id = %s,"
+                " stored_at = now(), updated_at = now()"
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'pending' RETURNING file_id",
+                (byte_size, storage_version_id, tenant_id, version_id),
+            ).fetchone()
+            if file_id is None:
+                return False
+            # The file is known by the name of its newest stored version.
+            conn.execute(
+                "UPDATE files f SET filename = v.filename FROM file_versions v"
+                " WHERE f.tenant_id = %s AND f.file_id = %s AND v.tenant_id = f.tenant_id AND v.version_id = %s",
+                (tenant_id, file_id[0], version_id),
+            )
+        return True
 
     def mark_rejected(
         self, tenant_id: str, version_id: UUID, *, reason: str, byte_size: int, storage_version_id: str | None
@@ -182,6 +207,8 @@ class PostgresFileMetadataStore:
     def begin_delete_file(self, tenant_id: str, file_id: UUID) -> int:
         """One statement moves every live version to `deleting`; its chunks go in the same transaction."""
         with self._database.tenant_transaction(tenant_id) as conn:
+            # The file row's lock orders this against a new version being added (see create_version).
+            conn.execute("SELECT 1 FROM files WHERE tenant_id = %s AND file_id = %s FOR UPDATE", (tenant_id, file_id))
             moved = conn.execute(
                 "UPDATE file_versions SET state = 'deleting', updated_at = now()"
                 " WHERE tenant_id = %s AND file_id = %s AND state IN ('pending', 'stored', 'rejected')",
@@ -193,6 +220,7 @@ class PostgresFileMetadataStore:
     def begin_delete_collection(self, tenant_id: str, collection_id: str) -> int:
         """Every live version of every file in the collection, a pending upload included, in one statement."""
         with self._database.tenant_transaction(tenant_id) as conn:
+            _lock_collection(conn, tenant_id, collection_id)
             moved = conn.execute(
                 "UPDATE file_versions v SET state = 'deleting', updated_at = now() FROM files f"
                 " WHERE v.tenant_id = %s AND f.tenant_id = v.tenant_id AND f.file_id = v.file_id"
@@ -207,18 +235,58 @@ class PostgresFileMetadataStore:
         return moved
 
     def versions_in_states(
-        self, tenant_id: str, states: Iterable[VersionState], *, updated_before: datetime, limit: int = 500
+        self,
+        tenant_id: str,
+        states: Iterable[VersionState],
+        *,
+        updated_before: datetime,
+        after: tuple[datetime, UUID] | None = None,
+        limit: int = 500,
     ) -> list[tuple[UUID, FileVersionRecord]]:
-        """(file id, version) pairs waiting in one of `states` since before `updated_before`."""
+        """(file id, version) pairs waiting in one of `states` since before `updated_before`, oldest first,
+        after the keyset `after` (updated_at, version_id): callers walk every page, so old rows that stay
+        in a state can never hide newer ones."""
+        query = (
+            f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - a constant column list
+            " WHERE tenant_id = %(tenant)s AND state = ANY(%(states)s) AND updated_at < %(before)s"
+        )
+        params: dict[str, Any] = {
+            "tenant": tenant_id,
+            "states": [s.value for s in states],
+            "before": updated_before,
+            "limit": limit,
+        }
+        if after is not None:
+            query += " AND (updated_at, version_id) > (%(after_at)s, %(after_id)s)"
+            params.update(after_at=after[0], after_id=after[1])
+        query += " ORDER BY updated_at, version_id LIMIT %(limit)s"
         with (
             self._database.tenant_transaction(tenant_id) as conn,
             conn.cursor(row_factory=dict_row) as cursor,
         ):
-            rows = cursor.execute(
-                f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - a constant column list
-                " WHERE tenant_id = %s AND state = ANY(%s) AND updated_at < %s ORDER BY updated_at LIMIT %s",
-                (tenant_id, [s.value for s in states], updated_before, limit),
-            ).fetchall()
+            rows = cursor.execute(query, params).fetchall()
+        return [(row["file_id"], _version(row)) for row in rows]
+
+    def versions_awaiting_processing(
+        self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        """Stored versions whose processing was never asked for, or not started or finished since `cutoff`."""
+        query = (
+            f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - a constant column list
+            " WHERE tenant_id = %(tenant)s AND state = 'stored' AND processing_state IN ('not_started', 'running')"
+            " AND updated_at < %(cutoff)s"
+            " AND (processing_requested_at IS NULL OR processing_requested_at < %(cutoff)s)"
+        )
+        params: dict[str, Any] = {"tenant": tenant_id, "cutoff": cutoff, "limit": limit}
+        if after is not None:
+            query += " AND (updated_at, version_id) > (%(after_at)s, %(after_id)s)"
+            params.update(after_at=after[0], after_id=after[1])
+        query += " ORDER BY updated_at, version_id LIMIT %(limit)s"
+        with (
+            self._database.tenant_transaction(tenant_id) as conn,
+            conn.cursor(row_factory=dict_row) as cursor,
+        ):
+            rows = cursor.execute(query, params).fetchall()
         return [(row["file_id"], _version(row)) for row in rows]
 
     def tenant_ids(self) -> list[str]:
