@@ -19,6 +19,7 @@ RESULTS = REPO_ROOT / ".bench" / "results.json"
 COLD_RUNS = 3
 WARM_RUNS = 5
 REQUESTS = 300
+UPLOADS = 20
 
 
 def quire(workdir: Path, *args: str) -> str:
@@ -82,6 +83,27 @@ def percentile(sorted_samples: list[float], fraction: float) -> float:
     return sorted_samples[min(len(sorted_samples) - 1, int(fraction * len(sorted_samples)))]
 
 
+def upload_figures(workdir: Path, api: str) -> list[dict[str, Any]]:
+    """Browser-path uploads through the local stack: ticket, presigned POST, Object Created, stored."""
+    from shared.local.api_client import ApiClient
+
+    token = quire(workdir, "token", "--tenant", "bench", "--collections", "bench").strip()
+    client = ApiClient(api, token)
+    sample = workdir / "sample.pdf"
+    sample.write_bytes(b"%PDF-1.4\n" + os.urandom(1024 * 1024) + b"\n%%EOF\n")
+    seconds: list[float] = []
+    for _ in range(UPLOADS):
+        begun = time.perf_counter()
+        ticket = client.upload(sample, "bench")
+        record = client.wait_until_decided(ticket["fileId"])
+        seconds.append(time.perf_counter() - begun)
+        assert record["current"]["state"] == "stored", record
+    return [
+        result("upload 1 MB PDF to stored (ticket, POST, event, sniff, CAS; 50 ms polling)", seconds, "s"),
+        result("uploads per second, sequential", [UPLOADS / sum(seconds)], "files/s", uploads=UPLOADS),
+    ]
+
+
 def result(name: str, runs: list[float], unit: str, **data: Any) -> dict[str, Any]:
     return {
         "name": name,
@@ -132,6 +154,7 @@ def main() -> int:
             results.append(result("GET /v1/me p95", me_p95, "ms", requests=REQUESTS))
             results.append(result("GET /v1/health (database round trip) p50", health_p50, "ms", requests=REQUESTS))
             results.append(result("local stack memory, PSS (supervisor + PostgreSQL)", rss, "MB"))
+            results.extend(upload_figures(workdir, state["api"]))
         finally:
             quire(workdir, "down")
 

@@ -83,7 +83,7 @@ class ApiClient:
             record: dict[str, Any] = self.call("GET", f"/v1/files/{file_id}")
             if record["current"]["state"] != "pending" or time.monotonic() > deadline:
                 return record
-            time.sleep(0.2)
+            time.sleep(0.05)
 
 
 def _post_with_progress(url: str, body: bytes, content_type: str, progress: Progress | None) -> None:
