@@ -33,14 +33,14 @@ _MARKUP_START = re.compile(
     rb"^(?:\xef\xbb\xbf)?\s*<(?:!doctype\s+html|html|head|body|script|svg|\?xml|iframe|object|embed)\b",
     re.IGNORECASE,
 )
-# Anywhere in a text upload, these make it active content rather than text.
+# Anywhere in a text upload's first 8 KB, these make it live markup rather than text: documents,
+# embedding elements and event handlers inside a tag. (`<name here>`, `List<String>` and `a<b>c` are text.)
 _ACTIVE_CONTENT = re.compile(
-    rb"<\s*(?:script|iframe|object|embed|svg|html|body|meta|link|style|form|base)\b"
-    rb"|\bon[a-z]+\s*=|javascript\s*:|<!doctype\s+html",
+    rb"<\s*(?:script|iframe|object|embed|svg|html|body|frameset)\b"
+    rb"|<!doctype\s+html"
+    rb"|<[a-z][a-z0-9-]*\s[^<>]*\bon[a-z]+\s*=",
     re.IGNORECASE,
 )
-# Any HTML-looking tag: plain text and CSV have none (Markdown may).
-_ANY_TAG = re.compile(rb"</?[a-z][a-z0-9-]*(?:\s[^<>]*)?/?>", re.IGNORECASE)
 _LABELS = {
     "pdf": "a PDF",
     "png": "a PNG image",
@@ -117,10 +117,8 @@ def _is_text(content: bytes, kind: str) -> bool:
         return False  # binary, or UTF-16 that does not decode
     if kind == "html":
         return True  # HTML is stored as a document and only ever served as an opaque attachment
-    if _MARKUP_START.match(prefix) or _ACTIVE_CONTENT.search(prefix):
-        return False  # a document of markup, or live script, dressed up as text
-    # Plain text and CSV are not markup at all; Markdown may carry harmless inline HTML (<div>, <img>).
-    return kind == "markdown" or not _ANY_TAG.search(prefix)
+    # Text, CSV and Markdown may mention tags; they may not be a markup document or carry live script.
+    return not (_MARKUP_START.match(prefix) or _ACTIVE_CONTENT.search(prefix))
 
 
 def _as_utf8(prefix: bytes) -> bytes | None:
@@ -161,9 +159,11 @@ def _directory_within_bounds(archive: BinaryIO, size: int) -> bool:
     at = tail.rfind(b"PK\x05\x06")
     if at < 0 or len(tail) < at + 22:
         return False
+    if at >= 20 and tail[at - 20 : at - 16] == b"PK\x06\x07":
+        # A ZIP64 locator: zipfile would trust its counts over these. No Office document needs ZIP64.
+        return False
     entries = int.from_bytes(tail[at + 10 : at + 12], "little")
     directory_size = int.from_bytes(tail[at + 12 : at + 16], "little")
-    # 0xFFFF / 0xFFFFFFFF mean ZIP64: no Office document needs it.
     return 0 < entries <= MAX_ARCHIVE_ENTRIES and directory_size <= MAX_ARCHIVE_DIRECTORY_BYTES
 
 
@@ -178,7 +178,12 @@ def _archive_is_ooxml(archive: BinaryIO, size: int, kind: str) -> bool:
             if "[Content_Types].xml" not in names or main_part not in names:
                 return False
             info = opened.getinfo("[Content_Types].xml")
-            if info.file_size > _MAX_CONTENT_TYPES_XML:
+            # Bounded by what is fetched (compressed) as well as by what it claims to inflate to.
+            if (
+                info.file_size > _MAX_CONTENT_TYPES_XML
+                or info.compress_size > _MAX_CONTENT_TYPES_XML
+                or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+            ):
                 return False
             with opened.open(info) as member:
                 # Read what was inflated, not what the header claims: one byte past the cap is enough.

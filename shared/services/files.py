@@ -29,6 +29,8 @@ from shared.domain.uploads import accepted_type, check_declared_size, clean_file
 from shared.ports import MAX_SIGNED_READ_LIFETIME, AuthorizationPolicy, FileContentStore, FileMetadataStore
 
 MAX_PAGE_SIZE = 100
+# A real cursor is about 100 characters (a timestamp and a UUID).
+MAX_CURSOR_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -61,12 +63,14 @@ def encode_cursor(record: FileRecord) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    if len(cursor) > MAX_CURSOR_CHARS:
+        raise InvalidRequest("cursor is not one this API returned")
     try:
         created_at, file_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         if not isinstance(created_at, str) or not isinstance(file_id, str):
             raise TypeError("cursor fields are not strings")
         return datetime.fromisoformat(created_at), UUID(file_id)
-    except (ValueError, TypeError, AttributeError, binascii.Error) as error:
+    except (ValueError, TypeError, AttributeError, RecursionError, binascii.Error) as error:
         raise InvalidRequest("cursor is not one this API returned") from error
 
 

@@ -139,10 +139,10 @@ class Reconciler:
             if landed is None:
                 # Its upload URL expired long ago, so no byte can still come: the version is rejected with
                 # that reason (shown to its owner), and nothing is deleted.
-                self._metadata.mark_rejected(
+                if self._metadata.mark_rejected(
                     tenant_id, version.version_id, reason=NEVER_ARRIVED, byte_size=0, storage_version_id=None
-                )
-                report.pending_without_bytes.append({**where, "since": version.created_at.isoformat()})
+                ):
+                    report.pending_without_bytes.append({**where, "since": version.created_at.isoformat()})
                 continue
             outcome = self._completion.object_created(version.storage_key, landed.version_id, landed.byte_size)
             report.completed_uploads.append({**where, "outcome": outcome.value})

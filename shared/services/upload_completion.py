@@ -30,12 +30,16 @@ class Completion(StrEnum):
 class RangedObject(io.RawIOBase):
     """A seekable, read-only view of one stored object version, fetched range by range."""
 
-    def __init__(self, content: FileContentStore, key: str, version_id: str | None, size: int) -> None:
+    def __init__(
+        self, content: FileContentStore, key: str, version_id: str | None, size: int, *, budget: int = 16 * 1024 * 1024
+    ) -> None:
         self._content = content
         self._key = key
         self._version_id = version_id
         self._size = size
         self._position = 0
+        # However a crafted archive points its parser around, no more than this is ever fetched.
+        self._budget = budget
 
     def readable(self) -> bool:
         return True
@@ -55,6 +59,9 @@ class RangedObject(io.RawIOBase):
         wanted = min(len(buffer), self._size - self._position)
         if wanted <= 0:
             return 0
+        if wanted > self._budget:
+            raise OSError("reading this archive would fetch more than its sniffing budget")
+        self._budget -= wanted
         chunk = self._content.read_range(self._key, version_id=self._version_id, start=self._position, length=wanted)
         buffer[: len(chunk)] = chunk
         self._position += len(chunk)
@@ -82,11 +89,19 @@ class UploadCompletion:
             return Completion.NOT_PENDING
         reason = self._refusal(key, object_version_id, landed.byte_size, version)
         if reason is not None:
-            return self._reject(record, version, reason, landed.byte_size, object_version_id)
+            changed = self._metadata.mark_rejected(
+                record.tenant_id,
+                version.version_id,
+                reason=reason,
+                byte_size=landed.byte_size,
+                storage_version_id=object_version_id,
+            )
+            return Completion.REJECTED if changed else self._decided_meanwhile(key, object_version_id)
         if not self._metadata.mark_stored(
             record.tenant_id, version.version_id, byte_size=landed.byte_size, storage_version_id=object_version_id
         ):
-            return Completion.DUPLICATE  # a concurrent delivery of the same event got there first
+            # Another delivery decided first: this one may be the same object, or a second post.
+            return self._decided_meanwhile(key, object_version_id)
         self.request_processing(record.tenant_id, record.file_id, version)
         return Completion.STORED
 
@@ -115,8 +130,12 @@ class UploadCompletion:
     def _already_decided(
         self, record: FileRecord, version: FileVersionRecord, object_version_id: str | None
     ) -> Completion:
-        if version.state in (VersionState.DELETING, VersionState.DELETED) and object_version_id:
-            # The file was deleted while its bytes were on the way: they are unwanted, not suspicious.
+        unwanted = version.state in (VersionState.DELETING, VersionState.DELETED) or (
+            # Rejected without ever receiving bytes: its upload URL had expired (see reconciliation).
+            version.state is VersionState.REJECTED and version.storage_version_id is None
+        )
+        if unwanted and object_version_id:
+            # The version was deleted, or given up on, while these bytes were on the way: not suspicious.
             self._content.delete_version(version.storage_key, object_version_id)
             return Completion.DISCARDED
         if version.state is VersionState.STORED and version.storage_version_id == object_version_id:
@@ -134,13 +153,11 @@ class UploadCompletion:
             return Completion.UNEXPECTED_OBJECT_VERSION
         return Completion.NOT_PENDING
 
-    def _reject(
-        self, record: FileRecord, version: FileVersionRecord, reason: str, size: int, object_version_id: str | None
-    ) -> Completion:
-        changed = self._metadata.mark_rejected(
-            record.tenant_id, version.version_id, reason=reason, byte_size=size, storage_version_id=object_version_id
-        )
-        return Completion.REJECTED if changed else Completion.DUPLICATE
+    def _decided_meanwhile(self, key: str, object_version_id: str | None) -> Completion:
+        found = self._find(key)
+        if found is None:
+            return Completion.UNKNOWN_KEY
+        return self._already_decided(found[0], found[1], object_version_id)
 
     def request_processing(self, tenant_id: str, file_id: object, version: FileVersionRecord) -> str:
         """Ask the workflow to process a stored version; returns what happened, in words for the report.

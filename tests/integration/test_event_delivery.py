@@ -2,6 +2,7 @@
 
 import uuid
 from collections import Counter
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -98,3 +99,47 @@ def test_a_redelivered_event_asks_for_processing_the_first_delivery_could_not(st
     # A third delivery asks for nothing more.
     completion.object_created(key, landed.version_id, landed.byte_size)
     assert workflow.starts == Counter({ticket["versionId"]: 1})
+
+
+class RacingMetadata:
+    """Wraps the real FileMetadataStore: just before the first `mark_stored`, another delivery (a second
+    post of the same upload form) completes first, as two concurrent Lambda invocations could."""
+
+    def __init__(self, real: Any, interleave: Any) -> None:
+        self._real = real
+        self._interleave = interleave
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def mark_stored(self, *args: Any, **kwargs: Any) -> bool:
+        interleave, self._interleave = self._interleave, None
+        if interleave:
+            interleave()
+        return bool(self._real.mark_stored(*args, **kwargs))
+
+
+def test_a_second_post_racing_the_first_never_displaces_the_recorded_bytes(stack: Stack) -> None:
+    from functions.on_object_created import handler
+
+    token = stack.token()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(handler, "container", EventLost())
+        ticket = stack.upload(token, "double.txt", "text/plain", b"the first post")
+        stack.post_bytes(ticket, b"again", "text/plain")  # a double-clicked form
+    key = ticket["upload"]["fields"]["key"]
+    # Told apart by size: the first post is the longer one.
+    first, second = sorted(stack.container.content.object_versions(key), key=lambda o: o.byte_size, reverse=True)
+    winner = UploadCompletion(stack.container.file_metadata, stack.container.content, CountingWorkflow())
+    racing = RacingMetadata(
+        stack.container.file_metadata,
+        lambda: winner.object_created(key, second.version_id, second.byte_size),
+    )
+    loser = UploadCompletion(racing, stack.container.content, CountingWorkflow())  # type: ignore[arg-type]
+    assert loser.object_created(key, first.version_id, first.byte_size) is Completion.UNEXPECTED_OBJECT_VERSION
+    # One object is left, it is the recorded one, and it is the file's content.
+    remaining = [stored.version_id for stored in stack.container.content.object_versions(key)]
+    found = stack.container.file_metadata.find_version("acme", uuid.UUID(ticket["versionId"]))
+    assert found is not None
+    assert remaining == [found[1].storage_version_id] == [second.version_id]
+    assert stack.container.content.get(key, max_bytes=10) == b"again"

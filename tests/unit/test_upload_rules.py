@@ -45,6 +45,12 @@ WORD_MAIN = "application/vnd.openxmlformats-officedocument.wordprocessingml.docu
         ("text/markdown", "README.md", b'<div align="center">\n# Title\n</div>'),
         ("text/markdown", "README.md", b'# Title\n<img src="logo.png" alt="logo">\n'),
         ("text/plain", "a.txt", b"if a < b and c > d: print('x <= y')"),
+        # Text that mentions tags is still text (and downloads are opaque attachments anyway).
+        ("text/plain", "app.log", b"File \"<stdin>\", line 1, in <module>\nTypeError: got <class 'int'> instead"),
+        ("text/plain", "Main.txt", b"List<String> names = new ArrayList<>();\n#include <iostream>"),
+        ("text/plain", "cv.txt", b"JavaScript: 5 years\nworker one=1\nPlease reply to <name here>"),
+        ("text/csv", "a.csv", b"a,b\n<b>bold</b>,2\nr1,x<y and y>z\nonLine = yes,1\n"),
+        ("text/markdown", "a.md", b"## JavaScript: getting started\n`$ cat <file> | grep x`"),
         ("text/csv", "a.csv", b"a,b\n1,2\n"),
         ("text/html", "a.html", b"<!doctype html><html><script>x()</script></html>"),
         (DOCX, "a.docx", office("word/document.xml", WORD_MAIN)),
@@ -67,7 +73,6 @@ def test_content_that_is_what_it_claims_is_accepted(media_type: str, filename: s
         ("text/plain", "a.txt", b"<div><script>alert(1)</script></div>"),
         ("text/plain", "a.txt", b"hello\n<img src=x onerror=alert(1)>"),
         ("text/plain", "a.txt", b"hello\nworld\n<html><body>hi</body></html>"),
-        ("text/csv", "a.csv", b"a,b\n<b>bold</b>,2\n"),
         ("text/markdown", "a.md", b"# Title\n<script>alert(1)</script>"),
         ("text/markdown", "a.md", b'# Title\n<img src="x" onerror="alert(1)">'),
         ("text/plain", "a.txt", b"\xff\xfe\x00\xd8\x00\xd8 not valid utf-16"),
@@ -203,3 +208,30 @@ def test_an_office_file_is_judged_from_its_directory_not_its_whole_body() -> Non
     stream = io.BufferedReader(RangedObject(store, "k", None, len(document)), buffer_size=256 * 1024)  # type: ignore[arg-type]
     assert archive_mismatch(stream, len(document), document[:SNIFF_PREFIX_BYTES], accepted_type(DOCX, "a.docx")) is None
     assert store.bytes_read < 1024 * 1024  # a few ranges: the end record, the directory, one small member
+
+
+def test_a_zip64_record_cannot_smuggle_counts_past_the_directory_check() -> None:
+    document = bytearray(office("word/document.xml", WORD_MAIN))
+    end = document.rfind(b"PK\x05\x06")
+    # A ZIP64 end-of-directory locator just before the classic record: zipfile would believe it.
+    document[end:end] = b"PK\x06\x07" + b"\x00" * 16
+    assert mismatch(bytes(document), accepted_type(DOCX, "a.docx")) is not None
+
+
+def test_a_content_types_member_that_is_large_when_compressed_is_refused() -> None:
+    import os
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("[Content_Types].xml", WORD_MAIN.encode() + os.urandom(2 * 1024 * 1024))
+        archive.writestr("word/document.xml", "<x/>")
+    assert mismatch(buffer.getvalue(), accepted_type(DOCX, "a.docx")) is not None
+
+
+def test_the_ranged_reader_refuses_to_fetch_past_its_budget() -> None:
+    from shared.services.upload_completion import RangedObject
+
+    reader = RangedObject(FakeRangeStore(b"x" * 1000), "k", None, 1000, budget=100)  # type: ignore[arg-type]
+    assert reader.read(100) == b"x" * 100
+    with pytest.raises(OSError, match="budget"):
+        reader.read(1)

@@ -153,19 +153,29 @@ class PostgresFileMetadataStore:
 
     def mark_stored(self, tenant_id: str, version_id: UUID, *, byte_size: int, storage_version_id: str | None) -> bool:
         with self._database.tenant_transaction(tenant_id) as conn:
-            file_id = conn.execute(
+            # The file row first, as every statement that touches a file and its versions does: one lock
+            # order, so completing an upload and deleting its file can wait for each other, never deadlock.
+            locked = conn.execute(
+                "SELECT f.file_id FROM files f JOIN file_versions v ON v.tenant_id = f.tenant_id"
+                " AND v.file_id = f.file_id WHERE v.tenant_id = %s AND v.version_id = %s FOR UPDATE OF f",
+                (tenant_id, version_id),
+            ).fetchone()
+            if locked is None:
+                return False
+            changed = conn.execute(
                 "UPDATE file_versions SET state = 'stored', byte_size = %s, storage_version_id = %s,"
                 " stored_at = now(), updated_at = now()"
-                " WHERE tenant_id = %s AND version_id = %s AND state = 'pending' RETURNING file_id",
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'pending'",
                 (byte_size, storage_version_id, tenant_id, version_id),
-            ).fetchone()
-            if file_id is None:
+            ).rowcount
+            if changed != 1:
                 return False
-            # The file is known by the name of its newest stored version.
+            # The file is known by the name of its newest stored version, whatever order events came in.
             conn.execute(
-                "UPDATE files f SET filename = v.filename FROM file_versions v"
-                " WHERE f.tenant_id = %s AND f.file_id = %s AND v.tenant_id = f.tenant_id AND v.version_id = %s",
-                (tenant_id, file_id[0], version_id),
+                "UPDATE files f SET filename = (SELECT v.filename FROM file_versions v WHERE v.tenant_id = f.tenant_id"
+                " AND v.file_id = f.file_id AND v.state = 'stored' ORDER BY v.created_at DESC LIMIT 1)"
+                " WHERE f.tenant_id = %s AND f.file_id = %s",
+                (tenant_id, locked[0]),
             )
         return True
 
