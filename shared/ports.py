@@ -11,6 +11,7 @@ from uuid import UUID
 
 from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.document import ExtractionLimits, ExtractionOutcome
 from shared.domain.files import (
     FileRecord,
     FileVersionRecord,
@@ -202,6 +203,19 @@ class Workflow(Protocol):
     def start(self, request: ProcessVersion) -> StartOutcome:
         """Idempotent per version: a second start of the same version reports ALREADY_STARTED."""
         ...
+
+
+class DocumentParser(Protocol):
+    """Bytes of one of `media_types` → a located block list, within `limits`.
+
+    A document problem (malformed, encrypted, too many pages, …) is a returned ExtractionFailure, never
+    an exception; text past the limits is cut and the document says so. The wall-clock limit is
+    enforced by the caller, from outside: a parser stuck in a loop cannot check its own clock.
+    """
+
+    media_types: frozenset[str]
+
+    def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome: ...
 
 
 class CapabilityPort(Protocol):

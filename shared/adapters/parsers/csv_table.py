@@ -1,0 +1,100 @@
+"""text/csv → tables of at most ROWS_PER_BLOCK rows, each with the header repeated and its A1 range."""
+
+import csv
+import io
+
+from shared.adapters.parsers.text_encoding import decode_text
+from shared.domain.document import (
+    Block,
+    BlockCollector,
+    BlockKind,
+    ExtractionLimits,
+    ExtractionOutcome,
+    Location,
+    Table,
+)
+
+# A block is what a reader gets in one piece: a long table arrives as several, each with its header.
+ROWS_PER_BLOCK = 100
+MAX_FIELD_CHARS = 1024 * 1024
+
+
+def column_letters(index: int) -> str:
+    """0 → A, 25 → Z, 26 → AA."""
+    letters = ""
+    index += 1
+    while index:
+        index, remainder = divmod(index - 1, 26)
+        letters = chr(65 + remainder) + letters
+    return letters
+
+
+def a1_range(first_row: int, last_row: int, columns: int) -> str:
+    return f"A{first_row}:{column_letters(max(columns, 1) - 1)}{last_row}"
+
+
+def looks_like_header(rows: list[list[str]]) -> bool:
+    """A first row of labels over columns of data: no numbers in it, and numbers below it somewhere."""
+    if len(rows) < 2 or not rows[0] or any(not cell.strip() for cell in rows[0]):
+        return False
+
+    def numeric(cell: str) -> bool:
+        try:
+            float(cell.replace(",", "").replace("%", "").strip())
+        except ValueError:
+            return False
+        return True
+
+    if any(numeric(cell) for cell in rows[0]):
+        return False
+    body = rows[1:51]
+    return any(numeric(cell) for row in body for cell in row) or len({tuple(r) for r in body}) == len(body) > 0
+
+
+class CsvParser:
+    media_types = frozenset({"text/csv"})
+
+    def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
+        decoded = decode_text(content)
+        sample = decoded.text[: 64 * 1024]
+        try:
+            dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
+        except csv.Error:
+            dialect = csv.excel
+        previous_limit = csv.field_size_limit(MAX_FIELD_CHARS)
+        warnings = [decoded.warning] if decoded.warning else []
+        try:
+            rows = self._rows(decoded.text, dialect, limits, warnings)
+        finally:
+            csv.field_size_limit(previous_limit)
+        collector = BlockCollector(limits)
+        header = [rows[0]] if looks_like_header(rows) else []
+        body_start = len(header)
+        columns = max((len(row) for row in rows), default=0)
+        for start in range(body_start, len(rows), ROWS_PER_BLOCK):
+            chunk = rows[start : start + ROWS_PER_BLOCK]
+            block = Block(
+                kind=BlockKind.TABLE,
+                table=Table(rows=tuple(tuple(row) for row in header + chunk), header_rows=len(header)),
+                location=Location(cell_range=a1_range(start + 1, start + len(chunk), columns)),
+            )
+            if not collector.add(block):
+                break
+        return collector.document("text/csv", warnings=tuple(warnings))
+
+    @staticmethod
+    def _rows(
+        text: str, dialect: type[csv.Dialect] | csv.Dialect, limits: ExtractionLimits, warnings: list[str]
+    ) -> list[list[str]]:
+        rows: list[list[str]] = []
+        try:
+            for row in csv.reader(io.StringIO(text), dialect):
+                if not any(cell.strip() for cell in row):
+                    continue
+                rows.append(row)
+                if len(rows) >= limits.max_blocks * ROWS_PER_BLOCK:
+                    warnings.append("only the first rows were kept (the block limit)")
+                    break
+        except csv.Error as error:
+            warnings.append(f"the CSV is damaged after row {len(rows)}: {error}")
+        return rows

@@ -1,0 +1,218 @@
+"""text/html → headings, paragraphs, lists, tables, quotes and code, with line spans; no script, style or
+navigation chrome; nothing is ever fetched (an image keeps its alt text only)."""
+
+from collections.abc import Callable
+from html.parser import HTMLParser
+from typing import ClassVar
+
+from shared.adapters.parsers.text_encoding import decode_text
+from shared.domain.document import (
+    Block,
+    BlockCollector,
+    BlockKind,
+    ExtractionLimits,
+    ExtractionOutcome,
+    Location,
+    Table,
+)
+
+_SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "head",
+                      "nav", "footer", "aside", "form", "button", "select", "textarea"})  # fmt: skip
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+)
+_HEADINGS = {f"h{level}": level for level in range(1, 7)}
+_STRUCTURE = frozenset({"li", "pre", "blockquote", "table", "ul", "ol"})
+_TEXT_BLOCKS = frozenset({"p", "div", "section", "article", "main", "header", "dd", "dt", "figcaption", "caption"})
+
+
+class _Extractor(HTMLParser):
+    def __init__(self, collector: BlockCollector) -> None:
+        super().__init__(convert_charrefs=True)
+        self.collector = collector
+        self.skip_depth = 0
+        self.text: list[str] = []
+        self.text_start = 1
+        self.heading: int | None = None
+        self.lists: list[bool] = []
+        self.in_item = False
+        self.pre = 0
+        self.quote = 0
+        self.tables: list[tuple[list[tuple[str, ...]], int, int]] = []  # rows, header rows, start line
+        self.row: list[str] | None = None
+        self.row_all_th = True
+        self.cell: list[str] | None = None
+
+    # -- structure -----------------------------------------------------------------------------------
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.skip_depth:
+            self.skip_depth += tag in _SKIPPED and tag not in _VOID
+            return
+        if tag in _SKIPPED:
+            self.skip_depth = 1
+            return
+        line = self.getpos()[0]
+        if tag in _HEADINGS or tag in _TEXT_BLOCKS or tag in _STRUCTURE:
+            self.flush()
+            self.text_start = line
+        if tag in _HEADINGS:
+            self.heading = _HEADINGS[tag]
+        elif tag in ("td", "th"):
+            self._open_cell(tag)
+        else:
+            opener = self._OPENERS.get(tag)
+            if opener:
+                opener(self, line, dict(attrs))
+
+    def _open_list(self, line: int, attrs: dict[str, str | None], ordered: bool) -> None:
+        self.lists.append(ordered)
+
+    def _open_item(self, line: int, attrs: dict[str, str | None]) -> None:
+        self.in_item = True
+
+    def _open_pre(self, line: int, attrs: dict[str, str | None]) -> None:
+        self.pre += 1
+
+    def _open_quote(self, line: int, attrs: dict[str, str | None]) -> None:
+        self.quote += 1
+
+    def _open_table(self, line: int, attrs: dict[str, str | None]) -> None:
+        self.tables.append(([], 0, line))
+
+    def _open_row(self, line: int, attrs: dict[str, str | None]) -> None:
+        if self.tables:
+            self.row, self.row_all_th = [], True
+
+    def _open_cell(self, tag: str) -> None:
+        if self.row is not None:
+            self.cell = []
+            self.row_all_th = self.row_all_th and tag == "th"
+
+    def _line_break(self, line: int, attrs: dict[str, str | None]) -> None:
+        self._data("\n")
+
+    def _image(self, line: int, attrs: dict[str, str | None]) -> None:
+        self.flush()
+        alt = (attrs.get("alt") or "").strip()
+        self.collector.add(Block(kind=BlockKind.IMAGE, text=alt, location=Location(line_start=line, line_end=line)))
+
+    _OPENERS: ClassVar[dict[str, Callable[["_Extractor", int, dict[str, str | None]], None]]] = {
+        "ul": lambda self, line, attrs: self._open_list(line, attrs, ordered=False),
+        "ol": lambda self, line, attrs: self._open_list(line, attrs, ordered=True),
+        "li": _open_item,
+        "pre": _open_pre,
+        "blockquote": _open_quote,
+        "table": _open_table,
+        "tr": _open_row,
+        "br": _line_break,
+        "img": _image,
+    }
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skip_depth:
+            self.skip_depth -= tag in _SKIPPED
+            return
+        if tag in ("td", "th"):
+            self._close_cell()
+        elif tag == "tr":
+            self._close_row()
+        elif tag == "table":
+            self._close_table()
+        elif tag in _HEADINGS or tag in _TEXT_BLOCKS or tag in ("li", "pre", "blockquote", "ul", "ol"):
+            self.flush()
+            self._close_container(tag)
+
+    def _close_container(self, tag: str) -> None:
+        if tag in _HEADINGS:
+            self.heading = None
+        elif tag == "li":
+            self.in_item = False
+        elif tag == "pre":
+            self.pre = max(0, self.pre - 1)
+        elif tag == "blockquote":
+            self.quote = max(0, self.quote - 1)
+        elif tag in ("ul", "ol") and self.lists:
+            self.lists.pop()
+
+    def _close_cell(self) -> None:
+        if self.cell is not None and self.row is not None:
+            self.row.append(" ".join("".join(self.cell).split()))
+            self.cell = None
+
+    def _close_row(self) -> None:
+        if self.row is None or not self.tables:
+            return
+        rows, header_rows, start = self.tables[-1]
+        if self.row:
+            rows.append(tuple(self.row))
+            if self.row_all_th and header_rows == len(rows) - 1:
+                header_rows += 1
+        self.tables[-1] = (rows, header_rows, start)
+        self.row = None
+
+    def _close_table(self) -> None:
+        if not self.tables:
+            return
+        rows, header_rows, start = self.tables.pop()
+        if rows:
+            self.collector.add(
+                Block(
+                    kind=BlockKind.TABLE,
+                    table=Table(rows=tuple(rows), header_rows=min(header_rows, 1)),
+                    location=Location(line_start=start, line_end=self.getpos()[0]),
+                )
+            )
+
+    def handle_data(self, data: str) -> None:
+        if not self.skip_depth:
+            self._data(data)
+
+    def _data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+        elif self.tables:
+            return  # text between cells is layout, not content
+        else:
+            if not self.text:
+                self.text_start = self.getpos()[0]
+            self.text.append(data)
+
+    def flush(self) -> None:
+        raw = "".join(self.text)
+        self.text = []
+        text = raw.strip("\n") if self.pre else " ".join(raw.split())
+        if not text.strip():
+            return
+        location = Location(line_start=self.text_start, line_end=self.getpos()[0])
+        if self.heading is not None:
+            block = Block(kind=BlockKind.HEADING, text=text, level=self.heading, location=location)
+        elif self.pre:
+            block = Block(kind=BlockKind.CODE, text=text, location=location)
+        elif self.in_item and self.lists:
+            block = Block(
+                kind=BlockKind.LIST_ITEM,
+                text=text,
+                depth=len(self.lists) - 1,
+                ordered=self.lists[-1],
+                location=location,
+            )
+        elif self.quote:
+            block = Block(kind=BlockKind.QUOTE, text=text, location=location)
+        else:
+            block = Block(kind=BlockKind.PARAGRAPH, text=text, location=location)
+        self.collector.add(block)
+
+
+class HtmlParser:
+    media_types = frozenset({"text/html"})
+
+    def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
+        decoded = decode_text(content)
+        collector = BlockCollector(limits)
+        extractor = _Extractor(collector)
+        extractor.feed(decoded.text)
+        extractor.close()
+        extractor.flush()
+        warnings = (decoded.warning,) if decoded.warning else ()
+        return collector.document("text/html", warnings=warnings)

@@ -1,0 +1,31 @@
+"""text/plain → paragraphs (runs of non-blank lines), each with its line span."""
+
+from shared.adapters.parsers.text_encoding import decode_text
+from shared.domain.document import Block, BlockCollector, BlockKind, ExtractionLimits, ExtractionOutcome, Location
+
+
+class PlainTextParser:
+    media_types = frozenset({"text/plain"})
+
+    def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
+        decoded = decode_text(content)
+        collector = BlockCollector(limits)
+        paragraph: list[str] = []
+        start = 0
+        for number, line in enumerate([*decoded.text.splitlines(), ""], start=1):
+            if line.strip():
+                if not paragraph:
+                    start = number
+                paragraph.append(line.rstrip())
+                continue
+            if paragraph:
+                block = Block(
+                    kind=BlockKind.PARAGRAPH,
+                    text="\n".join(paragraph),
+                    location=Location(line_start=start, line_end=number - 1),
+                )
+                paragraph = []
+                if not collector.add(block):
+                    break
+        warnings = (decoded.warning,) if decoded.warning else ()
+        return collector.document("text/plain", warnings=warnings)

@@ -1,0 +1,170 @@
+"""The extracted document: a list of located blocks, never one long string.
+
+A table keeps its rows and cells, a heading its level, a list item its depth; every block says where
+it came from (page and box, sheet and cell range, slide and shape, paragraph index, or line span), so
+a citation can point back at the exact place. Failure is a value from a closed set, not an exception.
+"""
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.domain.files import FailureReason
+from shared.domain.recognition import BoundingBox
+
+
+class BlockKind(StrEnum):
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST_ITEM = "list_item"
+    TABLE = "table"
+    CODE = "code"
+    QUOTE = "quote"
+    IMAGE = "image"
+    PAGE_BREAK = "page_break"
+
+
+class Location(BaseModel):
+    """Where a block is in its source; only the fields that apply to the format are set."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page: int | None = None
+    box: BoundingBox | None = None
+    sheet: str | None = None
+    cell_range: str | None = None
+    slide: int | None = None
+    shape: str | None = None
+    paragraph_index: int | None = None
+    table_index: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+class Table(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rows: tuple[tuple[str, ...], ...]
+    # How many leading rows are headers (0 when the evidence for a header row is not there).
+    header_rows: int = 0
+
+
+class Block(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: BlockKind
+    text: str = ""
+    location: Location = Field(default_factory=Location)
+    level: int | None = None  # heading level 1..6
+    depth: int | None = None  # list nesting, 0 for top level
+    ordered: bool | None = None  # list item of a numbered list
+    table: Table | None = None
+    image_ref: str | None = None  # where the image's bytes are, for OCR and vision
+    heading_path: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """Characters this block costs a reader: its text, or its cells for a table."""
+        if self.table is not None:
+            return sum(len(cell) for row in self.table.rows for cell in row)
+        return len(self.text)
+
+
+class ExtractedDocument(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    media_type: str
+    blocks: tuple[Block, ...]
+    page_count: int | None = None
+    pages_without_text: tuple[int, ...] = ()
+    warnings: tuple[str, ...] = ()
+    truncated: bool = False
+
+
+class ExtractionFailure(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    reason: FailureReason
+    detail: str
+
+    @property
+    def user_sentence(self) -> str:
+        return self.reason.user_sentence
+
+
+ExtractionOutcome = ExtractedDocument | ExtractionFailure
+
+
+class ExtractionLimits(BaseModel):
+    """Every dimension an attacker-controlled document can grow in (seeds/000 "Bounded in every dimension")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_bytes: int = 100 * 1024 * 1024  # read from storage: refused, never truncated
+    max_pages: int = 2_000  # refused, naming the count and the limit
+    max_text_bytes: int = 10 * 1024 * 1024  # extracted text kept: truncated, and said so
+    max_blocks: int = 100_000  # separate from text: a million empty paragraphs cost no text
+    timeout_seconds: float = 120.0  # enforced from outside the parser
+    max_inflated_bytes: int = 512 * 1024 * 1024  # decompressed PDF streams / OOXML members, as actually inflated
+
+
+class TooManyPages(Exception):
+    def __init__(self, pages: int, limit: int) -> None:
+        super().__init__(f"the document has {pages} pages; the limit is {limit}")
+
+
+class BlockCollector:
+    """Collects a parser's blocks within the limits: text beyond the budget is cut (and said so), blocks
+    beyond the count are dropped (and said so); heading paths are kept as headings go by."""
+
+    def __init__(self, limits: ExtractionLimits) -> None:
+        self._limits = limits
+        self._blocks: list[Block] = []
+        self._text_bytes = 0
+        self._headings: list[tuple[int, str]] = []
+        self.warnings: list[str] = []
+        self.truncated = False
+
+    def add(self, block: Block) -> bool:
+        """Keep the block if the limits allow; False once nothing more will be kept."""
+        if self.truncated:
+            return False
+        if len(self._blocks) >= self._limits.max_blocks:
+            self._stop(f"only the first {self._limits.max_blocks} blocks were kept (the block limit)")
+            return False
+        cost = len(block.text.encode()) + sum(
+            len(cell.encode()) for row in (block.table.rows if block.table else ()) for cell in row
+        )
+        if self._text_bytes + cost > self._limits.max_text_bytes:
+            self._stop(f"text was cut at {self._limits.max_text_bytes} bytes (the extracted text limit)")
+            return False
+        self._text_bytes += cost
+        if block.kind is BlockKind.HEADING and block.level is not None:
+            self._headings = [(level, text) for level, text in self._headings if level < block.level]
+            path = tuple(text for _, text in self._headings)
+            self._headings.append((block.level, block.text))
+        else:
+            path = tuple(text for _, text in self._headings)
+        self._blocks.append(block.model_copy(update={"heading_path": path}))
+        return True
+
+    def _stop(self, warning: str) -> None:
+        self.truncated = True
+        self.warnings.append(warning)
+
+    def document(
+        self,
+        media_type: str,
+        *,
+        page_count: int | None = None,
+        pages_without_text: tuple[int, ...] = (),
+        warnings: tuple[str, ...] = (),
+    ) -> ExtractedDocument:
+        return ExtractedDocument(
+            media_type=media_type,
+            blocks=tuple(self._blocks),
+            page_count=page_count,
+            pages_without_text=pages_without_text,
+            warnings=tuple(self.warnings) + warnings,
+            truncated=self.truncated,
+        )

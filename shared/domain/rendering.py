@@ -1,0 +1,81 @@
+"""Blocks → Markdown for a model: a heading stays a heading, a table arrives as a table."""
+
+from collections.abc import Iterable
+
+from shared.domain.document import Block, BlockKind
+
+
+def _cell(text: str) -> str:
+    # A pipe or a line break inside a cell would break the table's grid.
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", "<br>").strip()
+
+
+def render_table(rows: tuple[tuple[str, ...], ...], header_rows: int) -> str:
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    padded = [tuple(row) + ("",) * (width - len(row)) for row in rows]
+    # Markdown tables need exactly one header row; without a known header an empty one keeps data as data.
+    header = padded[0] if header_rows else ("",) * width
+    body = padded[1:] if header_rows else padded
+    lines = ["| " + " | ".join(_cell(cell) for cell in header) + " |", "|" + " --- |" * width]
+    lines.extend("| " + " | ".join(_cell(cell) for cell in row) + " |" for row in body)
+    return "\n".join(lines)
+
+
+def _heading(block: Block) -> str:
+    return f"{'#' * min(max(block.level or 1, 1), 6)} {block.text}"
+
+
+def _list_item(block: Block) -> str:
+    return f"{'  ' * (block.depth or 0)}{'1.' if block.ordered else '-'} {block.text}"
+
+
+def _table(block: Block) -> str:
+    return render_table(block.table.rows, block.table.header_rows) if block.table else ""
+
+
+def _code(block: Block) -> str:
+    fence = "````" if "```" in block.text else "```"
+    return f"{fence}\n{block.text}\n{fence}"
+
+
+def _quote(block: Block) -> str:
+    return "\n".join(f"> {line}" for line in block.text.splitlines() or [""])
+
+
+def _image(block: Block) -> str:
+    return f"[image{': ' + block.text if block.text else ''}]"
+
+
+def _page_break(block: Block) -> str:
+    return f"<!-- page {block.location.page} -->" if block.location.page else "---"
+
+
+_RENDERERS = {
+    BlockKind.HEADING: _heading,
+    BlockKind.LIST_ITEM: _list_item,
+    BlockKind.TABLE: _table,
+    BlockKind.CODE: _code,
+    BlockKind.QUOTE: _quote,
+    BlockKind.IMAGE: _image,
+    BlockKind.PAGE_BREAK: _page_break,
+}
+
+
+def render_block(block: Block) -> str:
+    renderer = _RENDERERS.get(block.kind)
+    return renderer(block) if renderer else block.text
+
+
+def render_markdown(blocks: Iterable[Block]) -> str:
+    """Consecutive list items stay one list; everything else is separated by a blank line."""
+    parts: list[str] = []
+    previous: BlockKind | None = None
+    for block in blocks:
+        rendered = render_block(block)
+        if parts and not (previous is BlockKind.LIST_ITEM and block.kind is BlockKind.LIST_ITEM):
+            parts.append("")
+        parts.append(rendered)
+        previous = block.kind
+    return "\n".join(parts) + ("\n" if parts else "")

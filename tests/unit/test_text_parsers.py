@@ -1,0 +1,192 @@
+"""The text formats to located blocks, asserted block by block; bounded; never raising on garbage."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared.adapters.parsers.csv_table import ROWS_PER_BLOCK, CsvParser, a1_range, column_letters
+from shared.adapters.parsers.html import HtmlParser
+from shared.adapters.parsers.markdown import MarkdownParser
+from shared.adapters.parsers.plain_text import PlainTextParser
+from shared.domain.document import Block, BlockKind, ExtractedDocument, ExtractionLimits
+from shared.domain.rendering import render_markdown
+from shared.ports import DocumentParser
+
+LIMITS = ExtractionLimits()
+PARSERS: list[DocumentParser] = [PlainTextParser(), MarkdownParser(), CsvParser(), HtmlParser()]
+
+
+def parse(parser: DocumentParser, content: bytes, limits: ExtractionLimits = LIMITS) -> ExtractedDocument:
+    outcome = parser.parse(content, limits)
+    assert isinstance(outcome, ExtractedDocument)
+    return outcome
+
+
+def shape(blocks: tuple[Block, ...]) -> list[tuple[object, ...]]:
+    return [(b.kind.value, b.text, b.level, b.depth, b.location.line_start, b.location.line_end) for b in blocks]
+
+
+def test_plain_text_becomes_paragraphs_with_their_line_spans() -> None:
+    document = parse(PlainTextParser(), b"First line\nsecond line\n\n\nThird paragraph\n")
+    assert shape(document.blocks) == [
+        ("paragraph", "First line\nsecond line", None, None, 1, 2),
+        ("paragraph", "Third paragraph", None, None, 5, 5),
+    ]
+
+
+def test_text_that_is_not_utf8_is_detected_and_said_so() -> None:
+    document = parse(PlainTextParser(), "Café crème, déjà vu — naïve façade.\n".encode("cp1252"))
+    assert document.blocks[0].text.startswith("Caf")
+    assert "é" in document.blocks[0].text
+    assert any("not UTF-8" in warning for warning in document.warnings)
+
+
+def test_utf16_text_with_a_byte_order_mark_is_read() -> None:
+    document = parse(PlainTextParser(), "Grüße\n".encode("utf-16"))
+    assert document.blocks[0].text == "Grüße"
+
+
+MARKDOWN = b"""# Handbook
+
+Intro paragraph.
+
+## Leave
+
+- Annual leave
+  - Carry-over
+1. First step
+
+> Quoted policy.
+
+| Region | Days |
+| --- | --- |
+| EU | 25 |
+| US | 15 |
+
+```python
+print("hi")
+```
+
+<script>alert(1)</script>
+"""
+
+
+def test_markdown_keeps_headings_lists_quotes_tables_and_code_with_lines() -> None:
+    document = parse(MarkdownParser(), MARKDOWN)
+    assert shape(document.blocks) == [
+        ("heading", "Handbook", 1, None, 1, 1),
+        ("paragraph", "Intro paragraph.", None, None, 3, 3),
+        ("heading", "Leave", 2, None, 5, 5),
+        ("list_item", "Annual leave", None, 0, 7, 7),
+        ("list_item", "Carry-over", None, 1, 8, 8),
+        ("list_item", "First step", None, 0, 9, 9),
+        ("quote", "Quoted policy.", None, None, 11, 11),
+        ("table", "", None, None, 13, 16),
+        ("code", 'print("hi")', None, None, 18, 20),
+    ]
+    table = document.blocks[7].table
+    assert table is not None
+    assert (table.rows, table.header_rows) == ((("Region", "Days"), ("EU", "25"), ("US", "15")), 1)
+    assert document.blocks[4].heading_path == ("Handbook", "Leave")
+    assert document.blocks[5].ordered is True
+
+
+def test_the_renderer_gives_a_model_a_table_as_a_table() -> None:
+    rendered = render_markdown(parse(MarkdownParser(), MARKDOWN).blocks)
+    assert "| Region | Days |\n| --- | --- |\n| EU | 25 |\n| US | 15 |" in rendered
+    assert "## Leave" in rendered
+    assert "- Annual leave\n  - Carry-over\n1. First step" in rendered
+
+
+def test_csv_becomes_tables_with_the_header_repeated_and_a1_ranges() -> None:
+    rows = ["name,amount,currency"] + [f"item {i},{i}.50,EUR" for i in range(250)]
+    document = parse(CsvParser(), "\n".join(rows).encode())
+    assert [b.location.cell_range for b in document.blocks] == ["A2:C101", "A102:C201", "A202:C251"]
+    for block in document.blocks:
+        assert block.table is not None
+        assert block.table.header_rows == 1
+        assert block.table.rows[0] == ("name", "amount", "currency")
+    assert len(document.blocks[0].table.rows) == ROWS_PER_BLOCK + 1  # type: ignore[union-attr]
+
+
+def test_csv_without_a_header_row_is_not_given_one() -> None:
+    document = parse(CsvParser(), b"1,2,3\n4,5,6\n")
+    table = document.blocks[0].table
+    assert table is not None
+    assert (table.header_rows, table.rows) == (0, (("1", "2", "3"), ("4", "5", "6")))
+
+
+def test_csv_with_semicolons_is_sniffed() -> None:
+    table = parse(CsvParser(), b"city;population\nParis;2100000\nLyon;520000\n").blocks[0].table
+    assert table is not None
+    assert table.rows[1] == ("Paris", "2100000")
+
+
+@pytest.mark.parametrize(("index", "letters"), [(0, "A"), (25, "Z"), (26, "AA"), (701, "ZZ"), (702, "AAA")])
+def test_column_letters(index: int, letters: str) -> None:
+    assert column_letters(index) == letters
+    assert a1_range(2, 3, index + 1) == f"A2:{letters}3"
+
+
+HTML = b"""<!doctype html>
+<html><head><title>T</title><style>p{color:red}</style><script>steal()</script></head>
+<body>
+<nav><a href="/">Home</a></nav>
+<h1>Quarterly report</h1>
+<p>Revenue grew <b>12%</b>.</p>
+<ul><li>North</li><li>South<ol><li>Inner</li></ol></li></ul>
+<table><tr><th>Quarter</th><th>Revenue</th></tr><tr><td>Q3</td><td>4.2</td></tr></table>
+<img src="http://169.254.169.254/latest" alt="Chart of revenue">
+<footer>Copyright</footer>
+</body></html>
+"""
+
+
+def test_html_keeps_content_and_drops_script_style_and_chrome() -> None:
+    document = parse(HtmlParser(), HTML)
+    assert [(b.kind.value, b.text) for b in document.blocks if b.kind is not BlockKind.TABLE] == [
+        ("heading", "Quarterly report"),
+        ("paragraph", "Revenue grew 12%."),
+        ("list_item", "North"),
+        ("list_item", "South"),
+        ("list_item", "Inner"),
+        ("image", "Chart of revenue"),
+    ]
+    table = next(b.table for b in document.blocks if b.table is not None)
+    assert (table.rows, table.header_rows) == ((("Quarter", "Revenue"), ("Q3", "4.2")), 1)
+    everything = render_markdown(document.blocks)
+    for absent in ("steal", "color:red", "Home", "Copyright", "169.254"):
+        assert absent not in everything
+    assert document.blocks[0].location.line_start == 5
+
+
+@pytest.mark.parametrize("parser", PARSERS, ids=lambda p: type(p).__name__)
+def test_text_beyond_the_limit_is_cut_and_said_so(parser: DocumentParser) -> None:
+    limits = ExtractionLimits(max_text_bytes=1000)
+    content = b"\n\n".join(b"word " * 40 + str(i).encode() for i in range(200))
+    if isinstance(parser, CsvParser):
+        content = b"\n".join(b"a,b," + str(i).encode() * 20 for i in range(2000))
+    document = parse(parser, content, limits)
+    assert document.truncated is True
+    assert sum(len(b.text.encode()) for b in document.blocks) <= 1000
+    assert any("limit" in warning for warning in document.warnings)
+
+
+@pytest.mark.parametrize("parser", PARSERS, ids=lambda p: type(p).__name__)
+def test_the_block_limit_holds_for_a_million_empty_looking_items(parser: DocumentParser) -> None:
+    content = b"x\n\n" * 200_000 if not isinstance(parser, HtmlParser) else b"<p>x</p>" * 200_000
+    if isinstance(parser, CsvParser):
+        content = b"x\n" * 200_000
+    document = parse(parser, content, ExtractionLimits(max_blocks=50))
+    assert len(document.blocks) <= 50
+    assert document.truncated is True or isinstance(parser, CsvParser)
+
+
+@pytest.mark.parametrize("parser", PARSERS, ids=lambda p: type(p).__name__)
+@settings(max_examples=60, deadline=None)
+@given(content=st.binary(max_size=2048) | st.text(max_size=1024).map(str.encode))
+def test_no_input_makes_a_text_parser_raise(parser: DocumentParser, content: bytes) -> None:
+    outcome = parser.parse(content, ExtractionLimits(max_blocks=100, max_text_bytes=10_000))
+    assert isinstance(outcome, ExtractedDocument)
+    assert len(outcome.blocks) <= 100
+    render_markdown(outcome.blocks)
