@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.adapters.parsers.csv_table import ROWS_PER_BLOCK, CsvParser, a1_range, column_letters
+from shared.adapters.parsers.cells import ROWS_PER_BLOCK, a1_range, column_letters
+from shared.adapters.parsers.csv_table import CsvParser
 from shared.adapters.parsers.html import HtmlParser
 from shared.adapters.parsers.markdown import MarkdownParser
 from shared.adapters.parsers.plain_text import PlainTextParser

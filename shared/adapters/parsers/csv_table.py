@@ -3,6 +3,7 @@
 import csv
 import io
 
+from shared.adapters.parsers.cells import ROWS_PER_BLOCK, a1_range, looks_like_header
 from shared.adapters.parsers.text_encoding import decode_text
 from shared.domain.document import (
     Block,
@@ -14,41 +15,7 @@ from shared.domain.document import (
     Table,
 )
 
-# A block is what a reader gets in one piece: a long table arrives as several, each with its header.
-ROWS_PER_BLOCK = 100
 MAX_FIELD_CHARS = 1024 * 1024
-
-
-def column_letters(index: int) -> str:
-    """0 → A, 25 → Z, 26 → AA."""
-    letters = ""
-    index += 1
-    while index:
-        index, remainder = divmod(index - 1, 26)
-        letters = chr(65 + remainder) + letters
-    return letters
-
-
-def a1_range(first_row: int, last_row: int, columns: int) -> str:
-    return f"A{first_row}:{column_letters(max(columns, 1) - 1)}{last_row}"
-
-
-def looks_like_header(rows: list[list[str]]) -> bool:
-    """A first row of labels over columns of data: no numbers in it, and numbers below it somewhere."""
-    if len(rows) < 2 or not rows[0] or any(not cell.strip() for cell in rows[0]):
-        return False
-
-    def numeric(cell: str) -> bool:
-        try:
-            float(cell.replace(",", "").replace("%", "").strip())
-        except ValueError:
-            return False
-        return True
-
-    if any(numeric(cell) for cell in rows[0]):
-        return False
-    body = rows[1:51]
-    return any(numeric(cell) for row in body for cell in row) or len({tuple(r) for r in body}) == len(body) > 0
 
 
 class CsvParser:

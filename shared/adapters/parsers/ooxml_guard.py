@@ -1,0 +1,64 @@
+"""Before python-docx, openpyxl or python-pptx see an Office file: bound its zip and refuse its DTDs.
+
+A zip's headers are claims. Every member is inflated here, streamed and capped, so the ceiling is on
+bytes actually decompressed; the entry count is bounded; and no XML part may carry a DOCTYPE or an
+ENTITY declaration (billion laughs, external entities), whatever the XML library would do with it.
+"""
+
+import io
+import zipfile
+
+from shared.domain.document import ExtractionFailure, ExtractionLimits
+from shared.domain.files import FailureReason
+
+MAX_ENTRIES = 10_000
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_CHUNK = 1024 * 1024
+_FORBIDDEN = (b"<!DOCTYPE", b"<!ENTITY")
+_OVERLAP = max(len(marker) for marker in _FORBIDDEN) - 1
+
+
+def check_office_zip(content: bytes, limits: ExtractionLimits) -> ExtractionFailure | None:
+    """None when the archive is within bounds; otherwise the failure that names the bound."""
+    if content.startswith(_OLE_MAGIC):
+        return _ole_failure(content)
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            members = archive.infolist()
+            if len(members) > MAX_ENTRIES:
+                return ExtractionFailure(
+                    reason=FailureReason.TOO_LARGE,
+                    detail=f"the archive has {len(members)} parts; the limit is {MAX_ENTRIES}",
+                )
+            inflated = 0
+            for member in members:
+                is_xml = member.filename.endswith((".xml", ".rels", ".vml"))
+                with archive.open(member) as stream:
+                    tail = b""
+                    while chunk := stream.read(_CHUNK):
+                        inflated += len(chunk)
+                        if inflated > limits.max_inflated_bytes:
+                            return ExtractionFailure(
+                                reason=FailureReason.TOO_LARGE,
+                                detail=f"its parts inflate past {limits.max_inflated_bytes} bytes",
+                            )
+                        if is_xml:
+                            window = tail + chunk
+                            if any(marker in window for marker in _FORBIDDEN):
+                                return ExtractionFailure(
+                                    reason=FailureReason.MALFORMED,
+                                    detail=f"{member.filename} declares a DTD or entities, which are refused",
+                                )
+                            tail = window[-_OVERLAP:]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, ValueError) as error:
+        return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"the archive is damaged: {error}")
+    return None
+
+
+def _ole_failure(content: bytes) -> ExtractionFailure:
+    # A password-protected OOXML file is an OLE container holding an encrypted package.
+    if "EncryptedPackage".encode("utf-16-le") in content:
+        return ExtractionFailure(reason=FailureReason.ENCRYPTED, detail="the file is password-protected")
+    return ExtractionFailure(
+        reason=FailureReason.MALFORMED, detail="this is a legacy Office file (.doc, .xls, .ppt), not OOXML"
+    )
