@@ -1,0 +1,98 @@
+"""Run the right parser on a document, bounded from the outside.
+
+The parser runs in a child process: the wall clock is enforced by the parent (a parser stuck in a
+loop cannot check its own clock), memory by an address-space limit in the child, and whatever goes
+wrong inside — an exception, a crash, running out of memory — comes back as a failure value. A
+document problem never raises out of here.
+"""
+
+import multiprocessing
+import resource
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+
+from shared.domain.document import ExtractionFailure, ExtractionLimits, ExtractionOutcome
+from shared.domain.files import FailureReason
+from shared.observability import logger
+from shared.ports import DocumentParser
+
+
+class Extractor:
+    def __init__(
+        self,
+        parsers: Sequence[DocumentParser],
+        limits: ExtractionLimits,
+        *,
+        memory_limit_bytes: int | None = 2 * 1024 * 1024 * 1024,
+    ) -> None:
+        self._parsers = {media_type: parser for parser in parsers for media_type in parser.media_types}
+        self._limits = limits
+        self._memory_limit = memory_limit_bytes
+
+    def supports(self, media_type: str) -> bool:
+        return media_type in self._parsers
+
+    def extract(self, content: bytes, media_type: str) -> ExtractionOutcome:
+        parser = self._parsers.get(media_type)
+        if parser is None:
+            return ExtractionFailure(reason=FailureReason.UNSUPPORTED_TYPE, detail=f"{media_type} is not extracted")
+        if len(content) > self._limits.max_bytes:
+            return ExtractionFailure(
+                reason=FailureReason.TOO_LARGE,
+                detail=f"the document is {len(content)} bytes; the limit is {self._limits.max_bytes}",
+            )
+        return self._isolated(parser, content)
+
+    def _isolated(self, parser: DocumentParser, content: bytes) -> ExtractionOutcome:
+        # fork: the child shares the parent's imported parsers and the content without copying them.
+        context = multiprocessing.get_context("fork")
+        receiver, sender = context.Pipe(duplex=False)
+        child = context.Process(
+            target=_parse_in_child, args=(parser, content, self._limits, self._memory_limit, sender), daemon=True
+        )
+        child.start()
+        sender.close()
+        try:
+            if receiver.poll(self._limits.timeout_seconds):
+                try:
+                    outcome: ExtractionOutcome = receiver.recv()
+                    return outcome
+                except EOFError:
+                    pass  # the child died before it could answer
+                return ExtractionFailure(
+                    reason=FailureReason.MALFORMED,
+                    detail=f"the parser crashed on this document (exit {child.exitcode})",
+                )
+            logger.warning("extraction timed out", extra={"seconds": self._limits.timeout_seconds})
+            return ExtractionFailure(
+                reason=FailureReason.TIMED_OUT,
+                detail=f"extraction took longer than {self._limits.timeout_seconds:g} seconds",
+            )
+        finally:
+            receiver.close()
+            if child.is_alive():
+                child.kill()
+            child.join(timeout=10)
+
+
+def _parse_in_child(
+    parser: DocumentParser, content: bytes, limits: ExtractionLimits, memory_limit: int | None, answer: Connection
+) -> None:
+    if memory_limit is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    try:
+        outcome: ExtractionOutcome = parser.parse(content, limits)
+    except MemoryError:
+        outcome = ExtractionFailure(
+            reason=FailureReason.TOO_LARGE, detail="the document needs more memory than allowed"
+        )
+    except RecursionError:
+        outcome = ExtractionFailure(reason=FailureReason.MALFORMED, detail="the document's structure nests too deeply")
+    except Exception as error:
+        outcome = ExtractionFailure(
+            reason=FailureReason.MALFORMED, detail=f"the parser could not read it ({type(error).__name__})"
+        )
+    try:
+        answer.send(outcome)
+    finally:
+        answer.close()
