@@ -6,8 +6,10 @@ wrong inside — an exception, a crash, running out of memory — comes back as 
 document problem never raises out of here.
 """
 
+import faulthandler
 import multiprocessing
 import resource
+import signal
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
@@ -59,10 +61,8 @@ class Extractor:
                     return outcome
                 except EOFError:
                     pass  # the child died before it could answer
-                return ExtractionFailure(
-                    reason=FailureReason.MALFORMED,
-                    detail=f"the parser crashed on this document (exit {child.exitcode})",
-                )
+                child.join(timeout=10)
+                return _died(child.exitcode)
             logger.warning("extraction timed out", extra={"seconds": self._limits.timeout_seconds})
             return ExtractionFailure(
                 reason=FailureReason.TIMED_OUT,
@@ -75,9 +75,22 @@ class Extractor:
             child.join(timeout=10)
 
 
+def _died(exitcode: int | None) -> ExtractionFailure:
+    # Native code that cannot allocate under the address-space limit aborts (C++ bad_alloc → SIGABRT).
+    if exitcode == -signal.SIGABRT:
+        return ExtractionFailure(
+            reason=FailureReason.TOO_LARGE, detail="the document needed more memory than extraction allows"
+        )
+    return ExtractionFailure(
+        reason=FailureReason.MALFORMED, detail=f"the parser crashed on this document (exit {exitcode})"
+    )
+
+
 def _parse_in_child(
     parser: DocumentParser, content: bytes, limits: ExtractionLimits, memory_limit: int | None, answer: Connection
 ) -> None:
+    # A native crash here is an outcome, reported by the parent: not a stack dump on the shared stderr.
+    faulthandler.disable()
     if memory_limit is not None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     try:

@@ -1,0 +1,168 @@
+"""PDF text layer to located blocks: headings by size, paragraphs with boxes, pages without text recorded."""
+
+import pytest
+
+from shared.adapters.parsers.pdf import PdfParser
+from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits
+from shared.domain.files import FailureReason
+from shared.services.extraction import Extractor
+from tests.conftest import REPO_ROOT
+
+PDF_DATA = REPO_ROOT.parent / "shared" / "data" / "pdfs"
+LIMITS = ExtractionLimits()
+
+
+def report_pdf(*, blank_second_page: bool = True, password: str | None = None) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_auto_page_break(auto=False)
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=24)
+    pdf.cell(text="Annual report", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", size=16)
+    pdf.cell(text="Revenue", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(w=170, text="Revenue grew twelve percent in the third quarter. " * 4)
+    pdf.ln(8)
+    pdf.multi_cell(w=170, text="Costs stayed flat across every region we operate in. " * 3)
+    if blank_second_page:
+        pdf.add_page()
+    if password:
+        pdf.set_encryption(owner_password="owner", user_password=password)
+    return bytes(pdf.output())
+
+
+def document(content: bytes) -> ExtractedDocument:
+    outcome = PdfParser().parse(content, LIMITS)
+    assert isinstance(outcome, ExtractedDocument), outcome
+    return outcome
+
+
+def test_headings_come_from_font_size_and_paragraphs_keep_their_page_and_box() -> None:
+    extracted = document(report_pdf())
+    assert [(b.kind.value, b.level, b.text[:30]) for b in extracted.blocks] == [
+        ("heading", 1, "Annual report"),
+        ("heading", 2, "Revenue"),
+        ("paragraph", None, "Revenue grew twelve percent in"),
+        ("paragraph", None, "Costs stayed flat across every"),
+    ]
+    first_paragraph = extracted.blocks[2]
+    assert first_paragraph.text.count("Revenue grew twelve percent") == 4  # wrapped lines joined back
+    assert first_paragraph.heading_path == ("Annual report", "Revenue")
+    box = first_paragraph.location.box
+    assert first_paragraph.location.page == 1
+    assert box is not None
+    assert 0.0 < box.left < 0.2 and 0.0 < box.top < 0.3 and 0.5 < box.width <= 1.0 and box.height > 0.01
+    assert extracted.blocks[0].location.box.top < box.top  # type: ignore[union-attr]
+
+
+def test_a_page_without_a_text_layer_is_recorded_for_ocr() -> None:
+    extracted = document(report_pdf(blank_second_page=True))
+    assert (extracted.page_count, extracted.pages_without_text) == (2, (2,))
+    assert any("no text layer" in warning for warning in extracted.warnings)
+
+
+def test_a_password_protected_pdf_is_encrypted() -> None:
+    outcome = PdfParser().parse(report_pdf(password="secret"), LIMITS)
+    assert isinstance(outcome, ExtractionFailure)
+    assert outcome.reason is FailureReason.ENCRYPTED
+
+
+@pytest.mark.parametrize("content", [b"", b"%PDF-1.7\n garbage", b"not a pdf at all"])
+def test_a_broken_pdf_is_malformed(content: bytes) -> None:
+    outcome = PdfParser().parse(content, LIMITS)
+    assert isinstance(outcome, ExtractionFailure)
+    assert outcome.reason is FailureReason.MALFORMED
+
+
+def test_ten_thousand_empty_pages_are_refused_naming_the_count_and_limit() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    for _ in range(10_000):
+        pdf.add_page()
+    outcome = Extractor([PdfParser()], ExtractionLimits(max_pages=2_000)).extract(
+        bytes(pdf.output()), "application/pdf"
+    )
+    assert isinstance(outcome, ExtractionFailure)
+    assert (outcome.reason, outcome.detail) == (
+        FailureReason.TOO_MANY_PAGES,
+        "the document has 10000 pages; the limit is 2000",
+    )
+
+
+def test_a_pdf_with_pages_but_no_text_at_all_is_no_text_layer() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.add_page()
+    outcome = PdfParser().parse(bytes(pdf.output()), LIMITS)
+    assert isinstance(outcome, ExtractionFailure)
+    assert (outcome.reason, outcome.detail) == (FailureReason.NO_TEXT_LAYER, "none of its 2 pages has a text layer")
+
+
+@pytest.mark.skipif(not PDF_DATA.exists(), reason="../shared/data/pdfs is not present on this machine")
+def test_every_public_pdf_ends_in_blocks_or_a_failure_value_inside_the_isolated_extractor() -> None:
+    extractor = Extractor([PdfParser()], LIMITS)
+    files = sorted(PDF_DATA.rglob("*.pdf"))
+    assert files
+    outcomes = {path.name: extractor.extract(path.read_bytes(), "application/pdf") for path in files}
+    documents = [o for o in outcomes.values() if isinstance(o, ExtractedDocument)]
+    assert len(documents) >= len(files) // 2
+    assert all(b.location.page for o in documents for b in o.blocks)
+    reasons = {o.reason for o in outcomes.values() if isinstance(o, ExtractionFailure)}
+    assert reasons <= {FailureReason.ENCRYPTED, FailureReason.NO_TEXT_LAYER, FailureReason.MALFORMED}
+    assert any(o.reason is FailureReason.ENCRYPTED for o in outcomes.values() if isinstance(o, ExtractionFailure))
+
+
+def test_the_blocks_read_in_order_down_the_page() -> None:
+    extracted = document(report_pdf(blank_second_page=False))
+    tops = [block.location.box.top for block in extracted.blocks if block.location.box]  # type: ignore[union-attr]
+    assert tops == sorted(tops)
+
+
+def raw_pdf(objects: list[bytes]) -> bytes:
+    """A PDF assembled object by object, with a correct cross-reference table."""
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+def test_a_content_stream_that_inflates_past_the_memory_ceiling_ends_as_a_failure_value() -> None:
+    import zlib
+
+    bomb = zlib.compress(b"0 0 m " * (120 * 1024 * 1024 // 6), 9)  # ~120 MB of drawing operators
+    content = raw_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+            f"<< /Length {len(bomb)} /Filter /FlateDecode >>\nstream\n".encode() + bomb + b"\nendstream",
+        ]
+    )
+    assert len(content) < 1024 * 1024
+    extractor = Extractor([PdfParser()], ExtractionLimits(timeout_seconds=30), memory_limit_bytes=160 * 1024 * 1024)
+    outcome = extractor.extract(content, "application/pdf")
+    assert isinstance(outcome, ExtractionFailure)
+    assert outcome.reason is FailureReason.TOO_LARGE
+
+
+def test_a_page_tree_that_loops_back_on_itself_ends_as_a_failure_value() -> None:
+    content = raw_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>",  # the tree contains itself
+            b"<< /Type /Pages /Kids [2 0 R] /Count 1 >>",
+        ]
+    )
+    outcome = Extractor([PdfParser()], ExtractionLimits(timeout_seconds=10)).extract(content, "application/pdf")
+    assert isinstance(outcome, ExtractionFailure)
