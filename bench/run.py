@@ -158,6 +158,10 @@ def main() -> int:
         finally:
             quire(workdir, "down")
 
+    from bench.extraction import figures as extraction_figures
+
+    results.extend(extraction_figures(result))
+
     venv = REPO_ROOT / ".venv"
     size = subprocess.run(["du", "-sm", str(venv)], capture_output=True, text=True, check=True).stdout.split()[0]
     results.append(result("virtualenv size", [float(size)], "MB"))
