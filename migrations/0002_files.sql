@@ -18,7 +18,8 @@ CREATE TABLE file_versions (
   state              text        NOT NULL DEFAULT 'pending'
                      CHECK (state IN ('pending', 'stored', 'rejected', 'deleting', 'deleted')),
   processing_state   text        NOT NULL DEFAULT 'not_started'
-                     CHECK (processing_state IN ('not_started', 'running', 'indexed', 'failed')),
+                     CHECK (processing_state IN ('not_started', 'queued', 'extracting', 'extracted',
+                                                 'indexing', 'indexed', 'failed')),
   media_type         text        NOT NULL,
   declared_byte_size bigint      NOT NULL CHECK (declared_byte_size >= 0),
   byte_size          bigint      CHECK (byte_size >= 0),

@@ -18,6 +18,13 @@ ALTER TABLE file_versions
   ADD COLUMN rejection_reason        text,
   ADD COLUMN stored_at               timestamptz,
   ADD COLUMN processing_requested_at timestamptz,
+  -- The extraction's summary; the document itself is a derived object (document_key), never a column.
+  ADD COLUMN page_count              integer     CHECK (page_count >= 0),
+  ADD COLUMN block_count             integer     CHECK (block_count >= 0),
+  ADD COLUMN pages_without_text      integer[]   NOT NULL DEFAULT '{}',
+  ADD COLUMN extraction_warnings     text[]      NOT NULL DEFAULT '{}',
+  ADD COLUMN extraction_truncated    boolean     NOT NULL DEFAULT false,
+  ADD COLUMN document_key            text,
   ADD CONSTRAINT rejected_has_reason CHECK ((state = 'rejected') = (rejection_reason IS NOT NULL) OR state IN ('deleting', 'deleted')),
   ADD CONSTRAINT storage_key_unique UNIQUE (storage_key);
 
@@ -28,4 +35,4 @@ CREATE INDEX file_versions_live ON file_versions (tenant_id, file_id) WHERE stat
 CREATE INDEX file_versions_transitional ON file_versions (tenant_id, updated_at, version_id)
   WHERE state IN ('pending', 'deleting');
 CREATE INDEX file_versions_awaiting_processing ON file_versions (tenant_id, updated_at, version_id)
-  WHERE state = 'stored' AND processing_state IN ('not_started', 'running');
+  WHERE state = 'stored' AND processing_state IN ('not_started', 'queued', 'extracting', 'indexing');

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 from shared.adapters.local.unavailable import (
     UnavailableEmbedder,
@@ -15,11 +16,14 @@ from shared.adapters.local.unavailable import (
     UnavailableOcr,
     UnavailableTranscription,
     UnavailableVision,
+    UnavailableWorkflow,
 )
 from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.domain.document import ExtractionLimits
 from shared.ports import (
     AuthorizationPolicy,
+    DocumentParser,
     EmbeddingProvider,
     FileContentStore,
     FileMetadataStore,
@@ -30,7 +34,9 @@ from shared.ports import (
     Workflow,
 )
 from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
+from shared.services.pipeline import IngestionPipeline
 from shared.services.reconciliation import Reconciler, ReconcileThresholds
 from shared.services.upload_completion import UploadCompletion
 
@@ -114,10 +120,60 @@ class Container:
         )
 
     @cached_property
-    def workflow(self) -> Workflow:
-        from shared.adapters.local.workflow import PipelineNotBuilt
+    def extractor(self) -> Extractor:
+        from shared.adapters.parsers.csv_table import CsvParser
+        from shared.adapters.parsers.docx import DocxParser
+        from shared.adapters.parsers.html import HtmlParser
+        from shared.adapters.parsers.markdown import MarkdownParser
+        from shared.adapters.parsers.pdf import PdfParser
+        from shared.adapters.parsers.plain_text import PlainTextParser
+        from shared.adapters.parsers.pptx import PptxParser
+        from shared.adapters.parsers.xlsx import XlsxParser
 
-        return PipelineNotBuilt()
+        parsers: list[DocumentParser] = [
+            PdfParser(),
+            DocxParser(),
+            XlsxParser(),
+            PptxParser(),
+            HtmlParser(),
+            MarkdownParser(),
+            CsvParser(),
+            PlainTextParser(),
+        ]
+        limits = ExtractionLimits(
+            max_bytes=self.settings.max_upload_bytes,
+            max_pages=self.settings.extraction_max_pages,
+            timeout_seconds=self.settings.extraction_timeout_seconds,
+        )
+        return Extractor(parsers, limits, memory_limit_bytes=self.settings.extraction_memory_bytes)
+
+    @cached_property
+    def pipeline(self) -> IngestionPipeline:
+        return IngestionPipeline(self.file_metadata, self.content, self.extractor)
+
+    @cached_property
+    def workflow(self) -> Workflow:
+        if self._local:
+            from shared.adapters.local.workflow import InProcessWorkflow
+
+            metadata = self.file_metadata
+            return InProcessWorkflow(
+                lambda request, stale_before: metadata.queue_processing(
+                    request.tenant_id, UUID(request.version_id), stale_before=stale_before
+                ),
+                self.pipeline.run,
+                stale_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
+            )
+        if self.settings.state_machine_arn is None:
+            return UnavailableWorkflow("QUIRE_STATE_MACHINE_ARN is not set, so no processing can be started")
+        from shared.adapters.aws.step_functions_workflow import StepFunctionsWorkflow
+
+        return StepFunctionsWorkflow(self._stepfunctions_client, self.settings.state_machine_arn)
+
+    def _stepfunctions_client(self) -> object:
+        import boto3
+
+        return boto3.client("stepfunctions", region_name=self.settings.region)
 
     @cached_property
     def upload_completion(self) -> UploadCompletion:

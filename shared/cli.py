@@ -180,6 +180,31 @@ def cmd_files(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_read(args: argparse.Namespace) -> int:
+    from shared.local.api_client import ApiError
+
+    client = _api(args, args.collections.split(","))
+    cursor: str | None = None
+    while True:
+        path = f"/v1/files/{args.file_id}/document" + (f"?cursor={cursor}" if cursor else "")
+        try:
+            window = client.call("GET", path)
+        except ApiError as error:
+            body = error.body if isinstance(error.body, dict) else {}
+            retry = " (trying again later may help)" if body.get("retryable") else ""
+            print(f"quire read: {args.file_id}: {body.get('message', error)}{retry}", file=sys.stderr)
+            return 1
+        if args.json:
+            print(json.dumps(window, indent=2))
+        else:
+            print(window["markdown"], end="")
+        cursor = window["nextCursor"]
+        if not cursor or not args.all:
+            if cursor:
+                print(f"\n[{window['totalBlocks'] - int(cursor)} more blocks: quire read {args.file_id} --all]")
+            return 0
+
+
 def cmd_rm(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
@@ -205,6 +230,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         return 1
     container = Container(settings_for(state))
     report = container.reconciler.run(datetime.now(UTC)).as_dict()
+    # Processing asked for again runs in this process locally: finish it before exiting.
+    if "workflow" in container.__dict__ and hasattr(container.workflow, "drain"):
+        container.workflow.drain()
     container.database.close()
     if args.json:
         print(json.dumps(report, indent=2))
@@ -250,6 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--json", action="store_true")
     _caller_options(files)
     files.set_defaults(run=cmd_files)
+    read = commands.add_parser("read", help="show a file's extracted document as Markdown")
+    read.add_argument("file_id")
+    read.add_argument("--all", action="store_true", help="every window, not just the first")
+    read.add_argument("--json", action="store_true", help="the windows as the API returns them")
+    read.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _caller_options(read)
+    read.set_defaults(run=cmd_read)
     remove = commands.add_parser("rm", help="delete a file (all its versions)")
     remove.add_argument("file_id")
     remove.add_argument("--collections", default="default", help="comma-separated collections the caller may read")

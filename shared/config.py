@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     # Reconciliation: how long an upload may stay pending, and processing may stall, before it acts.
     reconcile_pending_after_seconds: int = Field(default=3600, ge=0)
     reconcile_stuck_after_seconds: int = Field(default=3600, ge=0)
+    # Extraction bounds that differ by deployment (the rest are ExtractionLimits' defaults).
+    extraction_timeout_seconds: float = Field(default=120, gt=0, le=900)
+    extraction_max_pages: int = Field(default=2000, ge=1)
+    extraction_memory_bytes: int = Field(default=2 * 1024 * 1024 * 1024, ge=256 * 1024 * 1024)
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None
     state_machine_arn: str | None = None

@@ -13,10 +13,13 @@ from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import ExtractionLimits, ExtractionOutcome
 from shared.domain.files import (
+    ExtractionSummary,
+    FailureReason,
     FileRecord,
     FileVersionRecord,
     NewVersion,
     PresignedUpload,
+    ProcessingState,
     SignedRead,
     StoredObject,
     VersionState,
@@ -164,6 +167,24 @@ class FileMetadataStore(Protocol):
         self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
     ) -> list[tuple[UUID, FileVersionRecord]]:
         """Stored versions whose processing was never asked for, or has not finished, since `cutoff`."""
+        ...
+
+    def queue_processing(self, tenant_id: str, version_id: UUID, *, stale_before: datetime) -> bool:
+        """not_started (or in progress but silent since `stale_before`) → queued; True when this call did it."""
+        ...
+
+    def move_processing(
+        self, tenant_id: str, version_id: UUID, *, to: ProcessingState, expected: Iterable[ProcessingState]
+    ) -> bool:
+        """Compare-and-set on the processing state of a stored version."""
+        ...
+
+    def record_extraction(self, tenant_id: str, version_id: UUID, summary: ExtractionSummary) -> bool:
+        """extracting → extracted, with the summary and the derived document's key."""
+        ...
+
+    def record_failure(self, tenant_id: str, version_id: UUID, *, reason: FailureReason, detail: str) -> bool:
+        """In progress → failed, with a reason from the closed set."""
         ...
 
     def tenant_ids(self) -> list[str]:

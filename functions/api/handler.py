@@ -13,10 +13,12 @@ from functions.api.errors import register_error_handlers
 from functions.api.schemas import (
     CollectionDeletionView,
     DeletionView,
+    DocumentWindowView,
     FileListView,
     FileSummary,
     FileView,
     NewVersionRequest,
+    NothingToReadView,
     SignedReadView,
     UploadRequest,
     UploadResponse,
@@ -24,7 +26,10 @@ from functions.api.schemas import (
 from shared.bootstrap import Container
 from shared.config import load_settings
 from shared.domain.auth import Principal, principal_from_claims
-from shared.domain.errors import NotFound
+from shared.domain.errors import InvalidRequest, NotFound
+from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState
+from shared.domain.reading import window
+from shared.domain.rendering import render_markdown
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
 from shared.observability import logger, tracer
 from shared.ports import MAX_SIGNED_READ_LIFETIME
@@ -142,6 +147,55 @@ def read_content(
         status_code=200,
         content_type=content_types.APPLICATION_JSON,
         body=SignedReadView(url=result.url, expires_at=result.expires_at),
+    )
+
+
+@app.get("/v1/files/<file_id>/document")
+def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=16)] = None) -> Response[Any]:
+    parsed = parse_id(file_id)
+    version = container.files.readable_document(current_principal(), parsed)
+    if (
+        version.processing_state is not ProcessingState.EXTRACTED
+        and version.processing_state is not ProcessingState.INDEXED
+    ):
+        return Response(status_code=409, content_type=content_types.APPLICATION_JSON, body=nothing_to_read(version))
+    document = container.pipeline.read_document(version)
+    try:
+        shown = window(document.blocks, int(cursor) if cursor else 0)
+    except ValueError as error:
+        raise InvalidRequest("cursor is not one this API returned") from error
+    return Response(
+        status_code=200,
+        content_type=content_types.APPLICATION_JSON,
+        body=DocumentWindowView(
+            file_id=parsed,
+            version_id=version.version_id,
+            start=shown.start,
+            next_cursor=str(shown.next_start) if shown.next_start is not None else None,
+            total_blocks=shown.total_blocks,
+            markdown=render_markdown(shown.blocks),
+            blocks=[block.model_dump(mode="json", exclude_none=True) for block in shown.blocks],
+            warnings=list(document.warnings),
+        ),
+    )
+
+
+def nothing_to_read(version: FileVersionRecord) -> NothingToReadView:
+    """Why there is nothing to read yet, and whether trying again could change that."""
+    if version.processing_state is ProcessingState.FAILED and version.failure_reason is not None:
+        return NothingToReadView(
+            error="extraction_failed",
+            message=version.failure_reason.user_sentence,
+            reason=version.failure_reason.value,
+            # Only a timeout may go differently next time; the same bytes give the same answer otherwise.
+            retryable=version.failure_reason is FailureReason.TIMED_OUT,
+            processing_state=version.processing_state.value,
+        )
+    return NothingToReadView(
+        error="not_ready",
+        message=f"the document is {version.processing_state.value.replace('_', ' ')}; try again shortly",
+        retryable=True,
+        processing_state=version.processing_state.value,
     )
 
 

@@ -53,6 +53,14 @@ class FailureView(ApiModel):
     detail: str | None = None
 
 
+class ExtractionView(ApiModel):
+    page_count: int | None
+    block_count: int | None
+    pages_without_text: list[int]
+    warnings: list[str]
+    truncated: bool
+
+
 class VersionView(ApiModel):
     version_id: UUID
     state: str
@@ -65,6 +73,7 @@ class VersionView(ApiModel):
     stored_at: datetime | None
     rejection_reason: str | None
     failure: FailureView | None
+    extraction: ExtractionView | None = None
 
     @classmethod
     def of(cls, version: FileVersionRecord) -> "VersionView":
@@ -89,6 +98,15 @@ class VersionView(ApiModel):
             stored_at=version.stored_at,
             rejection_reason=version.rejection_reason,
             failure=failure,
+            extraction=ExtractionView(
+                page_count=version.page_count,
+                block_count=version.block_count,
+                pages_without_text=list(version.pages_without_text),
+                warnings=list(version.extraction_warnings),
+                truncated=version.extraction_truncated,
+            )
+            if version.document_key
+            else None,
         )
 
 
@@ -139,3 +157,23 @@ class DeletionView(ApiModel):
 class CollectionDeletionView(ApiModel):
     collection_id: str
     versions_deleting: int
+
+
+class DocumentWindowView(ApiModel):
+    file_id: UUID
+    version_id: UUID
+    start: int
+    next_cursor: str | None
+    total_blocks: int
+    markdown: str
+    blocks: list[dict[str, object]]
+    warnings: list[str]
+    low_confidence: bool = False
+
+
+class NothingToReadView(ApiModel):
+    error: str
+    message: str
+    retryable: bool
+    processing_state: str
+    reason: str | None = None

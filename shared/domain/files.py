@@ -25,9 +25,15 @@ class ProcessingState(StrEnum):
     """Where the ingestion pipeline is with a stored version."""
 
     NOT_STARTED = "not_started"
-    RUNNING = "running"
+    QUEUED = "queued"
+    EXTRACTING = "extracting"
+    EXTRACTED = "extracted"  # the end of the pipeline until indexing lands
+    INDEXING = "indexing"
     INDEXED = "indexed"
     FAILED = "failed"
+
+
+IN_PROGRESS = frozenset({ProcessingState.QUEUED, ProcessingState.EXTRACTING, ProcessingState.INDEXING})
 
 
 class FailureReason(StrEnum):
@@ -122,6 +128,12 @@ class FileVersionRecord(BaseModel):
     updated_at: datetime
     stored_at: datetime | None
     processing_requested_at: datetime | None
+    page_count: int | None = None
+    block_count: int | None = None
+    pages_without_text: tuple[int, ...] = ()
+    extraction_warnings: tuple[str, ...] = ()
+    extraction_truncated: bool = False
+    document_key: str | None = None
 
 
 class FileRecord(BaseModel):
@@ -152,3 +164,16 @@ class FilePage(BaseModel):
 
     files: tuple[FileRecord, ...]
     next_cursor: str | None
+
+
+class ExtractionSummary(BaseModel):
+    """What the version row keeps of an extraction; the document itself is a derived object."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page_count: int | None
+    block_count: int
+    pages_without_text: tuple[int, ...]
+    warnings: tuple[str, ...]
+    truncated: bool
+    document_key: str

@@ -107,6 +107,11 @@ def storage_key(tenant_id: str, file_id: UUID, version_id: UUID) -> str:
     return f"tenants/{tenant_id}/files/{file_id}/versions/{version_id}"
 
 
+def document_key(tenant_id: str, file_id: UUID, version_id: UUID) -> str:
+    """Where a version's extracted document lives: derived, beside (never in place of) the original."""
+    return f"derived/tenants/{tenant_id}/files/{file_id}/versions/{version_id}/document.json"
+
+
 _KEY = re.compile(
     r"^tenants/(?P<tenant>[A-Za-z0-9][A-Za-z0-9_.-]{0,63})/files/(?P<file>[0-9a-f-]{36})/versions/(?P<version>[0-9a-f-]{36})$"
 )

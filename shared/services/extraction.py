@@ -34,6 +34,10 @@ class Extractor:
     def supports(self, media_type: str) -> bool:
         return media_type in self._parsers
 
+    @property
+    def max_bytes(self) -> int:
+        return self._limits.max_bytes
+
     def extract(self, content: bytes, media_type: str) -> ExtractionOutcome:
         parser = self._parsers.get(media_type)
         if parser is None:

@@ -204,6 +204,14 @@ class FileService:
             raise NotReady(f"this version is {version.state.value}, not stored: there are no bytes to read")
         return version
 
+    def readable_document(self, principal: Principal, file_id: UUID) -> FileVersionRecord:
+        """The newest stored version, entitlement checked; the caller reads its document."""
+        record = self.get_file(principal, file_id)
+        version = record.current
+        if version.state is not VersionState.STORED:
+            raise NotReady(f"this version is {version.state.value}: there is nothing to read")
+        return version
+
     def delete_collection_files(self, principal: Principal, collection_id: str) -> int:
         """Every file of the collection, a pending upload included, leaves at once; returns versions moved."""
         self._policy.ensure_can_read(principal, collection_id)

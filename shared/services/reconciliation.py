@@ -119,8 +119,11 @@ class Reconciler:
             )
         )
         for _, version in deleting:
-            # Bytes first, then the row: a crash between the two leaves a `deleting` row, swept again.
+            # Bytes first (the original and what was derived from it), then the row: a crash between the
+            # two leaves a `deleting` row, swept again.
             self._content.delete_all_versions(version.storage_key)
+            if version.document_key:
+                self._content.delete_all_versions(version.document_key)
             if self._metadata.mark_deleted(tenant_id, version.version_id):
                 report.deleted_versions += 1
 

@@ -216,10 +216,11 @@ def test_a_stale_state_file_never_makes_down_signal_someone_elses_process(workdi
 
 
 def tiny_files(folder: Path) -> list[Path]:
-    from tests.integration.files_stack import PDF, PNG, docx_bytes
+    from tests.integration.files_stack import PDF, PNG
+    from tests.unit.test_office_parsers import word_document
 
     made = []
-    for name, content in (("Handbook.pdf", PDF), ("Policy.docx", docx_bytes()), ("Chart.png", PNG)):
+    for name, content in (("Handbook.pdf", PDF), ("Policy.docx", word_document()), ("Chart.png", PNG)):
         path = folder / name
         path.write_bytes(content)
         made.append(path)
@@ -258,6 +259,19 @@ def test_upload_read_probe_remove_and_reconcile_from_the_cli(workdir: Path) -> N
     # Another tenant: the same 404, byte for byte, as for an id that never existed.
     assert get(f"/v1/files/{by_name['Handbook.pdf']}", stranger) == get(f"/v1/files/{uuid.uuid4()}", stranger)
     assert get(f"/v1/files/{by_name['Handbook.pdf']}", stranger)[0] == 404
+
+    # The DOCX was extracted by the local pipeline: `quire read` shows it as Markdown, its table as a table.
+    deadline = time.monotonic() + 60
+    while True:
+        read = quire(
+            workdir, "read", by_name["Policy.docx"], "--collections", "handbooks", "--tenant", "acme", check=False
+        )
+        if read.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert read.returncode == 0, read.stderr
+    assert "# Employee handbook" in read.stdout
+    assert "| Region | Days |" in read.stdout
 
     for file_id in by_name.values():
         quire(workdir, "rm", file_id, "--collections", "handbooks", "--tenant", "acme")

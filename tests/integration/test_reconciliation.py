@@ -65,12 +65,20 @@ def test_crash_after_the_bytes_before_the_stored_mark_is_completed(stack: Stack,
     assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["state"] == "stored"
 
 
-def test_crash_after_the_stored_mark_before_asking_for_processing_asks_again(stack: Stack) -> None:
+def test_crash_after_the_stored_mark_before_asking_for_processing_asks_again(stack: Stack, lost_events: None) -> None:
     token = stack.token()
     ticket = stack.upload(token, "ask.pdf", "application/pdf", PDF)
+    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
+    assert landed is not None
+    # The compare-and-set happened, then the process died before it asked for processing.
+    assert stack.container.file_metadata.mark_stored(
+        "acme", uuid.UUID(ticket["versionId"]), byte_size=landed.byte_size, storage_version_id=landed.version_id
+    )
     requested = {e["versionId"]: e for e in reconcile(stack)["processingRequested"]}
-    # Asked again; the local build has no pipeline yet, which the report states rather than hides.
-    assert requested[ticket["versionId"]]["outcome"] == "unavailable"
+    assert requested[ticket["versionId"]]["outcome"] == "started"
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    current = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]
+    assert current["processingState"] in ("extracted", "failed")
 
 
 def test_crash_after_deleting_before_the_bytes_went_finishes_the_deletion(stack: Stack) -> None:

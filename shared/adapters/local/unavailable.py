@@ -10,6 +10,7 @@ from typing import NoReturn
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
 from shared.domain.recognition import ImageDescription, RecognitionResult, Transcript
+from shared.domain.workflow import ProcessVersion, StartOutcome
 
 
 class _Unavailable:
@@ -71,3 +72,13 @@ class UnavailableGenerator(_Unavailable):
 
     def generate(self, instructions: str, evidence: Sequence[str]) -> str:
         self._refuse()
+
+
+class UnavailableWorkflow:
+    """No way to start processing here (no state machine configured): starting says so and refuses."""
+
+    def __init__(self, reason: str) -> None:
+        self._reason = reason
+
+    def start(self, request: ProcessVersion) -> StartOutcome:
+        raise CapabilityUnavailable("workflow", self._reason)

@@ -11,9 +11,12 @@ from psycopg.rows import dict_row
 from shared.adapters.postgres.database import Database
 from shared.domain.errors import NotFound
 from shared.domain.files import (
+    ExtractionSummary,
+    FailureReason,
     FileRecord,
     FileVersionRecord,
     NewVersion,
+    ProcessingState,
     VersionState,
 )
 
@@ -21,7 +24,8 @@ _LIVE = ("pending", "stored", "rejected")
 _VERSION_COLUMNS = (
     "file_id, version_id, state, processing_state, filename, media_type, declared_byte_size, byte_size,"
     " storage_key, storage_version_id, rejection_reason, failure_reason, failure_detail, created_at,"
-    " updated_at, stored_at, processing_requested_at"
+    " updated_at, stored_at, processing_requested_at, page_count, block_count, pages_without_text,"
+    " extraction_warnings, extraction_truncated, document_key"
 )
 
 
@@ -283,7 +287,8 @@ class PostgresFileMetadataStore:
         """Stored versions whose processing was never asked for, or not started or finished since `cutoff`."""
         query = (
             f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - a constant column list
-            " WHERE tenant_id = %(tenant)s AND state = 'stored' AND processing_state IN ('not_started', 'running')"
+            " WHERE tenant_id = %(tenant)s AND state = 'stored'"
+            " AND processing_state IN ('not_started', 'queued', 'extracting', 'indexing')"
             " AND updated_at < %(cutoff)s"
             " AND (processing_requested_at IS NULL OR processing_requested_at < %(cutoff)s)"
         )
@@ -298,6 +303,62 @@ class PostgresFileMetadataStore:
         ):
             rows = cursor.execute(query, params).fetchall()
         return [(row["file_id"], _version(row)) for row in rows]
+
+    def queue_processing(self, tenant_id: str, version_id: UUID, *, stale_before: datetime) -> bool:
+        """not_started (or in progress but silent since `stale_before`) → queued; True when this call did it."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            changed = conn.execute(
+                "UPDATE file_versions SET processing_state = 'queued', processing_requested_at = now(),"
+                " updated_at = now(), failure_reason = NULL, failure_detail = NULL"
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
+                " AND (processing_state = 'not_started'"
+                "      OR (processing_state IN ('queued', 'extracting', 'indexing') AND updated_at < %s))",
+                (tenant_id, version_id, stale_before),
+            ).rowcount
+        return changed == 1
+
+    def move_processing(
+        self, tenant_id: str, version_id: UUID, *, to: ProcessingState, expected: Iterable[ProcessingState]
+    ) -> bool:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            changed = conn.execute(
+                "UPDATE file_versions SET processing_state = %s, updated_at = now()"
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored' AND processing_state = ANY(%s)",
+                (to.value, tenant_id, version_id, [state.value for state in expected]),
+            ).rowcount
+        return changed == 1
+
+    def record_extraction(self, tenant_id: str, version_id: UUID, summary: ExtractionSummary) -> bool:
+        """extracting → extracted, with the summary and where the document is."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            changed = conn.execute(
+                "UPDATE file_versions SET processing_state = 'extracted', page_count = %s, block_count = %s,"
+                " pages_without_text = %s, extraction_warnings = %s, extraction_truncated = %s, document_key = %s,"
+                " failure_reason = NULL, failure_detail = NULL, updated_at = now()"
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored' AND processing_state = 'extracting'",
+                (
+                    summary.page_count,
+                    summary.block_count,
+                    list(summary.pages_without_text),
+                    list(summary.warnings),
+                    summary.truncated,
+                    summary.document_key,
+                    tenant_id,
+                    version_id,
+                ),
+            ).rowcount
+        return changed == 1
+
+    def record_failure(self, tenant_id: str, version_id: UUID, *, reason: FailureReason, detail: str) -> bool:
+        """A document problem: processing ends `failed` with the reason (its sentence is shown to the owner)."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            changed = conn.execute(
+                "UPDATE file_versions SET processing_state = 'failed', failure_reason = %s, failure_detail = %s,"
+                " updated_at = now() WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
+                " AND processing_state IN ('queued', 'extracting', 'indexing')",
+                (reason.value, detail[:2000], tenant_id, version_id),
+            ).rowcount
+        return changed == 1
 
     def tenant_ids(self) -> list[str]:
         with self._database.unscoped_transaction() as conn:

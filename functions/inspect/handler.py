@@ -1,0 +1,22 @@
+"""Pipeline step `inspect` (a Step Functions task; the local runner calls the same service). Wiring only.
+
+Input and output are references (tenant, file, version ids), never document content.
+"""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shared.bootstrap import Container
+from shared.config import load_settings
+from shared.domain.workflow import ProcessVersion
+from shared.observability import logger, tracer
+
+container = Container(load_settings())
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = ProcessVersion(tenant_id=event["tenantId"], file_id=event["fileId"], version_id=event["versionId"])
+    return container.pipeline.inspect(request)

@@ -1,0 +1,34 @@
+"""The Workflow port on AWS: one Standard Step Functions execution per file version, named after it."""
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared.domain.workflow import ProcessVersion, StartOutcome
+
+
+class StepFunctionsWorkflow:
+    def __init__(self, client_factory: Callable[[], Any], state_machine_arn: str) -> None:
+        self._client_factory = client_factory
+        self._client: Any = None
+        self._arn = state_machine_arn
+
+    def start(self, request: ProcessVersion) -> StartOutcome:
+        if self._client is None:
+            self._client = self._client_factory()
+        try:
+            self._client.start_execution(
+                stateMachineArn=self._arn,
+                # The name makes duplicate and out-of-order events start at most one execution.
+                name=request.execution_name,
+                input=json.dumps(
+                    {"tenantId": request.tenant_id, "fileId": request.file_id, "versionId": request.version_id}
+                ),
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+                return StartOutcome.ALREADY_STARTED
+            raise
+        return StartOutcome.STARTED

@@ -1,0 +1,108 @@
+"""The ingestion pipeline's steps (inspect, extract; chunk, embed and index come with the index work).
+
+Each step takes references (tenant, file, version) and returns references: the same code runs as
+Step Functions tasks on AWS and in process locally. A document problem ends the step normally with
+the failure recorded on the version; only an infrastructure failure raises (and is retried).
+"""
+
+from typing import Any
+from uuid import UUID
+
+from shared.domain.document import ExtractedDocument, ExtractionFailure
+from shared.domain.files import ExtractionSummary, FailureReason, FileVersionRecord, ProcessingState, VersionState
+from shared.domain.uploads import document_key
+from shared.domain.workflow import ProcessVersion
+from shared.observability import logger
+from shared.ports import FileContentStore, FileMetadataStore
+from shared.services.extraction import Extractor
+
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+
+class IngestionPipeline:
+    def __init__(self, metadata: FileMetadataStore, content: FileContentStore, extractor: Extractor) -> None:
+        self._metadata = metadata
+        self._content = content
+        self._extractor = extractor
+
+    def run(self, request: ProcessVersion) -> dict[str, Any]:
+        """Every step in order (the local runner; Step Functions calls them one by one)."""
+        inspected = self.inspect(request)
+        if not inspected["proceed"]:
+            return inspected
+        return self.extract(request)
+
+    def inspect(self, request: ProcessVersion) -> dict[str, Any]:
+        version = self._version(request)
+        if version is None or version.state is not VersionState.STORED:
+            # Deleted or never stored since it was queued: nothing to process, and nothing wrong.
+            return {**_reference(request), "proceed": False, "why": "the version is not stored"}
+        started = self._metadata.move_processing(
+            request.tenant_id,
+            version.version_id,
+            to=ProcessingState.EXTRACTING,
+            expected=[ProcessingState.QUEUED, ProcessingState.NOT_STARTED, ProcessingState.EXTRACTING],
+        )
+        if not started:
+            return {**_reference(request), "proceed": False, "why": f"processing is {version.processing_state.value}"}
+        return {**_reference(request), "proceed": True, "mediaType": version.media_type, "byteSize": version.byte_size}
+
+    def extract(self, request: ProcessVersion) -> dict[str, Any]:
+        version = self._version(request)
+        if version is None or version.state is not VersionState.STORED:
+            return {**_reference(request), "proceed": False, "why": "the version is not stored"}
+        if not self._extractor.supports(version.media_type):
+            return self._fail(
+                request, version, FailureReason.UNSUPPORTED_TYPE, f"{version.media_type} is not extracted"
+            )
+        try:
+            content = self._content.get(
+                version.storage_key, version_id=version.storage_version_id, max_bytes=self._extractor.max_bytes
+            )
+        except ValueError as error:
+            return self._fail(request, version, FailureReason.TOO_LARGE, str(error))
+        outcome = self._extractor.extract(content, version.media_type)
+        if isinstance(outcome, ExtractionFailure):
+            return self._fail(request, version, outcome.reason, outcome.detail)
+        return self._store(request, version, outcome)
+
+    def _store(
+        self, request: ProcessVersion, version: FileVersionRecord, document: ExtractedDocument
+    ) -> dict[str, Any]:
+        key = document_key(request.tenant_id, UUID(request.file_id), version.version_id)
+        # The document first, then the row that points at it: a crash between leaves an unreferenced
+        # derived object that the next run overwrites, never a row pointing at nothing.
+        self._content.put(key, document.model_dump_json().encode(), content_type="application/json")
+        summary = ExtractionSummary(
+            page_count=document.page_count,
+            block_count=len(document.blocks),
+            pages_without_text=document.pages_without_text,
+            warnings=document.warnings,
+            truncated=document.truncated,
+            document_key=key,
+        )
+        self._metadata.record_extraction(request.tenant_id, version.version_id, summary)
+        logger.info("extracted", extra={"blocks": len(document.blocks), "pages": document.page_count})
+        return {**_reference(request), "proceed": True, "blocks": len(document.blocks)}
+
+    def _fail(
+        self, request: ProcessVersion, version: FileVersionRecord, reason: FailureReason, detail: str
+    ) -> dict[str, Any]:
+        self._metadata.record_failure(request.tenant_id, version.version_id, reason=reason, detail=detail)
+        logger.info("extraction failed", extra={"reason": reason.value})
+        return {**_reference(request), "proceed": False, "failure": reason.value}
+
+    def _version(self, request: ProcessVersion) -> FileVersionRecord | None:
+        found = self._metadata.find_version(request.tenant_id, UUID(request.version_id))
+        return found[1] if found is not None and str(found[0].file_id) == request.file_id else None
+
+    def read_document(self, version: FileVersionRecord) -> ExtractedDocument:
+        """The stored document of an extracted version."""
+        if version.document_key is None:
+            raise ValueError("this version has no extracted document")
+        raw = self._content.get(version.document_key, max_bytes=MAX_DOCUMENT_BYTES)
+        return ExtractedDocument.model_validate_json(raw)
+
+
+def _reference(request: ProcessVersion) -> dict[str, Any]:
+    return {"tenantId": request.tenant_id, "fileId": request.file_id, "versionId": request.version_id}
