@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
-.PHONY: demo test test-all bench lint typecheck fmt clean venv
+.PHONY: demo test test-all bench fuzz lint typecheck fmt clean venv
 
 venv: $(INSTALLED)
 
@@ -38,6 +38,10 @@ test-all: lint typecheck
 # Speed and memory, medians of several runs: a table on stdout and .bench/results.json.
 bench: $(INSTALLED)
 	$(BIN)/python -m bench.run
+
+# The parsers' fuzz tests with many more examples than `make test` runs.
+fuzz: $(INSTALLED)
+	QUIRE_FUZZ_EXAMPLES=3000 $(BIN)/pytest -q tests/unit/test_parser_fuzz.py tests/unit/test_text_parsers.py -k "fuzz or raise or damaged"
 
 fmt: $(INSTALLED)
 	$(BIN)/ruff format .

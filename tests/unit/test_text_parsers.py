@@ -1,5 +1,7 @@
 """The text formats to located blocks, asserted block by block; bounded; never raising on garbage."""
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -184,7 +186,7 @@ def test_the_block_limit_holds_for_a_million_empty_looking_items(parser: Documen
 
 
 @pytest.mark.parametrize("parser", PARSERS, ids=lambda p: type(p).__name__)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=int(os.environ.get("QUIRE_FUZZ_EXAMPLES", "60")), deadline=None)
 @given(content=st.binary(max_size=2048) | st.text(max_size=1024).map(str.encode))
 def test_no_input_makes_a_text_parser_raise(parser: DocumentParser, content: bytes) -> None:
     outcome = parser.parse(content, ExtractionLimits(max_blocks=100, max_text_bytes=10_000))

@@ -40,14 +40,18 @@ class DocxParser:
         from docx import Document
         from docx.opc.exceptions import PackageNotFoundError
 
+        collector = BlockCollector(limits)
         try:
             document = Document(io.BytesIO(content))
-        except (PackageNotFoundError, KeyError, ValueError) as error:
+            self._sections(document, collector, "header")
+            self._body(document, collector)
+            self._sections(document, collector, "footer")
+        except PackageNotFoundError as error:
             return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"not a readable DOCX: {error}")
-        collector = BlockCollector(limits)
-        self._sections(document, collector, "header")
-        self._body(document, collector)
-        self._sections(document, collector, "footer")
+        except Exception as error:  # attacker-controlled XML: whatever python-docx trips on is the document's fault
+            return ExtractionFailure(
+                reason=FailureReason.MALFORMED, detail=f"not a readable DOCX ({type(error).__name__})"
+            )
         return collector.document(DOCX_TYPE)
 
     def _body(self, document: Any, collector: BlockCollector) -> None:

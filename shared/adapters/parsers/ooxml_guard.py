@@ -7,6 +7,7 @@ ENTITY declaration (billion laughs, external entities), whatever the XML library
 
 import io
 import zipfile
+import zlib
 
 from shared.domain.document import ExtractionFailure, ExtractionLimits
 from shared.domain.files import FailureReason
@@ -50,7 +51,16 @@ def check_office_zip(content: bytes, limits: ExtractionLimits) -> ExtractionFail
                                     detail=f"{member.filename} declares a DTD or entities, which are refused",
                                 )
                             tail = window[-_OVERLAP:]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, ValueError) as error:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        zlib.error,
+        OSError,
+        EOFError,
+        NotImplementedError,
+        ValueError,
+        RuntimeError,  # zipfile's "is encrypted, password required" for a flagged member
+    ) as error:
         return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"the archive is damaged: {error}")
     return None
 

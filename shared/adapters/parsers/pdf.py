@@ -65,7 +65,12 @@ class PdfParser:
             sizes: dict[int, tuple[float, float]] = {}
             without_text: list[int] = []
             for number in range(1, pages + 1):
-                page_lines, size = _page_lines(document[number - 1], number)
+                try:
+                    page_lines, size = _page_lines(document[number - 1], number)
+                except pdfium.PdfiumError as error:
+                    return ExtractionFailure(
+                        reason=FailureReason.MALFORMED, detail=f"page {number} is damaged: {error}"
+                    )
                 sizes[number] = size
                 if sum(len(line.text.replace(" ", "")) for line in page_lines) < MIN_PAGE_CHARACTERS:
                     without_text.append(number)

@@ -46,6 +46,10 @@ class XlsxParser:
                     break
                 if visited >= MAX_CELLS_VISITED:
                     break
+        except Exception as error:  # attacker-controlled XML: whatever openpyxl trips on is the document's fault
+            return ExtractionFailure(
+                reason=FailureReason.MALFORMED, detail=f"not a readable XLSX ({type(error).__name__})"
+            )
         finally:
             workbook.close()
         return collector.document(XLSX_TYPE, warnings=tuple(warnings))
