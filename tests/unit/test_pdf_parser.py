@@ -3,7 +3,7 @@
 import pytest
 
 from shared.adapters.parsers.pdf import PdfParser
-from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits
+from shared.domain.document import BlockKind, ExtractedDocument, ExtractionFailure, ExtractionLimits
 from shared.domain.files import FailureReason
 from shared.services.extraction import Extractor
 from tests.conftest import REPO_ROOT
@@ -166,3 +166,70 @@ def test_a_page_tree_that_loops_back_on_itself_ends_as_a_failure_value() -> None
     )
     outcome = Extractor([PdfParser()], ExtractionLimits(timeout_seconds=10)).extract(content, "application/pdf")
     assert isinstance(outcome, ExtractionFailure)
+
+
+def table_pdf() -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(w=170, text="Quarterly revenue by region is shown in the table below, in millions of euros.")
+    pdf.ln(4)
+    with pdf.table(col_widths=(50, 30, 30), text_align=("LEFT", "RIGHT", "RIGHT"), borders_layout="NONE") as table:
+        for values in [
+            ("Region", "Q2", "Q3"),
+            ("Europe", "4.1", "4.6"),
+            ("Americas", "3.3", "3.9"),
+            ("Asia", "2.0", "2.4"),
+        ]:
+            row = table.row()
+            for value in values:
+                row.cell(value)
+    pdf.ln(4)
+    pdf.multi_cell(w=170, text="All figures are unaudited.")
+    return bytes(pdf.output())
+
+
+def test_a_table_of_aligned_text_is_recovered_with_its_header() -> None:
+    extracted = document(table_pdf())
+    assert [block.kind for block in extracted.blocks] == [BlockKind.PARAGRAPH, BlockKind.TABLE, BlockKind.PARAGRAPH]
+    table = extracted.blocks[1].table
+    assert table is not None
+    assert table.rows == (
+        ("Region", "Q2", "Q3"),
+        ("Europe", "4.1", "4.6"),
+        ("Americas", "3.3", "3.9"),
+        ("Asia", "2.0", "2.4"),
+    )
+    assert table.header_rows == 1
+    assert extracted.blocks[1].location.box is not None
+
+
+def test_two_columns_of_running_prose_are_not_mistaken_for_a_table() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=10)
+    left = "The committee met on Tuesday to review the budget and"
+    right = "agreed that spending on travel would be reduced next"
+    for _ in range(8):
+        pdf.cell(w=90, text=left)
+        pdf.cell(w=90, text=right, new_x="LMARGIN", new_y="NEXT")
+    extracted = document(bytes(pdf.output()))
+    assert all(block.kind is not BlockKind.TABLE for block in extracted.blocks)
+
+
+def test_two_rows_are_not_evidence_enough_for_a_table() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    for values in [("Name", "Total"), ("Rent", "1200")]:
+        pdf.cell(w=60, text=values[0])
+        pdf.cell(w=30, text=values[1], new_x="LMARGIN", new_y="NEXT")
+    pdf.multi_cell(w=170, text="Nothing else on this page is tabular at all, which is the point of this test.")
+    extracted = document(bytes(pdf.output()))
+    assert all(block.kind is not BlockKind.TABLE for block in extracted.blocks)

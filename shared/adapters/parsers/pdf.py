@@ -3,8 +3,9 @@
 PDFium (pypdfium2) reads the text layer: it is an order of magnitude faster than pypdf here and gives
 each character's box and font size. A PDF has no headings, only text that happens to be bigger, so
 a heading is a short line set clearly larger than the body text. Pages without a usable text layer are
-recorded (OCR reads them later). Tables are not guessed from positions yet: a wrong table is worse
-than none, so such text stays paragraphs.
+recorded (OCR reads them later). A table is recovered from aligned text only when the evidence is
+strong (several consecutive rows cut into the same aligned columns): a wrong table is worse than none,
+so anything less stays paragraphs.
 """
 
 import statistics
@@ -19,6 +20,7 @@ from shared.domain.document import (
     ExtractionLimits,
     ExtractionOutcome,
     Location,
+    Table,
 )
 from shared.domain.files import FailureReason
 from shared.domain.recognition import BoundingBox
@@ -29,6 +31,19 @@ MIN_PAGE_CHARACTERS = 16
 HEADING_SIZE_RATIO = 1.15
 MAX_HEADING_CHARACTERS = 160
 _PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+# A gap this many font sizes wide inside a line separates columns (word spaces are about a quarter).
+COLUMN_GAP_EMS = 1.0
+# A table needs at least this many rows with the same columns, aligned: a wrong table is worse than none.
+MIN_TABLE_ROWS = 3
+MAX_MEDIAN_CELL_CHARACTERS = 24
+MAX_CELL_CHARACTERS = 80
+
+
+@dataclass(frozen=True)
+class _Cell:
+    text: str
+    left: float
+    right: float
 
 
 @dataclass
@@ -40,6 +55,7 @@ class _Line:
     bottom: float
     right: float
     top: float
+    cells: tuple[_Cell, ...] = ()
 
 
 class PdfParser:
@@ -106,35 +122,60 @@ def _page_lines(page: Any, number: int) -> tuple[list[_Line], tuple[float, float
     textpage = page.get_textpage()
     try:
         text = textpage.get_text_range()
+        # One box per character (a few milliseconds a page): line extents, and the gaps that reveal columns.
+        boxes = [textpage.get_charbox(i) for i in range(min(len(text), textpage.count_chars()))]
         lines: list[_Line] = []
         position = 0
         for raw in text.split("\n"):
             start, position = position, position + len(raw) + 1
             line = raw.rstrip("\r")
-            stripped = line.strip()
-            if not stripped:
+            if not line.strip():
                 continue
             first = start + (len(line) - len(line.lstrip()))
-            last = start + len(line.rstrip()) - 1
-            # Three characters stand for the line: its size and extent, without a call per character.
+            last = min(start + len(line.rstrip()) - 1, len(boxes) - 1)
+            if last < first:
+                continue
             samples = sorted({first, (first + last) // 2, last})
-            font_sizes = [pdfium_c.FPDFText_GetFontSize(textpage, i) for i in samples]
-            boxes = [textpage.get_charbox(i) for i in samples]
+            size = round(statistics.median(pdfium_c.FPDFText_GetFontSize(textpage, i) for i in samples), 1)
+            visible = [i for i in range(first, last + 1) if not text[i].isspace()]
             lines.append(
                 _Line(
                     page=number,
-                    text=" ".join(stripped.split()),
-                    size=round(statistics.median(font_sizes), 1),
-                    left=min(b[0] for b in boxes),
-                    bottom=min(b[1] for b in boxes),
-                    right=max(b[2] for b in boxes),
-                    top=max(b[3] for b in boxes),
+                    text=" ".join(line.split()),
+                    size=size,
+                    left=min(boxes[i][0] for i in visible),
+                    bottom=min(boxes[i][1] for i in visible),
+                    right=max(boxes[i][2] for i in visible),
+                    top=max(boxes[i][3] for i in visible),
+                    cells=_cells(text, boxes, visible, size),
                 )
             )
         return lines, (width, height)
     finally:
         textpage.close()
         page.close()
+
+
+def _cells(
+    text: str, boxes: list[tuple[float, float, float, float]], visible: list[int], size: float
+) -> tuple[_Cell, ...]:
+    """The line cut where the ink stops for much longer than a word space: candidate table cells."""
+    threshold = max(size * COLUMN_GAP_EMS, 4.0)
+    cells: list[_Cell] = []
+    group: list[int] = []
+    for index in visible:
+        if group and boxes[index][0] - boxes[group[-1]][2] > threshold:
+            cells.append(_cell(text, boxes, group))
+            group = []
+        group.append(index)
+    if group:
+        cells.append(_cell(text, boxes, group))
+    return tuple(cells)
+
+
+def _cell(text: str, boxes: list[tuple[float, float, float, float]], group: list[int]) -> _Cell:
+    words = text[group[0] : group[-1] + 1]
+    return _Cell(text=" ".join(words.split()), left=boxes[group[0]][0], right=boxes[group[-1]][2])
 
 
 def _heading_levels(lines: list[_Line]) -> tuple[float, dict[float, int]]:
@@ -149,6 +190,7 @@ def _heading_levels(lines: list[_Line]) -> tuple[float, dict[float, int]]:
 
 def _blocks(lines: list[_Line], sizes: dict[int, tuple[float, float]]) -> list[Block]:
     _, levels = _heading_levels(lines)
+    tables = _table_runs(lines)
     blocks: list[Block] = []
     paragraph: list[_Line] = []
 
@@ -157,17 +199,76 @@ def _blocks(lines: list[_Line], sizes: dict[int, tuple[float, float]]) -> list[B
             blocks.append(_block(BlockKind.PARAGRAPH, paragraph, sizes))
             paragraph.clear()
 
-    for line in lines:
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if index in tables:
+            flush()
+            end = tables[index]
+            blocks.append(_table_block(lines[index:end], sizes))
+            index = end
+            continue
         level = levels.get(line.size)
         if level is not None and len(line.text) <= MAX_HEADING_CHARACTERS:
             flush()
             blocks.append(_block(BlockKind.HEADING, [line], sizes, level=level))
-            continue
-        if paragraph and not _continues(paragraph[-1], line):
-            flush()
-        paragraph.append(line)
+        else:
+            if paragraph and not _continues(paragraph[-1], line):
+                flush()
+            paragraph.append(line)
+        index += 1
     flush()
     return blocks
+
+
+def _table_runs(lines: list[_Line]) -> dict[int, int]:
+    """start → end (exclusive) of each run of lines that is a table beyond reasonable doubt: at least
+    MIN_TABLE_ROWS consecutive lines on one page, each cut into the same number (≥ 2) of cells, every
+    column overlapping itself from row to row and never its neighbour."""
+    runs: dict[int, int] = {}
+    start = 0
+    while start < len(lines):
+        end = start + 1
+        while end < len(lines) and _same_grid(lines[start], lines[end - 1], lines[end]):
+            end += 1
+        if end - start >= MIN_TABLE_ROWS and len(lines[start].cells) >= 2 and _cell_sized(lines[start:end]):
+            runs[start] = end
+            start = end
+        else:
+            start += 1
+    return runs
+
+
+def _cell_sized(rows: list[_Line]) -> bool:
+    """Table cells are short; two columns of running prose are not a table, however well aligned."""
+    lengths = sorted(len(cell.text) for row in rows for cell in row.cells)
+    return lengths[len(lengths) // 2] <= MAX_MEDIAN_CELL_CHARACTERS and lengths[-1] <= MAX_CELL_CHARACTERS
+
+
+def _same_grid(first: _Line, previous: _Line, line: _Line) -> bool:
+    columns = len(first.cells)
+    if columns < 2 or len(line.cells) != columns or line.page != first.page:
+        return False
+    height = max(previous.top - previous.bottom, 1.0)
+    if not 0 <= previous.bottom - line.top < height * 2.5:
+        return False
+    for column, cell in enumerate(line.cells):
+        anchor = first.cells[column]
+        if cell.right < anchor.left or cell.left > anchor.right:
+            return False  # this column drifted away from its own first row
+        if column + 1 < columns and cell.right >= first.cells[column + 1].left:
+            return False  # it runs into the next column
+    return True
+
+
+def _table_block(rows: list[_Line], sizes: dict[int, tuple[float, float]]) -> Block:
+    from shared.adapters.parsers.cells import looks_like_header
+
+    cells = [tuple(cell.text for cell in row.cells) for row in rows]
+    frame = _block(BlockKind.TABLE, rows, sizes)
+    return frame.model_copy(
+        update={"text": "", "table": Table(rows=tuple(cells), header_rows=1 if looks_like_header(cells) else 0)}
+    )
 
 
 def _continues(previous: _Line, line: _Line) -> bool:
