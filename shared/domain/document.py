@@ -113,6 +113,33 @@ class TooManyPages(Exception):
         super().__init__(f"the document has {pages} pages; the limit is {limit}")
 
 
+def _cost(block: Block) -> int:
+    """Bytes a block costs: its text, and every cell at least one (empty cells are how a tiny sheet
+    grows into a huge table)."""
+    return len(block.text.encode()) + sum(
+        max(1, len(cell.encode())) for row in (block.table.rows if block.table else ()) for cell in row
+    )
+
+
+def _shortened(block: Block, budget: int) -> Block | None:
+    """As much of the block as fits in `budget` bytes: leading text, or leading rows (header kept)."""
+    if budget <= 0:
+        return None
+    if block.table is not None:
+        table = block.table
+        kept: list[tuple[str, ...]] = []
+        for row in table.rows:
+            spent = sum(max(1, len(cell.encode())) for cell in (*[c for r in kept for c in r], *row))
+            if spent > budget:
+                break
+            kept.append(row)
+        if len(kept) <= table.header_rows:
+            return None
+        return block.model_copy(update={"table": Table(rows=tuple(kept), header_rows=table.header_rows)})
+    text = block.text.encode()[:budget].decode("utf-8", errors="ignore").rstrip()
+    return block.model_copy(update={"text": text}) if text else None
+
+
 class BlockCollector:
     """Collects a parser's blocks within the limits: text beyond the budget is cut (and said so), blocks
     beyond the count are dropped (and said so); heading paths are kept as headings go by."""
@@ -132,12 +159,16 @@ class BlockCollector:
         if len(self._blocks) >= self._limits.max_blocks:
             self._stop(f"only the first {self._limits.max_blocks} blocks were kept (the block limit)")
             return False
-        cost = len(block.text.encode()) + sum(
-            len(cell.encode()) for row in (block.table.rows if block.table else ()) for cell in row
-        )
-        if self._text_bytes + cost > self._limits.max_text_bytes:
+        path_cost = sum(len(text.encode()) for _, text in self._headings)
+        cost = _cost(block) + path_cost
+        remaining = self._limits.max_text_bytes - self._text_bytes
+        if cost > remaining:
+            # Half a document is still useful: keep what fits of this block, then stop, and say so.
             self._stop(f"text was cut at {self._limits.max_text_bytes} bytes (the extracted text limit)")
-            return False
+            partial = _shortened(block, remaining - path_cost)
+            if partial is None:
+                return False
+            block, cost = partial, _cost(partial) + path_cost
         self._text_bytes += cost
         if block.kind is BlockKind.HEADING and block.level is not None:
             self._headings = [(level, text) for level, text in self._headings if level < block.level]
@@ -146,7 +177,7 @@ class BlockCollector:
         else:
             path = tuple(text for _, text in self._headings)
         self._blocks.append(block.model_copy(update={"heading_path": path}))
-        return True
+        return not self.truncated
 
     def _stop(self, warning: str) -> None:
         self.truncated = True

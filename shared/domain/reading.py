@@ -5,6 +5,7 @@ a reader half of it, and the missing rows would be invisible."""
 from pydantic import BaseModel, ConfigDict
 
 from shared.domain.document import Block
+from shared.domain.rendering import render_block
 
 MAX_WINDOW_BLOCKS = 50
 MAX_WINDOW_CHARACTERS = 24_000
@@ -27,10 +28,12 @@ def window(blocks: tuple[Block, ...], start: int) -> Window:
     taken: list[Block] = []
     characters = 0
     for block in blocks[start : start + MAX_WINDOW_BLOCKS]:
-        if taken and characters + block.size > MAX_WINDOW_CHARACTERS:
+        # Measured as the reader receives it (Markdown, with a table's grid and padding), not as raw text.
+        size = len(render_block(block)) + sum(len(heading) for heading in block.heading_path)
+        if taken and characters + size > MAX_WINDOW_CHARACTERS:
             break
         taken.append(block)
-        characters += block.size
+        characters += size
     end = start + len(taken)
     return Window(
         blocks=tuple(taken), start=start, next_start=end if end < len(blocks) else None, total_blocks=len(blocks)

@@ -1,13 +1,29 @@
 """Blocks → Markdown for a model: a heading stays a heading, a table arrives as a table."""
 
+import re
 from collections.abc import Iterable
 
 from shared.domain.document import Block, BlockKind
 
 
+def _inline(text: str) -> str:
+    """One line of text that cannot open a block of its own: no line breaks, no raw HTML."""
+    return " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;")
+
+
 def _cell(text: str) -> str:
     # A pipe or a line break inside a cell would break the table's grid.
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", "<br>").strip()
+    return _inline(text).replace("\\", "\\\\").replace("|", "\\|")
+
+
+def _text(text: str) -> str:
+    """A paragraph: its lines kept, but none may start a fence, a heading, a quote or a list of its own."""
+    lines = []
+    for line in text.replace("&", "&amp;").replace("<", "&lt;").splitlines():
+        stripped = line.lstrip()
+        opens_a_block = stripped[:1] in ("#", ">", "-", "+", "*", "|", "`", "~", "=")
+        lines.append("\\" + stripped if opens_a_block or stripped[:2].rstrip(".").isdigit() else line)
+    return "\n".join(lines)
 
 
 def render_table(rows: tuple[tuple[str, ...], ...], header_rows: int) -> str:
@@ -24,11 +40,11 @@ def render_table(rows: tuple[tuple[str, ...], ...], header_rows: int) -> str:
 
 
 def _heading(block: Block) -> str:
-    return f"{'#' * min(max(block.level or 1, 1), 6)} {block.text}"
+    return f"{'#' * min(max(block.level or 1, 1), 6)} {_inline(block.text)}"
 
 
 def _list_item(block: Block) -> str:
-    return f"{'  ' * (block.depth or 0)}{'1.' if block.ordered else '-'} {block.text}"
+    return f"{'  ' * (block.depth or 0)}{'1.' if block.ordered else '-'} {_inline(block.text)}"
 
 
 def _table(block: Block) -> str:
@@ -36,16 +52,19 @@ def _table(block: Block) -> str:
 
 
 def _code(block: Block) -> str:
-    fence = "````" if "```" in block.text else "```"
+    # Longer than any run of backticks inside, so the content can never close the fence.
+    longest = max((len(run) for run in re.findall(r"`+", block.text)), default=0)
+    fence = "`" * max(3, longest + 1)
     return f"{fence}\n{block.text}\n{fence}"
 
 
 def _quote(block: Block) -> str:
-    return "\n".join(f"> {line}" for line in block.text.splitlines() or [""])
+    return "\n".join(f"> {line}" for line in _text(block.text).splitlines() or [""])
 
 
 def _image(block: Block) -> str:
-    return f"[image{': ' + block.text if block.text else ''}]"
+    alt = _inline(block.text).replace("[", "(").replace("]", ")")
+    return f"[image{': ' + alt if alt else ''}]"
 
 
 def _page_break(block: Block) -> str:
@@ -65,7 +84,7 @@ _RENDERERS = {
 
 def render_block(block: Block) -> str:
     renderer = _RENDERERS.get(block.kind)
-    return renderer(block) if renderer else block.text
+    return renderer(block) if renderer else _text(block.text)
 
 
 def render_markdown(blocks: Iterable[Block]) -> str:

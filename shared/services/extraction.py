@@ -6,17 +6,23 @@ wrong inside — an exception, a crash, running out of memory — comes back as 
 document problem never raises out of here.
 """
 
+import contextlib
 import faulthandler
 import multiprocessing
+import os
 import resource
 import signal
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
+from pydantic import TypeAdapter, ValidationError
+
 from shared.domain.document import ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.files import FailureReason
 from shared.observability import logger
 from shared.ports import DocumentParser
+
+_OUTCOME: TypeAdapter[ExtractionOutcome] = TypeAdapter(ExtractionOutcome)
 
 
 class Extractor:
@@ -61,10 +67,10 @@ class Extractor:
         try:
             if receiver.poll(self._limits.timeout_seconds):
                 try:
-                    outcome: ExtractionOutcome = receiver.recv()
-                    return outcome
-                except EOFError:
-                    pass  # the child died before it could answer
+                    # JSON, validated: never unpickle what a process that parsed hostile input sends back.
+                    return _OUTCOME.validate_json(receiver.recv_bytes())
+                except (EOFError, ValidationError):
+                    pass  # the child died (or was subverted) before it could answer properly
                 child.join(timeout=10)
                 return _died(child.exitcode)
             logger.warning("extraction timed out", extra={"seconds": self._limits.timeout_seconds})
@@ -95,6 +101,9 @@ def _parse_in_child(
 ) -> None:
     # A native crash here is an outcome, reported by the parent: not a stack dump on the shared stderr.
     faulthandler.disable()
+    # The child inherits every socket the parent holds (database connections, the local servers): a
+    # parser compromised by its input must reach none of them. Only the answer pipe stays open.
+    _close_inherited_descriptors(keep={answer.fileno()})
     if memory_limit is not None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
     try:
@@ -105,11 +114,28 @@ def _parse_in_child(
         )
     except RecursionError:
         outcome = ExtractionFailure(reason=FailureReason.MALFORMED, detail="the document's structure nests too deeply")
-    except Exception as error:
+    except BaseException as error:
         outcome = ExtractionFailure(
             reason=FailureReason.MALFORMED, detail=f"the parser could not read it ({type(error).__name__})"
         )
     try:
-        answer.send(outcome)
+        answer.send_bytes(outcome.model_dump_json().encode())
+    except MemoryError:
+        answer.send_bytes(
+            ExtractionFailure(reason=FailureReason.TOO_LARGE, detail="the extracted document is too large")
+            .model_dump_json()
+            .encode()
+        )
     finally:
         answer.close()
+
+
+def _close_inherited_descriptors(keep: set[int]) -> None:
+    try:
+        descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        return
+    for descriptor in descriptors:
+        if descriptor > 2 and descriptor not in keep:
+            with contextlib.suppress(OSError):
+                os.close(descriptor)

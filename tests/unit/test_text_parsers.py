@@ -171,7 +171,11 @@ def test_text_beyond_the_limit_is_cut_and_said_so(parser: DocumentParser) -> Non
         content = b"\n".join(b"a,b," + str(i).encode() * 20 for i in range(2000))
     document = parse(parser, content, limits)
     assert document.truncated is True
-    assert sum(len(b.text.encode()) for b in document.blocks) <= 1000
+    kept = sum(
+        len(b.text.encode()) + sum(len(cell.encode()) for row in (b.table.rows if b.table else ()) for cell in row)
+        for b in document.blocks
+    )
+    assert 0 < kept <= 1000
     assert any("limit" in warning for warning in document.warnings)
 
 
@@ -193,3 +197,62 @@ def test_no_input_makes_a_text_parser_raise(parser: DocumentParser, content: byt
     assert isinstance(outcome, ExtractedDocument)
     assert len(outcome.blocks) <= 100
     render_markdown(outcome.blocks)
+
+
+def test_no_block_text_can_break_out_of_its_place_in_the_markdown() -> None:
+    from shared.domain.document import Table
+
+    blocks = (
+        Block(kind=BlockKind.HEADING, text="Title\n| a | b |\n# injected", level=2),
+        Block(kind=BlockKind.PARAGRAPH, text="```\nswallow the rest"),
+        Block(kind=BlockKind.CODE, text="~~~\n````\n# not a heading"),
+        Block(kind=BlockKind.TABLE, table=Table(rows=(("<img src=x onerror=alert(1)>", "a|b\nc"),), header_rows=0)),
+        Block(kind=BlockKind.IMAGE, text="alt](javascript:x)"),
+        Block(kind=BlockKind.LIST_ITEM, text="item\n# heading", depth=0, ordered=False),
+    )
+    rendered = render_markdown(blocks)
+    assert rendered.splitlines()[0] == "## Title | a | b | # injected"
+    # Read back by a real CommonMark parser: one heading, one fence, one table, no raw HTML at all.
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(rendered)
+    kinds = [token.type for token in tokens]
+    assert kinds.count("heading_open") == 1
+    assert kinds.count("fence") == 1
+    assert kinds.count("table_open") == 1
+    assert not any(t.type in ("html_block", "html_inline") for t in tokens)
+    assert not any(child.type == "html_inline" for t in tokens for child in (t.children or []))
+    assert "\\```" in rendered  # the paragraph's fence is escaped, so it opens nothing
+    assert "`````\n~~~\n````\n# not a heading\n`````" in rendered  # the fence outlasts the content
+    assert "<img" not in rendered and "&lt;img src=x onerror=alert(1)>" in rendered
+    assert "| a\\|b c |" in rendered
+    assert "](javascript" not in rendered
+
+
+def test_html_forms_keep_their_text_and_open_or_nested_tables_lose_nothing() -> None:
+    page = (
+        b"<form><h1>Invoice</h1><p>Due in 30 days.</p></form>"
+        b"<table><tr><th>Item</th><th>Detail</th></tr>"
+        b"<tr><td>Outer</td><td><table><tr><td>inner</td></tr></table></td></tr>"
+        b"<tr><td>Last row</td><td>x</td></tr>"  # the outer table is never closed
+    )
+    document = parse(HtmlParser(), page)
+    assert [(b.kind.value, b.text) for b in document.blocks if b.kind is not BlockKind.TABLE] == [
+        ("heading", "Invoice"),
+        ("paragraph", "Due in 30 days."),
+    ]
+    tables = [b.table.rows for b in document.blocks if b.table is not None]
+    assert (("inner",),) in tables
+    outer = next(rows for rows in tables if rows[0] == ("Item", "Detail"))
+    assert ("Outer", "") in outer or any(row[0] == "Outer" for row in outer)
+    assert ("Last row", "x") in outer
+
+
+def test_csv_ranges_count_the_blank_rows_of_the_file() -> None:
+    document = parse(CsvParser(), b"\n\nname,total\nrent,1200\nfood,800\n")
+    assert document.blocks[0].location.cell_range == "A4:B5"
+
+
+def test_a_form_feed_does_not_shift_line_numbers() -> None:
+    document = parse(PlainTextParser(), b"page one\f\n\nline three\n")
+    assert document.blocks[-1].location.line_start == 3

@@ -29,7 +29,7 @@ class InProcessWorkflow:
         if not self._queue_processing(request, datetime.now(UTC) - self._stale_after):
             return StartOutcome.ALREADY_STARTED
         with self._lock:
-            if self._worker is None:
+            if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(target=self._work, name="quire-pipeline", daemon=True)
                 self._worker.start()
         self._queue.put(request)
@@ -44,7 +44,7 @@ class InProcessWorkflow:
             request = self._queue.get()
             try:
                 self._run(request)
-            except Exception:
+            except BaseException:
                 # An infrastructure failure: the version stays in progress; reconciliation starts it again.
                 _log.exception("the pipeline failed on a version; reconciliation will start it again")
             finally:

@@ -35,15 +35,18 @@ class CsvParser:
         finally:
             csv.field_size_limit(previous_limit)
         collector = BlockCollector(limits)
-        header = [rows[0]] if looks_like_header(rows) else []
-        body_start = len(header)
-        columns = max((len(row) for row in rows), default=0)
-        for start in range(body_start, len(rows), ROWS_PER_BLOCK):
+        cells = [row for _, row in rows]
+        header = [cells[0]] if looks_like_header(cells) else []
+        columns = max((len(row) for row in cells), default=0)
+        for start in range(len(header), len(rows), ROWS_PER_BLOCK):
             chunk = rows[start : start + ROWS_PER_BLOCK]
             block = Block(
                 kind=BlockKind.TABLE,
-                table=Table(rows=tuple(tuple(row) for row in header + chunk), header_rows=len(header)),
-                location=Location(cell_range=a1_range(start + 1, start + len(chunk), columns)),
+                table=Table(
+                    rows=tuple(tuple(row) for row in header + [row for _, row in chunk]), header_rows=len(header)
+                ),
+                # The rows' own numbers in the file: blank rows skipped above still count.
+                location=Location(cell_range=a1_range(chunk[0][0], chunk[-1][0], columns)),
             )
             if not collector.add(block):
                 break
@@ -52,13 +55,16 @@ class CsvParser:
     @staticmethod
     def _rows(
         text: str, dialect: type[csv.Dialect] | csv.Dialect, limits: ExtractionLimits, warnings: list[str]
-    ) -> list[list[str]]:
-        rows: list[list[str]] = []
+    ) -> list[tuple[int, list[str]]]:
+        """(row number in the file, cells) for every row that has content."""
+        rows: list[tuple[int, list[str]]] = []
+        number = 0
         try:
             for row in csv.reader(io.StringIO(text), dialect):
+                number += 1
                 if not any(cell.strip() for cell in row):
                     continue
-                rows.append(row)
+                rows.append((number, row))
                 if len(rows) >= limits.max_blocks * ROWS_PER_BLOCK:
                     warnings.append("only the first rows were kept (the block limit)")
                     break

@@ -17,7 +17,7 @@ from shared.domain.document import (
 )
 
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "head",
-                      "nav", "footer", "aside", "form", "button", "select", "textarea"})  # fmt: skip
+                      "nav", "footer", "aside", "button", "select", "textarea"})  # fmt: skip
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 )
@@ -42,6 +42,7 @@ class _Extractor(HTMLParser):
         self.row: list[str] | None = None
         self.row_all_th = True
         self.cell: list[str] | None = None
+        self.saved: list[tuple[list[str] | None, list[str] | None, bool]] = []
 
     # -- structure -----------------------------------------------------------------------------------
 
@@ -78,6 +79,9 @@ class _Extractor(HTMLParser):
         self.quote += 1
 
     def _open_table(self, line: int, attrs: dict[str, str | None]) -> None:
+        # A table inside a cell: the outer row and cell wait, whole, until the inner table closes.
+        self.saved.append((self.row, self.cell, self.row_all_th))
+        self.row, self.cell = None, None
         self.tables.append(([], 0, line))
 
     def _open_row(self, line: int, attrs: dict[str, str | None]) -> None:
@@ -155,6 +159,8 @@ class _Extractor(HTMLParser):
         if not self.tables:
             return
         rows, header_rows, start = self.tables.pop()
+        if self.saved:
+            self.row, self.cell, self.row_all_th = self.saved.pop()
         if rows:
             self.collector.add(
                 Block(
@@ -214,5 +220,8 @@ class HtmlParser:
         extractor.feed(decoded.text)
         extractor.close()
         extractor.flush()
+        # A table left open by the page still holds content: close what is open, innermost first.
+        while extractor.tables:
+            extractor.handle_endtag("table")
         warnings = (decoded.warning,) if decoded.warning else ()
         return collector.document("text/html", warnings=warnings)

@@ -12,7 +12,8 @@ class PlainTextParser:
         collector = BlockCollector(limits)
         paragraph: list[str] = []
         start = 0
-        for number, line in enumerate([*decoded.text.splitlines(), ""], start=1):
+        # Only a newline ends a line (as editors number them): splitlines() would also break at form feeds.
+        for number, line in enumerate([*decoded.text.replace("\r\n", "\n").split("\n"), ""], start=1):
             if line.strip():
                 if not paragraph:
                     start = number

@@ -21,6 +21,8 @@ from shared.domain.files import FailureReason
 
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MAX_CELLS_VISITED = 5_000_000
+# Columns kept per sheet: one cell far to the right must not widen every row of the table to it.
+MAX_COLUMNS = 256
 
 
 class XlsxParser:
@@ -70,6 +72,10 @@ class XlsxParser:
                 continue
             first = next(i for i, value in enumerate(values) if value)
             last = max(i for i, value in enumerate(values) if value)
+            if last - first >= MAX_COLUMNS:
+                if not any("columns" in warning for warning in warnings):
+                    warnings.append(f"only the first {MAX_COLUMNS} columns of a row were kept (the column limit)")
+                last = first + MAX_COLUMNS - 1
             number = next((cell.row for cell in row if getattr(cell, "row", None)), len(rows) + 1)
             column = getattr(row[first], "column", first + 1) - 1
             rows.append((number, column, values[first : last + 1]))
@@ -80,9 +86,9 @@ class XlsxParser:
         if not rows:
             return True
         first_column = min(column for _, column, _ in rows)
-        width = max(column + len(cells) for _, column, cells in rows) - first_column
-        grid = [[""] * (column - first_column) + cells + [""] * (width - (column - first_column) - len(cells))
-                for _, column, cells in rows]  # fmt: skip
+        width = min(max(column + len(cells) for _, column, cells in rows) - first_column, MAX_COLUMNS)
+        grid = [([""] * (column - first_column) + cells)[:width] for _, column, cells in rows]
+        grid = [row + [""] * (width - len(row)) for row in grid]
         header = [grid[0]] if looks_like_header(grid) else []
         for start in range(len(header), len(grid), ROWS_PER_BLOCK):
             chunk = grid[start : start + ROWS_PER_BLOCK]
