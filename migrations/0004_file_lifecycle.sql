@@ -18,6 +18,9 @@ ALTER TABLE file_versions
   ADD COLUMN rejection_reason        text,
   ADD COLUMN stored_at               timestamptz,
   ADD COLUMN processing_requested_at timestamptz,
+  -- Each start of processing is a new attempt: its number names the Step Functions execution (names are
+  -- kept for 90 days, so a retry needs a new one) and guards the steps against a superseded attempt.
+  ADD COLUMN processing_attempt      integer     NOT NULL DEFAULT 0,
   -- The extraction's summary; the document itself is a derived object (document_key), never a column.
   ADD COLUMN page_count              integer     CHECK (page_count >= 0),
   ADD COLUMN block_count             integer     CHECK (block_count >= 0),

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING
-from uuid import UUID
 
 from shared.adapters.local.unavailable import (
     UnavailableEmbedder,
@@ -156,14 +155,7 @@ class Container:
         if self._local:
             from shared.adapters.local.workflow import InProcessWorkflow
 
-            metadata = self.file_metadata
-            return InProcessWorkflow(
-                lambda request, stale_before: metadata.queue_processing(
-                    request.tenant_id, UUID(request.version_id), stale_before=stale_before
-                ),
-                self.pipeline.run,
-                stale_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
-            )
+            return InProcessWorkflow(self.pipeline.run)
         if self.settings.state_machine_arn is None:
             return UnavailableWorkflow("QUIRE_STATE_MACHINE_ARN is not set, so no processing can be started")
         from shared.adapters.aws.step_functions_workflow import StepFunctionsWorkflow
@@ -177,7 +169,12 @@ class Container:
 
     @cached_property
     def upload_completion(self) -> UploadCompletion:
-        return UploadCompletion(self.file_metadata, self.content, self.workflow)
+        return UploadCompletion(
+            self.file_metadata,
+            self.content,
+            self.workflow,
+            stale_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
+        )
 
     @cached_property
     def reconciler(self) -> Reconciler:

@@ -30,7 +30,7 @@ class Settings(BaseSettings):
     upload_url_lifetime_seconds: int = Field(default=900, ge=60, le=900)
     # Reconciliation: how long an upload may stay pending, and processing may stall, before it acts.
     reconcile_pending_after_seconds: int = Field(default=3600, ge=0)
-    reconcile_stuck_after_seconds: int = Field(default=3600, ge=0)
+    reconcile_stuck_after_seconds: int = Field(default=3600, ge=1)
     # Extraction bounds that differ by deployment (the rest are ExtractionLimits' defaults).
     extraction_timeout_seconds: float = Field(default=120, gt=0, le=900)
     extraction_max_pages: int = Field(default=2000, ge=1)
@@ -46,6 +46,12 @@ class Settings(BaseSettings):
             raise ValueError(
                 "QUIRE_RECONCILE_PENDING_AFTER_SECONDS must exceed QUIRE_UPLOAD_URL_LIFETIME_SECONDS"
                 f" ({self.upload_url_lifetime_seconds})"
+            )
+        # A version still being extracted must never look stuck, or a second attempt would race the first.
+        if self.reconcile_stuck_after_seconds <= self.extraction_timeout_seconds:
+            raise ValueError(
+                "QUIRE_RECONCILE_STUCK_AFTER_SECONDS must exceed QUIRE_EXTRACTION_TIMEOUT_SECONDS"
+                f" ({self.extraction_timeout_seconds:g})"
             )
         return self
 

@@ -132,10 +132,6 @@ class FileMetadataStore(Protocol):
         """pending → rejected, with the reason the caller will read."""
         ...
 
-    def mark_processing_requested(self, tenant_id: str, version_id: UUID) -> None:
-        """Remember when processing was last asked for (the sweep re-asks for stale ones)."""
-        ...
-
     def mark_deleted(self, tenant_id: str, version_id: UUID) -> bool:
         """deleting → deleted, once the bytes are gone."""
         ...
@@ -169,22 +165,35 @@ class FileMetadataStore(Protocol):
         """Stored versions whose processing was never asked for, or has not finished, since `cutoff`."""
         ...
 
-    def queue_processing(self, tenant_id: str, version_id: UUID, *, stale_before: datetime) -> bool:
-        """not_started (or in progress but silent since `stale_before`) → queued; True when this call did it."""
+    def queue_processing(self, tenant_id: str, version_id: UUID, *, stale_before: datetime) -> int | None:
+        """not_started (or in progress but silent since `stale_before`) → queued as a new attempt; returns
+        its number, or None when processing is already under way or done."""
+        ...
+
+    def release_processing(self, tenant_id: str, version_id: UUID, *, attempt: int) -> None:
+        """queued → not_started, when the workflow could not be asked at all."""
         ...
 
     def move_processing(
-        self, tenant_id: str, version_id: UUID, *, to: ProcessingState, expected: Iterable[ProcessingState]
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        *,
+        attempt: int,
+        to: ProcessingState,
+        expected: Iterable[ProcessingState],
     ) -> bool:
-        """Compare-and-set on the processing state of a stored version."""
+        """Compare-and-set on the processing state of a stored version, for the current attempt only."""
         ...
 
-    def record_extraction(self, tenant_id: str, version_id: UUID, summary: ExtractionSummary) -> bool:
-        """extracting → extracted, with the summary and the derived document's key."""
+    def record_extraction(self, tenant_id: str, version_id: UUID, summary: ExtractionSummary, *, attempt: int) -> bool:
+        """extracting → extracted, with the summary and the derived document's key (current attempt only)."""
         ...
 
-    def record_failure(self, tenant_id: str, version_id: UUID, *, reason: FailureReason, detail: str) -> bool:
-        """In progress → failed, with a reason from the closed set."""
+    def record_failure(
+        self, tenant_id: str, version_id: UUID, *, reason: FailureReason, detail: str, attempt: int
+    ) -> bool:
+        """In progress → failed, with a reason from the closed set (current attempt only)."""
         ...
 
     def tenant_ids(self) -> list[str]:

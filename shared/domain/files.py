@@ -128,6 +128,7 @@ class FileVersionRecord(BaseModel):
     updated_at: datetime
     stored_at: datetime | None
     processing_requested_at: datetime | None
+    processing_attempt: int = 0
     page_count: int | None = None
     block_count: int | None = None
     pages_without_text: tuple[int, ...] = ()

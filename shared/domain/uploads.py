@@ -107,11 +107,6 @@ def storage_key(tenant_id: str, file_id: UUID, version_id: UUID) -> str:
     return f"tenants/{tenant_id}/files/{file_id}/versions/{version_id}"
 
 
-def document_key(tenant_id: str, file_id: UUID, version_id: UUID) -> str:
-    """Where a version's extracted document lives: derived, beside (never in place of) the original."""
-    return f"derived/tenants/{tenant_id}/files/{file_id}/versions/{version_id}/document.json"
-
-
 _KEY = re.compile(
     r"^tenants/(?P<tenant>[A-Za-z0-9][A-Za-z0-9_.-]{0,63})/files/(?P<file>[0-9a-f-]{36})/versions/(?P<version>[0-9a-f-]{36})$"
 )
@@ -133,3 +128,19 @@ def parse_storage_key(key: str) -> StorageKeyParts | None:
         return StorageKeyParts(match["tenant"], UUID(match["file"]), UUID(match["version"]))
     except ValueError:
         return None
+
+
+DERIVED_PREFIX = "derived/"
+
+
+def document_key(tenant_id: str, file_id: UUID, version_id: UUID, attempt: int) -> str:
+    """Where one attempt's extracted document lives: derived, beside (never in place of) the original;
+    per attempt, so a superseded attempt can never overwrite the document of the one that won."""
+    return f"{DERIVED_PREFIX}{storage_key(tenant_id, file_id, version_id)}/document-{attempt}.json"
+
+
+def parse_document_key(key: str) -> StorageKeyParts | None:
+    if not key.startswith(DERIVED_PREFIX):
+        return None
+    original, _, name = key[len(DERIVED_PREFIX) :].rpartition("/")
+    return parse_storage_key(original) if re.fullmatch(r"document-\d+\.json", name) else None

@@ -13,11 +13,13 @@ class ProcessVersion(BaseModel):
     tenant_id: str
     file_id: str
     version_id: str
+    attempt: int = 1
 
     @property
     def execution_name(self) -> str:
-        """Named after the version so duplicate and out-of-order events start at most one execution."""
-        return f"v-{self.version_id}"
+        """Named after the version and the attempt: duplicate events start at most one execution, and a
+        retry of a dead one gets a name of its own."""
+        return f"v-{self.version_id}-{self.attempt}"
 
 
 class StartOutcome(StrEnum):

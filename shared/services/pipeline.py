@@ -37,11 +37,13 @@ class IngestionPipeline:
         if version is None or version.state is not VersionState.STORED:
             # Deleted or never stored since it was queued: nothing to process, and nothing wrong.
             return {**_reference(request), "proceed": False, "why": "the version is not stored"}
+        # Claimed for this attempt only: a superseded attempt, or a version already processed, stops here.
         started = self._metadata.move_processing(
             request.tenant_id,
             version.version_id,
+            attempt=request.attempt,
             to=ProcessingState.EXTRACTING,
-            expected=[ProcessingState.QUEUED, ProcessingState.NOT_STARTED, ProcessingState.EXTRACTING],
+            expected=[ProcessingState.QUEUED],
         )
         if not started:
             return {**_reference(request), "proceed": False, "why": f"processing is {version.processing_state.value}"}
@@ -51,6 +53,9 @@ class IngestionPipeline:
         version = self._version(request)
         if version is None or version.state is not VersionState.STORED:
             return {**_reference(request), "proceed": False, "why": "the version is not stored"}
+        if version.processing_state is not ProcessingState.EXTRACTING or version.processing_attempt != request.attempt:
+            # Not claimed by this attempt (inspect did not run, or another attempt superseded it).
+            return {**_reference(request), "proceed": False, "why": "this attempt does not hold the version"}
         if not self._extractor.supports(version.media_type):
             return self._fail(
                 request, version, FailureReason.UNSUPPORTED_TYPE, f"{version.media_type} is not extracted"
@@ -69,7 +74,7 @@ class IngestionPipeline:
     def _store(
         self, request: ProcessVersion, version: FileVersionRecord, document: ExtractedDocument
     ) -> dict[str, Any]:
-        key = document_key(request.tenant_id, UUID(request.file_id), version.version_id)
+        key = document_key(request.tenant_id, UUID(request.file_id), version.version_id, request.attempt)
         # The document first, then the row that points at it: a crash between leaves an unreferenced
         # derived object that the next run overwrites, never a row pointing at nothing.
         self._content.put(key, document.model_dump_json().encode(), content_type="application/json")
@@ -81,14 +86,21 @@ class IngestionPipeline:
             truncated=document.truncated,
             document_key=key,
         )
-        self._metadata.record_extraction(request.tenant_id, version.version_id, summary)
+        if not self._metadata.record_extraction(
+            request.tenant_id, version.version_id, summary, attempt=request.attempt
+        ):
+            # Deleted, or superseded, while it was being extracted: the document belongs to nobody.
+            self._content.delete_all_versions(key)
+            return {**_reference(request), "proceed": False, "why": "the version changed while it was extracted"}
         logger.info("extracted", extra={"blocks": len(document.blocks), "pages": document.page_count})
         return {**_reference(request), "proceed": True, "blocks": len(document.blocks)}
 
     def _fail(
         self, request: ProcessVersion, version: FileVersionRecord, reason: FailureReason, detail: str
     ) -> dict[str, Any]:
-        self._metadata.record_failure(request.tenant_id, version.version_id, reason=reason, detail=detail)
+        self._metadata.record_failure(
+            request.tenant_id, version.version_id, reason=reason, detail=detail, attempt=request.attempt
+        )
         logger.info("extraction failed", extra={"reason": reason.value})
         return {**_reference(request), "proceed": False, "failure": reason.value}
 

@@ -16,11 +16,12 @@ bypassed. What it does:
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import chain
 from typing import Any
 from uuid import UUID
 
 from shared.domain.files import FileVersionRecord, VersionState
-from shared.domain.uploads import parse_storage_key, storage_key
+from shared.domain.uploads import DERIVED_PREFIX, parse_document_key, parse_storage_key, storage_key
 from shared.observability import logger
 from shared.ports import FileContentStore, FileMetadataStore
 from shared.services.upload_completion import UploadCompletion
@@ -171,15 +172,30 @@ class Reconciler:
             )
 
     def _find_unexplained_objects(self, report: ReconcileReport) -> None:
-        for stored in self._content.object_versions(TENANTS_PREFIX):
+        for stored in chain(
+            self._content.object_versions(TENANTS_PREFIX), self._content.object_versions(DERIVED_PREFIX)
+        ):
             if report.objects_scanned >= self._thresholds.max_objects:
                 report.objects_truncated = True
                 return
             report.objects_scanned += 1
-            if not self._accounted_for(stored.key, stored.version_id):
+            if stored.key.startswith(DERIVED_PREFIX):
+                if not self._derived_accounted_for(stored.key):
+                    report.bytes_without_row.append(
+                        {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
+                    )
+            elif not self._accounted_for(stored.key, stored.version_id):
                 report.bytes_without_row.append(
                     {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
                 )
+
+    def _derived_accounted_for(self, key: str) -> bool:
+        """A derived document is accounted for by the version that points at it (and only while it lives)."""
+        parts = parse_document_key(key)
+        if parts is None:
+            return False
+        found = self._metadata.find_version(parts.tenant_id, parts.version_id)
+        return found is not None and found[1].document_key == key and found[1].state is not VersionState.DELETED
 
     def _accounted_for(self, key: str, object_version_id: str | None) -> bool:
         parts = parse_storage_key(key)

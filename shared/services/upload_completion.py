@@ -6,13 +6,14 @@ version is stored. Duplicate and out-of-order events do the work at most once.
 """
 
 import io
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from shared.domain.files import FileRecord, FileVersionRecord, VersionState
 from shared.domain.sniffing import SNIFF_PREFIX_BYTES, archive_mismatch, is_archive_type, mismatch
 from shared.domain.uploads import accepted_type, parse_storage_key
-from shared.domain.workflow import ProcessVersion
+from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.observability import logger
 from shared.ports import FileContentStore, FileMetadataStore, Workflow
 
@@ -69,10 +70,18 @@ class RangedObject(io.RawIOBase):
 
 
 class UploadCompletion:
-    def __init__(self, metadata: FileMetadataStore, content: FileContentStore, workflow: Workflow) -> None:
+    def __init__(
+        self,
+        metadata: FileMetadataStore,
+        content: FileContentStore,
+        workflow: Workflow,
+        *,
+        stale_after: timedelta = timedelta(hours=1),
+    ) -> None:
         self._metadata = metadata
         self._content = content
         self._workflow = workflow
+        self._stale_after = stale_after
 
     def object_created(self, key: str, object_version_id: str | None, size: int) -> Completion:
         found = self._find(key)
@@ -162,14 +171,21 @@ class UploadCompletion:
     def request_processing(self, tenant_id: str, file_id: object, version: FileVersionRecord) -> str:
         """Ask the workflow to process a stored version; returns what happened, in words for the report.
 
-        Failing to ask never fails the upload: the bytes and the row are durable, and the sweep asks
-        again for stored versions whose processing never started.
+        The database decides who may start it (one new attempt at a time), so duplicate events and
+        sweeps never start it twice; a version silent past the stuck threshold gets a new attempt.
+        Failing to ask never fails the upload: the bytes and the row are durable, and the sweep asks again.
         """
-        request = ProcessVersion(tenant_id=tenant_id, file_id=str(file_id), version_id=str(version.version_id))
+        attempt = self._metadata.queue_processing(
+            tenant_id, version.version_id, stale_before=datetime.now(UTC) - self._stale_after
+        )
+        if attempt is None:
+            return StartOutcome.ALREADY_STARTED.value
+        request = ProcessVersion(
+            tenant_id=tenant_id, file_id=str(file_id), version_id=str(version.version_id), attempt=attempt
+        )
         try:
-            outcome = self._workflow.start(request)
+            return self._workflow.start(request).value
         except Exception as error:
             logger.warning("could not start processing; the sweep will ask again", extra={"error": str(error)})
+            self._metadata.release_processing(tenant_id, version.version_id, attempt=attempt)
             return "unavailable"
-        self._metadata.mark_processing_requested(tenant_id, version.version_id)
-        return outcome.value

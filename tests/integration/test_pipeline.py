@@ -1,6 +1,7 @@
 """Upload → Object Created → the in-process pipeline (inspect, extract) → a readable, windowed document."""
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from functions.extract import handler as extract_step
@@ -77,8 +78,6 @@ def test_a_document_is_not_found_for_an_unentitled_caller_exactly_as_a_random_id
 
 
 def test_deleting_a_file_sweeps_its_derived_document_too(stack: Stack) -> None:
-    from datetime import UTC, datetime
-
     token = stack.token()
     record = processed(stack, token, "gone.txt", "text/plain", b"to be deleted")
     found = stack.container.file_metadata.find_version("acme", uuid.UUID(record["current"]["versionId"]))
@@ -109,3 +108,78 @@ def test_the_step_functions_tasks_take_and_return_references_only(stack: Stack) 
     finally:
         for module, original in zip(with_container, originals, strict=True):
             module.container = original
+
+
+def test_an_extracted_version_is_not_extracted_again_by_a_late_or_repeated_step(stack: Stack) -> None:
+    from shared.domain.workflow import ProcessVersion
+
+    token = stack.token()
+    record = processed(stack, token, "once.txt", "text/plain", b"only once")
+    version = record["current"]
+    request = ProcessVersion(tenant_id="acme", file_id=record["fileId"], version_id=version["versionId"], attempt=1)
+    assert stack.container.pipeline.inspect(request)["proceed"] is False
+    assert stack.container.pipeline.extract(request)["proceed"] is False
+    again = stack.json("GET", f"/v1/files/{record['fileId']}", token)[1]["current"]
+    assert again["processingState"] == "extracted"
+
+
+def test_a_version_deleted_while_it_is_extracted_leaves_no_document_behind(stack: Stack, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from functions.on_object_created import handler as created_handler
+    from shared.domain.workflow import ProcessVersion
+    from tests.integration.test_reconciliation import EventLost
+
+    token = stack.token()
+    monkeypatch.setattr(created_handler, "container", EventLost())
+    ticket = stack.upload(token, "racy.txt", "text/plain", b"deleted mid-way")
+    monkeypatch.undo()
+    version_id = uuid.UUID(ticket["versionId"])
+    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
+    assert landed is not None
+    stack.container.file_metadata.mark_stored(
+        "acme", version_id, byte_size=landed.byte_size, storage_version_id=landed.version_id
+    )
+    attempt = stack.container.file_metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC))
+    assert attempt == 1
+    request = ProcessVersion(tenant_id="acme", file_id=ticket["fileId"], version_id=ticket["versionId"], attempt=1)
+    assert stack.container.pipeline.inspect(request)["proceed"] is True
+    stack.call("DELETE", f"/v1/files/{ticket['fileId']}", token)  # while the parser runs
+    result = stack.container.pipeline.extract(request)
+    assert result["proceed"] is False
+    prefix = f"derived/tenants/acme/files/{ticket['fileId']}/"
+    assert list(stack.container.content.object_versions(prefix)) == []
+
+
+def test_a_retry_after_a_dead_attempt_is_a_new_attempt_and_the_old_one_cannot_write(stack: Stack, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from functions.on_object_created import handler as created_handler
+    from shared.domain.workflow import ProcessVersion
+    from tests.integration.test_reconciliation import EventLost
+
+    token = stack.token()
+    monkeypatch.setattr(created_handler, "container", EventLost())
+    ticket = stack.upload(token, "retry.txt", "text/plain", b"try, try again")
+    monkeypatch.undo()
+    version_id = uuid.UUID(ticket["versionId"])
+    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
+    assert landed is not None
+    metadata = stack.container.file_metadata
+    metadata.mark_stored("acme", version_id, byte_size=landed.byte_size, storage_version_id=landed.version_id)
+    first = metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC))
+    old = ProcessVersion(tenant_id="acme", file_id=ticket["fileId"], version_id=ticket["versionId"], attempt=1)
+    assert first == 1 and stack.container.pipeline.inspect(old)["proceed"] is True
+    # The first attempt went silent; past the threshold a second one is started, under a new name.
+    second = metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC) + timedelta(seconds=1))
+    assert second == 2
+    new = old.model_copy(update={"attempt": 2})
+    assert new.execution_name != old.execution_name
+    assert stack.container.pipeline.extract(old)["proceed"] is False  # superseded: it may not write
+    assert stack.container.pipeline.inspect(new)["proceed"] is True
+    assert stack.container.pipeline.extract(new)["proceed"] is True
+    current = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]
+    assert current["processingState"] == "extracted"
+
+
+def test_a_derived_document_nobody_points_at_is_reported(stack: Stack) -> None:
+    orphan = f"derived/tenants/acme/files/{uuid.uuid4()}/versions/{uuid.uuid4()}/document-1.json"
+    stack.container.content.put(orphan, b"{}", content_type="application/json")
+    report = stack.container.reconciler.run(datetime.now(UTC)).as_dict()
+    assert orphan in {entry["key"] for entry in report["bytesWithoutRow"]}

@@ -24,7 +24,12 @@ class StepFunctionsWorkflow:
                 # The name makes duplicate and out-of-order events start at most one execution.
                 name=request.execution_name,
                 input=json.dumps(
-                    {"tenantId": request.tenant_id, "fileId": request.file_id, "versionId": request.version_id}
+                    {
+                        "tenantId": request.tenant_id,
+                        "fileId": request.file_id,
+                        "versionId": request.version_id,
+                        "attempt": request.attempt,
+                    }
                 ),
             )
         except ClientError as error:

@@ -1,33 +1,27 @@
 """The Workflow port locally: the pipeline's steps run in this process, one version at a time, in a
-background worker (the stand-in for Step Functions). Idempotent per version through the database:
-only the call that moves a version to `queued` runs it."""
+background worker (the stand-in for Step Functions). Whoever calls `start` has already claimed the
+attempt in the database, so each attempt is started once."""
 
 import logging
 import queue
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 
 from shared.domain.workflow import ProcessVersion, StartOutcome
 
 _log = logging.getLogger(__name__)
 
-QueueProcessing = Callable[[ProcessVersion, datetime], bool]
 Run = Callable[[ProcessVersion], object]
 
 
 class InProcessWorkflow:
-    def __init__(self, queue_processing: QueueProcessing, run: Run, *, stale_after: timedelta) -> None:
-        self._queue_processing = queue_processing
+    def __init__(self, run: Run) -> None:
         self._run = run
-        self._stale_after = stale_after
         self._queue: queue.Queue[ProcessVersion] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def start(self, request: ProcessVersion) -> StartOutcome:
-        if not self._queue_processing(request, datetime.now(UTC) - self._stale_after):
-            return StartOutcome.ALREADY_STARTED
         with self._lock:
             if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(target=self._work, name="quire-pipeline", daemon=True)

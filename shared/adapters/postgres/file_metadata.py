@@ -25,7 +25,7 @@ _VERSION_COLUMNS = (
     "file_id, version_id, state, processing_state, filename, media_type, declared_byte_size, byte_size,"
     " storage_key, storage_version_id, rejection_reason, failure_reason, failure_detail, created_at,"
     " updated_at, stored_at, processing_requested_at, page_count, block_count, pages_without_text,"
-    " extraction_warnings, extraction_truncated, document_key"
+    " extraction_warnings, extraction_truncated, document_key, processing_attempt"
 )
 
 
@@ -195,14 +195,6 @@ class PostgresFileMetadataStore:
             {"reason": reason, "size": byte_size, "object_version": storage_version_id},
         )
 
-    def mark_processing_requested(self, tenant_id: str, version_id: UUID) -> None:
-        with self._database.tenant_transaction(tenant_id) as conn:
-            conn.execute(
-                "UPDATE file_versions SET processing_requested_at = now(), updated_at = now()"
-                " WHERE tenant_id = %s AND version_id = %s",
-                (tenant_id, version_id),
-            )
-
     def mark_deleted(self, tenant_id: str, version_id: UUID) -> bool:
         return self._transition(tenant_id, version_id, VersionState.DELETING, "state = 'deleted'", {})
 
@@ -304,38 +296,62 @@ class PostgresFileMetadataStore:
             rows = cursor.execute(query, params).fetchall()
         return [(row["file_id"], _version(row)) for row in rows]
 
-    def queue_processing(self, tenant_id: str, version_id: UUID, *, stale_before: datetime) -> bool:
-        """not_started (or in progress but silent since `stale_before`) → queued; True when this call did it."""
+    def queue_processing(self, tenant_id: str, version_id: UUID, *, stale_before: datetime) -> int | None:
+        """not_started (or in progress but silent since `stale_before`) → queued, as a new attempt.
+
+        Returns the attempt's number, or None when processing is already under way (or done).
+        """
         with self._database.tenant_transaction(tenant_id) as conn:
-            changed = conn.execute(
+            row = conn.execute(
                 "UPDATE file_versions SET processing_state = 'queued', processing_requested_at = now(),"
-                " updated_at = now(), failure_reason = NULL, failure_detail = NULL"
+                " processing_attempt = processing_attempt + 1, updated_at = now(),"
+                " failure_reason = NULL, failure_detail = NULL"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
                 " AND (processing_state = 'not_started'"
-                "      OR (processing_state IN ('queued', 'extracting', 'indexing') AND updated_at < %s))",
+                "      OR (processing_state IN ('queued', 'extracting', 'indexing') AND updated_at < %s))"
+                " RETURNING processing_attempt",
                 (tenant_id, version_id, stale_before),
-            ).rowcount
-        return changed == 1
+            ).fetchone()
+        return int(row[0]) if row else None
+
+    def release_processing(self, tenant_id: str, version_id: UUID, *, attempt: int) -> None:
+        """queued → not_started again, when the workflow could not even be asked (so a redelivery can)."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            conn.execute(
+                "UPDATE file_versions SET processing_state = 'not_started', processing_requested_at = NULL,"
+                " updated_at = now() WHERE tenant_id = %s AND version_id = %s AND processing_state = 'queued'"
+                " AND processing_attempt = %s",
+                (tenant_id, version_id, attempt),
+            )
 
     def move_processing(
-        self, tenant_id: str, version_id: UUID, *, to: ProcessingState, expected: Iterable[ProcessingState]
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        *,
+        attempt: int,
+        to: ProcessingState,
+        expected: Iterable[ProcessingState],
     ) -> bool:
+        """Compare-and-set on the processing state of a stored version, for the current attempt only."""
         with self._database.tenant_transaction(tenant_id) as conn:
             changed = conn.execute(
                 "UPDATE file_versions SET processing_state = %s, updated_at = now()"
-                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored' AND processing_state = ANY(%s)",
-                (to.value, tenant_id, version_id, [state.value for state in expected]),
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored' AND processing_state = ANY(%s)"
+                " AND processing_attempt = %s",
+                (to.value, tenant_id, version_id, [state.value for state in expected], attempt),
             ).rowcount
         return changed == 1
 
-    def record_extraction(self, tenant_id: str, version_id: UUID, summary: ExtractionSummary) -> bool:
+    def record_extraction(self, tenant_id: str, version_id: UUID, summary: ExtractionSummary, *, attempt: int) -> bool:
         """extracting → extracted, with the summary and where the document is."""
         with self._database.tenant_transaction(tenant_id) as conn:
             changed = conn.execute(
                 "UPDATE file_versions SET processing_state = 'extracted', page_count = %s, block_count = %s,"
                 " pages_without_text = %s, extraction_warnings = %s, extraction_truncated = %s, document_key = %s,"
                 " failure_reason = NULL, failure_detail = NULL, updated_at = now()"
-                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored' AND processing_state = 'extracting'",
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored' AND processing_state = 'extracting'"
+                " AND processing_attempt = %s",
                 (
                     summary.page_count,
                     summary.block_count,
@@ -345,18 +361,21 @@ class PostgresFileMetadataStore:
                     summary.document_key,
                     tenant_id,
                     version_id,
+                    attempt,
                 ),
             ).rowcount
         return changed == 1
 
-    def record_failure(self, tenant_id: str, version_id: UUID, *, reason: FailureReason, detail: str) -> bool:
+    def record_failure(
+        self, tenant_id: str, version_id: UUID, *, reason: FailureReason, detail: str, attempt: int
+    ) -> bool:
         """A document problem: processing ends `failed` with the reason (its sentence is shown to the owner)."""
         with self._database.tenant_transaction(tenant_id) as conn:
             changed = conn.execute(
                 "UPDATE file_versions SET processing_state = 'failed', failure_reason = %s, failure_detail = %s,"
                 " updated_at = now() WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
-                " AND processing_state IN ('queued', 'extracting', 'indexing')",
-                (reason.value, detail[:2000], tenant_id, version_id),
+                " AND processing_state IN ('queued', 'extracting', 'indexing') AND processing_attempt = %s",
+                (reason.value, detail[:2000], tenant_id, version_id, attempt),
             ).rowcount
         return changed == 1
 
