@@ -233,3 +233,25 @@ def test_two_rows_are_not_evidence_enough_for_a_table() -> None:
     pdf.multi_cell(w=170, text="Nothing else on this page is tabular at all, which is the point of this test.")
     extracted = document(bytes(pdf.output()))
     assert all(block.kind is not BlockKind.TABLE for block in extracted.blocks)
+
+
+def page_with_text(origin: int) -> bytes:
+    text = f"BT /F1 12 Tf {72 + origin} {720 + origin} Td (A line of text placed here for the test) Tj ET".encode()
+    return raw_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [{origin} {origin} {origin + 612} {origin + 792}]"
+            " /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".encode(),
+            f"<< /Length {len(text)} >>\nstream\n".encode() + text + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
+
+
+def test_a_box_is_measured_from_the_visible_page_wherever_its_origin_sits() -> None:
+    plain = document(page_with_text(0)).blocks[0].location.box
+    shifted = document(page_with_text(200)).blocks[0].location.box
+    assert plain is not None and shifted is not None
+    assert abs(plain.left - shifted.left) < 0.01 and abs(plain.top - shifted.top) < 0.01
+    assert 0.1 < plain.left < 0.15 and 0.05 < plain.top < 0.12

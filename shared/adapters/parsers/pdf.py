@@ -40,6 +40,16 @@ MAX_CELL_CHARACTERS = 80
 
 
 @dataclass(frozen=True)
+class _Frame:
+    """The visible page in PDF user space (points): its top-left corner and size."""
+
+    left: float
+    top: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
 class _Cell:
     text: str
     left: float
@@ -78,7 +88,7 @@ class PdfParser:
                     detail=f"the document has {pages} pages; the limit is {limits.max_pages}",
                 )
             lines: list[_Line] = []
-            sizes: dict[int, tuple[float, float]] = {}
+            sizes: dict[int, _Frame] = {}
             without_text: list[int] = []
             for number in range(1, pages + 1):
                 try:
@@ -115,10 +125,14 @@ def _pages(numbers: list[int]) -> str:
     return shown + (f" and {len(numbers) - 20} more" if len(numbers) > 20 else "")
 
 
-def _page_lines(page: Any, number: int) -> tuple[list[_Line], tuple[float, float]]:
+def _page_lines(page: Any, number: int) -> tuple[list[_Line], _Frame]:
     import pypdfium2.raw as pdfium_c
 
-    width, height = page.get_size()
+    # The visible page (crop box) in user space: boxes are measured from its own corner, wherever it sits.
+    crop_left, crop_bottom, crop_right, crop_top = page.get_cropbox()
+    frame = _Frame(
+        left=crop_left, top=crop_top, width=max(crop_right - crop_left, 1.0), height=max(crop_top - crop_bottom, 1.0)
+    )
     textpage = page.get_textpage()
     try:
         text = textpage.get_text_range()
@@ -150,7 +164,7 @@ def _page_lines(page: Any, number: int) -> tuple[list[_Line], tuple[float, float
                     cells=_cells(text, boxes, visible, size),
                 )
             )
-        return lines, (width, height)
+        return lines, frame
     finally:
         textpage.close()
         page.close()
@@ -188,7 +202,7 @@ def _heading_levels(lines: list[_Line]) -> tuple[float, dict[float, int]]:
     return body, {size: min(level, 6) for level, size in enumerate(larger, start=1)}
 
 
-def _blocks(lines: list[_Line], sizes: dict[int, tuple[float, float]]) -> list[Block]:
+def _blocks(lines: list[_Line], sizes: dict[int, _Frame]) -> list[Block]:
     _, levels = _heading_levels(lines)
     tables = _table_runs(lines)
     blocks: list[Block] = []
@@ -261,7 +275,7 @@ def _same_grid(first: _Line, previous: _Line, line: _Line) -> bool:
     return True
 
 
-def _table_block(rows: list[_Line], sizes: dict[int, tuple[float, float]]) -> Block:
+def _table_block(rows: list[_Line], sizes: dict[int, _Frame]) -> Block:
     from shared.adapters.parsers.cells import looks_like_header
 
     cells = [tuple(cell.text for cell in row.cells) for row in rows]
@@ -278,19 +292,17 @@ def _continues(previous: _Line, line: _Line) -> bool:
     return line.page == previous.page and abs(line.size - previous.size) < 0.6 and -height < gap < height * 1.2
 
 
-def _block(
-    kind: BlockKind, lines: list[_Line], sizes: dict[int, tuple[float, float]], level: int | None = None
-) -> Block:
-    width, height = sizes[lines[0].page]
+def _block(kind: BlockKind, lines: list[_Line], sizes: dict[int, _Frame], level: int | None = None) -> Block:
+    frame = sizes[lines[0].page]
     left = min(line.left for line in lines)
     right = max(line.right for line in lines)
     top = max(line.top for line in lines)
     bottom = min(line.bottom for line in lines)
     box = BoundingBox(
-        left=_unit(left / width),
-        top=_unit((height - top) / height),
-        width=_unit((right - left) / width),
-        height=_unit((top - bottom) / height),
+        left=_unit((left - frame.left) / frame.width),
+        top=_unit((frame.top - top) / frame.height),
+        width=_unit((right - left) / frame.width),
+        height=_unit((top - bottom) / frame.height),
     )
     text = lines[0].text
     for line in lines[1:]:
