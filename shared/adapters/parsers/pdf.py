@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from shared.adapters.parsers.pdf_inflation import inflated_size_exceeds
 from shared.domain.document import (
     Block,
     BlockCollector,
@@ -74,12 +75,9 @@ class PdfParser:
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
         import pypdfium2 as pdfium
 
-        try:
-            document = pdfium.PdfDocument(content)
-        except pdfium.PdfiumError as error:
-            if getattr(error, "err_code", None) == _PASSWORD_ERROR:
-                return ExtractionFailure(reason=FailureReason.ENCRYPTED, detail="the PDF is password-protected")
-            return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"PDFium could not open it: {error}")
+        document = _open(content, limits)
+        if isinstance(document, ExtractionFailure):
+            return document
         try:
             pages = len(document)
             if pages > limits.max_pages:
@@ -118,6 +116,23 @@ class PdfParser:
             else ()
         )
         return collector.document(PDF_TYPE, page_count=pages, pages_without_text=tuple(without_text), warnings=warnings)
+
+
+def _open(content: bytes, limits: ExtractionLimits) -> Any:
+    """The PDFium document, or the failure that stops it before any page is read."""
+    import pypdfium2 as pdfium
+
+    if inflated_size_exceeds(content, limits.max_inflated_bytes):
+        return ExtractionFailure(
+            reason=FailureReason.TOO_LARGE,
+            detail=f"its compressed streams inflate past {limits.max_inflated_bytes} bytes",
+        )
+    try:
+        return pdfium.PdfDocument(content)
+    except pdfium.PdfiumError as error:
+        if getattr(error, "err_code", None) == _PASSWORD_ERROR:
+            return ExtractionFailure(reason=FailureReason.ENCRYPTED, detail="the PDF is password-protected")
+        return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"PDFium could not open it: {error}")
 
 
 def _pages(numbers: list[int]) -> str:
