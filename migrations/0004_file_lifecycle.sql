@@ -38,4 +38,4 @@ CREATE INDEX file_versions_live ON file_versions (tenant_id, file_id) WHERE stat
 CREATE INDEX file_versions_transitional ON file_versions (tenant_id, updated_at, version_id)
   WHERE state IN ('pending', 'deleting');
 CREATE INDEX file_versions_awaiting_processing ON file_versions (tenant_id, updated_at, version_id)
-  WHERE state = 'stored' AND processing_state IN ('not_started', 'queued', 'extracting', 'indexing');
+  WHERE state = 'stored' AND processing_state IN ('not_started', 'queued', 'extracting', 'indexing', 'failed');

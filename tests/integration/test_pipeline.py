@@ -183,3 +183,33 @@ def test_a_derived_document_nobody_points_at_is_reported(stack: Stack) -> None:
     stack.container.content.put(orphan, b"{}", content_type="application/json")
     report = stack.container.reconciler.run(datetime.now(UTC)).as_dict()
     assert orphan in {entry["key"] for entry in report["bytesWithoutRow"]}
+
+
+def test_a_timed_out_extraction_is_tried_again_by_reconciliation_a_bounded_number_of_times(
+    stack: Stack, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from functions.on_object_created import handler as created_handler
+    from shared.domain.files import FailureReason, ProcessingState
+    from tests.integration.test_reconciliation import EventLost
+
+    token = stack.token()
+    monkeypatch.setattr(created_handler, "container", EventLost())
+    ticket = stack.upload(token, "slow.txt", "text/plain", b"slow to read")
+    monkeypatch.undo()
+    version_id = uuid.UUID(ticket["versionId"])
+    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
+    assert landed is not None
+    metadata = stack.container.file_metadata
+    metadata.mark_stored("acme", version_id, byte_size=landed.byte_size, storage_version_id=landed.version_id)
+    attempt = metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC))
+    assert attempt == 1
+    metadata.move_processing(
+        "acme", version_id, attempt=1, to=ProcessingState.EXTRACTING, expected=[ProcessingState.QUEUED]
+    )
+    metadata.record_failure("acme", version_id, reason=FailureReason.TIMED_OUT, detail="took too long", attempt=1)
+    report = stack.container.reconciler.run(datetime.now(UTC) + timedelta(hours=3)).as_dict()
+    assert {"versionId": ticket["versionId"], "outcome": "started"}.items() <= next(
+        e for e in report["processingRequested"] if e["versionId"] == ticket["versionId"]
+    ).items()
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["processingState"] == "extracted"

@@ -21,6 +21,7 @@ from shared.domain.files import (
 )
 
 _LIVE = ("pending", "stored", "rejected")
+MAX_ATTEMPTS_AFTER_TIMEOUT = 3
 _VERSION_COLUMNS = (
     "file_id, version_id, state, processing_state, filename, media_type, declared_byte_size, byte_size,"
     " storage_key, storage_version_id, rejection_reason, failure_reason, failure_detail, created_at,"
@@ -280,7 +281,9 @@ class PostgresFileMetadataStore:
         query = (
             f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - a constant column list
             " WHERE tenant_id = %(tenant)s AND state = 'stored'"
-            " AND processing_state IN ('not_started', 'queued', 'extracting', 'indexing')"
+            " AND (processing_state IN ('not_started', 'queued', 'extracting', 'indexing')"
+            "      OR (processing_state = 'failed' AND failure_reason = 'timed-out'"
+            f"          AND processing_attempt < {MAX_ATTEMPTS_AFTER_TIMEOUT}))"
             " AND updated_at < %(cutoff)s"
             " AND (processing_requested_at IS NULL OR processing_requested_at < %(cutoff)s)"
         )
@@ -308,9 +311,11 @@ class PostgresFileMetadataStore:
                 " failure_reason = NULL, failure_detail = NULL"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
                 " AND (processing_state = 'not_started'"
-                "      OR (processing_state IN ('queued', 'extracting', 'indexing') AND updated_at < %s))"
+                "      OR (processing_state IN ('queued', 'extracting', 'indexing') AND updated_at < %s)"
+                # A timeout may go differently next time (a busy machine): a few more attempts, then it stays.
+                "      OR (processing_state = 'failed' AND failure_reason = 'timed-out' AND processing_attempt < %s))"
                 " RETURNING processing_attempt",
-                (tenant_id, version_id, stale_before),
+                (tenant_id, version_id, stale_before, MAX_ATTEMPTS_AFTER_TIMEOUT),
             ).fetchone()
         return int(row[0]) if row else None
 
