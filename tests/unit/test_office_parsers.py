@@ -255,3 +255,25 @@ def test_a_password_protected_office_file_is_encrypted_not_malformed(parser) -> 
     outcome = parser.parse(container, LIMITS)
     assert isinstance(outcome, ExtractionFailure)
     assert outcome.reason is FailureReason.ENCRYPTED
+
+
+def test_a_million_empty_cells_are_walked_within_the_cell_limit_and_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared.adapters.parsers import xlsx
+    from shared.adapters.parsers.cells import column_letters
+
+    # 1,000 rows of 1,000 empty cells each, written as cells (not just a declared dimension).
+    columns = [column_letters(i) for i in range(1000)]
+    rows = "".join(
+        f'<row r="{r}">' + "".join(f'<c r="{c}{r}" t="inlineStr"><is><t></t></is></c>' for c in columns) + "</row>"
+        for r in range(1, 1001)
+    )
+    sheet = (
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+        + rows
+        + "</sheetData></worksheet>"
+    ).encode()
+    bomb = rewrite_member(workbook(), "xl/worksheets/sheet1.xml", sheet)
+    monkeypatch.setattr(xlsx, "MAX_CELLS_VISITED", 50_000)
+    outcome = XlsxParser().parse(bomb, LIMITS)
+    assert isinstance(outcome, ExtractedDocument)
+    assert any("cell limit" in warning for warning in outcome.warnings)
