@@ -18,10 +18,4 @@ container = Container(load_settings())
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = ProcessVersion(
-        tenant_id=event["tenantId"],
-        file_id=event["fileId"],
-        version_id=event["versionId"],
-        attempt=int(event.get("attempt", 1)),
-    )
-    return container.pipeline.extract(request)
+    return container.pipeline.extract(ProcessVersion.from_step_input(event))

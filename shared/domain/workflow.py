@@ -1,6 +1,8 @@
 """The request to process one stored file version, and what starting it did."""
 
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -14,6 +16,16 @@ class ProcessVersion(BaseModel):
     file_id: str
     version_id: str
     attempt: int = 1
+
+    @classmethod
+    def from_step_input(cls, event: Mapping[str, Any]) -> "ProcessVersion":
+        """A pipeline step's input, as Step Functions passes it (camelCase references)."""
+        return cls(
+            tenant_id=str(event["tenantId"]),
+            file_id=str(event["fileId"]),
+            version_id=str(event["versionId"]),
+            attempt=int(event.get("attempt", 1)),
+        )
 
     @property
     def execution_name(self) -> str:

@@ -21,6 +21,26 @@ def processed(stack: Stack, token: str, filename: str, media_type: str, content:
     return record  # type: ignore[no-any-return]
 
 
+def stored_without_processing(stack: Stack, token: str, filename: str, content: bytes) -> tuple[Any, uuid.UUID]:
+    """An upload stored by hand, its event lost: nothing asked for processing yet (the crash shapes below)."""
+    from functions.on_object_created import handler as created_handler
+    from tests.integration.test_reconciliation import EventLost
+
+    original = created_handler.container
+    created_handler.container = EventLost()  # type: ignore[assignment]
+    try:
+        ticket = stack.upload(token, filename, "text/plain", content)
+    finally:
+        created_handler.container = original
+    version_id = uuid.UUID(ticket["versionId"])
+    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
+    assert landed is not None
+    assert stack.container.file_metadata.mark_stored(
+        "acme", version_id, byte_size=landed.byte_size, storage_version_id=landed.version_id
+    )
+    return ticket, version_id
+
+
 def test_an_uploaded_docx_is_extracted_and_read_as_markdown_with_locations(stack: Stack) -> None:
     token = stack.token()
     record = processed(stack, token, "Handbook.docx", DOCX_TYPE, word_document())
@@ -123,21 +143,11 @@ def test_an_extracted_version_is_not_extracted_again_by_a_late_or_repeated_step(
     assert again["processingState"] == "extracted"
 
 
-def test_a_version_deleted_while_it_is_extracted_leaves_no_document_behind(stack: Stack, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from functions.on_object_created import handler as created_handler
+def test_a_version_deleted_while_it_is_extracted_leaves_no_document_behind(stack: Stack) -> None:
     from shared.domain.workflow import ProcessVersion
-    from tests.integration.test_reconciliation import EventLost
 
     token = stack.token()
-    monkeypatch.setattr(created_handler, "container", EventLost())
-    ticket = stack.upload(token, "racy.txt", "text/plain", b"deleted mid-way")
-    monkeypatch.undo()
-    version_id = uuid.UUID(ticket["versionId"])
-    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
-    assert landed is not None
-    stack.container.file_metadata.mark_stored(
-        "acme", version_id, byte_size=landed.byte_size, storage_version_id=landed.version_id
-    )
+    ticket, version_id = stored_without_processing(stack, token, "racy.txt", b"deleted mid-way")
     attempt = stack.container.file_metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC))
     assert attempt == 1
     request = ProcessVersion(tenant_id="acme", file_id=ticket["fileId"], version_id=ticket["versionId"], attempt=1)
@@ -149,20 +159,12 @@ def test_a_version_deleted_while_it_is_extracted_leaves_no_document_behind(stack
     assert list(stack.container.content.object_versions(prefix)) == []
 
 
-def test_a_retry_after_a_dead_attempt_is_a_new_attempt_and_the_old_one_cannot_write(stack: Stack, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from functions.on_object_created import handler as created_handler
+def test_a_retry_after_a_dead_attempt_is_a_new_attempt_and_the_old_one_cannot_write(stack: Stack) -> None:
     from shared.domain.workflow import ProcessVersion
-    from tests.integration.test_reconciliation import EventLost
 
     token = stack.token()
-    monkeypatch.setattr(created_handler, "container", EventLost())
-    ticket = stack.upload(token, "retry.txt", "text/plain", b"try, try again")
-    monkeypatch.undo()
-    version_id = uuid.UUID(ticket["versionId"])
-    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
-    assert landed is not None
+    ticket, version_id = stored_without_processing(stack, token, "retry.txt", b"try, try again")
     metadata = stack.container.file_metadata
-    metadata.mark_stored("acme", version_id, byte_size=landed.byte_size, storage_version_id=landed.version_id)
     first = metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC))
     old = ProcessVersion(tenant_id="acme", file_id=ticket["fileId"], version_id=ticket["versionId"], attempt=1)
     assert first == 1 and stack.container.pipeline.inspect(old)["proceed"] is True
@@ -185,22 +187,12 @@ def test_a_derived_document_nobody_points_at_is_reported(stack: Stack) -> None:
     assert orphan in {entry["key"] for entry in report["bytesWithoutRow"]}
 
 
-def test_a_timed_out_extraction_is_tried_again_by_reconciliation_a_bounded_number_of_times(
-    stack: Stack, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
-    from functions.on_object_created import handler as created_handler
+def test_a_timed_out_extraction_is_tried_again_by_reconciliation_a_bounded_number_of_times(stack: Stack) -> None:
     from shared.domain.files import FailureReason, ProcessingState
-    from tests.integration.test_reconciliation import EventLost
 
     token = stack.token()
-    monkeypatch.setattr(created_handler, "container", EventLost())
-    ticket = stack.upload(token, "slow.txt", "text/plain", b"slow to read")
-    monkeypatch.undo()
-    version_id = uuid.UUID(ticket["versionId"])
-    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
-    assert landed is not None
+    ticket, version_id = stored_without_processing(stack, token, "slow.txt", b"slow to read")
     metadata = stack.container.file_metadata
-    metadata.mark_stored("acme", version_id, byte_size=landed.byte_size, storage_version_id=landed.version_id)
     attempt = metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC))
     assert attempt == 1
     metadata.move_processing(

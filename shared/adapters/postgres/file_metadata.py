@@ -253,41 +253,46 @@ class PostgresFileMetadataStore:
         """(file id, version) pairs waiting in one of `states` since before `updated_before`, oldest first,
         after the keyset `after` (updated_at, version_id): callers walk every page, so old rows that stay
         in a state can never hide newer ones."""
-        query = (
-            f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - a constant column list
-            " WHERE tenant_id = %(tenant)s AND state = ANY(%(states)s) AND updated_at < %(before)s"
+        return self._version_page(
+            tenant_id,
+            "state = ANY(%(states)s) AND updated_at < %(before)s",
+            {"states": [state.value for state in states], "before": updated_before},
+            after=after,
+            limit=limit,
         )
-        params: dict[str, Any] = {
-            "tenant": tenant_id,
-            "states": [s.value for s in states],
-            "before": updated_before,
-            "limit": limit,
-        }
-        if after is not None:
-            query += " AND (updated_at, version_id) > (%(after_at)s, %(after_id)s)"
-            params.update(after_at=after[0], after_id=after[1])
-        query += " ORDER BY updated_at, version_id LIMIT %(limit)s"
-        with (
-            self._database.tenant_transaction(tenant_id) as conn,
-            conn.cursor(row_factory=dict_row) as cursor,
-        ):
-            rows = cursor.execute(query, params).fetchall()
-        return [(row["file_id"], _version(row)) for row in rows]
 
     def versions_awaiting_processing(
         self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
     ) -> list[tuple[UUID, FileVersionRecord]]:
-        """Stored versions whose processing was never asked for, or not started or finished since `cutoff`."""
-        query = (
-            f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - a constant column list
-            " WHERE tenant_id = %(tenant)s AND state = 'stored'"
+        """Stored versions whose processing was never asked for, or not finished since `cutoff` (and
+        timed-out extractions with attempts left)."""
+        return self._version_page(
+            tenant_id,
+            "state = 'stored' AND updated_at < %(cutoff)s"
+            " AND (processing_requested_at IS NULL OR processing_requested_at < %(cutoff)s)"
             " AND (processing_state IN ('not_started', 'queued', 'extracting', 'indexing')"
             "      OR (processing_state = 'failed' AND failure_reason = 'timed-out'"
-            f"          AND processing_attempt < {MAX_ATTEMPTS_AFTER_TIMEOUT}))"
-            " AND updated_at < %(cutoff)s"
-            " AND (processing_requested_at IS NULL OR processing_requested_at < %(cutoff)s)"
+            "          AND processing_attempt < %(attempts)s))",
+            {"cutoff": cutoff, "attempts": MAX_ATTEMPTS_AFTER_TIMEOUT},
+            after=after,
+            limit=limit,
         )
-        params: dict[str, Any] = {"tenant": tenant_id, "cutoff": cutoff, "limit": limit}
+
+    def _version_page(
+        self,
+        tenant_id: str,
+        condition: str,
+        params: dict[str, Any],
+        *,
+        after: tuple[datetime, UUID] | None,
+        limit: int,
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        """One keyset page (updated_at, version_id) of a tenant's versions matching `condition`."""
+        query = (
+            f"SELECT {_VERSION_COLUMNS} FROM file_versions"  # noqa: S608 - constant columns and conditions
+            f" WHERE tenant_id = %(tenant)s AND {condition}"
+        )
+        params = {**params, "tenant": tenant_id, "limit": limit}
         if after is not None:
             query += " AND (updated_at, version_id) > (%(after_at)s, %(after_id)s)"
             params.update(after_at=after[0], after_id=after[1])
