@@ -6,18 +6,16 @@ import re
 from typing import Any
 
 from shared.adapters.parsers.cells import looks_like_header
-from shared.adapters.parsers.ooxml_guard import check_office_zip
+from shared.adapters.parsers.ooxml_guard import read_office
 from shared.domain.document import (
     Block,
     BlockCollector,
     BlockKind,
-    ExtractionFailure,
     ExtractionLimits,
     ExtractionOutcome,
     Location,
     Table,
 )
-from shared.domain.files import FailureReason
 
 DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _HEADING_STYLE = re.compile(r"^(?:heading|überschrift|titre|título)\s*(\d)$", re.IGNORECASE)
@@ -34,24 +32,16 @@ class DocxParser:
     media_types = frozenset({DOCX_TYPE})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
-        refused = check_office_zip(content, limits)
-        if refused is not None:
-            return refused
-        from docx import Document
-        from docx.opc.exceptions import PackageNotFoundError
+        return read_office(content, limits, "DOCX", lambda: self._read(content, limits))
 
+    def _read(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
+        from docx import Document
+
+        document = Document(io.BytesIO(content))
         collector = BlockCollector(limits)
-        try:
-            document = Document(io.BytesIO(content))
-            self._sections(document, collector, "header")
-            self._body(document, collector)
-            self._sections(document, collector, "footer")
-        except PackageNotFoundError as error:
-            return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"not a readable DOCX: {error}")
-        except Exception as error:  # attacker-controlled XML: whatever python-docx trips on is the document's fault
-            return ExtractionFailure(
-                reason=FailureReason.MALFORMED, detail=f"not a readable DOCX ({type(error).__name__})"
-            )
+        self._sections(document, collector, "header")
+        self._body(document, collector)
+        self._sections(document, collector, "footer")
         return collector.document(DOCX_TYPE)
 
     def _body(self, document: Any, collector: BlockCollector) -> None:

@@ -8,8 +8,9 @@ ENTITY declaration (billion laughs, external entities), whatever the XML library
 import io
 import zipfile
 import zlib
+from collections.abc import Callable
 
-from shared.domain.document import ExtractionFailure, ExtractionLimits
+from shared.domain.document import ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.files import FailureReason
 
 MAX_ENTRIES = 10_000
@@ -72,3 +73,20 @@ def _ole_failure(content: bytes) -> ExtractionFailure:
     return ExtractionFailure(
         reason=FailureReason.MALFORMED, detail="this is a legacy Office file (.doc, .xls, .ppt), not OOXML"
     )
+
+
+def read_office(
+    content: bytes, limits: ExtractionLimits, label: str, read: Callable[[], ExtractionOutcome]
+) -> ExtractionOutcome:
+    """The guard, then `read` (the library's pass over the parts): whatever the library trips on in
+    attacker-controlled XML is the document's fault, and comes back as `malformed`."""
+    refused = check_office_zip(content, limits)
+    if refused is not None:
+        return refused
+    try:
+        return read()
+    except Exception as error:
+        return ExtractionFailure(
+            reason=FailureReason.MALFORMED,
+            detail=f"not a readable {label} ({type(error).__name__}: {str(error)[:200]})",
+        )

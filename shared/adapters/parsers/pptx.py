@@ -5,7 +5,7 @@ import io
 from typing import Any
 
 from shared.adapters.parsers.cells import looks_like_header
-from shared.adapters.parsers.ooxml_guard import check_office_zip
+from shared.adapters.parsers.ooxml_guard import read_office
 from shared.domain.document import (
     Block,
     BlockCollector,
@@ -26,29 +26,21 @@ class PptxParser:
     media_types = frozenset({PPTX_TYPE})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
-        refused = check_office_zip(content, limits)
-        if refused is not None:
-            return refused
-        from pptx import Presentation
-        from pptx.exc import PackageNotFoundError
+        return read_office(content, limits, "PPTX", lambda: self._read(content, limits))
 
-        collector = BlockCollector(limits)
-        try:
-            slides = list(Presentation(io.BytesIO(content)).slides)
-            if len(slides) > limits.max_pages:
-                return ExtractionFailure(
-                    reason=FailureReason.TOO_MANY_PAGES,
-                    detail=f"the presentation has {len(slides)} slides; the limit is {limits.max_pages}",
-                )
-            for number, slide in enumerate(slides, start=1):
-                if not self._slide(slide, number, collector):
-                    break
-        except PackageNotFoundError as error:
-            return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"not a readable PPTX: {error}")
-        except Exception as error:  # attacker-controlled XML: whatever python-pptx trips on is the document's fault
+    def _read(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
+        from pptx import Presentation
+
+        slides = list(Presentation(io.BytesIO(content)).slides)
+        if len(slides) > limits.max_pages:
             return ExtractionFailure(
-                reason=FailureReason.MALFORMED, detail=f"not a readable PPTX ({type(error).__name__})"
+                reason=FailureReason.TOO_MANY_PAGES,
+                detail=f"the presentation has {len(slides)} slides; the limit is {limits.max_pages}",
             )
+        collector = BlockCollector(limits)
+        for number, slide in enumerate(slides, start=1):
+            if not self._slide(slide, number, collector):
+                break
         return collector.document(PPTX_TYPE, page_count=len(slides))
 
     def _slide(self, slide: Any, number: int, collector: BlockCollector) -> bool:

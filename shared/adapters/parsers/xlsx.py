@@ -6,18 +6,16 @@ import io
 from typing import Any
 
 from shared.adapters.parsers.cells import ROWS_PER_BLOCK, a1_range, display, looks_like_header
-from shared.adapters.parsers.ooxml_guard import check_office_zip
+from shared.adapters.parsers.ooxml_guard import read_office
 from shared.domain.document import (
     Block,
     BlockCollector,
     BlockKind,
-    ExtractionFailure,
     ExtractionLimits,
     ExtractionOutcome,
     Location,
     Table,
 )
-from shared.domain.files import FailureReason
 
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MAX_CELLS_VISITED = 5_000_000
@@ -29,29 +27,20 @@ class XlsxParser:
     media_types = frozenset({XLSX_TYPE})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
-        refused = check_office_zip(content, limits)
-        if refused is not None:
-            return refused
+        return read_office(content, limits, "XLSX", lambda: self._read(content, limits))
+
+    def _read(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
         import openpyxl
 
-        try:
-            workbook = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
-        except Exception as error:  # openpyxl raises a wide variety on damaged files
-            return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"not a readable XLSX: {error}")
+        workbook = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
         collector = BlockCollector(limits)
         warnings: list[str] = []
         visited = 0
         try:
             for sheet in workbook.worksheets:
                 rows, visited = self._rows(sheet, visited, warnings)
-                if not self._tables(sheet.title, rows, collector):
+                if not self._tables(sheet.title, rows, collector) or visited >= MAX_CELLS_VISITED:
                     break
-                if visited >= MAX_CELLS_VISITED:
-                    break
-        except Exception as error:  # attacker-controlled XML: whatever openpyxl trips on is the document's fault
-            return ExtractionFailure(
-                reason=FailureReason.MALFORMED, detail=f"not a readable XLSX ({type(error).__name__})"
-            )
         finally:
             workbook.close()
         return collector.document(XLSX_TYPE, warnings=tuple(warnings))
