@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
-.PHONY: demo test test-all bench fuzz lint typecheck fmt clean venv
+.PHONY: demo test test-all bench eval fuzz lint typecheck fmt clean venv
 
 venv: $(INSTALLED)
 
@@ -20,7 +20,7 @@ $(INSTALLED): pyproject.toml
 	@touch $@
 
 demo: $(INSTALLED)
-	$(BIN)/quire demo
+	$(BIN)/quire demo $(if $(DOCS),--docs $(DOCS))
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -34,6 +34,12 @@ test: lint typecheck
 
 test-all: lint typecheck
 	$(BIN)/pytest
+
+# Retrieval quality on SciFact's train split (tune only on train): nDCG@10, recall@10/100, MRR@10 per lane.
+SCIFACT ?= ../shared/data/scifact
+eval: $(INSTALLED)
+	@test -d $(SCIFACT) || { echo "make eval: $(SCIFACT) is absent (set SCIFACT=dir to a BEIR dataset)"; exit 2; }
+	$(BIN)/quire eval --dataset $(SCIFACT) --split train
 
 # Speed and memory, medians of several runs: a table on stdout and .bench/results.json.
 bench: $(INSTALLED)

@@ -20,6 +20,7 @@ from shared.adapters.local.unavailable import (
 from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.document import ExtractionLimits
+from shared.domain.search import RetrievalTuning
 from shared.ports import (
     AuthorizationPolicy,
     DocumentParser,
@@ -35,17 +36,19 @@ from shared.ports import (
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
+from shared.services.indexing import Indexer
 from shared.services.pipeline import IngestionPipeline
 from shared.services.reconciliation import Reconciler, ReconcileThresholds
+from shared.services.reindexing import Reindexer
+from shared.services.retrieval import Retrieval
 from shared.services.upload_completion import UploadCompletion
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
     from shared.adapters.postgres.database import Database
+    from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
 
-_NO_LOCAL_EMBEDDER = "no local embedding model is installed in this build (it arrives with indexing)"
-_NO_BEDROCK_EMBEDDER = "the Bedrock embedding adapter is not in this build yet (it arrives with indexing)"
 _NO_LOCAL_OCR = "no local OCR engine is installed in this build (RapidOCR arrives with the OCR work)"
 _NO_TEXTRACT = "the Textract adapter is not in this build yet (it arrives with the OCR work)"
 _NO_LOCAL_VISION = "no vision model runs locally; on AWS set QUIRE_VISION_MODEL_ID to a Bedrock image model"
@@ -147,8 +150,43 @@ class Container:
         return Extractor(parsers, limits, memory_limit_bytes=self.settings.extraction_memory_bytes)
 
     @cached_property
+    def knowledge(self) -> "PostgresKnowledgeIndex":
+        from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
+
+        return PostgresKnowledgeIndex(self.database)
+
+    @cached_property
+    def indexer(self) -> Indexer:
+        return Indexer(self.knowledge, self.embedder, max_chunk_tokens=self.settings.chunk_max_tokens)
+
+    @cached_property
     def pipeline(self) -> IngestionPipeline:
-        return IngestionPipeline(self.file_metadata, self.content, self.extractor)
+        return IngestionPipeline(self.file_metadata, self.content, self.extractor, self.indexer)
+
+    @cached_property
+    def retrieval(self) -> Retrieval:
+        settings = self.settings
+        return Retrieval(
+            authorization=self.authorization,
+            knowledge=self.knowledge,
+            vectors=self.knowledge,
+            keywords=self.knowledge,
+            embedder=self.embedder,
+            tuning=RetrievalTuning(
+                rrf_k=settings.search_rrf_k,
+                semantic_floor=settings.search_semantic_floor,
+                fused_floor=settings.search_fused_floor,
+                candidates=settings.search_candidates,
+                context_budget_characters=settings.search_context_budget_characters,
+                bm25_k1=settings.search_bm25_k1,
+                bm25_b=settings.search_bm25_b,
+                identifier_boost=settings.search_identifier_boost,
+            ),
+        )
+
+    @cached_property
+    def reindexer(self) -> Reindexer:
+        return Reindexer(self.file_metadata, self.knowledge, self.embedder, self.pipeline)
 
     @cached_property
     def workflow(self) -> Workflow:
@@ -198,8 +236,19 @@ class Container:
 
     @cached_property
     def embedder(self) -> EmbeddingProvider:
-        reason = _NO_LOCAL_EMBEDDER if self._local else _NO_BEDROCK_EMBEDDER
-        return UnavailableEmbedder(reason, dimension=self.settings.embedding_dimension)
+        dimension = self.settings.embedding_dimension
+        if self._local:
+            from shared.adapters.local.sentence_embeddings import SentenceTransformerEmbedder
+
+            return SentenceTransformerEmbedder(dimension=dimension)
+        from shared.adapters.aws.bedrock_embeddings import BedrockTitanEmbedder
+
+        try:
+            return BedrockTitanEmbedder.from_region(
+                self.settings.region, dimension=dimension, model_id=self.settings.bedrock_embedding_model_id
+            )
+        except ValueError as error:  # a dimension Titan does not offer: said, not guessed around
+            return UnavailableEmbedder(str(error), dimension=dimension)
 
     @cached_property
     def ocr(self) -> OcrProvider:

@@ -90,12 +90,20 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """Up, ingest a corpus of every format, search it with citations, down (if the demo started it)."""
+    from pathlib import Path
+
+    from shared.adapters.local.jwt_tokens import LocalTokenIssuer
+    from shared.adapters.local.secret_files import read_or_create_secret
+    from shared.domain.auth import Principal
+    from shared.local.api_client import ApiClient
+    from shared.local.demo import DEMO_COLLECTION, DEMO_QUERIES, DEMO_TENANT, run_demo
     from shared.local.stack import StackError, down, status, up
 
     paths = StackPaths.in_directory()
     begun = time.monotonic()
     try:
-        _, started = up(paths)
+        state, started = up(paths)
     except StackError as error:
         print(f"quire demo: the stack did not start: {error}", file=sys.stderr)
         return 1
@@ -103,11 +111,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         report = status(paths)
         _print_status(report)
+        if not _healthy(report):
+            return 1
+        if args.docs:
+            documents = sorted(path for path in Path(args.docs).iterdir() if path.is_file())
+            queries = args.query or None
+        else:
+            from shared.local.demo_corpus import write_demo_corpus
+
+            documents = write_demo_corpus(paths.root / "demo-documents")
+            queries = args.query or list(DEMO_QUERIES)
+        principal = Principal(tenant_id=DEMO_TENANT, subject="demo", collections=frozenset({DEMO_COLLECTION}))
+        token = LocalTokenIssuer(read_or_create_secret(paths.jwt_secret)).issue(principal)
+        return run_demo(ApiClient(state["api"], token), documents, queries)
     finally:
         if started:
             down(paths)
-            print("Quire is down (the demo started it, so the demo stopped it).")
-    return 0 if _healthy(report) else 1
+            print("\nQuire is down (the demo started it, so the demo stopped it).")
 
 
 def _api(args: argparse.Namespace, collections: list[str]) -> "ApiClient":
@@ -247,10 +267,149 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    from shared.local.api_client import ApiError
+    from shared.local.search_output import print_search_result
+
+    client = _api(args, args.collections.split(","))
+    body: dict[str, Any] = {"query": args.query, "limit": args.limit, "mode": args.mode}
+    if args.in_collections:
+        body["filters"] = {"collections": args.in_collections.split(",")}
+    try:
+        result = client.call("POST", "/v1/search", body)
+    except ApiError as error:
+        print(f"quire search: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_search_result(args.query, result)
+    return 0
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    client = _api(args, args.collections.split(","))
+    report = client.call("GET", "/v1/coverage")
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    available = "" if report["embedderAvailable"] else " (unavailable)"
+    print(f"embedding model: {report['embeddingModel']}{available}")
+    print(f"{'collection':<20} {'files':>6} {'indexed':>8} {'failed':>7} {'working':>8} {'stale':>6} {'lexical':>8}")
+    for entry in report["collections"]:
+        print(
+            f"{entry['collectionId']:<20} {entry['files']:>6} {entry['indexed']:>8} {entry['failed']:>7}"
+            f" {entry['inProgress']:>8} {entry['stale']:>6} {entry['lexicalOnly']:>8}"
+        )
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from shared.local.api_client import ApiError
+
+    client = _api(args, args.collections.split(","))
+    total = 0
+    while True:
+        try:
+            batch = client.call("POST", f"/v1/reindex?limit={args.batch}")
+        except ApiError as error:
+            print(f"quire reindex: {error}", file=sys.stderr)
+            return 1
+        total += batch["reindexed"] + batch["dropped"]
+        print(
+            f"re-indexed {batch['reindexed']}, dropped {batch['dropped']}, skipped {batch['skipped']};"
+            f" {batch['remaining']} remaining ({batch['embeddingModel']})"
+        )
+        # Stop when done, or when a batch changed nothing (what remains cannot be re-indexed now).
+        if batch["remaining"] == 0 or batch["reindexed"] + batch["dropped"] == 0:
+            break
+    print(f"done: {total} versions re-indexed or dropped")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """A BEIR dataset through the real index into a scratch tenant, measured per lane (starts the stack
+    if it is not running, and stops it again)."""
+    from pathlib import Path
+
+    from shared.bootstrap import Container
+    from shared.local.evaluation import Evaluation, load_beir, print_report, print_sweep
+    from shared.local.stack import StackError, down, running_state, settings_for, up
+
+    directory = Path(args.dataset)
+    try:
+        dataset = load_beir(directory, args.split)
+    except (OSError, ValueError) as error:
+        print(f"quire eval: {error}", file=sys.stderr)
+        return 2
+    if args.queries:
+        dataset.queries = dict(list(dataset.queries.items())[: args.queries])
+    paths = StackPaths.in_directory()
+    try:
+        state, started = up(paths)
+    except StackError as error:
+        print(f"quire eval: the stack did not start: {error}", file=sys.stderr)
+        return 1
+    state = running_state(paths) or state
+    container = Container(settings_for(state))
+    evaluation = Evaluation(
+        container, tenant=args.reuse, progress=lambda line: print(line, file=sys.stderr, flush=True)
+    )
+    try:
+        if args.sweep:
+            print_sweep(evaluation.sweep(dataset))
+            return 0
+        report = evaluation.run(dataset, name=directory.name, split=args.split)
+    finally:
+        if args.keep or args.reuse:
+            print(f"the scratch tenant is kept: quire eval ... --reuse {evaluation.tenant}", file=sys.stderr)
+        else:
+            evaluation.remove()
+        container.database.close()
+        if started:
+            down(paths)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print_report(report)
+    return 0 if report.citations_failed == 0 else 1
+
+
 def _caller_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tenant", default="local", help="tenant for the locally minted token (default: local)")
     parser.add_argument("--sub", default="local-user", help="subject for the locally minted token")
     parser.add_argument("--token", help="a bearer token to use instead (or QUIRE_TOKEN)")
+
+
+def _add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    search = commands.add_parser("search", help="hybrid search with citations")
+    search.add_argument("query")
+    search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    search.add_argument("--limit", type=int, default=5)
+    search.add_argument("--json", action="store_true", help="the API's answer as it is")
+    search.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    search.add_argument("--in", dest="in_collections", help="only these collections (comma-separated)")
+    _caller_options(search)
+    search.set_defaults(run=cmd_search)
+    coverage = commands.add_parser("coverage", help="files, indexed, failed, stale and lexical-only per collection")
+    coverage.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    coverage.add_argument("--json", action="store_true")
+    _caller_options(coverage)
+    coverage.set_defaults(run=cmd_coverage)
+    reindex = commands.add_parser("reindex", help="re-embed what another model (or none) embedded, in batches")
+    reindex.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    reindex.add_argument("--batch", type=int, default=20)
+    _caller_options(reindex)
+    reindex.set_defaults(run=cmd_reindex)
+    evaluate = commands.add_parser("eval", help="nDCG@10, recall@10/100 and MRR@10 per lane on a BEIR dataset")
+    evaluate.add_argument("--dataset", required=True, help="a BEIR directory: corpus.jsonl, queries.jsonl, qrels/")
+    evaluate.add_argument("--split", default="test", help="the qrels split to score (tune only on train)")
+    evaluate.add_argument("--queries", type=int, help="only the first N queries of the split")
+    evaluate.add_argument("--json", action="store_true")
+    evaluate.add_argument("--keep", action="store_true", help="keep the scratch tenant (to --reuse it)")
+    evaluate.add_argument("--reuse", help="a kept scratch tenant: skip ingesting the corpus again")
+    evaluate.add_argument("--sweep", action="store_true", help="nDCG@10 over a grid of RRF k and BM25 k1, b")
+    evaluate.set_defaults(run=cmd_eval)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -267,7 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--sub", default="local-user", help="the subject (user id)")
     token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
     token.set_defaults(run=cmd_token)
-    commands.add_parser("demo", help="start the stack, show its status, stop it").set_defaults(run=cmd_demo)
+    demo = commands.add_parser("demo", help="start the stack, ingest documents of every format, search, stop")
+    demo.add_argument("--docs", help="a directory of your own documents instead of the generated corpus")
+    demo.add_argument("--query", action="append", help="a search to run (repeatable); defaults fit the corpus")
+    demo.set_defaults(run=cmd_demo)
     upload = commands.add_parser("upload", help="upload files through the API (presigned POST), wait until stored")
     upload.add_argument("paths", nargs="+")
     upload.add_argument("--collection", default="default", help="the collection to upload into (default: default)")
@@ -290,6 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
     _caller_options(remove)
     remove.set_defaults(run=cmd_rm)
+    _add_index_commands(commands)
     reconcile = commands.add_parser("reconcile", help="sweep deletions, complete lost uploads, report orphans")
     reconcile.add_argument("--json", action="store_true")
     reconcile.set_defaults(run=cmd_reconcile)

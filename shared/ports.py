@@ -24,8 +24,9 @@ from shared.domain.files import (
     StoredObject,
     VersionState,
 )
-from shared.domain.knowledge import IndexedChunk, RankedChunk
+from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite, RankedChunk
 from shared.domain.recognition import ImageDescription, RecognitionResult, Transcript
+from shared.domain.search import ChunkSnapshot, SearchFilters
 from shared.domain.workflow import ProcessVersion, StartOutcome
 
 MAX_SIGNED_READ_LIFETIME = timedelta(minutes=15)
@@ -202,10 +203,36 @@ class FileMetadataStore(Protocol):
 
 
 class KnowledgeStore(Protocol):
-    """Chunks of indexed file versions. Re-indexing a version replaces its chunks in one transaction."""
+    """Chunks of indexed file versions. Only the newest indexed version of a file has chunks."""
 
-    def replace_chunks(self, tenant_id: str, version_id: str, chunks: Sequence[IndexedChunk]) -> int:
-        """Atomically swap the chunks of one version; returns how many are now stored."""
+    def replace_chunks(
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        chunks: Sequence[IndexedChunk],
+        result: IndexingResult,
+        *,
+        attempt: int | None,
+    ) -> IndexWrite:
+        """In one transaction: check the version is still stored and held (by processing `attempt` in
+        `indexing`, or, for a re-index with attempt None, still `indexed`), remove every chunk of the
+        file, insert these, and record `result` on the version (processing becomes `indexed`). A file
+        being deleted, or a version superseded by a newer indexed one, gets no chunks."""
+        ...
+
+    def versions_to_reindex(
+        self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
+    ) -> list[tuple[UUID, UUID]]:
+        """(file, version) of indexed versions with chunks embedded by another model or not at all; derived
+        from what is stored, so an interrupted re-index resumes with no cursor."""
+        ...
+
+    def coverage(
+        self, tenant_id: str, collections: frozenset[str], embedding_model: str
+    ) -> list[CollectionCoverage]: ...
+
+    def snapshots(self, tenant_id: str, collections: frozenset[str], chunk_ids: Sequence[str]) -> list[ChunkSnapshot]:
+        """The stored chunks among `chunk_ids` in `collections` (a hit outside them is never hydrated)."""
         ...
 
 
@@ -213,17 +240,37 @@ class VectorIndex(Protocol):
     """Nearest neighbours over chunk embeddings (pgvector HNSW with iterative scan)."""
 
     def nearest(
-        self, tenant_id: str, collections: frozenset[str], embedding: Sequence[float], limit: int
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        embedding: Sequence[float],
+        *,
+        embedding_model: str,
+        limit: int,
+        filters: SearchFilters,
     ) -> list[RankedChunk]:
-        """Only chunks of `collections` are candidates, filtered inside the scan, before ranking."""
+        """Only chunks of `collections` (required; empty means none) and `filters`, embedded by
+        `embedding_model`, are candidates, filtered inside the scan before ranking. Scores are
+        (cosine + 1) / 2, best first; the caller applies the floor."""
         ...
 
 
 class KeywordIndex(Protocol):
-    """Lexical ranking over the same chunks (full text, BM25-style scoring)."""
+    """Lexical ranking over the same chunks: BM25 with statistics kept per tenant and collection."""
 
-    def search(self, tenant_id: str, collections: frozenset[str], query: str, limit: int) -> list[RankedChunk]:
-        """Only chunks of `collections` are candidates; stopwords are stripped from `query`, identifiers kept."""
+    def search(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        query: str,
+        *,
+        limit: int,
+        filters: SearchFilters,
+        k1: float,
+        b: float,
+    ) -> list[RankedChunk]:
+        """Only chunks of `collections` (required) and `filters` are candidates; stopwords are stripped
+        from `query`, identifiers (ERR-4021, Q3-2026) kept whole; any query term may match (OR)."""
         ...
 
 
@@ -255,16 +302,35 @@ class CapabilityPort(Protocol):
 
 
 class EmbeddingProvider(CapabilityPort, Protocol):
-    """Text → vectors of a fixed dimension from one named model (Bedrock Titan v2; a local MiniLM)."""
+    """Text → vectors of a fixed dimension from one named model (Bedrock Titan v2; a local MiniLM).
+
+    Chunks are sized in the model's own tokens (`count_tokens`, `max_tokens`), so a chunk is never
+    silently truncated by the model it was cut for.
+    """
 
     @property
-    def model_id(self) -> str: ...
+    def model_id(self) -> str:
+        """Names the model and everything that changes its vectors (e.g. `amazon.titan-embed-text-v2:0@384`)."""
+        ...
 
     @property
     def dimension(self) -> int: ...
 
+    @property
+    def max_tokens(self) -> int:
+        """The longest input the model reads whole."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens `text` costs this model (an upper estimate where the model publishes no tokenizer)."""
+        ...
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order. Raises CapabilityUnavailable when there is no model."""
+        """One unit-length vector per text, in order.
+
+        Raises CapabilityUnavailable when there is no model, EmbeddingFailed when the model did not
+        answer (after its own retries); the caller keeps the chunks for keyword search and says so.
+        """
         ...
 
 

@@ -7,11 +7,12 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from functions.api.errors import register_error_handlers
 from functions.api.schemas import (
     CollectionDeletionView,
+    CoverageView,
     DeletionView,
     DocumentWindowView,
     FileListView,
@@ -19,9 +20,14 @@ from functions.api.schemas import (
     FileView,
     NewVersionRequest,
     NothingToReadView,
+    ReindexView,
+    SearchEmptyView,
+    SearchFoundView,
+    SearchRequest,
     SignedReadView,
     UploadRequest,
     UploadResponse,
+    search_view,
 )
 from shared.bootstrap import Container
 from shared.config import load_settings
@@ -30,6 +36,7 @@ from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState
 from shared.domain.reading import window
 from shared.domain.rendering import render_markdown
+from shared.domain.search import SearchFilters, SearchQuery
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
 from shared.observability import logger, tracer
 from shared.ports import MAX_SIGNED_READ_LIFETIME
@@ -150,14 +157,57 @@ def read_content(
     )
 
 
+@app.post("/v1/search")
+def search(request: SearchRequest) -> SearchFoundView | SearchEmptyView:
+    filters = request.filters
+    try:
+        query = SearchQuery(
+            text=request.query,
+            limit=request.limit,
+            mode=request.mode,
+            filters=SearchFilters(
+                collections=frozenset(filters.collections) if filters and filters.collections is not None else None,
+                media_types=frozenset(filters.media_types) if filters and filters.media_types else None,
+                filename=filters.filename if filters else None,
+                uploaded_after=filters.uploaded_after if filters else None,
+                uploaded_before=filters.uploaded_before if filters else None,
+            ),
+        )
+    except ValidationError as error:
+        raise InvalidRequest("; ".join(str(problem["msg"]) for problem in error.errors())) from error
+    return search_view(container.retrieval.search(current_principal(), query))
+
+
+@app.get("/v1/coverage")
+def coverage() -> CoverageView:
+    principal = current_principal()
+    embedder = container.embedder
+    collections = container.authorization.readable_collections(principal)
+    return CoverageView.of(
+        embedder.model_id,
+        embedder.capability().available,
+        container.knowledge.coverage(principal.tenant_id, collections, embedder.model_id),
+    )
+
+
+@app.post("/v1/reindex")
+def reindex(limit: Annotated[int, Query(ge=1, le=100)] = 20) -> ReindexView:
+    """One batch of the caller's collections; call again while `remaining` is above zero."""
+    principal = current_principal()
+    report = container.reindexer.run_batch(
+        principal.tenant_id, container.authorization.readable_collections(principal), limit=limit
+    )
+    return ReindexView.model_validate(report.model_dump())
+
+
+_DOCUMENT_READY = frozenset({ProcessingState.EXTRACTED, ProcessingState.INDEXING, ProcessingState.INDEXED})
+
+
 @app.get("/v1/files/<file_id>/document")
 def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=16)] = None) -> Response[Any]:
     parsed = parse_id(file_id)
     version = container.files.readable_document(current_principal(), parsed)
-    if (
-        version.processing_state is not ProcessingState.EXTRACTED
-        and version.processing_state is not ProcessingState.INDEXED
-    ):
+    if version.processing_state not in _DOCUMENT_READY:
         return Response(status_code=409, content_type=content_types.APPLICATION_JSON, body=nothing_to_read(version))
     document = container.pipeline.read_document(version)
     try:

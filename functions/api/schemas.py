@@ -1,12 +1,16 @@
 """The API's request and response bodies (camelCase on the wire). No storage key or bucket is a field."""
 
 from datetime import datetime
+from typing import Annotated, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from shared.domain.files import FailureReason, FileRecord, FileVersionRecord, PresignedUpload
+from shared.domain.knowledge import CollectionCoverage
+from shared.domain.recognition import BoundingBox
+from shared.domain.search import MAX_QUERY_CHARACTERS, MAX_RESULTS, Empty, EmptyReason, SearchMode, SearchOutcome
 
 
 class ApiModel(BaseModel):
@@ -61,6 +65,15 @@ class ExtractionView(ApiModel):
     truncated: bool
 
 
+class IndexingView(ApiModel):
+    chunk_count: int
+    embedded_chunk_count: int
+    embedding_model: str | None
+    # Why some chunks have no vector yet (found by keyword search only until a re-index embeds them).
+    embedding_gap: str | None
+    indexed_at: datetime
+
+
 class VersionView(ApiModel):
     version_id: UUID
     state: str
@@ -74,6 +87,7 @@ class VersionView(ApiModel):
     rejection_reason: str | None
     failure: FailureView | None
     extraction: ExtractionView | None = None
+    indexing: IndexingView | None = None
 
     @classmethod
     def of(cls, version: FileVersionRecord) -> "VersionView":
@@ -106,6 +120,15 @@ class VersionView(ApiModel):
                 truncated=version.extraction_truncated,
             )
             if version.document_key
+            else None,
+            indexing=IndexingView(
+                chunk_count=version.chunk_count,
+                embedded_chunk_count=version.embedded_chunk_count,
+                embedding_model=version.embedding_model,
+                embedding_gap=version.embedding_gap,
+                indexed_at=version.indexed_at,
+            )
+            if version.indexed_at
             else None,
         )
 
@@ -177,3 +200,110 @@ class NothingToReadView(ApiModel):
     retryable: bool
     processing_state: str
     reason: str | None = None
+
+
+class SearchFiltersBody(ApiModel):
+    collections: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=100)
+    media_types: list[Annotated[str, Field(min_length=1, max_length=255)]] | None = Field(default=None, max_length=50)
+    filename: str | None = Field(default=None, min_length=1, max_length=255)
+    uploaded_after: datetime | None = None
+    uploaded_before: datetime | None = None
+
+
+class SearchRequest(ApiModel):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS)
+    limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
+    mode: SearchMode = SearchMode.HYBRID
+    filters: SearchFiltersBody | None = None
+
+
+class CitationView(ApiModel):
+    file_id: str
+    version_id: str
+    filename: str
+    media_type: str
+    collection_id: str
+    page: int | None
+    page_end: int | None
+    box: BoundingBox | None
+    sheet: str | None
+    cells: str | None
+    slide: int | None
+    line_start: int | None
+    line_end: int | None
+    paragraph_start: int | None
+    paragraph_end: int | None
+    table_index: int | None
+    shape: str | None
+    heading_path: list[str]
+    excerpt: str
+    retrieved_at: datetime
+
+
+class HitView(ApiModel):
+    chunk_id: str
+    score: float
+    vector_score: float | None
+    lexical_score: float | None
+    excerpt: str
+    citation: CitationView
+
+
+class SearchFoundView(ApiModel):
+    outcome: Literal["found"]
+    vector_available: bool
+    truncated_by_budget: bool
+    hits: list[HitView]
+
+
+class SearchEmptyView(ApiModel):
+    """No hits field at all: an empty result cannot be read as a weak answer."""
+
+    outcome: EmptyReason
+    message: str
+    vector_available: bool
+
+
+def search_view(outcome: SearchOutcome) -> SearchFoundView | SearchEmptyView:
+    if isinstance(outcome, Empty):
+        return SearchEmptyView(
+            outcome=outcome.outcome, message=outcome.message, vector_available=outcome.vector_available
+        )
+    return SearchFoundView(
+        outcome="found",
+        vector_available=outcome.vector_available,
+        truncated_by_budget=outcome.truncated_by_budget,
+        hits=[HitView.model_validate(hit.model_dump()) for hit in outcome.hits],
+    )
+
+
+class CollectionCoverageView(ApiModel):
+    collection_id: str
+    files: int
+    indexed: int
+    failed: int
+    in_progress: int
+    stale: int
+    lexical_only: int
+
+
+class CoverageView(ApiModel):
+    embedding_model: str
+    embedder_available: bool
+    collections: list[CollectionCoverageView]
+
+    @classmethod
+    def of(cls, embedding_model: str, available: bool, coverage: list[CollectionCoverage]) -> "CoverageView":
+        return cls(
+            embedding_model=embedding_model,
+            embedder_available=available,
+            collections=[CollectionCoverageView.model_validate(entry.model_dump()) for entry in coverage],
+        )
+
+
+class ReindexView(ApiModel):
+    embedding_model: str
+    reindexed: int
+    dropped: int
+    skipped: int
+    remaining: int

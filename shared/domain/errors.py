@@ -43,3 +43,7 @@ class CapabilityUnavailable(QuireError):
         super().__init__(f"{capability} is unavailable: {reason}")
         self.capability = capability
         self.reason = reason
+
+
+class EmbeddingFailed(QuireError):
+    """The embedding model was there but did not answer (throttled past the retries, timed out, refused)."""

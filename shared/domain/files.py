@@ -27,13 +27,15 @@ class ProcessingState(StrEnum):
     NOT_STARTED = "not_started"
     QUEUED = "queued"
     EXTRACTING = "extracting"
-    EXTRACTED = "extracted"  # the end of the pipeline until indexing lands
+    EXTRACTED = "extracted"
     INDEXING = "indexing"
     INDEXED = "indexed"
     FAILED = "failed"
 
 
-IN_PROGRESS = frozenset({ProcessingState.QUEUED, ProcessingState.EXTRACTING, ProcessingState.INDEXING})
+IN_PROGRESS = frozenset(
+    {ProcessingState.QUEUED, ProcessingState.EXTRACTING, ProcessingState.EXTRACTED, ProcessingState.INDEXING}
+)
 
 
 class FailureReason(StrEnum):
@@ -135,6 +137,11 @@ class FileVersionRecord(BaseModel):
     extraction_warnings: tuple[str, ...] = ()
     extraction_truncated: bool = False
     document_key: str | None = None
+    chunk_count: int = 0
+    embedded_chunk_count: int = 0
+    embedding_model: str | None = None
+    embedding_gap: str | None = None
+    indexed_at: datetime | None = None
 
 
 class FileRecord(BaseModel):

@@ -1,23 +1,111 @@
-"""Indexed knowledge: chunks as the indexes see them, and ranked hits as the lanes return them."""
+"""Indexed knowledge: chunks as the chunker cuts them and the indexes store them, and what the lanes return."""
+
+from datetime import datetime
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from shared.domain.document import BlockKind
+from shared.domain.recognition import BoundingBox
+
+HEADING_SEPARATOR = " > "
+
+
+class ChunkLocation(BaseModel):
+    """Where a chunk's text is in its source: the span of its blocks, in the format's own terms."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page_start: int | None = None
+    page_end: int | None = None
+    box: BoundingBox | None = None  # only when every block is on one page and has a box: their union
+    sheet: str | None = None
+    cell_range: str | None = None
+    slide: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    paragraph_start: int | None = None  # DOCX: the document's paragraphs, counted from 0
+    paragraph_end: int | None = None
+    table_index: int | None = None  # DOCX: the document's tables, counted from 0
+    shape: str | None = None  # PPTX: the shape on the slide
+
+
+class ChunkDraft(BaseModel):
+    """One chunk as cut from an extracted document, before it is embedded and stored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ordinal: int  # 0.. in document order; with (file, version) it makes the chunk's stable id
+    text: str  # the body, exactly as rendered from its blocks (what an excerpt quotes)
+    heading_path: tuple[str, ...]
+    block_kind: BlockKind  # TABLE for a table or a piece of one; otherwise the kind of its first block
+    location: ChunkLocation
+    block_start: int  # index of its first block in the document
+    block_end: int  # index of its last block (inclusive)
+    parent: int | None  # index of the heading block it sits under, None before the first heading
+    token_count: int  # of `content`, in the embedding model's tokens
+
+    @property
+    def content(self) -> str:
+        """What is embedded and keyword-indexed: the heading path, then the body. "Revenue rose 9%" alone
+        is unretrievable; under "Quarterly review > By region" it is found and explicable."""
+        return embedded_content(self.heading_path, self.text)
+
+
+def embedded_content(heading_path: tuple[str, ...], text: str) -> str:
+    if not heading_path:
+        return text
+    return f"{HEADING_SEPARATOR.join(heading_path)}\n\n{text}"
+
 
 class IndexedChunk(BaseModel):
-    """One chunk of one file version, as stored for both retrieval lanes."""
+    """One chunk of one file version, as stored for both retrieval lanes (with its citation snapshot)."""
 
     model_config = ConfigDict(frozen=True)
 
     chunk_id: str
-    tenant_id: str
     file_id: str
     version_id: str
-    ordinal: int
     collection_id: str
-    content: str
+    filename: str
+    media_type: str
+    uploaded_at: datetime
+    draft: ChunkDraft
     content_hash: str
     embedding: tuple[float, ...] | None
     embedding_model: str | None
+
+
+class IndexingResult(BaseModel):
+    """What indexing one version did; recorded on the version and reported by the step."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_count: int
+    embedded_count: int
+    embedding_model: str | None
+    # Why some chunks have no vector (the embedder was unavailable or failed); they are keyword-searchable
+    # now and embedded by the next re-index.
+    embedding_gap: str | None = None
+    truncated: bool = False
+
+
+class IndexWrite(StrEnum):
+    STORED = "stored"
+    SUPERSEDED = "superseded"  # a newer version of the file is indexed: this one's chunks are not written
+    NOT_CLAIMED = "not_claimed"  # deleted, or taken over by another attempt, while it was being indexed
+
+
+class CollectionCoverage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    collection_id: str
+    files: int
+    indexed: int
+    failed: int
+    in_progress: int
+    stale: int  # indexed by another embedding model than the current one
+    lexical_only: int  # some chunks have no vector yet
 
 
 class RankedChunk(BaseModel):

@@ -105,7 +105,10 @@ def _parse_in_child(
     # parser compromised by its input must reach none of them. Only the answer pipe stays open.
     _close_inherited_descriptors(keep={answer.fileno()})
     if memory_limit is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+        # On top of what the child inherited: a parent that holds a model (torch maps gigabytes of
+        # address space) must not leave its parsers with nothing.
+        limit = _address_space_bytes() + memory_limit
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
         outcome: ExtractionOutcome = parser.parse(content, limits)
     except MemoryError:
@@ -128,6 +131,15 @@ def _parse_in_child(
         )
     finally:
         answer.close()
+
+
+def _address_space_bytes() -> int:
+    """This process's virtual size (Linux /proc); 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _close_inherited_descriptors(keep: set[int]) -> None:

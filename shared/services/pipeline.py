@@ -1,4 +1,4 @@
-"""The ingestion pipeline's steps (inspect, extract; chunk, embed and index come with the index work).
+"""The ingestion pipeline's steps: inspect, extract, index (chunk, embed, swap the chunks).
 
 Each step takes references (tenant, file, version) and returns references: the same code runs as
 Step Functions tasks on AWS and in process locally. A document problem ends the step normally with
@@ -9,28 +9,43 @@ from typing import Any
 from uuid import UUID
 
 from shared.domain.document import ExtractedDocument, ExtractionFailure
-from shared.domain.files import ExtractionSummary, FailureReason, FileVersionRecord, ProcessingState, VersionState
+from shared.domain.files import (
+    ExtractionSummary,
+    FailureReason,
+    FileRecord,
+    FileVersionRecord,
+    ProcessingState,
+    VersionState,
+)
+from shared.domain.knowledge import IndexWrite
 from shared.domain.uploads import document_key
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
 from shared.ports import FileContentStore, FileMetadataStore
 from shared.services.extraction import Extractor
+from shared.services.indexing import Indexer, IndexTarget
 
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
 class IngestionPipeline:
-    def __init__(self, metadata: FileMetadataStore, content: FileContentStore, extractor: Extractor) -> None:
+    def __init__(
+        self, metadata: FileMetadataStore, content: FileContentStore, extractor: Extractor, indexer: Indexer
+    ) -> None:
         self._metadata = metadata
         self._content = content
         self._extractor = extractor
+        self._indexer = indexer
 
     def run(self, request: ProcessVersion) -> dict[str, Any]:
         """Every step in order (the local runner; Step Functions calls them one by one)."""
         inspected = self.inspect(request)
         if not inspected["proceed"]:
             return inspected
-        return self.extract(request)
+        extracted = self.extract(request)
+        if not extracted["proceed"]:
+            return extracted
+        return self.index(request)
 
     def inspect(self, request: ProcessVersion) -> dict[str, Any]:
         version = self._version(request)
@@ -104,9 +119,47 @@ class IngestionPipeline:
         logger.info("extraction failed", extra={"reason": reason.value})
         return {**_reference(request), "proceed": False, "failure": reason.value}
 
-    def _version(self, request: ProcessVersion) -> FileVersionRecord | None:
+    def index(self, request: ProcessVersion) -> dict[str, Any]:
+        found = self._found(request)
+        if found is None or found[1].state is not VersionState.STORED:
+            return {**_reference(request), "proceed": False, "why": "the version is not stored"}
+        file, version = found
+        if not self._metadata.move_processing(
+            request.tenant_id,
+            version.version_id,
+            attempt=request.attempt,
+            to=ProcessingState.INDEXING,
+            expected=[ProcessingState.EXTRACTED],
+        ):
+            return {**_reference(request), "proceed": False, "why": "this attempt does not hold the version"}
+        written = self.reindex(file, version, attempt=request.attempt)
+        if written is not IndexWrite.STORED:
+            return {**_reference(request), "proceed": False, "why": f"the chunks were not written ({written.value})"}
+        return {**_reference(request), "proceed": True, "indexed": True}
+
+    def reindex(self, file: FileRecord, version: FileVersionRecord, *, attempt: int | None) -> IndexWrite:
+        """Index one extracted version from its stored document (the pipeline's step, and re-indexing)."""
+        target = IndexTarget(
+            tenant_id=file.tenant_id,
+            file_id=file.file_id,
+            version_id=version.version_id,
+            collection_id=file.collection_id,
+            filename=version.filename,
+            media_type=version.media_type,
+            uploaded_at=version.stored_at or version.created_at,
+        )
+        return self._indexer.index(target, self.read_document(version), attempt=attempt)
+
+    def _found(self, request: ProcessVersion) -> tuple[FileRecord, FileVersionRecord] | None:
         found = self._metadata.find_version(request.tenant_id, UUID(request.version_id))
-        return found[1] if found is not None and str(found[0].file_id) == request.file_id else None
+        return found if found is not None and str(found[0].file_id) == request.file_id else None
+
+    def _version(self, request: ProcessVersion) -> FileVersionRecord | None:
+        found = self._found(request)
+        return found[1] if found is not None else None
+
+    def has_document(self, version: FileVersionRecord) -> bool:
+        return version.document_key is not None and self._content.head(version.document_key) is not None
 
     def read_document(self, version: FileVersionRecord) -> ExtractedDocument:
         """The stored document of an extracted version."""

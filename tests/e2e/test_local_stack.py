@@ -127,11 +127,31 @@ def test_up_status_down_and_objects_survive_a_restart(workdir: Path) -> None:
     assert s3.get_object(Bucket="quire-local", Key="t/acme/doc")["Body"].read() == b"v2"
 
 
-def test_demo_starts_reports_and_stops(workdir: Path) -> None:
+def test_demo_ingests_every_format_answers_with_citations_and_stops(workdir: Path) -> None:
     completed = quire(workdir, "demo")
-    assert "database      ok" in completed.stdout and "PostgreSQL 18" in completed.stdout
-    assert "s3            ok" in completed.stdout
-    assert "Quire is down" in completed.stdout
+    out = completed.stdout
+    assert "database      ok" in out and "PostgreSQL 18" in out
+    assert "s3            ok" in out and "embedder      ok" in out
+    # Every generated document, one per format, indexed with vectors.
+    for name in (
+        "incident-report-ERR-4021.pdf",
+        "employee-handbook.docx",
+        "budget-Q3-2026.xlsx",
+        "product-roadmap.pptx",
+        "security-policy.html",
+        "onboarding.md",
+        "suppliers.csv",
+        "meeting-notes-2026-09-02.txt",
+    ):
+        line = next(line for line in out.splitlines() if line.strip().startswith(name))
+        assert "indexed:" in line and " 0 embedded" not in line, line
+    # The exact identifier is found in the incident report, cited to its page.
+    exact = out.split('Search: "ERR-4021"')[1].split("Search:")[0]
+    assert "1. incident-report-ERR-4021.pdf, p. " in exact
+    # The paraphrase shares almost no words with the answer and still finds it.
+    paraphrase = out.split('Search: "why could customers not pay for their orders in March?"')[1].split("Search:")[0]
+    assert "1. incident-report-ERR-4021.pdf" in paraphrase
+    assert "Quire is down" in out
     assert stack_processes(workdir) == []
 
 

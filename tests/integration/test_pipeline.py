@@ -45,7 +45,7 @@ def test_an_uploaded_docx_is_extracted_and_read_as_markdown_with_locations(stack
     token = stack.token()
     record = processed(stack, token, "Handbook.docx", DOCX_TYPE, word_document())
     current = record["current"]
-    assert current["processingState"] == "extracted"
+    assert current["processingState"] == "indexed"
     assert current["extraction"]["blockCount"] >= 8
     status, window = stack.json("GET", f"/v1/files/{record['fileId']}/document", token)
     assert status == 200
@@ -140,7 +140,7 @@ def test_an_extracted_version_is_not_extracted_again_by_a_late_or_repeated_step(
     assert stack.container.pipeline.inspect(request)["proceed"] is False
     assert stack.container.pipeline.extract(request)["proceed"] is False
     again = stack.json("GET", f"/v1/files/{record['fileId']}", token)[1]["current"]
-    assert again["processingState"] == "extracted"
+    assert again["processingState"] == "indexed"
 
 
 def test_a_version_deleted_while_it_is_extracted_leaves_no_document_behind(stack: Stack) -> None:
@@ -204,4 +204,4 @@ def test_a_timed_out_extraction_is_tried_again_by_reconciliation_a_bounded_numbe
         e for e in report["processingRequested"] if e["versionId"] == ticket["versionId"]
     ).items()
     stack.container.workflow.drain()  # type: ignore[attr-defined]
-    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["processingState"] == "extracted"
+    assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["processingState"] == "indexed"

@@ -78,7 +78,7 @@ def test_crash_after_the_stored_mark_before_asking_for_processing_asks_again(sta
     assert requested[ticket["versionId"]]["outcome"] == "started"
     stack.container.workflow.drain()  # type: ignore[attr-defined]
     current = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]
-    assert current["processingState"] in ("extracted", "failed")
+    assert current["processingState"] in ("indexed", "failed")
 
 
 def test_crash_after_deleting_before_the_bytes_went_finishes_the_deletion(stack: Stack) -> None:

@@ -9,6 +9,9 @@ from psycopg import errors
 from shared.adapters.postgres.database import Database
 from tests.integration.conftest import MigratedDatabase
 
+# Every table holding tenant rows; the keyword statistics are written by triggers on knowledge_chunks.
+TENANT_TABLES = ["files", "file_versions", "knowledge_chunks", "keyword_terms", "keyword_collections"]
+
 
 def add_file(database: Database, tenant: str, collection: str = "docs") -> uuid.UUID:
     file_id = uuid.uuid4()
@@ -53,7 +56,7 @@ def test_every_tenant_table_has_forced_row_level_security(owner_connection: psyc
         " FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped"
         " WHERE c.relkind IN ('r', 'p') AND c.relnamespace = 'public'::regnamespace"
     ).fetchall()
-    assert {row[0] for row in rows} >= {"files", "file_versions", "knowledge_chunks"}
+    assert {row[0] for row in rows} >= set(TENANT_TABLES)
     for name, enabled, forced, policies in rows:
         assert (enabled, forced, policies >= 1) == (True, True, True), name
 
@@ -179,13 +182,15 @@ def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
         )
         conn.execute(
             "INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects, content,"
-            " content_hash) VALUES (%s, %s, %s, %s, 0, ARRAY['c'], 'secret words', 'h')",
+            " content_hash, collection_id, filename, media_type, uploaded_at, block_kind, location, heading_path,"
+            " block_start, block_end, body_offset, token_count) VALUES (%s, %s, %s, %s, 0, ARRAY['c'],"
+            " 'secret words', 'h', 'c', 'f', 'text/plain', now(), 'paragraph', '{}', '{}', 0, 0, 0, 2)",
             (tenant, f"{version_id}:0", file_id, version_id),
         )
     return {"file_id": file_id, "version_id": version_id}
 
 
-@pytest.mark.parametrize("table", ["files", "file_versions", "knowledge_chunks"])
+@pytest.mark.parametrize("table", TENANT_TABLES)
 def test_no_tenant_table_lets_one_tenant_read_or_change_anothers_rows(app_database: Database, table: str) -> None:
     suffix = uuid.uuid4().hex[:8]
     mine, theirs = f"a-{suffix}", f"b-{suffix}"

@@ -2,6 +2,7 @@ import pytest
 
 from shared.bootstrap import ConfigurationError, Container
 from shared.config import Settings
+from shared.domain.capabilities import Capability
 from shared.domain.errors import CapabilityUnavailable
 
 
@@ -9,16 +10,25 @@ from shared.domain.errors import CapabilityUnavailable
 def test_absent_capabilities_say_so_with_a_reason(runtime: str) -> None:
     container = Container(Settings(runtime=runtime))  # type: ignore[arg-type]
     for name, status in container.capabilities().items():
+        if name is Capability.EMBEDDER and runtime == "local":
+            continue  # the local model is installed with the project (tests/unit/test_local_embedder.py)
         assert status.available is False, name
         assert status.reason and len(status.reason) > 20, name
+
+
+def test_titan_refuses_a_dimension_it_does_not_offer_and_says_which_it_does() -> None:
+    embedder = Container(Settings(runtime="aws", embedding_dimension=384)).embedder
+    status = embedder.capability()
+    assert not status.available
+    assert "256" in (status.reason or "") and "QUIRE_EMBEDDING_DIMENSION" in (status.reason or "")
+    with pytest.raises(CapabilityUnavailable, match="embedder"):
+        embedder.embed(["text"])
 
 
 def test_an_unavailable_capability_refuses_rather_than_returning_nothing() -> None:
     container = Container(Settings(runtime="local"))
     with pytest.raises(CapabilityUnavailable, match="vision"):
         container.vision.describe(b"\x89PNG", "image/png")
-    with pytest.raises(CapabilityUnavailable, match="embedder"):
-        container.embedder.embed(["text"])
     with pytest.raises(CapabilityUnavailable, match="ocr"):
         container.ocr.recognize(b"%PDF", "application/pdf", [1])
 

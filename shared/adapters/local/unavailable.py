@@ -38,6 +38,13 @@ class UnavailableEmbedder(_Unavailable):
     def dimension(self) -> int:
         return self._dimension
 
+    @property
+    def max_tokens(self) -> int:
+        return 0
+
+    def count_tokens(self, text: str) -> int:
+        self._refuse()
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self._refuse()
 

@@ -26,7 +26,8 @@ _VERSION_COLUMNS = (
     "file_id, version_id, state, processing_state, filename, media_type, declared_byte_size, byte_size,"
     " storage_key, storage_version_id, rejection_reason, failure_reason, failure_detail, created_at,"
     " updated_at, stored_at, processing_requested_at, page_count, block_count, pages_without_text,"
-    " extraction_warnings, extraction_truncated, document_key, processing_attempt"
+    " extraction_warnings, extraction_truncated, document_key, processing_attempt, chunk_count,"
+    " embedded_chunk_count, embedding_model, embedding_gap, indexed_at"
 )
 
 
@@ -270,7 +271,7 @@ class PostgresFileMetadataStore:
             tenant_id,
             "state = 'stored' AND updated_at < %(cutoff)s"
             " AND (processing_requested_at IS NULL OR processing_requested_at < %(cutoff)s)"
-            " AND (processing_state IN ('not_started', 'queued', 'extracting', 'indexing')"
+            " AND (processing_state IN ('not_started', 'queued', 'extracting', 'extracted', 'indexing')"
             "      OR (processing_state = 'failed' AND failure_reason = 'timed-out'"
             "          AND processing_attempt < %(attempts)s))",
             {"cutoff": cutoff, "attempts": MAX_ATTEMPTS_AFTER_TIMEOUT},
@@ -316,7 +317,7 @@ class PostgresFileMetadataStore:
                 " failure_reason = NULL, failure_detail = NULL"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
                 " AND (processing_state = 'not_started'"
-                "      OR (processing_state IN ('queued', 'extracting', 'indexing') AND updated_at < %s)"
+                "      OR (processing_state IN ('queued', 'extracting', 'extracted', 'indexing') AND updated_at < %s)"
                 # A timeout may go differently next time (a busy machine): a few more attempts, then it stays.
                 "      OR (processing_state = 'failed' AND failure_reason = 'timed-out' AND processing_attempt < %s))"
                 " RETURNING processing_attempt",

@@ -1,0 +1,313 @@
+"""The EmbeddingProvider on AWS: Amazon Titan Text Embeddings V2 through Bedrock InvokeModel.
+
+Titan takes one text per InvokeModel call (there is no synchronous batch API), so `embed` runs up to
+`concurrency` calls at once on a small thread pool and hands the vectors back in input order.
+
+This adapter owns the retrying: throttling, a busy or warming model and transport timeouts are retried
+here with exponential back-off and full jitter, up to `max_attempts` calls per text. Create the client
+with botocore's own retries off, or every adapter attempt hides several SDK attempts and the back-off
+multiplies; `from_region` does exactly that:
+
+    Config(retries={"total_max_attempts": 1, "mode": "standard"}, max_pool_connections=..., ...)
+
+Request and response shapes are those of the Bedrock user guide, "Amazon Titan Embeddings G1 - Text"
+(model-parameters-titan-embed-text, V2 tabs); limits from "Amazon Titan Text Embeddings models".
+"""
+
+import json
+import math
+import random as _random
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError, ResponseStreamingError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
+
+if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
+
+    from shared.ports import EmbeddingProvider
+else:
+    BedrockRuntimeClient = Any
+
+TITAN_V2_MODEL_ID = "amazon.titan-embed-text-v2:0"
+TITAN_V2_DIMENSIONS = (256, 512, 1024)
+TITAN_V2_MAX_TOKENS = 8192
+TITAN_V2_MAX_CHARACTERS = 50_000
+
+BACKOFF_BASE_SECONDS = 0.2
+BACKOFF_CAP_SECONDS = 10.0
+_UNIT_TOLERANCE = 1e-3
+
+# Worth another call after a pause: the model or the service is busy, warming up or slow.
+_RETRYABLE_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "ServiceUnavailableException",
+        "ModelTimeoutException",
+        "ModelNotReadyException",
+        "InternalServerException",
+    }
+)
+# The model is not there for this account and region: an operator has to act, no retry will help.
+_NOT_ENABLED_CODES = frozenset({"AccessDeniedException", "ResourceNotFoundException"})
+# Transport failures: no answer at all (connect), or none in time (read), or a body cut short.
+_RETRYABLE_TRANSPORT = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError, ResponseStreamingError)
+
+# A word or other letter run, a single digit, or a single punctuation mark: each costs at least one token
+# in any subword tokenizer (many split numbers digit by digit).
+_TOKEN_PIECES = re.compile(r"[^\W\d]+|\d|[^\w\s]")
+
+
+class _Cancelled(Exception):
+    """Another text of the same batch already failed; this one stops without calling again."""
+
+
+class BedrockTitanEmbedder:
+    """Titan Text Embeddings V2 vectors of `dimension` (256, 512 or 1024), unit length, one call per text.
+
+    `client` is a bedrock-runtime client, or a zero-argument factory for one that is called on the first
+    `embed` (a function that never embeds never builds a client). boto3 clients are thread-safe; the
+    client's connection pool should hold at least `concurrency` connections.
+
+    `sleep` and `random` are injected so the back-off can be tested without waiting.
+    """
+
+    def __init__(
+        self,
+        client: "BedrockRuntimeClient | Callable[[], BedrockRuntimeClient]",
+        *,
+        dimension: int,
+        model_id: str = TITAN_V2_MODEL_ID,
+        concurrency: int = 4,
+        max_attempts: int = 6,
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        if dimension not in TITAN_V2_DIMENSIONS:
+            allowed = ", ".join(str(d) for d in TITAN_V2_DIMENSIONS)
+            raise ValueError(
+                f"Titan Text Embeddings V2 gives vectors of {allowed} dimensions, not {dimension}:"
+                f" QUIRE_EMBEDDING_DIMENSION must be one of {allowed} (and match the vector column)"
+            )
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+        if callable(client):
+            self._client_factory: Callable[[], BedrockRuntimeClient] | None = client
+            self._client: BedrockRuntimeClient | None = None
+        else:
+            self._client_factory = None
+            self._client = client
+        self._client_lock = threading.Lock()
+        self._dimension = dimension
+        self._base_model_id = model_id
+        self._concurrency = concurrency
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+        self._random = random
+
+    @classmethod
+    def from_region(
+        cls,
+        region: str,
+        *,
+        dimension: int,
+        model_id: str = TITAN_V2_MODEL_ID,
+        concurrency: int = 4,
+        max_attempts: int = 6,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 60.0,
+    ) -> "BedrockTitanEmbedder":
+        """An embedder whose client is built on first use, with botocore's retries off (this class retries)."""
+
+        def build_client() -> BedrockRuntimeClient:
+            import boto3
+            from botocore.config import Config
+
+            config = Config(
+                retries={"total_max_attempts": 1, "mode": "standard"},
+                max_pool_connections=max(10, concurrency),
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+            )
+            return boto3.client("bedrock-runtime", region_name=region, config=config)
+
+        return cls(
+            build_client, dimension=dimension, model_id=model_id, concurrency=concurrency, max_attempts=max_attempts
+        )
+
+    @property
+    def model_id(self) -> str:
+        # Stored on every chunk: a change of model or of dimension makes the stored vectors stale.
+        return f"{self._base_model_id}@{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_tokens(self) -> int:
+        return TITAN_V2_MAX_TOKENS
+
+    def capability(self) -> CapabilityStatus:
+        # Deliberately no probe call (it would cost money on every status check): a model whose access was
+        # never granted shows up as CapabilityUnavailable on the first embed.
+        return CapabilityStatus.ready(provider=f"bedrock:{self.model_id}")
+
+    def count_tokens(self, text: str) -> int:
+        """An upper estimate: Titan publishes no tokenizer.
+
+        AWS gives 4.7 characters per token on average for English; a third of the UTF-8 bytes allows
+        ~1.5x headroom for technical text (identifiers, URLs). Text dense in digits and punctuation can
+        cost more than that, so the estimate is never below one token per word, digit and punctuation
+        mark either. Both terms only grow as text is appended, so the estimate is monotone.
+        """
+        by_bytes = math.ceil(len(text.encode("utf-8")) / 3)
+        by_pieces = len(_TOKEN_PIECES.findall(text))
+        return max(by_bytes, by_pieces)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        for index, text in enumerate(texts):
+            if not text:
+                raise EmbeddingFailed(f"text {index} is empty: {self._base_model_id} embeds only non-empty text")
+            if len(text) > TITAN_V2_MAX_CHARACTERS:
+                raise EmbeddingFailed(
+                    f"text {index} has {len(text):,} characters: {self._base_model_id} reads at most"
+                    f" {TITAN_V2_MAX_CHARACTERS:,}"
+                )
+        client = self._resolved_client()
+        if self._concurrency == 1 or len(texts) == 1:
+            never = threading.Event()
+            return [self._embed_one(client, index, text, never) for index, text in enumerate(texts)]
+        return self._embed_concurrently(client, texts)
+
+    def _embed_concurrently(self, client: BedrockRuntimeClient, texts: Sequence[str]) -> list[list[float]]:
+        stop = threading.Event()
+        with ThreadPoolExecutor(
+            max_workers=min(self._concurrency, len(texts)), thread_name_prefix="titan-embed"
+        ) as pool:
+            futures = [pool.submit(self._embed_one, client, index, text, stop) for index, text in enumerate(texts)]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [future for future in futures if future in done and future.exception() is not None]
+            if failed:
+                # Stop queued texts from starting and in-flight ones from retrying, then report the first
+                # real failure in input order (a _Cancelled is only the echo of another one).
+                stop.set()
+                for future in futures:
+                    future.cancel()
+                wait(futures)
+                raise _first_failure(futures)
+            return [future.result() for future in futures]
+
+    def _resolved_client(self) -> BedrockRuntimeClient:
+        with self._client_lock:
+            if self._client is None:
+                assert self._client_factory is not None
+                self._client = self._client_factory()
+            return self._client
+
+    def _request_body(self, text: str) -> bytes:
+        body = {"inputText": text, "dimensions": self._dimension, "normalize": True, "embeddingTypes": ["float"]}
+        return json.dumps(body).encode("utf-8")
+
+    def _embed_one(self, client: BedrockRuntimeClient, index: int, text: str, stop: threading.Event) -> list[float]:
+        body = self._request_body(text)
+        last_error = ""
+        for attempt in range(1, self._max_attempts + 1):
+            if stop.is_set():
+                raise _Cancelled
+            try:
+                response = client.invoke_model(
+                    modelId=self._base_model_id, body=body, contentType="application/json", accept="application/json"
+                )
+                payload = response["body"].read()
+            except ClientError as error:
+                code = error.response.get("Error", {}).get("Code", "")
+                message = error.response.get("Error", {}).get("Message", "")
+                if code in _NOT_ENABLED_CODES:
+                    raise CapabilityUnavailable(Capability.EMBEDDER.value, self._not_enabled(client, code)) from error
+                if code not in _RETRYABLE_CODES:
+                    # ValidationException (too long, empty), ModelErrorException, ServiceQuotaExceededException…
+                    raise EmbeddingFailed(
+                        f"{self._base_model_id} refused text {index}: {code or 'error'}: {message}"
+                    ) from error
+                last_error = code
+            except _RETRYABLE_TRANSPORT as error:
+                last_error = type(error).__name__
+            else:
+                return self._vector(index, payload)
+            if attempt < self._max_attempts:
+                self._sleep(self._backoff(attempt))
+        raise EmbeddingFailed(
+            f"{self._base_model_id} throttled/unavailable after {self._max_attempts} attempts at text {index}"
+            f" (last error: {last_error})"
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        """Full jitter: uniformly random up to base * 2^(attempt-1), that ceiling capped."""
+        ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2.0 ** (attempt - 1))
+        return ceiling * self._random()
+
+    def _not_enabled(self, client: BedrockRuntimeClient, code: str) -> str:
+        region = client.meta.region_name
+        return (
+            f"Bedrock answered {code} for {self._base_model_id} in {region}. Enable model access for"
+            f" {self._base_model_id} in the Amazon Bedrock console (Model access) in region {region}, and"
+            " check that the function's role is allowed bedrock:InvokeModel on it."
+        )
+
+    def _vector(self, index: int, payload: bytes) -> list[float]:
+        try:
+            document = json.loads(payload)
+        except ValueError as error:
+            raise EmbeddingFailed(
+                f"{self._base_model_id} answered text {index} with a body that is not JSON"
+            ) from error
+        raw: object = None
+        if isinstance(document, dict):
+            raw = document.get("embedding")
+            by_type = document.get("embeddingsByType")
+            if raw is None and isinstance(by_type, dict):
+                raw = by_type.get("float")
+        if not isinstance(raw, list) or not all(
+            isinstance(value, int | float) and not isinstance(value, bool) for value in raw
+        ):
+            raise EmbeddingFailed(f"{self._base_model_id} answered text {index} without a float embedding")
+        if len(raw) != self._dimension:
+            raise EmbeddingFailed(
+                f"{self._base_model_id} answered text {index} with {len(raw)} dimensions where {self._dimension}"
+                " were asked"
+            )
+        vector = [float(value) for value in raw]
+        norm = math.sqrt(math.fsum(value * value for value in vector))
+        if not math.isfinite(norm) or norm == 0.0:
+            raise EmbeddingFailed(f"{self._base_model_id} answered text {index} with a vector that cannot be unit")
+        if abs(norm - 1.0) > _UNIT_TOLERANCE:
+            vector = [value / norm for value in vector]
+        return vector
+
+
+def _first_failure(futures: Sequence[Future[list[float]]]) -> BaseException:
+    errors = [
+        error
+        for future in futures
+        if not future.cancelled() and (error := future.exception()) is not None and not isinstance(error, _Cancelled)
+    ]
+    return errors[0] if errors else EmbeddingFailed("embedding was cancelled")
+
+
+if TYPE_CHECKING:
+
+    def _keeps_the_port(embedder: BedrockTitanEmbedder) -> EmbeddingProvider:
+        return embedder

@@ -1,0 +1,362 @@
+"""KnowledgeStore, VectorIndex and KeywordIndex over one table, knowledge_chunks.
+
+Both lanes search the same rows, and both apply the caller's subjects and filters inside the scan,
+before ranking: filtering after retrieval would let the count of results reveal what was withheld.
+
+The keyword lane is BM25 in plain PostgreSQL (Aurora has no BM25 extension): candidates come from the
+GIN index with OR semantics, term frequencies from the stored tsvector's positions, and document
+frequencies and lengths from keyword_terms / keyword_collections, which triggers keep exact as chunks
+are written and deleted. IDF counts only the collections the caller may read.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+
+from shared.adapters.postgres.database import Database
+from shared.domain.knowledge import (
+    ChunkLocation,
+    CollectionCoverage,
+    IndexedChunk,
+    IndexingResult,
+    IndexWrite,
+    RankedChunk,
+)
+from shared.domain.search import ChunkSnapshot, SearchFilters
+from shared.domain.stopwords import ENGLISH_STOPWORDS
+
+_STOPWORDS = sorted(ENGLISH_STOPWORDS)
+
+# How many HNSW candidates a filtered scan may visit before it gives up (pgvector's iterative scan):
+# enough for a tenant holding a small share of a large table to still get its k nearest.
+_MAX_SCAN_TUPLES = 40_000
+
+
+def _vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(format(value, ".7g") for value in vector) + "]"
+
+
+def _filter_sql(filters: SearchFilters, params: dict[str, Any]) -> str:
+    """Conditions on the chunk row for the optional filters (collections are always applied)."""
+    conditions = []
+    if filters.media_types:
+        conditions.append("media_type = ANY(%(media_types)s)")
+        params["media_types"] = sorted(filters.media_types)
+    if filters.filename:
+        escaped = filters.filename.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        conditions.append("filename ILIKE %(filename)s")
+        params["filename"] = f"%{escaped}%"
+    if filters.uploaded_after:
+        conditions.append("uploaded_at >= %(uploaded_after)s")
+        params["uploaded_after"] = filters.uploaded_after
+    if filters.uploaded_before:
+        conditions.append("uploaded_at < %(uploaded_before)s")
+        params["uploaded_before"] = filters.uploaded_before
+    return "".join(f" AND {condition}" for condition in conditions)
+
+
+_INSERT_CHUNK = (
+    "INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects, content,"
+    " content_hash, embedding, embedding_model, collection_id, filename, media_type, uploaded_at, block_kind,"
+    " location, heading_path, parent_block, block_start, block_end, body_offset, token_count)"
+    " VALUES (%(tenant)s, %(chunk_id)s, %(file_id)s, %(version_id)s, %(ordinal)s, ARRAY[%(collection)s],"
+    " %(content)s, %(content_hash)s, %(embedding)s::vector, %(embedding_model)s, %(collection)s, %(filename)s,"
+    " %(media_type)s, %(uploaded_at)s, %(block_kind)s, %(location)s::jsonb, %(heading_path)s, %(parent)s,"
+    " %(block_start)s, %(block_end)s, %(body_offset)s, %(token_count)s)"
+)
+
+# One statement: the query's lexemes (stopwords off), their IDF over the caller's collections, the
+# candidates from the GIN index (any term), and each candidate's BM25 from its tsvector positions.
+_KEYWORD_SEARCH = """
+WITH query_terms AS MATERIALIZED (
+  SELECT coalesce(array_agg(DISTINCT t.lexeme), '{{}}') AS lexemes
+  FROM unnest(to_tsvector('simple', %(query)s)) AS t
+  WHERE t.lexeme <> ALL(%(stopwords)s)
+), any_term AS MATERIALIZED (
+  -- Lexemes quoted for tsquery input (quotes doubled, backslashes escaped), OR-ed: AND semantics finds
+  -- nothing for most natural-language questions.
+  SELECT string_agg('''' || replace(replace(term, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery AS q
+  FROM query_terms, unnest(query_terms.lexemes) AS term
+), collection_stats AS MATERIALIZED (
+  SELECT greatest(coalesce(sum(chunk_count), 0), 1) AS chunks,
+         greatest(coalesce(sum(total_length)::float8 / nullif(sum(chunk_count), 0), 1), 1) AS average_length
+  FROM keyword_collections WHERE tenant_id = %(tenant)s AND collection_id = ANY(%(collections)s)
+), weights AS MATERIALIZED (
+  SELECT k.term, ln(1 + (s.chunks - sum(k.chunk_count) + 0.5) / (sum(k.chunk_count) + 0.5)) AS idf
+  FROM keyword_terms AS k, collection_stats AS s
+  WHERE k.tenant_id = %(tenant)s AND k.collection_id = ANY(%(collections)s)
+    AND k.term = ANY((SELECT lexemes FROM query_terms)::text[])
+  GROUP BY k.term, s.chunks
+), candidates AS MATERIALIZED (
+  -- Each candidate's tsvector cut down to the query's lexemes (weighted A, then filtered on A), so
+  -- only those are unnested: a chunk's other hundred lexemes cost nothing.
+  SELECT chunk_id, lexical_length,
+         ts_filter(setweight(search_vector, 'A', (SELECT lexemes FROM query_terms)), '{{a}}') AS matched
+  FROM knowledge_chunks
+  WHERE tenant_id = %(tenant)s AND subjects && %(collections)s
+    AND search_vector @@ (SELECT q FROM any_term) {filters}
+)
+SELECT c.chunk_id,
+       sum(w.idf * (cardinality(t.positions) * (%(k1)s + 1))
+           / (cardinality(t.positions) + %(k1)s * (1 - %(b)s + %(b)s * c.lexical_length / s.average_length))) AS score
+FROM candidates AS c
+CROSS JOIN LATERAL unnest(c.matched) AS t
+JOIN weights AS w ON w.term = t.lexeme
+CROSS JOIN collection_stats AS s
+GROUP BY c.chunk_id
+ORDER BY score DESC, c.chunk_id
+LIMIT %(limit)s
+"""
+
+_NEAREST = """
+WITH nearest AS MATERIALIZED (
+  SELECT chunk_id, embedding <=> %(embedding)s::vector AS distance FROM knowledge_chunks
+  WHERE tenant_id = %(tenant)s AND subjects && %(collections)s AND embedding_model = %(model)s {filters}
+  ORDER BY embedding <=> %(embedding)s::vector
+  LIMIT %(limit)s
+)
+SELECT chunk_id, distance FROM nearest ORDER BY distance, chunk_id
+"""
+
+
+class PostgresKnowledgeIndex:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    # --- KnowledgeStore ------------------------------------------------------------------------------
+
+    def replace_chunks(
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        chunks: Sequence[IndexedChunk],
+        result: IndexingResult,
+        *,
+        attempt: int | None,
+    ) -> IndexWrite:
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
+            # The file's row is locked as deletion locks it: a delete either sees these chunks and removes
+            # them, or has already marked the version and this write is refused.
+            version = cursor.execute(
+                "SELECT v.file_id, v.state, v.processing_state, v.processing_attempt, v.chunk_count,"
+                " (SELECT EXISTS (SELECT 1 FROM file_versions n WHERE n.tenant_id = v.tenant_id"
+                "   AND n.file_id = v.file_id AND n.version_id <> v.version_id AND n.created_at > v.created_at"
+                "   AND n.state = 'stored' AND n.chunk_count > 0)) AS superseded"
+                " FROM file_versions v JOIN files f ON f.tenant_id = v.tenant_id AND f.file_id = v.file_id"
+                " WHERE v.tenant_id = %s AND v.version_id = %s FOR UPDATE OF f, v",
+                (tenant_id, version_id),
+            ).fetchone()
+            if version is None or not _holds(version, attempt):
+                return IndexWrite.NOT_CLAIMED
+            if version["superseded"]:
+                _record(
+                    conn, tenant_id, version_id, IndexingResult(chunk_count=0, embedded_count=0, embedding_model=None)
+                )
+                return IndexWrite.SUPERSEDED
+            file_id = version["file_id"]
+            conn.execute("DELETE FROM knowledge_chunks WHERE tenant_id = %s AND file_id = %s", (tenant_id, file_id))
+            conn.execute(
+                "UPDATE file_versions SET chunk_count = 0, embedded_chunk_count = 0, embedding_model = NULL,"
+                " embedding_gap = NULL WHERE tenant_id = %s AND file_id = %s AND version_id <> %s AND chunk_count > 0",
+                (tenant_id, file_id, version_id),
+            )
+            if chunks:
+                cursor.executemany(_INSERT_CHUNK, [_row(tenant_id, chunk) for chunk in chunks])
+            _record(conn, tenant_id, version_id, result)
+        return IndexWrite.STORED
+
+    def versions_to_reindex(
+        self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
+    ) -> list[tuple[UUID, UUID]]:
+        in_collections = (
+            ""
+            if collections is None
+            else " AND file_id IN (SELECT file_id FROM files WHERE tenant_id = %(tenant)s"
+            " AND collection_id = ANY(%(collections)s))"
+        )
+        with self._database.tenant_transaction(tenant_id) as conn:
+            rows = conn.execute(
+                "SELECT file_id, version_id FROM file_versions"  # noqa: S608 - a constant condition
+                " WHERE tenant_id = %(tenant)s AND state = 'stored' AND processing_state = 'indexed'"
+                " AND chunk_count > 0 AND (embedded_chunk_count < chunk_count"
+                " OR embedding_model IS DISTINCT FROM %(model)s)"
+                + in_collections
+                + " ORDER BY updated_at, version_id LIMIT %(limit)s",
+                {
+                    "tenant": tenant_id,
+                    "model": embedding_model,
+                    "limit": limit,
+                    "collections": sorted(collections or ()),
+                },
+            ).fetchall()
+        return [(row[0], row[1]) for row in rows]
+
+    def coverage(self, tenant_id: str, collections: frozenset[str], embedding_model: str) -> list[CollectionCoverage]:
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
+            rows = cursor.execute(
+                "SELECT f.collection_id, count(*) AS files,"
+                " count(*) FILTER (WHERE v.processing_state = 'indexed') AS indexed,"
+                " count(*) FILTER (WHERE v.processing_state = 'failed') AS failed,"
+                " count(*) FILTER (WHERE v.processing_state NOT IN ('indexed', 'failed')) AS in_progress,"
+                " count(*) FILTER (WHERE v.processing_state = 'indexed' AND v.embedded_chunk_count > 0"
+                "   AND v.embedding_model IS DISTINCT FROM %(model)s) AS stale,"
+                " count(*) FILTER (WHERE v.processing_state = 'indexed'"
+                "   AND v.embedded_chunk_count < v.chunk_count) AS lexical_only"
+                " FROM files f CROSS JOIN LATERAL ("
+                # A file's current version: its newest stored one.
+                "   SELECT processing_state, chunk_count, embedded_chunk_count, embedding_model FROM file_versions v"
+                "   WHERE v.tenant_id = f.tenant_id AND v.file_id = f.file_id AND v.state = 'stored'"
+                "   ORDER BY v.created_at DESC LIMIT 1) AS v"
+                " WHERE f.tenant_id = %(tenant)s AND f.collection_id = ANY(%(collections)s)"
+                " GROUP BY f.collection_id ORDER BY f.collection_id",
+                {"tenant": tenant_id, "collections": sorted(collections), "model": embedding_model},
+            ).fetchall()
+        return [CollectionCoverage.model_validate(row) for row in rows]
+
+    def snapshots(self, tenant_id: str, collections: frozenset[str], chunk_ids: Sequence[str]) -> list[ChunkSnapshot]:
+        if not collections or not chunk_ids:
+            return []
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
+            rows = cursor.execute(
+                "SELECT chunk_id, file_id::text, version_id::text, filename, media_type, collection_id, location,"
+                " heading_path, substr(content, body_offset + 1) AS body FROM knowledge_chunks"
+                " WHERE tenant_id = %s AND subjects && %s AND chunk_id = ANY(%s)",
+                (tenant_id, sorted(collections), list(chunk_ids)),
+            ).fetchall()
+        return [
+            ChunkSnapshot(
+                chunk_id=row["chunk_id"],
+                file_id=row["file_id"],
+                version_id=row["version_id"],
+                filename=row["filename"],
+                media_type=row["media_type"],
+                collection_id=row["collection_id"],
+                location=ChunkLocation.model_validate(row["location"]),
+                heading_path=tuple(row["heading_path"]),
+                body=row["body"],
+            )
+            for row in rows
+        ]
+
+    # --- VectorIndex ---------------------------------------------------------------------------------
+
+    def nearest(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        embedding: Sequence[float],
+        *,
+        embedding_model: str,
+        limit: int,
+        filters: SearchFilters,
+    ) -> list[RankedChunk]:
+        if not collections:
+            return []
+        params: dict[str, Any] = {
+            "tenant": tenant_id,
+            "collections": sorted(collections),
+            "embedding": _vector_literal(embedding),
+            "model": embedding_model,
+            "limit": limit,
+        }
+        query = _NEAREST.format(filters=_filter_sql(filters, params))
+        with self._database.tenant_transaction(tenant_id) as conn:
+            # Iterative scan: when the tenant and filters discard most HNSW neighbours, keep scanning
+            # instead of returning fewer than `limit` (a small tenant in a large table still gets k).
+            conn.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                " set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
+                (str(max(40, 2 * limit)), str(_MAX_SCAN_TUPLES)),
+            )
+            rows = conn.execute(query, params).fetchall()
+        return [
+            RankedChunk(chunk_id=chunk_id, rank=rank, score=1 - float(distance) / 2)
+            for rank, (chunk_id, distance) in enumerate(rows, start=1)
+        ]
+
+    # --- KeywordIndex --------------------------------------------------------------------------------
+
+    def search(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        query: str,
+        *,
+        limit: int,
+        filters: SearchFilters,
+        k1: float,
+        b: float,
+    ) -> list[RankedChunk]:
+        if not collections:
+            return []
+        params: dict[str, Any] = {
+            "tenant": tenant_id,
+            "collections": sorted(collections),
+            "query": query,
+            "stopwords": _STOPWORDS,
+            "limit": limit,
+            "k1": k1,
+            "b": b,
+        }
+        statement = _KEYWORD_SEARCH.format(filters=_filter_sql(filters, params))
+        with self._database.tenant_transaction(tenant_id) as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [
+            RankedChunk(chunk_id=chunk_id, rank=rank, score=float(score))
+            for rank, (chunk_id, score) in enumerate(rows, start=1)
+        ]
+
+
+def _holds(version: dict[str, Any], attempt: int | None) -> bool:
+    if version["state"] != "stored":
+        return False
+    if attempt is None:  # a re-index replaces what an earlier indexing stored, and nothing else
+        return bool(version["processing_state"] == "indexed" and version["chunk_count"] > 0)
+    return bool(version["processing_state"] == "indexing" and version["processing_attempt"] == attempt)
+
+
+def _record(conn: psycopg.Connection[Any], tenant_id: str, version_id: UUID, result: IndexingResult) -> None:
+    conn.execute(
+        "UPDATE file_versions SET processing_state = 'indexed', chunk_count = %s, embedded_chunk_count = %s,"
+        " embedding_model = %s, embedding_gap = %s, indexed_at = now(), updated_at = now(),"
+        " failure_reason = NULL, failure_detail = NULL WHERE tenant_id = %s AND version_id = %s",
+        (
+            result.chunk_count,
+            result.embedded_count,
+            result.embedding_model,
+            result.embedding_gap,
+            tenant_id,
+            version_id,
+        ),
+    )
+
+
+def _row(tenant_id: str, chunk: IndexedChunk) -> dict[str, Any]:
+    draft = chunk.draft
+    content = draft.content
+    return {
+        "tenant": tenant_id,
+        "chunk_id": chunk.chunk_id,
+        "file_id": chunk.file_id,
+        "version_id": chunk.version_id,
+        "ordinal": draft.ordinal,
+        "collection": chunk.collection_id,
+        "content": content,
+        "content_hash": chunk.content_hash,
+        "embedding": _vector_literal(chunk.embedding) if chunk.embedding is not None else None,
+        "embedding_model": chunk.embedding_model,
+        "filename": chunk.filename,
+        "media_type": chunk.media_type,
+        "uploaded_at": chunk.uploaded_at,
+        "block_kind": draft.block_kind.value,
+        "location": draft.location.model_dump_json(exclude_none=True),
+        "heading_path": list(draft.heading_path),
+        "parent": draft.parent,
+        "block_start": draft.block_start,
+        "block_end": draft.block_end,
+        "body_offset": len(content) - len(draft.text),
+        "token_count": max(draft.token_count, 1),
+    }

@@ -1,0 +1,245 @@
+"""Search: the query, the fusion of the two lanes, the floors, and an outcome that is a union.
+
+"Found nothing" is its own type with no hits to read as a weak answer, and its reason says which
+sentence is true: you may read nothing that could match / nothing matches / nothing is close enough.
+"""
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from shared.domain.knowledge import ChunkLocation, RankedChunk
+from shared.domain.recognition import BoundingBox
+
+MAX_QUERY_CHARACTERS = 2_000
+MAX_EXCERPT_CHARACTERS = 2_000
+MAX_RESULTS = 50
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"
+    KEYWORD = "keyword"
+    SEMANTIC = "semantic"
+
+
+class SearchFilters(BaseModel):
+    """Narrow the candidates inside both lanes, before ranking (never after: that would leak counts)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    collections: frozenset[str] | None = None
+    media_types: frozenset[str] | None = None
+    filename: str | None = Field(default=None, min_length=1, max_length=255)  # case-insensitive substring
+    uploaded_after: datetime | None = None
+    uploaded_before: datetime | None = None
+
+    @model_validator(mode="after")
+    def _ordered_window(self) -> "SearchFilters":
+        if self.uploaded_after and self.uploaded_before and self.uploaded_after >= self.uploaded_before:
+            raise ValueError("uploadedAfter must be earlier than uploadedBefore")
+        return self
+
+
+class SearchQuery(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    text: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS)
+    limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
+    mode: SearchMode = SearchMode.HYBRID
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+
+    @model_validator(mode="after")
+    def _has_words(self) -> "SearchQuery":
+        if not self.text.strip():
+            raise ValueError("the query is empty")
+        return self
+
+
+class RetrievalTuning(BaseModel):
+    """The numbers retrieval depends on; each is a setting, chosen on the train split (README)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rrf_k: int = Field(default=60, ge=1)
+    # Absolute, on (cosine + 1) / 2: unrelated text sits near 0.5, not 0, so without a floor there is
+    # always a "nearest" chunk and never an honest "nothing is close enough".
+    semantic_floor: float = Field(default=0.55, ge=0, le=1)
+    # Relative to the best fused score: drops the tail of a good result set (never rejects a poor set;
+    # that is the absolute floor's job).
+    fused_floor: float = Field(default=0.4, ge=0, le=1)
+    candidates: int = Field(default=50, ge=1, le=1000)  # per lane, before fusion
+    context_budget_characters: int = Field(default=12_000, ge=MAX_EXCERPT_CHARACTERS)
+    bm25_k1: float = Field(default=1.2, gt=0)
+    bm25_b: float = Field(default=0.75, ge=0, le=1)
+    identifier_boost: bool = True
+
+
+class EmptyReason(StrEnum):
+    NO_ACCESS = "no_access"
+    NO_MATCH = "no_match"
+    BELOW_FLOOR = "below_floor"
+
+    @property
+    def sentence(self) -> str:
+        return _EMPTY_SENTENCES[self]
+
+
+_EMPTY_SENTENCES = {
+    EmptyReason.NO_ACCESS: "You have access to no collection this search could look in.",
+    EmptyReason.NO_MATCH: "Nothing in your collections matches that search.",
+    EmptyReason.BELOW_FLOOR: "Some documents are related, but none closely enough to cite. Try the exact words"
+    " or an identifier from the document.",
+}
+
+
+class Citation(BaseModel):
+    """A snapshot of what was read and where, not a pointer: it stays evidence after the file is deleted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file_id: str
+    version_id: str
+    filename: str
+    media_type: str
+    collection_id: str
+    page: int | None = None
+    page_end: int | None = None
+    box: BoundingBox | None = None
+    sheet: str | None = None
+    cells: str | None = None
+    slide: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    paragraph_start: int | None = None
+    paragraph_end: int | None = None
+    table_index: int | None = None
+    shape: str | None = None
+    heading_path: tuple[str, ...] = ()
+    excerpt: str
+    retrieved_at: datetime
+
+    @classmethod
+    def at(cls, location: ChunkLocation, **fields: object) -> "Citation":
+        return cls.model_validate(
+            {
+                **fields,
+                "page": location.page_start,
+                "page_end": location.page_end,
+                "box": location.box,
+                "sheet": location.sheet,
+                "cells": location.cell_range,
+                "slide": location.slide,
+                "line_start": location.line_start,
+                "line_end": location.line_end,
+                "paragraph_start": location.paragraph_start,
+                "paragraph_end": location.paragraph_end,
+                "table_index": location.table_index,
+                "shape": location.shape,
+            }
+        )
+
+
+class SearchHit(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    score: float  # fused (reciprocal rank); comparable within one result set only
+    vector_score: float | None  # (cosine + 1) / 2, None when the semantic lane did not find it
+    lexical_score: float | None  # BM25, None when the keyword lane did not find it
+    excerpt: str
+    citation: Citation
+
+
+class Found(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    outcome: Literal["found"] = "found"
+    hits: tuple[SearchHit, ...]
+    vector_available: bool
+    truncated_by_budget: bool = False
+
+
+class Empty(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    outcome: EmptyReason
+    message: str
+    vector_available: bool
+
+
+SearchOutcome = Found | Empty
+
+
+class ChunkSnapshot(BaseModel):
+    """What a hit needs from its stored chunk to be cited."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    file_id: str
+    version_id: str
+    filename: str
+    media_type: str
+    collection_id: str
+    location: ChunkLocation
+    heading_path: tuple[str, ...]
+    body: str
+
+
+# --- pure functions -----------------------------------------------------------------------------------
+
+
+def reciprocal_rank_fusion(lanes: Sequence[Sequence[RankedChunk]], k: int) -> list[tuple[str, float]]:
+    """score(d) = Σ over lanes of 1 / (k + rank(d)); only ranks count, so no lane's scale can dominate.
+    Ties keep the order of first appearance (lane order, then rank), so the result is deterministic."""
+    scores: dict[str, float] = {}
+    for lane in lanes:
+        for hit in lane:
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (k + hit.rank)
+    order = {chunk_id: position for position, chunk_id in enumerate(scores)}
+    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+_IDENTIFIER = re.compile(r"[\w][\w./:-]*[\w]", re.UNICODE)
+
+
+def identifier_terms(query: str) -> list[str]:
+    """Query terms shaped like identifiers (ERR-4021, Q3-2026, v2.1): they contain a digit, or join
+    words with a hyphen. Boosting common words found verbatim would just re-rank by word frequency."""
+    found = []
+    for match in _IDENTIFIER.finditer(query):
+        term = match.group(0)
+        if any(ch.isdigit() for ch in term) or "-" in term:
+            found.append(term.casefold())
+    return found
+
+
+def boost_identifiers(order: Sequence[str], contents: dict[str, str], identifiers: Sequence[str]) -> list[str]:
+    """Chunks containing more of the query's identifiers verbatim move ahead; otherwise fusion order stands."""
+    if not identifiers:
+        return list(order)
+
+    def matched(chunk_id: str) -> int:
+        text = contents.get(chunk_id, "").casefold()
+        return sum(1 for term in identifiers if _contains_term(text, term))
+
+    position = {chunk_id: index for index, chunk_id in enumerate(order)}
+    return sorted(order, key=lambda chunk_id: (-matched(chunk_id), position[chunk_id]))
+
+
+def _contains_term(text: str, term: str) -> bool:
+    # As a whole token: ERR-402 must not match inside ERR-4021.
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text) is not None
+
+
+def excerpt_of(body: str, limit: int = MAX_EXCERPT_CHARACTERS) -> str:
+    """The body, cut on a word boundary to at most `limit` characters (never mid-word)."""
+    if len(body) <= limit:
+        return body
+    cut = body[:limit]
+    boundary = max(cut.rfind(" "), cut.rfind("\n"))
+    return (cut[:boundary] if boundary > limit // 2 else cut).rstrip()

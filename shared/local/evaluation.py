@@ -1,0 +1,339 @@
+"""`quire eval`: a BEIR dataset through the real chunk → embed → index path, then every lane measured.
+
+The corpus goes into a scratch tenant (removed afterwards) as real file versions, chunked by the
+structural chunker in the embedding model's tokens, embedded in full batches, and written by the
+same KnowledgeStore the pipeline uses. Queries run through the same lanes and fusion as `/v1/search`;
+chunk rankings become document rankings by each document's best chunk. Tune only on the train split.
+"""
+
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from shared.bootstrap import Container
+from shared.domain.auth import Principal
+from shared.domain.citations import excerpt_is_at_location
+from shared.domain.document import Block, BlockCollector, BlockKind, ExtractedDocument, ExtractionLimits, Location
+from shared.domain.files import NewVersion, ProcessingState
+from shared.domain.metrics import ndcg_at, recall_at, reciprocal_rank_at
+from shared.domain.search import Found, SearchFilters, SearchMode, SearchQuery, reciprocal_rank_fusion
+from shared.domain.uploads import storage_key
+from shared.services.indexing import IndexTarget
+
+COLLECTION = "beir"
+MODES = (SearchMode.KEYWORD, SearchMode.SEMANTIC, SearchMode.HYBRID)
+DEPTH = 100  # documents ranked per query (recall@100)
+
+
+@dataclass
+class Dataset:
+    corpus: dict[str, tuple[str, str]]  # id → (title, text)
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def load_beir(directory: Path, split: str) -> Dataset:
+    """corpus.jsonl, queries.jsonl and qrels/<split>.tsv, as BEIR lays them out."""
+    qrels_path = directory / "qrels" / f"{split}.tsv"
+    if not qrels_path.is_file():
+        raise FileNotFoundError(f"{qrels_path} does not exist: is --split right?")
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(qrels_path.read_text(encoding="utf-8").splitlines()):
+        parts = line.split("\t")
+        if number == 0 and not parts[-1].strip().lstrip("-").isdigit():
+            continue  # the header line
+        if len(parts) >= 3:
+            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    corpus = {}
+    for line in (directory / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        corpus[str(record["_id"])] = (record.get("title") or "", record.get("text") or "")
+    queries = {}
+    for line in (directory / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if str(record["_id"]) in qrels:
+            queries[str(record["_id"])] = record["text"]
+    return Dataset(corpus=corpus, queries=queries, qrels=qrels)
+
+
+def as_document(title: str, text: str) -> ExtractedDocument:
+    """A corpus entry as the text parsers would give it: the title a heading (so it prefixes every
+    chunk), the abstract a paragraph, each with its line span in "title\\n\\ntext"."""
+    collector = BlockCollector(ExtractionLimits())
+    if title.strip():
+        collector.add(
+            Block(kind=BlockKind.HEADING, text=title.strip(), level=1, location=Location(line_start=1, line_end=1))
+        )
+    if text.strip():
+        collector.add(Block(kind=BlockKind.PARAGRAPH, text=text.strip(), location=Location(line_start=3, line_end=3)))
+    return collector.document("text/plain")
+
+
+@dataclass
+class EvalReport:
+    dataset: str
+    split: str
+    documents: int
+    chunks: int
+    queries: int
+    embedding_model: str
+    index_seconds: float
+    chunks_per_second: float
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    citations_checked: int = 0
+    citations_failed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+class Evaluation:
+    def __init__(
+        self, container: Container, *, tenant: str | None = None, progress: Callable[[str], None] = lambda _: None
+    ) -> None:
+        self._container = container
+        self._progress = progress
+        self._reused = tenant is not None
+        self.tenant = tenant or f"eval-{uuid.uuid4().hex[:10]}"
+        self._doc_of: dict[str, str] = {}  # version id → corpus id
+
+    def ingest(self, dataset: Dataset, batch: int = 256) -> tuple[int, float]:
+        """Every corpus entry as an indexed file version; returns (chunks, seconds)."""
+        metadata = self._container.file_metadata
+        indexer = self._container.indexer
+        begun = time.monotonic()
+        items: list[tuple[IndexTarget, ExtractedDocument, int | None]] = []
+        for number, (doc_id, (title, text)) in enumerate(dataset.corpus.items(), start=1):
+            items.append((self._version(metadata, doc_id), as_document(title, text), None))
+            if len(items) == batch or number == len(dataset.corpus):
+                indexer.index_many([(target, document, self._claim(metadata, target)) for target, document, _ in items])
+                items = []
+                self._progress(f"indexed {number}/{len(dataset.corpus)} documents")
+        seconds = time.monotonic() - begun
+        with self._container.database.tenant_transaction(self.tenant) as conn:
+            row = conn.execute("SELECT count(*) FROM knowledge_chunks WHERE tenant_id = %s", (self.tenant,)).fetchone()
+        return int(row[0]) if row else 0, seconds
+
+    def _version(self, metadata: Any, doc_id: str) -> IndexTarget:
+        file_id, version_id = uuid.uuid4(), uuid.uuid4()
+        filename = f"{doc_id}.txt"
+        metadata.create_version(
+            NewVersion(
+                tenant_id=self.tenant,
+                file_id=file_id,
+                version_id=version_id,
+                collection_id=COLLECTION,
+                filename=filename,
+                media_type="text/plain",
+                declared_byte_size=1,
+                storage_key=storage_key(self.tenant, file_id, version_id),
+                created_by="quire-eval",
+            ),
+            new_file=True,
+        )
+        metadata.mark_stored(self.tenant, version_id, byte_size=1, storage_version_id=None)
+        return IndexTarget(
+            tenant_id=self.tenant,
+            file_id=file_id,
+            version_id=version_id,
+            collection_id=COLLECTION,
+            filename=filename,
+            media_type="text/plain",
+            uploaded_at=datetime.now(UTC),
+        )
+
+    def _claim(self, metadata: Any, target: IndexTarget) -> int:
+        attempt: int = metadata.queue_processing(self.tenant, target.version_id, stale_before=datetime.now(UTC))
+        metadata.move_processing(
+            self.tenant,
+            target.version_id,
+            attempt=attempt,
+            to=ProcessingState.INDEXING,
+            expected=[ProcessingState.QUEUED],
+        )
+        return attempt
+
+    def rankings(self, dataset: Dataset) -> Iterator[tuple[str, SearchMode, list[str], float]]:
+        """(query, mode, documents best first, milliseconds) for every query and mode."""
+        retrieval = self._container.retrieval
+        collections = frozenset({COLLECTION})
+        candidates = 3 * DEPTH  # chunks, so that a hundred distinct documents remain after grouping
+        for query_id, text in dataset.queries.items():
+            for mode in MODES:
+                begun = time.perf_counter()
+                lanes = retrieval.lanes(
+                    self.tenant, collections, SearchQuery(text=text, mode=mode), candidates=candidates
+                )
+                if mode is SearchMode.KEYWORD:
+                    order = [hit.chunk_id for hit in lanes.keyword]
+                elif mode is SearchMode.SEMANTIC:
+                    order = [hit.chunk_id for hit in lanes.vector]
+                else:
+                    fused = reciprocal_rank_fusion([lanes.vector, lanes.keyword], retrieval.tuning.rrf_k)
+                    order = [chunk_id for chunk_id, _ in fused]
+                elapsed = (time.perf_counter() - begun) * 1000
+                yield query_id, mode, self._documents(order), elapsed
+
+    def _documents(self, chunk_ids: list[str]) -> list[str]:
+        seen: dict[str, None] = {}
+        for chunk_id in chunk_ids:
+            seen.setdefault(self._doc_of[chunk_id.split(":")[0]], None)
+        return list(seen)[:DEPTH]
+
+    def check_citations(self, dataset: Dataset, sample: int = 50) -> tuple[int, int]:
+        """Run the product's search for `sample` queries; every hit's citation must point at text that
+        contains its excerpt. Returns (checked, failed)."""
+        principal = Principal(tenant_id=self.tenant, subject="quire-eval", collections=frozenset({COLLECTION}))
+        checked = failed = 0
+        for text in list(dataset.queries.values())[:sample]:
+            outcome = self._container.retrieval.search(principal, SearchQuery(text=text, limit=10))
+            if not isinstance(outcome, Found):
+                continue
+            for hit in outcome.hits:
+                title, body = dataset.corpus[self._doc_of[hit.citation.version_id]]
+                checked += 1
+                failed += not excerpt_is_at_location(as_document(title, body), hit.citation)
+        return checked, failed
+
+    def _ingested(self, dataset: Dataset) -> tuple[int, float]:
+        if self._reused:
+            with self._container.database.tenant_transaction(self.tenant) as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM knowledge_chunks WHERE tenant_id = %s", (self.tenant,)
+                ).fetchone()
+            chunks, seconds = (int(row[0]) if row else 0), 0.0
+        else:
+            chunks, seconds = self.ingest(dataset)
+        self._doc_of.update(self._version_documents())
+        return chunks, seconds
+
+    def sweep(
+        self,
+        dataset: Dataset,
+        rrf_ks: tuple[int, ...] = (5, 10, 20, 30, 60),
+        bm25: tuple[tuple[float, float], ...] = ((0.9, 0.4), (1.2, 0.75), (0.9, 0.6), (1.2, 0.5), (1.5, 0.75)),
+    ) -> list[dict[str, float]]:
+        """nDCG@10 of the keyword lane per (k1, b) and of hybrid per (k1, b, rrf k): the numbers the
+        settings' defaults are chosen from (on train only)."""
+        self._ingested(dataset)
+        retrieval = self._container.retrieval
+        collections = frozenset({COLLECTION})
+        semantic = {
+            query_id: retrieval.lanes(
+                self.tenant, collections, SearchQuery(text=text, mode=SearchMode.SEMANTIC), candidates=3 * DEPTH
+            ).vector
+            for query_id, text in dataset.queries.items()
+        }
+        rows = []
+        for k1, b in bm25:
+            keyword = {
+                query_id: self._container.knowledge.search(
+                    self.tenant, collections, text, limit=3 * DEPTH, filters=SearchFilters(), k1=k1, b=b
+                )
+                for query_id, text in dataset.queries.items()
+            }
+            row = {
+                "k1": k1,
+                "b": b,
+                "keyword": self._mean_ndcg(dataset, {q: [h.chunk_id for h in hits] for q, hits in keyword.items()}),
+            }
+            for k in rrf_ks:
+                fused = {
+                    query_id: [
+                        chunk_id for chunk_id, _ in reciprocal_rank_fusion([semantic[query_id], keyword[query_id]], k)
+                    ]
+                    for query_id in dataset.queries
+                }
+                row[f"hybrid k={k}"] = self._mean_ndcg(dataset, fused)
+            row["semantic"] = self._mean_ndcg(dataset, {q: [h.chunk_id for h in hits] for q, hits in semantic.items()})
+            rows.append(row)
+            self._progress(f"k1={k1} b={b}: {row}")
+        return rows
+
+    def _mean_ndcg(self, dataset: Dataset, chunk_rankings: dict[str, list[str]]) -> float:
+        return round(
+            statistics.fmean(
+                ndcg_at(self._documents(ranking), dataset.qrels[query_id], 10)
+                for query_id, ranking in chunk_rankings.items()
+            ),
+            4,
+        )
+
+    def run(self, dataset: Dataset, *, name: str, split: str, citation_sample: int = 50) -> EvalReport:
+        chunks, seconds = self._ingested(dataset)
+        scores: dict[SearchMode, dict[str, list[float]]] = {mode: {} for mode in MODES}
+        latencies: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
+        for query_id, mode, ranking, elapsed in self.rankings(dataset):
+            relevant = dataset.qrels[query_id]
+            measured = scores[mode]
+            measured.setdefault("ndcg@10", []).append(ndcg_at(ranking, relevant, 10))
+            measured.setdefault("recall@10", []).append(recall_at(ranking, relevant, 10))
+            measured.setdefault("recall@100", []).append(recall_at(ranking, relevant, 100))
+            measured.setdefault("mrr@10", []).append(reciprocal_rank_at(ranking, relevant, 10))
+            latencies[mode].append(elapsed)
+        checked, failed = self.check_citations(dataset, citation_sample)
+        return EvalReport(
+            dataset=name,
+            split=split,
+            documents=len(dataset.corpus),
+            chunks=chunks,
+            queries=len(dataset.queries),
+            embedding_model=self._container.embedder.model_id,
+            index_seconds=round(seconds, 1),
+            chunks_per_second=round(chunks / seconds, 1) if seconds else 0.0,
+            metrics={
+                mode.value: {metric: round(statistics.fmean(values), 4) for metric, values in measured.items()}
+                for mode, measured in scores.items()
+            },
+            latency_ms={mode.value: round(statistics.median(values), 2) for mode, values in latencies.items()},
+            citations_checked=checked,
+            citations_failed=failed,
+        )
+
+    def _version_documents(self) -> dict[str, str]:
+        """version id → corpus id (the filename is "<corpus id>.txt")."""
+        with self._container.database.tenant_transaction(self.tenant) as conn:
+            rows = conn.execute(
+                "SELECT version_id::text, filename FROM file_versions WHERE tenant_id = %s", (self.tenant,)
+            ).fetchall()
+        return {version: filename.removesuffix(".txt") for version, filename in rows}
+
+    def remove(self) -> None:
+        """The scratch tenant's chunks go at once; its rows are swept as any deleted collection's are."""
+        self._container.file_metadata.begin_delete_collection(self.tenant, COLLECTION)
+
+
+def print_report(report: EvalReport) -> None:
+    print(
+        f"{report.dataset} ({report.split} split): {report.documents} documents, {report.chunks} chunks,"
+        f" {report.queries} queries; {report.embedding_model}"
+    )
+    print(f"indexed in {report.index_seconds} s ({report.chunks_per_second} chunks/s end to end)")
+    print(f"{'mode':<10} {'nDCG@10':>8} {'R@10':>8} {'R@100':>8} {'MRR@10':>8} {'p50 ms':>8}")
+    for mode, values in report.metrics.items():
+        print(
+            f"{mode:<10} {values['ndcg@10']:>8.4f} {values['recall@10']:>8.4f} {values['recall@100']:>8.4f}"
+            f" {values['mrr@10']:>8.4f} {report.latency_ms[mode]:>8.2f}"
+        )
+    print(
+        f"citations: {report.citations_checked} checked against their documents,"
+        f" {report.citations_failed} did not contain their excerpt"
+    )
+
+
+def print_sweep(rows: list[dict[str, float]]) -> None:
+    columns = list(rows[0])
+    print("  ".join(f"{column:>11}" for column in columns))
+    for row in rows:
+        print(
+            "  ".join(
+                f"{row[column]:>11.4f}" if column not in ("k1", "b") else f"{row[column]:>11}" for column in columns
+            )
+        )

@@ -1,0 +1,57 @@
+"""Search answers printed for a person: each hit's source, location and quoted excerpt."""
+
+from typing import Any
+
+
+def _span(first: int, last: int | None, one: str, many: str) -> str:
+    return f"{one} {first}" if last is None or last == first else f"{many} {first}-{last}"
+
+
+def where(citation: dict[str, Any]) -> str:
+    """A citation's location in words: page (and box), sheet and cells, slide, table, paragraphs or lines."""
+    if citation.get("sheet"):
+        described = f"sheet {citation['sheet']}" + (f"!{citation['cells']}" if citation.get("cells") else "")
+    elif citation.get("slide"):
+        described = f"slide {citation['slide']}"
+    elif citation.get("page"):
+        described = _span(citation["page"], citation.get("pageEnd"), "p.", "pp.")
+        box = citation.get("box")
+        if box:
+            described += f" at ({box['left']:.2f}, {box['top']:.2f}) {box['width']:.2f}x{box['height']:.2f}"
+    elif citation.get("tableIndex") is not None:
+        described = f"table {citation['tableIndex'] + 1}"
+    elif citation.get("paragraphStart") is not None:
+        end = citation.get("paragraphEnd")
+        described = _span(citation["paragraphStart"] + 1, None if end is None else end + 1, "paragraph", "paragraphs")
+    elif citation.get("lineStart"):
+        described = _span(citation["lineStart"], citation.get("lineEnd"), "line", "lines")
+    else:
+        described = "whole document"
+    return described
+
+
+def print_search_result(query: str, result: dict[str, Any], *, excerpt_characters: int = 300) -> None:
+    """A search answer as a person reads it: each hit with its source, location and quoted excerpt."""
+    print(f'Search: "{query}"')
+    if result["outcome"] != "found":
+        print(f"  {result['outcome'].replace('_', ' ')}: {result['message']}")
+        if not result["vectorAvailable"]:
+            print("  (keyword search only: the semantic lane did not run)")
+        return
+    for number, hit in enumerate(result["hits"], start=1):
+        citation = hit["citation"]
+        path = " > ".join(citation["headingPath"])
+        lanes = []
+        if hit["vectorScore"] is not None:
+            lanes.append(f"semantic {hit['vectorScore']:.2f}")
+        if hit["lexicalScore"] is not None:
+            lanes.append(f"keyword {hit['lexicalScore']:.1f}")
+        print(f"  {number}. {citation['filename']}, {where(citation)}{' - ' + path if path else ''}")
+        print(f"     score {hit['score']:.4f} ({', '.join(lanes)})")
+        text = " ".join(hit["excerpt"].split())
+        if len(text) > excerpt_characters:
+            text = text[:excerpt_characters].rsplit(" ", 1)[0] + " ..."
+        print(f'     "{text}"')
+        print(f"     file {citation['fileId']} version {citation['versionId']}")
+    if not result["vectorAvailable"]:
+        print("  (keyword search only: the semantic lane did not run)")

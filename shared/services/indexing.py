@@ -1,0 +1,145 @@
+"""Indexing: a version's extracted document → chunks → vectors → one atomic swap of its chunks.
+
+If the embedder is missing or fails, the chunks are stored anyway for the keyword lane and the gap is
+recorded (never "indexed" pretending to be complete); a re-index embeds them later.
+"""
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from shared.domain.chunking import ChunkingStrategy, StructuralChunker
+from shared.domain.document import ExtractedDocument
+from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
+from shared.domain.knowledge import ChunkDraft, IndexedChunk, IndexingResult, IndexWrite
+from shared.observability import logger
+from shared.ports import EmbeddingProvider, KnowledgeStore
+
+
+def chunk_id(version_id: UUID | str, ordinal: int) -> str:
+    """Stable from (version, index): a citation recorded against chunk 3 still names chunk 3 after a
+    re-index of the same version."""
+    return f"{version_id}:{ordinal}"
+
+
+def estimated_tokens(text: str) -> int:
+    """A tokenizer-free upper estimate (about 3 bytes per token), for chunking when no model is present:
+    a later re-index with the model re-cuts the chunks in its own tokens."""
+    return max(1, math.ceil(len(text.encode("utf-8")) / 3))
+
+
+@dataclass(frozen=True)
+class IndexTarget:
+    """The version being indexed, with what every chunk snapshots for its citation and filters."""
+
+    tenant_id: str
+    file_id: UUID
+    version_id: UUID
+    collection_id: str
+    filename: str
+    media_type: str
+    uploaded_at: datetime
+
+
+class Indexer:
+    def __init__(
+        self,
+        knowledge: KnowledgeStore,
+        embedder: EmbeddingProvider,
+        *,
+        max_chunk_tokens: int = 256,
+        max_chunks: int = 20_000,
+        embed_batch: int = 64,
+        chunker: Callable[[Callable[[str], int], int], ChunkingStrategy] = StructuralChunker,
+    ) -> None:
+        self._knowledge = knowledge
+        self._embedder = embedder
+        self._max_chunk_tokens = max_chunk_tokens
+        self._max_chunks = max_chunks
+        self._embed_batch = embed_batch
+        self._chunker = chunker
+
+    def chunks_of(self, document: ExtractedDocument) -> tuple[list[ChunkDraft], bool]:
+        """The document's chunks, sized for the embedder when it can count; True when cut at max_chunks."""
+        if self._embedder.capability().available:
+            count, budget = self._embedder.count_tokens, min(self._max_chunk_tokens, self._embedder.max_tokens)
+        else:
+            count, budget = estimated_tokens, self._max_chunk_tokens
+        drafts = self._chunker(count, budget).chunk(document)
+        if len(drafts) > self._max_chunks:
+            return drafts[: self._max_chunks], True
+        return drafts, False
+
+    def embed(self, texts: Sequence[str]) -> tuple[list[list[float]] | None, str | None]:
+        """Vectors for `texts`, or None and why not: a missing or failing model leaves a gap, not an error."""
+        if not texts:
+            return [], None
+        try:
+            vectors: list[list[float]] = []
+            for start in range(0, len(texts), self._embed_batch):
+                vectors.extend(self._embedder.embed(texts[start : start + self._embed_batch]))
+        except CapabilityUnavailable as error:
+            return None, error.reason
+        except EmbeddingFailed as error:
+            return None, str(error)
+        return vectors, None
+
+    def index(self, target: IndexTarget, document: ExtractedDocument, *, attempt: int | None) -> IndexWrite:
+        return self.index_many([(target, document, attempt)])[0]
+
+    def index_many(self, items: Sequence[tuple[IndexTarget, ExtractedDocument, int | None]]) -> list[IndexWrite]:
+        """Index several versions, embedding all their chunks in full batches (one version's two chunks
+        would waste a batch the model runs as fast as sixty-four)."""
+        cut = [(target, *self.chunks_of(document), attempt) for target, document, attempt in items]
+        vectors, gap = self.embed([draft.content for _, drafts, _, _ in cut for draft in drafts])
+        written = []
+        offset = 0
+        for target, drafts, truncated, attempt in cut:
+            own = vectors[offset : offset + len(drafts)] if vectors is not None else None
+            offset += len(drafts)
+            written.append(self._write(target, drafts, own, gap, truncated=truncated, attempt=attempt))
+        return written
+
+    def _write(
+        self,
+        target: IndexTarget,
+        drafts: Sequence[ChunkDraft],
+        vectors: Sequence[Sequence[float]] | None,
+        gap: str | None,
+        *,
+        truncated: bool,
+        attempt: int | None,
+    ) -> IndexWrite:
+        model = self._embedder.model_id if vectors is not None else None
+        chunks = [
+            IndexedChunk(
+                chunk_id=chunk_id(target.version_id, draft.ordinal),
+                file_id=str(target.file_id),
+                version_id=str(target.version_id),
+                collection_id=target.collection_id,
+                filename=target.filename,
+                media_type=target.media_type,
+                uploaded_at=target.uploaded_at,
+                draft=draft,
+                content_hash=hashlib.sha256(draft.content.encode()).hexdigest(),
+                embedding=tuple(vectors[index]) if vectors is not None else None,
+                embedding_model=model,
+            )
+            for index, draft in enumerate(drafts)
+        ]
+        result = IndexingResult(
+            chunk_count=len(chunks),
+            embedded_count=len(chunks) if vectors is not None else 0,
+            embedding_model=model if chunks else None,
+            embedding_gap=gap if chunks else None,
+            truncated=truncated,
+        )
+        written = self._knowledge.replace_chunks(target.tenant_id, target.version_id, chunks, result, attempt=attempt)
+        logger.info(
+            "indexed",
+            extra={"write": written.value, "chunks": len(chunks), "embedded": result.embedded_count, "gap": gap},
+        )
+        return written

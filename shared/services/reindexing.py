@@ -1,0 +1,69 @@
+"""Re-indexing after an embedding-model change, or after the embedder was down: the work list is derived
+from what is stored (versions whose chunks another model embedded, or none did), one batch at a time.
+An interruption loses at most one batch and no bookkeeping: there is no cursor to persist or lose."""
+
+from pydantic import BaseModel, ConfigDict
+
+from shared.domain.errors import CapabilityUnavailable
+from shared.domain.knowledge import IndexingResult, IndexWrite
+from shared.observability import logger
+from shared.ports import EmbeddingProvider, FileMetadataStore, KnowledgeStore
+from shared.services.pipeline import IngestionPipeline
+
+
+class ReindexReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    embedding_model: str
+    reindexed: int
+    dropped: int  # sources that can no longer be reloaded: their chunks are removed, not retried forever
+    skipped: int  # changed under the batch (deleted, re-processing): the next batch sees the truth
+    remaining: int
+
+
+class Reindexer:
+    def __init__(
+        self,
+        metadata: FileMetadataStore,
+        knowledge: KnowledgeStore,
+        embedder: EmbeddingProvider,
+        pipeline: IngestionPipeline,
+    ) -> None:
+        self._metadata = metadata
+        self._knowledge = knowledge
+        self._embedder = embedder
+        self._pipeline = pipeline
+
+    def run_batch(self, tenant_id: str, collections: frozenset[str] | None, *, limit: int = 20) -> ReindexReport:
+        status = self._embedder.capability()
+        if not status.available:
+            # Re-indexing without a model would only rewrite the same lexical-only chunks.
+            raise CapabilityUnavailable("embedder", status.reason or "unavailable")
+        model = self._embedder.model_id
+        reindexed = dropped = skipped = 0
+        for file_id, version_id in self._knowledge.versions_to_reindex(tenant_id, collections, model, limit):
+            found = self._metadata.find_version(tenant_id, version_id)
+            if found is None or found[0].file_id != file_id:
+                skipped += 1
+                continue
+            file, version = found
+            if not self._pipeline.has_document(version):
+                self._knowledge.replace_chunks(
+                    tenant_id,
+                    version_id,
+                    [],
+                    IndexingResult(chunk_count=0, embedded_count=0, embedding_model=None),
+                    attempt=None,
+                )
+                dropped += 1
+                continue
+            written = self._pipeline.reindex(file, version, attempt=None)
+            if written is IndexWrite.STORED:
+                reindexed += 1
+            else:
+                skipped += 1
+        remaining = len(self._knowledge.versions_to_reindex(tenant_id, collections, model, 10_000))
+        logger.info("reindex batch", extra={"reindexed": reindexed, "dropped": dropped, "remaining": remaining})
+        return ReindexReport(
+            embedding_model=model, reindexed=reindexed, dropped=dropped, skipped=skipped, remaining=remaining
+        )

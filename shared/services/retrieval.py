@@ -1,0 +1,185 @@
+"""Hybrid retrieval: two lanes over the same rows, fused by reciprocal rank, floored, cited.
+
+The caller's readable collections are computed here and passed to both lanes as a required argument:
+an optional filter is a filter someone omits.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from shared.domain.auth import Principal
+from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
+from shared.domain.knowledge import RankedChunk
+from shared.domain.search import (
+    Citation,
+    Empty,
+    EmptyReason,
+    Found,
+    RetrievalTuning,
+    SearchHit,
+    SearchMode,
+    SearchOutcome,
+    SearchQuery,
+    boost_identifiers,
+    excerpt_of,
+    identifier_terms,
+    reciprocal_rank_fusion,
+)
+from shared.observability import logger
+from shared.ports import AuthorizationPolicy, EmbeddingProvider, KeywordIndex, KnowledgeStore, VectorIndex
+
+
+@dataclass(frozen=True)
+class LaneResults:
+    """What each lane found for one query, before fusion (the evaluation reads these directly)."""
+
+    vector: list[RankedChunk]
+    keyword: list[RankedChunk]
+    vector_available: bool
+    below_floor: int  # vector candidates dropped by the absolute semantic floor
+
+
+class Retrieval:
+    def __init__(
+        self,
+        *,
+        authorization: AuthorizationPolicy,
+        knowledge: KnowledgeStore,
+        vectors: VectorIndex,
+        keywords: KeywordIndex,
+        embedder: EmbeddingProvider,
+        tuning: RetrievalTuning,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._authorization = authorization
+        self._knowledge = knowledge
+        self._vectors = vectors
+        self._keywords = keywords
+        self._embedder = embedder
+        self._tuning = tuning
+        self._clock = clock
+
+    @property
+    def tuning(self) -> RetrievalTuning:
+        return self._tuning
+
+    def searchable_collections(self, principal: Principal, query: SearchQuery) -> frozenset[str]:
+        readable = self._authorization.readable_collections(principal)
+        wanted = query.filters.collections
+        return readable if wanted is None else readable & wanted
+
+    def lanes(
+        self, tenant_id: str, collections: frozenset[str], query: SearchQuery, *, candidates: int | None = None
+    ) -> LaneResults:
+        depth = candidates or self._tuning.candidates
+        vector: list[RankedChunk] = []
+        keyword: list[RankedChunk] = []
+        vector_available = False
+        below_floor = 0
+        if query.mode is not SearchMode.KEYWORD:
+            embedding = self._embed_query(query.text)
+            vector_available = embedding is not None
+            if embedding is not None:
+                nearest = self._vectors.nearest(
+                    tenant_id,
+                    collections,
+                    embedding,
+                    embedding_model=self._embedder.model_id,
+                    limit=depth,
+                    filters=query.filters,
+                )
+                vector = [hit for hit in nearest if hit.score >= self._tuning.semantic_floor]
+                below_floor = len(nearest) - len(vector)
+                vector = [hit.model_copy(update={"rank": rank}) for rank, hit in enumerate(vector, start=1)]
+        if query.mode is not SearchMode.SEMANTIC or not vector_available:
+            # With no semantic lane, a semantic search still answers from the keyword lane, and says so.
+            keyword = self._keywords.search(
+                tenant_id,
+                collections,
+                query.text,
+                limit=depth,
+                filters=query.filters,
+                k1=self._tuning.bm25_k1,
+                b=self._tuning.bm25_b,
+            )
+        return LaneResults(vector=vector, keyword=keyword, vector_available=vector_available, below_floor=below_floor)
+
+    def search(self, principal: Principal, query: SearchQuery) -> SearchOutcome:
+        collections = self.searchable_collections(principal, query)
+        if not collections:
+            return Empty(
+                outcome=EmptyReason.NO_ACCESS,
+                message=EmptyReason.NO_ACCESS.sentence,
+                vector_available=self._embedder.capability().available,
+            )
+        lanes = self.lanes(principal.tenant_id, collections, query)
+        fused = reciprocal_rank_fusion([lanes.vector, lanes.keyword], self._tuning.rrf_k)
+        if not fused:
+            reason = EmptyReason.BELOW_FLOOR if lanes.below_floor else EmptyReason.NO_MATCH
+            return Empty(outcome=reason, message=reason.sentence, vector_available=lanes.vector_available)
+        best = fused[0][1]
+        kept = [(chunk_id, score) for chunk_id, score in fused if score >= self._tuning.fused_floor * best]
+        snapshots = {
+            snapshot.chunk_id: snapshot
+            for snapshot in self._knowledge.snapshots(
+                principal.tenant_id, collections, [chunk_id for chunk_id, _ in kept]
+            )
+        }
+        # A chunk deleted between the lanes and the hydration is simply gone, never cited.
+        kept = [(chunk_id, score) for chunk_id, score in kept if chunk_id in snapshots]
+        order = [chunk_id for chunk_id, _ in kept]
+        if self._tuning.identifier_boost:
+            order = boost_identifiers(
+                order, {chunk_id: snapshots[chunk_id].body for chunk_id in order}, identifier_terms(query.text)
+            )
+        scores = dict(kept)
+        vector_scores = {hit.chunk_id: hit.score for hit in lanes.vector}
+        lexical_scores = {hit.chunk_id: hit.score for hit in lanes.keyword}
+        retrieved_at = self._clock()
+        hits: list[SearchHit] = []
+        spent = 0
+        truncated = False
+        for chunk_id in order[: query.limit]:
+            snapshot = snapshots[chunk_id]
+            excerpt = excerpt_of(snapshot.body)
+            if hits and spent + len(excerpt) > self._tuning.context_budget_characters:
+                truncated = True  # the context budget: a prefix of the ranking, never a reordering
+                break
+            spent += len(excerpt)
+            hits.append(
+                SearchHit(
+                    chunk_id=chunk_id,
+                    score=scores[chunk_id],
+                    vector_score=vector_scores.get(chunk_id),
+                    lexical_score=lexical_scores.get(chunk_id),
+                    excerpt=excerpt,
+                    citation=Citation.at(
+                        snapshot.location,
+                        file_id=snapshot.file_id,
+                        version_id=snapshot.version_id,
+                        filename=snapshot.filename,
+                        media_type=snapshot.media_type,
+                        collection_id=snapshot.collection_id,
+                        heading_path=snapshot.heading_path,
+                        excerpt=excerpt,
+                        retrieved_at=retrieved_at,
+                    ),
+                )
+            )
+        if not hits:
+            return Empty(
+                outcome=EmptyReason.NO_MATCH,
+                message=EmptyReason.NO_MATCH.sentence,
+                vector_available=lanes.vector_available,
+            )
+        return Found(hits=tuple(hits), vector_available=lanes.vector_available, truncated_by_budget=truncated)
+
+    def _embed_query(self, text: str) -> list[float] | None:
+        if not self._embedder.capability().available:
+            return None
+        try:
+            return self._embedder.embed([text])[0]
+        except (CapabilityUnavailable, EmbeddingFailed) as error:
+            logger.warning("the query could not be embedded; keyword lane only", extra={"error": str(error)})
+            return None

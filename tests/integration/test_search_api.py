@@ -1,0 +1,221 @@
+"""POST /v1/search, GET /v1/coverage and POST /v1/reindex end to end: browser upload → extract → chunk →
+embed (the real local MiniLM) → index → cited hits, over HTTP, as tenants and collections would use it."""
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from shared.adapters.local.unavailable import UnavailableEmbedder
+from shared.domain.citations import excerpt_is_at_location
+from shared.domain.search import Citation
+from shared.local.api_client import media_type_for
+from shared.local.demo import DEMO_QUERIES
+from shared.local.demo_corpus import write_demo_corpus
+from shared.services.indexing import Indexer, IndexTarget
+from tests.integration.files_stack import Stack
+
+RUNBOOK = b"""# Payments runbook
+
+## Incident ERR-4021
+
+Checkout failed for 47 minutes because the TLS certificate on the payments load balancer expired.
+Renewal is now automated and an alarm fires thirty days before expiry.
+
+## Refunds
+
+Refunds above 500 EUR need a second approver from the finance team.
+"""
+HANDBOOK = b"""# Handbook
+
+## Leave
+
+Employees in Germany get thirty days of annual leave; in France twenty-five.
+"""
+SECRET_PLAN = b"Project Falcon: the acquisition of Kessler Antriebe closes in Q3-2026.\n"
+
+
+def indexed(stack: Stack, token: str, filename: str, content: bytes, collection: str = "docs") -> dict[str, Any]:
+    ticket = stack.upload(token, filename, "text/markdown", content, collection=collection)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    status, record = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
+    assert status == 200 and record["current"]["processingState"] == "indexed", record
+    return record  # type: ignore[no-any-return]
+
+
+def search(stack: Stack, token: str, query: str, **body: Any) -> dict[str, Any]:
+    status, answer = stack.json("POST", "/v1/search", token, {"query": query, **body})
+    assert status == 200, answer
+    return answer  # type: ignore[no-any-return]
+
+
+def test_an_exact_identifier_and_a_paraphrase_are_found_with_citations_to_the_lines(stack: Stack) -> None:
+    tenant = f"s{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant, collections=("docs",))
+    runbook = indexed(stack, token, "runbook.md", RUNBOOK)
+    indexed(stack, token, "handbook.md", HANDBOOK)
+    assert runbook["current"]["indexing"]["embeddedChunkCount"] == runbook["current"]["indexing"]["chunkCount"] >= 2
+
+    exact = search(stack, token, "ERR-4021")
+    assert exact["outcome"] == "found" and exact["vectorAvailable"] is True
+    top = exact["hits"][0]
+    assert top["lexicalScore"] is not None
+    citation = top["citation"]
+    assert citation["fileId"] == runbook["fileId"]
+    assert citation["versionId"] == runbook["current"]["versionId"]
+    assert citation["filename"] == "runbook.md"
+    assert citation["headingPath"] == ["Payments runbook", "Incident ERR-4021"]
+    assert "certificate on the payments load balancer expired" in top["excerpt"]
+    lines = RUNBOOK.decode().splitlines()
+    cited = "\n".join(lines[citation["lineStart"] - 1 : citation["lineEnd"]])
+    assert all(line in cited for line in top["excerpt"].splitlines() if line.strip())
+
+    # Few shared words: the semantic lane finds it.
+    paraphrase = search(stack, token, "why were buyers unable to complete their purchases", mode="semantic")
+    assert paraphrase["hits"][0]["citation"]["headingPath"][-1] == "Incident ERR-4021"
+    assert paraphrase["hits"][0]["vectorScore"] > 0.55
+
+    leave = search(stack, token, "how much vacation do German staff receive")
+    assert leave["hits"][0]["citation"]["filename"] == "handbook.md"
+
+
+def test_search_sees_only_the_callers_tenant_and_collections_and_says_why_it_is_empty(stack: Stack) -> None:
+    tenant, other = f"s{uuid.uuid4().hex[:10]}", f"s{uuid.uuid4().hex[:10]}"
+    writer = stack.token(tenant=tenant, collections=("docs", "board"))
+    indexed(stack, writer, "plan.md", SECRET_PLAN, collection="board")
+    indexed(stack, writer, "runbook.md", RUNBOOK, collection="docs")
+
+    staff = stack.token(tenant=tenant, collections=("docs",))
+    answer = search(stack, staff, "Project Falcon acquisition Kessler")
+    assert all(hit["citation"]["collectionId"] == "docs" for hit in answer.get("hits", []))
+    assert "Falcon" not in str(answer)
+    outsider = stack.token(tenant=other, collections=("docs", "board"))
+    assert search(stack, outsider, "Project Falcon acquisition")["outcome"] in ("no_match", "below_floor")
+
+    nobody = stack.token(tenant=tenant, collections=())
+    refused = search(stack, nobody, "Project Falcon")
+    assert refused == {
+        "outcome": "no_access",
+        "message": "You have access to no collection this search could look in.",
+        "vectorAvailable": True,
+    }
+    # Naming a collection one cannot read is the same answer as naming one that does not exist.
+    assert search(stack, staff, "Falcon", filters={"collections": ["board"]})["outcome"] == "no_access"
+    assert search(stack, staff, "Falcon", filters={"collections": ["no-such"]})["outcome"] == "no_access"
+
+    nothing = search(stack, staff, "xylophone", mode="keyword")
+    assert nothing["outcome"] == "no_match" and "hits" not in nothing
+
+
+def test_a_deleted_file_is_unsearchable_at_once_and_its_citation_still_stands(stack: Stack) -> None:
+    tenant = f"s{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant)
+    record = indexed(stack, token, "runbook.md", RUNBOOK)
+    saved = search(stack, token, "ERR-4021")["hits"][0]["citation"]
+
+    status, _ = stack.json("DELETE", f"/v1/files/{record['fileId']}", token)
+    assert status == 202
+
+    assert search(stack, token, "ERR-4021", mode="keyword")["outcome"] == "no_match"
+    # The snapshot names what was read, and where, without a lookup that would now fail.
+    assert saved["filename"] == "runbook.md" and saved["fileId"] == record["fileId"]
+    assert "ERR-4021" in " ".join(saved["headingPath"]) and saved["excerpt"] and saved["retrievedAt"]
+
+
+def test_a_new_version_replaces_the_files_chunks(stack: Stack) -> None:
+    tenant = f"s{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant)
+    record = indexed(stack, token, "notes.md", b"# Notes\n\nThe launch code is ALPHA-17.\n")
+    status, ticket = stack.json(
+        "POST",
+        f"/v1/files/{record['fileId']}/versions",
+        token,
+        {"filename": "notes.md", "mediaType": "text/markdown", "byteSize": 38},
+    )
+    assert status == 201
+    assert stack.post_bytes(ticket, b"# Notes\n\nThe launch code is BRAVO-42.\n", "text/markdown") in (200, 204)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    assert search(stack, token, "ALPHA-17", mode="keyword")["outcome"] == "no_match"
+    hit = search(stack, token, "BRAVO-42", mode="keyword")["hits"][0]
+    assert hit["citation"]["versionId"] == ticket["versionId"]
+
+
+def test_chunks_stored_without_vectors_are_reported_and_embedded_by_a_reindex(stack: Stack) -> None:
+    tenant = f"s{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant)
+    record = indexed(stack, token, "runbook.md", RUNBOOK)
+    # The embedder was down when this version was indexed: its chunks are keyword-only, and say why.
+    found = stack.container.file_metadata.find_version(tenant, uuid.UUID(record["current"]["versionId"]))
+    assert found is not None
+    file, version = found
+    down = Indexer(stack.container.knowledge, UnavailableEmbedder("the model is down", dimension=384))
+    target = IndexTarget(
+        tenant_id=tenant,
+        file_id=file.file_id,
+        version_id=version.version_id,
+        collection_id=file.collection_id,
+        filename=version.filename,
+        media_type=version.media_type,
+        uploaded_at=version.created_at,
+    )
+    down.index(target, stack.container.pipeline.read_document(version), attempt=None)
+    indexing = stack.json("GET", f"/v1/files/{record['fileId']}", token)[1]["current"]["indexing"]
+    assert indexing["embeddedChunkCount"] == 0 and indexing["embeddingGap"] == "the model is down"
+    coverage = stack.json("GET", "/v1/coverage", token)[1]
+    assert coverage["collections"] == [
+        {"collectionId": "docs", "files": 1, "indexed": 1, "failed": 0, "inProgress": 0, "stale": 0, "lexicalOnly": 1}
+    ]
+    # Keyword search still finds it; the semantic lane has nothing embedded to offer.
+    assert search(stack, token, "ERR-4021", mode="keyword")["outcome"] == "found"
+
+    status, batch = stack.json("POST", "/v1/reindex", token)
+    assert status == 200
+    assert (batch["reindexed"], batch["remaining"]) == (1, 0)
+    assert stack.json("GET", "/v1/coverage", token)[1]["collections"][0]["lexicalOnly"] == 0
+    again = search(stack, token, "why were buyers unable to complete their purchases", mode="semantic")
+    assert again["hits"][0]["vectorScore"] is not None
+
+
+def test_a_malformed_search_gets_a_clear_refusal(stack: Stack) -> None:
+    token = stack.token()
+    status, answer = stack.json(
+        "POST",
+        "/v1/search",
+        token,
+        {"query": "x", "filters": {"uploadedAfter": "2026-02-01T00:00:00Z", "uploadedBefore": "2026-01-01T00:00:00Z"}},
+    )
+    assert (status, answer["error"]) == (400, "invalid_request")
+    assert "uploadedAfter must be earlier than uploadedBefore" in answer["message"]
+    status, _ = stack.json("POST", "/v1/search", token, {"query": "x" * 2001})
+    assert status == 422
+    status, _ = stack.json("POST", "/v1/search", None, {"query": "x"})
+    assert status == 401
+
+
+def test_every_citation_points_at_text_that_contains_its_excerpt_in_every_format(stack: Stack, tmp_path: Path) -> None:
+    # Given the demo corpus (PDF, DOCX, XLSX, PPTX, HTML, Markdown, CSV, text) ingested through the API
+    tenant = f"s{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant)
+    documents = {}
+    for path in write_demo_corpus(tmp_path):
+        media_type = media_type_for(path)
+        ticket = stack.upload(token, path.name, media_type, path.read_bytes())
+        documents[ticket["fileId"]] = path.name
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    formats_cited = set()
+    # When searches touch every document
+    for query in [*DEMO_QUERIES, "supplier contract end dates", "password rules for administrators", "VPN code"]:
+        answer = search(stack, token, query, limit=10)
+        for hit in answer.get("hits", []):
+            citation = hit["citation"]
+            found = stack.container.file_metadata.find_version(tenant, uuid.UUID(citation["versionId"]))
+            assert found is not None
+            document = stack.container.pipeline.read_document(found[1])
+            # Then the cited location's text contains every line of the excerpt
+            assert excerpt_is_at_location(document, Citation.model_validate(_snake(citation))), (query, citation)
+            formats_cited.add(citation["mediaType"])
+    assert len(formats_cited) >= 6, formats_cited
+
+
+def _snake(citation: dict[str, Any]) -> dict[str, Any]:
+    return {re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower(): value for key, value in citation.items()}

@@ -1,0 +1,220 @@
+"""Retrieval's decisions with fake lanes (named as fakes): fusion, floors, the empty reasons, the
+identifier booster, the context budget, and the subjects always handed to both lanes."""
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pytest
+
+from shared.domain.auth import Principal
+from shared.domain.capabilities import CapabilityStatus
+from shared.domain.errors import EmbeddingFailed
+from shared.domain.knowledge import ChunkLocation, CollectionCoverage, RankedChunk
+from shared.domain.search import (
+    ChunkSnapshot,
+    Empty,
+    EmptyReason,
+    Found,
+    RetrievalTuning,
+    SearchFilters,
+    SearchMode,
+    SearchQuery,
+    boost_identifiers,
+    excerpt_of,
+    identifier_terms,
+    reciprocal_rank_fusion,
+)
+from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.retrieval import Retrieval
+
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
+
+
+class FakeEmbedder:
+    def __init__(self, *, available: bool = True, fails: bool = False) -> None:
+        self.available = available
+        self.fails = fails
+
+    model_id = "fake"
+    dimension = 3
+    max_tokens = 100
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready("fake") if self.available else CapabilityStatus.unavailable("fake", "off")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.fails:
+            raise EmbeddingFailed("throttled")
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+
+class FakeLanes:
+    """Both lanes and the store, answering from fixed rankings, recording what they were asked."""
+
+    def __init__(self, vector: list[tuple[str, float]], keyword: list[tuple[str, float]], bodies: dict[str, str]):
+        self.vector = vector
+        self.keyword = keyword
+        self.bodies = bodies
+        self.asked: list[tuple[str, frozenset[str]]] = []
+
+    def nearest(self, tenant_id, collections, embedding, *, embedding_model, limit, filters):  # type: ignore[no-untyped-def]
+        self.asked.append(("vector", collections))
+        return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(self.vector[:limit], start=1)]
+
+    def search(self, tenant_id, collections, query, *, limit, filters, k1, b):  # type: ignore[no-untyped-def]
+        self.asked.append(("keyword", collections))
+        return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(self.keyword[:limit], start=1)]
+
+    def snapshots(self, tenant_id, collections, chunk_ids):  # type: ignore[no-untyped-def]
+        return [
+            ChunkSnapshot(
+                chunk_id=chunk_id,
+                file_id="f",
+                version_id="v",
+                filename="a.pdf",
+                media_type="application/pdf",
+                collection_id="docs",
+                location=ChunkLocation(page_start=2, page_end=2),
+                heading_path=("Intro",),
+                body=self.bodies.get(chunk_id, f"text of {chunk_id}"),
+            )
+            for chunk_id in chunk_ids
+        ]
+
+    def replace_chunks(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("not used")
+
+    def versions_to_reindex(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("not used")
+
+    def coverage(self, *args, **kwargs) -> list[CollectionCoverage]:  # type: ignore[no-untyped-def]
+        raise AssertionError("not used")
+
+
+def retrieval(lanes: FakeLanes, embedder: FakeEmbedder | None = None, **tuning: object) -> Retrieval:
+    return Retrieval(
+        authorization=ClaimsAuthorizationPolicy(),
+        knowledge=lanes,
+        vectors=lanes,
+        keywords=lanes,
+        embedder=embedder or FakeEmbedder(),
+        tuning=RetrievalTuning.model_validate(tuning),
+        clock=lambda: NOW,
+    )
+
+
+def caller(*collections: str) -> Principal:
+    return Principal(tenant_id="acme", subject="ann", collections=frozenset(collections))
+
+
+def test_fusion_ranks_agreement_above_one_lanes_confidence() -> None:
+    vector = [RankedChunk(chunk_id="a", rank=1, score=0.9), RankedChunk(chunk_id="b", rank=2, score=0.8)]
+    keyword = [RankedChunk(chunk_id="c", rank=1, score=9.0), RankedChunk(chunk_id="b", rank=2, score=5.0)]
+    fused = reciprocal_rank_fusion([vector, keyword], k=60)
+    assert [chunk_id for chunk_id, _ in fused] == ["b", "a", "c"]
+    assert fused[0][1] == pytest.approx(2 / 62)
+    assert fused[1][1] == fused[2][1] == pytest.approx(1 / 61)
+
+
+def test_a_caller_with_no_readable_collection_gets_no_access_and_no_lane_runs() -> None:
+    lanes = FakeLanes([("a", 0.9)], [("a", 3.0)], {})
+    outcome = retrieval(lanes).search(caller(), SearchQuery(text="anything"))
+    assert isinstance(outcome, Empty)
+    assert outcome.outcome is EmptyReason.NO_ACCESS
+    assert lanes.asked == []
+    # Asking for a collection the caller cannot read is the same answer, whether or not it exists.
+    filtered = SearchQuery(text="anything", filters=SearchFilters(collections=frozenset({"secret"})))
+    assert retrieval(lanes).search(caller("docs"), filtered).outcome is EmptyReason.NO_ACCESS  # type: ignore[union-attr]
+
+
+def test_both_lanes_receive_exactly_the_callers_readable_collections() -> None:
+    lanes = FakeLanes([("a", 0.9)], [("a", 3.0)], {})
+    query = SearchQuery(text="q", filters=SearchFilters(collections=frozenset({"docs", "hr"})))
+    retrieval(lanes).search(caller("docs", "eng"), query)
+    assert lanes.asked == [("vector", frozenset({"docs"})), ("keyword", frozenset({"docs"}))]
+
+
+def test_nothing_from_either_lane_is_no_match_and_only_distant_vectors_is_below_floor() -> None:
+    nothing = retrieval(FakeLanes([], [], {})).search(caller("docs"), SearchQuery(text="q"))
+    assert isinstance(nothing, Empty)
+    assert nothing.outcome is EmptyReason.NO_MATCH
+    distant = retrieval(FakeLanes([("a", 0.52), ("b", 0.51)], [], {})).search(caller("docs"), SearchQuery(text="q"))
+    assert isinstance(distant, Empty)
+    assert distant.outcome is EmptyReason.BELOW_FLOOR
+    assert distant.message == EmptyReason.BELOW_FLOOR.sentence
+    assert not hasattr(distant, "hits")
+
+
+def test_the_relative_floor_drops_the_tail_of_a_good_result_set() -> None:
+    vector = [(f"v{i}", 0.9 - i * 0.001) for i in range(40)]
+    keyword = [("v0", 9.0)]
+    outcome = retrieval(FakeLanes(vector, keyword, {}), fused_floor=0.5).search(
+        caller("docs"), SearchQuery(text="q", limit=50)
+    )
+    assert isinstance(outcome, Found)
+    best = outcome.hits[0].score
+    assert outcome.hits[0].chunk_id == "v0"
+    assert all(hit.score >= 0.5 * best for hit in outcome.hits)
+    assert len(outcome.hits) < 40
+
+
+def test_each_hit_carries_both_lane_scores_or_null_and_a_citation_snapshot() -> None:
+    lanes = FakeLanes([("a", 0.8)], [("b", 4.0)], {"a": "alpha text", "b": "beta text"})
+    outcome = retrieval(lanes).search(caller("docs"), SearchQuery(text="q"))
+    assert isinstance(outcome, Found)
+    by_id = {hit.chunk_id: hit for hit in outcome.hits}
+    assert by_id["a"].vector_score == 0.8 and by_id["a"].lexical_score is None
+    assert by_id["b"].lexical_score == 4.0 and by_id["b"].vector_score is None
+    citation = by_id["a"].citation
+    assert (citation.file_id, citation.version_id, citation.page, citation.heading_path) == ("f", "v", 2, ("Intro",))
+    assert citation.excerpt == by_id["a"].excerpt == "alpha text"
+    assert citation.retrieved_at == NOW
+    assert outcome.vector_available
+
+
+def test_a_failing_embedder_degrades_to_keyword_only_and_says_so() -> None:
+    lanes = FakeLanes([("a", 0.9)], [("b", 2.0)], {})
+    outcome = retrieval(lanes, FakeEmbedder(fails=True)).search(
+        caller("docs"), SearchQuery(text="q", mode=SearchMode.SEMANTIC)
+    )
+    assert isinstance(outcome, Found)
+    assert not outcome.vector_available
+    assert [hit.chunk_id for hit in outcome.hits] == ["b"]
+
+
+def test_keyword_mode_runs_only_the_keyword_lane() -> None:
+    lanes = FakeLanes([("a", 0.9)], [("b", 2.0)], {})
+    retrieval(lanes).search(caller("docs"), SearchQuery(text="q", mode=SearchMode.KEYWORD))
+    assert [lane for lane, _ in lanes.asked] == ["keyword"]
+
+
+def test_identifier_terms_are_codes_not_words() -> None:
+    assert identifier_terms("why did ERR-4021 happen in Q3-2026 on v2.1?") == ["err-4021", "q3-2026", "v2.1"]
+    assert identifier_terms("the quick brown fox") == []
+
+
+def test_the_booster_promotes_an_exact_identifier_and_never_a_prefix_of_one() -> None:
+    contents = {"a": "error ERR-40211 in the log", "b": "the outage: ERR-4021 again", "c": "nothing here"}
+    assert boost_identifiers(["a", "c", "b"], contents, ["err-4021"]) == ["b", "a", "c"]
+    assert boost_identifiers(["a", "c", "b"], contents, []) == ["a", "c", "b"]
+
+
+def test_the_context_budget_keeps_a_prefix_of_the_ranking() -> None:
+    bodies = {f"c{i}": "word " * 900 for i in range(6)}  # 4,500 characters each, cut to 2,000 per excerpt
+    lanes = FakeLanes([(f"c{i}", 0.9) for i in range(6)], [], bodies)
+    outcome = retrieval(lanes, context_budget_characters=5_000).search(caller("docs"), SearchQuery(text="q"))
+    assert isinstance(outcome, Found)
+    assert [hit.chunk_id for hit in outcome.hits] == ["c0", "c1"]
+    assert outcome.truncated_by_budget
+    assert all(len(hit.excerpt) <= 2_000 for hit in outcome.hits)
+
+
+def test_an_excerpt_is_cut_on_a_word_boundary() -> None:
+    body = "alpha " * 500
+    excerpt = excerpt_of(body, 2_000)
+    assert len(excerpt) <= 2_000
+    assert excerpt.endswith("alpha")
+    assert body.startswith(excerpt)
