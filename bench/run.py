@@ -162,6 +162,10 @@ def main() -> int:
 
     results.extend(extraction_figures(result))
 
+    from bench.search import figures as search_figures
+
+    results.extend(search_figures(result))
+
     venv = REPO_ROOT / ".venv"
     size = subprocess.run(["du", "-sm", str(venv)], capture_output=True, text=True, check=True).stdout.split()[0]
     results.append(result("virtualenv size", [float(size)], "MB"))
@@ -171,7 +175,11 @@ def main() -> int:
     width = max(len(r["name"]) for r in results)
     print(f"{'benchmark':<{width}}  {'median':>10}  unit  runs")
     for r in results:
-        print(f"{r['name']:<{width}}  {r['value']:>10.3f}  {r['unit']:<4}  {r['data']['runs']}")
+        # A named skip has value None and says why in data.skipped.
+        print(
+            f"{r['name']:<{width}}  {'skipped' if r['value'] is None else format(r['value'], '.3f'):>10}"
+            f"  {r['unit']:<4}  {r['data'].get('runs', r['data'].get('skipped'))}"
+        )
     print(f"\nwritten to {RESULTS.relative_to(REPO_ROOT)}")
     return 0
 

@@ -100,8 +100,12 @@ BEGIN
           FROM removed AS r, unnest(r.search_vector) AS t
           GROUP BY r.tenant_id, r.collection_id, t.lexeme) AS g
     WHERE s.tenant_id = g.tenant_id AND s.collection_id = g.collection_id AND s.term = g.term;
-  DELETE FROM keyword_terms AS s USING (SELECT DISTINCT tenant_id, collection_id FROM removed) AS r
-    WHERE s.tenant_id = r.tenant_id AND s.collection_id = r.collection_id AND s.chunk_count = 0;
+  -- Only the terms just decremented are looked at (by primary key), never the collection's vocabulary.
+  DELETE FROM keyword_terms AS s
+    USING (SELECT DISTINCT r.tenant_id, r.collection_id, t.lexeme AS term
+           FROM removed AS r, unnest(r.search_vector) AS t) AS g
+    WHERE s.tenant_id = g.tenant_id AND s.collection_id = g.collection_id AND s.term = g.term
+      AND s.chunk_count = 0;
   RETURN NULL;
 END $$;
 

@@ -20,7 +20,7 @@ from shared.adapters.local.unavailable import (
 from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.document import ExtractionLimits
-from shared.domain.search import RetrievalTuning
+from shared.domain.search import IdentifierBooster, RetrievalTuning
 from shared.ports import (
     AuthorizationPolicy,
     DocumentParser,
@@ -180,8 +180,8 @@ class Container:
                 context_budget_characters=settings.search_context_budget_characters,
                 bm25_k1=settings.search_bm25_k1,
                 bm25_b=settings.search_bm25_b,
-                identifier_boost=settings.search_identifier_boost,
             ),
+            reranker=IdentifierBooster() if settings.search_identifier_boost else None,
         )
 
     @cached_property

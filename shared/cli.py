@@ -309,6 +309,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
     client = _api(args, args.collections.split(","))
     total = 0
+    remaining: int | None = None
     while True:
         try:
             batch = client.call("POST", f"/v1/reindex?limit={args.batch}")
@@ -320,9 +321,10 @@ def cmd_reindex(args: argparse.Namespace) -> int:
             f"re-indexed {batch['reindexed']}, dropped {batch['dropped']}, skipped {batch['skipped']};"
             f" {batch['remaining']} remaining ({batch['embeddingModel']})"
         )
-        # Stop when done, or when a batch changed nothing (what remains cannot be re-indexed now).
-        if batch["remaining"] == 0 or batch["reindexed"] + batch["dropped"] == 0:
+        # Stop when done, or when a batch did not shrink the work (what remains cannot be re-indexed now).
+        if batch["remaining"] == 0 or (remaining is not None and batch["remaining"] >= remaining):
             break
+        remaining = batch["remaining"]
     print(f"done: {total} versions re-indexed or dropped")
     return 0
 
@@ -398,7 +400,7 @@ def _add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentP
     coverage.set_defaults(run=cmd_coverage)
     reindex = commands.add_parser("reindex", help="re-embed what another model (or none) embedded, in batches")
     reindex.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
-    reindex.add_argument("--batch", type=int, default=20)
+    reindex.add_argument("--batch", type=int, default=5, help="versions per request (at most 20)")
     _caller_options(reindex)
     reindex.set_defaults(run=cmd_reindex)
     evaluate = commands.add_parser("eval", help="nDCG@10, recall@10/100 and MRR@10 per lane on a BEIR dataset")

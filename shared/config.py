@@ -40,13 +40,13 @@ class Settings(BaseSettings):
     # Bedrock Titan Text Embeddings v2 on AWS (256, 512 or 1024 dimensions: QUIRE_EMBEDDING_DIMENSION).
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     # Retrieval (README "Search"): chosen on the SciFact train split, never on test.
-    search_rrf_k: int = Field(default=60, ge=1)
-    search_semantic_floor: float = Field(default=0.55, ge=0, le=1)
+    search_rrf_k: int = Field(default=10, ge=1)
+    search_semantic_floor: float = Field(default=0.6, ge=0, le=1)
     search_fused_floor: float = Field(default=0.4, ge=0, le=1)
     search_candidates: int = Field(default=50, ge=1, le=1000)
     search_context_budget_characters: int = Field(default=12_000, ge=2_000)
-    search_bm25_k1: float = Field(default=1.2, gt=0)
-    search_bm25_b: float = Field(default=0.75, ge=0, le=1)
+    search_bm25_k1: float = Field(default=0.9, gt=0)
+    search_bm25_b: float = Field(default=0.6, ge=0, le=1)
     search_identifier_boost: bool = True
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None

@@ -274,6 +274,15 @@ class KeywordIndex(Protocol):
         ...
 
 
+class Reranker(Protocol):
+    """Reorders fused candidates (the built-in identifier booster; a cross-encoder where one runs)."""
+
+    def rerank(self, query: str, candidates: Sequence[tuple[str, str]]) -> list[str]:
+        """(chunk id, text) in fusion order → chunk ids best first. Returning nothing (or ids it was not
+        given) means "no opinion": retrieval keeps fusion order rather than an empty result."""
+        ...
+
+
 class Workflow(Protocol):
     """Runs the ingestion pipeline for one stored version (Step Functions; an in-process runner locally)."""
 
@@ -318,11 +327,12 @@ class EmbeddingProvider(CapabilityPort, Protocol):
 
     @property
     def max_tokens(self) -> int:
-        """The longest input the model reads whole."""
+        """The longest text the model reads whole (room for its own special tokens already taken off)."""
         ...
 
     def count_tokens(self, text: str) -> int:
-        """Tokens `text` costs this model (an upper estimate where the model publishes no tokenizer)."""
+        """Tokens `text` costs this model, special tokens excluded, so the counts of parts add up (an upper
+        estimate where the model publishes no tokenizer)."""
         ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

@@ -140,6 +140,20 @@ def _shortened(block: Block, budget: int) -> Block | None:
     return block.model_copy(update={"text": text}) if text else None
 
 
+def _without_nul(block: Block) -> Block:
+    """NUL is not text (PostgreSQL refuses it in a text column, and no reader shows it): dropped once,
+    here, so the stored document, the chunks and every excerpt agree."""
+    table = block.table
+    has_nul = "\x00" in block.text or (table is not None and any("\x00" in cell for row in table.rows for cell in row))
+    if not has_nul:
+        return block
+    update: dict[str, object] = {"text": block.text.replace("\x00", "")}
+    if table is not None:
+        rows = tuple(tuple(cell.replace("\x00", "") for cell in row) for row in table.rows)
+        update["table"] = Table(rows=rows, header_rows=table.header_rows)
+    return block.model_copy(update=update)
+
+
 class BlockCollector:
     """Collects a parser's blocks within the limits: text beyond the budget is cut (and said so), blocks
     beyond the count are dropped (and said so); heading paths are kept as headings go by."""
@@ -156,6 +170,7 @@ class BlockCollector:
         """Keep the block if the limits allow; False once nothing more will be kept."""
         if self.truncated:
             return False
+        block = _without_nul(block)
         if len(self._blocks) >= self._limits.max_blocks:
             self._stop(f"only the first {self._limits.max_blocks} blocks were kept (the block limit)")
             return False

@@ -218,7 +218,7 @@ class Evaluation:
         self,
         dataset: Dataset,
         rrf_ks: tuple[int, ...] = (5, 10, 20, 30, 60),
-        bm25: tuple[tuple[float, float], ...] = ((0.9, 0.4), (1.2, 0.75), (0.9, 0.6), (1.2, 0.5), (1.5, 0.75)),
+        bm25: tuple[tuple[float, float], ...] = ((0.9, 0.4), (0.9, 0.6), (1.2, 0.5), (1.2, 0.75), (1.5, 0.75)),
     ) -> list[dict[str, float]]:
         """nDCG@10 of the keyword lane per (k1, b) and of hybrid per (k1, b, rrf k): the numbers the
         settings' defaults are chosen from (on train only)."""

@@ -19,6 +19,10 @@ from shared.observability import logger
 from shared.ports import EmbeddingProvider, KnowledgeStore
 
 
+class UnindexableDocument(Exception):
+    """The document cannot be cut into chunks the model can read (a document problem, not infrastructure)."""
+
+
 def chunk_id(version_id: UUID | str, ordinal: int) -> str:
     """Stable from (version, index): a citation recorded against chunk 3 still names chunk 3 after a
     re-index of the same version."""
@@ -29,6 +33,12 @@ def estimated_tokens(text: str) -> int:
     """A tokenizer-free upper estimate (about 3 bytes per token), for chunking when no model is present:
     a later re-index with the model re-cuts the chunks in its own tokens."""
     return max(1, math.ceil(len(text.encode("utf-8")) / 3))
+
+
+@dataclass(frozen=True)
+class IndexOutcome:
+    written: IndexWrite
+    result: IndexingResult
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,10 @@ class Indexer:
             count, budget = self._embedder.count_tokens, min(self._max_chunk_tokens, self._embedder.max_tokens)
         else:
             count, budget = estimated_tokens, self._max_chunk_tokens
-        drafts = self._chunker(count, budget).chunk(document)
+        try:
+            drafts = self._chunker(count, budget).chunk(document)
+        except ValueError as error:
+            raise UnindexableDocument(str(error)) from error
         if len(drafts) > self._max_chunks:
             return drafts[: self._max_chunks], True
         return drafts, False
@@ -87,10 +100,10 @@ class Indexer:
             return None, str(error)
         return vectors, None
 
-    def index(self, target: IndexTarget, document: ExtractedDocument, *, attempt: int | None) -> IndexWrite:
+    def index(self, target: IndexTarget, document: ExtractedDocument, *, attempt: int | None) -> IndexOutcome:
         return self.index_many([(target, document, attempt)])[0]
 
-    def index_many(self, items: Sequence[tuple[IndexTarget, ExtractedDocument, int | None]]) -> list[IndexWrite]:
+    def index_many(self, items: Sequence[tuple[IndexTarget, ExtractedDocument, int | None]]) -> list[IndexOutcome]:
         """Index several versions, embedding all their chunks in full batches (one version's two chunks
         would waste a batch the model runs as fast as sixty-four)."""
         cut = [(target, *self.chunks_of(document), attempt) for target, document, attempt in items]
@@ -112,7 +125,7 @@ class Indexer:
         *,
         truncated: bool,
         attempt: int | None,
-    ) -> IndexWrite:
+    ) -> IndexOutcome:
         model = self._embedder.model_id if vectors is not None else None
         chunks = [
             IndexedChunk(
@@ -142,4 +155,4 @@ class Indexer:
             "indexed",
             extra={"write": written.value, "chunks": len(chunks), "embedded": result.embedded_count, "gap": gap},
         )
-        return written
+        return IndexOutcome(written=written, result=result)

@@ -23,7 +23,7 @@ from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
 from shared.ports import FileContentStore, FileMetadataStore
 from shared.services.extraction import Extractor
-from shared.services.indexing import Indexer, IndexTarget
+from shared.services.indexing import Indexer, IndexOutcome, IndexTarget, UnindexableDocument
 
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
@@ -132,12 +132,15 @@ class IngestionPipeline:
             expected=[ProcessingState.EXTRACTED],
         ):
             return {**_reference(request), "proceed": False, "why": "this attempt does not hold the version"}
-        written = self.reindex(file, version, attempt=request.attempt)
+        try:
+            written = self.reindex(file, version, attempt=request.attempt).written
+        except UnindexableDocument as error:
+            return self._fail(request, version, FailureReason.MALFORMED, f"it could not be indexed: {error}")
         if written is not IndexWrite.STORED:
             return {**_reference(request), "proceed": False, "why": f"the chunks were not written ({written.value})"}
         return {**_reference(request), "proceed": True, "indexed": True}
 
-    def reindex(self, file: FileRecord, version: FileVersionRecord, *, attempt: int | None) -> IndexWrite:
+    def reindex(self, file: FileRecord, version: FileVersionRecord, *, attempt: int | None) -> IndexOutcome:
         """Index one extracted version from its stored document (the pipeline's step, and re-indexing)."""
         target = IndexTarget(
             tenant_id=file.tenant_id,

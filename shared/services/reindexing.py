@@ -8,6 +8,7 @@ from shared.domain.errors import CapabilityUnavailable
 from shared.domain.knowledge import IndexingResult, IndexWrite
 from shared.observability import logger
 from shared.ports import EmbeddingProvider, FileMetadataStore, KnowledgeStore
+from shared.services.indexing import UnindexableDocument
 from shared.services.pipeline import IngestionPipeline
 
 
@@ -57,8 +58,16 @@ class Reindexer:
                 )
                 dropped += 1
                 continue
-            written = self._pipeline.reindex(file, version, attempt=None)
-            if written is IndexWrite.STORED:
+            try:
+                outcome = self._pipeline.reindex(file, version, attempt=None)
+            except UnindexableDocument:
+                skipped += 1  # the same document cannot be cut now as before; it keeps its chunks
+                continue
+            if outcome.result.embedding_gap is not None:
+                # The model failed at call time (throttled, access withdrawn): going on would only rewrite
+                # more chunks without vectors. Stop, and say why.
+                raise CapabilityUnavailable("embedder", outcome.result.embedding_gap)
+            if outcome.written is IndexWrite.STORED:
                 reindexed += 1
             else:
                 skipped += 1

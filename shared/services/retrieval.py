@@ -21,13 +21,11 @@ from shared.domain.search import (
     SearchMode,
     SearchOutcome,
     SearchQuery,
-    boost_identifiers,
     excerpt_of,
-    identifier_terms,
     reciprocal_rank_fusion,
 )
 from shared.observability import logger
-from shared.ports import AuthorizationPolicy, EmbeddingProvider, KeywordIndex, KnowledgeStore, VectorIndex
+from shared.ports import AuthorizationPolicy, EmbeddingProvider, KeywordIndex, KnowledgeStore, Reranker, VectorIndex
 
 
 @dataclass(frozen=True)
@@ -50,6 +48,7 @@ class Retrieval:
         keywords: KeywordIndex,
         embedder: EmbeddingProvider,
         tuning: RetrievalTuning,
+        reranker: Reranker | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._authorization = authorization
@@ -58,6 +57,7 @@ class Retrieval:
         self._keywords = keywords
         self._embedder = embedder
         self._tuning = tuning
+        self._reranker = reranker
         self._clock = clock
 
     @property
@@ -129,10 +129,12 @@ class Retrieval:
         # A chunk deleted between the lanes and the hydration is simply gone, never cited.
         kept = [(chunk_id, score) for chunk_id, score in kept if chunk_id in snapshots]
         order = [chunk_id for chunk_id, _ in kept]
-        if self._tuning.identifier_boost:
-            order = boost_identifiers(
-                order, {chunk_id: snapshots[chunk_id].body for chunk_id in order}, identifier_terms(query.text)
-            )
+        if self._reranker is not None:
+            reranked = self._reranker.rerank(query.text, [(chunk_id, snapshots[chunk_id].body) for chunk_id in order])
+            # A reranker that returns nothing (or strangers) has no opinion: fusion order stands, never an
+            # empty result that would look like the honest-empty path.
+            if reranked and set(reranked) <= set(order):
+                order = reranked + [chunk_id for chunk_id in order if chunk_id not in set(reranked)]
         scores = dict(kept)
         vector_scores = {hit.chunk_id: hit.score for hit in lanes.vector}
         lexical_scores = {hit.chunk_id: hit.score for hit in lanes.keyword}

@@ -240,3 +240,38 @@ def test_filters_apply_inside_both_lanes(app_database: Database) -> None:
     assert index.search(acme, frozenset({"docs"}), "budget", limit=10, filters=none_of_that_type, k1=1.2, b=0.75) == []
     wildcard = SearchFilters(filename="%")  # a LIKE wildcard is a literal character here
     assert index.search(acme, frozenset({"docs"}), "budget", limit=10, filters=wildcard, k1=1.2, b=0.75) == []
+
+
+def test_an_older_version_cannot_write_once_a_newer_one_is_stored_even_before_that_one_is_indexed(
+    app_database: Database,
+) -> None:
+    acme = tenant()
+    index = PostgresKnowledgeIndex(app_database)
+    result = IndexingResult(chunk_count=1, embedded_count=0, embedding_model=None)
+    file_id, old, old_attempt = new_indexing_version(app_database, acme, "docs")
+    new_indexing_version(app_database, acme, "docs", file_id=file_id)  # stored, still being processed
+    late = index.replace_chunks(acme, old, chunk_rows(file_id, old, "docs", ["obsolete"]), result, attempt=old_attempt)
+    assert late is IndexWrite.SUPERSEDED
+    assert index.search(acme, frozenset({"docs"}), "obsolete", limit=5, filters=NO_FILTERS, k1=1.2, b=0.75) == []
+
+
+def test_deleting_chunks_touches_only_their_own_terms(
+    app_database: Database, owner_connection: psycopg.Connection
+) -> None:
+    # A collection with a large vocabulary; deleting one small file leaves every other term's count alone
+    acme = tenant()
+    index_texts(
+        app_database,
+        acme,
+        "docs",
+        [" ".join(f"word{n}" for n in range(start, start + 200)) for start in range(0, 2000, 200)],
+    )
+    small, _ = index_texts(app_database, acme, "docs", ["word1 unique"])
+    before = dict(
+        owner_connection.execute("SELECT term, chunk_count FROM keyword_terms WHERE tenant_id = %s", (acme,)).fetchall()
+    )
+    PostgresFileMetadataStore(app_database).begin_delete_file(acme, small)
+    after = dict(
+        owner_connection.execute("SELECT term, chunk_count FROM keyword_terms WHERE tenant_id = %s", (acme,)).fetchall()
+    )
+    assert after == {**{term: count for term, count in before.items() if term != "unique"}, "word1": 1}

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from functions.extract import handler as extract_step
+from functions.index import handler as index_step
 from functions.inspect import handler as inspect_step
 from shared.local.http_api import LocalLambdaContext
 from tests.conftest import load_event
@@ -114,7 +115,7 @@ def test_the_step_functions_tasks_take_and_return_references_only(stack: Stack) 
     ticket = stack.upload(token, "steps.txt", "text/plain", b"one\n\ntwo\n")
     stack.container.workflow.drain()  # type: ignore[attr-defined]
     event = {**load_event("pipeline_step.json"), "fileId": ticket["fileId"], "versionId": ticket["versionId"]}
-    with_container = [inspect_step, extract_step]
+    with_container = [inspect_step, extract_step, index_step]
     originals = [module.container for module in with_container]
     try:
         for module in with_container:
@@ -125,6 +126,10 @@ def test_the_step_functions_tasks_take_and_return_references_only(stack: Stack) 
         assert set(inspected) <= {"tenantId", "fileId", "versionId", "proceed", "why", "mediaType", "byteSize"}
         deleted = {**event, "versionId": str(uuid.uuid4())}
         assert extract_step.handler(deleted, LocalLambdaContext())["proceed"] is False
+        # Already indexed: a repeated index task changes nothing and says why, in references only.
+        indexed = index_step.handler(event, LocalLambdaContext())
+        assert indexed["proceed"] is False
+        assert set(indexed) <= {"tenantId", "fileId", "versionId", "proceed", "why", "indexed", "failure"}
     finally:
         for module, original in zip(with_container, originals, strict=True):
             module.container = original
@@ -205,3 +210,15 @@ def test_a_timed_out_extraction_is_tried_again_by_reconciliation_a_bounded_numbe
     ).items()
     stack.container.workflow.drain()  # type: ignore[attr-defined]
     assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["processingState"] == "indexed"
+
+
+def test_a_document_that_cannot_be_indexed_fails_with_a_reason_instead_of_retrying_for_ever(stack: Stack) -> None:
+    # Given a text whose NUL bytes sit past the sniffed prefix (PostgreSQL refuses NUL in text)
+    token = stack.token()
+    content = b"plain words " * 1000 + b"\x00\x00 hidden \x00 zeros\n\nmore text\n"
+    record = processed(stack, token, "zeros.txt", "text/plain", content)
+    # Then it is indexed without the NULs, never left in `indexing` for the sweep to restart
+    assert record["current"]["processingState"] == "indexed"
+    status, answer = stack.json("POST", "/v1/search", token, {"query": "hidden zeros", "mode": "keyword"})
+    assert status == 200 and "\x00" not in str(answer)
+    assert answer["hits"][0]["citation"]["fileId"] == record["fileId"]

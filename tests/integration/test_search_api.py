@@ -3,16 +3,23 @@ embed (the real local MiniLM) → index → cited hits, over HTTP, as tenants an
 
 import re
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shared.adapters.local.unavailable import UnavailableEmbedder
+from shared.domain.capabilities import CapabilityStatus
 from shared.domain.citations import excerpt_is_at_location
+from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.search import Citation
 from shared.local.api_client import media_type_for
 from shared.local.demo import DEMO_QUERIES
 from shared.local.demo_corpus import write_demo_corpus
 from shared.services.indexing import Indexer, IndexTarget
+from shared.services.pipeline import IngestionPipeline
+from shared.services.reindexing import Reindexer
 from tests.integration.files_stack import Stack
 
 RUNBOOK = b"""# Payments runbook
@@ -168,12 +175,39 @@ def test_chunks_stored_without_vectors_are_reported_and_embedded_by_a_reindex(st
     # Keyword search still finds it; the semantic lane has nothing embedded to offer.
     assert search(stack, token, "ERR-4021", mode="keyword")["outcome"] == "found"
 
+    # A re-index whose model fails at call time stops at once and says why, instead of rewriting
+    # keyword-only chunks for ever.
+    failing = FailingEmbedder()
+    container = stack.container
+    pipeline = IngestionPipeline(
+        container.file_metadata, container.content, container.extractor, Indexer(container.knowledge, failing)
+    )
+    with pytest.raises(CapabilityUnavailable, match="throttled"):
+        Reindexer(container.file_metadata, container.knowledge, failing, pipeline).run_batch(tenant, None)
+
     status, batch = stack.json("POST", "/v1/reindex", token)
     assert status == 200
     assert (batch["reindexed"], batch["remaining"]) == (1, 0)
     assert stack.json("GET", "/v1/coverage", token)[1]["collections"][0]["lexicalOnly"] == 0
     again = search(stack, token, "why were buyers unable to complete their purchases", mode="semantic")
     assert again["hits"][0]["vectorScore"] is not None
+
+
+class FailingEmbedder:
+    """A fake embedder that reports ready and then fails every call, as a throttled Bedrock does."""
+
+    model_id = "fake-failing"
+    dimension = 384
+    max_tokens = 254
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready("fake-failing")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingFailed("throttled after 6 attempts")
 
 
 def test_a_malformed_search_gets_a_clear_refusal(stack: Stack) -> None:

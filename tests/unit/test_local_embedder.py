@@ -31,11 +31,16 @@ def test_vectors_are_384_dimensional_unit_length_and_in_input_order(embedder: Se
 
 
 def test_tokens_are_counted_as_the_model_reads_them(embedder: SentenceTransformerEmbedder) -> None:
-    # [CLS] and [SEP] included; an identifier costs several word pieces.
-    assert embedder.count_tokens("") == 2
-    assert embedder.count_tokens("hello world") == 4
+    # Word pieces without [CLS] and [SEP] (max_tokens leaves room for those); an identifier costs several.
+    assert embedder.count_tokens("") == 0
+    assert embedder.count_tokens("hello world") == 2
     assert embedder.count_tokens("ERR-4021") > 3
-    assert embedder.max_tokens == 256
+    assert embedder.max_tokens == 254
+
+
+def test_a_giant_word_costs_its_length_not_one_unknown_piece(embedder: SentenceTransformerEmbedder) -> None:
+    # The tokenizer reads any word over 100 characters as a single [UNK]; a chunk must still stay short.
+    assert embedder.count_tokens("A" * 5000) >= 500
 
 
 def test_a_dimension_the_model_does_not_produce_is_refused_with_the_reason() -> None:

@@ -15,6 +15,7 @@ from shared.domain.search import (
     Empty,
     EmptyReason,
     Found,
+    IdentifierBooster,
     RetrievalTuning,
     SearchFilters,
     SearchMode,
@@ -94,7 +95,9 @@ class FakeLanes:
         raise AssertionError("not used")
 
 
-def retrieval(lanes: FakeLanes, embedder: FakeEmbedder | None = None, **tuning: object) -> Retrieval:
+def retrieval(
+    lanes: FakeLanes, embedder: FakeEmbedder | None = None, reranker: object = None, **tuning: object
+) -> Retrieval:
     return Retrieval(
         authorization=ClaimsAuthorizationPolicy(),
         knowledge=lanes,
@@ -102,6 +105,7 @@ def retrieval(lanes: FakeLanes, embedder: FakeEmbedder | None = None, **tuning: 
         keywords=lanes,
         embedder=embedder or FakeEmbedder(),
         tuning=RetrievalTuning.model_validate(tuning),
+        reranker=reranker if reranker is not None else IdentifierBooster(),  # type: ignore[arg-type]
         clock=lambda: NOW,
     )
 
@@ -218,3 +222,25 @@ def test_an_excerpt_is_cut_on_a_word_boundary() -> None:
     assert len(excerpt) <= 2_000
     assert excerpt.endswith("alpha")
     assert body.startswith(excerpt)
+
+
+class SilentReranker:
+    """A fake reranker with no opinion."""
+
+    def rerank(self, query: str, candidates: Sequence[tuple[str, str]]) -> list[str]:
+        return []
+
+
+def test_a_reranker_with_no_opinion_leaves_fusion_order_and_never_empties_the_result() -> None:
+    lanes = FakeLanes([("a", 0.9), ("b", 0.8)], [("b", 2.0)], {})
+    outcome = retrieval(lanes, reranker=SilentReranker()).search(caller("docs"), SearchQuery(text="q"))
+    assert isinstance(outcome, Found)
+    assert [hit.chunk_id for hit in outcome.hits] == ["b", "a"]
+
+
+def test_the_identifier_booster_lifts_the_chunk_with_the_exact_code_over_fusion_order() -> None:
+    bodies = {"a": "the error page explains errors", "b": "incident ERR-4021 root cause"}
+    lanes = FakeLanes([("a", 0.9)], [("a", 3.0), ("b", 2.0)], bodies)
+    outcome = retrieval(lanes).search(caller("docs"), SearchQuery(text="what caused ERR-4021"))
+    assert isinstance(outcome, Found)
+    assert [hit.chunk_id for hit in outcome.hits] == ["b", "a"]

