@@ -1076,7 +1076,7 @@ def indexing_figures(result: Result, database: Database, owner_url: str) -> list
                 (tenant, collection),
             ).fetchone()
         chunks = int(row[0]) if row else 0
-        if any(write.value != "stored" for write in written):
+        if any(outcome.written.value != "stored" for outcome in written):
             raise RuntimeError(f"index_many did not store every version: {written}")
         chunk_counts.append(chunks)
         rates.append(chunks / seconds)
