@@ -874,7 +874,7 @@ def keyword_without_rls(owner_url: str, queries: Sequence[BenchQuery], tuning: A
     tenant is read and matched."""
     from shared.adapters.postgres import knowledge
 
-    statement = knowledge._KEYWORD_SEARCH.format(filters="")
+    statement = knowledge._KEYWORD_SEARCH.format(join="")
     latencies = []
     with psycopg.connect(owner_url, autocommit=True) as conn:
         leakproof = dict(
@@ -912,16 +912,16 @@ def keyword_without_rls(owner_url: str, queries: Sequence[BenchQuery], tuning: A
 
 
 def scan_indexes(plan: dict[str, Any]) -> str:
-    """The indexes the scans of knowledge_chunks used."""
+    """The indexes the keyword lane's scans used (chunks, or the postings' primary key)."""
     used = (str(node.get("Index Name", "")) for node in plan_nodes(plan))
-    names = sorted({name for name in used if name.startswith("knowledge_chunks")})
+    names = sorted({name for name in used if name.startswith(("knowledge_chunks", "keyword_postings"))})
     return " + ".join(names) or "none"
 
 
 def keyword_plans_under_rls(database: Database, queries: Sequence[BenchQuery], tuning: Any) -> dict[str, str]:
     from shared.adapters.postgres import knowledge
 
-    statement = knowledge._KEYWORD_SEARCH.format(filters="")
+    statement = knowledge._KEYWORD_SEARCH.format(join="")
     plans: dict[str, str] = {}
     for query in queries:
         if query.bucket in plans:

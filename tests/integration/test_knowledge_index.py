@@ -121,7 +121,24 @@ def test_statistics_follow_inserts_replacements_and_deletions_exactly(
             ).fetchall()
         )
 
+    def postings() -> set[tuple[str, str, int, int]]:
+        return set(
+            owner_connection.execute(
+                "SELECT term, chunk_id, frequency, chunk_length FROM keyword_postings WHERE tenant_id = %s", (acme,)
+            ).fetchall()
+        )
+
+    def postings_recomputed() -> set[tuple[str, str, int, int]]:
+        return set(
+            owner_connection.execute(
+                "SELECT t.lexeme, c.chunk_id, cardinality(t.positions), c.lexical_length"
+                " FROM knowledge_chunks c, unnest(c.search_vector) t WHERE c.tenant_id = %s",
+                (acme,),
+            ).fetchall()
+        )
+
     assert recorded() == recomputed() == {"one": 1, "two": 2, "three": 2, "four": 1}
+    assert postings() == postings_recomputed() and len(postings()) == 6
     # A new version replaces the file's chunks; the statistics move with them.
     _, version, attempt = new_indexing_version(app_database, acme, "docs", file_id=file_id)
     PostgresKnowledgeIndex(app_database).replace_chunks(
@@ -132,6 +149,7 @@ def test_statistics_follow_inserts_replacements_and_deletions_exactly(
         attempt=attempt,
     )
     assert recorded() == recomputed() == {"three": 1, "four": 1, "five": 1}
+    assert postings() == postings_recomputed()
     totals = owner_connection.execute(
         "SELECT chunk_count, total_length FROM keyword_collections WHERE tenant_id = %s", (acme,)
     ).fetchone()
@@ -139,6 +157,7 @@ def test_statistics_follow_inserts_replacements_and_deletions_exactly(
     # Deleting the file removes its chunks in the same transaction, and their counts.
     assert PostgresFileMetadataStore(app_database).begin_delete_file(acme, file_id) == 2
     assert recorded() == recomputed() == {"three": 1, "four": 1}
+    assert postings() == postings_recomputed()
 
 
 def test_a_chunks_text_cannot_be_edited_in_place(app_database: Database) -> None:

@@ -10,7 +10,14 @@ from shared.adapters.postgres.database import Database
 from tests.integration.conftest import MigratedDatabase
 
 # Every table holding tenant rows; the keyword statistics are written by triggers on knowledge_chunks.
-TENANT_TABLES = ["files", "file_versions", "knowledge_chunks", "keyword_terms", "keyword_collections"]
+TENANT_TABLES = [
+    "files",
+    "file_versions",
+    "knowledge_chunks",
+    "keyword_terms",
+    "keyword_collections",
+    "keyword_postings",
+]
 
 
 def add_file(database: Database, tenant: str, collection: str = "docs") -> uuid.UUID:

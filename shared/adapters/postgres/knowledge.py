@@ -44,21 +44,22 @@ def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(format(value, ".7g") for value in vector) + "]"
 
 
-def _filter_sql(filters: SearchFilters, params: dict[str, Any]) -> str:
-    """Conditions on the chunk row for the optional filters (collections are always applied)."""
+def _filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str = "") -> str:
+    """Conditions on the chunk row (`chunk` is its alias with a dot, if any) for the optional filters;
+    collections are always applied, by each lane."""
     conditions = []
     if filters.media_types:
-        conditions.append("media_type = ANY(%(media_types)s)")
+        conditions.append(f"{chunk}media_type = ANY(%(media_types)s)")
         params["media_types"] = sorted(filters.media_types)
     if filters.filename:
         escaped = filters.filename.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        conditions.append("filename ILIKE %(filename)s")
+        conditions.append(f"{chunk}filename ILIKE %(filename)s")
         params["filename"] = f"%{escaped}%"
     if filters.uploaded_after:
-        conditions.append("uploaded_at >= %(uploaded_after)s")
+        conditions.append(f"{chunk}uploaded_at >= %(uploaded_after)s")
         params["uploaded_after"] = filters.uploaded_after
     if filters.uploaded_before:
-        conditions.append("uploaded_at < %(uploaded_before)s")
+        conditions.append(f"{chunk}uploaded_at < %(uploaded_before)s")
         params["uploaded_before"] = filters.uploaded_before
     return "".join(f" AND {condition}" for condition in conditions)
 
@@ -83,18 +84,14 @@ FROM unnest(%(chunk_id)s::text[], %(file_id)s::uuid[], %(version_id)s::uuid[], %
        body_offset, token_count)
 """
 
-# One statement: the query's lexemes (stopwords off), their IDF over the caller's collections, the
-# candidates from the GIN index (any term), and each candidate's BM25 from its tsvector positions.
+# One statement: the query's lexemes (stopwords off), their IDF over the caller's collections, and each
+# chunk's BM25 summed from the postings of those lexemes, found by primary key (text equality is
+# leakproof, so row-level security does not stop the index from being used, unlike `@@` on the GIN).
 _KEYWORD_SEARCH = """
 WITH query_terms AS MATERIALIZED (
   SELECT coalesce(array_agg(DISTINCT t.lexeme), '{{}}') AS lexemes
   FROM unnest(to_tsvector('simple', %(query)s)) AS t
   WHERE t.lexeme <> ALL(%(stopwords)s)
-), any_term AS MATERIALIZED (
-  -- Lexemes quoted for tsquery input (quotes doubled, backslashes escaped), OR-ed: AND semantics finds
-  -- nothing for most natural-language questions.
-  SELECT string_agg('''' || replace(replace(term, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery AS q
-  FROM query_terms, unnest(query_terms.lexemes) AS term
 ), collection_stats AS MATERIALIZED (
   SELECT greatest(coalesce(sum(chunk_count), 0), 1) AS chunks,
          greatest(coalesce(sum(total_length)::float8 / nullif(sum(chunk_count), 0), 1), 1) AS average_length
@@ -105,24 +102,19 @@ WITH query_terms AS MATERIALIZED (
   WHERE k.tenant_id = %(tenant)s AND k.collection_id = ANY(%(collections)s)
     AND k.term = ANY((SELECT lexemes FROM query_terms)::text[])
   GROUP BY k.term, s.chunks
-), candidates AS MATERIALIZED (
-  -- Each candidate's tsvector cut down to the query's lexemes (weighted A, then filtered on A), so
-  -- only those are unnested: a chunk's other hundred lexemes cost nothing.
-  SELECT chunk_id, lexical_length,
-         ts_filter(setweight(search_vector, 'A', (SELECT lexemes FROM query_terms)), '{{a}}') AS matched
-  FROM knowledge_chunks
-  WHERE tenant_id = %(tenant)s AND subjects && %(collections)s
-    AND search_vector @@ (SELECT q FROM any_term) {filters}
+), scored AS (
+  SELECT p.chunk_id,
+         sum(w.idf * (p.frequency * (%(k1)s + 1))
+             / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_length / s.average_length))) AS score
+  FROM keyword_postings AS p
+  JOIN weights AS w ON w.term = p.term
+  CROSS JOIN collection_stats AS s
+  WHERE p.tenant_id = %(tenant)s AND p.collection_id = ANY(%(collections)s)
+    AND p.term = ANY((SELECT lexemes FROM query_terms)::text[])
+  GROUP BY p.chunk_id
 )
-SELECT c.chunk_id,
-       sum(w.idf * (cardinality(t.positions) * (%(k1)s + 1))
-           / (cardinality(t.positions) + %(k1)s * (1 - %(b)s + %(b)s * c.lexical_length / s.average_length))) AS score
-FROM candidates AS c
-CROSS JOIN LATERAL unnest(c.matched) AS t
-JOIN weights AS w ON w.term = t.lexeme
-CROSS JOIN collection_stats AS s
-GROUP BY c.chunk_id
-ORDER BY score DESC, c.chunk_id
+SELECT scored.chunk_id, scored.score FROM scored {join}
+ORDER BY scored.score DESC, scored.chunk_id
 LIMIT %(limit)s
 """
 
@@ -321,7 +313,14 @@ class PostgresKnowledgeIndex:
             "k1": k1,
             "b": b,
         }
-        statement = _KEYWORD_SEARCH.format(filters=_filter_sql(filters, params))
+        conditions = _filter_sql(filters, params, chunk="c.")
+        # Filters are columns of the chunk: joined by primary key only when there are any.
+        join = (
+            f"JOIN knowledge_chunks AS c ON c.tenant_id = %(tenant)s AND c.chunk_id = scored.chunk_id{conditions}"
+            if conditions
+            else ""
+        )
+        statement = _KEYWORD_SEARCH.format(join=join)
         with self._database.tenant_transaction(tenant_id) as conn:
             rows = conn.execute(statement, params).fetchall()
         return [
