@@ -1,5 +1,5 @@
 -- The index: chunks carry what both lanes filter on and what a citation snapshots, so a search touches
--- one table; the keyword lane's BM25 statistics live beside them, kept exact by triggers.
+-- one table; the keyword lane's BM25 statistics and postings live beside them, kept exact by triggers.
 
 -- knowledge_chunks has never held rows (nothing wrote to it before this migration), so NOT NULL
 -- columns need no defaults.
@@ -52,6 +52,25 @@ CREATE POLICY tenant_isolation ON keyword_collections
   USING (tenant_id = current_tenant()) WITH CHECK (tenant_id = current_tenant());
 GRANT SELECT, INSERT, UPDATE, DELETE ON keyword_terms, keyword_collections TO {{app_role}};
 
+-- Postings for the keyword lane: one row per (chunk, term) with the term's frequency and the chunk's
+-- length. Under row-level security PostgreSQL will not use a GIN index for `@@` (the operator is not
+-- leakproof, so it may not run before the policy) and the lane would test every row of the tenant;
+-- btree equality on text is leakproof, so postings are found through their primary key.
+CREATE TABLE keyword_postings (
+  tenant_id     text    NOT NULL,
+  collection_id text    NOT NULL,
+  term          text    NOT NULL,
+  chunk_id      text    NOT NULL,
+  frequency     integer NOT NULL CHECK (frequency > 0),
+  chunk_length  integer NOT NULL CHECK (chunk_length >= 0),
+  PRIMARY KEY (tenant_id, collection_id, term, chunk_id)
+);
+ALTER TABLE keyword_postings ENABLE ROW LEVEL SECURITY;
+ALTER TABLE keyword_postings FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON keyword_postings
+  USING (tenant_id = current_tenant()) WITH CHECK (tenant_id = current_tenant());
+GRANT SELECT, INSERT, UPDATE, DELETE ON keyword_postings TO {{app_role}};
+
 -- A chunk's text never changes in place (a version is re-indexed by replacing its chunks), so the
 -- statistics follow inserts and deletes only. Generated columns are not computed yet in a BEFORE
 -- trigger, hence to_tsvector here rather than search_vector.
@@ -85,6 +104,9 @@ BEGIN
     SELECT a.tenant_id, a.collection_id, t.lexeme, count(*) FROM added AS a, unnest(a.search_vector) AS t
     GROUP BY a.tenant_id, a.collection_id, t.lexeme
   ON CONFLICT (tenant_id, collection_id, term) DO UPDATE SET chunk_count = s.chunk_count + excluded.chunk_count;
+  INSERT INTO keyword_postings (tenant_id, collection_id, term, chunk_id, frequency, chunk_length)
+    SELECT a.tenant_id, a.collection_id, t.lexeme, a.chunk_id, cardinality(t.positions), a.lexical_length
+    FROM added AS a, unnest(a.search_vector) AS t;
   RETURN NULL;
 END $$;
 
@@ -106,6 +128,11 @@ BEGIN
            FROM removed AS r, unnest(r.search_vector) AS t) AS g
     WHERE s.tenant_id = g.tenant_id AND s.collection_id = g.collection_id AND s.term = g.term
       AND s.chunk_count = 0;
+  DELETE FROM keyword_postings AS p
+    USING (SELECT r.tenant_id, r.collection_id, t.lexeme AS term, r.chunk_id
+           FROM removed AS r, unnest(r.search_vector) AS t) AS g
+    WHERE p.tenant_id = g.tenant_id AND p.collection_id = g.collection_id AND p.term = g.term
+      AND p.chunk_id = g.chunk_id;
   RETURN NULL;
 END $$;
 
