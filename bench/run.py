@@ -115,6 +115,15 @@ def result(name: str, runs: list[float], unit: str, **data: Any) -> dict[str, An
     }
 
 
+def component_figures() -> list[dict[str, Any]]:
+    """Extraction, search and OCR, measured in this process against their own stand-ins."""
+    from bench.extraction import figures as extraction_figures
+    from bench.ocr import figures as ocr_figures
+    from bench.search import figures as search_figures
+
+    return [*extraction_figures(result), *search_figures(result), *ocr_figures(result)]
+
+
 def main() -> int:
     results: list[dict[str, Any]] = []
     cold: list[float] = []
@@ -158,13 +167,7 @@ def main() -> int:
         finally:
             quire(workdir, "down")
 
-    from bench.extraction import figures as extraction_figures
-
-    results.extend(extraction_figures(result))
-
-    from bench.search import figures as search_figures
-
-    results.extend(search_figures(result))
+    results.extend(component_figures())
 
     venv = REPO_ROOT / ".venv"
     size = subprocess.run(["du", "-sm", str(venv)], capture_output=True, text=True, check=True).stdout.split()[0]

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from shared.adapters.local.unavailable import (
     UnavailableEmbedder,
     UnavailableGenerator,
-    UnavailableOcr,
     UnavailableTranscription,
     UnavailableVision,
     UnavailableWorkflow,
@@ -30,14 +29,16 @@ from shared.ports import (
     Generator,
     OcrProvider,
     TranscriptionProvider,
+    UsageLedger,
     VisionProvider,
     Workflow,
 )
 from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.document_tools import DocumentTools
 from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
-from shared.services.pipeline import IngestionPipeline
+from shared.services.pipeline import IngestionPipeline, Recognizers
 from shared.services.reconciliation import Reconciler, ReconcileThresholds
 from shared.services.reindexing import Reindexer
 from shared.services.retrieval import Retrieval
@@ -49,11 +50,8 @@ if TYPE_CHECKING:
     from shared.adapters.postgres.database import Database
     from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
 
-_NO_LOCAL_OCR = "no local OCR engine is installed in this build (RapidOCR arrives with the OCR work)"
-_NO_TEXTRACT = "the Textract adapter is not in this build yet (it arrives with the OCR work)"
 _NO_LOCAL_VISION = "no vision model runs locally; on AWS set QUIRE_VISION_MODEL_ID to a Bedrock image model"
 _NO_VISION_MODEL = "QUIRE_VISION_MODEL_ID is not set, so no image descriptions are made"
-_NO_BEDROCK_VISION = "the Bedrock vision adapter is not in this build yet (it arrives with the OCR work)"
 _NO_LOCAL_TRANSCRIPTION = "no transcription engine runs locally; on AWS Amazon Transcribe provides it"
 _NO_TRANSCRIBE = "the Amazon Transcribe adapter is not in this build yet"
 _NO_LOCAL_GENERATOR = "no text generator runs locally: answers are evidence only"
@@ -126,6 +124,7 @@ class Container:
         from shared.adapters.parsers.csv_table import CsvParser
         from shared.adapters.parsers.docx import DocxParser
         from shared.adapters.parsers.html import HtmlParser
+        from shared.adapters.parsers.image import ImageParser
         from shared.adapters.parsers.markdown import MarkdownParser
         from shared.adapters.parsers.pdf import PdfParser
         from shared.adapters.parsers.plain_text import PlainTextParser
@@ -141,6 +140,7 @@ class Container:
             MarkdownParser(),
             CsvParser(),
             PlainTextParser(),
+            ImageParser(),
         ]
         limits = ExtractionLimits(
             max_bytes=self.settings.max_upload_bytes,
@@ -160,8 +160,24 @@ class Container:
         return Indexer(self.knowledge, self.embedder, max_chunk_tokens=self.settings.chunk_max_tokens)
 
     @cached_property
+    def usage_ledger(self) -> UsageLedger:
+        from shared.adapters.postgres.usage import PostgresUsageLedger
+
+        return PostgresUsageLedger(self.database)
+
+    @cached_property
     def pipeline(self) -> IngestionPipeline:
-        return IngestionPipeline(self.file_metadata, self.content, self.extractor, self.indexer)
+        return IngestionPipeline(
+            self.file_metadata,
+            self.content,
+            self.extractor,
+            self.indexer,
+            Recognizers(ocr=self.ocr, vision=self.vision, ledger=self.usage_ledger),
+        )
+
+    @cached_property
+    def document_tools(self) -> DocumentTools:
+        return DocumentTools(self.files, self.file_metadata, self.workflow, self.pipeline, self.ocr)
 
     @cached_property
     def retrieval(self) -> Retrieval:
@@ -252,7 +268,13 @@ class Container:
 
     @cached_property
     def ocr(self) -> OcrProvider:
-        return UnavailableOcr(_NO_LOCAL_OCR if self._local else _NO_TEXTRACT)
+        if self._local:
+            from shared.adapters.local.rapid_ocr import RapidOcr
+
+            return RapidOcr()
+        from shared.adapters.aws.textract_ocr import TextractOcr
+
+        return TextractOcr.from_region(self.settings.region, bucket=self.settings.bucket)
 
     @cached_property
     def vision(self) -> VisionProvider:
@@ -260,7 +282,9 @@ class Container:
             return UnavailableVision(_NO_LOCAL_VISION)
         if self.settings.vision_model_id is None:
             return UnavailableVision(_NO_VISION_MODEL)
-        return UnavailableVision(_NO_BEDROCK_VISION)
+        from shared.adapters.aws.bedrock_vision import BedrockConverseVision
+
+        return BedrockConverseVision.from_region(self.settings.region, self.settings.vision_model_id)
 
     @cached_property
     def transcription(self) -> TranscriptionProvider:

@@ -155,9 +155,22 @@ def _file_line(record: dict[str, Any]) -> str:
     current = record["current"]
     size = current["byteSize"] if current["byteSize"] is not None else current["declaredByteSize"]
     note = f"  ({current['rejectionReason']})" if current.get("rejectionReason") else ""
+    ocr = current.get("ocr")
+    if record.get("lowConfidence") and ocr:
+        # The listing's marker: a reader choosing between files knows before opening one.
+        note += f"  [LOW OCR CONFIDENCE {ocr['confidence']:.2f}: words may be misread]"
+    elif ocr and ocr["state"] == "recognized":
+        note += f"  [OCR: pages {_pages(ocr['pages'])}, confidence {ocr['confidence']:.2f}]"
+    elif ocr:
+        note += f"  [OCR {ocr['state']}]"
     return (
         f"{record['fileId']}  {current['state']:<8} {size:>10}  {record['collectionId']:<16} {record['filename']}{note}"
     )
+
+
+def _pages(numbers: list[int]) -> str:
+    shown = ",".join(str(number) for number in numbers[:10])
+    return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
@@ -287,6 +300,40 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scan(args: argparse.Namespace) -> int:
+    from shared.local.api_client import ApiError
+
+    client = _api(args, args.collections.split(","))
+    try:
+        started = client.call("POST", f"/v1/files/{args.file_id}/scan")
+        print(f"{args.file_id}: OCR of every page queued (attempt {started['attempt']}, {started['engine']})")
+        record = client.wait_until_processed(args.file_id)
+    except ApiError as error:
+        print(f"quire scan: {args.file_id}: {error}", file=sys.stderr)
+        return 1
+    print(_file_line(record))
+    return 0 if record["current"]["processingState"] == "indexed" else 1
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    client = _api(args, args.collections.split(","))
+    query = "&".join(f"{name}={value}" for name, value in (("since", args.since), ("until", args.until)) if value)
+    report = client.call("GET", "/v1/usage" + (f"?{query}" if query else ""))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"usage from {report['since']} to {report['until']}")
+    print(f"{'step':<8} {'operation':<30} {'model':<40} {'priced':<6} {'calls':>6} {'pages':>6} {'tokens in/out':>15}")
+    for line in report["lines"]:
+        tokens = f"{line['inputTokens']}/{line['outputTokens']}"
+        priced = "yes" if line["priced"] else "no"
+        print(
+            f"{line['step']:<8} {line['operation']:<30} {(line['model'] or '-'):<40} {priced:<6}"
+            f" {line['calls']:>6} {line['pages']:>6} {tokens:>15}"
+        )
+    return 0
+
+
 def cmd_coverage(args: argparse.Namespace) -> int:
     client = _api(args, args.collections.split(","))
     report = client.call("GET", "/v1/coverage")
@@ -403,6 +450,18 @@ def _add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentP
     reindex.add_argument("--batch", type=int, default=5, help="versions per request (at most 20)")
     _caller_options(reindex)
     reindex.set_defaults(run=cmd_reindex)
+    scan = commands.add_parser("scan", help="OCR every page of a PDF or image again, and wait until indexed")
+    scan.add_argument("file_id")
+    scan.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _caller_options(scan)
+    scan.set_defaults(run=cmd_scan)
+    usage = commands.add_parser("usage", help="metered OCR, vision and embedding calls (default: this month)")
+    usage.add_argument("--since", help="ISO 8601 with a time zone, e.g. 2026-11-01T00:00:00Z")
+    usage.add_argument("--until", help="ISO 8601 with a time zone")
+    usage.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    usage.add_argument("--json", action="store_true")
+    _caller_options(usage)
+    usage.set_defaults(run=cmd_usage)
     evaluate = commands.add_parser("eval", help="nDCG@10, recall@10/100 and MRR@10 per lane on a BEIR dataset")
     evaluate.add_argument("--dataset", required=True, help="a BEIR directory: corpus.jsonl, queries.jsonl, qrels/")
     evaluate.add_argument("--split", default="test", help="the qrels split to score (tune only on train)")

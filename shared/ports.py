@@ -4,7 +4,8 @@ Each port has an AWS adapter and an embedded local adapter (DESIGN.md section 2)
 as arguments and never import an SDK. The docstrings are the contracts adapters must keep.
 """
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 from uuid import UUID
@@ -25,8 +26,9 @@ from shared.domain.files import (
     VersionState,
 )
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite, RankedChunk
-from shared.domain.recognition import ImageDescription, RecognitionResult, Transcript
+from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
 from shared.domain.search import ChunkSnapshot, SearchFilters
+from shared.domain.usage import Usage, UsageTotal
 from shared.domain.workflow import ProcessVersion, StartOutcome
 
 MAX_SIGNED_READ_LIFETIME = timedelta(minutes=15)
@@ -171,6 +173,10 @@ class FileMetadataStore(Protocol):
         its number, or None when processing is already under way or done."""
         ...
 
+    def queue_rescan(self, tenant_id: str, version_id: UUID) -> int | None:
+        """indexed or failed → queued as a new attempt (a rescan); None while processing is under way."""
+        ...
+
     def release_processing(self, tenant_id: str, version_id: UUID, *, attempt: int) -> None:
         """queued → not_started, when the workflow could not be asked at all."""
         ...
@@ -187,8 +193,17 @@ class FileMetadataStore(Protocol):
         """Compare-and-set on the processing state of a stored version, for the current attempt only."""
         ...
 
-    def record_extraction(self, tenant_id: str, version_id: UUID, summary: ExtractionSummary, *, attempt: int) -> bool:
-        """extracting → extracted, with the summary and the derived document's key (current attempt only)."""
+    def record_extraction(
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        summary: ExtractionSummary,
+        *,
+        attempt: int,
+        awaiting_recognition: bool = False,
+    ) -> bool:
+        """extracting (or recognizing) → extracted, with the summary, what OCR and vision did, and the derived
+        document's key (current attempt only); → recognizing instead while OCR is still to read pages."""
         ...
 
     def record_failure(
@@ -343,19 +358,81 @@ class EmbeddingProvider(CapabilityPort, Protocol):
         """
         ...
 
+    def usage(self, tokens: int) -> Usage:
+        """How embedding texts of `tokens` tokens (by `count_tokens`) is recorded in the usage ledger."""
+        ...
+
+
+@dataclass(frozen=True)
+class OcrSource:
+    """The original a page range is read from: engines that read storage themselves (Textract) use the
+    key and version, engines that need the bytes (RapidOCR) call `read`, so nobody reads what they do not use."""
+
+    media_type: str
+    # 1-based pages of a PDF or multi-page TIFF to read, ascending; None reads every page (an image).
+    pages: tuple[int, ...] | None
+    # Pages in the original when known: an engine reading all of them can use the original as it is.
+    page_count: int | None
+    storage_key: str
+    storage_version_id: str | None
+    read: Callable[[], bytes]
+    # Names this read (version and attempt): a re-delivered start is the same read and gets the same job;
+    # a real re-run (a new attempt, a rescan) gets a new one.
+    run_id: str = ""
+
 
 class OcrProvider(CapabilityPort, Protocol):
-    """Pixels → lines with boxes and a required confidence (Textract; RapidOCR locally)."""
+    """Pixels → lines with boxes and a required confidence, tables where the engine finds them
+    (Textract; RapidOCR locally). Transcribes only: it never interprets what the page means."""
 
-    def recognize(self, content: bytes, media_type: str, pages: Sequence[int] | None) -> RecognitionResult:
-        """OCR only `pages` (1-based) of a PDF, or the whole image. Raises CapabilityUnavailable if absent."""
+    def start(self, source: OcrSource) -> RecognitionResult | RecognitionJob:
+        """Read `source`'s pages: the result when the engine answers at once, or a job to `collect` later
+        (the workflow waits between polls: no function sleeps on a job).
+
+        Raises RecognitionFailed when the engine refuses the document (unreadable, unsupported, too
+        large), CapabilityUnavailable when there is no engine; anything else is the infrastructure's
+        failure and worth a retry.
+        """
+        ...
+
+    def collect(self, job: RecognitionJob) -> RecognitionResult | None:
+        """The finished job's result (pages numbered as in the original), or None while it runs.
+        Raises RecognitionFailed when the job failed on the document."""
         ...
 
 
 class VisionProvider(CapabilityPort, Protocol):
     """Image → a labelled description (Bedrock Converse). Locally there is none: never fabricate one."""
 
-    def describe(self, image: bytes, media_type: str) -> ImageDescription: ...
+    def describe(self, image: bytes, media_type: str) -> ImageDescription:
+        """Raises CapabilityUnavailable when no image-capable model is configured, VisionFailed when the
+        model refuses this image; anything else is worth a retry."""
+        ...
+
+
+class UsageLedger(Protocol):
+    """Metered calls per tenant: one row per (file version, step, attempt), so a step delivered twice
+    records once while a real re-run (a new attempt, a rescan) records what it really cost again."""
+
+    def record(
+        self,
+        tenant_id: str,
+        file_id: UUID,
+        version_id: UUID,
+        collection_id: str,
+        *,
+        step: str,
+        attempt: int,
+        usage: Usage,
+    ) -> bool:
+        """True when this call added the row (False: already recorded)."""
+        ...
+
+    def totals(
+        self, tenant_id: str, collections: frozenset[str], *, since: datetime, until: datetime
+    ) -> list[UsageTotal]:
+        """Summed per (step, provider, operation, model) over versions of `collections` in [since, until)."""
+        ...
 
 
 class TranscriptionProvider(CapabilityPort, Protocol):

@@ -1,5 +1,6 @@
 """The HTTP API Lambda: parse the request, call one service, shape the response. Wiring only."""
 
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -21,12 +22,14 @@ from functions.api.schemas import (
     NewVersionRequest,
     NothingToReadView,
     ReindexView,
+    ScanView,
     SearchEmptyView,
     SearchFoundView,
     SearchRequest,
     SignedReadView,
     UploadRequest,
     UploadResponse,
+    UsageView,
     search_view,
 )
 from shared.bootstrap import Container
@@ -178,6 +181,36 @@ def search(request: SearchRequest) -> SearchFoundView | SearchEmptyView:
     return search_view(container.retrieval.search(current_principal(), query))
 
 
+@app.post("/v1/files/<file_id>/scan")
+def scan_file(file_id: str) -> Response[ScanView]:
+    """OCR every page of the current version again, as a new processing attempt (202: it runs in the
+    background; GET /v1/files/{id} shows its progress and, once done, the pages OCR read)."""
+    started = container.document_tools.scan_document(current_principal(), parse_id(file_id))
+    return Response(
+        status_code=202, content_type=content_types.APPLICATION_JSON, body=ScanView.model_validate(started.model_dump())
+    )
+
+
+@app.get("/v1/usage")
+def usage(
+    since: Annotated[datetime | None, Query()] = None, until: Annotated[datetime | None, Query()] = None
+) -> UsageView:
+    """Metered engine calls over the caller's collections (default: this calendar month, UTC). Priced rows
+    cost money (Textract pages, Bedrock tokens); the rest were done by engines running here."""
+    now = datetime.now(UTC)
+    start = since or now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = until or now + timedelta(seconds=1)
+    if start.tzinfo is None or end.tzinfo is None:
+        raise InvalidRequest("since and until need a time zone (e.g. 2026-11-01T00:00:00Z)")
+    if end <= start:
+        raise InvalidRequest("until must be after since")
+    principal = current_principal()
+    totals = container.usage_ledger.totals(
+        principal.tenant_id, container.authorization.readable_collections(principal), since=start, until=end
+    )
+    return UsageView.of(start, end, totals)
+
+
 @app.get("/v1/coverage")
 def coverage() -> CoverageView:
     principal = current_principal()
@@ -229,6 +262,9 @@ def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=1
             markdown=render_markdown(shown.blocks),
             blocks=[block.model_dump(mode="json", exclude_none=True) for block in shown.blocks],
             warnings=list(document.warnings),
+            recognized_pages=list(document.recognized_pages),
+            confidence=document.confidence,
+            low_confidence=document.low_confidence,
         ),
     )
 

@@ -7,10 +7,19 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from shared.domain.files import FailureReason, FileRecord, FileVersionRecord, PresignedUpload
+from shared.domain.files import FailureReason, FileRecord, FileVersionRecord, OcrState, PresignedUpload, VisionState
 from shared.domain.knowledge import CollectionCoverage
 from shared.domain.recognition import BoundingBox
-from shared.domain.search import MAX_QUERY_CHARACTERS, MAX_RESULTS, Empty, EmptyReason, SearchMode, SearchOutcome
+from shared.domain.search import (
+    MAX_QUERY_CHARACTERS,
+    MAX_RESULTS,
+    CitedKind,
+    Empty,
+    EmptyReason,
+    SearchMode,
+    SearchOutcome,
+)
+from shared.domain.usage import UsageTotal
 
 
 class ApiModel(BaseModel):
@@ -74,6 +83,25 @@ class IndexingView(ApiModel):
     indexed_at: datetime
 
 
+class OcrView(ApiModel):
+    """What OCR did for the pages without a text layer: which it read, how surely, or why it did not."""
+
+    state: OcrState
+    engine: str | None
+    pages: list[int]
+    confidence: float | None
+    low_confidence: bool
+    detail: str | None
+
+
+class VisionView(ApiModel):
+    """Whether the image was described (the description is a labelled block of the document, never text)."""
+
+    state: VisionState
+    model: str | None
+    detail: str | None
+
+
 class VersionView(ApiModel):
     version_id: UUID
     state: str
@@ -88,6 +116,8 @@ class VersionView(ApiModel):
     failure: FailureView | None
     extraction: ExtractionView | None = None
     indexing: IndexingView | None = None
+    ocr: OcrView | None = None
+    vision: VisionView | None = None
 
     @classmethod
     def of(cls, version: FileVersionRecord) -> "VersionView":
@@ -130,6 +160,19 @@ class VersionView(ApiModel):
             )
             if version.indexed_at
             else None,
+            ocr=OcrView(
+                state=version.ocr_state,
+                engine=version.ocr_engine,
+                pages=list(version.recognized_pages),
+                confidence=version.ocr_confidence,
+                low_confidence=version.recognition.low_confidence,
+                detail=version.ocr_detail,
+            )
+            if version.ocr_state
+            else None,
+            vision=VisionView(state=version.vision_state, model=version.vision_model, detail=version.vision_detail)
+            if version.vision_state
+            else None,
         )
 
 
@@ -139,18 +182,22 @@ class FileSummary(ApiModel):
     filename: str
     created_at: datetime
     current: VersionView
-    # Filled by the OCR work; present now so clients can rely on the shape.
+    # The listing's marker: OCR read the current version with low confidence (words may be wrong), so a
+    # reader choosing between files knows before opening any of them.
     low_confidence: bool = False
     ocr_pages: list[int] = Field(default_factory=list)
 
     @classmethod
     def of(cls, record: FileRecord) -> "FileSummary":
+        current = record.current
         return cls(
             file_id=record.file_id,
             collection_id=record.collection_id,
             filename=record.filename,
             created_at=record.created_at,
-            current=VersionView.of(record.current),
+            current=VersionView.of(current),
+            low_confidence=current.recognition.low_confidence,
+            ocr_pages=list(current.recognized_pages),
         )
 
 
@@ -191,6 +238,9 @@ class DocumentWindowView(ApiModel):
     markdown: str
     blocks: list[dict[str, object]]
     warnings: list[str]
+    # OCR read some of these pages: how surely (None when every word came from a text layer), and the flag.
+    recognized_pages: list[int] = Field(default_factory=list)
+    confidence: float | None = None
     low_confidence: bool = False
 
 
@@ -236,6 +286,10 @@ class CitationView(ApiModel):
     table_index: int | None
     shape: str | None
     heading_path: list[str]
+    # quote (the document's words), transcription (OCR's reading, with its confidence) or description
+    # (a vision model's reading of an image, never to be presented as the document's words).
+    kind: CitedKind
+    ocr_confidence: float | None
     excerpt: str
     retrieved_at: datetime
 
@@ -307,3 +361,41 @@ class ReindexView(ApiModel):
     dropped: int
     skipped: int
     remaining: int
+
+
+class ScanView(ApiModel):
+    file_id: UUID
+    version_id: UUID
+    attempt: int
+    engine: str
+    state: Literal["queued"] = "queued"
+
+
+class UsageLineView(ApiModel):
+    step: str
+    provider: str
+    operation: str
+    model: str | None
+    priced: bool
+    calls: int
+    pages: int
+    images: int
+    input_tokens: int
+    output_tokens: int
+
+
+class UsageView(ApiModel):
+    since: datetime
+    until: datetime
+    lines: list[UsageLineView]
+
+    @classmethod
+    def of(cls, since: datetime, until: datetime, totals: list[UsageTotal]) -> "UsageView":
+        return cls(
+            since=since,
+            until=until,
+            lines=[
+                UsageLineView.model_validate(total.model_dump(exclude={"first_recorded_at", "last_recorded_at"}))
+                for total in totals
+            ],
+        )

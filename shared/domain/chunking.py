@@ -130,6 +130,16 @@ def _agreed(values: Sequence[_T | None]) -> _T | None:
     return distinct.pop() if len(distinct) == 1 else None
 
 
+def _with_recognition(draft: ChunkDraft, blocks: Sequence[Block]) -> ChunkDraft:
+    """The chunk's OCR confidence: the least sure of the recognised blocks it spans (None: none was)."""
+    recognised = [
+        block.confidence for block in blocks[draft.block_start : draft.block_end + 1] if block.confidence is not None
+    ]
+    if not recognised:
+        return draft
+    return draft.model_copy(update={"location": draft.location.model_copy(update={"ocr_confidence": min(recognised)})})
+
+
 def _chunk_location(locations: Sequence[Location]) -> ChunkLocation:
     pages = [location.page for location in locations if location.page is not None]
     boxes = [location.box for location in locations if location.box is not None]
@@ -205,6 +215,9 @@ class _TableSlice:
     first_row: int  # of rows[0], among the table's data rows
 
 
+_STANDALONE_KINDS = frozenset({BlockKind.TABLE, BlockKind.DESCRIPTION})
+
+
 @dataclass(frozen=True, slots=True)
 class _Piece:
     """What a chunk is packed from: a whole block, or a piece of one that is too large alone."""
@@ -223,8 +236,9 @@ class _Piece:
 
     @property
     def stands_alone(self) -> bool:
-        # A table never shares a chunk, so a citation of it is the table and nothing else.
-        return self.kind is BlockKind.TABLE
+        # A table never shares a chunk, so a citation of it is the table and nothing else; nor does a
+        # description, so a citation can always tell a model's reading of an image from a quote.
+        return self.kind in _STANDALONE_KINDS
 
 
 def _can_be_cut(piece: _Piece) -> bool:
@@ -279,7 +293,7 @@ class StructuralChunker:
             elif _has_text(block):
                 members.append(index)
         self._chunk_section(document.blocks, heading, members, drafts)
-        return drafts
+        return [_with_recognition(draft, document.blocks) for draft in drafts]
 
     # Sections
 

@@ -10,7 +10,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.domain.files import FailureReason
-from shared.domain.recognition import BoundingBox
+from shared.domain.recognition import LOW_CONFIDENCE_THRESHOLD, BoundingBox
 
 
 class BlockKind(StrEnum):
@@ -22,6 +22,9 @@ class BlockKind(StrEnum):
     QUOTE = "quote"
     IMAGE = "image"
     PAGE_BREAK = "page_break"
+    # A vision model's reading of an image: an inference, never a quote, so it is its own kind all the
+    # way to the citation (and never shares a chunk with transcribed text).
+    DESCRIPTION = "description"
 
 
 class Location(BaseModel):
@@ -61,6 +64,8 @@ class Block(BaseModel):
     table: Table | None = None
     image_ref: str | None = None  # where the image's bytes are, for OCR and vision
     heading_path: tuple[str, ...] = ()
+    # How sure OCR was of this text (0..1); None when it was read from a text layer, not recognised.
+    confidence: float | None = None
 
     @property
     def size(self) -> int:
@@ -79,6 +84,14 @@ class ExtractedDocument(BaseModel):
     pages_without_text: tuple[int, ...] = ()
     warnings: tuple[str, ...] = ()
     truncated: bool = False
+    # Pages (1-based; 1 for an image) whose text OCR recognised, and its character-weighted confidence.
+    # None when nothing was recognised: a text layer is read, not guessed, so a confidence would mean nothing.
+    recognized_pages: tuple[int, ...] = ()
+    confidence: float | None = None
+
+    @property
+    def low_confidence(self) -> bool:
+        return self.confidence is not None and self.confidence < LOW_CONFIDENCE_THRESHOLD
 
 
 class ExtractionFailure(BaseModel):

@@ -47,3 +47,20 @@ class CapabilityUnavailable(QuireError):
 
 class EmbeddingFailed(QuireError):
     """The embedding model was there but did not answer (throttled past the retries, timed out, refused)."""
+
+
+class RecognitionFailed(Exception):
+    """The OCR engine refused this document or failed on it (not the service being busy): a document
+    problem, recorded on the version with `detail`, never retried into the same answer."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class VisionFailed(Exception):
+    """The vision model refused this image (too large, unsupported, filtered): recorded, not retried."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail

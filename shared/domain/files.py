@@ -6,6 +6,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from shared.domain.recognition import LOW_CONFIDENCE_THRESHOLD
+
 
 class VersionState(StrEnum):
     """Storage lifecycle of one file version (seeds/000 "Attachment storage").
@@ -27,6 +29,8 @@ class ProcessingState(StrEnum):
     NOT_STARTED = "not_started"
     QUEUED = "queued"
     EXTRACTING = "extracting"
+    # The text layer is stored; OCR (and, for an image, vision) is reading the rest.
+    RECOGNIZING = "recognizing"
     EXTRACTED = "extracted"
     INDEXING = "indexing"
     INDEXED = "indexed"
@@ -34,7 +38,13 @@ class ProcessingState(StrEnum):
 
 
 IN_PROGRESS = frozenset(
-    {ProcessingState.QUEUED, ProcessingState.EXTRACTING, ProcessingState.EXTRACTED, ProcessingState.INDEXING}
+    {
+        ProcessingState.QUEUED,
+        ProcessingState.EXTRACTING,
+        ProcessingState.RECOGNIZING,
+        ProcessingState.EXTRACTED,
+        ProcessingState.INDEXING,
+    }
 )
 
 
@@ -48,6 +58,7 @@ class FailureReason(StrEnum):
     ENCRYPTED = "encrypted"
     NO_TEXT_LAYER = "no-text-layer"
     MALFORMED = "malformed"
+    OCR_FAILED = "ocr-failed"
 
     @property
     def user_sentence(self) -> str:
@@ -62,7 +73,47 @@ _USER_SENTENCES: dict[FailureReason, str] = {
     FailureReason.ENCRYPTED: "The document is password-protected: remove the protection and upload it again.",
     FailureReason.NO_TEXT_LAYER: "The document is a scan with no text layer: it needs OCR, not a re-export.",
     FailureReason.MALFORMED: "The document is damaged or not what its type says: re-export it and upload again.",
+    FailureReason.OCR_FAILED: (
+        "Text recognition could not read this document: scan it again at a higher resolution, or upload a text version."
+    ),
 }
+
+
+class OcrState(StrEnum):
+    """What happened to the pages that had no text layer (nothing, when every page had one)."""
+
+    RECOGNIZED = "recognized"
+    UNAVAILABLE = "unavailable"
+    FAILED = "failed"
+
+
+class VisionState(StrEnum):
+    """Whether an image was described by a vision model (nothing, for a document that is not an image)."""
+
+    DESCRIBED = "described"
+    UNAVAILABLE = "unavailable"
+    FAILED = "failed"
+
+
+class Recognition(BaseModel):
+    """What OCR and vision did for a version: kept on its record so a listing can flag a low-confidence
+    extraction, or a missing description, without fetching the document."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ocr_state: OcrState | None = None
+    ocr_engine: str | None = None
+    ocr_detail: str | None = None
+    recognized_pages: tuple[int, ...] = ()
+    # None when nothing was recognised: a text layer is read, not guessed.
+    ocr_confidence: float | None = None
+    vision_state: VisionState | None = None
+    vision_model: str | None = None
+    vision_detail: str | None = None
+
+    @property
+    def low_confidence(self) -> bool:
+        return self.ocr_confidence is not None and self.ocr_confidence < LOW_CONFIDENCE_THRESHOLD
 
 
 class StoredObject(BaseModel):
@@ -142,6 +193,18 @@ class FileVersionRecord(BaseModel):
     embedding_model: str | None = None
     embedding_gap: str | None = None
     indexed_at: datetime | None = None
+    ocr_state: OcrState | None = None
+    ocr_engine: str | None = None
+    ocr_detail: str | None = None
+    recognized_pages: tuple[int, ...] = ()
+    ocr_confidence: float | None = None
+    vision_state: VisionState | None = None
+    vision_model: str | None = None
+    vision_detail: str | None = None
+
+    @property
+    def recognition(self) -> Recognition:
+        return Recognition.model_validate(self.model_dump(include=set(Recognition.model_fields)))
 
 
 class FileRecord(BaseModel):
@@ -185,3 +248,4 @@ class ExtractionSummary(BaseModel):
     warnings: tuple[str, ...]
     truncated: bool
     document_key: str
+    recognition: Recognition = Recognition()

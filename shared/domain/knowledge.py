@@ -28,6 +28,8 @@ class ChunkLocation(BaseModel):
     paragraph_end: int | None = None
     table_index: int | None = None  # DOCX: the document's tables, counted from 0
     shape: str | None = None  # PPTX: the shape on the slide
+    # Set when OCR recognised the text (the least confidence among its blocks): a transcription, not a quote.
+    ocr_confidence: float | None = None
 
 
 class ChunkDraft(BaseModel):

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared.domain.document import BlockKind
 from shared.domain.knowledge import ChunkLocation, RankedChunk
 from shared.domain.recognition import BoundingBox
 
@@ -99,6 +100,16 @@ _EMPTY_SENTENCES = {
 }
 
 
+class CitedKind(StrEnum):
+    """What the cited text is: the document's own words, OCR's reading of its pixels, or a vision model's
+    description of an image. An answer may quote the first, should hedge the second, and must never
+    present the third as something the document says."""
+
+    QUOTE = "quote"
+    TRANSCRIPTION = "transcription"
+    DESCRIPTION = "description"
+
+
 class Citation(BaseModel):
     """A snapshot of what was read and where, not a pointer: it stays evidence after the file is deleted."""
 
@@ -122,14 +133,27 @@ class Citation(BaseModel):
     table_index: int | None = None
     shape: str | None = None
     heading_path: tuple[str, ...] = ()
+    kind: CitedKind = CitedKind.QUOTE
+    # How surely OCR read a transcription (the least sure of its blocks); None for a quote or description.
+    ocr_confidence: float | None = None
     excerpt: str
     retrieved_at: datetime
 
     @classmethod
-    def at(cls, location: ChunkLocation, **fields: object) -> "Citation":
+    def at(
+        cls, location: ChunkLocation, *, block_kind: BlockKind = BlockKind.PARAGRAPH, **fields: object
+    ) -> "Citation":
+        if block_kind is BlockKind.DESCRIPTION:
+            kind = CitedKind.DESCRIPTION
+        elif location.ocr_confidence is not None:
+            kind = CitedKind.TRANSCRIPTION
+        else:
+            kind = CitedKind.QUOTE
         return cls.model_validate(
             {
                 **fields,
+                "kind": kind,
+                "ocr_confidence": location.ocr_confidence if kind is CitedKind.TRANSCRIPTION else None,
                 "page": location.page_start,
                 "page_end": location.page_end,
                 "box": location.box,
@@ -191,6 +215,7 @@ class ChunkSnapshot(BaseModel):
     location: ChunkLocation
     heading_path: tuple[str, ...]
     body: str
+    block_kind: BlockKind = BlockKind.PARAGRAPH
 
 
 # --- pure functions -----------------------------------------------------------------------------------

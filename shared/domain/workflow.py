@@ -16,6 +16,8 @@ class ProcessVersion(BaseModel):
     file_id: str
     version_id: str
     attempt: int = 1
+    # A rescan: OCR reads every page of the version, in place of its text layer.
+    rescan: bool = False
 
     @classmethod
     def from_step_input(cls, event: Mapping[str, Any]) -> "ProcessVersion":
@@ -25,7 +27,18 @@ class ProcessVersion(BaseModel):
             file_id=str(event["fileId"]),
             version_id=str(event["versionId"]),
             attempt=int(event.get("attempt", 1)),
+            rescan=bool(event.get("rescan", False)),
         )
+
+    def step_input(self) -> dict[str, Any]:
+        """The execution's input: what every step receives (camelCase references, never content)."""
+        return {
+            "tenantId": self.tenant_id,
+            "fileId": self.file_id,
+            "versionId": self.version_id,
+            "attempt": self.attempt,
+            "rescan": self.rescan,
+        }
 
     @property
     def execution_name(self) -> str:

@@ -37,6 +37,9 @@ def media_type_for(path: Path) -> str:
     raise ValueError(f"{path.name}: {suffix or 'no extension'} is not accepted (accepted: {known})")
 
 
+_FINISHED = frozenset({"indexed", "failed"})
+
+
 class ApiClient:
     def __init__(self, base_url: str, token: str) -> None:
         self._base = base_url.rstrip("/")
@@ -75,6 +78,16 @@ class ApiClient:
         body, content_type = encode_multipart_formdata(fields)
         _post_with_progress(ticket["upload"]["url"], body, content_type, progress)
         return ticket
+
+    def wait_until_processed(self, file_id: str, timeout: float = 600) -> dict[str, Any]:
+        """Poll until the file's current version is indexed or failed (or was rejected as stored)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            record: dict[str, Any] = self.call("GET", f"/v1/files/{file_id}")
+            current = record["current"]
+            if current["state"] == "rejected" or current["processingState"] in _FINISHED or time.monotonic() > deadline:
+                return record
+            time.sleep(0.2)
 
     def wait_until_decided(self, file_id: str, timeout: float = 120) -> dict[str, Any]:
         """Poll the file until its newest version leaves `pending` (or the timeout passes)."""

@@ -19,20 +19,10 @@ DEMO_QUERIES = (
     "why could customers not pay for their orders in March?",
     "how many days of annual leave do employees in Germany get",
     "when does the new warehouse robot launch and how long does its battery last",
+    "who certified the pressure vessel and until when",
+    "Kamchatka returns margin",
     "recipe for sourdough bread with rye flour",
 )
-FINISHED = ("indexed", "failed")
-
-
-def wait_until_processed(client: ApiClient, file_id: str, timeout: float = 600) -> dict[str, Any]:
-    """Poll until the file's current version is indexed or failed (or was rejected as stored)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        record: dict[str, Any] = client.call("GET", f"/v1/files/{file_id}")
-        current = record["current"]
-        if current["state"] == "rejected" or current["processingState"] in FINISHED or time.monotonic() > deadline:
-            return record
-        time.sleep(0.2)
 
 
 def describe(record: dict[str, Any]) -> str:
@@ -48,7 +38,24 @@ def describe(record: dict[str, Any]) -> str:
             outcome += f" (keyword only: {indexing['embeddingGap']})"
     else:
         outcome = current["processingState"]
-    return f"  {record['filename']:<36} {current['mediaType']:<28} {outcome}"
+    return f"  {record['filename']:<36} {current['mediaType']:<28} {outcome}{_recognition(current)}"
+
+
+def _recognition(current: dict[str, Any]) -> str:
+    """What OCR and vision did, when anything needed them."""
+    notes = []
+    ocr = current.get("ocr")
+    if ocr and ocr["state"] == "recognized":
+        flag = " LOW CONFIDENCE: words may be misread" if ocr["lowConfidence"] else ""
+        notes.append(f"OCR pages {','.join(map(str, ocr['pages']))} at {ocr['confidence']:.2f}{flag}")
+    elif ocr:
+        notes.append(f"OCR {ocr['state']}: {ocr['detail']}")
+    vision = current.get("vision")
+    if vision and vision["state"] == "described":
+        notes.append(f"described by {vision['model']}")
+    elif vision:
+        notes.append(f"no description ({vision['state']})")
+    return "; " + "; ".join(notes) if notes else ""
 
 
 def queries_for(client: ApiClient, file_ids: list[str]) -> list[str]:
@@ -84,7 +91,7 @@ def run_demo(client: ApiClient, documents: list[Path], queries: list[str] | None
             continue
         file_ids.append(ticket["fileId"])
     for file_id in file_ids:
-        record = wait_until_processed(client, file_id)
+        record = client.wait_until_processed(file_id)
         print(describe(record))
         failures += record["current"]["processingState"] != "indexed"
     print(f"  ({time.monotonic() - begun:.1f} s)")

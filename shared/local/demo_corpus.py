@@ -17,6 +17,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from shared.local import scan_corpus
+
 COMPANY = "Northwind Robotics"
 # Every date a writer would otherwise take from the clock.
 _FIXED_TIME = datetime(2026, 9, 1, 9, 0, 0, tzinfo=UTC)
@@ -513,4 +515,9 @@ _DOCUMENTS: tuple[tuple[str, Callable[[], bytes]], ...] = (
     ("onboarding.md", _onboarding_md),
     ("suppliers.csv", _suppliers_csv),
     ("meeting-notes-2026-09-02.txt", _meeting_notes_txt),
+    # Scans: words only in pixels, one page upside down; a screenshot of a table; a fax-quality copy that
+    # OCR reads with low confidence and says so.
+    ("scanned-remittance.pdf", lambda: scan_corpus.scanned_pdf().content),
+    ("returns-dashboard.png", lambda: scan_corpus.table_screenshot().content),
+    ("faded-delivery-note.pdf", lambda: scan_corpus.degraded_pdf().content),
 )

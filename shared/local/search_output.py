@@ -30,6 +30,16 @@ def where(citation: dict[str, Any]) -> str:
     return described
 
 
+def _provenance(citation: dict[str, Any]) -> str:
+    """How the cited text came to be, when it is not the document's own words."""
+    kind = citation.get("kind", "quote")
+    if kind == "transcription":
+        return f"; read by OCR, confidence {citation['ocrConfidence']:.2f}"
+    if kind == "description":
+        return "; a model's description of the image, not the document's words"
+    return ""
+
+
 def print_search_result(query: str, result: dict[str, Any], *, excerpt_characters: int = 300) -> None:
     """A search answer as a person reads it: each hit with its source, location and quoted excerpt."""
     print(f'Search: "{query}"')
@@ -47,7 +57,7 @@ def print_search_result(query: str, result: dict[str, Any], *, excerpt_character
         if hit["lexicalScore"] is not None:
             lanes.append(f"keyword {hit['lexicalScore']:.1f}")
         print(f"  {number}. {citation['filename']}, {where(citation)}{' - ' + path if path else ''}")
-        print(f"     score {hit['score']:.4f} ({', '.join(lanes)})")
+        print(f"     score {hit['score']:.4f} ({', '.join(lanes)}){_provenance(citation)}")
         text = " ".join(hit["excerpt"].split())
         if len(text) > excerpt_characters:
             text = text[:excerpt_characters].rsplit(" ", 1)[0] + " ..."

@@ -1,19 +1,12 @@
 """Run the right parser on a document, bounded from the outside.
 
-The parser runs in a child process: the wall clock is enforced by the parent (a parser stuck in a
-loop cannot check its own clock), memory by an address-space limit in the child, and whatever goes
-wrong inside — an exception, a crash, running out of memory — comes back as a failure value. A
-document problem never raises out of here.
+The parser runs in a child process (shared/sandbox.py): whatever goes wrong inside — an exception, a
+crash, running out of memory, a hang — comes back as a failure value. A document problem never raises
+out of here.
 """
 
-import contextlib
-import faulthandler
-import multiprocessing
-import os
-import resource
 import signal
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -21,6 +14,7 @@ from shared.domain.document import ExtractionFailure, ExtractionLimits, Extracti
 from shared.domain.files import FailureReason
 from shared.observability import logger
 from shared.ports import DocumentParser
+from shared.sandbox import Died, TimedOut, run_in_child
 
 _OUTCOME: TypeAdapter[ExtractionOutcome] = TypeAdapter(ExtractionOutcome)
 
@@ -44,6 +38,10 @@ class Extractor:
     def max_bytes(self) -> int:
         return self._limits.max_bytes
 
+    @property
+    def limits(self) -> ExtractionLimits:
+        return self._limits
+
     def extract(self, content: bytes, media_type: str) -> ExtractionOutcome:
         parser = self._parsers.get(media_type)
         if parser is None:
@@ -56,33 +54,27 @@ class Extractor:
         return self._isolated(parser, content)
 
     def _isolated(self, parser: DocumentParser, content: bytes) -> ExtractionOutcome:
-        # fork: the child shares the parent's imported parsers and the content without copying them.
-        context = multiprocessing.get_context("fork")
-        receiver, sender = context.Pipe(duplex=False)
-        child = context.Process(
-            target=_parse_in_child, args=(parser, content, self._limits, self._memory_limit, sender), daemon=True
+        answer = run_in_child(
+            lambda: _parse(parser, content, self._limits),
+            timeout_seconds=self._limits.timeout_seconds,
+            memory_limit_bytes=self._memory_limit,
+            answer_too_large=_json(
+                ExtractionFailure(reason=FailureReason.TOO_LARGE, detail="the extracted document is too large")
+            ),
         )
-        child.start()
-        sender.close()
-        try:
-            if receiver.poll(self._limits.timeout_seconds):
-                try:
-                    # JSON, validated: never unpickle what a process that parsed hostile input sends back.
-                    return _OUTCOME.validate_json(receiver.recv_bytes())
-                except (EOFError, ValidationError):
-                    pass  # the child died (or was subverted) before it could answer properly
-                child.join(timeout=10)
-                return _died(child.exitcode)
+        if isinstance(answer, TimedOut):
             logger.warning("extraction timed out", extra={"seconds": self._limits.timeout_seconds})
             return ExtractionFailure(
                 reason=FailureReason.TIMED_OUT,
                 detail=f"extraction took longer than {self._limits.timeout_seconds:g} seconds",
             )
-        finally:
-            receiver.close()
-            if child.is_alive():
-                child.kill()
-            child.join(timeout=10)
+        if isinstance(answer, Died):
+            return _died(answer.exitcode)
+        try:
+            # Validated: never trust the shape of what a process that parsed hostile input sends back.
+            return _OUTCOME.validate_json(answer)
+        except ValidationError:
+            return _died(None)
 
 
 def _died(exitcode: int | None) -> ExtractionFailure:
@@ -96,19 +88,8 @@ def _died(exitcode: int | None) -> ExtractionFailure:
     )
 
 
-def _parse_in_child(
-    parser: DocumentParser, content: bytes, limits: ExtractionLimits, memory_limit: int | None, answer: Connection
-) -> None:
-    # A native crash here is an outcome, reported by the parent: not a stack dump on the shared stderr.
-    faulthandler.disable()
-    # The child inherits every socket the parent holds (database connections, the local servers): a
-    # parser compromised by its input must reach none of them. Only the answer pipe stays open.
-    _close_inherited_descriptors(keep={answer.fileno()})
-    if memory_limit is not None:
-        # On top of what the child inherited: a parent that holds a model (torch maps gigabytes of
-        # address space) must not leave its parsers with nothing.
-        limit = _address_space_bytes() + memory_limit
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+def _parse(parser: DocumentParser, content: bytes, limits: ExtractionLimits) -> bytes:
+    """In the child: the parser's outcome as JSON, whatever it raised."""
     try:
         outcome: ExtractionOutcome = parser.parse(content, limits)
     except MemoryError:
@@ -121,33 +102,8 @@ def _parse_in_child(
         outcome = ExtractionFailure(
             reason=FailureReason.MALFORMED, detail=f"the parser could not read it ({type(error).__name__})"
         )
-    try:
-        answer.send_bytes(outcome.model_dump_json().encode())
-    except MemoryError:
-        answer.send_bytes(
-            ExtractionFailure(reason=FailureReason.TOO_LARGE, detail="the extracted document is too large")
-            .model_dump_json()
-            .encode()
-        )
-    finally:
-        answer.close()
+    return _json(outcome)
 
 
-def _address_space_bytes() -> int:
-    """This process's virtual size (Linux /proc); 0 where it cannot be read."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[0]) * resource.getpagesize()
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _close_inherited_descriptors(keep: set[int]) -> None:
-    try:
-        descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        return
-    for descriptor in descriptors:
-        if descriptor > 2 and descriptor not in keep:
-            with contextlib.suppress(OSError):
-                os.close(descriptor)
+def _json(outcome: ExtractionOutcome) -> bytes:
+    return outcome.model_dump_json().encode()

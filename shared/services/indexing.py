@@ -15,6 +15,7 @@ from shared.domain.chunking import ChunkingStrategy, StructuralChunker
 from shared.domain.document import ExtractedDocument
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.knowledge import ChunkDraft, IndexedChunk, IndexingResult, IndexWrite
+from shared.domain.usage import Usage
 from shared.observability import logger
 from shared.ports import EmbeddingProvider, KnowledgeStore
 
@@ -39,6 +40,11 @@ def estimated_tokens(text: str) -> int:
 class IndexOutcome:
     written: IndexWrite
     result: IndexingResult
+
+
+# Told what embedding a version's chunks consumed, after the model answered and before the chunks are
+# stored: a priced call is recorded even if the write that follows fails.
+OnEmbedded = Callable[[Usage], None]
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,10 @@ class Indexer:
         self._embed_batch = embed_batch
         self._chunker = chunker
 
+    @property
+    def model_id(self) -> str:
+        return self._embedder.model_id
+
     def chunks_of(self, document: ExtractedDocument) -> tuple[list[ChunkDraft], bool]:
         """The document's chunks, sized for the embedder when it can count; True when cut at max_chunks."""
         if self._embedder.capability().available:
@@ -100,14 +110,28 @@ class Indexer:
             return None, str(error)
         return vectors, None
 
-    def index(self, target: IndexTarget, document: ExtractedDocument, *, attempt: int | None) -> IndexOutcome:
-        return self.index_many([(target, document, attempt)])[0]
+    def index(
+        self,
+        target: IndexTarget,
+        document: ExtractedDocument,
+        *,
+        attempt: int | None,
+        on_embedded: OnEmbedded | None = None,
+    ) -> IndexOutcome:
+        return self.index_many([(target, document, attempt)], on_embedded=on_embedded)[0]
 
-    def index_many(self, items: Sequence[tuple[IndexTarget, ExtractedDocument, int | None]]) -> list[IndexOutcome]:
+    def index_many(
+        self,
+        items: Sequence[tuple[IndexTarget, ExtractedDocument, int | None]],
+        *,
+        on_embedded: OnEmbedded | None = None,
+    ) -> list[IndexOutcome]:
         """Index several versions, embedding all their chunks in full batches (one version's two chunks
         would waste a batch the model runs as fast as sixty-four)."""
         cut = [(target, *self.chunks_of(document), attempt) for target, document, attempt in items]
         vectors, gap = self.embed([draft.content for _, drafts, _, _ in cut for draft in drafts])
+        if vectors and on_embedded is not None:
+            on_embedded(self._embedder.usage(sum(draft.token_count for _, drafts, _, _ in cut for draft in drafts)))
         written = []
         offset = 0
         for target, drafts, truncated, attempt in cut:

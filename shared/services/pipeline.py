@@ -1,51 +1,88 @@
-"""The ingestion pipeline's steps: inspect, extract, index (chunk, embed, swap the chunks).
+"""The ingestion pipeline's steps: inspect, extract, recognize (OCR and vision), index.
 
 Each step takes references (tenant, file, version) and returns references: the same code runs as
 Step Functions tasks on AWS and in process locally. A document problem ends the step normally with
 the failure recorded on the version; only an infrastructure failure raises (and is retried).
 """
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from shared.domain.document import ExtractedDocument, ExtractionFailure
+from shared.domain.errors import CapabilityUnavailable, RecognitionFailed, VisionFailed
 from shared.domain.files import (
     ExtractionSummary,
     FailureReason,
     FileRecord,
     FileVersionRecord,
+    OcrState,
     ProcessingState,
+    Recognition,
     VersionState,
+    VisionState,
 )
 from shared.domain.knowledge import IndexWrite
+from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult
+from shared.domain.recognized_layout import with_recognition
 from shared.domain.uploads import document_key
+from shared.domain.usage import Usage, UsageStep
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
-from shared.ports import FileContentStore, FileMetadataStore
+from shared.ports import FileContentStore, FileMetadataStore, OcrProvider, OcrSource, UsageLedger, VisionProvider
 from shared.services.extraction import Extractor
 from shared.services.indexing import Indexer, IndexOutcome, IndexTarget, UnindexableDocument
+from shared.services.recognition import RecognitionPlan, recognition_plan
 
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+# The local runner's pause between polls of an engine's job (Step Functions waits in a Wait state).
+POLL_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Recognizers:
+    """The engines that read what has no text layer, and the ledger their metered calls are written to."""
+
+    ocr: OcrProvider
+    vision: VisionProvider
+    ledger: UsageLedger
 
 
 class IngestionPipeline:
     def __init__(
-        self, metadata: FileMetadataStore, content: FileContentStore, extractor: Extractor, indexer: Indexer
+        self,
+        metadata: FileMetadataStore,
+        content: FileContentStore,
+        extractor: Extractor,
+        indexer: Indexer,
+        recognizers: Recognizers,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._metadata = metadata
         self._content = content
         self._extractor = extractor
         self._indexer = indexer
+        self._ocr = recognizers.ocr
+        self._vision = recognizers.vision
+        self._ledger = recognizers.ledger
+        self._sleep = sleep
 
     def run(self, request: ProcessVersion) -> dict[str, Any]:
         """Every step in order (the local runner; Step Functions calls them one by one)."""
-        inspected = self.inspect(request)
-        if not inspected["proceed"]:
-            return inspected
-        extracted = self.extract(request)
-        if not extracted["proceed"]:
-            return extracted
-        return self.index(request)
+        outcome = self.inspect(request)
+        if outcome["proceed"]:
+            outcome = self.extract(request)
+        if outcome["proceed"] and outcome.get("recognize"):
+            outcome = self.recognize(request)
+            while outcome["proceed"] and "ocrJob" in outcome:
+                self._sleep(POLL_SECONDS)
+                outcome = self.collect_recognition(request, RecognitionJob.model_validate(outcome["ocrJob"]))
+        if outcome["proceed"]:
+            outcome = self.index(request)
+        return outcome
 
     def inspect(self, request: ProcessVersion) -> dict[str, Any]:
         version = self._version(request)
@@ -84,10 +121,195 @@ class IngestionPipeline:
         outcome = self._extractor.extract(content, version.media_type)
         if isinstance(outcome, ExtractionFailure):
             return self._fail(request, version, outcome.reason, outcome.detail)
-        return self._store(request, version, outcome)
+        return self._after_text_layer(request, version, outcome)
+
+    def _after_text_layer(
+        self, request: ProcessVersion, version: FileVersionRecord, document: ExtractedDocument
+    ) -> dict[str, Any]:
+        plan = recognition_plan(version.media_type, document, every_page=request.rescan)
+        if not plan.needed:
+            return self._store(request, version, document)
+        if (plan.ocr_pages and self._ocr.capability().available) or (
+            plan.describe and self._vision.capability().available
+        ):
+            # The text layer is kept while OCR reads the rest: the recognize step starts from it.
+            stored = self._store(request, version, document, awaiting_recognition=True)
+            return {**stored, "recognize": stored["proceed"]}
+        # Nothing here can read the pages without text: the text layer is all there is, and it says why.
+        return self._finish_recognition(request, version, document, plan, ocr=None)
+
+    def recognize(self, request: ProcessVersion) -> dict[str, Any]:
+        """OCR the pages without text (and describe an image): the result at once, or the job to collect."""
+        version = self._recognizing(request)
+        if version is None:
+            return {**_reference(request), "proceed": False, "why": "this attempt does not hold the version"}
+        document = self.read_document(version)
+        plan = recognition_plan(version.media_type, document, every_page=request.rescan)
+        if not plan.ocr_pages or not self._ocr.capability().available:
+            return self._finish_recognition(request, version, document, plan, ocr=None)
+        source = OcrSource(
+            media_type=version.media_type,
+            pages=plan.ocr_pages,
+            page_count=document.page_count,
+            storage_key=version.storage_key,
+            storage_version_id=version.storage_version_id,
+            read=lambda: self._original(version),
+            run_id=f"{version.version_id}-{request.attempt}",
+        )
+        try:
+            progress = self._ocr.start(source)
+        except RecognitionFailed as failure:
+            return self._finish_recognition(request, version, document, plan, ocr=failure)
+        if isinstance(progress, RecognitionJob):
+            return {**_reference(request), "proceed": True, "ocrJob": progress.model_dump(mode="json")}
+        return self._finish_recognition(request, version, document, plan, ocr=progress)
+
+    def collect_recognition(self, request: ProcessVersion, job: RecognitionJob) -> dict[str, Any]:
+        """One poll of a running OCR job (the workflow waits between polls; nothing sleeps on a job)."""
+        version = self._recognizing(request)
+        if version is None:
+            return {**_reference(request), "proceed": False, "why": "this attempt does not hold the version"}
+        try:
+            result = self._ocr.collect(job)
+        except RecognitionFailed as failure:
+            result = None
+            outcome: RecognitionResult | RecognitionFailed = failure
+        else:
+            if result is None:
+                # Still running: say so on the record, so the sweep does not take a long job for a dead one.
+                self._metadata.move_processing(
+                    request.tenant_id,
+                    version.version_id,
+                    attempt=request.attempt,
+                    to=ProcessingState.RECOGNIZING,
+                    expected=[ProcessingState.RECOGNIZING],
+                )
+                return {**_reference(request), "proceed": True, "ocrJob": job.model_dump(mode="json")}
+            outcome = result
+        document = self.read_document(version)
+        plan = recognition_plan(version.media_type, document, every_page=request.rescan)
+        return self._finish_recognition(request, version, document, plan, ocr=outcome)
+
+    def _finish_recognition(
+        self,
+        request: ProcessVersion,
+        version: FileVersionRecord,
+        document: ExtractedDocument,
+        plan: RecognitionPlan,
+        *,
+        ocr: RecognitionResult | RecognitionFailed | None,
+    ) -> dict[str, Any]:
+        """Merge what OCR read (and the image's description) into the text layer, and store the document:
+        usage is recorded first (a priced call happened whatever follows), then the document, then the row."""
+        notes: list[str] = []
+        recognition = Recognition()
+        if isinstance(ocr, RecognitionResult):
+            self._record_step_usage(request, version, UsageStep.OCR, ocr.usage)
+            recognition = Recognition(
+                ocr_state=OcrState.RECOGNIZED,
+                ocr_engine=ocr.engine,
+                recognized_pages=tuple(page.page for page in ocr.pages),
+                ocr_confidence=round(ocr.confidence, 4),
+            )
+        elif isinstance(ocr, RecognitionFailed):
+            notes.append(f"OCR failed, so pages {_listed(plan.ocr_pages)} have no text: {ocr.detail}")
+            recognition = Recognition(ocr_state=OcrState.FAILED, ocr_engine=self._engine(), ocr_detail=ocr.detail)
+        elif plan.ocr_pages:
+            reason = self._ocr.capability().reason or "no OCR engine is configured"
+            notes.append(f"pages {_listed(plan.ocr_pages)} have no text layer and OCR is unavailable here: {reason}")
+            recognition = Recognition(ocr_state=OcrState.UNAVAILABLE, ocr_detail=reason)
+        if plan.unread_pages:
+            notes.append(
+                f"only {len(plan.ocr_pages)} pages are read by OCR per document:"
+                f" pages {_listed(plan.unread_pages)} were not read"
+            )
+        description: ImageDescription | None = None
+        if plan.describe:
+            description, vision = self._described(request, version)
+            recognition = recognition.model_copy(
+                update=vision.model_dump(include={"vision_state", "vision_model", "vision_detail"})
+            )
+            if vision.vision_detail and vision.vision_state is not VisionState.DESCRIBED:
+                notes.append(f"no description of the image: {vision.vision_detail}")
+        merged = with_recognition(
+            document,
+            self._extractor.limits,
+            read_pages=plan.ocr_pages,
+            result=ocr if isinstance(ocr, RecognitionResult) else None,
+            description=description,
+            notes=notes,
+        )
+        if not merged.blocks:
+            return self._fail(request, version, *_nothing_read(document, ocr, recognition))
+        return self._store(request, version, merged, recognition=recognition)
+
+    def _described(
+        self, request: ProcessVersion, version: FileVersionRecord
+    ) -> tuple[ImageDescription | None, Recognition]:
+        status = self._vision.capability()
+        if not status.available:
+            return None, Recognition(vision_state=VisionState.UNAVAILABLE, vision_detail=status.reason)
+        try:
+            description = self._vision.describe(self._original(version), version.media_type)
+        except VisionFailed as failure:
+            return None, Recognition(vision_state=VisionState.FAILED, vision_detail=failure.detail)
+        except CapabilityUnavailable as error:
+            return None, Recognition(vision_state=VisionState.UNAVAILABLE, vision_detail=error.reason)
+        self._record_step_usage(request, version, UsageStep.VISION, description.usage)
+        return description, Recognition(vision_state=VisionState.DESCRIBED, vision_model=description.model_id)
+
+    def _engine(self) -> str:
+        return self._ocr.capability().provider
+
+    def _recognizing(self, request: ProcessVersion) -> FileVersionRecord | None:
+        version = self._version(request)
+        if (
+            version is None
+            or version.state is not VersionState.STORED
+            or version.processing_state is not ProcessingState.RECOGNIZING
+            or version.processing_attempt != request.attempt
+        ):
+            return None
+        return version
+
+    def _original(self, version: FileVersionRecord) -> bytes:
+        return self._content.get(
+            version.storage_key, version_id=version.storage_version_id, max_bytes=self._extractor.max_bytes
+        )
+
+    def _record_step_usage(self, request: ProcessVersion, version: FileVersionRecord, step: str, usage: Usage) -> None:
+        found = self._found(request)
+        if found is None:
+            logger.warning("usage not recorded: the version's file is gone", extra={"step": step})
+            return
+        self._record_usage(found[0], version, step=step, attempt=request.attempt, usage=usage)
+
+    def _record_usage(
+        self, file: FileRecord, version: FileVersionRecord, *, step: str, attempt: int, usage: Usage
+    ) -> None:
+        """Written before the result it paid for is stored; a failure is logged, never raised: an unbilled
+        call is a smaller problem than a document the tenant paid for and cannot read."""
+        try:
+            self._ledger.record(
+                file.tenant_id,
+                file.file_id,
+                version.version_id,
+                file.collection_id,
+                step=step,
+                attempt=attempt,
+                usage=usage,
+            )
+        except Exception:
+            logger.exception("usage not recorded", extra={"step": step, "operation": usage.operation})
 
     def _store(
-        self, request: ProcessVersion, version: FileVersionRecord, document: ExtractedDocument
+        self,
+        request: ProcessVersion,
+        version: FileVersionRecord,
+        document: ExtractedDocument,
+        *,
+        recognition: Recognition | None = None,
+        awaiting_recognition: bool = False,
     ) -> dict[str, Any]:
         key = document_key(request.tenant_id, UUID(request.file_id), version.version_id, request.attempt)
         # The document first, then the row that points at it: a crash between leaves an unreferenced
@@ -100,9 +322,14 @@ class IngestionPipeline:
             warnings=document.warnings,
             truncated=document.truncated,
             document_key=key,
+            recognition=recognition or Recognition(),
         )
         if not self._metadata.record_extraction(
-            request.tenant_id, version.version_id, summary, attempt=request.attempt
+            request.tenant_id,
+            version.version_id,
+            summary,
+            attempt=request.attempt,
+            awaiting_recognition=awaiting_recognition,
         ):
             # Deleted, or superseded, while it was being extracted: the document belongs to nobody.
             self._content.delete_all_versions(key)
@@ -151,7 +378,17 @@ class IngestionPipeline:
             media_type=version.media_type,
             uploaded_at=version.stored_at or version.created_at,
         )
-        return self._indexer.index(target, self.read_document(version), attempt=attempt)
+        # A re-index (no attempt) is its own step for the ledger, per model: re-embedding is paid again.
+        step, run = (
+            (UsageStep.EMBED.value, attempt)
+            if attempt is not None
+            else (f"reembed:{self._indexer.model_id}", version.processing_attempt)
+        )
+
+        def record(usage: Usage) -> None:
+            self._record_usage(file, version, step=step, attempt=run, usage=usage)
+
+        return self._indexer.index(target, self.read_document(version), attempt=attempt, on_embedded=record)
 
     def _found(self, request: ProcessVersion) -> tuple[FileRecord, FileVersionRecord] | None:
         found = self._metadata.find_version(request.tenant_id, UUID(request.version_id))
@@ -170,6 +407,25 @@ class IngestionPipeline:
             raise ValueError("this version has no extracted document")
         raw = self._content.get(version.document_key, max_bytes=MAX_DOCUMENT_BYTES)
         return ExtractedDocument.model_validate_json(raw)
+
+
+def _nothing_read(
+    document: ExtractedDocument, ocr: RecognitionResult | RecognitionFailed | None, recognition: Recognition
+) -> tuple[FailureReason, str]:
+    """Why a document that needed OCR ended with no text at all: never an empty success."""
+    pages = document.page_count or 1
+    where = "the page" if pages == 1 else f"any of its {pages} pages"
+    if isinstance(ocr, RecognitionFailed):
+        return FailureReason.OCR_FAILED, f"OCR failed: {ocr.detail}"
+    if isinstance(ocr, RecognitionResult):
+        return FailureReason.OCR_FAILED, f"OCR found no text it could read on {where}"
+    reason = recognition.ocr_detail or "no OCR engine is configured"
+    return FailureReason.NO_TEXT_LAYER, f"there is no text layer on {where}, and OCR is unavailable: {reason}"
+
+
+def _listed(pages: tuple[int, ...]) -> str:
+    shown = ", ".join(str(page) for page in pages[:20])
+    return shown + (f" and {len(pages) - 20} more" if len(pages) > 20 else "")
 
 
 def _reference(request: ProcessVersion) -> dict[str, Any]:

@@ -158,6 +158,7 @@ class Retrieval:
                     excerpt=excerpt,
                     citation=Citation.at(
                         snapshot.location,
+                        block_kind=snapshot.block_kind,
                         file_id=snapshot.file_id,
                         version_id=snapshot.version_id,
                         filename=snapshot.filename,

@@ -142,9 +142,17 @@ def test_demo_ingests_every_format_answers_with_citations_and_stops(workdir: Pat
         "onboarding.md",
         "suppliers.csv",
         "meeting-notes-2026-09-02.txt",
+        "scanned-remittance.pdf",
+        "returns-dashboard.png",
+        "faded-delivery-note.pdf",
     ):
         line = next(line for line in out.splitlines() if line.strip().startswith(name))
         assert "indexed:" in line and " 0 embedded" not in line, line
+    # The scans were read by OCR, and the fax-quality one says its words may be wrong.
+    assert "OCR pages 1,2 at" in next(line for line in out.splitlines() if "scanned-remittance.pdf  " in line)
+    assert "LOW CONFIDENCE" in next(line for line in out.splitlines() if "faded-delivery-note.pdf  " in line)
+    certified = out.split('Search: "who certified the pressure vessel and until when"')[1].split("Search:")[0]
+    assert "1. scanned-remittance.pdf, p. 2 at (" in certified
     # The exact identifier is found in the incident report, cited to its page.
     exact = out.split('Search: "ERR-4021"')[1].split("Search:")[0]
     assert "1. incident-report-ERR-4021.pdf, p. " in exact
@@ -299,3 +307,52 @@ def test_upload_read_probe_remove_and_reconcile_from_the_cli(workdir: Path) -> N
     assert reconciled["deletedVersions"] == 3
     assert reconciled["orphaned"] is False
     assert reconciled["bytesWithoutRow"] == [] and reconciled["pendingWithoutBytes"] == []
+
+
+def test_scans_are_read_found_and_flagged_from_the_cli(workdir: Path) -> None:
+    from shared.local import scan_corpus
+
+    quire(workdir, "up")
+    scans = [scan_corpus.scanned_pdf(), scan_corpus.table_screenshot(), scan_corpus.degraded_pdf()]
+    for scan in scans:
+        (workdir / scan.filename).write_bytes(scan.content)
+    caller = ("--tenant", "acme", "--collections", "scans")
+    quire(
+        workdir,
+        "upload",
+        *(str(workdir / scan.filename) for scan in scans),
+        "--collection",
+        "scans",
+        "--tenant",
+        "acme",
+    )
+    deadline = time.monotonic() + 180
+    while True:
+        listing = json.loads(quire(workdir, "files", *caller, "--json").stdout)
+        states = {record["filename"]: record["current"]["processingState"] for record in listing}
+        if set(states.values()) <= {"indexed", "failed"} or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert set(states.values()) == {"indexed"}, states
+
+    # Words that exist only in the pixels of an upside-down page are found, cited to page and box.
+    found = json.loads(quire(workdir, "search", "Marguerite Okonkwo", *caller, "--json").stdout)
+    citation = found["hits"][0]["citation"]
+    assert (citation["filename"], citation["page"], citation["kind"]) == ("scanned-remittance.pdf", 2, "transcription")
+    assert citation["box"]["top"] > 0.5  # upside down: the top of the text is at the bottom of the page shown
+    printed = quire(workdir, "search", "Kamchatka returns", *caller).stdout
+    assert "1. returns-dashboard.png, p. 1 at (" in printed and "Kamchatka | 611 | 8 | 15.8%" in printed
+
+    # The degraded scan's listing line says its words may be misread; the others show what OCR read.
+    lines = quire(workdir, "files", *caller).stdout.splitlines()
+    faded = next(line for line in lines if "faded-delivery-note.pdf" in line)
+    assert "LOW OCR CONFIDENCE" in faded
+    assert "[OCR: pages 1,2, confidence" in next(line for line in lines if "scanned-remittance.pdf" in line)
+
+    usage = json.loads(quire(workdir, "usage", *caller, "--json").stdout)
+    ocr = next(line for line in usage["lines"] if line["step"] == "ocr")
+    assert (ocr["provider"], ocr["calls"], ocr["pages"], ocr["priced"]) == ("rapidocr", 3, 4, False)
+    status_report = json.loads(quire(workdir, "status", "--json").stdout)
+    assert status_report["ocr"]["available"] is True and status_report["vision"]["available"] is False
+    assert "QUIRE_VISION_MODEL_ID" in status_report["vision"]["reason"]
+    quire(workdir, "down")

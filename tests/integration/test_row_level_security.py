@@ -18,6 +18,8 @@ TENANT_TABLES = [
     "keyword_collections",
     "keyword_postings",
 ]
+# Append-only for the application: read and insert, never rewrite what was charged.
+APPEND_ONLY_TABLES = ["usage_records"]
 
 
 def add_file(database: Database, tenant: str, collection: str = "docs") -> uuid.UUID:
@@ -63,7 +65,7 @@ def test_every_tenant_table_has_forced_row_level_security(owner_connection: psyc
         " FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped"
         " WHERE c.relkind IN ('r', 'p') AND c.relnamespace = 'public'::regnamespace"
     ).fetchall()
-    assert {row[0] for row in rows} >= set(TENANT_TABLES)
+    assert {row[0] for row in rows} >= set(TENANT_TABLES + APPEND_ONLY_TABLES)
     for name, enabled, forced, policies in rows:
         assert (enabled, forced, policies >= 1) == (True, True, True), name
 
@@ -194,7 +196,35 @@ def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
             " 'secret words', 'h', 'c', 'f', 'text/plain', now(), 'paragraph', '{}', '{}', 0, 0, 0, 2)",
             (tenant, f"{version_id}:0", file_id, version_id),
         )
+        conn.execute(
+            "INSERT INTO usage_records (tenant_id, version_id, step, attempt, file_id, collection_id, provider,"
+            " operation, priced, pages) VALUES (%s, %s, 'ocr', 1, %s, 'c', 'textract', 'textract:x', true, 3)",
+            (tenant, version_id, file_id),
+        )
     return {"file_id": file_id, "version_id": version_id}
+
+
+def test_the_usage_ledger_is_isolated_and_append_only_for_the_application(app_database: Database) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    mine, theirs = f"a-{suffix}", f"b-{suffix}"
+    seed_tenant(app_database, mine)
+    foreign = seed_tenant(app_database, theirs)
+    with app_database.tenant_transaction(mine) as conn:
+        assert conn.execute("SELECT count(*) FROM usage_records WHERE tenant_id = %s", (theirs,)).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM usage_records").fetchone() == (1,)
+    # Writing a row in another tenant's name is refused by the policy's WITH CHECK.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), app_database.tenant_transaction(mine) as conn:
+        conn.execute(
+            "INSERT INTO usage_records (tenant_id, version_id, step, attempt, file_id, collection_id, provider,"
+            " operation, priced) VALUES (%s, %s, 'vision', 1, %s, 'c', 'bedrock', 'bedrock:Converse', true)",
+            (theirs, foreign["version_id"], foreign["file_id"]),
+        )
+    # Nobody rewrites a charge, not even in their own tenant.
+    for statement in ("UPDATE usage_records SET pages = 0", "DELETE FROM usage_records"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), app_database.tenant_transaction(mine) as conn:
+            conn.execute(statement)
+    with app_database.tenant_transaction(theirs) as conn:
+        assert conn.execute("SELECT sum(pages) FROM usage_records").fetchone() == (3,)
 
 
 @pytest.mark.parametrize("table", TENANT_TABLES)

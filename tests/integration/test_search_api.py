@@ -18,7 +18,7 @@ from shared.local.api_client import media_type_for
 from shared.local.demo import DEMO_QUERIES
 from shared.local.demo_corpus import write_demo_corpus
 from shared.services.indexing import Indexer, IndexTarget
-from shared.services.pipeline import IngestionPipeline
+from shared.services.pipeline import IngestionPipeline, Recognizers
 from shared.services.reindexing import Reindexer
 from tests.integration.files_stack import Stack
 
@@ -180,7 +180,11 @@ def test_chunks_stored_without_vectors_are_reported_and_embedded_by_a_reindex(st
     failing = FailingEmbedder()
     container = stack.container
     pipeline = IngestionPipeline(
-        container.file_metadata, container.content, container.extractor, Indexer(container.knowledge, failing)
+        container.file_metadata,
+        container.content,
+        container.extractor,
+        Indexer(container.knowledge, failing),
+        Recognizers(ocr=container.ocr, vision=container.vision, ledger=container.usage_ledger),
     )
     with pytest.raises(CapabilityUnavailable, match="throttled"):
         Reindexer(container.file_metadata, container.knowledge, failing, pipeline).run_batch(tenant, None)

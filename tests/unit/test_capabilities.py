@@ -2,16 +2,21 @@ import pytest
 
 from shared.bootstrap import ConfigurationError, Container
 from shared.config import Settings
-from shared.domain.capabilities import Capability
+from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
+
+# Present wherever they run: the local embedding model and RapidOCR come with the project; Textract needs
+# no model to be enabled. Everything else is absent until configured, and says why.
+PRESENT = {"local": {Capability.EMBEDDER, Capability.OCR}, "aws": {Capability.OCR}}
 
 
 @pytest.mark.parametrize("runtime", ["local", "aws"])
 def test_absent_capabilities_say_so_with_a_reason(runtime: str) -> None:
     container = Container(Settings(runtime=runtime))  # type: ignore[arg-type]
     for name, status in container.capabilities().items():
-        if name is Capability.EMBEDDER and runtime == "local":
-            continue  # the local model is installed with the project (tests/unit/test_local_embedder.py)
+        if name in PRESENT[runtime]:
+            assert status.available, name
+            continue
         assert status.available is False, name
         assert status.reason and len(status.reason) > 20, name
 
@@ -27,10 +32,15 @@ def test_titan_refuses_a_dimension_it_does_not_offer_and_says_which_it_does() ->
 
 def test_an_unavailable_capability_refuses_rather_than_returning_nothing() -> None:
     container = Container(Settings(runtime="local"))
+    status = container.vision.capability()
+    assert not status.available and "QUIRE_VISION_MODEL_ID" in (status.reason or "")
     with pytest.raises(CapabilityUnavailable, match="vision"):
         container.vision.describe(b"\x89PNG", "image/png")
-    with pytest.raises(CapabilityUnavailable, match="ocr"):
-        container.ocr.recognize(b"%PDF", "application/pdf", [1])
+
+
+def test_local_ocr_is_a_real_engine_and_aws_ocr_is_textract() -> None:
+    assert Container(Settings(runtime="local")).ocr.capability() == CapabilityStatus.ready("rapidocr")
+    assert Container(Settings(runtime="aws")).ocr.capability() == CapabilityStatus.ready("textract")
 
 
 def test_a_missing_database_url_names_the_setting() -> None:

@@ -103,15 +103,34 @@ def extracted(path: Path) -> ExtractedDocument:
     return outcome
 
 
+# Scans whose words exist only in pixels (OCR reads them in the pipeline): no text layer at all.
+SCANS = {"scanned-remittance.pdf": 2, "returns-dashboard.png": 1, "faded-delivery-note.pdf": 1}
+
+
 def test_the_corpus_has_one_file_for_each_accepted_document_format(corpus: list[Path]) -> None:
-    # Given the formats Quire accepts, images aside (the demo is about text)
+    # Given the formats Quire accepts, images aside (the demo's images are scans, below)
     formats = sorted(accepted.kind for accepted in ACCEPTED_TYPES if not accepted.media_type.startswith("image/"))
     # When the corpus is written
-    kinds = sorted(declared_type(path).kind for path in corpus)
+    documents = [path for path in corpus if path.name not in SCANS]
+    kinds = sorted(declared_type(path).kind for path in documents)
     # Then there is exactly one file per format, all of them in the directory, in the documented order
     assert kinds == formats
-    assert [path.name for path in corpus] == list(EXPECTED)
+    assert [path.name for path in documents] == list(EXPECTED)
+    assert [path.name for path in corpus if path.name in SCANS] == list(SCANS)
     assert all(path.is_file() for path in corpus)
+
+
+@pytest.mark.parametrize("name", list(SCANS))
+def test_every_scan_is_its_declared_type_with_every_page_left_to_ocr(corpus: list[Path], name: str) -> None:
+    from shared.adapters.parsers.image import ImageParser
+
+    path = next(path for path in corpus if path.name == name)
+    accepted = declared_type(path)
+    assert sniffed_mismatch(path.read_bytes(), accepted) is None
+    parser = ImageParser() if accepted.media_type.startswith("image/") else PdfParser()
+    outcome = parser.parse(path.read_bytes(), ExtractionLimits())
+    assert isinstance(outcome, ExtractedDocument)
+    assert outcome.blocks == () and outcome.pages_without_text == tuple(range(1, SCANS[name] + 1))
 
 
 def test_writing_twice_gives_the_same_files_byte_for_byte(corpus: list[Path], tmp_path: Path) -> None:

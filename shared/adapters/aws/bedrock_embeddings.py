@@ -29,6 +29,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
+from shared.domain.usage import Usage
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
@@ -162,6 +163,12 @@ class BedrockTitanEmbedder:
         # Deliberately no probe call (it would cost money on every status check): a model whose access was
         # never granted shows up as CapabilityUnavailable on the first embed.
         return CapabilityStatus.ready(provider=f"bedrock:{self.model_id}")
+
+    def usage(self, tokens: int) -> Usage:
+        # Titan bills input tokens; `tokens` is this adapter's upper estimate of them (see count_tokens).
+        return Usage(
+            provider="bedrock", operation="bedrock:InvokeModel", model=self.model_id, priced=True, input_tokens=tokens
+        )
 
     def count_tokens(self, text: str) -> int:
         """An upper estimate: Titan publishes no tokenizer.

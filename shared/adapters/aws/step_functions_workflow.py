@@ -23,14 +23,7 @@ class StepFunctionsWorkflow:
                 stateMachineArn=self._arn,
                 # The name makes duplicate and out-of-order events start at most one execution.
                 name=request.execution_name,
-                input=json.dumps(
-                    {
-                        "tenantId": request.tenant_id,
-                        "fileId": request.file_id,
-                        "versionId": request.version_id,
-                        "attempt": request.attempt,
-                    }
-                ),
+                input=json.dumps(request.step_input()),
             )
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":

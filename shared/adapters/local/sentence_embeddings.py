@@ -13,6 +13,7 @@ from typing import Any
 
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
+from shared.domain.usage import Usage
 
 MINILM_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_DIMENSION = 384
@@ -78,6 +79,15 @@ class SentenceTransformerEmbedder:
 
                 self._model = SentenceTransformer(str(_model_directory()), device="cpu")
             return self._model
+
+    def usage(self, tokens: int) -> Usage:
+        return Usage(
+            provider="sentence-transformers",
+            operation="embed",
+            model=MINILM_MODEL_ID,
+            priced=False,
+            input_tokens=tokens,
+        )
 
     def count_tokens(self, text: str) -> int:
         # The model's own word pieces, without [CLS] and [SEP] (max_tokens leaves room for them), so the

@@ -9,8 +9,10 @@ from typing import NoReturn
 
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
-from shared.domain.recognition import ImageDescription, RecognitionResult, Transcript
+from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
+from shared.domain.usage import Usage
 from shared.domain.workflow import ProcessVersion, StartOutcome
+from shared.ports import OcrSource
 
 
 class _Unavailable:
@@ -45,6 +47,9 @@ class UnavailableEmbedder(_Unavailable):
     def count_tokens(self, text: str) -> int:
         self._refuse()
 
+    def usage(self, tokens: int) -> Usage:
+        self._refuse()
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self._refuse()
 
@@ -53,7 +58,10 @@ class UnavailableOcr(_Unavailable):
     def __init__(self, reason: str) -> None:
         super().__init__(Capability.OCR, reason)
 
-    def recognize(self, content: bytes, media_type: str, pages: Sequence[int] | None) -> RecognitionResult:
+    def start(self, source: OcrSource) -> RecognitionResult | RecognitionJob:
+        self._refuse()
+
+    def collect(self, job: RecognitionJob) -> RecognitionResult | None:
         self._refuse()
 
 

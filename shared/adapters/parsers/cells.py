@@ -1,6 +1,5 @@
 """Cell values as a person sees them, and the rules for turning rows into located table blocks."""
 
-from collections.abc import Sequence
 from datetime import date, datetime, time
 
 ROWS_PER_BLOCK = 100
@@ -41,21 +40,3 @@ def _number(value: float, number_format: str) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return str(value)
-
-
-def numeric(cell: str) -> bool:
-    try:
-        float(cell.replace(",", "").replace("%", "").strip())
-    except ValueError:
-        return False
-    return True
-
-
-def looks_like_header(rows: Sequence[Sequence[str]]) -> bool:
-    """A first row of labels over columns of data: all filled, no numbers, and data below it."""
-    if len(rows) < 2 or not rows[0] or any(not cell.strip() for cell in rows[0]):
-        return False
-    if any(numeric(cell) for cell in rows[0]):
-        return False
-    body = rows[1:51]
-    return any(numeric(cell) for row in body for cell in row) or len({tuple(r) for r in body}) == len(body) > 0

@@ -3,7 +3,7 @@
 import csv
 import io
 
-from shared.adapters.parsers.cells import ROWS_PER_BLOCK, a1_range, looks_like_header
+from shared.adapters.parsers.cells import ROWS_PER_BLOCK, a1_range
 from shared.adapters.parsers.text_encoding import decode_text
 from shared.domain.document import (
     Block,
@@ -14,6 +14,7 @@ from shared.domain.document import (
     Location,
     Table,
 )
+from shared.domain.layout import looks_like_header
 
 MAX_FIELD_CHARS = 1024 * 1024
 

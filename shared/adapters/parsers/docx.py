@@ -5,7 +5,6 @@ import io
 import re
 from typing import Any
 
-from shared.adapters.parsers.cells import looks_like_header
 from shared.adapters.parsers.ooxml_guard import read_office
 from shared.domain.document import (
     Block,
@@ -16,6 +15,7 @@ from shared.domain.document import (
     Location,
     Table,
 )
+from shared.domain.layout import looks_like_header
 
 DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _HEADING_STYLE = re.compile(r"^(?:heading|überschrift|titre|título)\s*(\d)$", re.IGNORECASE)

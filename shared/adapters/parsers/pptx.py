@@ -4,7 +4,6 @@ tables, pictures and speaker notes, located by slide number and shape name."""
 import io
 from typing import Any
 
-from shared.adapters.parsers.cells import looks_like_header
 from shared.adapters.parsers.ooxml_guard import read_office
 from shared.domain.document import (
     Block,
@@ -17,6 +16,7 @@ from shared.domain.document import (
     Table,
 )
 from shared.domain.files import FailureReason
+from shared.domain.layout import looks_like_header
 
 PPTX_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 _MAX_GROUP_DEPTH = 16

@@ -5,7 +5,7 @@ counted: a sheet that declares a million empty cells is cut at the cell limit, n
 import io
 from typing import Any
 
-from shared.adapters.parsers.cells import ROWS_PER_BLOCK, a1_range, display, looks_like_header
+from shared.adapters.parsers.cells import ROWS_PER_BLOCK, a1_range, display
 from shared.adapters.parsers.ooxml_guard import read_office
 from shared.domain.document import (
     Block,
@@ -16,6 +16,7 @@ from shared.domain.document import (
     Location,
     Table,
 )
+from shared.domain.layout import looks_like_header
 
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MAX_CELLS_VISITED = 5_000_000

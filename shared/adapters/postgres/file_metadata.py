@@ -30,12 +30,17 @@ _VERSION_COLUMNS = (
     " storage_key, storage_version_id, rejection_reason, failure_reason, failure_detail, created_at,"
     " updated_at, stored_at, processing_requested_at, page_count, block_count, pages_without_text,"
     " extraction_warnings, extraction_truncated, document_key, processing_attempt, chunk_count,"
-    " embedded_chunk_count, embedding_model, embedding_gap, indexed_at"
+    " embedded_chunk_count, embedding_model, embedding_gap, indexed_at, ocr_state, ocr_engine, ocr_detail,"
+    " recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail"
 )
 
 
 def _version(row: dict[str, Any]) -> FileVersionRecord:
     return FileVersionRecord.model_validate({k: v for k, v in row.items() if k != "file_id"})
+
+
+def _bounded(detail: str | None) -> str | None:
+    return None if detail is None else detail[:2000]
 
 
 def _lock_collection(conn: psycopg.Connection[Any], tenant_id: str, collection_id: str) -> None:
@@ -275,7 +280,7 @@ class PostgresFileMetadataStore:
             "state = 'stored' AND updated_at < %(cutoff)s"
             " AND (processing_requested_at IS NULL OR processing_requested_at < %(cutoff)s)"
             " AND (processing_state = 'not_started'"
-            "      OR (processing_state IN ('queued', 'extracting', 'extracted', 'indexing')"
+            "      OR (processing_state IN ('queued', 'extracting', 'recognizing', 'extracted', 'indexing')"
             "          AND processing_attempt < %(stalled)s)"
             "      OR (processing_state = 'failed' AND failure_reason = 'timed-out'"
             "          AND processing_attempt < %(attempts)s))",
@@ -322,12 +327,27 @@ class PostgresFileMetadataStore:
                 " failure_reason = NULL, failure_detail = NULL"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
                 " AND (processing_state = 'not_started'"
-                "      OR (processing_state IN ('queued', 'extracting', 'extracted', 'indexing') AND updated_at < %s"
+                "      OR (processing_state IN ('queued', 'extracting', 'recognizing', 'extracted', 'indexing')"
+                "          AND updated_at < %s"
                 "          AND processing_attempt < %s)"
                 # A timeout may go differently next time (a busy machine): a few more attempts, then it stays.
                 "      OR (processing_state = 'failed' AND failure_reason = 'timed-out' AND processing_attempt < %s))"
                 " RETURNING processing_attempt",
                 (tenant_id, version_id, stale_before, MAX_STALLED_ATTEMPTS, MAX_ATTEMPTS_AFTER_TIMEOUT),
+            ).fetchone()
+        return int(row[0]) if row else None
+
+    def queue_rescan(self, tenant_id: str, version_id: UUID) -> int | None:
+        """indexed or failed → queued, as a new attempt: one statement decides, so two rescans at once
+        start one."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            row = conn.execute(
+                "UPDATE file_versions SET processing_state = 'queued', processing_requested_at = now(),"
+                " processing_attempt = processing_attempt + 1, updated_at = now(),"
+                " failure_reason = NULL, failure_detail = NULL"
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
+                " AND processing_state IN ('indexed', 'failed') RETURNING processing_attempt",
+                (tenant_id, version_id),
             ).fetchone()
         return int(row[0]) if row else None
 
@@ -360,22 +380,43 @@ class PostgresFileMetadataStore:
             ).rowcount
         return changed == 1
 
-    def record_extraction(self, tenant_id: str, version_id: UUID, summary: ExtractionSummary, *, attempt: int) -> bool:
-        """extracting → extracted, with the summary and where the document is."""
+    def record_extraction(
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        summary: ExtractionSummary,
+        *,
+        attempt: int,
+        awaiting_recognition: bool = False,
+    ) -> bool:
+        """extracting (or recognizing) → extracted, or → recognizing while OCR reads the pages without text."""
+        recognition = summary.recognition
+        target = ProcessingState.RECOGNIZING if awaiting_recognition else ProcessingState.EXTRACTED
         with self._database.tenant_transaction(tenant_id) as conn:
             changed = conn.execute(
-                "UPDATE file_versions SET processing_state = 'extracted', page_count = %s, block_count = %s,"
+                "UPDATE file_versions SET processing_state = %s, page_count = %s, block_count = %s,"
                 " pages_without_text = %s, extraction_warnings = %s, extraction_truncated = %s, document_key = %s,"
+                " ocr_state = %s, ocr_engine = %s, ocr_detail = %s, recognized_pages = %s, ocr_confidence = %s,"
+                " vision_state = %s, vision_model = %s, vision_detail = %s,"
                 " failure_reason = NULL, failure_detail = NULL, updated_at = now()"
-                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored' AND processing_state = 'extracting'"
-                " AND processing_attempt = %s",
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
+                " AND processing_state IN ('extracting', 'recognizing') AND processing_attempt = %s",
                 (
+                    target.value,
                     summary.page_count,
                     summary.block_count,
                     list(summary.pages_without_text),
                     list(summary.warnings),
                     summary.truncated,
                     summary.document_key,
+                    recognition.ocr_state,
+                    recognition.ocr_engine,
+                    _bounded(recognition.ocr_detail),
+                    list(recognition.recognized_pages),
+                    recognition.ocr_confidence,
+                    recognition.vision_state,
+                    recognition.vision_model,
+                    _bounded(recognition.vision_detail),
                     tenant_id,
                     version_id,
                     attempt,
@@ -391,7 +432,8 @@ class PostgresFileMetadataStore:
             changed = conn.execute(
                 "UPDATE file_versions SET processing_state = 'failed', failure_reason = %s, failure_detail = %s,"
                 " updated_at = now() WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
-                " AND processing_state IN ('queued', 'extracting', 'indexing') AND processing_attempt = %s",
+                " AND processing_state IN ('queued', 'extracting', 'recognizing', 'indexing')"
+                " AND processing_attempt = %s",
                 (reason.value, detail[:2000], tenant_id, version_id, attempt),
             ).rowcount
         return changed == 1

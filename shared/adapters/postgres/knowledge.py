@@ -18,6 +18,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
+from shared.domain.document import BlockKind
 from shared.domain.knowledge import (
     ChunkLocation,
     CollectionCoverage,
@@ -234,7 +235,7 @@ class PostgresKnowledgeIndex:
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
             rows = cursor.execute(
                 "SELECT chunk_id, file_id::text, version_id::text, filename, media_type, collection_id, location,"
-                " heading_path, substr(content, body_offset + 1) AS body FROM knowledge_chunks"
+                " heading_path, block_kind, substr(content, body_offset + 1) AS body FROM knowledge_chunks"
                 " WHERE tenant_id = %s AND subjects && %s AND chunk_id = ANY(%s)",
                 (tenant_id, sorted(collections), list(chunk_ids)),
             ).fetchall()
@@ -248,6 +249,7 @@ class PostgresKnowledgeIndex:
                 collection_id=row["collection_id"],
                 location=ChunkLocation.model_validate(row["location"]),
                 heading_path=tuple(row["heading_path"]),
+                block_kind=BlockKind(row["block_kind"]),
                 body=row["body"],
             )
             for row in rows

@@ -1,0 +1,707 @@
+"""The OcrProvider on AWS: Amazon Textract, reading the originals where they are stored in S3.
+
+- A single image (PNG, JPEG, or a TIFF of one page) of at most 10 MB is read at once with
+  DetectDocumentText: `start` returns the result.
+- A PDF, a multi-page TIFF or a one-page TIFF over 10 MB is read by an asynchronous job
+  (StartDocumentAnalysis with TABLES, or StartDocumentTextDetection). `start` returns the job; the
+  workflow waits between polls and calls `collect`, which answers None until the job has finished. No
+  function sleeps on a job.
+- When only some pages of a PDF need OCR, those pages are copied into a PDF of their own (pypdfium2),
+  staged in the bucket under `staging_prefix`, and only they are read and paid for. A multi-page TIFF
+  is read whole and the pages not asked for are dropped on collect: cutting a TIFF means re-encoding the
+  scan, which costs more than the pages saved.
+
+How a job's pages map back to the original (`RecognitionJob.pages`):
+- staged copy: page i of the job is `pages[i - 1]` of the original;
+- the original itself: job pages are the original's page numbers, and `pages` lists the ones to keep
+  (empty: every page, for an original whose page count was not known).
+
+A start delivered twice starts one job: ClientRequestToken is derived from what is read (key, version,
+pages, operation) and the run (`OcrSource.run_id`: a rescan is a new run), and so is the staged copy's
+key, so the second start sends identical parameters and
+Textract answers with the same JobId. The staged copy is removed version by version (the bucket is
+versioned: a plain delete would only hide the copied pages behind a delete marker).
+
+This adapter owns the retrying, as the embedder does: throttling, an internal error, the concurrent-job
+limit and transport failures are retried with exponential back-off and full jitter, up to `max_attempts`
+calls; then the last error is raised for the workflow to retry. Create the clients with botocore's own
+retries off (`from_region` does). A refusal of the document itself raises RecognitionFailed (recorded,
+never retried); a missing permission raises CapabilityUnavailable naming the action to grant.
+
+IAM for the function's role: textract:DetectDocumentText, textract:StartDocumentAnalysis,
+textract:GetDocumentAnalysis, textract:StartDocumentTextDetection, textract:GetDocumentTextDetection;
+s3:GetObject and s3:GetObjectVersion on the originals (Textract reads them with the caller's
+credentials); s3:PutObject, s3:ListBucketVersions and s3:DeleteObjectVersion on the staging prefix. A
+lifecycle rule expiring the staging prefix after a few days catches copies of jobs never collected.
+
+Response shapes are those of the Textract developer guide ("Text detection and document analysis
+response objects"); limits from "Set Quotas in Amazon Textract". Blocks are parsed with
+amazon-textract-response-parser (`trp`).
+"""
+
+import hashlib
+import logging
+import math
+import random as _random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.domain.errors import CapabilityUnavailable, RecognitionFailed
+from shared.domain.recognition import (
+    MIN_LINE_CONFIDENCE,
+    BoundingBox,
+    RecognitionJob,
+    RecognitionResult,
+    RecognizedLine,
+    RecognizedPage,
+    RecognizedSegment,
+    RecognizedTable,
+    mean_confidence,
+)
+from shared.domain.usage import Usage
+from shared.ports import OcrSource
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+    from shared.ports import OcrProvider
+else:
+    S3Client = Any
+# boto3-stubs for Textract are not a dependency: the client is untyped here.
+TextractClient = Any
+
+ENGINE = "textract"
+PDF = "application/pdf"
+PNG = "image/png"
+JPEG = "image/jpeg"
+TIFF = "image/tiff"
+SUPPORTED_MEDIA_TYPES = frozenset({PDF, PNG, JPEG, TIFF})
+# Textract's set quota for any synchronous call, and for JPEG/PNG even in a job (a PDF or TIFF read by
+# a job may have 500 MB and 3,000 pages).
+SYNC_MAX_BYTES = 10 * 1024 * 1024
+# The most blocks one Get call returns; the rest follow NextToken.
+MAX_RESULTS = 1000
+COLUMN_HEADER = "COLUMN_HEADER"
+
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 10.0
+
+# Worth another call after a pause: Textract or S3 is busy, or too many jobs already run in the account.
+_RETRYABLE_CODES = frozenset(
+    {
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "InternalServerError",
+        "LimitExceededException",
+        # S3
+        "SlowDown",
+        "InternalError",
+        "ServiceUnavailable",
+        "RequestTimeout",
+        "500",
+        "503",
+    }
+)
+# A HEAD answers 403 without a body, so the bare status is all there is to go on.
+_ACCESS_DENIED_CODES = frozenset({"AccessDeniedException", "AccessDenied", "403"})
+# Textract refuses this document: the same call would be refused again, so it is recorded, not retried.
+# The sentences reach the file's owner: they name the fix and never a storage key.
+_DOCUMENT_PROBLEMS = {
+    "UnsupportedDocumentException": (
+        "Textract does not support this document's format: it reads JPEG, PNG, TIFF and PDF (not XFA forms)."
+        " Convert the file to one of those and upload it again."
+    ),
+    "BadDocumentException": (
+        "Textract could not read this document: it is damaged, password-protected, or not the format its"
+        " type claims. Re-save or re-scan it and upload it again."
+    ),
+    "DocumentTooLargeException": (
+        "The document is too large for Textract: an image may be at most 10 MB, and a PDF or TIFF at most"
+        " 500 MB and 3,000 pages. Split it or reduce its resolution and upload it again."
+    ),
+    "InvalidS3ObjectException": (
+        "Textract could not read the stored original: check that it still exists, that the bucket is in"
+        " Textract's region, and that the function's role may s3:GetObject and s3:GetObjectVersion it (and"
+        " kms:Decrypt when the bucket uses a KMS key)."
+    ),
+    "InvalidParameterException": (
+        "Textract refused the request for this document as invalid (a page or image size it does not accept,"
+        " or a stored version it cannot use). Re-save the file with standard page sizes and upload it again."
+    ),
+}
+# No answer at all (connect), none in time (read), or one cut short.
+_RETRYABLE_TRANSPORT = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError)
+_GONE_CODES = frozenset({"NoSuchKey", "NoSuchVersion", "404"})
+
+_log = logging.getLogger(__name__)
+
+
+class TextractOcr:
+    """Textract OCR over the originals in `bucket`.
+
+    `textract` and `s3` are boto3 clients, or zero-argument factories for them called on first use (a
+    function that never reads a page never builds a client). `sleep` and `random` are injected so the
+    back-off can be tested without waiting.
+    """
+
+    def __init__(
+        self,
+        textract: "TextractClient | Callable[[], TextractClient]",
+        s3: "S3Client | Callable[[], S3Client]",
+        *,
+        bucket: str,
+        staging_prefix: str = "ocr-staging/",
+        analyze_tables: bool = True,
+        max_attempts: int = 5,
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
+        # A boto3 client is not callable; a factory is.
+        self._textract_factory: Callable[[], TextractClient] | None = textract if callable(textract) else None
+        self._textract: TextractClient | None = None if callable(textract) else textract
+        if callable(s3):
+            self._s3_factory: Callable[[], S3Client] | None = s3
+            self._s3: S3Client | None = None
+        else:
+            self._s3_factory = None
+            self._s3 = s3
+        self._bucket = bucket
+        self._staging_prefix = staging_prefix
+        self._analyze_tables = analyze_tables
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+        self._random = random
+
+    @classmethod
+    def from_region(
+        cls,
+        region: str,
+        *,
+        bucket: str,
+        staging_prefix: str = "ocr-staging/",
+        analyze_tables: bool = True,
+        max_attempts: int = 5,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 60.0,
+    ) -> "TextractOcr":
+        """An adapter whose clients are built on first use, with botocore's retries off (this class retries)."""
+
+        def config() -> Any:
+            from botocore.config import Config
+
+            return Config(
+                retries={"total_max_attempts": 1, "mode": "standard"},
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+            )
+
+        def build_textract() -> TextractClient:
+            import boto3
+
+            return boto3.client("textract", region_name=region, config=config())
+
+        def build_s3() -> S3Client:
+            import boto3
+
+            return boto3.client("s3", region_name=region, config=config())
+
+        return cls(
+            build_textract,
+            build_s3,
+            bucket=bucket,
+            staging_prefix=staging_prefix,
+            analyze_tables=analyze_tables,
+            max_attempts=max_attempts,
+        )
+
+    def capability(self) -> CapabilityStatus:
+        # No probe call: a missing permission shows up as CapabilityUnavailable on the first page read.
+        return CapabilityStatus.ready(provider=ENGINE)
+
+    def start(self, source: OcrSource) -> RecognitionResult | RecognitionJob:
+        if source.media_type not in SUPPORTED_MEDIA_TYPES:
+            raise RecognitionFailed(
+                f"Textract reads JPEG, PNG, TIFF and PDF, not {source.media_type}: convert the file to one of those."
+            )
+        if source.pages is not None and not source.pages:
+            raise ValueError("no pages to read: pass None to read every page")
+        if source.media_type in (PNG, JPEG) or (source.media_type == TIFF and source.page_count == 1):
+            size = self._stored_size(source)
+            if size <= SYNC_MAX_BYTES:
+                return self._detect_now(source)
+            if source.media_type != TIFF:
+                # A job would be refused the same way, after a wait: say so now.
+                raise RecognitionFailed(
+                    f"The image is {size / 1024 / 1024:.1f} MB; Textract reads images of at most 10 MB."
+                    " Reduce its resolution or save it as JPEG and upload it again."
+                )
+        return self._start_job(source)
+
+    def collect(self, job: RecognitionJob) -> RecognitionResult | None:
+        responses = self._job_responses(job)
+        if responses is None:
+            return None
+        if job.staged_key is not None:
+            staged_pages = job.pages
+
+            def original_page(job_page: int) -> int | None:
+                return staged_pages[job_page - 1] if 1 <= job_page <= len(staged_pages) else None
+
+        else:
+            wanted = frozenset(job.pages)
+
+            def original_page(job_page: int) -> int | None:
+                return job_page if not wanted or job_page in wanted else None
+
+        pages = _recognized_pages(responses, original_page)
+        # Removed only once parsed: a response that cannot be parsed leaves everything for the retry.
+        if job.staged_key is not None:
+            self._delete_staged(job.staged_key)
+        return RecognitionResult(engine=ENGINE, pages=pages, usage=_usage(job.analysis, responses[0]))
+
+    # The synchronous read of one image.
+
+    def _detect_now(self, source: OcrSource) -> RecognitionResult:
+        response = self._call(
+            "textract:DetectDocumentText",
+            self._textract_client().detect_document_text,
+            Document={"S3Object": self._original_location(source)},
+        )
+        pages = _recognized_pages([response], lambda job_page: job_page)
+        return RecognitionResult(engine=ENGINE, pages=pages, usage=_usage(False, response))
+
+    def _stored_size(self, source: OcrSource) -> int:
+        parameters: dict[str, Any] = {"Bucket": self._bucket, "Key": source.storage_key}
+        action = "s3:GetObject"
+        if source.storage_version_id:
+            parameters["VersionId"] = source.storage_version_id
+            action = "s3:GetObjectVersion"
+        try:
+            head = self._call(action, self._s3_client().head_object, **parameters)
+        except ClientError as error:
+            if _code(error) in _GONE_CODES:
+                raise RecognitionFailed(
+                    "The stored original is gone, so there is nothing for Textract to read: upload the file again."
+                ) from error
+            raise
+        return int(head["ContentLength"])
+
+    # The asynchronous job.
+
+    def _start_job(self, source: OcrSource) -> RecognitionJob:
+        token = request_token(source, analysis=self._analyze_tables)
+        staged_key: str | None = None
+        location = self._original_location(source)
+        job_pages: tuple[int, ...]
+        if source.media_type == PDF and source.pages is not None and not _covers_every_page(source):
+            subset = _pdf_of_pages(source.read(), source.pages)
+            if subset is not None:
+                staged_key = f"{self._staging_prefix}{token}.pdf"
+                self._call(
+                    "s3:PutObject",
+                    self._s3_client().put_object,
+                    Bucket=self._bucket,
+                    Key=staged_key,
+                    Body=subset,
+                    ContentType=PDF,
+                )
+                # Every version at this key holds the same pages: none is pinned, so a start delivered
+                # again (after putting another version) sends Textract the very same request.
+                location = {"Bucket": self._bucket, "Name": staged_key}
+        if source.pages is not None:
+            job_pages = source.pages
+        elif source.page_count is not None:
+            job_pages = tuple(range(1, source.page_count + 1))
+        else:
+            job_pages = ()
+        action, operation, extra = self._start_operation()
+        try:
+            response = self._call(
+                action,
+                operation,
+                DocumentLocation={"S3Object": location},
+                ClientRequestToken=token,
+                **extra,
+            )
+        except RecognitionFailed:
+            if staged_key is not None:
+                self._delete_staged(staged_key)
+            raise
+        return RecognitionJob(
+            engine=ENGINE,
+            job_id=response["JobId"],
+            analysis=self._analyze_tables,
+            pages=job_pages,
+            staged_key=staged_key,
+        )
+
+    def _start_operation(self) -> tuple[str, Callable[..., Any], dict[str, Any]]:
+        textract = self._textract_client()
+        if self._analyze_tables:
+            return "textract:StartDocumentAnalysis", textract.start_document_analysis, {"FeatureTypes": ["TABLES"]}
+        return "textract:StartDocumentTextDetection", textract.start_document_text_detection, {}
+
+    def _job_responses(self, job: RecognitionJob) -> list[dict[str, Any]] | None:
+        """Every response page of a finished job, or None while it runs."""
+        textract = self._textract_client()
+        if job.analysis:
+            action, operation = "textract:GetDocumentAnalysis", textract.get_document_analysis
+        else:
+            action, operation = "textract:GetDocumentTextDetection", textract.get_document_text_detection
+        responses: list[dict[str, Any]] = []
+        next_token: str | None = None
+        while True:
+            parameters: dict[str, Any] = {"JobId": job.job_id, "MaxResults": MAX_RESULTS}
+            if next_token is not None:
+                parameters["NextToken"] = next_token
+            response = self._call(action, operation, **parameters)
+            status = response.get("JobStatus")
+            if status == "IN_PROGRESS":
+                return None
+            if status == "FAILED":
+                if job.staged_key is not None:
+                    self._delete_staged(job.staged_key)
+                message = response.get("StatusMessage")
+                raise RecognitionFailed(
+                    f"Textract failed on the document: {message}"
+                    if message
+                    else "Textract failed on the document without saying why: re-save or re-scan it and upload it"
+                    " again."
+                )
+            if response.get("Warnings"):
+                # PARTIAL_SUCCESS: the pages Textract could not read are simply absent from the result.
+                _log.warning("textract job %s (%s): %s", job.job_id, status, response["Warnings"])
+            responses.append(response)
+            next_token = response.get("NextToken")
+            if not next_token:
+                return responses
+
+    def _delete_staged(self, key: str) -> None:
+        """Remove every version of the staged copy (and delete markers), so no copied page stays behind."""
+        s3 = self._s3_client()
+        markers: dict[str, str] = {}
+        while True:
+            listing = self._call(
+                "s3:ListBucketVersions", s3.list_object_versions, Bucket=self._bucket, Prefix=key, **markers
+            )
+            for entry in (*listing.get("Versions", []), *listing.get("DeleteMarkers", [])):
+                # The prefix also matches longer keys: only this exact key is ours.
+                if entry["Key"] != key:
+                    continue
+                try:
+                    self._call(
+                        "s3:DeleteObjectVersion",
+                        s3.delete_object,
+                        Bucket=self._bucket,
+                        Key=key,
+                        VersionId=entry["VersionId"],
+                    )
+                except ClientError as error:
+                    if _code(error) not in _GONE_CODES:
+                        raise
+            if not listing.get("IsTruncated"):
+                return
+            markers = {"KeyMarker": listing["NextKeyMarker"], "VersionIdMarker": listing["NextVersionIdMarker"]}
+
+    # Shared plumbing.
+
+    def _original_location(self, source: OcrSource) -> dict[str, str]:
+        location = {"Bucket": self._bucket, "Name": source.storage_key}
+        if source.storage_version_id:
+            location["Version"] = source.storage_version_id
+        return location
+
+    def _textract_client(self) -> TextractClient:
+        if self._textract is None:
+            assert self._textract_factory is not None
+            self._textract = self._textract_factory()
+        return self._textract
+
+    def _s3_client(self) -> S3Client:
+        if self._s3 is None:
+            assert self._s3_factory is not None
+            self._s3 = self._s3_factory()
+        return self._s3
+
+    def _call(self, action: str, operation: Callable[..., Any], **parameters: Any) -> Any:
+        """One AWS call, retried while the service is busy; refusals classified (see the module docstring)."""
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                return operation(**parameters)
+            except ClientError as error:
+                code = _code(error)
+                if code in _ACCESS_DENIED_CODES:
+                    raise CapabilityUnavailable(
+                        Capability.OCR.value,
+                        f"AWS refused {action} ({code}): grant {action} to the function's role.",
+                    ) from error
+                if code in _DOCUMENT_PROBLEMS:
+                    _log.info("textract refused the document: %s: %s", code, _message(error))
+                    raise RecognitionFailed(_DOCUMENT_PROBLEMS[code]) from error
+                if code not in _RETRYABLE_CODES or attempt == self._max_attempts:
+                    raise
+            except _RETRYABLE_TRANSPORT:
+                if attempt == self._max_attempts:
+                    raise
+            self._sleep(self._backoff(attempt))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _backoff(self, attempt: int) -> float:
+        """Full jitter: uniformly random up to base * 2^(attempt-1), that ceiling capped."""
+        ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2.0 ** (attempt - 1))
+        return ceiling * self._random()
+
+
+def request_token(source: OcrSource, *, analysis: bool) -> str:
+    """Textract's ClientRequestToken for reading `source`: the same read always gets the same token.
+
+    Hex SHA-256: 64 characters, the most Textract accepts, all within its [a-zA-Z0-9-_] alphabet.
+    """
+    pages = "all" if source.pages is None else ",".join(str(page) for page in source.pages)
+    operation = "analysis" if analysis else "text"
+    identity = "\n".join((source.storage_key, source.storage_version_id or "", pages, operation, source.run_id))
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()
+
+
+def _covers_every_page(source: OcrSource) -> bool:
+    return source.pages is None or (
+        source.page_count is not None and source.pages == tuple(range(1, source.page_count + 1))
+    )
+
+
+def _pdf_of_pages(content: bytes, pages: Sequence[int]) -> bytes | None:
+    """A PDF of just `pages` (1-based) of `content`, or None when they are every page it has."""
+    import io
+
+    import pypdfium2 as pdfium
+
+    try:
+        original = pdfium.PdfDocument(content)
+    except pdfium.PdfiumError as error:
+        raise RecognitionFailed(
+            f"The PDF cannot be opened to copy out the pages that need OCR ({error}): re-save it and upload it again."
+        ) from error
+    try:
+        count = len(original)
+        outside = [page for page in pages if not 1 <= page <= count]
+        if outside:
+            raise ValueError(f"pages {outside} were asked for, but the PDF has {count} pages")
+        if tuple(pages) == tuple(range(1, count + 1)):
+            return None
+        subset = pdfium.PdfDocument.new()
+        try:
+            subset.import_pages(original, [page - 1 for page in pages])
+            buffer = io.BytesIO()
+            subset.save(buffer)
+        finally:
+            subset.close()
+    finally:
+        original.close()
+    return buffer.getvalue()
+
+
+def _usage(analysis: bool, response: dict[str, Any]) -> Usage:
+    # Named for the priced feature, so the ledger groups sync and async reads of the same kind together.
+    return Usage(
+        provider=ENGINE,
+        operation="textract:AnalyzeDocument" if analysis else "textract:DetectDocumentText",
+        priced=True,
+        pages=int(response.get("DocumentMetadata", {}).get("Pages", 0)),
+    )
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def _message(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Message", ""))
+
+
+# Parsing: Textract blocks → recognised pages.
+
+
+def _recognized_pages(
+    responses: Iterable[dict[str, Any]], original_page: Callable[[int], int | None]
+) -> tuple[RecognizedPage, ...]:
+    """The pages of Textract's responses, numbered as in the original; job pages with no original dropped."""
+    from trp import Document  # type: ignore[import-untyped]
+
+    by_page: dict[int, list[dict[str, Any]]] = {}
+    for response in responses:
+        for block in response.get("Blocks", []):
+            # A synchronous read of an image leaves Page out: it has one page.
+            by_page.setdefault(int(block.get("Page", 1)), []).append(block)
+    pages: list[RecognizedPage] = []
+    for job_page in sorted(by_page):
+        number = original_page(job_page)
+        if number is None:
+            continue
+        # trp cuts pages at PAGE blocks in stream order, so each page is parsed on its own with its
+        # PAGE block first, whatever order the response pages delivered the blocks in.
+        blocks = sorted(by_page[job_page], key=lambda block: block.get("BlockType") != "PAGE")
+        if blocks[0].get("BlockType") != "PAGE":
+            blocks.insert(0, _whole_page_block(job_page))
+        [parsed] = Document({"Blocks": blocks}).pages
+        pages.append(_recognized_page(number, parsed))
+    return tuple(pages)
+
+
+def _whole_page_block(job_page: int) -> dict[str, Any]:
+    corners = [{"X": 0.0, "Y": 0.0}, {"X": 1.0, "Y": 0.0}, {"X": 1.0, "Y": 1.0}, {"X": 0.0, "Y": 1.0}]
+    return {
+        "BlockType": "PAGE",
+        "Id": f"quire-page-{job_page}",
+        "Page": job_page,
+        "Geometry": {"BoundingBox": {"Left": 0.0, "Top": 0.0, "Width": 1.0, "Height": 1.0}, "Polygon": corners},
+    }
+
+
+def _recognized_page(number: int, page: Any) -> RecognizedPage:
+    tables = [table for table in (_recognized_table(parsed) for parsed in page.tables) if table is not None]
+    lines: list[RecognizedLine] = []
+    unreadable: list[RecognizedLine] = []
+    for line in page.lines:
+        text = line.text.strip()
+        if not text:
+            continue
+        box = _box(line.geometry.boundingBox)
+        # The table carries this text, cell by cell: as a line too it would be indexed twice.
+        if any(_contains(table.box, box) for table in tables):
+            continue
+        recognized = RecognizedLine(
+            text=text, box=box, confidence=_confidence(line.confidence), segments=_segments(line, box)
+        )
+        (lines if recognized.confidence >= MIN_LINE_CONFIDENCE else unreadable).append(recognized)
+    return RecognizedPage(
+        page=number,
+        rotation_degrees=_rotation(page.lines),
+        lines=tuple(lines),
+        tables=tuple(tables),
+        unreadable_lines=tuple(unreadable),
+    )
+
+
+def _segments(line: Any, line_box: BoundingBox) -> tuple[RecognizedSegment, ...]:
+    """The line's words in groups, a new group wherever the gap to the next word is wider than the line is
+    tall: far more than a word space (about a quarter of that), so it is a column gap.
+
+    Both are normalised, to the page's width and height: on a portrait page the threshold is ~1.3 line
+    heights in real units, still far from a word space.
+    """
+    words = [(word.text.strip(), _box(word.geometry.boundingBox)) for word in line.words if word.text.strip()]
+    if not words:
+        return ()
+    groups: list[list[tuple[str, BoundingBox]]] = [[words[0]]]
+    for previous, word in pairwise(words):
+        if word[1].left - previous[1].right > line_box.height:
+            groups.append([word])
+        else:
+            groups[-1].append(word)
+    return tuple(
+        RecognizedSegment(text=" ".join(text for text, _ in group), box=_union([box for _, box in group]))
+        for group in groups
+    )
+
+
+def _recognized_table(table: Any) -> RecognizedTable | None:
+    """Rows of cell texts. A merged cell's text is repeated in every position it covers, so each row
+    reads whole on its own (a table split by rows keeps its context)."""
+    cells = [cell for row in table.rows for cell in row.cells]
+    if not cells:
+        return None
+    row_count = max(cell.rowIndex + max(cell.rowSpan, 1) - 1 for cell in cells)
+    column_count = max(cell.columnIndex + max(cell.columnSpan, 1) - 1 for cell in cells)
+    grid = [[""] * column_count for _ in range(row_count)]
+    header_rows: set[int] = set()
+    for cell in cells:
+        text = cell.mergedText.strip()
+        rows = range(cell.rowIndex, cell.rowIndex + max(cell.rowSpan, 1))
+        for row in rows:
+            for column in range(cell.columnIndex, cell.columnIndex + max(cell.columnSpan, 1)):
+                if not grid[row - 1][column - 1]:
+                    grid[row - 1][column - 1] = text
+        if COLUMN_HEADER in cell.entityTypes:
+            header_rows.update(rows)
+    leading_headers = 0
+    while leading_headers + 1 in header_rows:
+        leading_headers += 1
+    # The words' own confidence, as for a line: the table's confidence is about its structure, not
+    # whether its words were read right, which is what the low-confidence flag is for.
+    words = [item for cell in cells for item in cell.content if getattr(item, "text", "")]
+    confidence = (
+        mean_confidence([(_confidence(word.confidence), len(word.text)) for word in words])
+        if words
+        else _confidence(table.confidence)
+    )
+    return RecognizedTable(
+        box=_box(table.geometry.boundingBox),
+        confidence=confidence,
+        rows=tuple(tuple(row) for row in grid),
+        header_rows=leading_headers,
+    )
+
+
+def _rotation(lines: Sequence[Any]) -> int:
+    """How far the page was turned clockwise to read it upright (0, 90, 180 or 270).
+
+    Each line's polygon starts at the top-left corner of its text as read and runs along it, so the
+    first edge points the way the text runs on the displayed page: right when upright, down when the
+    content is turned 90° clockwise (reading it needs a turn of 270°). The direction most characters
+    run in wins; a page without lines is upright.
+    """
+    votes: Counter[int] = Counter()
+    for line in lines:
+        polygon = line.geometry.polygon
+        if len(polygon) < 2:
+            continue
+        angle = math.degrees(math.atan2(polygon[1].y - polygon[0].y, polygon[1].x - polygon[0].x))
+        direction = round(angle / 90) % 4 * 90
+        votes[direction] += max(len(line.text), 1)
+    if not votes:
+        return 0
+    direction = max(votes, key=lambda candidate: (votes[candidate], candidate == 0))
+    return (360 - direction) % 360
+
+
+def _confidence(percent: float) -> float:
+    return min(max(float(percent) / 100.0, 0.0), 1.0)
+
+
+def _box(box: Any) -> BoundingBox:
+    """Textract's box clamped to the page: an edge it places a hair outside 0..1 stays on it."""
+    left = min(max(float(box.left), 0.0), 1.0)
+    top = min(max(float(box.top), 0.0), 1.0)
+    right = min(max(float(box.left) + float(box.width), left), 1.0)
+    bottom = min(max(float(box.top) + float(box.height), top), 1.0)
+    return BoundingBox(left=left, top=top, width=right - left, height=bottom - top)
+
+
+def _union(boxes: Sequence[BoundingBox]) -> BoundingBox:
+    left = min(box.left for box in boxes)
+    top = min(box.top for box in boxes)
+    right = max(box.right for box in boxes)
+    bottom = max(box.bottom for box in boxes)
+    return BoundingBox(left=left, top=top, width=min(right - left, 1.0), height=min(bottom - top, 1.0))
+
+
+def _contains(outer: BoundingBox, inner: BoundingBox) -> bool:
+    """Whether `inner`'s centre lies inside `outer`."""
+    x = inner.left + inner.width / 2
+    y = inner.top + inner.height / 2
+    return outer.left <= x <= outer.right and outer.top <= y <= outer.bottom
+
+
+if TYPE_CHECKING:
+
+    def _keeps_the_port(ocr: TextractOcr) -> OcrProvider:
+        return ocr

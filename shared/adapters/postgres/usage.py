@@ -1,0 +1,68 @@
+"""UsageLedger over PostgreSQL: one row per (version, step, attempt), appended, never rewritten (the
+application role may only INSERT and SELECT), tenant-scoped and RLS-forced like every table."""
+
+from datetime import datetime
+from uuid import UUID
+
+from psycopg.rows import dict_row
+
+from shared.adapters.postgres.database import Database
+from shared.domain.usage import Usage, UsageTotal
+
+
+class PostgresUsageLedger:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def record(
+        self,
+        tenant_id: str,
+        file_id: UUID,
+        version_id: UUID,
+        collection_id: str,
+        *,
+        step: str,
+        attempt: int,
+        usage: Usage,
+    ) -> bool:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            added = conn.execute(
+                "INSERT INTO usage_records (tenant_id, version_id, step, attempt, file_id, collection_id, provider,"
+                " operation, model, priced, pages, images, input_tokens, output_tokens)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (tenant_id, version_id, step, attempt) DO NOTHING",
+                (
+                    tenant_id,
+                    version_id,
+                    step,
+                    attempt,
+                    file_id,
+                    collection_id,
+                    usage.provider,
+                    usage.operation,
+                    usage.model,
+                    usage.priced,
+                    usage.pages,
+                    usage.images,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                ),
+            ).rowcount
+        return added == 1
+
+    def totals(
+        self, tenant_id: str, collections: frozenset[str], *, since: datetime, until: datetime
+    ) -> list[UsageTotal]:
+        if not collections:
+            return []
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
+            rows = cursor.execute(
+                "SELECT step, provider, operation, model, priced, count(*) AS calls, sum(pages) AS pages,"
+                " sum(images) AS images, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,"
+                " min(recorded_at) AS first_recorded_at, max(recorded_at) AS last_recorded_at"
+                " FROM usage_records WHERE tenant_id = %s AND collection_id = ANY(%s)"
+                " AND recorded_at >= %s AND recorded_at < %s"
+                " GROUP BY step, provider, operation, model, priced ORDER BY priced DESC, step, provider, operation",
+                (tenant_id, sorted(collections), since, until),
+            ).fetchall()
+        return [UsageTotal.model_validate(row) for row in rows]

@@ -1,0 +1,318 @@
+"""The recognize step against the real database and object store, with engines replaced by fakes (named
+so) to reach what the local engines never do: an asynchronous job polled to completion, an engine that
+fails, no engine at all, a vision model that describes or refuses, and a usage ledger that is down."""
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from shared.adapters.local.unavailable import UnavailableOcr, UnavailableVision
+from shared.domain.capabilities import CapabilityStatus
+from shared.domain.errors import RecognitionFailed, VisionFailed
+from shared.domain.files import FailureReason, OcrState, ProcessingState, VisionState
+from shared.domain.recognition import (
+    BoundingBox,
+    ImageDescription,
+    RecognitionJob,
+    RecognitionResult,
+    RecognizedLine,
+    RecognizedPage,
+)
+from shared.domain.usage import Usage
+from shared.domain.workflow import ProcessVersion
+from shared.local import scan_corpus
+from shared.ports import OcrSource, UsageLedger
+from shared.services.pipeline import IngestionPipeline, Recognizers
+from tests.integration.files_stack import Stack
+
+BOX = BoundingBox(left=0.1, top=0.1, width=0.6, height=0.03)
+
+
+def recognized(pages: tuple[int, ...], text: str) -> RecognitionResult:
+    return RecognitionResult(
+        engine="fake-async-ocr",
+        pages=tuple(
+            RecognizedPage(page=page, lines=(RecognizedLine(text=f"{text} page {page}", box=BOX, confidence=0.91),))
+            for page in pages
+        ),
+        usage=Usage(provider="fake-async-ocr", operation="fake:analyze", priced=True, pages=len(pages)),
+    )
+
+
+class FakeAsyncOcr:
+    """Answers like Textract's asynchronous analysis: a job, still running for `polls` polls, then done."""
+
+    def __init__(self, text: str, *, polls: int = 2, fail_with: str | None = None) -> None:
+        self._text, self._polls, self._fail_with = text, polls, fail_with
+        self.sources: list[OcrSource] = []
+        self.collected = 0
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready("fake-async-ocr")
+
+    def start(self, source: OcrSource) -> RecognitionJob:
+        self.sources.append(source)
+        return RecognitionJob(engine="fake-async-ocr", job_id="job-1", analysis=True, pages=source.pages or ())
+
+    def collect(self, job: RecognitionJob) -> RecognitionResult | None:
+        self.collected += 1
+        if self.collected <= self._polls:
+            return None
+        if self._fail_with:
+            raise RecognitionFailed(self._fail_with)
+        return recognized(job.pages, self._text)
+
+
+class FakeVision:
+    def __init__(self, *, refuse: str | None = None) -> None:
+        self._refuse = refuse
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready("fake-vision")
+
+    def describe(self, image: bytes, media_type: str) -> ImageDescription:
+        assert image.startswith(b"\x89PNG") and media_type == "image/png"
+        if self._refuse:
+            raise VisionFailed(self._refuse)
+        return ImageDescription(
+            model_id="fake-vision-model",
+            text="A dashboard table of returns by region in which Kamchatka has the highest margin.",
+            usage=Usage(
+                provider="fake-vision",
+                operation="fake:describe",
+                model="fake-vision-model",
+                priced=True,
+                images=1,
+                input_tokens=1200,
+                output_tokens=40,
+            ),
+        )
+
+
+class DownLedger:
+    def record(self, *args: object, **kwargs: object) -> bool:
+        raise ConnectionError("the ledger's database is unreachable")
+
+    def totals(self, *args: object, **kwargs: object) -> list[Any]:
+        return []
+
+
+def pipeline(stack: Stack, *, ocr: Any, vision: Any = None, ledger: UsageLedger | None = None) -> IngestionPipeline:
+    container = stack.container
+    return IngestionPipeline(
+        container.file_metadata,
+        container.content,
+        container.extractor,
+        container.indexer,
+        Recognizers(
+            ocr=ocr,
+            vision=vision or UnavailableVision("no vision model in this test"),
+            ledger=ledger or container.usage_ledger,
+        ),
+        sleep=lambda seconds: None,
+    )
+
+
+def reprocess(stack: Stack, tenant: str, file_id: str, run: Callable[[ProcessVersion], object]) -> dict[str, Any]:
+    """Take an already processed version again (as a rescan would) and run `run` on the new attempt."""
+    record = stack.container.file_metadata.get_file(tenant, uuid.UUID(file_id))
+    assert record is not None
+    version = record.current
+    attempt = stack.container.file_metadata.queue_rescan(tenant, version.version_id)
+    assert attempt is not None
+    run(ProcessVersion(tenant_id=tenant, file_id=file_id, version_id=str(version.version_id), attempt=attempt))
+    found = stack.container.file_metadata.find_version(tenant, version.version_id)
+    assert found is not None
+    return {"version": found[1], "attempt": attempt}
+
+
+@pytest.fixture(scope="module")
+def uploaded(stack: Stack) -> dict[str, Any]:
+    tenant = f"r{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant)
+    files = {}
+    for scan in (scan_corpus.scanned_pdf(), scan_corpus.mixed_pdf(), scan_corpus.table_screenshot()):
+        files[scan.filename] = stack.upload(token, scan.filename, scan.media_type, scan.content)["fileId"]
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    return {"tenant": tenant, "token": token, "files": files}
+
+
+def test_an_asynchronous_job_is_polled_to_completion_and_billed_once(stack: Stack, uploaded: dict[str, Any]) -> None:
+    tenant = uploaded["tenant"]
+    engine = FakeAsyncOcr("Remote engine text")
+    done = reprocess(stack, tenant, uploaded["files"]["scanned-remittance.pdf"], pipeline(stack, ocr=engine).run)
+    version = done["version"]
+    assert version.processing_state is ProcessingState.INDEXED
+    assert (version.ocr_state, version.ocr_engine, version.recognized_pages) == (
+        OcrState.RECOGNIZED,
+        "fake-async-ocr",
+        (1, 2),
+    )
+    assert version.ocr_confidence == pytest.approx(0.91)
+    # The source named the storage object (an engine like Textract reads it there) and this run.
+    source = engine.sources[0]
+    assert source.pages == (1, 2) and source.storage_key == version.storage_key
+    assert source.run_id == f"{version.version_id}-{done['attempt']}"
+    assert engine.collected == 3  # two polls while it ran, then the result
+
+    # A poll delivered again after the version moved on does nothing (and bills nothing).
+    again = pipeline(stack, ocr=engine).collect_recognition(
+        ProcessVersion(
+            tenant_id=tenant,
+            file_id=uploaded["files"]["scanned-remittance.pdf"],
+            version_id=str(version.version_id),
+            attempt=done["attempt"],
+        ),
+        RecognitionJob(engine="fake-async-ocr", job_id="job-1", analysis=True, pages=(1, 2)),
+    )
+    assert again["proceed"] is False
+    totals = stack.container.usage_ledger.totals(tenant, frozenset({"docs"}), since=_epoch(), until=_future())
+    fake = [total for total in totals if total.provider == "fake-async-ocr"]
+    assert len(fake) == 1 and (fake[0].calls, fake[0].pages, fake[0].priced) == (1, 2, True)
+    assert not stack.container.usage_ledger.record(
+        tenant,
+        uuid.UUID(uploaded["files"]["scanned-remittance.pdf"]),
+        version.version_id,
+        "docs",
+        step="ocr",
+        attempt=done["attempt"],
+        usage=recognized((1,), "x").usage,
+    )
+
+
+def test_an_ocr_failure_on_a_scan_is_a_recorded_failure_never_an_empty_success(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    engine = FakeAsyncOcr("unused", polls=0, fail_with="the document's pages could not be read (BadDocument)")
+    done = reprocess(
+        stack, uploaded["tenant"], uploaded["files"]["scanned-remittance.pdf"], pipeline(stack, ocr=engine).run
+    )
+    version = done["version"]
+    assert version.processing_state is ProcessingState.FAILED
+    assert version.failure_reason is FailureReason.OCR_FAILED and "BadDocument" in (version.failure_detail or "")
+
+
+def test_an_ocr_failure_on_a_mixed_pdf_keeps_its_text_layer_and_says_what_is_missing(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    engine = FakeAsyncOcr("unused", polls=0, fail_with="throttled past every retry of the document")
+    done = reprocess(
+        stack, uploaded["tenant"], uploaded["files"]["mixed-operations.pdf"], pipeline(stack, ocr=engine).run
+    )
+    version = done["version"]
+    assert version.processing_state is ProcessingState.INDEXED
+    assert version.ocr_state is OcrState.FAILED and "throttled" in (version.ocr_detail or "")
+    assert version.pages_without_text == (2,)
+    assert any("OCR failed, so pages 2 have no text" in warning for warning in version.extraction_warnings)
+
+
+def test_without_any_ocr_engine_a_scan_fails_as_no_text_layer_naming_why(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    absent = UnavailableOcr("no OCR engine in this deployment: set one up")
+    done = reprocess(
+        stack, uploaded["tenant"], uploaded["files"]["scanned-remittance.pdf"], pipeline(stack, ocr=absent).run
+    )
+    version = done["version"]
+    assert version.processing_state is ProcessingState.FAILED
+    assert version.failure_reason is FailureReason.NO_TEXT_LAYER
+    assert "there is no text layer on any of its 2 pages" in (version.failure_detail or "")
+    assert "no OCR engine in this deployment" in (version.failure_detail or "")
+    mixed = reprocess(
+        stack, uploaded["tenant"], uploaded["files"]["mixed-operations.pdf"], pipeline(stack, ocr=absent).run
+    )
+    assert mixed["version"].processing_state is ProcessingState.INDEXED
+    assert mixed["version"].ocr_state is OcrState.UNAVAILABLE
+
+
+def test_an_image_is_transcribed_and_described_and_the_description_is_cited_as_one(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    file_id = uploaded["files"]["returns-dashboard.png"]
+    run = pipeline(stack, ocr=stack.container.ocr, vision=FakeVision()).run
+    version = reprocess(stack, uploaded["tenant"], file_id, run)["version"]
+    assert version.processing_state is ProcessingState.INDEXED
+    assert (version.vision_state, version.vision_model) == (VisionState.DESCRIBED, "fake-vision-model")
+    assert version.ocr_state is OcrState.RECOGNIZED
+    status, answer = stack.json(
+        "POST", "/v1/search", uploaded["token"], {"query": "which region has the highest margin", "limit": 5}
+    )
+    assert status == 200
+    kinds = {hit["citation"]["kind"] for hit in answer["hits"] if hit["citation"]["fileId"] == file_id}
+    assert kinds == {"transcription", "description"}
+    described = next(hit for hit in answer["hits"] if hit["citation"]["kind"] == "description")
+    assert "Kamchatka has the highest margin" in described["excerpt"] and described["citation"]["ocrConfidence"] is None
+    totals = stack.container.usage_ledger.totals(
+        uploaded["tenant"], frozenset({"docs"}), since=_epoch(), until=_future()
+    )
+    vision = [total for total in totals if total.step == "vision"]
+    assert len(vision) == 1 and (vision[0].images, vision[0].input_tokens, vision[0].output_tokens) == (1, 1200, 40)
+
+
+def test_a_refused_description_is_recorded_and_the_transcription_still_indexed(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    run = pipeline(stack, ocr=stack.container.ocr, vision=FakeVision(refuse="the image was filtered")).run
+    version = reprocess(stack, uploaded["tenant"], uploaded["files"]["returns-dashboard.png"], run)["version"]
+    assert version.processing_state is ProcessingState.INDEXED
+    assert (version.vision_state, version.vision_detail) == (VisionState.FAILED, "the image was filtered")
+    assert any("no description of the image" in warning for warning in version.extraction_warnings)
+
+
+def test_a_ledger_that_is_down_is_logged_and_the_document_is_still_stored(
+    stack: Stack, uploaded: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = FakeAsyncOcr("Text read while the ledger was down", polls=0)
+    run = pipeline(stack, ocr=engine, ledger=DownLedger()).run
+    version = reprocess(stack, uploaded["tenant"], uploaded["files"]["scanned-remittance.pdf"], run)["version"]
+    assert version.processing_state is ProcessingState.INDEXED and version.ocr_state is OcrState.RECOGNIZED
+    assert "usage not recorded" in caplog.text
+
+
+def _epoch() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def _future() -> Any:
+    from datetime import UTC, datetime, timedelta
+
+    return datetime.now(UTC) + timedelta(days=1)
+
+
+def test_the_recognize_step_hands_a_running_job_to_the_workflow_and_polls_it_when_given_back(
+    stack: Stack, uploaded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from functions.recognize import handler as recognize_step
+    from shared.local.http_api import LocalLambdaContext
+
+    tenant, file_id = uploaded["tenant"], uploaded["files"]["scanned-remittance.pdf"]
+    engine = FakeAsyncOcr("Polled by the state machine", polls=1)
+    steps = pipeline(stack, ocr=engine)
+    monkeypatch.setattr(recognize_step, "container", SimpleNamespace(pipeline=steps))
+    record = stack.container.file_metadata.get_file(tenant, uuid.UUID(file_id))
+    assert record is not None
+    attempt = stack.container.file_metadata.queue_rescan(tenant, record.current.version_id)
+    assert attempt is not None
+    request = ProcessVersion(
+        tenant_id=tenant, file_id=file_id, version_id=str(record.current.version_id), attempt=attempt
+    )
+    assert steps.inspect(request)["proceed"] and steps.extract(request)["recognize"]
+
+    event = request.step_input()
+    first = recognize_step.handler(event, LocalLambdaContext("recognize"))
+    # References only: the job's id and pages, never a word of the document.
+    assert first["proceed"] and first["ocrJob"]["job_id"] == "job-1" and first["ocrJob"]["pages"] == [1, 2]
+    assert "Polled by the state machine" not in str(first)
+    still_running = recognize_step.handler({**event, "ocrJob": first["ocrJob"]}, LocalLambdaContext("recognize"))
+    assert "ocrJob" in still_running and still_running["proceed"]
+    done = recognize_step.handler({**event, "ocrJob": first["ocrJob"]}, LocalLambdaContext("recognize"))
+    assert done["proceed"] and "ocrJob" not in done
+    found = stack.container.file_metadata.find_version(tenant, record.current.version_id)
+    assert found is not None and found[1].processing_state is ProcessingState.EXTRACTED
+    assert steps.index(request)["indexed"] is True
