@@ -400,6 +400,11 @@ class OcrProvider(CapabilityPort, Protocol):
         Raises RecognitionFailed when the job failed on the document."""
         ...
 
+    def discard(self, job: RecognitionJob) -> None:
+        """Nobody will collect `job` (its attempt was superseded, its file deleted): free what it holds,
+        such as a copy of pages staged for it. Never raises."""
+        ...
+
 
 class VisionProvider(CapabilityPort, Protocol):
     """Image → a labelled description (Bedrock Converse). Locally there is none: never fabricate one."""

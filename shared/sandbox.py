@@ -12,6 +12,8 @@ import faulthandler
 import multiprocessing
 import os
 import resource
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -20,6 +22,11 @@ from multiprocessing.connection import Connection
 @dataclass(frozen=True)
 class TimedOut:
     seconds: float
+
+
+@dataclass(frozen=True)
+class AnswerTooLarge:
+    limit_bytes: int
 
 
 @dataclass(frozen=True)
@@ -36,25 +43,44 @@ def run_in_child(
     timeout_seconds: float,
     memory_limit_bytes: int | None,
     answer_too_large: bytes = b"",
-) -> bytes | TimedOut | Died:
+    max_answer_bytes: int = 1024 * 1024 * 1024,
+) -> bytes | TimedOut | Died | AnswerTooLarge:
     """`work()`'s answer, or how the child failed to give one. `work` must catch its own exceptions and
     answer with what they mean; one that escapes is a death. `answer_too_large` is sent instead of an
-    answer the child has no memory left to send."""
+    answer the child has no memory left to send. The wall clock covers the answer too: a child that
+    starts answering and then trickles is as late as one that never answers."""
     # fork: the child shares the parent's imported modules and the input without copying them.
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(work, memory_limit_bytes, answer_too_large, sender), daemon=True)
+    deadline = time.monotonic() + timeout_seconds
     child.start()
     sender.close()
     try:
-        if receiver.poll(timeout_seconds):
+        if not receiver.poll(timeout_seconds):
+            return TimedOut(timeout_seconds)
+        received: list[bytes | BaseException] = []
+
+        def receive() -> None:
             try:
-                return receiver.recv_bytes()
-            except EOFError:
-                pass  # the child died before it could answer
-            child.join(timeout=10)
-            return Died(child.exitcode)
-        return TimedOut(timeout_seconds)
+                received.append(receiver.recv_bytes(max_answer_bytes))
+            except (EOFError, OSError) as error:  # died mid-answer, or the answer is over the limit
+                received.append(error)
+
+        reader = threading.Thread(target=receive, name="sandbox-answer", daemon=True)
+        reader.start()
+        reader.join(max(deadline - time.monotonic(), 0.0))
+        if reader.is_alive():
+            child.kill()  # its end of the pipe closes, so the reader stops
+            reader.join(timeout=10)
+            return TimedOut(timeout_seconds)
+        answer = received[0] if received else EOFError()
+        if isinstance(answer, bytes):
+            return answer
+        if isinstance(answer, OSError):
+            return AnswerTooLarge(max_answer_bytes)
+        child.join(timeout=10)
+        return Died(child.exitcode)
     finally:
         receiver.close()
         if child.is_alive():

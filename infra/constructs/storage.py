@@ -6,6 +6,9 @@ from constructs import Construct
 
 from infra.environments import EnvironmentSettings
 
+# Where the Textract adapter stages copies of the pages a job reads (its `staging_prefix`).
+OCR_STAGING_PREFIX = "ocr-staging/"
+
 
 class Storage(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, settings: EnvironmentSettings) -> None:
@@ -47,7 +50,14 @@ class Storage(Construct):
                 s3.LifecycleRule(
                     abort_incomplete_multipart_upload_after=cdk.Duration.days(1),
                     noncurrent_version_expiration=cdk.Duration.days(settings.noncurrent_version_retention_days),
-                )
+                ),
+                # Copies of the pages a Textract job reads: removed when the job is collected or abandoned,
+                # and by this rule within a day whatever happened to the job.
+                s3.LifecycleRule(
+                    prefix=OCR_STAGING_PREFIX,
+                    expiration=cdk.Duration.days(1),
+                    noncurrent_version_expiration=cdk.Duration.days(1),
+                ),
             ],
             removal_policy=removal,
             auto_delete_objects=not settings.retain_data,

@@ -15,6 +15,9 @@ LOW_CONFIDENCE_THRESHOLD = 0.7
 # A line recognised with less confidence than this is not kept as text (it would be searched and cited
 # as if it said something); it still counts, at its confidence, in the page's confidence.
 MIN_LINE_CONFIDENCE = 0.5
+# Pages OCR reads per document; more are left unread and the document says which (Textract's own
+# asynchronous limit is 3,000 pages; the local engine reads about one page a second).
+MAX_OCR_PAGES = 500
 
 
 class BoundingBox(BaseModel):

@@ -6,10 +6,13 @@ upright, laid out, and the blocks' boxes turned back: a citation points at the p
 
 OCR detects a table row as several lines side by side (a wide gap ends a detection), so lines at the same
 height are joined into one row whose pieces are the cells: that is the evidence the table rule reads.
+Lines side by side that are not short like cells are columns of text: a band of them is read down the
+left column, then down the right, never across.
 """
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 from shared.domain.document import (
     Block,
@@ -39,13 +42,15 @@ OCR_LAYOUT = LayoutRules(size_tolerance_ratio=1.0, heading_ratio=1.3, heading_mu
 _SIZE_STEP = 1.08
 # Two lines are one row when they overlap vertically by at least this much of the shorter one.
 _SAME_ROW_OVERLAP = 0.5
+# Side by side, a piece longer than this is a line of a text column, not a table cell.
+_MAX_CELL_CHARACTERS = 40
 
 
 def recognized_blocks(page: RecognizedPage) -> list[Block]:
     """The page's blocks in reading order, each with its box on the displayed page and its confidence."""
     turn = page.rotation_degrees % 360
-    upright = [line.model_copy(update={"box": turned(line.box, turn)}) for line in page.lines]
-    blocks = layout_blocks(_rows(page.page, upright), OCR_LAYOUT)
+    upright = [_turned_line(line, turn) for line in page.lines]
+    blocks = layout_blocks([_text_line(page.page, row) for row in _reading_order(upright)], OCR_LAYOUT)
     tables = [(turned(table.box, turn), table) for table in page.tables]
     merged: list[Block] = []
     for block in blocks:
@@ -73,14 +78,52 @@ def turned(box: BoundingBox, degrees: int) -> BoundingBox:
     return BoundingBox(left=min(xs), top=min(ys), width=max(xs) - min(xs), height=max(ys) - min(ys))
 
 
-def _rows(page: int, lines: Sequence[RecognizedLine]) -> list[TextLine]:
+def _turned_line(line: RecognizedLine, degrees: int) -> RecognizedLine:
+    if not degrees:
+        return line
+    segments = tuple(segment.model_copy(update={"box": turned(segment.box, degrees)}) for segment in line.segments)
+    return line.model_copy(update={"box": turned(line.box, degrees), "segments": segments})
+
+
+def _reading_order(lines: Sequence[RecognizedLine]) -> list[list[RecognizedLine]]:
+    """Upright lines → rows in reading order: table rows joined, columns of text read one after the other."""
     rows: list[list[RecognizedLine]] = []
     for line in sorted(lines, key=lambda candidate: (candidate.box.top, candidate.box.left)):
         if rows and _same_row(rows[-1], line):
             rows[-1].append(line)
         else:
             rows.append([line])
-    return [_text_line(page, sorted(row, key=lambda member: member.box.left)) for row in rows]
+    rows = [sorted(row, key=lambda member: member.box.left) for row in rows]
+    columned = [row for row in rows if len(row) > 1 and not all(_cell_like(piece) for piece in row)]
+    if not columned:
+        return rows
+    gutter = sorted(_widest_gap_middle(row) for row in columned)[len(columned) // 2]
+    ordered: list[list[RecognizedLine]] = []
+    left: list[RecognizedLine] = []
+    right: list[RecognizedLine] = []
+    for row in rows:
+        joined = len(row) > 1 and row not in columned
+        crossing = [piece for piece in row if piece.box.left < gutter < piece.box.right]
+        if crossing or (joined and row[0].box.left < gutter < row[-1].box.right):
+            # Something spans the gutter (a title, a table): the band of columns above it ends here.
+            ordered.extend([[piece] for piece in left] + [[piece] for piece in right])
+            left, right = [], []
+            ordered.append(row)
+            continue
+        for piece in row:
+            (left if piece.box.right <= gutter else right).append(piece)
+    ordered.extend([[piece] for piece in left] + [[piece] for piece in right])
+    return ordered
+
+
+def _cell_like(line: RecognizedLine) -> bool:
+    return len(line.text) <= _MAX_CELL_CHARACTERS
+
+
+def _widest_gap_middle(row: list[RecognizedLine]) -> float:
+    gaps = [(following.box.left - piece.box.right, piece, following) for piece, following in pairwise(row)]
+    _, piece, following = max(gaps, key=lambda gap: gap[0])
+    return (piece.box.right + following.box.left) / 2
 
 
 def _same_row(row: list[RecognizedLine], line: RecognizedLine) -> bool:
@@ -138,12 +181,13 @@ def with_recognition(
     description: ImageDescription | None,
     notes: Sequence[str],
 ) -> ExtractedDocument:
-    """`document` with what OCR read on `read_pages` (replacing any text-layer blocks there) and an image's
-    description, in page order, bounded by the same limits as any extraction. `notes` are warnings the
-    caller adds (OCR or vision unavailable or failed)."""
-    replaced = set(read_pages) if result is not None else set()
+    """`document` with what OCR read on `read_pages` and an image's description, in page order, bounded by
+    the same limits as any extraction. A page's text layer gives way only to OCR text for that page: a page
+    OCR returned blank, or not at all, keeps what it had. `notes` are warnings the caller adds (OCR or
+    vision unavailable or failed)."""
     recognized = {page.page: page for page in (result.pages if result is not None else ())}
-    kept = [block for block in document.blocks if block.location.page not in replaced]
+    with_text = {number for number, page in recognized.items() if page.lines or page.tables}
+    kept = [block for block in document.blocks if block.location.page not in with_text]
     for page in recognized.values():
         kept.extend(recognized_blocks(page))
     if description is not None:
@@ -154,12 +198,14 @@ def with_recognition(
     for block in ordered:
         if not collector.add(block.model_copy(update={"heading_path": ()})):
             break
-    with_text = {page for page, seen in recognized.items() if seen.lines or seen.tables}
     still_without = tuple(page for page in document.pages_without_text if page not in with_text)
     warnings = [warning for warning in document.warnings if not warning.startswith(NO_TEXT_LAYER_WARNING_PREFIX)]
     if still_without:
         warnings.append(f"{len(still_without)} pages have no text: {_listed(still_without)}")
     warnings.extend(_recognition_warnings(result))
+    missing = tuple(page for page in read_pages if page not in recognized) if result is not None else ()
+    if missing:
+        warnings.append(f"OCR returned nothing for pages {_listed(missing)}")
     warnings.extend(notes)
     merged = collector.document(
         document.media_type,
@@ -167,14 +213,12 @@ def with_recognition(
         pages_without_text=still_without,
         warnings=tuple(warnings),
     )
+    # Cut by the extraction before OCR, or by the limits now: either way the document is not whole.
+    merged = merged.model_copy(update={"truncated": merged.truncated or document.truncated})
     if result is None:
         return merged
     return merged.model_copy(
-        update={
-            "recognized_pages": tuple(sorted(recognized)),
-            "confidence": round(result.confidence, 4),
-            "truncated": merged.truncated or document.truncated,
-        }
+        update={"recognized_pages": tuple(sorted(recognized)), "confidence": round(result.confidence, 4)}
     )
 
 

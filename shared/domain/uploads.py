@@ -133,14 +133,17 @@ def parse_storage_key(key: str) -> StorageKeyParts | None:
 DERIVED_PREFIX = "derived/"
 
 
-def document_key(tenant_id: str, file_id: UUID, version_id: UUID, attempt: int) -> str:
+def document_key(tenant_id: str, file_id: UUID, version_id: UUID, attempt: int, *, text_layer: bool = False) -> str:
     """Where one attempt's extracted document lives: derived, beside (never in place of) the original;
-    per attempt, so a superseded attempt can never overwrite the document of the one that won."""
-    return f"{DERIVED_PREFIX}{storage_key(tenant_id, file_id, version_id)}/document-{attempt}.json"
+    per attempt, so a superseded attempt can never overwrite the document of the one that won. While OCR
+    reads the pages without text, the text layer it starts from has a key of its own: a retried OCR step
+    merges from it again, never from its own half-finished result."""
+    suffix = "-text-layer" if text_layer else ""
+    return f"{DERIVED_PREFIX}{storage_key(tenant_id, file_id, version_id)}/document-{attempt}{suffix}.json"
 
 
 def parse_document_key(key: str) -> StorageKeyParts | None:
     if not key.startswith(DERIVED_PREFIX):
         return None
     original, _, name = key[len(DERIVED_PREFIX) :].rpartition("/")
-    return parse_storage_key(original) if re.fullmatch(r"document-\d+\.json", name) else None
+    return parse_storage_key(original) if re.fullmatch(r"document-\d+(-text-layer)?\.json", name) else None

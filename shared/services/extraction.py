@@ -14,7 +14,7 @@ from shared.domain.document import ExtractionFailure, ExtractionLimits, Extracti
 from shared.domain.files import FailureReason
 from shared.observability import logger
 from shared.ports import DocumentParser
-from shared.sandbox import Died, TimedOut, run_in_child
+from shared.sandbox import AnswerTooLarge, Died, TimedOut, run_in_child
 
 _OUTCOME: TypeAdapter[ExtractionOutcome] = TypeAdapter(ExtractionOutcome)
 
@@ -70,6 +70,8 @@ class Extractor:
             )
         if isinstance(answer, Died):
             return _died(answer.exitcode)
+        if isinstance(answer, AnswerTooLarge):
+            return ExtractionFailure(reason=FailureReason.TOO_LARGE, detail="the extracted document is too large")
         try:
             # Validated: never trust the shape of what a process that parsed hostile input sends back.
             return _OUTCOME.validate_json(answer)

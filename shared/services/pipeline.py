@@ -88,7 +88,7 @@ class IngestionPipeline:
         version = self._version(request)
         if version is None or version.state is not VersionState.STORED:
             # Deleted or never stored since it was queued: nothing to process, and nothing wrong.
-            return {**_reference(request), "proceed": False, "why": "the version is not stored"}
+            return {**request.step_input(), "proceed": False, "why": "the version is not stored"}
         # Claimed for this attempt only: a superseded attempt, or a version already processed, stops here.
         started = self._metadata.move_processing(
             request.tenant_id,
@@ -98,16 +98,16 @@ class IngestionPipeline:
             expected=[ProcessingState.QUEUED],
         )
         if not started:
-            return {**_reference(request), "proceed": False, "why": f"processing is {version.processing_state.value}"}
-        return {**_reference(request), "proceed": True, "mediaType": version.media_type, "byteSize": version.byte_size}
+            return {**request.step_input(), "proceed": False, "why": f"processing is {version.processing_state.value}"}
+        return {**request.step_input(), "proceed": True, "mediaType": version.media_type, "byteSize": version.byte_size}
 
     def extract(self, request: ProcessVersion) -> dict[str, Any]:
         version = self._version(request)
         if version is None or version.state is not VersionState.STORED:
-            return {**_reference(request), "proceed": False, "why": "the version is not stored"}
+            return {**request.step_input(), "proceed": False, "why": "the version is not stored"}
         if version.processing_state is not ProcessingState.EXTRACTING or version.processing_attempt != request.attempt:
             # Not claimed by this attempt (inspect did not run, or another attempt superseded it).
-            return {**_reference(request), "proceed": False, "why": "this attempt does not hold the version"}
+            return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
         if not self._extractor.supports(version.media_type):
             return self._fail(
                 request, version, FailureReason.UNSUPPORTED_TYPE, f"{version.media_type} is not extracted"
@@ -142,7 +142,7 @@ class IngestionPipeline:
         """OCR the pages without text (and describe an image): the result at once, or the job to collect."""
         version = self._recognizing(request)
         if version is None:
-            return {**_reference(request), "proceed": False, "why": "this attempt does not hold the version"}
+            return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
         document = self.read_document(version)
         plan = recognition_plan(version.media_type, document, every_page=request.rescan)
         if not plan.ocr_pages or not self._ocr.capability().available:
@@ -158,22 +158,24 @@ class IngestionPipeline:
         )
         try:
             progress = self._ocr.start(source)
-        except RecognitionFailed as failure:
-            return self._finish_recognition(request, version, document, plan, ocr=failure)
+        except (RecognitionFailed, CapabilityUnavailable) as refusal:
+            return self._finish_recognition(request, version, document, plan, ocr=refusal)
         if isinstance(progress, RecognitionJob):
-            return {**_reference(request), "proceed": True, "ocrJob": progress.model_dump(mode="json")}
+            return {**request.step_input(), "proceed": True, "ocrJob": progress.model_dump(mode="json")}
         return self._finish_recognition(request, version, document, plan, ocr=progress)
 
     def collect_recognition(self, request: ProcessVersion, job: RecognitionJob) -> dict[str, Any]:
         """One poll of a running OCR job (the workflow waits between polls; nothing sleeps on a job)."""
         version = self._recognizing(request)
         if version is None:
-            return {**_reference(request), "proceed": False, "why": "this attempt does not hold the version"}
+            # Superseded, deleted or already done: nobody will collect this job, so let the engine free it.
+            self._ocr.discard(job)
+            return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
         try:
             result = self._ocr.collect(job)
-        except RecognitionFailed as failure:
+        except (RecognitionFailed, CapabilityUnavailable) as refusal:
             result = None
-            outcome: RecognitionResult | RecognitionFailed = failure
+            outcome: RecognitionResult | RecognitionFailed | CapabilityUnavailable = refusal
         else:
             if result is None:
                 # Still running: say so on the record, so the sweep does not take a long job for a dead one.
@@ -184,7 +186,7 @@ class IngestionPipeline:
                     to=ProcessingState.RECOGNIZING,
                     expected=[ProcessingState.RECOGNIZING],
                 )
-                return {**_reference(request), "proceed": True, "ocrJob": job.model_dump(mode="json")}
+                return {**request.step_input(), "proceed": True, "ocrJob": job.model_dump(mode="json")}
             outcome = result
         document = self.read_document(version)
         plan = recognition_plan(version.media_type, document, every_page=request.rescan)
@@ -197,7 +199,7 @@ class IngestionPipeline:
         document: ExtractedDocument,
         plan: RecognitionPlan,
         *,
-        ocr: RecognitionResult | RecognitionFailed | None,
+        ocr: RecognitionResult | RecognitionFailed | CapabilityUnavailable | None,
     ) -> dict[str, Any]:
         """Merge what OCR read (and the image's description) into the text layer, and store the document:
         usage is recorded first (a priced call happened whatever follows), then the document, then the row."""
@@ -215,7 +217,8 @@ class IngestionPipeline:
             notes.append(f"OCR failed, so pages {_listed(plan.ocr_pages)} have no text: {ocr.detail}")
             recognition = Recognition(ocr_state=OcrState.FAILED, ocr_engine=self._engine(), ocr_detail=ocr.detail)
         elif plan.ocr_pages:
-            reason = self._ocr.capability().reason or "no OCR engine is configured"
+            reason = ocr.reason if isinstance(ocr, CapabilityUnavailable) else self._ocr.capability().reason
+            reason = reason or "no OCR engine is configured"
             notes.append(f"pages {_listed(plan.ocr_pages)} have no text layer and OCR is unavailable here: {reason}")
             recognition = Recognition(ocr_state=OcrState.UNAVAILABLE, ocr_detail=reason)
         if plan.unread_pages:
@@ -255,6 +258,12 @@ class IngestionPipeline:
             return None, Recognition(vision_state=VisionState.FAILED, vision_detail=failure.detail)
         except CapabilityUnavailable as error:
             return None, Recognition(vision_state=VisionState.UNAVAILABLE, vision_detail=error.reason)
+        except Exception as error:
+            # The adapter has retried already. A description enriches an image that OCR has read; it is
+            # not worth leaving the whole version unprocessed for: recorded as failed, a rescan tries again.
+            logger.exception("the vision model did not answer")
+            detail = f"the vision model did not answer ({type(error).__name__}); scan the file again to retry"
+            return None, Recognition(vision_state=VisionState.FAILED, vision_detail=detail)
         self._record_step_usage(request, version, UsageStep.VISION, description.usage)
         return description, Recognition(vision_state=VisionState.DESCRIBED, vision_model=description.model_id)
 
@@ -311,7 +320,13 @@ class IngestionPipeline:
         recognition: Recognition | None = None,
         awaiting_recognition: bool = False,
     ) -> dict[str, Any]:
-        key = document_key(request.tenant_id, UUID(request.file_id), version.version_id, request.attempt)
+        key = document_key(
+            request.tenant_id,
+            UUID(request.file_id),
+            version.version_id,
+            request.attempt,
+            text_layer=awaiting_recognition,
+        )
         # The document first, then the row that points at it: a crash between leaves an unreferenced
         # derived object that the next run overwrites, never a row pointing at nothing.
         self._content.put(key, document.model_dump_json().encode(), content_type="application/json")
@@ -331,11 +346,27 @@ class IngestionPipeline:
             attempt=request.attempt,
             awaiting_recognition=awaiting_recognition,
         ):
-            # Deleted, or superseded, while it was being extracted: the document belongs to nobody.
-            self._content.delete_all_versions(key)
-            return {**_reference(request), "proceed": False, "why": "the version changed while it was extracted"}
+            # Deleted or superseded while it was extracted: the document belongs to nobody, unless this was
+            # a second delivery of a step whose first delivery already recorded this very key.
+            now = self._version(request)
+            if now is None or now.document_key != key:
+                self._content.delete_all_versions(key)
+            return {**request.step_input(), "proceed": False, "why": "the version changed while it was extracted"}
+        text_layer = document_key(
+            request.tenant_id, UUID(request.file_id), version.version_id, request.attempt, text_layer=True
+        )
+        if key != text_layer and version.document_key == text_layer:
+            # The text layer OCR started from, now merged into the document: nothing points at it any more.
+            self._forget(text_layer)
         logger.info("extracted", extra={"blocks": len(document.blocks), "pages": document.page_count})
-        return {**_reference(request), "proceed": True, "blocks": len(document.blocks)}
+        return {**request.step_input(), "proceed": True, "blocks": len(document.blocks)}
+
+    def _forget(self, key: str) -> None:
+        try:
+            self._content.delete_all_versions(key)
+        except Exception:
+            # Reconciliation reports it as a derived object no row points at; nothing depends on it.
+            logger.exception("an intermediate document was not removed")
 
     def _fail(
         self, request: ProcessVersion, version: FileVersionRecord, reason: FailureReason, detail: str
@@ -344,12 +375,12 @@ class IngestionPipeline:
             request.tenant_id, version.version_id, reason=reason, detail=detail, attempt=request.attempt
         )
         logger.info("extraction failed", extra={"reason": reason.value})
-        return {**_reference(request), "proceed": False, "failure": reason.value}
+        return {**request.step_input(), "proceed": False, "failure": reason.value}
 
     def index(self, request: ProcessVersion) -> dict[str, Any]:
         found = self._found(request)
         if found is None or found[1].state is not VersionState.STORED:
-            return {**_reference(request), "proceed": False, "why": "the version is not stored"}
+            return {**request.step_input(), "proceed": False, "why": "the version is not stored"}
         file, version = found
         if not self._metadata.move_processing(
             request.tenant_id,
@@ -358,14 +389,14 @@ class IngestionPipeline:
             to=ProcessingState.INDEXING,
             expected=[ProcessingState.EXTRACTED],
         ):
-            return {**_reference(request), "proceed": False, "why": "this attempt does not hold the version"}
+            return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
         try:
             written = self.reindex(file, version, attempt=request.attempt).written
         except UnindexableDocument as error:
             return self._fail(request, version, FailureReason.MALFORMED, f"it could not be indexed: {error}")
         if written is not IndexWrite.STORED:
-            return {**_reference(request), "proceed": False, "why": f"the chunks were not written ({written.value})"}
-        return {**_reference(request), "proceed": True, "indexed": True}
+            return {**request.step_input(), "proceed": False, "why": f"the chunks were not written ({written.value})"}
+        return {**request.step_input(), "proceed": True, "indexed": True}
 
     def reindex(self, file: FileRecord, version: FileVersionRecord, *, attempt: int | None) -> IndexOutcome:
         """Index one extracted version from its stored document (the pipeline's step, and re-indexing)."""
@@ -410,7 +441,9 @@ class IngestionPipeline:
 
 
 def _nothing_read(
-    document: ExtractedDocument, ocr: RecognitionResult | RecognitionFailed | None, recognition: Recognition
+    document: ExtractedDocument,
+    ocr: RecognitionResult | RecognitionFailed | CapabilityUnavailable | None,
+    recognition: Recognition,
 ) -> tuple[FailureReason, str]:
     """Why a document that needed OCR ended with no text at all: never an empty success."""
     pages = document.page_count or 1
@@ -426,7 +459,3 @@ def _nothing_read(
 def _listed(pages: tuple[int, ...]) -> str:
     shown = ", ".join(str(page) for page in pages[:20])
     return shown + (f" and {len(pages) - 20} more" if len(pages) > 20 else "")
-
-
-def _reference(request: ProcessVersion) -> dict[str, Any]:
-    return {"tenantId": request.tenant_id, "fileId": request.file_id, "versionId": request.version_id}

@@ -10,12 +10,10 @@ description is its own kind of block, never mixed with what OCR transcribed.
 from dataclasses import dataclass
 
 from shared.domain.document import ExtractedDocument
+from shared.domain.recognition import MAX_OCR_PAGES
 from shared.domain.uploads import ACCEPTED_TYPES
 
 IMAGE_TYPES = frozenset(accepted.media_type for accepted in ACCEPTED_TYPES if accepted.media_type.startswith("image/"))
-# Pages OCR reads per document; more are left unread and the document says which (Textract's own
-# asynchronous limit is 3,000 pages; the local engine reads about one page a second).
-MAX_OCR_PAGES = 500
 
 
 @dataclass(frozen=True)

@@ -123,13 +123,16 @@ def test_the_step_functions_tasks_take_and_return_references_only(stack: Stack) 
         # Already extracted by the local runner: inspect says so and does not proceed.
         inspected = inspect_step.handler(event, LocalLambdaContext())
         assert inspected["proceed"] is False
-        assert set(inspected) <= {"tenantId", "fileId", "versionId", "proceed", "why", "mediaType", "byteSize"}
+        references = {"tenantId", "fileId", "versionId", "attempt", "rescan"}
+        assert set(inspected) <= references | {"proceed", "why", "mediaType", "byteSize"}
         deleted = {**event, "versionId": str(uuid.uuid4())}
         assert extract_step.handler(deleted, LocalLambdaContext())["proceed"] is False
         # Already indexed: a repeated index task changes nothing and says why, in references only.
         indexed = index_step.handler(event, LocalLambdaContext())
         assert indexed["proceed"] is False
-        assert set(indexed) <= {"tenantId", "fileId", "versionId", "proceed", "why", "indexed", "failure"}
+        assert set(indexed) <= references | {"proceed", "why", "indexed", "failure"}
+        # Each output is the next step's input as it stands: the attempt travels with it.
+        assert indexed["attempt"] == event["attempt"]
     finally:
         for module, original in zip(with_container, originals, strict=True):
             module.container = original

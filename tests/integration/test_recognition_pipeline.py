@@ -48,6 +48,7 @@ class FakeAsyncOcr:
         self._text, self._polls, self._fail_with = text, polls, fail_with
         self.sources: list[OcrSource] = []
         self.collected = 0
+        self.discarded: list[str] = []
 
     def capability(self) -> CapabilityStatus:
         return CapabilityStatus.ready("fake-async-ocr")
@@ -55,6 +56,9 @@ class FakeAsyncOcr:
     def start(self, source: OcrSource) -> RecognitionJob:
         self.sources.append(source)
         return RecognitionJob(engine="fake-async-ocr", job_id="job-1", analysis=True, pages=source.pages or ())
+
+    def discard(self, job: RecognitionJob) -> None:
+        self.discarded.append(job.job_id)
 
     def collect(self, job: RecognitionJob) -> RecognitionResult | None:
         self.collected += 1
@@ -309,10 +313,127 @@ def test_the_recognize_step_hands_a_running_job_to_the_workflow_and_polls_it_whe
     # References only: the job's id and pages, never a word of the document.
     assert first["proceed"] and first["ocrJob"]["job_id"] == "job-1" and first["ocrJob"]["pages"] == [1, 2]
     assert "Polled by the state machine" not in str(first)
-    still_running = recognize_step.handler({**event, "ocrJob": first["ocrJob"]}, LocalLambdaContext("recognize"))
+    # Each output is the next input as it stands (the state machine passes it on): attempt and all.
+    assert first["attempt"] == attempt
+    still_running = recognize_step.handler(first, LocalLambdaContext("recognize"))
     assert "ocrJob" in still_running and still_running["proceed"]
-    done = recognize_step.handler({**event, "ocrJob": first["ocrJob"]}, LocalLambdaContext("recognize"))
+    done = recognize_step.handler(still_running, LocalLambdaContext("recognize"))
     assert done["proceed"] and "ocrJob" not in done
     found = stack.container.file_metadata.find_version(tenant, record.current.version_id)
     assert found is not None and found[1].processing_state is ProcessingState.EXTRACTED
     assert steps.index(request)["indexed"] is True
+
+
+class FlakyMetadata:
+    """The real metadata store, except that the first final record of an extraction fails as if the
+    database went away after the document was written: the step is then delivered again."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.failed = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def record_extraction(self, *args: Any, awaiting_recognition: bool = False, **kwargs: Any) -> bool:
+        if not awaiting_recognition and not self.failed:
+            self.failed += 1
+            raise ConnectionError("the database went away after the document was written")
+        return bool(self._inner.record_extraction(*args, awaiting_recognition=awaiting_recognition, **kwargs))
+
+
+def test_a_recognize_step_delivered_again_after_a_crash_merges_once_and_keeps_its_flags(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    tenant, file_id = uploaded["tenant"], uploaded["files"]["mixed-operations.pdf"]
+    container = stack.container
+    flaky = FlakyMetadata(container.file_metadata)
+    engine = FakeAsyncOcr("Scanned minutes", polls=0)
+    steps = IngestionPipeline(
+        flaky,  # type: ignore[arg-type]
+        container.content,
+        container.extractor,
+        container.indexer,
+        Recognizers(ocr=engine, vision=UnavailableVision("none"), ledger=container.usage_ledger),
+        sleep=lambda seconds: None,
+    )
+    record = container.file_metadata.get_file(tenant, uuid.UUID(file_id))
+    assert record is not None
+    attempt = container.file_metadata.queue_rescan(tenant, record.current.version_id)
+    assert attempt is not None
+    request = ProcessVersion(
+        tenant_id=tenant, file_id=file_id, version_id=str(record.current.version_id), attempt=attempt
+    )
+    assert steps.inspect(request)["proceed"] and steps.extract(request)["recognize"]
+    job = RecognitionJob.model_validate(steps.recognize(request)["ocrJob"])
+    with pytest.raises(ConnectionError):
+        steps.collect_recognition(request, job)
+    # Step Functions delivers the poll again: the merge starts from the text layer, not from itself.
+    done = steps.collect_recognition(request, job)
+    assert done["proceed"] and done["attempt"] == attempt
+    found = container.file_metadata.find_version(tenant, record.current.version_id)
+    assert found is not None
+    version = found[1]
+    assert version.processing_state is ProcessingState.EXTRACTED
+    assert (version.ocr_state, version.recognized_pages) == (OcrState.RECOGNIZED, (2,))
+    document = steps.read_document(version)
+    assert [block.text for block in document.blocks].count("Scanned minutes page 2") == 1
+    assert document.recognized_pages == (2,) and document.confidence == pytest.approx(0.91)
+    # The text layer it started from is gone; the row points at the merged document.
+    assert version.document_key is not None and not version.document_key.endswith("-text-layer.json")
+    assert container.content.head(version.document_key.replace(".json", "-text-layer.json")) is None
+    assert steps.index(request)["indexed"] is True
+
+
+def test_an_engine_refused_for_want_of_permission_is_recorded_as_unavailable(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    from shared.domain.errors import CapabilityUnavailable
+
+    class Forbidden(FakeAsyncOcr):
+        def start(self, source: OcrSource) -> RecognitionJob:
+            raise CapabilityUnavailable("ocr", "grant textract:StartDocumentAnalysis to the function's role")
+
+    done = reprocess(
+        stack, uploaded["tenant"], uploaded["files"]["scanned-remittance.pdf"], pipeline(stack, ocr=Forbidden("x")).run
+    )
+    version = done["version"]
+    assert version.processing_state is ProcessingState.FAILED
+    assert version.failure_reason is FailureReason.NO_TEXT_LAYER
+    assert "grant textract:StartDocumentAnalysis" in (version.failure_detail or "")
+
+
+def test_a_vision_model_that_never_answers_does_not_hold_up_the_transcription(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    class Silent(FakeVision):
+        def describe(self, image: bytes, media_type: str) -> ImageDescription:
+            raise TimeoutError("read timed out after every retry")
+
+    run = pipeline(stack, ocr=stack.container.ocr, vision=Silent()).run
+    version = reprocess(stack, uploaded["tenant"], uploaded["files"]["returns-dashboard.png"], run)["version"]
+    assert version.processing_state is ProcessingState.INDEXED and version.ocr_state is OcrState.RECOGNIZED
+    assert version.vision_state is VisionState.FAILED and "TimeoutError" in (version.vision_detail or "")
+
+
+def test_a_job_of_a_superseded_attempt_is_discarded_not_collected(stack: Stack, uploaded: dict[str, Any]) -> None:
+    # A file of its own: the sweep restarts a stalled version only a few times.
+    scan = scan_corpus.scanned_pdf()
+    tenant = uploaded["tenant"]
+    file_id = stack.upload(uploaded["token"], "another-scan.pdf", scan.media_type, scan.content)["fileId"]
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    engine = FakeAsyncOcr("Late result", polls=0)
+    steps = pipeline(stack, ocr=engine)
+    record = stack.container.file_metadata.get_file(tenant, uuid.UUID(file_id))
+    assert record is not None
+    attempt = stack.container.file_metadata.queue_rescan(tenant, record.current.version_id)
+    assert attempt is not None
+    old = ProcessVersion(tenant_id=tenant, file_id=file_id, version_id=str(record.current.version_id), attempt=attempt)
+    assert steps.inspect(old)["proceed"] and steps.extract(old)["recognize"]
+    job = RecognitionJob.model_validate(steps.recognize(old)["ocrJob"])
+    # The sweep starts a new attempt while the old job runs.
+    newer = stack.container.file_metadata.queue_processing(tenant, record.current.version_id, stale_before=_future())
+    assert newer == attempt + 1
+    late = steps.collect_recognition(old, job)
+    assert late["proceed"] is False and engine.collected == 0 and engine.discarded == ["job-1"]
+    steps.run(old.model_copy(update={"attempt": newer}))

@@ -192,6 +192,10 @@ def test_chunks_stored_without_vectors_are_reported_and_embedded_by_a_reindex(st
     status, batch = stack.json("POST", "/v1/reindex", token)
     assert status == 200
     assert (batch["reindexed"], batch["remaining"]) == (1, 0)
+    # Re-embedding is recorded as its own step, per model: it was done (and, on Bedrock, paid for) again.
+    usage = stack.json("GET", "/v1/usage", token)[1]
+    reembedded = [line for line in usage["lines"] if line["step"].startswith("reembed:")]
+    assert len(reembedded) == 1 and reembedded[0]["calls"] == 1 and reembedded[0]["inputTokens"] > 0
     assert stack.json("GET", "/v1/coverage", token)[1]["collections"][0]["lexicalOnly"] == 0
     again = search(stack, token, "why were buyers unable to complete their purchases", mode="semantic")
     assert again["hits"][0]["vectorScore"] is not None

@@ -10,11 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared.adapters.parsers.docx import DocxParser
+from shared.adapters.parsers.image import ImageParser
 from shared.adapters.parsers.pdf import PdfParser
 from shared.adapters.parsers.pptx import PptxParser
 from shared.adapters.parsers.xlsx import XlsxParser
 from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits
 from shared.domain.rendering import render_markdown
+from tests.unit.test_image_parser import picture
 from tests.unit.test_office_parsers import slides, word_document, workbook
 from tests.unit.test_pdf_parser import report_pdf
 
@@ -24,6 +26,8 @@ SEEDS = {
     "docx": (DocxParser(), word_document()),
     "xlsx": (XlsxParser(), workbook()),
     "pptx": (PptxParser(), slides()),
+    "png": (ImageParser(), picture("PNG")),
+    "tiff": (ImageParser(), picture("TIFF", frames=3)),
 }
 
 

@@ -222,3 +222,57 @@ def _citation_fields() -> dict[str, object]:
         "collection_id": "c",
         "retrieved_at": datetime.now(UTC),
     }
+
+
+def test_a_table_on_a_turned_page_is_still_a_table() -> None:
+    rows = [("Region", "Orders", "Margin"), ("Zanzibar", "1,204", "12.5%"), ("Patagonia", "2,918", "9.1%")]
+    rows.append(("Kamchatka", "611", "15.8%"))
+    upright = [
+        line(cell, 0.1 + 0.25 * column, 0.2 + 0.04 * index, width=0.1)
+        for index, row in enumerate(rows)
+        for column, cell in enumerate(row)
+    ]
+    for degrees in (90, 180, 270):
+        # As an engine reports a page scanned turned: boxes on the displayed page, and the turn it undid.
+        displayed = tuple(item.model_copy(update={"box": turned(item.box, (360 - degrees) % 360)}) for item in upright)
+        blocks = recognized_blocks(RecognizedPage(page=1, rotation_degrees=degrees, lines=displayed))
+        assert [block.kind for block in blocks] == [BlockKind.TABLE], degrees
+        assert blocks[0].table is not None and blocks[0].table.rows == tuple(rows)
+
+
+def test_two_columns_of_text_are_read_one_after_the_other_not_across() -> None:
+    left = ["The quick brown fox jumps over the lazy dog", "and keeps running until the river bank ends."]
+    right = ["Meanwhile the second column tells a story", "about a harbour committee and its dredging."]
+    lines = [line("Two column newsletter", 0.1, 0.05, width=0.5)]
+    for index, (first, second) in enumerate(zip(left, right, strict=True)):
+        lines.append(line(first, 0.05, 0.1 + 0.02 * index, width=0.4))
+        lines.append(line(second, 0.55, 0.1 + 0.02 * index, width=0.4))
+    text = " ".join(block.text for block in recognized_blocks(RecognizedPage(page=1, lines=tuple(lines))))
+    assert " ".join(left) in text and " ".join(right) in text
+    assert text.index(left[1]) < text.index(right[0])
+
+
+def test_a_rescan_keeps_the_text_layer_of_pages_ocr_did_not_return() -> None:
+    document = ExtractedDocument(
+        media_type="application/pdf",
+        blocks=tuple(
+            Block(kind=BlockKind.PARAGRAPH, text=f"Typed page {n}.", location=Location(page=n)) for n in (1, 2, 3)
+        ),
+        page_count=3,
+    )
+    # Page 2 missing from the result (Textract's PARTIAL_SUCCESS), page 3 read blank.
+    result = RecognitionResult(
+        engine="fake",
+        pages=(RecognizedPage(page=1, lines=(line("Read page one.", 0.1, 0.1),)), RecognizedPage(page=3, lines=())),
+        usage=USAGE,
+    )
+    merged = with_recognition(document, LIMITS, read_pages=(1, 2, 3), result=result, description=None, notes=())
+    assert [block.text for block in merged.blocks] == ["Read page one.", "Typed page 2.", "Typed page 3."]
+    assert "OCR returned nothing for pages 2" in merged.warnings
+
+
+def test_a_document_cut_by_extraction_stays_marked_cut_whatever_ocr_did() -> None:
+    cut = text_layer_document().model_copy(update={"truncated": True})
+    for result in (None, RecognitionResult(engine="fake", pages=(), usage=USAGE)):
+        merged = with_recognition(cut, LIMITS, read_pages=(2, 3), result=result, description=None, notes=("x",))
+        assert merged.truncated is True

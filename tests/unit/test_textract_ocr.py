@@ -979,3 +979,37 @@ def test_from_region_builds_its_clients_on_first_use_with_sdk_retries_off(monkey
     for client in built.values():
         assert client.meta.region_name == "eu-west-1"
         assert client.meta.config.retries["total_max_attempts"] == 1
+
+
+def test_a_next_token_that_repeats_is_not_followed_for_ever(aws: Aws) -> None:
+    blocks = Blocks()
+    blocks.page(1)
+    aws.textract_stub.add_response(
+        "get_document_analysis", job_response(blocks.blocks, pages=1, next_token="t-1"), get_call("job-1")
+    )
+    aws.textract_stub.add_response(
+        "get_document_analysis", job_response([], pages=1, next_token="t-1"), get_call("job-1", "t-1")
+    )
+    with pytest.raises(RecognitionFailed, match="NextToken twice"):
+        aws.ocr.collect(job(pages=(1,)))
+    aws.assert_all_called()
+
+
+def test_a_job_nobody_will_collect_has_its_staged_copy_removed(aws: Aws) -> None:
+    staged = "ocr-staging/abandoned.pdf"
+    aws.s3_stub.add_response(
+        "list_object_versions",
+        {"Versions": [{"Key": staged, "VersionId": "sv9"}], "IsTruncated": False},
+        {"Bucket": BUCKET, "Prefix": staged},
+    )
+    aws.s3_stub.add_response("delete_object", {}, {"Bucket": BUCKET, "Key": staged, "VersionId": "sv9"})
+    aws.ocr.discard(job(staged_key=staged))
+    aws.assert_all_called()
+    # A job on the original holds nothing: discarding it calls nothing.
+    aws.ocr.discard(job())
+    aws.assert_all_called()
+
+
+def test_discarding_never_raises_even_when_storage_refuses(aws: Aws) -> None:
+    aws.s3_stub.add_client_error("list_object_versions", "AccessDenied", http_status_code=403)
+    aws.ocr.discard(job(staged_key="ocr-staging/x.pdf"))  # logged; the lifecycle rule removes it within a day

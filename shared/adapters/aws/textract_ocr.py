@@ -88,6 +88,9 @@ SUPPORTED_MEDIA_TYPES = frozenset({PDF, PNG, JPEG, TIFF})
 SYNC_MAX_BYTES = 10 * 1024 * 1024
 # The most blocks one Get call returns; the rest follow NextToken.
 MAX_RESULTS = 1000
+# A collected job is at most this many Get calls (1,000 blocks each): Textract's 3,000-page limit at a few
+# hundred blocks a page fits well inside; a token that repeats, or an answer past this, is not followed.
+MAX_RESPONSES = 2000
 COLUMN_HEADER = "COLUMN_HEADER"
 
 BACKOFF_BASE_SECONDS = 0.5
@@ -246,6 +249,16 @@ class TextractOcr:
                 )
         return self._start_job(source)
 
+    def discard(self, job: RecognitionJob) -> None:
+        """Nobody will collect the job: remove its staged copy (the job itself expires at Textract)."""
+        if job.staged_key is None:
+            return
+        try:
+            self._delete_staged(job.staged_key)
+        except Exception:
+            # The staging prefix's lifecycle rule removes it within a day anyway.
+            _log.exception("could not remove the staged copy of job %s", job.job_id)
+
     def collect(self, job: RecognitionJob) -> RecognitionResult | None:
         responses = self._job_responses(job)
         if responses is None:
@@ -359,7 +372,13 @@ class TextractOcr:
             action, operation = "textract:GetDocumentTextDetection", textract.get_document_text_detection
         responses: list[dict[str, Any]] = []
         next_token: str | None = None
+        seen_tokens: set[str] = set()
         while True:
+            if len(responses) >= MAX_RESPONSES:
+                raise RecognitionFailed(
+                    f"Textract's answer ran past {MAX_RESPONSES} pages of results: split the document and upload"
+                    " the parts"
+                )
             parameters: dict[str, Any] = {"JobId": job.job_id, "MaxResults": MAX_RESULTS}
             if next_token is not None:
                 parameters["NextToken"] = next_token
@@ -384,6 +403,9 @@ class TextractOcr:
             next_token = response.get("NextToken")
             if not next_token:
                 return responses
+            if next_token in seen_tokens:
+                raise RecognitionFailed("Textract's answer repeated itself (the same NextToken twice): scan it again")
+            seen_tokens.add(next_token)
 
     def _delete_staged(self, key: str) -> None:
         """Remove every version of the staged copy (and delete markers), so no copied page stays behind."""

@@ -22,6 +22,7 @@ from typing import Any
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import RecognitionFailed
 from shared.domain.recognition import (
+    MAX_OCR_PAGES,
     MIN_LINE_CONFIDENCE,
     BoundingBox,
     RecognitionJob,
@@ -32,7 +33,7 @@ from shared.domain.recognition import (
 )
 from shared.domain.usage import Usage
 from shared.ports import OcrSource
-from shared.sandbox import Died, TimedOut, run_in_child
+from shared.sandbox import AnswerTooLarge, Died, TimedOut, run_in_child
 
 ENGINE = "rapidocr"
 PDF_TYPE = "application/pdf"
@@ -52,7 +53,7 @@ ORIENTATION_SAMPLE = 12
 
 @dataclass(frozen=True)
 class OcrLimits:
-    max_pages: int = 500
+    max_pages: int = MAX_OCR_PAGES
     seconds_per_page: float = 20.0
     min_timeout_seconds: float = 60.0
     memory_limit_bytes: int = 3 * 1024 * 1024 * 1024
@@ -94,6 +95,8 @@ class RapidOcr:
             raise RecognitionFailed(f"OCR took longer than {timeout:g} seconds")
         if isinstance(answer, Died):
             raise RecognitionFailed(f"the OCR engine crashed on this document (exit {answer.exitcode})")
+        if isinstance(answer, AnswerTooLarge):
+            raise RecognitionFailed("the recognised text is too large")
         decoded = json.loads(answer)
         if "failed" in decoded:
             raise RecognitionFailed(decoded["failed"])
@@ -101,6 +104,9 @@ class RapidOcr:
 
     def collect(self, job: RecognitionJob) -> RecognitionResult | None:
         raise ValueError(f"{ENGINE} finishes in `start`; job {job.job_id} is not one of its jobs")
+
+    def discard(self, job: RecognitionJob) -> None:
+        return None  # it never holds a job
 
 
 def _recognise_in_child(content: bytes, media_type: str, pages: Sequence[int] | None, max_pages: int) -> bytes:
@@ -190,6 +196,12 @@ def _image_pages(content: bytes, pages: Sequence[int] | None, max_pages: int) ->
             if number > max(wanted, default=0):
                 break
             if number in wanted:
+                frame_width, frame_height = frame.size
+                if frame_width * frame_height > MAX_IMAGE_PIXELS:  # each frame has a header of its own
+                    raise RecognitionFailed(
+                        f"page {number} is {frame_width}x{frame_height} pixels;"
+                        f" the limit is {MAX_IMAGE_PIXELS // 1_000_000} megapixels"
+                    )
                 # A phone photo's EXIF orientation is how it is displayed: boxes are on that view.
                 yield number, _bgr(ImageOps.exif_transpose(frame))
     except Image.DecompressionBombError as error:

@@ -64,6 +64,9 @@ class UnavailableOcr(_Unavailable):
     def collect(self, job: RecognitionJob) -> RecognitionResult | None:
         self._refuse()
 
+    def discard(self, job: RecognitionJob) -> None:
+        return None
+
 
 class UnavailableVision(_Unavailable):
     def __init__(self, reason: str) -> None:

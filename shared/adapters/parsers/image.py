@@ -6,9 +6,11 @@ thousands). Only the header is read here; the pixels are decoded by OCR, inside 
 """
 
 import io
+from typing import Any
 
 from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.files import FailureReason
+from shared.domain.recognition import MAX_OCR_PAGES
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff"})
 _FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/tiff": "TIFF"}
@@ -20,38 +22,51 @@ class ImageParser:
     media_types = IMAGE_TYPES
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
-        from PIL import Image, UnidentifiedImageError
+        from PIL import Image
 
         try:
             # Only the decoder of a format Quire accepts may open it: a file that sniffed as PNG is not
             # handed to whichever of Pillow's many decoders recognises it.
-            image = Image.open(io.BytesIO(content), formats=sorted(set(_FORMATS.values())))
+            with Image.open(io.BytesIO(content), formats=sorted(set(_FORMATS.values()))) as image:
+                return _inspected(image, limits)
         except Image.DecompressionBombError:
+            return _too_many_pixels()
+        except MemoryError:
+            raise
+        except Exception as error:
+            # A damaged header surfaces from Pillow's readers as almost any exception (OSError, but also
+            # TypeError, KeyError, struct.error): each one means the same thing here.
             return ExtractionFailure(
-                reason=FailureReason.TOO_LARGE,
-                detail=f"the image declares more pixels than the limit of {MAX_IMAGE_PIXELS:,}",
+                reason=FailureReason.MALFORMED, detail=f"the image could not be read ({type(error).__name__}: {error})"
             )
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
-            return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"the image could not be read: {error}")
-        with image:
-            media_type = next(kind for kind, name in _FORMATS.items() if name == image.format)
-            width, height = image.size
-            if width < 1 or height < 1:
-                return ExtractionFailure(reason=FailureReason.MALFORMED, detail="the image has no pixels")
-            if width * height > MAX_IMAGE_PIXELS:
-                return ExtractionFailure(
-                    reason=FailureReason.TOO_LARGE,
-                    detail=f"the image is {width}x{height} pixels; the limit is {MAX_IMAGE_PIXELS:,} pixels",
-                )
-            frames = int(getattr(image, "n_frames", 1))
-            if frames > limits.max_pages:
-                return ExtractionFailure(
-                    reason=FailureReason.TOO_MANY_PAGES,
-                    detail=f"the image has {frames} pages; the limit is {limits.max_pages}",
-                )
-        return ExtractedDocument(
-            media_type=media_type,
-            blocks=(),
-            page_count=frames,
-            pages_without_text=tuple(range(1, frames + 1)),
+
+
+def _inspected(image: Any, limits: ExtractionLimits) -> ExtractionOutcome:
+    """Its pages listed for OCR, or why it cannot be read, from the frames' headers alone."""
+    media_type = next(kind for kind, name in _FORMATS.items() if name == image.format)
+    frames = int(getattr(image, "n_frames", 1))
+    # An image's pages cannot be cut without re-encoding it: an engine reads all of them, so the OCR
+    # page limit bounds the frames too (Textract bills every page of a multi-page TIFF it reads).
+    most = min(limits.max_pages, MAX_OCR_PAGES)
+    if frames > most:
+        return ExtractionFailure(
+            reason=FailureReason.TOO_MANY_PAGES, detail=f"the image has {frames} pages; the limit is {most}"
         )
+    # Every frame's own header: a small first page says nothing about the second.
+    for frame in range(frames):
+        image.seek(frame)
+        width, height = image.size
+        if width < 1 or height < 1:
+            return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"page {frame + 1} has no pixels")
+        if width * height > MAX_IMAGE_PIXELS:
+            return _too_many_pixels(f"{width}x{height}")
+    return ExtractedDocument(
+        media_type=media_type, blocks=(), page_count=frames, pages_without_text=tuple(range(1, frames + 1))
+    )
+
+
+def _too_many_pixels(declared: str = "more") -> ExtractionFailure:
+    return ExtractionFailure(
+        reason=FailureReason.TOO_LARGE,
+        detail=f"the image declares {declared} pixels; the limit is {MAX_IMAGE_PIXELS:,} pixels",
+    )
