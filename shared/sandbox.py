@@ -43,7 +43,7 @@ def run_in_child(
     timeout_seconds: float,
     memory_limit_bytes: int | None,
     answer_too_large: bytes = b"",
-    max_answer_bytes: int = 1024 * 1024 * 1024,
+    max_answer_bytes: int = 256 * 1024 * 1024,
 ) -> bytes | TimedOut | Died | AnswerTooLarge:
     """`work()`'s answer, or how the child failed to give one. `work` must catch its own exceptions and
     answer with what they mean; one that escapes is a death. `answer_too_large` is sent instead of an
@@ -64,7 +64,7 @@ def run_in_child(
         def receive() -> None:
             try:
                 received.append(receiver.recv_bytes(max_answer_bytes))
-            except (EOFError, OSError) as error:  # died mid-answer, or the answer is over the limit
+            except (EOFError, OSError) as error:  # died before or while answering, or the answer is over the limit
                 received.append(error)
 
         reader = threading.Thread(target=receive, name="sandbox-answer", daemon=True)
@@ -77,7 +77,8 @@ def run_in_child(
         answer = received[0] if received else EOFError()
         if isinstance(answer, bytes):
             return answer
-        if isinstance(answer, OSError):
+        if isinstance(answer, OSError) and "bad message length" in str(answer):
+            # multiprocessing refuses a message whose header announces more than the limit.
             return AnswerTooLarge(max_answer_bytes)
         child.join(timeout=10)
         return Died(child.exitcode)

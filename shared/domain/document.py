@@ -108,6 +108,11 @@ class ExtractionFailure(BaseModel):
 ExtractionOutcome = ExtractedDocument | ExtractionFailure
 
 
+# The largest stored document (its JSON) anything reads back: far above what the extraction limits let a
+# document grow to (10 MiB of text in at most 100,000 blocks), and the bound on a parser's answer.
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+
 class ExtractionLimits(BaseModel):
     """Every dimension an attacker-controlled document can grow in (seeds/000 "Bounded in every dimension")."""
 

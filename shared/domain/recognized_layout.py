@@ -12,7 +12,6 @@ left column, then down the right, never across.
 
 import math
 from collections.abc import Sequence
-from itertools import pairwise
 
 from shared.domain.document import (
     Block,
@@ -42,8 +41,9 @@ OCR_LAYOUT = LayoutRules(size_tolerance_ratio=1.0, heading_ratio=1.3, heading_mu
 _SIZE_STEP = 1.08
 # Two lines are one row when they overlap vertically by at least this much of the shorter one.
 _SAME_ROW_OVERLAP = 0.5
-# Side by side, a piece longer than this is a line of a text column, not a table cell.
-_MAX_CELL_CHARACTERS = 40
+# A line of a text column is at least this long on both sides of the gutter (table cells are shorter:
+# the layout rules want a median cell of at most 24 characters).
+_MIN_COLUMN_LINE = 25
 
 
 def recognized_blocks(page: RecognizedPage) -> list[Block]:
@@ -86,7 +86,8 @@ def _turned_line(line: RecognizedLine, degrees: int) -> RecognizedLine:
 
 
 def _reading_order(lines: Sequence[RecognizedLine]) -> list[list[RecognizedLine]]:
-    """Upright lines → rows in reading order: table rows joined, columns of text read one after the other."""
+    """Upright lines → rows in reading order: side by side pieces stay one row (a table's cells), except in
+    a band of text columns, read down the left column and then down the right."""
     rows: list[list[RecognizedLine]] = []
     for line in sorted(lines, key=lambda candidate: (candidate.box.top, candidate.box.left)):
         if rows and _same_row(rows[-1], line):
@@ -94,36 +95,38 @@ def _reading_order(lines: Sequence[RecognizedLine]) -> list[list[RecognizedLine]
         else:
             rows.append([line])
     rows = [sorted(row, key=lambda member: member.box.left) for row in rows]
-    columned = [row for row in rows if len(row) > 1 and not all(_cell_like(piece) for piece in row)]
-    if not columned:
+    # Columns of text show as rows of exactly two long pieces (a table row has short cells, or more of
+    # them); one such row could be a coincidence, two agree on where the gutter is.
+    text_columns = [row for row in rows if len(row) == 2 and all(len(piece.text) >= _MIN_COLUMN_LINE for piece in row)]
+    if len(text_columns) < 2:
         return rows
-    gutter = sorted(_widest_gap_middle(row) for row in columned)[len(columned) // 2]
+    gutter = sorted(_gap_middle(row) for row in text_columns)[len(text_columns) // 2]
     ordered: list[list[RecognizedLine]] = []
-    left: list[RecognizedLine] = []
-    right: list[RecognizedLine] = []
+    left: list[list[RecognizedLine]] = []
+    right: list[list[RecognizedLine]] = []
     for row in rows:
-        joined = len(row) > 1 and row not in columned
-        crossing = [piece for piece in row if piece.box.left < gutter < piece.box.right]
-        if crossing or (joined and row[0].box.left < gutter < row[-1].box.right):
-            # Something spans the gutter (a title, a table): the band of columns above it ends here.
-            ordered.extend([[piece] for piece in left] + [[piece] for piece in right])
+        on_left = [piece for piece in row if piece.box.right <= gutter]
+        on_right = [piece for piece in row if piece.box.left >= gutter]
+        # A piece across the gutter, or a row of short cells on both sides (a table as wide as the page).
+        wide_table = len(row) > 2 and on_left and on_right and all(len(p.text) < _MIN_COLUMN_LINE for p in row)
+        spans = len(on_left) + len(on_right) < len(row) or wide_table
+        if spans:
+            # Across the gutter (a title, a full-width paragraph, a wide table): the band above ends here.
+            ordered.extend(left + right)
             left, right = [], []
             ordered.append(row)
             continue
-        for piece in row:
-            (left if piece.box.right <= gutter else right).append(piece)
-    ordered.extend([[piece] for piece in left] + [[piece] for piece in right])
+        if on_left:
+            left.append(on_left)
+        if on_right:
+            right.append(on_right)
+    ordered.extend(left + right)
     return ordered
 
 
-def _cell_like(line: RecognizedLine) -> bool:
-    return len(line.text) <= _MAX_CELL_CHARACTERS
-
-
-def _widest_gap_middle(row: list[RecognizedLine]) -> float:
-    gaps = [(following.box.left - piece.box.right, piece, following) for piece, following in pairwise(row)]
-    _, piece, following = max(gaps, key=lambda gap: gap[0])
-    return (piece.box.right + following.box.left) / 2
+def _gap_middle(row: list[RecognizedLine]) -> float:
+    first, second = row
+    return (first.box.right + second.box.left) / 2
 
 
 def _same_row(row: list[RecognizedLine], line: RecognizedLine) -> bool:

@@ -133,13 +133,18 @@ def parse_storage_key(key: str) -> StorageKeyParts | None:
 DERIVED_PREFIX = "derived/"
 
 
+def derived_prefix(original_key: str) -> str:
+    """Where everything derived from one original lives (its documents, attempt by attempt)."""
+    return f"{DERIVED_PREFIX}{original_key}/"
+
+
 def document_key(tenant_id: str, file_id: UUID, version_id: UUID, attempt: int, *, text_layer: bool = False) -> str:
     """Where one attempt's extracted document lives: derived, beside (never in place of) the original;
     per attempt, so a superseded attempt can never overwrite the document of the one that won. While OCR
     reads the pages without text, the text layer it starts from has a key of its own: a retried OCR step
     merges from it again, never from its own half-finished result."""
     suffix = "-text-layer" if text_layer else ""
-    return f"{DERIVED_PREFIX}{storage_key(tenant_id, file_id, version_id)}/document-{attempt}{suffix}.json"
+    return f"{derived_prefix(storage_key(tenant_id, file_id, version_id))}document-{attempt}{suffix}.json"
 
 
 def parse_document_key(key: str) -> StorageKeyParts | None:

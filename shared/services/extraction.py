@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
-from shared.domain.document import ExtractionFailure, ExtractionLimits, ExtractionOutcome
+from shared.domain.document import MAX_DOCUMENT_BYTES, ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.files import FailureReason
 from shared.observability import logger
 from shared.ports import DocumentParser
@@ -58,6 +58,7 @@ class Extractor:
             lambda: _parse(parser, content, self._limits),
             timeout_seconds=self._limits.timeout_seconds,
             memory_limit_bytes=self._memory_limit,
+            max_answer_bytes=MAX_DOCUMENT_BYTES,
             answer_too_large=_json(
                 ExtractionFailure(reason=FailureReason.TOO_LARGE, detail="the extracted document is too large")
             ),

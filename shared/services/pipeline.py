@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from shared.domain.document import ExtractedDocument, ExtractionFailure
+from shared.domain.document import MAX_DOCUMENT_BYTES, ExtractedDocument, ExtractionFailure
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed, VisionFailed
 from shared.domain.files import (
     ExtractionSummary,
@@ -36,7 +36,6 @@ from shared.services.extraction import Extractor
 from shared.services.indexing import Indexer, IndexOutcome, IndexTarget, UnindexableDocument
 from shared.services.recognition import RecognitionPlan, recognition_plan
 
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 # The local runner's pause between polls of an engine's job (Step Functions waits in a Wait state).
 POLL_SECONDS = 5.0
 
@@ -252,8 +251,9 @@ class IngestionPipeline:
         status = self._vision.capability()
         if not status.available:
             return None, Recognition(vision_state=VisionState.UNAVAILABLE, vision_detail=status.reason)
+        original = self._original(version)  # a storage failure is the infrastructure's: retried, not recorded
         try:
-            description = self._vision.describe(self._original(version), version.media_type)
+            description = self._vision.describe(original, version.media_type)
         except VisionFailed as failure:
             return None, Recognition(vision_state=VisionState.FAILED, vision_detail=failure.detail)
         except CapabilityUnavailable as error:
@@ -349,15 +349,19 @@ class IngestionPipeline:
             # Deleted or superseded while it was extracted: the document belongs to nobody, unless this was
             # a second delivery of a step whose first delivery already recorded this very key.
             now = self._version(request)
-            if now is None or now.document_key != key:
+            recorded_by_twin = (
+                now is not None
+                and now.state is VersionState.STORED
+                and now.processing_attempt == request.attempt
+                and now.document_key == key
+            )
+            if not recorded_by_twin:
                 self._content.delete_all_versions(key)
             return {**request.step_input(), "proceed": False, "why": "the version changed while it was extracted"}
-        text_layer = document_key(
-            request.tenant_id, UUID(request.file_id), version.version_id, request.attempt, text_layer=True
-        )
-        if key != text_layer and version.document_key == text_layer:
-            # The text layer OCR started from, now merged into the document: nothing points at it any more.
-            self._forget(text_layer)
+        if version.document_key and version.document_key != key:
+            # What the row pointed at before (the text layer OCR started from, or an earlier attempt's
+            # document): nothing points at it any more.
+            self._forget(version.document_key)
         logger.info("extracted", extra={"blocks": len(document.blocks), "pages": document.page_count})
         return {**request.step_input(), "proceed": True, "blocks": len(document.blocks)}
 

@@ -21,7 +21,13 @@ from typing import Any
 from uuid import UUID
 
 from shared.domain.files import FileVersionRecord, VersionState
-from shared.domain.uploads import DERIVED_PREFIX, parse_document_key, parse_storage_key, storage_key
+from shared.domain.uploads import (
+    DERIVED_PREFIX,
+    derived_prefix,
+    parse_document_key,
+    parse_storage_key,
+    storage_key,
+)
 from shared.observability import logger
 from shared.ports import FileContentStore, FileMetadataStore
 from shared.services.upload_completion import UploadCompletion
@@ -123,8 +129,10 @@ class Reconciler:
             # Bytes first (the original and what was derived from it), then the row: a crash between the
             # two leaves a `deleting` row, swept again.
             self._content.delete_all_versions(version.storage_key)
-            if version.document_key:
-                self._content.delete_all_versions(version.document_key)
+            # Every document any attempt derived from it, not only the one the row points at.
+            derived = {stored.key for stored in self._content.object_versions(derived_prefix(version.storage_key))}
+            for key in sorted(derived | ({version.document_key} if version.document_key else set())):
+                self._content.delete_all_versions(key)
             if self._metadata.mark_deleted(tenant_id, version.version_id):
                 report.deleted_versions += 1
 

@@ -80,3 +80,17 @@ def test_retention_follows_the_environment(synthesized: tuple[str, Template]) ->
 def test_an_unknown_environment_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match="choose one of dev, prod"):
         build_app("staging")
+
+
+def test_pages_staged_for_textract_expire_under_the_prefix_the_adapter_writes(
+    synthesized: tuple[str, Template],
+) -> None:
+    import inspect
+
+    from shared.adapters.aws.textract_ocr import TextractOcr
+
+    _, template = synthesized
+    rules = originals_bucket(template)["Properties"]["LifecycleConfiguration"]["Rules"]
+    staging = inspect.signature(TextractOcr).parameters["staging_prefix"].default
+    expiring = [rule for rule in rules if rule.get("Prefix") == staging]
+    assert len(expiring) == 1 and expiring[0]["ExpirationInDays"] == 1 and expiring[0]["Status"] == "Enabled"

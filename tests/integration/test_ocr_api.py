@@ -3,12 +3,14 @@ an upside-down page upright) → chunks → search, with citations whose page an
 where the typesetter put the words; low confidence flagged in all three places; usage recorded."""
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from shared.domain.recognition import LOW_CONFIDENCE_THRESHOLD, BoundingBox
 from shared.domain.recognized_layout import turned
+from shared.domain.uploads import derived_prefix
 from shared.local import scan_corpus
 from shared.local.scan_corpus import GeneratedScan
 from tests.integration.files_stack import Stack
@@ -180,6 +182,8 @@ def test_usage_is_recorded_once_per_version_and_step_and_scoped_to_the_caller(
 def test_a_rescan_reads_every_page_again_as_a_new_attempt(stack: Stack, scanned: dict[str, Any]) -> None:
     token = scanned["token"]
     file_id = scanned["records"]["mixed-operations.pdf"]["fileId"]
+    before = stack.container.file_metadata.get_file(scanned["tenant"], uuid.UUID(file_id))
+    assert before is not None and before.current.document_key is not None
     status, started = stack.json("POST", f"/v1/files/{file_id}/scan", token)
     assert status == 202 and started["state"] == "queued" and started["engine"] == "rapidocr"
     stack.container.workflow.drain()  # type: ignore[attr-defined]
@@ -192,6 +196,13 @@ def test_a_rescan_reads_every_page_again_as_a_new_attempt(stack: Stack, scanned:
     status, usage = stack.json("GET", "/v1/usage", token)
     ocr = next(line for line in usage["lines"] if line["step"] == "ocr")
     assert (ocr["calls"], ocr["pages"]) == (5, 7)  # the rescan was a real second call, recorded as one
+    # The document of the attempt before is gone with it: nothing points at it any more.
+    assert stack.container.content.head(before.current.document_key) is None
+    # Deleting the file sweeps everything ever derived from it.
+    assert stack.call("DELETE", f"/v1/files/{file_id}", token)[0] == 202
+    stack.container.reconciler.run(datetime.now(UTC))
+    derived = derived_prefix(before.current.storage_key)
+    assert list(stack.container.content.object_versions(derived)) == []
 
 
 def test_scan_refuses_what_it_cannot_scan_and_hides_what_the_caller_may_not_see(

@@ -90,3 +90,15 @@ def test_frames_are_bounded_by_what_ocr_reads_per_document(monkeypatch: pytest.M
     outcome = ImageParser().parse(picture("TIFF", frames=3, size=(8, 8)), ExtractionLimits(max_pages=10_000))
     assert isinstance(outcome, ExtractionFailure)
     assert (outcome.reason, outcome.detail) == (FailureReason.TOO_MANY_PAGES, "the image has 3 pages; the limit is 2")
+
+
+def test_a_phone_jpeg_with_an_embedded_preview_is_one_jpeg_page() -> None:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), "white").save(
+        buffer, format="MPO", save_all=True, append_images=[Image.new("RGB", (16, 12))]
+    )
+    outcome = ImageParser().parse(buffer.getvalue(), ExtractionLimits())
+    assert isinstance(outcome, ExtractedDocument)
+    assert (outcome.media_type, outcome.page_count) == ("image/jpeg", 1)

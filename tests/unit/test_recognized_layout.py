@@ -276,3 +276,54 @@ def test_a_document_cut_by_extraction_stays_marked_cut_whatever_ocr_did() -> Non
     for result in (None, RecognitionResult(engine="fake", pages=(), usage=USAGE)):
         merged = with_recognition(cut, LIMITS, read_pages=(2, 3), result=result, description=None, notes=("x",))
         assert merged.truncated is True
+
+
+def _texts(lines: list[RecognizedLine]) -> list[tuple[BlockKind, str, tuple[tuple[str, ...], ...] | None]]:
+    blocks = recognized_blocks(RecognizedPage(page=1, lines=tuple(lines)))
+    return [(block.kind, block.text, block.table.rows if block.table else None) for block in blocks]
+
+
+def test_an_invoice_with_long_descriptions_on_one_column_stays_a_table() -> None:
+    items = [
+        ("Consulting services for the quarter ending March 2026", "3", "$1,200.00"),
+        ("Travel expenses for the on-site workshop in Rotterdam", "1", "$410.50"),
+        ("Licence renewal for the reporting module (annual plan)", "1", "$990.00"),
+    ]
+    lines = [line(text, left, 0.12, width=0.1) for text, left in (("Description", 0.1), ("Qty", 0.62), ("Amount", 0.8))]
+    for index, (description, quantity, amount) in enumerate(items, start=1):
+        top = 0.12 + 0.03 * index
+        lines += [line(description, 0.1, top, width=0.45), line(quantity, 0.62, top, width=0.03)]
+        lines.append(line(amount, 0.8, top, width=0.12))
+    [(kind, _, rows)] = _texts(lines)
+    assert kind is BlockKind.TABLE and rows == (("Description", "Qty", "Amount"), *items)
+
+
+def test_columns_of_medium_lines_and_a_table_inside_one_column_keep_their_order() -> None:
+    left = [f"Left column prose line number {n} continues" for n in range(3)]
+    right = [f"Right column prose line number {n} goes on" for n in range(3)]
+    lines = []
+    for index, (first, second) in enumerate(zip(left, right, strict=True)):
+        lines += [line(first, 0.05, 0.1 + 0.025 * index, width=0.4), line(second, 0.55, 0.1 + 0.025 * index, width=0.4)]
+    cells = [("Region", "Sales"), ("North", "120"), ("South", "98")]
+    beside = [f"More right column prose beside the table {n}" for n in range(3)]
+    for index, ((region, sales), prose) in enumerate(zip(cells, beside, strict=True)):
+        top = 0.2 + 0.025 * index
+        lines += [
+            line(region, 0.07, top, width=0.1),
+            line(sales, 0.3, top, width=0.06),
+            line(prose, 0.55, top, width=0.4),
+        ]
+    blocks = _texts(lines)
+    assert blocks[0] == (BlockKind.PARAGRAPH, " ".join(left), None)
+    assert blocks[1] == (BlockKind.TABLE, "", tuple(cells))
+    assert [text for kind, text, _ in blocks[2:]] == [" ".join(right), " ".join(beside)]
+
+
+def test_a_short_line_beside_a_short_line_in_a_column_band_is_not_joined_across() -> None:
+    left = ["The quick brown fox jumps over the lazy dog", "and keeps running to the river.", "The end."]
+    right = ["Meanwhile the second column tells a story", "about a harbour committee meeting.", "2. Methods"]
+    lines = [line("A newsletter title spanning both columns", 0.15, 0.03, width=0.7)]
+    for index, (first, second) in enumerate(zip(left, right, strict=True)):
+        lines += [line(first, 0.05, 0.1 + 0.025 * index, width=0.4), line(second, 0.55, 0.1 + 0.025 * index, width=0.4)]
+    text = " ".join(text for _, text, _ in _texts(lines))
+    assert " ".join(left) in text and text.index("The end.") < text.index("Meanwhile")

@@ -47,3 +47,16 @@ def test_the_child_holds_no_descriptor_of_the_parent_but_its_answer_pipe() -> No
     finally:
         os.close(parent_read)
         os.close(parent_write)
+
+
+def test_a_child_that_dies_in_the_middle_of_its_answer_is_a_death_not_a_large_answer() -> None:
+    import struct
+
+    def half_an_answer() -> bytes:
+        # Write a message header announcing 100 bytes, send 10, and die: a crash while answering.
+        descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
+        pipe = max(descriptor for descriptor in descriptors if descriptor > 2)
+        os.write(pipe, struct.pack("!i", 100) + b"0123456789")
+        os._exit(3)
+
+    assert run_in_child(half_an_answer, timeout_seconds=10, memory_limit_bytes=None) == Died(3)

@@ -47,6 +47,8 @@ MAX_IMAGE_PIXELS = 60_000_000
 # A gap between words wider than this many line heights separates columns (a word space is ~0.3).
 COLUMN_GAP_LINE_HEIGHTS = 1.0
 DETECTION_SIDE_PIXELS = 1600
+# What OCR of at most MAX_OCR_PAGES pages can honestly answer (lines, boxes, words as JSON).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 # How many of a page's widest lines vote on its orientation.
 ORIENTATION_SAMPLE = 12
 
@@ -90,6 +92,7 @@ class RapidOcr:
             timeout_seconds=timeout,
             memory_limit_bytes=self._limits.memory_limit_bytes,
             answer_too_large=json.dumps({"failed": "the recognised text is too large"}).encode(),
+            max_answer_bytes=MAX_ANSWER_BYTES,
         )
         if isinstance(answer, TimedOut):
             raise RecognitionFailed(f"OCR took longer than {timeout:g} seconds")
@@ -182,7 +185,8 @@ def _image_pages(content: bytes, pages: Sequence[int] | None, max_pages: int) ->
 
     Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
     try:
-        image = Image.open(io.BytesIO(content))
+        # Only the decoders of the image types Quire accepts (JPEG's also opens a phone's MPO).
+        image = Image.open(io.BytesIO(content), formats=("JPEG", "PNG", "TIFF"))
         width, height = image.size
         if width * height > MAX_IMAGE_PIXELS:
             raise RecognitionFailed(

@@ -13,7 +13,10 @@ from shared.domain.files import FailureReason
 from shared.domain.recognition import MAX_OCR_PAGES
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff"})
-_FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/tiff": "TIFF"}
+# What Pillow calls the formats it opens: a phone's JPEG with an embedded preview is "MPO", one picture.
+_MEDIA_TYPE_OF = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg", "TIFF": "image/tiff"}
+# The decoders allowed to open it (Pillow's JPEG decoder is the one that opens an MPO).
+_DECODERS = ("JPEG", "PNG", "TIFF")
 # More than a 600-dpi A4 scan (35 megapixels) or any screenshot, far less than a decompression bomb declares.
 MAX_IMAGE_PIXELS = 60_000_000
 
@@ -27,7 +30,7 @@ class ImageParser:
         try:
             # Only the decoder of a format Quire accepts may open it: a file that sniffed as PNG is not
             # handed to whichever of Pillow's many decoders recognises it.
-            with Image.open(io.BytesIO(content), formats=sorted(set(_FORMATS.values()))) as image:
+            with Image.open(io.BytesIO(content), formats=_DECODERS) as image:
                 return _inspected(image, limits)
         except Image.DecompressionBombError:
             return _too_many_pixels()
@@ -43,8 +46,9 @@ class ImageParser:
 
 def _inspected(image: Any, limits: ExtractionLimits) -> ExtractionOutcome:
     """Its pages listed for OCR, or why it cannot be read, from the frames' headers alone."""
-    media_type = next(kind for kind, name in _FORMATS.items() if name == image.format)
-    frames = int(getattr(image, "n_frames", 1))
+    media_type = _MEDIA_TYPE_OF[image.format]
+    # An MPO's further frames are previews and depth maps of the one picture, not pages.
+    frames = 1 if image.format == "MPO" else int(getattr(image, "n_frames", 1))
     # An image's pages cannot be cut without re-encoding it: an engine reads all of them, so the OCR
     # page limit bounds the frames too (Textract bills every page of a multi-page TIFF it reads).
     most = min(limits.max_pages, MAX_OCR_PAGES)
