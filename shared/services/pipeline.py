@@ -5,6 +5,7 @@ Step Functions tasks on AWS and in process locally. A document problem ends the 
 the failure recorded on the version; only an infrastructure failure raises (and is retried).
 """
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -101,9 +102,10 @@ class IngestionPipeline:
         return {**request.step_input(), "proceed": True, "mediaType": version.media_type, "byteSize": version.byte_size}
 
     def extract(self, request: ProcessVersion) -> dict[str, Any]:
-        version = self._version(request)
-        if version is None or version.state is not VersionState.STORED:
+        found = self._found(request)
+        if found is None or found[1].state is not VersionState.STORED:
             return {**request.step_input(), "proceed": False, "why": "the version is not stored"}
+        file, version = found
         if version.processing_state is not ProcessingState.EXTRACTING or version.processing_attempt != request.attempt:
             # Not claimed by this attempt (inspect did not run, or another attempt superseded it).
             return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
@@ -120,10 +122,16 @@ class IngestionPipeline:
         outcome = self._extractor.extract(content, version.media_type)
         if isinstance(outcome, ExtractionFailure):
             return self._fail(request, version, outcome.reason, outcome.detail)
-        return self._after_text_layer(request, version, outcome)
+        return self._after_text_layer(request, file, version, outcome, original=lambda: content)
 
     def _after_text_layer(
-        self, request: ProcessVersion, version: FileVersionRecord, document: ExtractedDocument
+        self,
+        request: ProcessVersion,
+        file: FileRecord,
+        version: FileVersionRecord,
+        document: ExtractedDocument,
+        *,
+        original: Callable[[], bytes],
     ) -> dict[str, Any]:
         plan = recognition_plan(version.media_type, document, every_page=request.rescan)
         if not plan.needed:
@@ -135,41 +143,44 @@ class IngestionPipeline:
             stored = self._store(request, version, document, awaiting_recognition=True)
             return {**stored, "recognize": stored["proceed"]}
         # Nothing here can read the pages without text: the text layer is all there is, and it says why.
-        return self._finish_recognition(request, version, document, plan, ocr=None)
+        return self._finish_recognition(request, file, version, document, plan, ocr=None, original=original)
 
     def recognize(self, request: ProcessVersion) -> dict[str, Any]:
         """OCR the pages without text (and describe an image): the result at once, or the job to collect."""
-        version = self._recognizing(request)
-        if version is None:
+        held = self._recognizing(request)
+        if held is None:
             return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
+        file, version = held
+        original = self._reader(version)  # read at most once, whether OCR or vision asks first
         document = self.read_document(version)
         plan = recognition_plan(version.media_type, document, every_page=request.rescan)
         if not plan.ocr_pages or not self._ocr.capability().available:
-            return self._finish_recognition(request, version, document, plan, ocr=None)
+            return self._finish_recognition(request, file, version, document, plan, ocr=None, original=original)
         source = OcrSource(
             media_type=version.media_type,
             pages=plan.ocr_pages,
             page_count=document.page_count,
             storage_key=version.storage_key,
             storage_version_id=version.storage_version_id,
-            read=lambda: self._original(version),
+            read=original,
             run_id=f"{version.version_id}-{request.attempt}",
         )
         try:
             progress = self._ocr.start(source)
         except (RecognitionFailed, CapabilityUnavailable) as refusal:
-            return self._finish_recognition(request, version, document, plan, ocr=refusal)
+            return self._finish_recognition(request, file, version, document, plan, ocr=refusal, original=original)
         if isinstance(progress, RecognitionJob):
             return {**request.step_input(), "proceed": True, "ocrJob": progress.model_dump(mode="json")}
-        return self._finish_recognition(request, version, document, plan, ocr=progress)
+        return self._finish_recognition(request, file, version, document, plan, ocr=progress, original=original)
 
     def collect_recognition(self, request: ProcessVersion, job: RecognitionJob) -> dict[str, Any]:
         """One poll of a running OCR job (the workflow waits between polls; nothing sleeps on a job)."""
-        version = self._recognizing(request)
-        if version is None:
+        held = self._recognizing(request)
+        if held is None:
             # Superseded, deleted or already done: nobody will collect this job, so let the engine free it.
             self._ocr.discard(job)
             return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
+        file, version = held
         try:
             result = self._ocr.collect(job)
         except (RecognitionFailed, CapabilityUnavailable) as refusal:
@@ -189,23 +200,27 @@ class IngestionPipeline:
             outcome = result
         document = self.read_document(version)
         plan = recognition_plan(version.media_type, document, every_page=request.rescan)
-        return self._finish_recognition(request, version, document, plan, ocr=outcome)
+        return self._finish_recognition(
+            request, file, version, document, plan, ocr=outcome, original=self._reader(version)
+        )
 
     def _finish_recognition(
         self,
         request: ProcessVersion,
+        file: FileRecord,
         version: FileVersionRecord,
         document: ExtractedDocument,
         plan: RecognitionPlan,
         *,
         ocr: RecognitionResult | RecognitionFailed | CapabilityUnavailable | None,
+        original: Callable[[], bytes],
     ) -> dict[str, Any]:
         """Merge what OCR read (and the image's description) into the text layer, and store the document:
         usage is recorded first (a priced call happened whatever follows), then the document, then the row."""
         notes: list[str] = []
         recognition = Recognition()
         if isinstance(ocr, RecognitionResult):
-            self._record_step_usage(request, version, UsageStep.OCR, ocr.usage)
+            self._record_usage(file, version, step=UsageStep.OCR, attempt=request.attempt, usage=ocr.usage)
             recognition = Recognition(
                 ocr_state=OcrState.RECOGNIZED,
                 ocr_engine=ocr.engine,
@@ -227,7 +242,7 @@ class IngestionPipeline:
             )
         description: ImageDescription | None = None
         if plan.describe:
-            description, vision = self._described(request, version)
+            description, vision = self._described(request, file, version, original)
             recognition = recognition.model_copy(
                 update=vision.model_dump(include={"vision_state", "vision_model", "vision_detail"})
             )
@@ -246,14 +261,14 @@ class IngestionPipeline:
         return self._store(request, version, merged, recognition=recognition)
 
     def _described(
-        self, request: ProcessVersion, version: FileVersionRecord
+        self, request: ProcessVersion, file: FileRecord, version: FileVersionRecord, original: Callable[[], bytes]
     ) -> tuple[ImageDescription | None, Recognition]:
         status = self._vision.capability()
         if not status.available:
             return None, Recognition(vision_state=VisionState.UNAVAILABLE, vision_detail=status.reason)
-        original = self._original(version)  # a storage failure is the infrastructure's: retried, not recorded
+        image = original()  # a storage failure is the infrastructure's: retried, not recorded
         try:
-            description = self._vision.describe(original, version.media_type)
+            description = self._vision.describe(image, version.media_type)
         except VisionFailed as failure:
             return None, Recognition(vision_state=VisionState.FAILED, vision_detail=failure.detail)
         except CapabilityUnavailable as error:
@@ -264,34 +279,36 @@ class IngestionPipeline:
             logger.exception("the vision model did not answer")
             detail = f"the vision model did not answer ({type(error).__name__}); scan the file again to retry"
             return None, Recognition(vision_state=VisionState.FAILED, vision_detail=detail)
-        self._record_step_usage(request, version, UsageStep.VISION, description.usage)
+        self._record_usage(file, version, step=UsageStep.VISION, attempt=request.attempt, usage=description.usage)
         return description, Recognition(vision_state=VisionState.DESCRIBED, vision_model=description.model_id)
 
     def _engine(self) -> str:
         return self._ocr.capability().provider
 
-    def _recognizing(self, request: ProcessVersion) -> FileVersionRecord | None:
-        version = self._version(request)
+    def _recognizing(self, request: ProcessVersion) -> tuple[FileRecord, FileVersionRecord] | None:
+        """The file and version, when this attempt holds the version for recognition."""
+        found = self._found(request)
+        if found is None:
+            return None
+        version = found[1]
         if (
-            version is None
-            or version.state is not VersionState.STORED
+            version.state is not VersionState.STORED
             or version.processing_state is not ProcessingState.RECOGNIZING
             or version.processing_attempt != request.attempt
         ):
             return None
-        return version
+        return found
 
-    def _original(self, version: FileVersionRecord) -> bytes:
-        return self._content.get(
-            version.storage_key, version_id=version.storage_version_id, max_bytes=self._extractor.max_bytes
-        )
+    def _reader(self, version: FileVersionRecord) -> Callable[[], bytes]:
+        """The original's bytes, fetched on the first call only."""
 
-    def _record_step_usage(self, request: ProcessVersion, version: FileVersionRecord, step: str, usage: Usage) -> None:
-        found = self._found(request)
-        if found is None:
-            logger.warning("usage not recorded: the version's file is gone", extra={"step": step})
-            return
-        self._record_usage(found[0], version, step=step, attempt=request.attempt, usage=usage)
+        @functools.cache
+        def read() -> bytes:
+            return self._content.get(
+                version.storage_key, version_id=version.storage_version_id, max_bytes=self._extractor.max_bytes
+            )
+
+        return read
 
     def _record_usage(
         self, file: FileRecord, version: FileVersionRecord, *, step: str, attempt: int, usage: Usage

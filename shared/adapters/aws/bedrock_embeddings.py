@@ -24,9 +24,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError, ResponseStreamingError
-from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import ClientError, ResponseStreamingError
 
+from shared.adapters.aws.retrying import (
+    RETRYABLE_TRANSPORT,
+    Backoff,
+    LazyClient,
+    check_attempts,
+    error_code,
+    error_message,
+)
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.usage import Usage
@@ -60,7 +67,7 @@ _RETRYABLE_CODES = frozenset(
 # The model is not there for this account and region: an operator has to act, no retry will help.
 _NOT_ENABLED_CODES = frozenset({"AccessDeniedException", "ResourceNotFoundException"})
 # Transport failures: no answer at all (connect), or none in time (read), or a body cut short.
-_RETRYABLE_TRANSPORT = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError, ResponseStreamingError)
+_RETRYABLE_TRANSPORT: tuple[type[Exception], ...] = (*RETRYABLE_TRANSPORT, ResponseStreamingError)
 
 # A word or other letter run, a single digit, or a single punctuation mark: each costs at least one token
 # in any subword tokenizer (many split numbers digit by digit).
@@ -100,21 +107,13 @@ class BedrockTitanEmbedder:
             )
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
-        if callable(client):
-            self._client_factory: Callable[[], BedrockRuntimeClient] | None = client
-            self._client: BedrockRuntimeClient | None = None
-        else:
-            self._client_factory = None
-            self._client = client
-        self._client_lock = threading.Lock()
+        self._client: LazyClient[BedrockRuntimeClient] = LazyClient(client)
         self._dimension = dimension
         self._base_model_id = model_id
         self._concurrency = concurrency
-        self._max_attempts = max_attempts
+        self._max_attempts = check_attempts(max_attempts)
         self._sleep = sleep
-        self._random = random
+        self._backoff = Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random)
 
     @classmethod
     def from_region(
@@ -193,7 +192,7 @@ class BedrockTitanEmbedder:
                     f"text {index} has {len(text):,} characters: {self._base_model_id} reads at most"
                     f" {TITAN_V2_MAX_CHARACTERS:,}"
                 )
-        client = self._resolved_client()
+        client = self._client.get()
         if self._concurrency == 1 or len(texts) == 1:
             never = threading.Event()
             return [self._embed_one(client, index, text, never) for index, text in enumerate(texts)]
@@ -217,13 +216,6 @@ class BedrockTitanEmbedder:
                 raise _first_failure(futures)
             return [future.result() for future in futures]
 
-    def _resolved_client(self) -> BedrockRuntimeClient:
-        with self._client_lock:
-            if self._client is None:
-                assert self._client_factory is not None
-                self._client = self._client_factory()
-            return self._client
-
     def _request_body(self, text: str) -> bytes:
         body = {"inputText": text, "dimensions": self._dimension, "normalize": True, "embeddingTypes": ["float"]}
         return json.dumps(body).encode("utf-8")
@@ -240,8 +232,7 @@ class BedrockTitanEmbedder:
                 )
                 payload = response["body"].read()
             except ClientError as error:
-                code = error.response.get("Error", {}).get("Code", "")
-                message = error.response.get("Error", {}).get("Message", "")
+                code, message = error_code(error), error_message(error)
                 if code in _NOT_ENABLED_CODES:
                     raise CapabilityUnavailable(Capability.EMBEDDER.value, self._not_enabled(client, code)) from error
                 if code not in _RETRYABLE_CODES:
@@ -255,16 +246,11 @@ class BedrockTitanEmbedder:
             else:
                 return self._vector(index, payload)
             if attempt < self._max_attempts:
-                self._sleep(self._backoff(attempt))
+                self._sleep(self._backoff.delay(attempt))
         raise EmbeddingFailed(
             f"{self._base_model_id} throttled/unavailable after {self._max_attempts} attempts at text {index}"
             f" (last error: {last_error})"
         )
-
-    def _backoff(self, attempt: int) -> float:
-        """Full jitter: uniformly random up to base * 2^(attempt-1), that ceiling capped."""
-        ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2.0 ** (attempt - 1))
-        return ceiling * self._random()
 
     def _not_enabled(self, client: BedrockRuntimeClient, code: str) -> str:
         region = client.meta.region_name

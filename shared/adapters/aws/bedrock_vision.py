@@ -20,15 +20,14 @@ and the pipeline retries the step.
 import io
 import math
 import random as _random
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
-from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import ClientError
 
+from shared.adapters.aws.retrying import Backoff, LazyClient, check_attempts, error_code, error_message, retried
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, VisionFailed
 from shared.domain.recognition import ImageDescription
@@ -76,8 +75,6 @@ _RETRYABLE_CODES = frozenset(
 )
 # The model is not there for this account and region: an operator has to act, no retry will help.
 _NOT_ENABLED_CODES = frozenset({"AccessDeniedException", "ResourceNotFoundException"})
-# Transport failures: no answer at all (connect), none in time (read), or a connection dropped mid-answer.
-_RETRYABLE_TRANSPORT = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError)
 # Bedrock reports a model id it cannot invoke as a ValidationException too. That is the configuration's
 # fault, not the image's: recording it as this image's failure would fail every image the same way.
 _MISCONFIGURED_MODEL_HINTS = (
@@ -151,20 +148,12 @@ class BedrockConverseVision:
             raise ValueError("model_id must name an image-capable Bedrock model or inference profile")
         if max_output_tokens < 1:
             raise ValueError(f"max_output_tokens must be at least 1, not {max_output_tokens}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
-        if callable(client):
-            self._client_factory: Callable[[], BedrockRuntimeClient] | None = client
-            self._client: BedrockRuntimeClient | None = None
-        else:
-            self._client_factory = None
-            self._client = client
-        self._client_lock = threading.Lock()
+        self._client: LazyClient[BedrockRuntimeClient] = LazyClient(client)
         self._model_id = model_id
         self._max_output_tokens = max_output_tokens
-        self._max_attempts = max_attempts
+        self._max_attempts = check_attempts(max_attempts)
         self._sleep = sleep
-        self._random = random
+        self._backoff = Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random)
 
     @classmethod
     def from_region(
@@ -207,64 +196,53 @@ class BedrockConverseVision:
 
     def describe(self, image: bytes, media_type: str) -> ImageDescription:
         prepared = prepare_image(image, media_type)
-        client = self._resolved_client()
+        client = self._client.get()
         response = self._converse(client, prepared)
         return self._description(response)
 
-    def _resolved_client(self) -> BedrockRuntimeClient:
-        with self._client_lock:
-            if self._client is None:
-                assert self._client_factory is not None
-                self._client = self._client_factory()
-            return self._client
-
     def _converse(self, client: BedrockRuntimeClient, prepared: PreparedImage) -> "ConverseResponseTypeDef":
-        for attempt in range(1, self._max_attempts + 1):
-            try:
-                return client.converse(
-                    modelId=self._model_id,
-                    system=[{"text": SYSTEM_PROMPT}],
-                    messages=[
-                        {
-                            "role": "user",
-                            # Image before the instruction, as Anthropic advises for its vision models.
-                            "content": [
-                                {"image": {"format": prepared.format, "source": {"bytes": prepared.data}}},
-                                {"text": USER_INSTRUCTION},
-                            ],
-                        }
-                    ],
-                    # Temperature 0: a description is a reading, not a creative answer; the same image
-                    # should read the same way when a version is processed again.
-                    inferenceConfig={"maxTokens": self._max_output_tokens, "temperature": 0},
-                )
-            except ClientError as error:
-                code = error.response.get("Error", {}).get("Code", "")
-                message = error.response.get("Error", {}).get("Message", "")
-                if code in _NOT_ENABLED_CODES:
-                    raise CapabilityUnavailable(
-                        Capability.VISION.value, self._not_enabled(client, code, message)
-                    ) from error
-                if code == "ValidationException":
-                    if any(hint in message.lower() for hint in _MISCONFIGURED_MODEL_HINTS):
-                        raise CapabilityUnavailable(
-                            Capability.VISION.value, self._not_invocable(client, message)
-                        ) from error
-                    raise VisionFailed(f"{self._model_id} refused the image: {message or code}") from error
-                # ModelErrorException, ServiceQuotaExceededException and codes Bedrock adds later are not
-                # retried here; they go up unchanged for the caller to retry or record as it sees fit.
-                if code not in _RETRYABLE_CODES or attempt == self._max_attempts:
-                    raise
-            except _RETRYABLE_TRANSPORT:
-                if attempt == self._max_attempts:
-                    raise
-            self._sleep(self._backoff(attempt))
-        raise AssertionError("unreachable: the last attempt either returns or raises")
+        def converse() -> "ConverseResponseTypeDef":
+            return client.converse(
+                modelId=self._model_id,
+                system=[{"text": SYSTEM_PROMPT}],
+                messages=[
+                    {
+                        "role": "user",
+                        # Image before the instruction, as Anthropic advises for its vision models.
+                        "content": [
+                            {"image": {"format": prepared.format, "source": {"bytes": prepared.data}}},
+                            {"text": USER_INSTRUCTION},
+                        ],
+                    }
+                ],
+                # Temperature 0: a description is a reading, not a creative answer; the same image
+                # should read the same way when a version is processed again.
+                inferenceConfig={"maxTokens": self._max_output_tokens, "temperature": 0},
+            )
 
-    def _backoff(self, attempt: int) -> float:
-        """Full jitter: uniformly random up to base * 2^(attempt-1), that ceiling capped."""
-        ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2.0 ** (attempt - 1))
-        return ceiling * self._random()
+        def refuse(error: ClientError) -> None:
+            code, message = error_code(error), error_message(error)
+            if code in _NOT_ENABLED_CODES:
+                raise CapabilityUnavailable(
+                    Capability.VISION.value, self._not_enabled(client, code, message)
+                ) from error
+            if code == "ValidationException":
+                if any(hint in message.lower() for hint in _MISCONFIGURED_MODEL_HINTS):
+                    raise CapabilityUnavailable(
+                        Capability.VISION.value, self._not_invocable(client, message)
+                    ) from error
+                raise VisionFailed(f"{self._model_id} refused the image: {message or code}") from error
+            # ModelErrorException, ServiceQuotaExceededException and codes Bedrock adds later are not
+            # retried here; they go up unchanged for the caller to retry or record as it sees fit.
+
+        return retried(
+            converse,
+            max_attempts=self._max_attempts,
+            retryable_codes=_RETRYABLE_CODES,
+            backoff=self._backoff,
+            sleep=self._sleep,
+            refuse=refuse,
+        )
 
     def _not_enabled(self, client: BedrockRuntimeClient, code: str, message: str) -> str:
         region = client.meta.region_name

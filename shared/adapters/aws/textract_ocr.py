@@ -49,9 +49,9 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
-from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import ClientError
 
+from shared.adapters.aws.retrying import Backoff, LazyClient, check_attempts, error_code, error_message, retried
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed
 from shared.domain.recognition import (
@@ -139,8 +139,6 @@ _DOCUMENT_PROBLEMS = {
         " or a stored version it cannot use). Re-save the file with standard page sizes and upload it again."
     ),
 }
-# No answer at all (connect), none in time (read), or one cut short.
-_RETRYABLE_TRANSPORT = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError)
 _GONE_CODES = frozenset({"NoSuchKey", "NoSuchVersion", "404"})
 
 _log = logging.getLogger(__name__)
@@ -166,23 +164,14 @@ class TextractOcr:
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
     ) -> None:
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {max_attempts}")
-        # A boto3 client is not callable; a factory is.
-        self._textract_factory: Callable[[], TextractClient] | None = textract if callable(textract) else None
-        self._textract: TextractClient | None = None if callable(textract) else textract
-        if callable(s3):
-            self._s3_factory: Callable[[], S3Client] | None = s3
-            self._s3: S3Client | None = None
-        else:
-            self._s3_factory = None
-            self._s3 = s3
+        self._textract: LazyClient[TextractClient] = LazyClient(textract)
+        self._s3: LazyClient[S3Client] = LazyClient(s3)
         self._bucket = bucket
         self._staging_prefix = staging_prefix
         self._analyze_tables = analyze_tables
-        self._max_attempts = max_attempts
+        self._max_attempts = check_attempts(max_attempts)
         self._sleep = sleep
-        self._random = random
+        self._backoff = Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random)
 
     @classmethod
     def from_region(
@@ -286,7 +275,7 @@ class TextractOcr:
     def _detect_now(self, source: OcrSource) -> RecognitionResult:
         response = self._call(
             "textract:DetectDocumentText",
-            self._textract_client().detect_document_text,
+            self._textract.get().detect_document_text,
             Document={"S3Object": self._original_location(source)},
         )
         pages = _recognized_pages([response], lambda job_page: job_page)
@@ -299,9 +288,9 @@ class TextractOcr:
             parameters["VersionId"] = source.storage_version_id
             action = "s3:GetObjectVersion"
         try:
-            head = self._call(action, self._s3_client().head_object, **parameters)
+            head = self._call(action, self._s3.get().head_object, **parameters)
         except ClientError as error:
-            if _code(error) in _GONE_CODES:
+            if error_code(error) in _GONE_CODES:
                 raise RecognitionFailed(
                     "The stored original is gone, so there is nothing for Textract to read: upload the file again."
                 ) from error
@@ -321,7 +310,7 @@ class TextractOcr:
                 staged_key = f"{self._staging_prefix}{token}.pdf"
                 self._call(
                     "s3:PutObject",
-                    self._s3_client().put_object,
+                    self._s3.get().put_object,
                     Bucket=self._bucket,
                     Key=staged_key,
                     Body=subset,
@@ -358,14 +347,14 @@ class TextractOcr:
         )
 
     def _start_operation(self) -> tuple[str, Callable[..., Any], dict[str, Any]]:
-        textract = self._textract_client()
+        textract = self._textract.get()
         if self._analyze_tables:
             return "textract:StartDocumentAnalysis", textract.start_document_analysis, {"FeatureTypes": ["TABLES"]}
         return "textract:StartDocumentTextDetection", textract.start_document_text_detection, {}
 
     def _job_responses(self, job: RecognitionJob) -> list[dict[str, Any]] | None:
         """Every response page of a finished job, or None while it runs."""
-        textract = self._textract_client()
+        textract = self._textract.get()
         if job.analysis:
             action, operation = "textract:GetDocumentAnalysis", textract.get_document_analysis
         else:
@@ -409,7 +398,7 @@ class TextractOcr:
 
     def _delete_staged(self, key: str) -> None:
         """Remove every version of the staged copy (and delete markers), so no copied page stays behind."""
-        s3 = self._s3_client()
+        s3 = self._s3.get()
         markers: dict[str, str] = {}
         while True:
             listing = self._call(
@@ -428,7 +417,7 @@ class TextractOcr:
                         VersionId=entry["VersionId"],
                     )
                 except ClientError as error:
-                    if _code(error) not in _GONE_CODES:
+                    if error_code(error) not in _GONE_CODES:
                         raise
             if not listing.get("IsTruncated"):
                 return
@@ -442,45 +431,27 @@ class TextractOcr:
             location["Version"] = source.storage_version_id
         return location
 
-    def _textract_client(self) -> TextractClient:
-        if self._textract is None:
-            assert self._textract_factory is not None
-            self._textract = self._textract_factory()
-        return self._textract
-
-    def _s3_client(self) -> S3Client:
-        if self._s3 is None:
-            assert self._s3_factory is not None
-            self._s3 = self._s3_factory()
-        return self._s3
-
     def _call(self, action: str, operation: Callable[..., Any], **parameters: Any) -> Any:
         """One AWS call, retried while the service is busy; refusals classified (see the module docstring)."""
-        for attempt in range(1, self._max_attempts + 1):
-            try:
-                return operation(**parameters)
-            except ClientError as error:
-                code = _code(error)
-                if code in _ACCESS_DENIED_CODES:
-                    raise CapabilityUnavailable(
-                        Capability.OCR.value,
-                        f"AWS refused {action} ({code}): grant {action} to the function's role.",
-                    ) from error
-                if code in _DOCUMENT_PROBLEMS:
-                    _log.info("textract refused the document: %s: %s", code, _message(error))
-                    raise RecognitionFailed(_DOCUMENT_PROBLEMS[code]) from error
-                if code not in _RETRYABLE_CODES or attempt == self._max_attempts:
-                    raise
-            except _RETRYABLE_TRANSPORT:
-                if attempt == self._max_attempts:
-                    raise
-            self._sleep(self._backoff(attempt))
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _backoff(self, attempt: int) -> float:
-        """Full jitter: uniformly random up to base * 2^(attempt-1), that ceiling capped."""
-        ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2.0 ** (attempt - 1))
-        return ceiling * self._random()
+        def refuse(error: ClientError) -> None:
+            code = error_code(error)
+            if code in _ACCESS_DENIED_CODES:
+                raise CapabilityUnavailable(
+                    Capability.OCR.value, f"AWS refused {action} ({code}): grant {action} to the function's role."
+                ) from error
+            if code in _DOCUMENT_PROBLEMS:
+                _log.info("textract refused the document: %s: %s", code, error_message(error))
+                raise RecognitionFailed(_DOCUMENT_PROBLEMS[code]) from error
+
+        return retried(
+            lambda: operation(**parameters),
+            max_attempts=self._max_attempts,
+            retryable_codes=_RETRYABLE_CODES,
+            backoff=self._backoff,
+            sleep=self._sleep,
+            refuse=refuse,
+        )
 
 
 def request_token(source: OcrSource, *, analysis: bool) -> str:
@@ -539,14 +510,6 @@ def _usage(analysis: bool, response: dict[str, Any]) -> Usage:
         priced=True,
         pages=int(response.get("DocumentMetadata", {}).get("Pages", 0)),
     )
-
-
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
-
-
-def _message(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Message", ""))
 
 
 # Parsing: Textract blocks → recognised pages.
