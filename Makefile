@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
-.PHONY: demo test test-all bench eval fuzz lint typecheck fmt clean venv
+.PHONY: demo test test-all bench eval fuzz lint typecheck fmt clean venv layer synth
 
 venv: $(INSTALLED)
 
@@ -35,6 +35,18 @@ test: lint typecheck
 test-all: lint typecheck
 	$(BIN)/pytest
 
+# The Lambda dependency layer: pyproject's runtime dependencies as arm64 CPython 3.12 wheels (pip, no Docker).
+layer: $(INSTALLED)
+	$(BIN)/python -c "from infra.packaging import layer_directory; print(layer_directory())"
+
+# The CDK app synthesized into cdk.out/ offline (no AWS account), cdk-nag checked: `make synth ENV=prod`.
+ENV ?= dev
+synth: $(INSTALLED)
+	rm -rf cdk.out
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 CDK_OUTDIR=cdk.out CDK_CONTEXT_JSON='{"env":"$(ENV)"}' \
+		$(BIN)/python -m infra.app
+	@ls cdk.out/*.template.json
+
 # Retrieval quality on SciFact's train split (tune only on train): nDCG@10, recall@10/100, MRR@10 per lane.
 SCIFACT ?= ../shared/data/scifact
 eval: $(INSTALLED)
@@ -55,4 +67,4 @@ fmt: $(INSTALLED)
 
 clean:
 	-$(BIN)/quire down 2>/dev/null
-	rm -rf $(VENV) .quire .bench cdk.out .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .quire .bench cdk.out build .mypy_cache .pytest_cache .ruff_cache

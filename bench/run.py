@@ -116,12 +116,14 @@ def result(name: str, runs: list[float], unit: str, **data: Any) -> dict[str, An
 
 
 def component_figures() -> list[dict[str, Any]]:
-    """Extraction, search and OCR, measured in this process against their own stand-ins."""
+    """Extraction, search and OCR, measured in this process against their own stand-ins; the Lambda packages'
+    sizes and their handlers' cold imports (fresh interpreters)."""
     from bench.extraction import figures as extraction_figures
     from bench.ocr import figures as ocr_figures
+    from bench.packages import figures as package_figures
     from bench.search import figures as search_figures
 
-    return [*extraction_figures(result), *search_figures(result), *ocr_figures(result)]
+    return [*extraction_figures(result), *search_figures(result), *ocr_figures(result), *package_figures(result)]
 
 
 def main() -> int:

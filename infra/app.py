@@ -1,15 +1,27 @@
-"""The CDK app: `python -m infra.app` (what cdk.json runs). `-c env=dev|prod` picks the environment."""
+"""The CDK app: `python -m infra.app` (what cdk.json runs). `-c env=dev|prod` picks the environment.
+
+Synthesis stages the Lambda code asset and, when it is missing or stale, builds the dependency layer
+(pip, arm64 wheels from the package index; no Docker, no AWS account).
+"""
 
 import os
+from pathlib import Path
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from infra.environments import settings_for
+from infra.packaging import layer_directory, stage_code
 from infra.stack import QuireStack
 
 
-def build_app(env_name: str | None = None, *, outdir: str | None = None) -> tuple[cdk.App, QuireStack]:
+def build_app(
+    env_name: str | None = None,
+    *,
+    outdir: str | None = None,
+    code_dir: Path | None = None,
+    layer_dir: Path | None = None,
+) -> tuple[cdk.App, QuireStack]:
     app = cdk.App(outdir=outdir) if outdir else cdk.App()
     name = env_name or app.node.try_get_context("env") or "dev"
     settings = settings_for(name)
@@ -17,6 +29,8 @@ def build_app(env_name: str | None = None, *, outdir: str | None = None) -> tupl
         app,
         f"Quire-{settings.name}",
         settings=settings,
+        code_dir=code_dir or stage_code(),
+        layer_dir=layer_dir or layer_directory(),
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
     )
     # Synthesis fails on any finding that has no written acknowledgement next to the resource concerned.

@@ -1,20 +1,73 @@
 """One Quire stack per environment, composed of one construct per capability."""
 
+from pathlib import Path
+
 import aws_cdk as cdk
 from constructs import Construct
 
+from infra.constructs.api import Api
+from infra.constructs.database import Database
+from infra.constructs.functions import LambdaPackage
+from infra.constructs.migrations import Migrations
+from infra.constructs.observability import Observability
+from infra.constructs.pipeline import Pipeline
 from infra.constructs.storage import Storage
 from infra.environments import EnvironmentSettings
 
 
 class QuireStack(cdk.Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: EnvironmentSettings, **kwargs: object) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: EnvironmentSettings,
+        code_dir: Path,
+        layer_dir: Path,
+        **kwargs: object,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
-        cdk.Tags.of(self).add("project", "quire")
-        cdk.Tags.of(self).add("environment", settings.name)
+        # CloudFormation's schema has no Tags on a proxy's target group (the CDK would add them anyway).
+        untaggable = ["AWS::RDS::DBProxyTargetGroup"]
+        cdk.Tags.of(self).add("project", "quire", exclude_resource_types=untaggable)
+        cdk.Tags.of(self).add("environment", settings.name, exclude_resource_types=untaggable)
         self.storage = Storage(self, "Storage", settings=settings)
+        self.package = LambdaPackage(self, "Package", settings=settings, code_dir=code_dir, layer_dir=layer_dir)
+        self.database = Database(self, "Database", settings=settings)
+        self.migrations = Migrations(
+            self, "Migrations", settings=settings, database=self.database, package=self.package
+        )
+        self.pipeline = Pipeline(
+            self, "Pipeline", settings=settings, package=self.package, storage=self.storage, database=self.database
+        )
+        # Nothing runs against a schema that is not there yet.
+        self.pipeline.node.add_dependency(self.migrations)
+        self.api = Api(
+            self,
+            "Api",
+            settings=settings,
+            package=self.package,
+            storage=self.storage,
+            database=self.database,
+            state_machine=self.pipeline.state_machine,
+        )
+        self.api.node.add_dependency(self.migrations)
+        self.observability = Observability(
+            self,
+            "Observability",
+            settings=settings,
+            state_machine=self.pipeline.state_machine,
+            queues=self.pipeline.dead_letter_queues,
+            functions=[
+                *self.pipeline.functions,
+                self.api.function,
+                self.api.token_claims_function,
+                self.migrations.function,
+            ],
+        )
         self._acknowledge_cdk_internal_handlers()
         cdk.CfnOutput(self, "OriginalsBucketName", value=self.storage.originals.bucket_name)
+        cdk.CfnOutput(self, "StateMachineArn", value=self.pipeline.state_machine.state_machine_arn)
 
     def _acknowledge_cdk_internal_handlers(self) -> None:
         """Findings on Lambda functions the CDK itself adds, acknowledged there and only there."""

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import psycopg
 
@@ -52,6 +53,13 @@ class Migration:
 class MigrationReport:
     applied: list[str]
     already_applied: list[str]
+
+
+def owner_url(*, host: str, port: int, dbname: str, user: str, password: str) -> str:
+    """The owner's URL for `apply_migrations`, over TLS (`sslmode=require`: the connection is refused
+    unencrypted). User and password are percent-encoded, whatever characters a generated password holds."""
+    credentials = f"{quote(user, safe='')}:{quote(password, safe='')}"
+    return f"postgresql://{credentials}@{host}:{port}/{quote(dbname, safe='')}?sslmode=require"
 
 
 def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:

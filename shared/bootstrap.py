@@ -4,10 +4,12 @@ Handlers ask this module for what they need; services receive ports; nothing els
 adapter. Local and AWS differ only here.
 """
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from shared.adapters.local.unavailable import (
     UnavailableEmbedder,
@@ -16,9 +18,11 @@ from shared.adapters.local.unavailable import (
     UnavailableVision,
     UnavailableWorkflow,
 )
+from shared.adapters.transient import is_transient
 from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.document import ExtractionLimits
+from shared.domain.errors import InfrastructureUnavailable
 from shared.domain.search import IdentifierBooster, RetrievalTuning
 from shared.ports import (
     AuthorizationPolicy,
@@ -73,11 +77,40 @@ class Container:
 
     @cached_property
     def database(self) -> "Database":
-        from shared.adapters.postgres.database import Database
+        from shared.adapters.postgres.database import Database, IamEndpoint, rds_auth_token
 
-        if self.settings.database_url is None:
+        settings = self.settings
+        if settings.database_iam_auth:
+            host, name, user = settings.database_host, settings.database_name, settings.database_user
+            if host is None or name is None or user is None:
+                raise ConfigurationError(
+                    "QUIRE_DATABASE_IAM_AUTH needs QUIRE_DATABASE_HOST, QUIRE_DATABASE_NAME and QUIRE_DATABASE_USER"
+                )
+            from botocore.httpsession import get_cert_path
+
+            endpoint = IamEndpoint(
+                host=host,
+                port=settings.database_port,
+                dbname=name,
+                user=user,
+                region=settings.region,
+                # RDS Proxy presents an ACM certificate, which chains to the Amazon roots in the CA bundle
+                # botocore trusts: the proxy's name and certificate are verified, not just encrypted.
+                sslmode="verify-full",
+                sslrootcert=get_cert_path(True),
+            )
+            return Database.with_iam_auth(
+                endpoint, rds_auth_token(self._rds_client, endpoint), max_size=settings.database_pool_size
+            )
+        if settings.database_url is None:
             raise ConfigurationError("QUIRE_DATABASE_URL is not set (the application role's connection)")
-        return Database(self.settings.database_url.get_secret_value(), max_size=self.settings.database_pool_size)
+        return Database(settings.database_url.get_secret_value(), max_size=settings.database_pool_size)
+
+    def _rds_client(self) -> object:
+        import boto3
+
+        # Only signs IAM authentication tokens (locally, no request is sent).
+        return boto3.client("rds", region_name=self.settings.region)
 
     @cached_property
     def file_metadata(self) -> FileMetadataStore:
@@ -95,15 +128,19 @@ class Container:
         import boto3
         from botocore.config import Config
 
+        local = self.settings.s3_endpoint_url
         return boto3.client(
             "s3",
             region_name=self.settings.region,
-            endpoint_url=self.settings.s3_endpoint_url,
+            # On AWS the regional endpoint, named: left to itself botocore signs presigned POSTs and GETs for
+            # the global `bucket.s3.amazonaws.com`, which newer regions refuse and others answer with a
+            # redirect a browser's upload (and a signature over the host) does not survive.
+            endpoint_url=local or f"https://s3.{self.settings.region}.amazonaws.com",
             # SigV4 presigned URLs (X-Amz-Expires); path style so a local endpoint needs no DNS per bucket.
             config=Config(
                 signature_version="s3v4",
                 retries={"mode": "standard"},
-                s3={"addressing_style": "path" if self.settings.s3_endpoint_url else "auto"},
+                s3={"addressing_style": "path" if local else "virtual"},
             ),
         )
 
@@ -302,3 +339,25 @@ class Container:
             Capability.TRANSCRIPTION: self.transcription.capability(),
             Capability.GENERATOR: self.generator.capability(),
         }
+
+
+# How a pipeline step's handler reports failure to the workflow. A document problem never raises (the step
+# records it and returns). Of what does raise, an infrastructure error is re-raised as
+# `InfrastructureUnavailable`, the error name the state machine's Retry matches (with back-off); anything
+# else keeps its own name and goes straight to the Catch, which records the interruption.
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def workflow_step(handler: Handler) -> Handler:
+    @functools.wraps(handler)
+    def step(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return handler(*args, **kwargs)
+        except InfrastructureUnavailable:
+            raise
+        except Exception as error:
+            if is_transient(error):
+                raise InfrastructureUnavailable(f"{type(error).__name__}: {error}"[:1000]) from error
+            raise
+
+    return step  # type: ignore[return-value]

@@ -275,6 +275,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             f" uploads completed: {len(report['completedUploads'])};"
             f" pending without bytes: {len(report['pendingWithoutBytes'])};"
             f" processing asked again: {len(report['processingRequested'])};"
+            f" stuck (attempts spent): {len(report['stuckVersions'])};"
             f" bytes without a row: {len(report['bytesWithoutRow'])}"
         )
     return 0

@@ -14,9 +14,21 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="QUIRE_", frozen=True, extra="ignore")
 
     runtime: Literal["local", "aws"] = "local"
+    # The deployment's name (dev, prod): the dimension of the metrics functions publish.
+    environment: str = Field(default="local", pattern=r"^[a-z][a-z0-9-]{0,31}$")
     # The application's connection: a role that is neither owner nor superuser and cannot bypass RLS.
     database_url: SecretStr | None = None
     database_pool_size: int = Field(default=4, ge=1, le=64)
+    # On AWS: connect as `database_user` to `database_host` (the RDS Proxy) with IAM authentication; every
+    # new pooled connection signs a fresh 15-minute token, over TLS. QUIRE_DATABASE_URL is then not used.
+    database_iam_auth: bool = False
+    database_host: str | None = None
+    database_port: int = Field(default=5432, ge=1, le=65535)
+    database_name: str | None = None
+    database_user: str | None = None
+    # The migrations' Lambda only: the Secrets Manager secret holding the owner's username and password
+    # (managed and rotated by RDS); it connects to `database_host`, the cluster writer.
+    database_owner_secret_arn: str | None = None
     bucket: str = "quire-local"
     # Set locally to the moto server; unset on AWS.
     s3_endpoint_url: str | None = None

@@ -12,5 +12,7 @@ SERVICE = "quire"
 
 # stderr: CloudWatch captures it just the same, and a CLI's stdout stays its answer (`--json`).
 logger = Logger(service=SERVICE, stream=sys.stderr)
-tracer = Tracer(service=SERVICE)
+# Traced: AWS calls and SQL. Not the X-Ray SDK's default of every library it can patch, which imports each of
+# them (requests, sqlite3, ...) into every cold start.
+tracer = Tracer(service=SERVICE, patch_modules=("botocore", "psycopg"))
 metrics = Metrics(namespace="Quire", service=SERVICE)

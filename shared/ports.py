@@ -212,6 +212,16 @@ class FileMetadataStore(Protocol):
         """In progress → failed, with a reason from the closed set (current attempt only)."""
         ...
 
+    def record_interruption(self, tenant_id: str, version_id: UUID, *, detail: str, attempt: int) -> bool:
+        """In progress → interrupted: the infrastructure failed this attempt (current attempt only)."""
+        ...
+
+    def versions_given_up(
+        self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        """Unprocessed versions past `cutoff` whose attempts are spent: the sweep will not ask again."""
+        ...
+
     def tenant_ids(self) -> list[str]:
         """Every tenant that ever uploaded: the sweeps work one tenant transaction at a time."""
         ...
@@ -224,15 +234,16 @@ class KnowledgeStore(Protocol):
         self,
         tenant_id: str,
         version_id: UUID,
-        chunks: Sequence[IndexedChunk],
+        chunks: Iterable[IndexedChunk],
         result: IndexingResult,
         *,
         attempt: int | None,
     ) -> IndexWrite:
         """In one transaction: check the version is still stored and held (by processing `attempt` in
         `indexing`, or, for a re-index with attempt None, still `indexed`), remove every chunk of the
-        file, insert these, and record `result` on the version (processing becomes `indexed`). A file
-        being deleted, or a version superseded by a newer indexed one, gets no chunks."""
+        file, insert these (consumed as they are written: an iterator is never held whole), and record
+        `result` on the version (processing becomes `indexed`). A file being deleted, or a version
+        superseded by a newer indexed one, gets no chunks."""
         ...
 
     def versions_to_reindex(

@@ -36,7 +36,7 @@ from shared.bootstrap import Container
 from shared.config import load_settings
 from shared.domain.auth import Principal, principal_from_claims
 from shared.domain.errors import InvalidRequest, NotFound
-from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState
+from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState, interruption_notice
 from shared.domain.reading import window
 from shared.domain.rendering import render_markdown
 from shared.domain.search import SearchFilters, SearchQuery
@@ -278,6 +278,13 @@ def nothing_to_read(version: FileVersionRecord) -> NothingToReadView:
             reason=version.failure_reason.value,
             # Only a timeout may go differently next time; the same bytes give the same answer otherwise.
             retryable=version.failure_reason is FailureReason.TIMED_OUT,
+            processing_state=version.processing_state.value,
+        )
+    if version.processing_state is ProcessingState.INTERRUPTED:
+        return NothingToReadView(
+            error="not_ready",
+            message=interruption_notice(version.failure_detail, version.processing_retries),
+            retryable=True,
             processing_state=version.processing_state.value,
         )
     return NothingToReadView(

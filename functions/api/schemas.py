@@ -7,7 +7,16 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from shared.domain.files import FailureReason, FileRecord, FileVersionRecord, OcrState, PresignedUpload, VisionState
+from shared.domain.files import (
+    FailureReason,
+    FileRecord,
+    FileVersionRecord,
+    OcrState,
+    PresignedUpload,
+    ProcessingState,
+    VisionState,
+    interruption_notice,
+)
 from shared.domain.knowledge import CollectionCoverage
 from shared.domain.recognition import BoundingBox
 from shared.domain.search import (
@@ -114,6 +123,8 @@ class VersionView(ApiModel):
     stored_at: datetime | None
     rejection_reason: str | None
     failure: FailureView | None
+    # Set while processing is `interrupted`: what failed in the infrastructure (retried automatically).
+    interruption: str | None = None
     extraction: ExtractionView | None = None
     indexing: IndexingView | None = None
     ocr: OcrView | None = None
@@ -142,6 +153,9 @@ class VersionView(ApiModel):
             stored_at=version.stored_at,
             rejection_reason=version.rejection_reason,
             failure=failure,
+            interruption=interruption_notice(version.failure_detail, version.processing_retries)
+            if version.processing_state is ProcessingState.INTERRUPTED
+            else None,
             extraction=ExtractionView(
                 page_count=version.page_count,
                 block_count=version.block_count,

@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container
+from shared.bootstrap import Container, workflow_step
 from shared.config import load_settings
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger, tracer
@@ -17,5 +17,6 @@ container = Container(load_settings())
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@workflow_step
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return container.pipeline.inspect(ProcessVersion.from_step_input(event))

@@ -9,7 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container
+from shared.bootstrap import Container, workflow_step
 from shared.config import load_settings
 from shared.domain.recognition import RecognitionJob
 from shared.domain.workflow import ProcessVersion
@@ -20,9 +20,12 @@ container = Container(load_settings())
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@workflow_step
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = ProcessVersion.from_step_input(event)
     job = event.get("ocrJob")
     if job:
-        return container.pipeline.collect_recognition(request, RecognitionJob.model_validate(job))
+        return container.pipeline.collect_recognition(
+            request, RecognitionJob.model_validate(job), polls=int(event.get("ocrPolls", 0))
+        )
     return container.pipeline.recognize(request)

@@ -1,6 +1,9 @@
 """Storage: the versioned originals bucket, private, encrypted, TLS-only, announcing uploads to EventBridge."""
 
+from collections.abc import Sequence
+
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -8,6 +11,13 @@ from infra.environments import EnvironmentSettings
 
 # Where the Textract adapter stages copies of the pages a job reads (its `staging_prefix`).
 OCR_STAGING_PREFIX = "ocr-staging/"
+# Tenants' originals (shared/domain/uploads.storage_key) and what is derived from them (documents, work).
+ORIGINALS_PREFIX = "tenants/"
+DERIVED_PREFIX = "derived/"
+
+READ_OBJECTS = ("s3:GetObject", "s3:GetObjectVersion")
+WRITE_OBJECTS = ("s3:PutObject",)
+DELETE_OBJECTS = ("s3:DeleteObject", "s3:DeleteObjectVersion")
 
 
 class Storage(Construct):
@@ -61,4 +71,39 @@ class Storage(Construct):
             ],
             removal_policy=removal,
             auto_delete_objects=not settings.retain_data,
+        )
+
+    def grant_objects(self, grantee: iam.IGrantable, actions: Sequence[str], prefixes: Sequence[str]) -> None:
+        """Exactly `actions` (named, never wildcards) on the objects under `prefixes` of the originals bucket."""
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=list(actions),
+            resource_arns=[self.originals.arn_for_objects(f"{prefix}*") for prefix in prefixes],
+        )
+        _acknowledge_prefixes(grantee, self.originals, prefixes)
+
+    def grant_listing(self, grantee: iam.IGrantable, prefixes: Sequence[str]) -> None:
+        """Listing (object versions included) of the keys under `prefixes` only."""
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:ListBucket", "s3:ListBucketVersions"],
+            resource_arns=[self.originals.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in prefixes]}},
+        )
+
+
+def _acknowledge_prefixes(grantee: iam.IGrantable, bucket: s3.IBucket, prefixes: Sequence[str]) -> None:
+    """Objects under a prefix can only be named with a wildcard: acknowledged per prefix, on the role only."""
+    role = grantee.grant_principal
+    if not isinstance(role, iam.Role):
+        return
+    stack = cdk.Stack.of(role)
+    bucket_id = stack.get_logical_id(bucket.node.default_child)  # type: ignore[arg-type]
+    for prefix in prefixes:
+        cdk.Validations.of(role).acknowledge(
+            cdk.Acknowledgment(
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{prefix}*]",
+                reason=f"Keys under {prefix} are generated per tenant, file and version: the prefix is the narrowest "
+                "name for them, and the actions are listed one by one.",
+            )
         )

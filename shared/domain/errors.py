@@ -64,3 +64,8 @@ class VisionFailed(Exception):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
+
+
+class InfrastructureUnavailable(Exception):
+    """A managed service did not answer (the database resuming, throttling, a dropped connection): the
+    workflow retries the step with back-off. Its class name is the error name the state machine matches."""

@@ -35,17 +35,28 @@ class ProcessingState(StrEnum):
     INDEXING = "indexing"
     INDEXED = "indexed"
     FAILED = "failed"
+    # The infrastructure failed the attempt after its retries (not the document): the sweep tries again.
+    INTERRUPTED = "interrupted"
 
 
-IN_PROGRESS = frozenset(
-    {
-        ProcessingState.QUEUED,
-        ProcessingState.EXTRACTING,
-        ProcessingState.RECOGNIZING,
-        ProcessingState.EXTRACTED,
-        ProcessingState.INDEXING,
-    }
-)
+# The sweep retries a version automatically (a new attempt) at most this many times after it stalled or the
+# infrastructure interrupted it, and this many after an extraction timed out; a rescan starts the count again.
+MAX_STALLED_RETRIES = 4
+MAX_TIMEOUT_RETRIES = 2
+
+
+def interruption_notice(detail: str | None, retries: int) -> str:
+    """What an owner is told of an interrupted attempt: which step, and what happens next. Never the
+    infrastructure's own message (host names, addresses, ARNs), which stays in the logs and the sweep's report."""
+    step = "a processing step"
+    if detail and detail.startswith("the ") and " step failed" in detail:
+        step = detail[: detail.index(" step failed")].removeprefix("the ") + " step"
+    if retries < MAX_STALLED_RETRIES:
+        return f"the {step} could not reach a service it depends on; it is retried automatically"
+    return (
+        f"the {step} could not reach a service it depends on, and its automatic retries are spent: the operator "
+        "is alerted; uploading the file again starts it over"
+    )
 
 
 class FailureReason(StrEnum):
@@ -182,6 +193,7 @@ class FileVersionRecord(BaseModel):
     stored_at: datetime | None
     processing_requested_at: datetime | None
     processing_attempt: int = 0
+    processing_retries: int = 0
     page_count: int | None = None
     block_count: int | None = None
     pages_without_text: tuple[int, ...] = ()

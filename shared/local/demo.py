@@ -31,6 +31,8 @@ def describe(record: dict[str, Any]) -> str:
         outcome = f"rejected: {current['rejectionReason']}"
     elif current["processingState"] == "failed":
         outcome = f"failed: {current['failure']['message']}"
+    elif current["processingState"] == "interrupted":
+        outcome = f"interrupted, retried automatically: {current.get('interruption')}"
     elif current.get("indexing"):
         indexing = current["indexing"]
         outcome = f"indexed: {indexing['chunkCount']} chunks, {indexing['embeddedChunkCount']} embedded"

@@ -6,7 +6,7 @@ recorded (never "indexed" pretending to be complete); a re-index embeds them lat
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -82,6 +82,10 @@ class Indexer:
     def model_id(self) -> str:
         return self._embedder.model_id
 
+    def usage(self, tokens: int) -> Usage:
+        """What embedding `tokens` tokens costs, for the ledger."""
+        return self._embedder.usage(tokens)
+
     def chunks_of(self, document: ExtractedDocument) -> tuple[list[ChunkDraft], bool]:
         """The document's chunks, sized for the embedder when it can count; True when cut at max_chunks."""
         if self._embedder.capability().available:
@@ -137,10 +141,10 @@ class Indexer:
         for target, drafts, truncated, attempt in cut:
             own = vectors[offset : offset + len(drafts)] if vectors is not None else None
             offset += len(drafts)
-            written.append(self._write(target, drafts, own, gap, truncated=truncated, attempt=attempt))
+            written.append(self.write(target, drafts, own, gap, truncated=truncated, attempt=attempt))
         return written
 
-    def _write(
+    def write(
         self,
         target: IndexTarget,
         drafts: Sequence[ChunkDraft],
@@ -150,33 +154,53 @@ class Indexer:
         truncated: bool,
         attempt: int | None,
     ) -> IndexOutcome:
-        model = self._embedder.model_id if vectors is not None else None
-        chunks = [
-            IndexedChunk(
-                chunk_id=chunk_id(target.version_id, draft.ordinal),
-                file_id=str(target.file_id),
-                version_id=str(target.version_id),
-                collection_id=target.collection_id,
-                filename=target.filename,
-                media_type=target.media_type,
-                uploaded_at=target.uploaded_at,
-                draft=draft,
-                content_hash=hashlib.sha256(draft.content.encode()).hexdigest(),
-                embedding=tuple(vectors[index]) if vectors is not None else None,
-                embedding_model=model,
-            )
-            for index, draft in enumerate(drafts)
-        ]
+        return self.write_batches(
+            target, [(drafts, vectors)], count=len(drafts), gap=gap, truncated=truncated, attempt=attempt
+        )
+
+    def write_batches(
+        self,
+        target: IndexTarget,
+        batches: Iterable[tuple[Sequence[ChunkDraft], Sequence[Sequence[float]] | None]],
+        *,
+        count: int,
+        gap: str | None,
+        truncated: bool,
+        attempt: int | None,
+    ) -> IndexOutcome:
+        """Swap in `count` chunks given batch by batch (each batch's vectors, or None for all of them when
+        there is a `gap`), consumed while they are written: only one batch is in memory at a time."""
+        embedded = gap is None
+        model = self._embedder.model_id if embedded else None
+
+        def chunks() -> Iterator[IndexedChunk]:
+            for drafts, vectors in batches:
+                if embedded and (vectors is None or len(vectors) != len(drafts)):
+                    raise ValueError("a batch of chunks came without one vector per chunk")
+                for index, draft in enumerate(drafts):
+                    yield IndexedChunk(
+                        chunk_id=chunk_id(target.version_id, draft.ordinal),
+                        file_id=str(target.file_id),
+                        version_id=str(target.version_id),
+                        collection_id=target.collection_id,
+                        filename=target.filename,
+                        media_type=target.media_type,
+                        uploaded_at=target.uploaded_at,
+                        draft=draft,
+                        content_hash=hashlib.sha256(draft.content.encode()).hexdigest(),
+                        embedding=tuple(vectors[index]) if embedded and vectors is not None else None,
+                        embedding_model=model,
+                    )
+
         result = IndexingResult(
-            chunk_count=len(chunks),
-            embedded_count=len(chunks) if vectors is not None else 0,
-            embedding_model=model if chunks else None,
-            embedding_gap=gap if chunks else None,
+            chunk_count=count,
+            embedded_count=count if embedded else 0,
+            embedding_model=model if count else None,
+            embedding_gap=gap if count else None,
             truncated=truncated,
         )
-        written = self._knowledge.replace_chunks(target.tenant_id, target.version_id, chunks, result, attempt=attempt)
+        written = self._knowledge.replace_chunks(target.tenant_id, target.version_id, chunks(), result, attempt=attempt)
         logger.info(
-            "indexed",
-            extra={"write": written.value, "chunks": len(chunks), "embedded": result.embedded_count, "gap": gap},
+            "indexed", extra={"write": written.value, "chunks": count, "embedded": result.embedded_count, "gap": gap}
         )
         return IndexOutcome(written=written, result=result)

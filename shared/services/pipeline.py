@@ -6,11 +6,14 @@ the failure recorded on the version; only an infrastructure failure raises (and 
 """
 
 import functools
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
+
+from pydantic import BaseModel
 
 from shared.domain.document import MAX_DOCUMENT_BYTES, ExtractedDocument, ExtractionFailure
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed, VisionFailed
@@ -25,10 +28,17 @@ from shared.domain.files import (
     VersionState,
     VisionState,
 )
-from shared.domain.knowledge import IndexWrite
+from shared.domain.knowledge import ChunkBatch, ChunkDraft, ChunkManifest, EmbeddedBatch, IndexWrite
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult
 from shared.domain.recognized_layout import with_recognition
-from shared.domain.uploads import document_key
+from shared.domain.uploads import (
+    chunk_batch_key,
+    chunk_manifest_key,
+    document_key,
+    gap_batch_key,
+    vector_batch_key,
+    work_prefix,
+)
 from shared.domain.usage import Usage, UsageStep
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
@@ -39,6 +49,16 @@ from shared.services.recognition import RecognitionPlan, recognition_plan
 
 # The local runner's pause between polls of an engine's job (Step Functions waits in a Wait state).
 POLL_SECONDS = 5.0
+# Polls of one OCR job before it is given up as failed (with the workflow's 10-second Wait: about an hour).
+MAX_OCR_POLLS = 360
+# Chunks per task of the embed Map: one task embeds them within its timeout (Titan answers one text per call).
+CHUNKS_PER_BATCH = 128
+# The largest work object read back (a batch of chunks, or its vectors).
+_WORK_BYTES = 64 * 1024 * 1024
+
+
+class StaleWork(Exception):
+    """An attempt's stored work no longer fits the deployment (its vectors came from another model)."""
 
 
 @dataclass(frozen=True)
@@ -71,18 +91,40 @@ class IngestionPipeline:
         self._sleep = sleep
 
     def run(self, request: ProcessVersion) -> dict[str, Any]:
-        """Every step in order (the local runner; Step Functions calls them one by one)."""
-        outcome = self.inspect(request)
-        if outcome["proceed"]:
-            outcome = self.extract(request)
-        if outcome["proceed"] and outcome.get("recognize"):
-            outcome = self.recognize(request)
-            while outcome["proceed"] and "ocrJob" in outcome:
-                self._sleep(POLL_SECONDS)
-                outcome = self.collect_recognition(request, RecognitionJob.model_validate(outcome["ocrJob"]))
-        if outcome["proceed"]:
-            outcome = self.index(request)
-        return outcome
+        """Every step in order (the local runner; Step Functions calls them one by one). A step that raises
+        is recorded as the state machine's Catch records it (`interrupted`, naming the step), then re-raised."""
+        step = "inspect"
+        try:
+            outcome = self.inspect(request)
+            if outcome["proceed"]:
+                step = "extract"
+                outcome = self.extract(request)
+            if outcome["proceed"] and outcome["recognize"]:
+                step = "recognize"
+                outcome = self.recognize(request)
+                while outcome["proceed"] and "ocrJob" in outcome:
+                    self._sleep(POLL_SECONDS)
+                    job = RecognitionJob.model_validate(outcome["ocrJob"])
+                    outcome = self.collect_recognition(request, job, polls=outcome.get("ocrPolls", 0))
+            if not outcome["proceed"]:
+                return outcome
+            step = "chunk"
+            outcome = self.chunk(request)
+            if outcome["proceed"]:
+                step = "embed"
+                for batch in outcome["batches"]:
+                    self.embed(request, batch)
+                step = "index"
+                outcome = self.index(request)
+                step = "publish"
+                self.publish(request)
+            return outcome
+        except Exception as error:
+            try:
+                self.record_infrastructure_failure(request, step=step, error=type(error).__name__, cause=str(error))
+            except Exception:
+                logger.exception("the interruption could not be recorded; the version looks stalled to the sweep")
+            raise
 
     def inspect(self, request: ProcessVersion) -> dict[str, Any]:
         version = self._version(request)
@@ -102,6 +144,12 @@ class IngestionPipeline:
         return {**request.step_input(), "proceed": True, "mediaType": version.media_type, "byteSize": version.byte_size}
 
     def extract(self, request: ProcessVersion) -> dict[str, Any]:
+        """The text layer and structure; `recognize` says whether OCR or vision must read the rest (always
+        present: the state machine's Choice reads it)."""
+        outcome = self._extract(request)
+        return {**outcome, "recognize": bool(outcome.get("recognize", False))}
+
+    def _extract(self, request: ProcessVersion) -> dict[str, Any]:
         found = self._found(request)
         if found is None or found[1].state is not VersionState.STORED:
             return {**request.step_input(), "proceed": False, "why": "the version is not stored"}
@@ -173,8 +221,9 @@ class IngestionPipeline:
             return {**request.step_input(), "proceed": True, "ocrJob": progress.model_dump(mode="json")}
         return self._finish_recognition(request, file, version, document, plan, ocr=progress, original=original)
 
-    def collect_recognition(self, request: ProcessVersion, job: RecognitionJob) -> dict[str, Any]:
-        """One poll of a running OCR job (the workflow waits between polls; nothing sleeps on a job)."""
+    def collect_recognition(self, request: ProcessVersion, job: RecognitionJob, *, polls: int = 0) -> dict[str, Any]:
+        """One poll of a running OCR job (the workflow waits between polls; nothing sleeps on a job). `polls`
+        counts the polls before this one: a job still running after MAX_OCR_POLLS is given up as failed."""
         held = self._recognizing(request)
         if held is None:
             # Superseded, deleted or already done: nobody will collect this job, so let the engine free it.
@@ -187,7 +236,12 @@ class IngestionPipeline:
             result = None
             outcome: RecognitionResult | RecognitionFailed | CapabilityUnavailable = refusal
         else:
-            if result is None:
+            if result is None and polls + 1 >= MAX_OCR_POLLS:
+                self._ocr.discard(job)
+                outcome = RecognitionFailed(
+                    f"the OCR engine had not finished after {polls + 1} polls; scan the file again to retry"
+                )
+            elif result is None:
                 # Still running: say so on the record, so the sweep does not take a long job for a dead one.
                 self._metadata.move_processing(
                     request.tenant_id,
@@ -196,8 +250,14 @@ class IngestionPipeline:
                     to=ProcessingState.RECOGNIZING,
                     expected=[ProcessingState.RECOGNIZING],
                 )
-                return {**request.step_input(), "proceed": True, "ocrJob": job.model_dump(mode="json")}
-            outcome = result
+                return {
+                    **request.step_input(),
+                    "proceed": True,
+                    "ocrJob": job.model_dump(mode="json"),
+                    "ocrPolls": polls + 1,
+                }
+            else:
+                outcome = result
         document = self.read_document(version)
         plan = recognition_plan(version.media_type, document, every_page=request.rescan)
         return self._finish_recognition(
@@ -398,30 +458,199 @@ class IngestionPipeline:
         logger.info("extraction failed", extra={"reason": reason.value})
         return {**request.step_input(), "proceed": False, "failure": reason.value}
 
-    def index(self, request: ProcessVersion) -> dict[str, Any]:
+    def chunk(self, request: ProcessVersion) -> dict[str, Any]:
+        """Cut the extracted document into chunks, stored in batches for the embed step: the workflow passes
+        batch numbers, never text."""
         found = self._found(request)
         if found is None or found[1].state is not VersionState.STORED:
             return {**request.step_input(), "proceed": False, "why": "the version is not stored"}
-        file, version = found
+        _, version = found
+        # A redelivered chunk step of the same attempt finds it indexing already and does the same work again.
         if not self._metadata.move_processing(
             request.tenant_id,
             version.version_id,
             attempt=request.attempt,
             to=ProcessingState.INDEXING,
-            expected=[ProcessingState.EXTRACTED],
+            expected=[ProcessingState.EXTRACTED, ProcessingState.INDEXING],
         ):
             return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
         try:
-            written = self.reindex(file, version, attempt=request.attempt).written
+            drafts, truncated = self._indexer.chunks_of(self.read_document(version))
         except UnindexableDocument as error:
             return self._fail(request, version, FailureReason.MALFORMED, f"it could not be indexed: {error}")
-        if written is not IndexWrite.STORED:
-            return {**request.step_input(), "proceed": False, "why": f"the chunks were not written ({written.value})"}
-        return {**request.step_input(), "proceed": True, "indexed": True}
+        prefix = self._work_prefix(request)
+        batches = [drafts[start : start + CHUNKS_PER_BATCH] for start in range(0, len(drafts), CHUNKS_PER_BATCH)]
+        for number, batch in enumerate(batches):
+            self._put_json(chunk_batch_key(prefix, number), ChunkBatch(batch=number, drafts=tuple(batch)))
+        self._put_json(
+            chunk_manifest_key(prefix),
+            ChunkManifest(chunk_count=len(drafts), batch_count=len(batches), truncated=truncated),
+        )
+        return {**request.step_input(), "proceed": True, "chunks": len(drafts), "batches": list(range(len(batches)))}
 
-    def reindex(self, file: FileRecord, version: FileVersionRecord, *, attempt: int | None) -> IndexOutcome:
-        """Index one extracted version from its stored document (the pipeline's step, and re-indexing)."""
-        target = IndexTarget(
+    def embed(self, request: ProcessVersion, batch: int) -> dict[str, Any]:
+        """Embed one batch of chunks (one task of the workflow's Map). A missing or failing model stores the
+        gap instead of vectors: the chunks are still indexed for the keyword lane, and a re-index embeds them."""
+        # Holding the version and saying so in one statement: a long Map does not look stalled to the sweep.
+        if not self._metadata.move_processing(
+            request.tenant_id,
+            UUID(request.version_id),
+            attempt=request.attempt,
+            to=ProcessingState.INDEXING,
+            expected=[ProcessingState.INDEXING],
+        ):
+            return {
+                **request.step_input(),
+                "proceed": False,
+                "batch": batch,
+                "why": "this attempt does not hold the version",
+            }
+        prefix = self._work_prefix(request)
+        chunks = ChunkBatch.model_validate_json(
+            self._content.get(chunk_batch_key(prefix, batch), max_bytes=_WORK_BYTES)
+        )
+        vectors, gap = self._indexer.embed([draft.content for draft in chunks.drafts])
+        if vectors is None:
+            missing = EmbeddedBatch.missing(batch, len(chunks.drafts), gap or "the embedding model gave no vectors")
+            self._put_json(gap_batch_key(prefix, batch), missing)
+            return {**request.step_input(), "proceed": True, "batch": batch, "embedded": 0}
+        tokens = sum(draft.token_count for draft in chunks.drafts)
+        found = self._found(request)
+        if found is not None:
+            # Paid for now, whatever happens to the attempt: recorded before the vectors are stored, once per
+            # batch and attempt however often the task is delivered.
+            self._record_usage(
+                *found,
+                step=f"{UsageStep.EMBED.value}#{batch:05d}",
+                attempt=request.attempt,
+                usage=self._indexer.usage(tokens),
+            )
+        self._put_json(
+            vector_batch_key(prefix, batch),
+            EmbeddedBatch.of(batch, vectors, model=self._indexer.model_id, tokens=tokens),
+        )
+        return {**request.step_input(), "proceed": True, "batch": batch, "embedded": len(vectors)}
+
+    def index(self, request: ProcessVersion) -> dict[str, Any]:
+        """Swap the version's chunks and vectors into the index, in one transaction, streamed batch by batch
+        (a 20,000-chunk document never sits in memory whole)."""
+        held = self._holding(request, ProcessingState.INDEXING)
+        if held is None:
+            return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
+        file, version = held
+        prefix = self._work_prefix(request)
+        manifest = ChunkManifest.model_validate_json(
+            self._content.get(chunk_manifest_key(prefix), max_bytes=_WORK_BYTES)
+        )
+        gap = self._embedding_gap(prefix, manifest.batch_count)
+        model = self._indexer.model_id
+
+        def batches() -> Iterator[tuple[Sequence[ChunkDraft], Sequence[Sequence[float]] | None]]:
+            for number in range(manifest.batch_count):
+                chunks = ChunkBatch.model_validate_json(
+                    self._content.get(chunk_batch_key(prefix, number), max_bytes=_WORK_BYTES)
+                )
+                if gap is not None:
+                    yield chunks.drafts, None
+                    continue
+                embedded = EmbeddedBatch.model_validate_json(
+                    self._content.get(vector_batch_key(prefix, number), max_bytes=_WORK_BYTES)
+                )
+                if embedded.embedding_model != model or embedded.count != len(chunks.drafts):
+                    # A deployment changed the model between the Map and this step: the attempt must run again.
+                    raise StaleWork(f"batch {number} was embedded by {embedded.embedding_model}, not {model}")
+                yield chunks.drafts, embedded.vectors()
+
+        outcome = self._indexer.write_batches(
+            self._index_target(file, version),
+            batches(),
+            count=manifest.chunk_count,
+            gap=gap,
+            truncated=manifest.truncated,
+            attempt=request.attempt,
+        )
+        if outcome.written is not IndexWrite.STORED:
+            return {
+                **request.step_input(),
+                "proceed": False,
+                "why": f"the chunks were not written ({outcome.written.value})",
+            }
+        return {**request.step_input(), "proceed": True, "indexed": True, "chunks": outcome.result.chunk_count}
+
+    def _embedding_gap(self, prefix: str, batch_count: int) -> str | None:
+        """Why the version stays keyword-only, or None when every batch has its vectors. One batch without
+        them leaves all of it keyword-only, and says why: a re-index embeds it whole (never a version half
+        in the vector lane)."""
+        stored = {item.key for item in self._content.object_versions(prefix)}
+        for number in range(batch_count):
+            if vector_batch_key(prefix, number) in stored:
+                continue
+            if gap_batch_key(prefix, number) in stored:
+                missing = EmbeddedBatch.model_validate_json(
+                    self._content.get(gap_batch_key(prefix, number), max_bytes=_WORK_BYTES)
+                )
+                return missing.gap or f"batch {number} was not embedded"
+            return f"batch {number} was not embedded"
+        return None
+
+    def publish(self, request: ProcessVersion) -> dict[str, Any]:
+        """The attempt's last step: its intermediate work (chunk batches, vectors) is removed, whatever the
+        outcome; the version's row already says what happened."""
+        removed = self._remove_work(request)
+        version = self._version(request)
+        state = version.processing_state.value if version is not None else "gone"
+        logger.info("published", extra={"processing": state, "work_objects_removed": removed})
+        return {**request.step_input(), "proceed": False, "processing": state}
+
+    def record_infrastructure_failure(
+        self, request: ProcessVersion, *, step: str, error: str, cause: str
+    ) -> dict[str, Any]:
+        """The workflow's Catch: a step failed after its retries for a reason that is not the document's. The
+        version becomes `interrupted` with what failed (the sweep starts a new attempt later)."""
+        detail = f"the {step} step failed: {error}: {caught_error_message(cause)}"
+        # The work first: storage may answer while the database (the usual reason to be here) does not.
+        try:
+            self._remove_work(request)
+        except Exception:
+            logger.exception("the attempt's work was not removed; reconciliation removes it")
+        recorded = self._metadata.record_interruption(
+            request.tenant_id, UUID(request.version_id), detail=detail, attempt=request.attempt
+        )
+        logger.warning("processing interrupted", extra={"step": step, "error": error, "recorded": recorded})
+        return {**request.step_input(), "proceed": False, "interrupted": recorded, "step": step, "error": error}
+
+    def _holding(self, request: ProcessVersion, state: ProcessingState) -> tuple[FileRecord, FileVersionRecord] | None:
+        """The file and version, when this attempt holds the version in `state`."""
+        found = self._found(request)
+        if found is None:
+            return None
+        version = found[1]
+        if (
+            version.state is not VersionState.STORED
+            or version.processing_state is not state
+            or version.processing_attempt != request.attempt
+        ):
+            return None
+        return found
+
+    def _work_prefix(self, request: ProcessVersion) -> str:
+        return work_prefix(request.tenant_id, UUID(request.file_id), UUID(request.version_id), request.attempt)
+
+    def _put_json(self, key: str, model: BaseModel) -> None:
+        self._content.put(key, model.model_dump_json().encode(), content_type="application/json")
+
+    def _remove_work(self, request: ProcessVersion) -> int:
+        """Every stored version of every object under the attempt's work prefix (one listing)."""
+        listed = list(self._content.object_versions(self._work_prefix(request)))
+        for stored in listed:
+            if stored.version_id is None:
+                self._content.delete_all_versions(stored.key)
+            else:
+                self._content.delete_version(stored.key, stored.version_id)
+        return len({stored.key for stored in listed})
+
+    def _index_target(self, file: FileRecord, version: FileVersionRecord) -> IndexTarget:
+        return IndexTarget(
             tenant_id=file.tenant_id,
             file_id=file.file_id,
             version_id=version.version_id,
@@ -430,6 +659,10 @@ class IngestionPipeline:
             media_type=version.media_type,
             uploaded_at=version.stored_at or version.created_at,
         )
+
+    def reindex(self, file: FileRecord, version: FileVersionRecord, *, attempt: int | None) -> IndexOutcome:
+        """Index one extracted version from its stored document (the pipeline's step, and re-indexing)."""
+        target = self._index_target(file, version)
         # A re-index (no attempt) is its own step for the ledger, per model: re-embedding is paid again.
         step, run = (
             (UsageStep.EMBED.value, attempt)
@@ -475,6 +708,17 @@ def _nothing_read(
         return FailureReason.OCR_FAILED, f"OCR found no text it could read on {where}"
     reason = recognition.ocr_detail or "no OCR engine is configured"
     return FailureReason.NO_TEXT_LAYER, f"there is no text layer on {where}, and OCR is unavailable: {reason}"
+
+
+def caught_error_message(cause: str) -> str:
+    """The error message out of a Step Functions cause (a Lambda error's JSON), without its stack trace."""
+    try:
+        parsed = json.loads(cause)
+    except ValueError:
+        return cause[:500]
+    if isinstance(parsed, dict):
+        return str(parsed.get("errorMessage") or parsed.get("errorType") or "")[:500]
+    return cause[:500]
 
 
 def _listed(pages: tuple[int, ...]) -> str:

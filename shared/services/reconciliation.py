@@ -9,7 +9,8 @@ bypassed. What it does:
 * a `pending` version past the threshold whose bytes did land (the event was lost) is completed exactly
   as the event would have completed it; one whose bytes never came (its upload URL long expired) is
   reported and becomes `rejected` with that reason, so it is reported once, not forever;
-* a stored version whose processing never started, or stalled past the threshold, is asked for again;
+* a stored version whose processing never started, stalled past the threshold, or was interrupted by the
+  infrastructure, is asked for again; one whose attempts are spent is reported as stuck (an operator's problem);
 * objects under the tenants' prefix that no version row accounts for are reported, not removed.
 """
 
@@ -20,12 +21,14 @@ from itertools import chain
 from typing import Any
 from uuid import UUID
 
-from shared.domain.files import FileVersionRecord, VersionState
+from shared.domain.files import FileVersionRecord, ProcessingState, StoredObject, VersionState
 from shared.domain.uploads import (
     DERIVED_PREFIX,
+    WorkKeyParts,
     derived_prefix,
     parse_document_key,
     parse_storage_key,
+    parse_work_key,
     storage_key,
 )
 from shared.observability import logger
@@ -50,7 +53,11 @@ class ReconcileReport:
     completed_uploads: list[dict[str, Any]] = field(default_factory=list)
     pending_without_bytes: list[dict[str, Any]] = field(default_factory=list)
     processing_requested: list[dict[str, Any]] = field(default_factory=list)
+    # Unprocessed past the threshold with every attempt spent: nothing will retry them.
+    stuck_versions: list[dict[str, Any]] = field(default_factory=list)
     bytes_without_row: list[dict[str, Any]] = field(default_factory=list)
+    # Objects of indexing attempts that are over (their last step never ran): removed.
+    stale_work_removed: int = 0
     objects_scanned: int = 0
     objects_truncated: bool = False
 
@@ -65,7 +72,9 @@ class ReconcileReport:
             "completedUploads": len(self.completed_uploads),
             "pendingWithoutBytes": len(self.pending_without_bytes),
             "processingRequested": len(self.processing_requested),
+            "stuckVersions": len(self.stuck_versions),
             "bytesWithoutRow": len(self.bytes_without_row),
+            "staleWorkRemoved": self.stale_work_removed,
             "objectsScanned": self.objects_scanned,
         }
 
@@ -75,7 +84,9 @@ class ReconcileReport:
             "completedUploads": self.completed_uploads,
             "pendingWithoutBytes": self.pending_without_bytes,
             "processingRequested": self.processing_requested,
+            "stuckVersions": self.stuck_versions,
             "bytesWithoutRow": self.bytes_without_row,
+            "staleWorkRemoved": self.stale_work_removed,
             "objectsScanned": self.objects_scanned,
             "objectsTruncated": self.objects_truncated,
             "orphaned": self.orphaned,
@@ -178,6 +189,20 @@ class Reconciler:
                     "outcome": outcome,
                 }
             )
+        given_up = self._pages(
+            lambda after: self._metadata.versions_given_up(tenant_id, cutoff=cutoff, after=after, limit=_PAGE)
+        )
+        for file_id, version in given_up:
+            report.stuck_versions.append(
+                {
+                    "tenantId": tenant_id,
+                    "fileId": str(file_id),
+                    "versionId": str(version.version_id),
+                    "processingState": version.processing_state.value,
+                    "attempts": version.processing_attempt,
+                    "detail": version.failure_detail,
+                }
+            )
 
     def _find_unexplained_objects(self, report: ReconcileReport) -> None:
         for stored in chain(
@@ -187,7 +212,10 @@ class Reconciler:
                 report.objects_truncated = True
                 return
             report.objects_scanned += 1
-            if stored.key.startswith(DERIVED_PREFIX):
+            work = parse_work_key(stored.key)
+            if work is not None:
+                self._sweep_work(stored, work, report)
+            elif stored.key.startswith(DERIVED_PREFIX):
                 if not self._derived_accounted_for(stored.key):
                     report.bytes_without_row.append(
                         {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
@@ -197,8 +225,32 @@ class Reconciler:
                     {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
                 )
 
+    def _sweep_work(self, stored: StoredObject, work: WorkKeyParts, report: ReconcileReport) -> None:
+        """An attempt's indexing work lives while that attempt indexes its version. Once the attempt is over
+        (indexed, failed, interrupted, superseded, or the version deleted) nothing can read it again: it is
+        removed, which is certainty, not suspicion. Work no version row knows of is reported, not removed."""
+        found = self._metadata.find_version(work.original.tenant_id, work.original.version_id)
+        if found is None:
+            report.bytes_without_row.append(
+                {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
+            )
+            return
+        version = found[1]
+        if (
+            version.state is VersionState.STORED
+            and version.processing_attempt == work.attempt
+            and version.processing_state is ProcessingState.INDEXING
+        ):
+            return
+        if stored.version_id is None:
+            self._content.delete_all_versions(stored.key)
+        else:
+            self._content.delete_version(stored.key, stored.version_id)
+        report.stale_work_removed += 1
+
     def _derived_accounted_for(self, key: str) -> bool:
-        """A derived document is accounted for by the version that points at it (and only while it lives)."""
+        """A derived document is accounted for by the version that points at it (and only while it lives);
+        an attempt's indexing work, by the version while that attempt is indexing it."""
         parts = parse_document_key(key)
         if parts is None:
             return False

@@ -9,14 +9,6 @@ from infra.app import build_app
 from infra.environments import settings_for
 
 
-@pytest.fixture(scope="module", params=["dev", "prod"])
-def synthesized(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Template]:
-    app, stack = build_app(request.param, outdir=str(tmp_path_factory.mktemp(f"cdk-{request.param}")))
-    # Synthesis runs the cdk-nag AwsSolutions pack as a validation plugin: any unacknowledged finding raises.
-    app.synth()
-    return request.param, Template.from_stack(stack)
-
-
 def originals_bucket(template: Template) -> dict[str, Any]:
     buckets = template.find_resources(
         "AWS::S3::Bucket", {"Properties": {"VersioningConfiguration": {"Status": "Enabled"}}}

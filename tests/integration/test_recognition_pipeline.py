@@ -4,6 +4,7 @@ fails, no engine at all, a vision model that describes or refuses, and a usage l
 
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from shared.domain.usage import Usage
 from shared.domain.workflow import ProcessVersion
 from shared.local import scan_corpus
 from shared.ports import OcrSource, UsageLedger
+from shared.services.indexing import Indexer
 from shared.services.pipeline import IngestionPipeline, Recognizers
 from tests.integration.files_stack import Stack
 
@@ -321,7 +323,17 @@ def test_the_recognize_step_hands_a_running_job_to_the_workflow_and_polls_it_whe
     assert done["proceed"] and "ocrJob" not in done
     found = stack.container.file_metadata.find_version(tenant, record.current.version_id)
     assert found is not None and found[1].processing_state is ProcessingState.EXTRACTED
-    assert steps.index(request)["indexed"] is True
+    assert indexed(steps, request)["indexed"] is True
+
+
+def indexed(steps: IngestionPipeline, request: ProcessVersion) -> dict[str, Any]:
+    """The steps after recognition, as the state machine runs them: chunk, embed each batch, index, publish."""
+    chunked = steps.chunk(request)
+    for batch in chunked["batches"]:
+        steps.embed(request, batch)
+    outcome = steps.index(request)
+    steps.publish(request)
+    return outcome
 
 
 class FlakyMetadata:
@@ -382,7 +394,7 @@ def test_a_recognize_step_delivered_again_after_a_crash_merges_once_and_keeps_it
     # The text layer it started from is gone; the row points at the merged document.
     assert version.document_key is not None and not version.document_key.endswith("-text-layer.json")
     assert container.content.head(version.document_key.replace(".json", "-text-layer.json")) is None
-    assert steps.index(request)["indexed"] is True
+    assert indexed(steps, request)["indexed"] is True
 
 
 def test_an_engine_refused_for_want_of_permission_is_recorded_as_unavailable(
@@ -437,3 +449,59 @@ def test_a_job_of_a_superseded_attempt_is_discarded_not_collected(stack: Stack, 
     late = steps.collect_recognition(old, job)
     assert late["proceed"] is False and engine.collected == 0 and engine.discarded == ["job-1"]
     steps.run(old.model_copy(update={"attempt": newer}))
+
+
+class BrokenEmbedder:
+    """Fake embedding port whose model endpoint fails in a way no retry inside the adapter absorbed."""
+
+    model_id = "broken-embedder"
+    dimension = 384
+    max_tokens = 256
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus(provider="broken", available=True)
+
+    def count_tokens(self, text: str) -> int:
+        return max(1, len(text.split()))
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        raise ConnectionResetError("the model endpoint reset the connection")
+
+    def usage(self, tokens: int) -> Usage:
+        raise AssertionError("nothing was embedded")
+
+
+def test_the_local_runner_records_an_infrastructure_failure_as_the_state_machines_catch_does(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    container = stack.container
+    steps = IngestionPipeline(
+        container.file_metadata,
+        container.content,
+        container.extractor,
+        Indexer(container.knowledge, BrokenEmbedder()),
+        Recognizers(
+            ocr=UnavailableOcr("no OCR in this test"), vision=UnavailableVision("none"), ledger=container.usage_ledger
+        ),
+    )
+    tenant, file_id = uploaded["tenant"], uploaded["files"]["mixed-operations.pdf"]
+
+    with pytest.raises(ConnectionResetError):
+        reprocess(stack, tenant, file_id, steps.run)
+
+    record = container.file_metadata.get_file(tenant, uuid.UUID(file_id))
+    assert record is not None and record.current.processing_state is ProcessingState.INTERRUPTED
+    assert record.current.failure_reason is None
+    assert record.current.failure_detail == (
+        "the embed step failed: ConnectionResetError: the model endpoint reset the connection"
+    )
+    # Its work is removed; the sweep will find it (interrupted is one of the states it asks for again).
+    work = f"derived/{record.current.storage_key}/work-{record.current.processing_attempt}/"
+    assert list(container.content.object_versions(work)) == []
+    # The sweep asks for it again: a rescan starts the count of automatic retries over.
+    cutoff = datetime.now(UTC) + timedelta(hours=2)
+    waiting = container.file_metadata.versions_awaiting_processing(tenant, cutoff=cutoff)
+    given_up = container.file_metadata.versions_given_up(tenant, cutoff=cutoff)
+    assert record.current.processing_retries == 0
+    assert record.current.version_id in {version.version_id for _, version in waiting}
+    assert record.current.version_id not in {version.version_id for _, version in given_up}

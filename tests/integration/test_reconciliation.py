@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from shared.domain.files import NewVersion
-from shared.domain.uploads import storage_key
+from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState
+from shared.domain.uploads import storage_key, work_prefix
 from shared.services.reconciliation import NEVER_ARRIVED
 from shared.services.upload_completion import Completion
 from tests.integration.files_stack import PDF, Stack
@@ -150,3 +150,53 @@ def test_abandoned_uploads_cannot_starve_the_recovery_of_a_lost_event(stack: Sta
     assert ticket["versionId"] in {e["versionId"] for e in report["completedUploads"]}
     assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]["state"] == "stored"
     assert len([e for e in report["pendingWithoutBytes"] if e["tenantId"] == tenant]) == 600
+
+
+def test_a_version_whose_attempts_are_spent_is_reported_stuck_and_not_started_again(
+    stack: Stack, lost_events: None
+) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, "stuck.pdf", "application/pdf", PDF)
+    version_id = uuid.UUID(ticket["versionId"])
+    metadata = stack.container.file_metadata
+    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
+    assert landed is not None
+    assert metadata.mark_stored("acme", version_id, byte_size=landed.byte_size, storage_version_id=landed.version_id)
+    # Every attempt the sweep allows was interrupted by the infrastructure.
+    for attempt in range(1, MAX_STALLED_RETRIES + 2):  # the first run, then every retry
+        stale = datetime.now(UTC) + timedelta(hours=attempt)
+        assert metadata.queue_processing("acme", version_id, stale_before=stale) == attempt
+        assert metadata.record_interruption("acme", version_id, detail="the extract step failed: x", attempt=attempt)
+    report = reconcile(stack)
+    assert ticket["versionId"] not in versions(report["processingRequested"])
+    (stuck,) = [entry for entry in report["stuckVersions"] if entry["versionId"] == ticket["versionId"]]
+    assert stuck["processingState"] == "interrupted" and stuck["attempts"] == MAX_STALLED_RETRIES + 1
+    assert stuck["detail"] == "the extract step failed: x"
+    assert stack.container.reconciler.run(datetime.now(UTC) + LATER).counts()["stuckVersions"] >= 1
+
+
+def test_the_work_of_an_attempt_that_is_over_is_removed(stack: Stack) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, "work.pdf", "application/pdf", PDF)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    found = stack.container.file_metadata.find_version("acme", uuid.UUID(ticket["versionId"]))
+    assert found is not None and found[1].processing_state.value in ("indexed", "failed")
+    # What a publish step that never ran would have left behind: the attempt is over, so it is removed.
+    left = work_prefix("acme", uuid.UUID(ticket["fileId"]), found[1].version_id, found[1].processing_attempt)
+    stack.container.content.put(f"{left}chunks.json", b"{}", content_type="application/json")
+    # And the work of an attempt indexing right now is left alone.
+    metadata = stack.container.file_metadata
+    running = metadata.queue_rescan("acme", found[1].version_id)
+    assert running is not None
+    assert metadata.move_processing(
+        "acme", found[1].version_id, attempt=running, to=ProcessingState.INDEXING, expected=[ProcessingState.QUEUED]
+    )
+    live = work_prefix("acme", uuid.UUID(ticket["fileId"]), found[1].version_id, running)
+    stack.container.content.put(f"{live}chunks-00000.json", b"{}", content_type="application/json")
+    report = stack.container.reconciler.run(datetime.now(UTC)).as_dict()
+    assert report["staleWorkRemoved"] >= 1
+    assert f"{left}chunks.json" not in {entry["key"] for entry in report["bytesWithoutRow"]}
+    assert stack.container.content.head(f"{left}chunks.json") is None
+    assert stack.container.content.head(f"{live}chunks-00000.json") is not None
+    assert f"{live}chunks-00000.json" not in {entry["key"] for entry in report["bytesWithoutRow"]}
+    stack.container.content.delete_all_versions(f"{live}chunks-00000.json")

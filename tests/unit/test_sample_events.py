@@ -6,6 +6,8 @@ from aws_lambda_powertools.utilities.parser.models import (
     S3EventNotificationEventBridgeModel,
 )
 
+from shared.domain.workflow import ProcessVersion
+from shared.services.pipeline import caught_error_message
 from tests.conftest import load_event
 
 
@@ -27,3 +29,19 @@ def test_scheduled_event_is_an_eventbridge_event() -> None:
     event = EventBridgeModel.model_validate(load_event("scheduled_reconcile.json"))
     assert event.detail_type == "Scheduled Event"
     assert event.source == "aws.events"
+
+
+def test_a_map_item_carries_the_version_references_and_its_batch() -> None:
+    event = load_event("pipeline_embed_batch.json")
+    request = ProcessVersion.from_step_input(event)
+    assert (request.tenant_id, request.attempt, event["batch"]) == ("acme", 1, 3)
+
+
+def test_a_caught_failure_carries_the_step_and_lambdas_error_as_step_functions_passes_it() -> None:
+    event = load_event("pipeline_record_failure.json")
+    assert ProcessVersion.from_step_input(event).attempt == 2
+    assert event["failedStep"] == "extract" and event["error"]["Error"] == "InfrastructureUnavailable"
+    # The cause is Lambda's error document as a string; what is recorded is its message, not its stack trace.
+    assert caught_error_message(event["error"]["Cause"]).startswith("OperationalError: connection to server")
+    assert "stackTrace" not in caught_error_message(event["error"]["Cause"])
+    assert caught_error_message("not json at all") == "not json at all"

@@ -28,3 +28,22 @@ def test_an_unknown_runtime_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QUIRE_RUNTIME", "azure")
     with pytest.raises(ValidationError, match="runtime"):
         Settings()
+
+
+def test_on_aws_presigned_urls_name_the_buckets_regional_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import timedelta
+
+    from shared.bootstrap import Container
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-real-secret")
+    monkeypatch.setenv("QUIRE_REGION", "eu-west-3")
+    container = Container(Settings(runtime="aws", bucket="quire-prod-originals"))
+    upload = container.content.signed_upload(
+        "tenants/acme/files/x/versions/y", content_type="application/pdf", max_bytes=10, lifetime=timedelta(minutes=5)
+    )
+    read = container.content.signed_read(
+        "tenants/acme/files/x/versions/y", version_id=None, filename="a.pdf", lifetime=timedelta(minutes=5)
+    )
+    assert upload.url == "https://quire-prod-originals.s3.eu-west-3.amazonaws.com/"
+    assert read is not None and read.url.startswith("https://quire-prod-originals.s3.eu-west-3.amazonaws.com/tenants/")

@@ -39,7 +39,7 @@ class InProcessWorkflow:
             try:
                 self._run(request)
             except BaseException:
-                # An infrastructure failure: the version stays in progress; reconciliation starts it again.
+                # An infrastructure failure, recorded on the version (`interrupted`): reconciliation retries it.
                 _log.exception("the pipeline failed on a version; reconciliation will start it again")
             finally:
                 self._queue.task_done()

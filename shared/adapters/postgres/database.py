@@ -3,35 +3,106 @@
 Row-level security is forced on every tenant table; the policies read `quire.tenant_id`, which is set
 with `set_config(..., true)`: transaction-local, so a pooled connection never carries a tenant into
 the next transaction.
+
+Locally the role connects with the password in its URL. On AWS it connects to the RDS Proxy with IAM
+authentication: the password is a SigV4-signed token that is valid for 15 minutes, and the pool opens
+connections whenever it needs them (minutes or hours later), so each new connection signs its own.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
+from shared.adapters.aws.retrying import LazyClient
 from shared.domain.auth import IDENTIFIER_PATTERN
 
 TENANT_SETTING = "quire.tenant_id"
 
 
+@dataclass(frozen=True)
+class IamEndpoint:
+    """Where the application role connects with IAM authentication (on AWS: the RDS Proxy)."""
+
+    host: str
+    port: int
+    dbname: str
+    user: str
+    region: str
+    # verify-full checks the server's certificate and name against `sslrootcert`; require only encrypts.
+    sslmode: Literal["require", "verify-full"] = "verify-full"
+    sslrootcert: str | None = None
+
+
+def rds_auth_token(rds_client: object, endpoint: IamEndpoint) -> Callable[[], str]:
+    """A function that signs a fresh IAM authentication token for `endpoint` each time it is called.
+
+    `rds_client` is a boto3 RDS client, or a zero-argument factory for one (built on first use). Signing
+    is local (no request leaves the process) and uses the client's current credentials, so a token
+    signed after Lambda refreshed them carries the new ones.
+    """
+    client: LazyClient[Any] = LazyClient(rds_client)
+
+    def sign() -> str:
+        return str(
+            client.get().generate_db_auth_token(
+                DBHostname=endpoint.host, Port=endpoint.port, DBUsername=endpoint.user, Region=endpoint.region
+            )
+        )
+
+    return sign
+
+
+def _with_password(options: dict[str, Any], password: Callable[[], str]) -> dict[str, Any]:
+    return {**options, "password": password()}
+
+
 class Database:
-    def __init__(self, url: str, *, max_size: int = 4, wait_seconds: float = 10) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_size: int = 4,
+        wait_seconds: float = 10,
+        password: Callable[[], str] | None = None,
+    ) -> None:
+        """`url`: a PostgreSQL URL or conninfo string. `password`, when given, is called for every new
+        connection the pool opens and overrides any password in `url`."""
         # prepare_threshold=None: server-side prepared statements freeze plans across SET changes and pin
         # connections behind RDS Proxy.
+        options: dict[str, Any] = {"prepare_threshold": None, "autocommit": False}
         self._pool = ConnectionPool(
             url,
             min_size=0,
             max_size=max_size,
-            kwargs={"prepare_threshold": None, "autocommit": False},
+            # A callable is resolved by the pool on every connection attempt (psycopg_pool >= 3.3).
+            kwargs=options if password is None else partial(_with_password, options, password),
             open=False,
             name="quire-app",
             # How long a request waits for a connection before failing (not retried forever).
             timeout=wait_seconds,
         )
         self._opened = False
+
+    @classmethod
+    def with_iam_auth(
+        cls, endpoint: IamEndpoint, token: Callable[[], str], *, max_size: int = 4, wait_seconds: float = 10
+    ) -> "Database":
+        """Connect as `endpoint.user` with a token from `token` (see `rds_auth_token`) per new connection."""
+        conninfo = make_conninfo(
+            host=endpoint.host,
+            port=endpoint.port,
+            dbname=endpoint.dbname,
+            user=endpoint.user,
+            sslmode=endpoint.sslmode,
+            **({"sslrootcert": endpoint.sslrootcert} if endpoint.sslrootcert else {}),
+        )
+        return cls(conninfo, max_size=max_size, wait_seconds=wait_seconds, password=token)
 
     def _ensure_open(self) -> None:
         # Opened on first use, not at import: a cold start that never touches the database pays nothing.

@@ -11,6 +11,8 @@ from psycopg.rows import dict_row
 from shared.adapters.postgres.database import Database
 from shared.domain.errors import NotFound
 from shared.domain.files import (
+    MAX_STALLED_RETRIES,
+    MAX_TIMEOUT_RETRIES,
     ExtractionSummary,
     FailureReason,
     FileRecord,
@@ -21,15 +23,11 @@ from shared.domain.files import (
 )
 
 _LIVE = ("pending", "stored", "rejected")
-MAX_ATTEMPTS_AFTER_TIMEOUT = 3
-# A version whose worker keeps dying (the same document crashing the same step) is not restarted for ever:
-# after this many attempts it stays where it stopped, counted as in progress by coverage.
-MAX_STALLED_ATTEMPTS = 5
 _VERSION_COLUMNS = (
     "file_id, version_id, state, processing_state, filename, media_type, declared_byte_size, byte_size,"
     " storage_key, storage_version_id, rejection_reason, failure_reason, failure_detail, created_at,"
     " updated_at, stored_at, processing_requested_at, page_count, block_count, pages_without_text,"
-    " extraction_warnings, extraction_truncated, document_key, processing_attempt, chunk_count,"
+    " extraction_warnings, extraction_truncated, document_key, processing_attempt, processing_retries, chunk_count,"
     " embedded_chunk_count, embedding_model, embedding_gap, indexed_at, ocr_state, ocr_engine, ocr_detail,"
     " recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail"
 )
@@ -280,11 +278,12 @@ class PostgresFileMetadataStore:
             "state = 'stored' AND updated_at < %(cutoff)s"
             " AND (processing_requested_at IS NULL OR processing_requested_at < %(cutoff)s)"
             " AND (processing_state = 'not_started'"
-            "      OR (processing_state IN ('queued', 'extracting', 'recognizing', 'extracted', 'indexing')"
-            "          AND processing_attempt < %(stalled)s)"
+            "      OR (processing_state IN ('queued', 'extracting', 'recognizing', 'extracted', 'indexing',"
+            "                               'interrupted')"
+            "          AND processing_retries < %(stalled)s)"
             "      OR (processing_state = 'failed' AND failure_reason = 'timed-out'"
-            "          AND processing_attempt < %(attempts)s))",
-            {"cutoff": cutoff, "attempts": MAX_ATTEMPTS_AFTER_TIMEOUT, "stalled": MAX_STALLED_ATTEMPTS},
+            "          AND processing_retries < %(timeouts)s))",
+            {"cutoff": cutoff, "timeouts": MAX_TIMEOUT_RETRIES, "stalled": MAX_STALLED_RETRIES},
             after=after,
             limit=limit,
         )
@@ -324,29 +323,32 @@ class PostgresFileMetadataStore:
             row = conn.execute(
                 "UPDATE file_versions SET processing_state = 'queued', processing_requested_at = now(),"
                 " processing_attempt = processing_attempt + 1, updated_at = now(),"
+                " processing_retries = CASE WHEN processing_state = 'not_started' THEN 0"
+                "                           ELSE processing_retries + 1 END,"
                 " failure_reason = NULL, failure_detail = NULL"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
                 " AND (processing_state = 'not_started'"
-                "      OR (processing_state IN ('queued', 'extracting', 'recognizing', 'extracted', 'indexing')"
+                "      OR (processing_state IN ('queued', 'extracting', 'recognizing', 'extracted', 'indexing',"
+                "                               'interrupted')"
                 "          AND updated_at < %s"
-                "          AND processing_attempt < %s)"
+                "          AND processing_retries < %s)"
                 # A timeout may go differently next time (a busy machine): a few more attempts, then it stays.
-                "      OR (processing_state = 'failed' AND failure_reason = 'timed-out' AND processing_attempt < %s))"
+                "      OR (processing_state = 'failed' AND failure_reason = 'timed-out' AND processing_retries < %s))"
                 " RETURNING processing_attempt",
-                (tenant_id, version_id, stale_before, MAX_STALLED_ATTEMPTS, MAX_ATTEMPTS_AFTER_TIMEOUT),
+                (tenant_id, version_id, stale_before, MAX_STALLED_RETRIES, MAX_TIMEOUT_RETRIES),
             ).fetchone()
         return int(row[0]) if row else None
 
     def queue_rescan(self, tenant_id: str, version_id: UUID) -> int | None:
-        """indexed or failed → queued, as a new attempt: one statement decides, so two rescans at once
+        """indexed, failed or interrupted → queued, as a new attempt: one statement decides, so two rescans at once
         start one."""
         with self._database.tenant_transaction(tenant_id) as conn:
             row = conn.execute(
                 "UPDATE file_versions SET processing_state = 'queued', processing_requested_at = now(),"
-                " processing_attempt = processing_attempt + 1, updated_at = now(),"
+                " processing_attempt = processing_attempt + 1, processing_retries = 0, updated_at = now(),"
                 " failure_reason = NULL, failure_detail = NULL"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
-                " AND processing_state IN ('indexed', 'failed') RETURNING processing_attempt",
+                " AND processing_state IN ('indexed', 'failed', 'interrupted') RETURNING processing_attempt",
                 (tenant_id, version_id),
             ).fetchone()
         return int(row[0]) if row else None
@@ -437,6 +439,33 @@ class PostgresFileMetadataStore:
                 (reason.value, detail[:2000], tenant_id, version_id, attempt),
             ).rowcount
         return changed == 1
+
+    def record_interruption(self, tenant_id: str, version_id: UUID, *, detail: str, attempt: int) -> bool:
+        """An infrastructure failure ended this attempt: `interrupted`, with what failed, for the sweep to retry."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            changed = conn.execute(
+                "UPDATE file_versions SET processing_state = 'interrupted', failure_reason = NULL,"
+                " failure_detail = %s, updated_at = now() WHERE tenant_id = %s AND version_id = %s"
+                " AND state = 'stored' AND processing_attempt = %s"
+                " AND processing_state IN ('queued', 'extracting', 'recognizing', 'extracted', 'indexing')",
+                (detail[:2000], tenant_id, version_id, attempt),
+            ).rowcount
+        return changed == 1
+
+    def versions_given_up(
+        self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        """Stored versions still unprocessed past `cutoff` that the sweep will not try again (attempts spent):
+        an operator's problem, counted by reconciliation and alarmed on."""
+        return self._version_page(
+            tenant_id,
+            "state = 'stored' AND updated_at < %(cutoff)s"
+            " AND processing_state IN ('queued', 'extracting', 'recognizing', 'extracted', 'indexing', 'interrupted')"
+            " AND processing_retries >= %(stalled)s",
+            {"cutoff": cutoff, "stalled": MAX_STALLED_RETRIES},
+            after=after,
+            limit=limit,
+        )
 
     def tenant_ids(self) -> list[str]:
         with self._database.unscoped_transaction() as conn:

@@ -9,8 +9,9 @@ frequencies and lengths from keyword_terms / keyword_collections, which triggers
 are written and deleted. IDF counts only the collections the caller may read.
 """
 
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -67,6 +68,7 @@ def _filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str = "")
 
 # One INSERT for a whole version (COPY is refused under row-level security): the statement triggers
 # then update the keyword statistics once per version, not once per chunk.
+_INSERT_SLICE = 256
 _INSERT_CHUNKS = """
 INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects, content, content_hash,
   embedding, embedding_model, collection_id, filename, media_type, uploaded_at, block_kind, location, heading_path,
@@ -140,7 +142,7 @@ class PostgresKnowledgeIndex:
         self,
         tenant_id: str,
         version_id: UUID,
-        chunks: Sequence[IndexedChunk],
+        chunks: Iterable[IndexedChunk],
         result: IndexingResult,
         *,
         attempt: int | None,
@@ -176,8 +178,15 @@ class PostgresKnowledgeIndex:
                 " embedding_gap = NULL WHERE tenant_id = %s AND file_id = %s AND version_id <> %s AND chunk_count > 0",
                 (tenant_id, file_id, version_id),
             )
-            if chunks:
-                conn.execute(_INSERT_CHUNKS, _columns(tenant_id, chunks))
+            # In slices, inside the one transaction: a large version's rows and vectors never all sit in
+            # memory (nor in one statement's parameters) at once.
+            written = 0
+            chunk_stream = iter(chunks)
+            while rows := list(itertools.islice(chunk_stream, _INSERT_SLICE)):
+                conn.execute(_INSERT_CHUNKS, _columns(tenant_id, rows))
+                written += len(rows)
+            if written != result.chunk_count:
+                raise ValueError(f"{written} chunks were given for a result of {result.chunk_count}")
             _record(conn, tenant_id, version_id, result)
         return IndexWrite.STORED
 

@@ -50,6 +50,7 @@ class PostgresUsageLedger:
             ).rowcount
         return added == 1
 
+    # A step done in parts (`embed#00003`: one batch of the embed Map) is one line per step.
     def totals(
         self, tenant_id: str, collections: frozenset[str], *, since: datetime, until: datetime
     ) -> list[UsageTotal]:
@@ -57,12 +58,13 @@ class PostgresUsageLedger:
             return []
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
             rows = cursor.execute(
-                "SELECT step, provider, operation, model, priced, count(*) AS calls, sum(pages) AS pages,"
+                "SELECT split_part(step, '#', 1) AS step, provider, operation, model, priced, count(*) AS calls,"
+                " sum(pages) AS pages,"
                 " sum(images) AS images, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,"
                 " min(recorded_at) AS first_recorded_at, max(recorded_at) AS last_recorded_at"
                 " FROM usage_records WHERE tenant_id = %s AND collection_id = ANY(%s)"
                 " AND recorded_at >= %s AND recorded_at < %s"
-                " GROUP BY step, provider, operation, model, priced ORDER BY priced DESC, step, provider, operation",
+                " GROUP BY 1, provider, operation, model, priced ORDER BY priced DESC, 1, provider, operation",
                 (tenant_id, sorted(collections), since, until),
             ).fetchall()
         return [UsageTotal.model_validate(row) for row in rows]

@@ -1,0 +1,21 @@
+"""Pipeline step `embed`: one task of the state machine's Map, embedding one batch of chunks. Wiring only.
+Input: the version's references and `batch` (a number); the vectors go to storage, never into the state.
+"""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shared.bootstrap import Container, workflow_step
+from shared.config import load_settings
+from shared.domain.workflow import ProcessVersion
+from shared.observability import logger, tracer
+
+container = Container(load_settings())
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@workflow_step
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return container.pipeline.embed(ProcessVersion.from_step_input(event), int(event["batch"]))

@@ -1,0 +1,538 @@
+"""Pipeline: the ingestion state machine, the functions its tasks run, and what starts it.
+
+S3 "Object Created" (EventBridge) → on_object_created → one Standard execution per file version, named after
+it (a duplicate start is `ExecutionAlreadyExists`: success). The execution runs
+
+    inspect → extract → (pages without text, images) recognize ⟲ wait → chunk → embed (Map) → index → publish
+
+passing references (ids, batch numbers), never content. A document problem is recorded by the step and the
+execution SUCCEEDS; an infrastructure error is retried with back-off, and once retries are spent a Catch
+records the interruption on the version and the execution FAILS (reconciliation starts a new attempt).
+EventBridge Scheduler runs reconcile on the environment's schedule.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_scheduler_targets as scheduler_targets
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from infra.constructs.database import Database
+from infra.constructs.functions import EMBEDDING_MODEL_ID, LambdaPackage, acknowledge, log_retention
+from infra.constructs.storage import (
+    DELETE_OBJECTS,
+    DERIVED_PREFIX,
+    OCR_STAGING_PREFIX,
+    ORIGINALS_PREFIX,
+    READ_OBJECTS,
+    WRITE_OBJECTS,
+    Storage,
+)
+from infra.environments import EnvironmentSettings
+
+# The error names a step's failure carries when retrying may help: the Lambda service's own errors, and
+# `InfrastructureUnavailable`, which the handlers raise for a database or AWS API that did not answer
+# (shared/workflow_step.py). Everything else is not retried: the same input gives the same answer.
+RETRIED_ERRORS = (
+    "InfrastructureUnavailable",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.ClientExecutionTimeoutException",
+)
+# A function killed at its own timeout (or out of memory: Step Functions reports both as Lambda.Unknown on
+# older runtimes): once more, in case it was a slow dependency rather than the input.
+TIMEOUT_ERRORS = ("Sandbox.Timedout", "States.Timeout", "Lambda.Unknown")
+OCR_POLL_SECONDS = 10
+# Textract's actions the recognize step calls; Textract has no resource-level permissions.
+TEXTRACT_ACTIONS = (
+    "textract:DetectDocumentText",
+    "textract:AnalyzeDocument",
+    "textract:StartDocumentAnalysis",
+    "textract:GetDocumentAnalysis",
+    "textract:StartDocumentTextDetection",
+    "textract:GetDocumentTextDetection",
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One Lambda-backed state: its function's handler, timeout, memory and what it may touch in storage."""
+
+    name: str
+    handler: str
+    description: str
+    timeout_seconds: int
+    memory_mb: int
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    delete: tuple[str, ...] = ()
+    listing: tuple[str, ...] = ()
+    ephemeral_mib: int = 512
+
+
+STEPS = (
+    Step("Inspect", "functions.inspect.handler.handler", "claims a stored version for this attempt", 30, 512),
+    Step(
+        "Extract",
+        "functions.extract.handler.handler",
+        "extracts the text layer and structure in a sandboxed child process",
+        # The extraction sandbox's own clock (QUIRE_EXTRACTION_TIMEOUT_SECONDS, 120 s) stops a parser first.
+        300,
+        3008,
+        read=(ORIGINALS_PREFIX, DERIVED_PREFIX),
+        write=(DERIVED_PREFIX,),
+        delete=(DERIVED_PREFIX,),
+        ephemeral_mib=2048,
+    ),
+    Step(
+        "Recognize",
+        "functions.recognize.handler.handler",
+        "starts or polls OCR (Textract) of the pages without text, and describes images",
+        300,
+        2048,
+        read=(ORIGINALS_PREFIX, DERIVED_PREFIX, OCR_STAGING_PREFIX),
+        write=(DERIVED_PREFIX, OCR_STAGING_PREFIX),
+        delete=(DERIVED_PREFIX, OCR_STAGING_PREFIX),
+        ephemeral_mib=2048,
+    ),
+    Step(
+        "Chunk",
+        "functions.chunk.handler.handler",
+        "cuts the document into chunks, stored in batches",
+        300,
+        1769,
+        read=(DERIVED_PREFIX,),
+        write=(DERIVED_PREFIX,),
+    ),
+    Step(
+        "Embed",
+        "functions.embed.handler.handler",
+        "embeds one batch of chunks with Bedrock",
+        300,
+        512,
+        read=(DERIVED_PREFIX,),
+        write=(DERIVED_PREFIX,),
+    ),
+    Step(
+        "Index",
+        "functions.index.handler.handler",
+        "swaps the version's chunks and vectors into the index",
+        300,
+        1769,
+        read=(DERIVED_PREFIX,),
+        # Without listing, S3 answers a missing batch with 403 rather than 404.
+        listing=(DERIVED_PREFIX,),
+    ),
+    Step(
+        "Publish",
+        "functions.publish.handler.handler",
+        "removes the attempt's intermediate work",
+        60,
+        256,
+        delete=(DERIVED_PREFIX,),
+        listing=(DERIVED_PREFIX,),
+    ),
+    Step(
+        "RecordFailure",
+        "functions.record_failure.handler.handler",
+        "records an infrastructure failure on the version (the workflow's Catch)",
+        60,
+        256,
+        delete=(DERIVED_PREFIX,),
+        listing=(DERIVED_PREFIX,),
+    ),
+)
+
+
+class Pipeline(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: EnvironmentSettings,
+        package: LambdaPackage,
+        storage: Storage,
+        database: Database,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._settings = settings
+        self._package = package
+        self._storage = storage
+        self._database = database
+        self.step_functions: dict[str, lambda_.Function] = {step.name: self._step_function(step) for step in STEPS}
+        recognize = self.step_functions["Recognize"]
+        recognize.add_to_role_policy(iam.PolicyStatement(actions=list(TEXTRACT_ACTIONS), resources=["*"]))
+        acknowledge(
+            recognize.role,  # type: ignore[arg-type]
+            "IAM5[Resource::*]",
+            "Textract's actions have no resource-level permissions; what Textract may read is bounded by this "
+            "role's S3 grants (the originals and the staging prefix).",
+        )
+        if settings.vision_model_id:
+            recognize.add_environment("QUIRE_VISION_MODEL_ID", settings.vision_model_id)
+            recognize.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["bedrock:InvokeModel"],
+                    resources=[_foundation_model(settings.vision_model_id)],
+                )
+            )
+        embed = self.step_functions["Embed"]
+        embed.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["bedrock:InvokeModel"],
+                resources=[_foundation_model(EMBEDDING_MODEL_ID)],
+            )
+        )
+        self.state_machine = self._state_machine()
+        self.dead_letter_queues: list[sqs.Queue] = []
+        self.on_object_created = self._event_wiring()
+        self.reconcile = self._reconcile_schedule()
+        self.functions: list[lambda_.IFunction] = [
+            *self.step_functions.values(),
+            self.on_object_created,
+            self.reconcile,
+        ]
+
+    # --- functions ---------------------------------------------------------------------------------------
+
+    def _function(
+        self,
+        construct_id: str,
+        *,
+        handler: str,
+        description: str,
+        timeout_seconds: int,
+        memory_mb: int,
+        ephemeral_mib: int = 512,
+        environment: dict[str, str] | None = None,
+    ) -> lambda_.Function:
+        function = self._package.function(
+            self,
+            construct_id,
+            handler=handler,
+            description=description,
+            timeout=cdk.Duration.seconds(timeout_seconds),
+            memory_size=memory_mb,
+            ephemeral_storage_mib=ephemeral_mib,
+            vpc=self._database.vpc,
+            security_groups=[self._database.functions_security_group],
+            environment={
+                **self._database.connection_environment(),
+                "QUIRE_BUCKET": self._storage.originals.bucket_name,
+                **(environment or {}),
+            },
+        )
+        self._database.grant_connect(function)
+        return function
+
+    def _step_function(self, step: Step) -> lambda_.Function:
+        function = self._function(
+            f"{step.name}Function",
+            handler=step.handler,
+            description=f"Quire {self._settings.name} pipeline step: {step.description}",
+            timeout_seconds=step.timeout_seconds,
+            memory_mb=step.memory_mb,
+            ephemeral_mib=step.ephemeral_mib,
+        )
+        self._grant_storage(function, read=step.read, write=step.write, delete=step.delete, listing=step.listing)
+        return function
+
+    def _grant_storage(
+        self,
+        function: lambda_.IFunction,
+        *,
+        read: Sequence[str] = (),
+        write: Sequence[str] = (),
+        delete: Sequence[str] = (),
+        listing: Sequence[str] = (),
+    ) -> None:
+        if read:
+            self._storage.grant_objects(function, READ_OBJECTS, read)
+        if write:
+            self._storage.grant_objects(function, WRITE_OBJECTS, write)
+        if delete:
+            # Removing every version of a key means listing its versions first.
+            self._storage.grant_objects(function, DELETE_OBJECTS, delete)
+            listing = tuple(dict.fromkeys([*listing, *delete]))
+        if listing:
+            self._storage.grant_listing(function, listing)
+
+    # --- the state machine --------------------------------------------------------------------------------
+
+    def _task(self, step_name: str, *, failed: sfn.IChainable) -> tasks.LambdaInvoke:
+        """A Lambda task with a timeout above its function's, retries on infrastructure errors only, and a
+        Catch that records which step failed before the failure is recorded on the version."""
+        step = next(step for step in STEPS if step.name == step_name)
+        task = tasks.LambdaInvoke(
+            self,
+            step_name,
+            lambda_function=self.step_functions[step_name],
+            payload_response_only=True,
+            retry_on_service_exceptions=False,
+            task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(step.timeout_seconds + 30)),
+        )
+        self._retry(task)
+        task.add_catch(self._caught(step_name, failed), errors=["States.ALL"], result_path="$.error")
+        return task
+
+    @staticmethod
+    def _retry(task: tasks.LambdaInvoke) -> None:
+        # Aurora resuming from a pause takes some seconds: 2, 4, 8, 16, 32, 60 s with full jitter covers it.
+        task.add_retry(
+            errors=list(RETRIED_ERRORS),
+            interval=cdk.Duration.seconds(2),
+            backoff_rate=2,
+            max_attempts=6,
+            max_delay=cdk.Duration.seconds(60),
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        task.add_retry(errors=list(TIMEOUT_ERRORS), interval=cdk.Duration.seconds(5), max_attempts=1)
+
+    def _caught(self, step_name: str, failed: sfn.IChainable) -> sfn.Pass:
+        return sfn.Pass(
+            self,
+            f"{step_name} failed",
+            result=sfn.Result.from_string(step_name.lower()),
+            result_path="$.failedStep",
+        ).next(failed)
+
+    def _state_machine(self) -> sfn.StateMachine:
+        done = sfn.Succeed(self, "Done", comment="processed, or a document problem recorded on the version")
+        infrastructure_failure = sfn.Fail(
+            self,
+            "Infrastructure failure",
+            comment="a step failed after its retries; the version is `interrupted` and reconciliation retries it",
+            error_path="$.error.Error",
+            cause_path="$.error.Cause",
+        )
+        record_failure = tasks.LambdaInvoke(
+            self,
+            "Record failure",
+            lambda_function=self.step_functions["RecordFailure"],
+            payload_response_only=True,
+            retry_on_service_exceptions=False,
+            result_path=sfn.JsonPath.DISCARD,
+            task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(90)),
+        )
+        self._retry(record_failure)
+        record_failure.add_catch(infrastructure_failure, errors=["States.ALL"], result_path="$.recordFailureError")
+        failed = record_failure.next(infrastructure_failure)
+
+        inspect = self._task("Inspect", failed=failed)
+        extract = self._task("Extract", failed=failed)
+        recognize = self._task("Recognize", failed=failed)
+        chunk = self._task("Chunk", failed=failed)
+        index = self._task("Index", failed=failed)
+        publish = self._task("Publish", failed=failed)
+
+        embed = tasks.LambdaInvoke(
+            self,
+            "Embed",
+            lambda_function=self.step_functions["Embed"],
+            payload_response_only=True,
+            retry_on_service_exceptions=False,
+            task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(330)),
+        )
+        self._retry(embed)
+        embed_batches = sfn.Map(
+            self,
+            "Embed batches",
+            items_path="$.batches",
+            item_selector={
+                "tenantId.$": "$.tenantId",
+                "fileId.$": "$.fileId",
+                "versionId.$": "$.versionId",
+                "attempt.$": "$.attempt",
+                "rescan.$": "$.rescan",
+                "batch.$": "$$.Map.Item.Value",
+            },
+            # Bedrock's per-account quota is shared by every execution: a few batches at a time per document.
+            max_concurrency=4,
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        embed_batches.item_processor(embed)
+        embed_batches.add_catch(self._caught("Embed", failed), errors=["States.ALL"], result_path="$.error")
+
+        wait_for_ocr = sfn.Wait(
+            self, "Wait for OCR", time=sfn.WaitTime.duration(cdk.Duration.seconds(OCR_POLL_SECONDS))
+        )
+        proceed = sfn.Condition.boolean_equals("$.proceed", True)
+        after_chunk = (
+            sfn.Choice(self, "Chunked?")
+            .when(proceed, embed_batches.next(index).next(publish).next(done))
+            .otherwise(done)
+        )
+        chunk.next(after_chunk)
+        after_recognize = (
+            sfn.Choice(self, "Recognized?")
+            .when(sfn.Condition.not_(proceed), done)
+            .when(sfn.Condition.is_present("$.ocrJob"), wait_for_ocr.next(recognize))
+            .otherwise(chunk)
+        )
+        recognize.next(after_recognize)
+        after_extract = (
+            sfn.Choice(self, "Extracted?")
+            .when(sfn.Condition.not_(proceed), done)
+            .when(sfn.Condition.boolean_equals("$.recognize", True), recognize)
+            .otherwise(chunk)
+        )
+        extract.next(after_extract)
+        definition = inspect.next(sfn.Choice(self, "Claimed?").when(proceed, extract).otherwise(done))
+
+        log_group = logs.LogGroup(
+            self,
+            "ExecutionLogs",
+            # Under the prefix AWS reserves for vended logs: no growing account-wide log resource policy.
+            log_group_name=f"/aws/vendedlogs/states/quire-{self._settings.name}-ingestion",
+            retention=log_retention(self._settings.log_retention_days),
+            removal_policy=cdk.RemovalPolicy.RETAIN if self._settings.retain_data else cdk.RemovalPolicy.DESTROY,
+        )
+        state_machine = sfn.StateMachine(
+            self,
+            "Ingestion",
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            comment="Quire ingestion: one execution per file version and attempt",
+            # An OCR job is given up after MAX_OCR_POLLS polls (about an hour); the rest takes minutes.
+            timeout=cdk.Duration.hours(6),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+        )
+        acknowledge(
+            state_machine.role,
+            "IAM5[Resource::*]",
+            "Step Functions' log delivery and X-Ray actions have no resource-level permissions.",
+        )
+        for function in self.step_functions.values():
+            acknowledge(
+                state_machine.role,
+                f"IAM5[Resource::<{cdk.Stack.of(self).get_logical_id(function.node.default_child)}.Arn>:*]",  # type: ignore[arg-type]
+                "Invoking any version or alias of the pipeline's own functions.",
+            )
+        return state_machine
+
+    # --- what starts it -----------------------------------------------------------------------------------
+
+    def _dead_letter_queue(self, construct_id: str, purpose: str) -> sqs.Queue:
+        queue = sqs.Queue(
+            self,
+            construct_id,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=cdk.Duration.days(14),
+            removal_policy=cdk.RemovalPolicy.RETAIN if self._settings.retain_data else cdk.RemovalPolicy.DESTROY,
+        )
+        acknowledge(queue, "SQS3", f"This queue is itself a dead-letter queue: {purpose}.")
+        self.dead_letter_queues.append(queue)
+        return queue
+
+    def _event_wiring(self) -> lambda_.Function:
+        function = self._function(
+            "OnObjectCreatedFunction",
+            handler="functions.on_object_created.handler.handler",
+            description=f"Quire {self._settings.name}: records an upload as stored and starts its processing",
+            timeout_seconds=60,
+            memory_mb=512,
+            environment={"QUIRE_STATE_MACHINE_ARN": self.state_machine.state_machine_arn},
+        )
+        # Sniffing reads the original; a rejected upload's bytes are removed.
+        self._grant_storage(function, read=(ORIGINALS_PREFIX,), delete=(ORIGINALS_PREFIX,))
+        self.state_machine.grant_start_execution(function)
+        failed_invocations = self._dead_letter_queue(
+            "ObjectCreatedFailures", "uploads whose handler failed after Lambda's own retries"
+        )
+        function.configure_async_invoke(
+            retry_attempts=2,
+            max_event_age=cdk.Duration.hours(6),
+            on_failure=destinations.SqsDestination(failed_invocations),
+        )
+        undelivered = self._dead_letter_queue("ObjectCreatedUndelivered", "events EventBridge could not deliver")
+        events.Rule(
+            self,
+            "ObjectCreated",
+            description="An upload landed in the originals bucket: record it and start processing",
+            event_pattern=events.EventPattern(
+                source=["aws.s3"],
+                detail_type=["Object Created"],
+                detail={
+                    "bucket": {"name": [self._storage.originals.bucket_name]},
+                    "object": {"key": [{"prefix": ORIGINALS_PREFIX}]},
+                },
+            ),
+            targets=[
+                events_targets.LambdaFunction(
+                    function,
+                    dead_letter_queue=undelivered,
+                    retry_attempts=8,
+                    max_event_age=cdk.Duration.hours(2),
+                )
+            ],
+        )
+        return function
+
+    def _reconcile_schedule(self) -> lambda_.Function:
+        function = self._function(
+            "ReconcileFunction",
+            handler="functions.reconcile.handler.handler",
+            description=f"Quire {self._settings.name}: sweeps deletions, lost events and stalled work; reports orphans",
+            timeout_seconds=900,
+            memory_mb=1024,
+            environment={"QUIRE_STATE_MACHINE_ARN": self.state_machine.state_machine_arn},
+        )
+        # Deleting a file removes its bytes and what was derived from them; orphans are found by listing both.
+        self._grant_storage(
+            function,
+            read=(ORIGINALS_PREFIX,),
+            delete=(ORIGINALS_PREFIX, DERIVED_PREFIX),
+            listing=(ORIGINALS_PREFIX, DERIVED_PREFIX),
+        )
+        self.state_machine.grant_start_execution(function)
+        failed_runs = self._dead_letter_queue("ReconcileFailures", "reconciliation runs that failed")
+        function.configure_async_invoke(retry_attempts=0, on_failure=destinations.SqsDestination(failed_runs))
+        undelivered = self._dead_letter_queue("ReconcileUndelivered", "schedules Scheduler could not deliver")
+        schedule_role = iam.Role(
+            self,
+            "ReconcileScheduleRole",
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com",
+                conditions={"StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account}},
+            ),
+            description=f"Quire {self._settings.name}: EventBridge Scheduler invokes reconcile",
+        )
+        acknowledge(
+            schedule_role,
+            f"IAM5[Resource::<{cdk.Stack.of(self).get_logical_id(function.node.default_child)}.Arn>:*]",  # type: ignore[arg-type]
+            "The CDK grants invoking the reconcile function and its versions; nothing else.",
+        )
+        scheduler.Schedule(
+            self,
+            "Reconcile",
+            description="Quire reconciliation: storage against the index, stalled and interrupted processing",
+            schedule=scheduler.ScheduleExpression.expression(self._settings.reconcile_schedule),
+            target=scheduler_targets.LambdaInvoke(
+                function,
+                role=schedule_role,
+                dead_letter_queue=undelivered,
+                retry_attempts=2,
+                max_event_age=cdk.Duration.hours(1),
+            ),
+        )
+        return function
+
+
+def _foundation_model(model_id: str) -> str:
+    return f"arn:{cdk.Aws.PARTITION}:bedrock:{cdk.Aws.REGION}::foundation-model/{model_id}"

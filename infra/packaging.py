@@ -1,0 +1,113 @@
+"""What every Lambda function runs from: one code asset and one dependency layer.
+
+The code asset holds the packages Lambda imports (`functions/`, `shared/` without the local runtime,
+`migrations/`). The layer holds the runtime dependencies named in pyproject.toml, installed for the
+Lambda architecture (arm64, CPython 3.12) from wheels only: nothing is compiled, nothing needs Docker.
+This module copies files and runs pip; it never imports runtime code (DESIGN.md section 3).
+"""
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUILD_DIR = REPO_ROOT / "build"
+CODE_DIR = BUILD_DIR / "lambda-code"
+LAYER_DIR = BUILD_DIR / "lambda-layer"
+
+LAMBDA_PYTHON = "3.12"
+# Graviton: the cheaper architecture, and every dependency publishes aarch64 wheels.
+LAMBDA_PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
+CODE_PACKAGES = ("functions", "shared", "migrations")
+# The local runtime (the `quire` CLI, the embedded stack) is never packaged for Lambda.
+NOT_PACKAGED = ("shared/local", "shared/cli.py")
+_STAMP = ".requirements-sha256"
+
+
+class LayerNotBuilt(Exception):
+    """The dependency layer is missing or was built from other requirements; the message says how to build it."""
+
+
+def runtime_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
+    """The project's runtime dependencies: exactly what the layer holds."""
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    return list(project["dependencies"])
+
+
+def _requirements_digest(requirements: list[str]) -> str:
+    material = "\n".join([LAMBDA_PYTHON, *LAMBDA_PLATFORMS, *requirements])
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def stage_code(out: Path = CODE_DIR, root: Path = REPO_ROOT) -> Path:
+    """Copy the packaged sources into `out` (replacing what was there) and return it."""
+    if out.exists():
+        shutil.rmtree(out)
+    skipped = {root / path for path in NOT_PACKAGED}
+    for package in CODE_PACKAGES:
+        for source in sorted((root / package).rglob("*")):
+            if any(source == skip or skip in source.parents for skip in skipped):
+                continue
+            if "__pycache__" in source.parts or source.suffix == ".pyc" or source.is_dir():
+                continue
+            target = out / source.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return out
+
+
+def layer_is_current(out: Path = LAYER_DIR) -> bool:
+    stamp = out / _STAMP
+    return stamp.is_file() and stamp.read_text().strip() == _requirements_digest(runtime_requirements())
+
+
+def build_layer(out: Path = LAYER_DIR) -> Path:
+    """Install the runtime requirements for Lambda's platform into `out/python` (pip, wheels only)."""
+    requirements = runtime_requirements()
+    if out.exists():
+        shutil.rmtree(out)
+    platforms = [argument for platform in LAMBDA_PLATFORMS for argument in ("--platform", platform)]
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--quiet",
+            "--no-compile",
+            "--only-binary=:all:",
+            "--implementation",
+            "cp",
+            "--python-version",
+            LAMBDA_PYTHON,
+            *platforms,
+            "--target",
+            str(out / "python"),
+            *requirements,
+        ],
+        check=True,
+    )
+    # Console scripts and caches are of no use in a layer.
+    shutil.rmtree(out / "python" / "bin", ignore_errors=True)
+    for cache in (out / "python").rglob("__pycache__"):
+        shutil.rmtree(cache, ignore_errors=True)
+    (out / _STAMP).write_text(_requirements_digest(requirements) + "\n")
+    return out
+
+
+def layer_directory(out: Path = LAYER_DIR, *, build: bool = True) -> Path:
+    """The built layer; built now when it is missing or stale and `build` is true."""
+    if layer_is_current(out):
+        return out
+    if not build:
+        raise LayerNotBuilt(f"the Lambda dependency layer in {out} is missing or stale: run `make layer`")
+    return build_layer(out)
+
+
+if __name__ == "__main__":
+    print(layer_directory())
+    print(stage_code())

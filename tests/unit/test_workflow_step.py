@@ -1,0 +1,102 @@
+"""Which failures the state machine retries: the handlers' error names, decided by one classifier."""
+
+import psycopg
+import pytest
+from botocore.exceptions import (
+    ClientError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ReadTimeoutError,
+    ResponseStreamingError,
+)
+from psycopg_pool import PoolTimeout
+
+from shared.adapters.transient import is_transient
+from shared.bootstrap import workflow_step
+from shared.domain.errors import InfrastructureUnavailable
+
+
+def client_error(code: str, status: int = 400) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "Op")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        psycopg.OperationalError("connection to server at 10.0.3.7, port 5432 failed: Connection refused"),
+        psycopg.errors.AdminShutdown("terminating connection due to administrator command"),
+        psycopg.errors.CannotConnectNow("the database system is starting up"),
+        psycopg.errors.ReadOnlySqlTransaction("cannot execute INSERT in a read-only transaction"),
+        psycopg.errors.SerializationFailure("could not serialize access"),
+        psycopg.errors.TooManyConnections("too many connections"),
+        PoolTimeout("couldn't get a connection after 10.00 sec"),
+        client_error("ThrottlingException"),
+        client_error("ProvisionedThroughputExceededException"),
+        client_error("SlowDown", 503),
+        client_error("SomethingNew", 500),
+        EndpointConnectionError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"),
+        ReadTimeoutError(endpoint_url="https://textract.us-east-1.amazonaws.com"),
+        ResponseStreamingError(error="the body stopped mid-read"),
+        NoCredentialsError(),
+        ConnectionResetError("reset by peer"),
+        TimeoutError("timed out"),
+    ],
+    ids=type,
+)
+def test_infrastructure_that_did_not_answer_is_transient(error: Exception) -> None:
+    assert is_transient(error)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        client_error("AccessDeniedException", 403),
+        client_error("ValidationException"),
+        client_error("NoSuchKey", 404),
+        psycopg.errors.UniqueViolation("duplicate key"),
+        psycopg.errors.InsufficientPrivilege("permission denied"),
+        psycopg.errors.QueryCanceled("canceling statement due to statement timeout"),
+        psycopg.errors.ProgramLimitExceeded("index row size exceeds maximum"),
+        psycopg.errors.InvalidPassword("PAM authentication failed for user quire_app"),
+        KeyError("batches"),
+        ValueError("bad"),
+    ],
+    ids=type,
+)
+def test_a_refusal_or_a_bug_is_not_transient(error: Exception) -> None:
+    assert not is_transient(error)
+
+
+def test_a_step_that_meets_an_outage_raises_the_name_the_state_machine_retries() -> None:
+    @workflow_step
+    def step(event: dict[str, str], context: object) -> dict[str, str]:
+        raise psycopg.OperationalError("connection refused")
+
+    with pytest.raises(InfrastructureUnavailable, match="OperationalError: connection refused") as raised:
+        step({}, None)
+    assert type(raised.value).__name__ == "InfrastructureUnavailable"
+    assert isinstance(raised.value.__cause__, psycopg.OperationalError)
+
+
+def test_a_step_with_a_bug_keeps_its_own_error_so_it_is_not_retried() -> None:
+    @workflow_step
+    def step(event: dict[str, str], context: object) -> dict[str, str]:
+        return {"value": event["missing"]}
+
+    with pytest.raises(KeyError):
+        step({}, None)
+
+
+def test_a_step_that_succeeds_returns_its_output_untouched() -> None:
+    @workflow_step
+    def step(event: dict[str, str], context: object) -> dict[str, str]:
+        return {**event, "proceed": "yes"}
+
+    assert step({"tenantId": "acme"}, None) == {"tenantId": "acme", "proceed": "yes"}
+
+
+def test_an_error_raised_from_an_outage_is_transient_too() -> None:
+    wrapped = RuntimeError("could not store the chunks")
+    wrapped.__cause__ = psycopg.OperationalError("server closed the connection unexpectedly")
+    assert is_transient(wrapped)
+    assert not is_transient(RuntimeError("could not store the chunks"))
