@@ -70,7 +70,8 @@ def build_layer(out: Path = LAYER_DIR) -> Path:
     if out.exists():
         shutil.rmtree(out)
     platforms = [argument for platform in LAMBDA_PLATFORMS for argument in ("--platform", platform)]
-    subprocess.run(
+    # Captured: pip's chatter (mirror warnings) is noise unless it fails.
+    installed = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -89,8 +90,12 @@ def build_layer(out: Path = LAYER_DIR) -> Path:
             str(out / "python"),
             *requirements,
         ],
-        check=True,
+        check=False,
+        capture_output=True,
+        text=True,
     )
+    if installed.returncode != 0:
+        raise LayerNotBuilt(f"pip could not build the Lambda dependency layer:\n{installed.stderr[-4000:]}")
     # Console scripts and caches are of no use in a layer.
     shutil.rmtree(out / "python" / "bin", ignore_errors=True)
     for cache in (out / "python").rglob("__pycache__"):
