@@ -7,6 +7,7 @@ This module copies files and runs pip; it never imports runtime code (DESIGN.md 
 """
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,50 @@ CODE_PACKAGES = ("functions", "shared", "migrations")
 # The local runtime (the `quire` CLI, the embedded stack) is never packaged for Lambda.
 NOT_PACKAGED = ("shared/local", "shared/cli.py")
 _STAMP = ".requirements-sha256"
+
+
+def lambda_python(home: Path | None = None) -> str | None:
+    """A CPython of Lambda's version on this machine (QUIRE_LAMBDA_PYTHON, `python3.12`, or pyenv's), to
+    compile the package's bytecode with; None when there is none."""
+    home = home or Path.home()
+    candidates = [os.environ.get("QUIRE_LAMBDA_PYTHON"), shutil.which(f"python{LAMBDA_PYTHON}")]
+    candidates += [
+        str(path) for path in sorted(home.glob(f".pyenv/versions/{LAMBDA_PYTHON}.*/bin/python{LAMBDA_PYTHON}"))
+    ]
+    for candidate in filter(None, candidates):
+        try:
+            answer = subprocess.run(
+                [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except OSError:
+            continue
+        if answer.returncode == 0 and answer.stdout.strip() == LAMBDA_PYTHON:
+            return candidate
+    return None
+
+
+def compile_bytecode(directory: Path, python: str | None) -> bool:
+    """Compile every module under `directory` for Lambda's Python, checked by hash, not by timestamp (asset
+    zips reset file times): Lambda's file system is read-only, so bytecode not shipped is compiled again on
+    every cold start (about 0.5 s per function here). False when no such Python is at hand."""
+    if python is None:
+        return False
+    compiled = subprocess.run(
+        [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(directory)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # A module that does not compile under 3.12 (a wheel's test data, a template) is simply left uncompiled.
+    return compiled.returncode in (0, 1)
+
+
+def ships_bytecode(directory: Path) -> bool:
+    return any(directory.rglob(f"*.cpython-{LAMBDA_PYTHON.replace('.', '')}.pyc"))
 
 
 class LayerNotBuilt(Exception):
@@ -56,6 +101,7 @@ def stage_code(out: Path = CODE_DIR, root: Path = REPO_ROOT) -> Path:
             target = out / source.relative_to(root)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
+    compile_bytecode(out, lambda_python())
     return out
 
 
@@ -100,6 +146,7 @@ def build_layer(out: Path = LAYER_DIR) -> Path:
     shutil.rmtree(out / "python" / "bin", ignore_errors=True)
     for cache in (out / "python").rglob("__pycache__"):
         shutil.rmtree(cache, ignore_errors=True)
+    compile_bytecode(out / "python", lambda_python())
     (out / _STAMP).write_text(_requirements_digest(requirements) + "\n")
     return out
 

