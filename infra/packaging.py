@@ -52,19 +52,37 @@ def lambda_python(home: Path | None = None) -> str | None:
     return None
 
 
-def compile_bytecode(directory: Path, python: str | None) -> bool:
+def compile_bytecode(directory: Path, python: str | None, *, deployed_at: str, strict: bool = False) -> bool:
     """Compile every module under `directory` for Lambda's Python, checked by hash, not by timestamp (asset
     zips reset file times): Lambda's file system is read-only, so bytecode not shipped is compiled again on
     every cold start (about 0.5 s per function here). False when no such Python is at hand."""
     if python is None:
         return False
+    # Paths recorded as Lambda will see them (`deployed_at`), not where this machine built them: the same
+    # sources give the same bytes, so an asset's hash changes only when its code does.
     compiled = subprocess.run(
-        [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(directory)],
+        [
+            python,
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "0",
+            "--invalidation-mode",
+            "unchecked-hash",
+            "-s",
+            str(directory),
+            "-p",
+            deployed_at,
+            str(directory),
+        ],
         capture_output=True,
         text=True,
         check=False,
     )
-    # A module that does not compile under 3.12 (a wheel's test data, a template) is simply left uncompiled.
+    if compiled.returncode != 0 and strict:
+        raise SyntaxError(f"Python {LAMBDA_PYTHON} cannot compile the Lambda code:\n{compiled.stdout[-4000:]}")
+    # A dependency's module that does not compile under 3.12 (test data, a template) is left as source.
     return compiled.returncode in (0, 1)
 
 
@@ -83,7 +101,9 @@ def runtime_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list
 
 
 def _requirements_digest(requirements: list[str]) -> str:
-    material = "\n".join([LAMBDA_PYTHON, *LAMBDA_PLATFORMS, *requirements])
+    # Whether bytecode can be compiled here is part of it: a layer built without it is rebuilt where it can be.
+    bytecode = "bytecode" if lambda_python() else "source"
+    material = "\n".join([LAMBDA_PYTHON, bytecode, *LAMBDA_PLATFORMS, *requirements])
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -101,7 +121,7 @@ def stage_code(out: Path = CODE_DIR, root: Path = REPO_ROOT) -> Path:
             target = out / source.relative_to(root)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
-    compile_bytecode(out, lambda_python())
+    compile_bytecode(out, lambda_python(), deployed_at="/var/task", strict=True)
     return out
 
 
@@ -146,7 +166,7 @@ def build_layer(out: Path = LAYER_DIR) -> Path:
     shutil.rmtree(out / "python" / "bin", ignore_errors=True)
     for cache in (out / "python").rglob("__pycache__"):
         shutil.rmtree(cache, ignore_errors=True)
-    compile_bytecode(out / "python", lambda_python())
+    compile_bytecode(out / "python", lambda_python(), deployed_at="/opt/python")
     (out / _STAMP).write_text(_requirements_digest(requirements) + "\n")
     return out
 

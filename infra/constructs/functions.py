@@ -116,14 +116,15 @@ class LambdaPackage(Construct):
         if vpc is not None:
             # A role passed in gets nothing automatically: without this, Lambda refuses to create a function in
             # the VPC (it cannot attach network interfaces).
+            # The network-interface actions alone (AWSLambdaVPCAccessExecutionRole would add account-wide logs).
             role.add_managed_policy(
-                iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole")
+                iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaENIManagementAccess")
             )
             acknowledge(
                 role,
-                "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
-                "The AWS-managed policy Lambda needs to attach its network interfaces in the VPC; "
-                "its EC2 actions cannot be scoped to resources.",
+                "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaENIManagementAccess]",
+                "The AWS-managed policy with the network-interface actions Lambda needs to attach the function "
+                "to the VPC (and nothing else); those EC2 actions cannot be scoped to resources.",
             )
         acknowledge(
             function,

@@ -173,19 +173,14 @@ class Observability(Construct):
             enable_key_rotation=True,
             removal_policy=removal,
         )
-        stack = cdk.Stack.of(self)
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsPublishToTheEncryptedTopic",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                # As AWS documents it, without conditions: whether CloudWatch's KMS calls carry the source
+                # ARN and account is not documented, and a condition that does not match drops every alarm.
                 resources=["*"],
-                conditions={
-                    "ArnLike": {
-                        "aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"
-                    },
-                    "StringEquals": {"aws:SourceAccount": stack.account},
-                },
             )
         )
         topic = sns.Topic(

@@ -43,7 +43,7 @@ from infra.environments import EnvironmentSettings
 
 # The error names a step's failure carries when retrying may help: the Lambda service's own errors, and
 # `InfrastructureUnavailable`, which the handlers raise for a database or AWS API that did not answer
-# (shared/workflow_step.py). Everything else is not retried: the same input gives the same answer.
+# (`workflow_step` in shared/bootstrap.py). Everything else is not retried: the same input gives the same answer.
 RETRIED_ERRORS = (
     "InfrastructureUnavailable",
     "Lambda.ServiceException",
@@ -135,6 +135,8 @@ STEPS = (
         read=(DERIVED_PREFIX,),
         # Without listing, S3 answers a missing batch with 403 rather than 404.
         listing=(DERIVED_PREFIX,),
+        # The batches are fetched to /tmp before the swap (a 20,000-chunk version: about 200 MB).
+        ephemeral_mib=2048,
     ),
     Step(
         "Publish",
@@ -396,8 +398,6 @@ class Pipeline(Construct):
         log_group = logs.LogGroup(
             self,
             "ExecutionLogs",
-            # Under the prefix AWS reserves for vended logs: no growing account-wide log resource policy.
-            log_group_name=f"/aws/vendedlogs/states/quire-{self._settings.name}-ingestion",
             retention=log_retention(self._settings.log_retention_days),
             removal_policy=cdk.RemovalPolicy.RETAIN if self._settings.retain_data else cdk.RemovalPolicy.DESTROY,
         )

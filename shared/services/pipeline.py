@@ -7,9 +7,11 @@ the failure recorded on the version; only an infrastructure failure raises (and 
 
 import functools
 import json
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -544,31 +546,14 @@ class IngestionPipeline:
         )
         gap = self._embedding_gap(prefix, manifest.batch_count)
         model = self._indexer.model_id
-
-        def batches() -> Iterator[tuple[Sequence[ChunkDraft], Sequence[Sequence[float]] | None]]:
+        with tempfile.TemporaryDirectory(prefix="quire-index-") as scratch:
+            # Fetched before the swap's transaction opens: it locks the file's rows, and storage is slow.
+            local = Path(scratch)
             for number in range(manifest.batch_count):
-                chunks = ChunkBatch.model_validate_json(
-                    self._content.get(chunk_batch_key(prefix, number), max_bytes=_WORK_BYTES)
-                )
-                if gap is not None:
-                    yield chunks.drafts, None
-                    continue
-                embedded = EmbeddedBatch.model_validate_json(
-                    self._content.get(vector_batch_key(prefix, number), max_bytes=_WORK_BYTES)
-                )
-                if embedded.embedding_model != model or embedded.count != len(chunks.drafts):
-                    # A deployment changed the model between the Map and this step: the attempt must run again.
-                    raise StaleWork(f"batch {number} was embedded by {embedded.embedding_model}, not {model}")
-                yield chunks.drafts, embedded.vectors()
-
-        outcome = self._indexer.write_batches(
-            self._index_target(file, version),
-            batches(),
-            count=manifest.chunk_count,
-            gap=gap,
-            truncated=manifest.truncated,
-            attempt=request.attempt,
-        )
+                keys = [chunk_batch_key(prefix, number)] + ([] if gap else [vector_batch_key(prefix, number)])
+                for key in keys:
+                    (local / key.rsplit("/", 1)[-1]).write_bytes(self._content.get(key, max_bytes=_WORK_BYTES))
+            outcome = self._swap_in(file, version, request, manifest=manifest, gap=gap, model=model, local=local)
         if outcome.written is not IndexWrite.STORED:
             return {
                 **request.step_input(),
@@ -576,6 +561,42 @@ class IngestionPipeline:
                 "why": f"the chunks were not written ({outcome.written.value})",
             }
         return {**request.step_input(), "proceed": True, "indexed": True, "chunks": outcome.result.chunk_count}
+
+    def _swap_in(
+        self,
+        file: FileRecord,
+        version: FileVersionRecord,
+        request: ProcessVersion,
+        *,
+        manifest: ChunkManifest,
+        gap: str | None,
+        model: str,
+        local: Path,
+    ) -> IndexOutcome:
+        """The fetched batches, read one at a time as the index's transaction writes them."""
+
+        def batches() -> Iterator[tuple[Sequence[ChunkDraft], Sequence[Sequence[float]] | None]]:
+            for number in range(manifest.batch_count):
+                chunks = ChunkBatch.model_validate_json((local / chunk_batch_key("", number)).read_bytes())
+                if gap is not None:
+                    yield chunks.drafts, None
+                    continue
+                embedded = EmbeddedBatch.model_validate_json((local / vector_batch_key("", number)).read_bytes())
+                if embedded.embedding_model != model:
+                    # A deployment changed the model between the Map and this step: the attempt must run again.
+                    raise StaleWork(f"batch {number} was embedded by {embedded.embedding_model}, not {model}")
+                if embedded.count != len(chunks.drafts):
+                    raise StaleWork(f"batch {number} has {embedded.count} vectors for {len(chunks.drafts)} chunks")
+                yield chunks.drafts, embedded.vectors()
+
+        return self._indexer.write_batches(
+            self._index_target(file, version),
+            batches(),
+            count=manifest.chunk_count,
+            gap=gap,
+            truncated=manifest.truncated,
+            attempt=request.attempt,
+        )
 
     def _embedding_gap(self, prefix: str, batch_count: int) -> str | None:
         """Why the version stays keyword-only, or None when every batch has its vectors. One batch without

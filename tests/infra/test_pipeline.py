@@ -294,7 +294,9 @@ def test_every_function_in_the_vpc_may_attach_its_network_interfaces(synthesized
     for logical_id, function in in_vpc.items():
         role = roles[function["Properties"]["Role"]["Fn::GetAtt"][0]]
         managed = json.dumps(role["Properties"].get("ManagedPolicyArns", []))
-        assert "service-role/AWSLambdaVPCAccessExecutionRole" in managed, logical_id
+        assert "service-role/AWSLambdaENIManagementAccess" in managed, logical_id
+        # Logs only to its own group: no managed policy that writes to every log group of the account.
+        assert "AWSLambdaVPCAccessExecutionRole" not in managed and "AWSLambdaBasicExecutionRole" not in managed
 
 
 def test_images_are_described_only_where_the_environment_names_a_vision_model(

@@ -422,7 +422,7 @@ def test_a_transient_database_error_is_retried_and_the_version_indexed(
     assert version.processing_state is ProcessingState.INDEXED
 
 
-def test_a_bug_is_not_retried_and_an_outage_past_its_retries_fails_the_execution_for_the_sweep(
+def test_an_outage_past_its_retries_fails_the_execution_and_the_sweep_finds_it(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline = deployment.container.pipeline

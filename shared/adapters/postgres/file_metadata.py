@@ -323,7 +323,9 @@ class PostgresFileMetadataStore:
             row = conn.execute(
                 "UPDATE file_versions SET processing_state = 'queued', processing_requested_at = now(),"
                 " processing_attempt = processing_attempt + 1, updated_at = now(),"
-                " processing_retries = CASE WHEN processing_state = 'not_started' THEN 0"
+                # A first start is no retry; nor is one whose workflow could not be asked (released back to
+                # not_started), which keeps the count it had: an outage must not hand out fresh retries.
+                " processing_retries = CASE WHEN processing_state = 'not_started' THEN processing_retries"
                 "                           ELSE processing_retries + 1 END,"
                 " failure_reason = NULL, failure_detail = NULL"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"

@@ -66,9 +66,10 @@ def _filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str = "")
     return "".join(f" AND {condition}" for condition in conditions)
 
 
-# One INSERT for a whole version (COPY is refused under row-level security): the statement triggers
-# then update the keyword statistics once per version, not once per chunk.
-_INSERT_SLICE = 256
+# One INSERT per slice of a version's chunks (COPY is refused under row-level security): the statement
+# triggers update the keyword statistics once per slice, not once per chunk, and a 20,000-chunk version
+# never sits whole in memory or in one statement's parameters.
+_INSERT_SLICE = 1000
 _INSERT_CHUNKS = """
 INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects, content, content_hash,
   embedding, embedding_model, collection_id, filename, media_type, uploaded_at, block_kind, location, heading_path,
