@@ -16,7 +16,6 @@ preflight is answered by API Gateway from the CORS configuration.
 """
 
 import json
-from typing import Protocol
 from urllib.parse import urlsplit
 
 import aws_cdk as cdk
@@ -26,14 +25,19 @@ from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cognito as cognito
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.constructs.functions import EMBEDDING_MODEL_ID, LambdaPackage, acknowledge, log_retention
+from infra.constructs.functions import (
+    EMBEDDING_MODEL_ID,
+    DatabaseAccess,
+    LambdaPackage,
+    acknowledge,
+    log_retention,
+)
 from infra.constructs.storage import Storage
 from infra.environments import EnvironmentSettings
 
@@ -64,20 +68,6 @@ REFRESH_TOKEN_VALIDITY = cdk.Duration.hours(12)
 CALLBACK_PATH = "/auth/callback"
 # Cognito accepts plain-HTTP redirects only to the loopback host.
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
-
-
-class DatabaseAccess(Protocol):
-    """What the API needs of the database construct (infra/constructs/database.py)."""
-
-    @property
-    def vpc(self) -> ec2.IVpc: ...
-
-    @property
-    def functions_security_group(self) -> ec2.ISecurityGroup: ...
-
-    def connection_environment(self) -> dict[str, str]: ...
-
-    def grant_connect(self, grantee: iam.IGrantable) -> None: ...
 
 
 def redirect_urls(origins: tuple[str, ...], path: str) -> list[str]:
@@ -143,13 +133,11 @@ class Api(Construct):
             description="HTTP API: uploads, files, signed reads, search, rescans, reindex",
             timeout=API_TIMEOUT,
             environment={
-                **database.connection_environment(),
                 "QUIRE_BUCKET": bucket.bucket_name,
                 # POST /v1/files/{id}/scan starts a processing attempt.
                 "QUIRE_STATE_MACHINE_ARN": state_machine.state_machine_arn,
             },
-            vpc=database.vpc,
-            security_groups=[database.functions_security_group],
+            database=database,
         )
         tenant_objects = bucket.arn_for_objects(f"{ORIGINALS_PREFIX}*")
         derived_objects = bucket.arn_for_objects(f"{DERIVED_PREFIX}*")
@@ -180,7 +168,6 @@ class Api(Construct):
             )
         )
         state_machine.grant_start_execution(function)
-        database.grant_connect(function)
         bucket_id = cdk.Stack.of(self).resolve(cdk.Stack.of(self).get_logical_id(bucket.node.default_child))
         for prefix, what in (
             (ORIGINALS_PREFIX, "originals: put by presigned POST and read by version, by tenant and file id"),

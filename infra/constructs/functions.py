@@ -3,6 +3,7 @@ own role, its own log group (retention per environment), active tracing and the 
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
@@ -20,6 +21,20 @@ ARCHITECTURE = lambda_.Architecture.ARM_64
 # pipeline and the API's queries must agree), and the `vector(N)` column the migrations create.
 EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
 EMBEDDING_DIMENSION = 1024
+
+
+class DatabaseAccess(Protocol):
+    """What a function that queries the database as the application role needs of infra/constructs/database.py."""
+
+    @property
+    def vpc(self) -> ec2.IVpc: ...
+
+    @property
+    def functions_security_group(self) -> ec2.ISecurityGroup: ...
+
+    def connection_environment(self) -> dict[str, str]: ...
+
+    def grant_connect(self, grantee: iam.IGrantable) -> None: ...
 
 
 def acknowledge(scope: Construct, rule: str, reason: str) -> None:
@@ -56,13 +71,18 @@ class LambdaPackage(Construct):
         timeout: cdk.Duration,
         memory_size: int = 1024,
         environment: Mapping[str, str] | None = None,
+        database: DatabaseAccess | None = None,
         vpc: ec2.IVpc | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         dead_letter_queue: sqs.IQueue | None = None,
         ephemeral_storage_mib: int = 512,
     ) -> lambda_.Function:
-        """A function running `handler` (a dotted path: infra names handlers by string, never imports them)."""
+        """A function running `handler` (a dotted path: infra names handlers by string, never imports them).
+        With `database`, it runs in the database's network and connects as the application role."""
         settings = self.settings
+        if database is not None:
+            vpc, security_groups = database.vpc, [database.functions_security_group]
+            environment = {**database.connection_environment(), **(environment or {})}
         log_group = logs.LogGroup(
             scope,
             f"{construct_id}Logs",
@@ -126,6 +146,8 @@ class LambdaPackage(Construct):
                 "The AWS-managed policy with the network-interface actions Lambda needs to attach the function "
                 "to the VPC (and nothing else); those EC2 actions cannot be scoped to resources.",
             )
+        if database is not None:
+            database.grant_connect(function)
         acknowledge(
             function,
             "L1",

@@ -230,15 +230,9 @@ class Pipeline(Construct):
             timeout=cdk.Duration.seconds(timeout_seconds),
             memory_size=memory_mb,
             ephemeral_storage_mib=ephemeral_mib,
-            vpc=self._database.vpc,
-            security_groups=[self._database.functions_security_group],
-            environment={
-                **self._database.connection_environment(),
-                "QUIRE_BUCKET": self._storage.originals.bucket_name,
-                **(environment or {}),
-            },
+            environment={"QUIRE_BUCKET": self._storage.originals.bucket_name, **(environment or {})},
+            database=self._database,
         )
-        self._database.grant_connect(function)
         return function
 
     def _step_function(self, step: Step) -> lambda_.Function:
@@ -440,26 +434,49 @@ class Pipeline(Construct):
         self.dead_letter_queues.append(queue)
         return queue
 
-    def _event_wiring(self) -> lambda_.Function:
+    def _asynchronous_function(
+        self,
+        name: str,
+        *,
+        handler: str,
+        description: str,
+        timeout_seconds: int,
+        memory_mb: int,
+        retry_attempts: int,
+        failures: str,
+        max_event_age: cdk.Duration | None = None,
+    ) -> lambda_.Function:
+        """A function invoked asynchronously (by EventBridge or Scheduler) that may start executions; its
+        invocations that fail after Lambda's retries land in a dead-letter queue of their own."""
         function = self._function(
-            "OnObjectCreatedFunction",
+            f"{name}Function",
+            handler=handler,
+            description=f"Quire {self._settings.name}: {description}",
+            timeout_seconds=timeout_seconds,
+            memory_mb=memory_mb,
+            environment={"QUIRE_STATE_MACHINE_ARN": self.state_machine.state_machine_arn},
+        )
+        self.state_machine.grant_start_execution(function)
+        function.configure_async_invoke(
+            retry_attempts=retry_attempts,
+            max_event_age=max_event_age,
+            on_failure=destinations.SqsDestination(self._dead_letter_queue(f"{name}Failures", failures)),
+        )
+        return function
+
+    def _event_wiring(self) -> lambda_.Function:
+        function = self._asynchronous_function(
+            "OnObjectCreated",
             handler="functions.on_object_created.handler.handler",
-            description=f"Quire {self._settings.name}: records an upload as stored and starts its processing",
+            description="records an upload as stored and starts its processing",
             timeout_seconds=60,
             memory_mb=512,
-            environment={"QUIRE_STATE_MACHINE_ARN": self.state_machine.state_machine_arn},
+            retry_attempts=2,
+            max_event_age=cdk.Duration.hours(6),
+            failures="uploads whose handler failed after Lambda's own retries",
         )
         # Sniffing reads the original; a rejected upload's bytes are removed.
         self._grant_storage(function, read=(ORIGINALS_PREFIX,), delete=(ORIGINALS_PREFIX,))
-        self.state_machine.grant_start_execution(function)
-        failed_invocations = self._dead_letter_queue(
-            "ObjectCreatedFailures", "uploads whose handler failed after Lambda's own retries"
-        )
-        function.configure_async_invoke(
-            retry_attempts=2,
-            max_event_age=cdk.Duration.hours(6),
-            on_failure=destinations.SqsDestination(failed_invocations),
-        )
         undelivered = self._dead_letter_queue("ObjectCreatedUndelivered", "events EventBridge could not deliver")
         events.Rule(
             self,
@@ -485,13 +502,14 @@ class Pipeline(Construct):
         return function
 
     def _reconcile_schedule(self) -> lambda_.Function:
-        function = self._function(
-            "ReconcileFunction",
+        function = self._asynchronous_function(
+            "Reconcile",
             handler="functions.reconcile.handler.handler",
-            description=f"Quire {self._settings.name}: sweeps deletions, lost events and stalled work; reports orphans",
+            description="sweeps deletions, lost events and stalled work; reports orphans",
             timeout_seconds=900,
             memory_mb=1024,
-            environment={"QUIRE_STATE_MACHINE_ARN": self.state_machine.state_machine_arn},
+            retry_attempts=0,
+            failures="reconciliation runs that failed",
         )
         # Deleting a file removes its bytes and what was derived from them; orphans are found by listing both.
         self._grant_storage(
@@ -500,9 +518,6 @@ class Pipeline(Construct):
             delete=(ORIGINALS_PREFIX, DERIVED_PREFIX),
             listing=(ORIGINALS_PREFIX, DERIVED_PREFIX),
         )
-        self.state_machine.grant_start_execution(function)
-        failed_runs = self._dead_letter_queue("ReconcileFailures", "reconciliation runs that failed")
-        function.configure_async_invoke(retry_attempts=0, on_failure=destinations.SqsDestination(failed_runs))
         undelivered = self._dead_letter_queue("ReconcileUndelivered", "schedules Scheduler could not deliver")
         schedule_role = iam.Role(
             self,

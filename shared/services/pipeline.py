@@ -197,7 +197,7 @@ class IngestionPipeline:
 
     def recognize(self, request: ProcessVersion) -> dict[str, Any]:
         """OCR the pages without text (and describe an image): the result at once, or the job to collect."""
-        held = self._recognizing(request)
+        held = self._holding(request, ProcessingState.RECOGNIZING)
         if held is None:
             return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
         file, version = held
@@ -226,7 +226,7 @@ class IngestionPipeline:
     def collect_recognition(self, request: ProcessVersion, job: RecognitionJob, *, polls: int = 0) -> dict[str, Any]:
         """One poll of a running OCR job (the workflow waits between polls; nothing sleeps on a job). `polls`
         counts the polls before this one: a job still running after MAX_OCR_POLLS is given up as failed."""
-        held = self._recognizing(request)
+        held = self._holding(request, ProcessingState.RECOGNIZING)
         if held is None:
             # Superseded, deleted or already done: nobody will collect this job, so let the engine free it.
             self._ocr.discard(job)
@@ -346,20 +346,6 @@ class IngestionPipeline:
 
     def _engine(self) -> str:
         return self._ocr.capability().provider
-
-    def _recognizing(self, request: ProcessVersion) -> tuple[FileRecord, FileVersionRecord] | None:
-        """The file and version, when this attempt holds the version for recognition."""
-        found = self._found(request)
-        if found is None:
-            return None
-        version = found[1]
-        if (
-            version.state is not VersionState.STORED
-            or version.processing_state is not ProcessingState.RECOGNIZING
-            or version.processing_attempt != request.attempt
-        ):
-            return None
-        return found
 
     def _reader(self, version: FileVersionRecord) -> Callable[[], bytes]:
         """The original's bytes, fetched on the first call only."""
