@@ -150,9 +150,8 @@ class Api(Construct):
         # Extracted documents (GET /v1/files/{id}/document, reindex). No delete anywhere: a deletion is a row
         # moved to `deleting`; the reconciliation sweep removes the bytes.
         function.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[derived_objects]))
-        # Without it S3 answers a missing object with 403 rather than 404, and "this document is gone" (which
-        # reindex acts on) would look like a permission error. Lists key names only; the role reads the keys anyway.
-        function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn]))
+        # "This document is gone" (which reindex acts on) must be a 404, not a 403.
+        storage.grant_missing_is_not_found(function)
         # Query embeddings for search and re-embedding on reindex, from this model only.
         function.add_to_role_policy(
             iam.PolicyStatement(

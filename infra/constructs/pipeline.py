@@ -475,8 +475,10 @@ class Pipeline(Construct):
             max_event_age=cdk.Duration.hours(6),
             failures="uploads whose handler failed after Lambda's own retries",
         )
-        # Sniffing reads the original; a rejected upload's bytes are removed.
+        # Sniffing reads the original; a rejected upload's bytes are removed; an event that outran its object
+        # (or came after its removal) finds it missing, not forbidden.
         self._grant_storage(function, read=(ORIGINALS_PREFIX,), delete=(ORIGINALS_PREFIX,))
+        self._storage.grant_missing_is_not_found(function)
         undelivered = self._dead_letter_queue("ObjectCreatedUndelivered", "events EventBridge could not deliver")
         events.Rule(
             self,
@@ -518,6 +520,8 @@ class Pipeline(Construct):
             delete=(ORIGINALS_PREFIX, DERIVED_PREFIX),
             listing=(ORIGINALS_PREFIX, DERIVED_PREFIX),
         )
+        # A pending upload whose bytes never came is found missing, and rejected, rather than failing the sweep.
+        self._storage.grant_missing_is_not_found(function)
         undelivered = self._dead_letter_queue("ReconcileUndelivered", "schedules Scheduler could not deliver")
         schedule_role = iam.Role(
             self,

@@ -82,6 +82,15 @@ class Storage(Construct):
         )
         _acknowledge_prefixes(grantee, self.originals, prefixes)
 
+    def grant_missing_is_not_found(self, grantee: iam.IGrantable) -> None:
+        """S3 answers a read of a missing key with 404 only to a caller that may list the bucket, and 403 to
+        anyone else, so "the object is not there" (which uploads, reconciliation and reads act on) would look
+        like a permission error. Without a prefix condition: a HEAD carries no prefix for one to match. It
+        lists key names only (ids, never content)."""
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:ListBucket"], resource_arns=[self.originals.bucket_arn]
+        )
+
     def grant_listing(self, grantee: iam.IGrantable, prefixes: Sequence[str]) -> None:
         """Listing (object versions included) of the keys under `prefixes` only."""
         iam.Grant.add_to_principal(

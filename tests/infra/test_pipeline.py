@@ -313,3 +313,16 @@ def test_images_are_described_only_where_the_environment_names_a_vision_model(
         assert variables["QUIRE_VISION_MODEL_ID"] == model
         (invoke,) = invokes
         assert f"foundation-model/{model}" in json.dumps(invoke["Resource"])
+
+
+def test_functions_that_look_up_objects_learn_that_a_missing_one_is_missing(synthesized: tuple[str, Template]) -> None:
+    """S3 answers HEAD of a missing key with 404 only to a caller with s3:ListBucket on the bucket, unconditioned
+    (a HEAD carries no prefix a condition could match); to others, 403, which the adapters cannot tell from a
+    refusal. Uploads (an event that outran its object) and reconciliation (a pending upload whose bytes never
+    came) act on "missing"."""
+    _, template = synthesized
+    for handler in ("functions.on_object_created.handler.handler", "functions.reconcile.handler.handler"):
+        statements = role_statements(template, function_logical_id(template, handler))
+        unconditioned = [s for s in statements if "s3:ListBucket" in actions(s) and "Condition" not in s]
+        assert len(unconditioned) == 1, handler
+        assert json.dumps(unconditioned[0]["Resource"]).count("Arn") == 1, "the bucket itself, not its objects"
