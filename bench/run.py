@@ -169,6 +169,9 @@ def main() -> int:
         finally:
             quire(workdir, "down")
 
+    from bench.ingest_memory import figures as ingest_memory_figures
+
+    results.extend(ingest_memory_figures(result))
     results.extend(component_figures())
 
     venv = REPO_ROOT / ".venv"

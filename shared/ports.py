@@ -48,6 +48,10 @@ class FileContentStore(Protocol):
         """Read at most `max_bytes`; a larger object raises ValueError naming the limit (never truncates)."""
         ...
 
+    def get_versioned(self, key: str, *, max_bytes: int) -> tuple[bytes, str | None]:
+        """As `get` of the newest version, with that version's id (None where the store keeps no versions)."""
+        ...
+
     def read_range(self, key: str, *, version_id: str | None, start: int, length: int) -> bytes:
         """`length` bytes from `start` (fewer at the end of the object)."""
         ...

@@ -1,10 +1,13 @@
 """The HTTP API Lambda: parse the request, call one service, shape the response. Wiring only."""
 
+import base64
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -35,7 +38,7 @@ from functions.api.schemas import (
 from shared.bootstrap import Container
 from shared.config import load_settings
 from shared.domain.auth import Principal, principal_from_claims
-from shared.domain.errors import InvalidRequest, NotFound
+from shared.domain.errors import InvalidRequest, NotFound, refuse_nul
 from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState, interruption_notice
 from shared.domain.reading import window
 from shared.domain.rendering import render_markdown
@@ -54,6 +57,26 @@ UNAUTHENTICATED_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/v1/openapi.
 app = APIGatewayHttpResolver(enable_validation=True)
 register_error_handlers(app)
 container = Container(load_settings())
+
+
+def refuse_nul_anywhere(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Every route: a NUL in the path, the query string or the JSON body is the caller's 400, naming where."""
+    event = resolver.current_event
+    for name, value in (event.path_parameters or {}).items():
+        refuse_nul(value, f"the path parameter {name}")
+    for name, value in (event.query_string_parameters or {}).items():
+        refuse_nul(value, f"the query parameter {name}")
+    body = event.decoded_body or ""
+    # JSON spells NUL only as an escape (a raw one is not JSON): parsed a second time only when one is there.
+    if "\\u0000" in body or "\x00" in body:
+        try:
+            refuse_nul(json.loads(body), "the body")
+        except ValueError:
+            refuse_nul(body, "the body")
+    return next_middleware(resolver)
+
+
+app.use(middlewares=[refuse_nul_anywhere])
 
 
 class CallerView(BaseModel):
@@ -328,6 +351,19 @@ def openapi() -> Response[str]:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    response = app.resolve(event, context)
+    response = _undecodable_body(event) or app.resolve(event, context)
     response.setdefault("headers", {}).update(SECURITY_HEADERS)
     return response
+
+
+def _undecodable_body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A base64 body that is not UTF-8 text, refused before the resolver (whose request validation runs first
+    on every route and would fail decoding it, as a 500)."""
+    if not event.get("isBase64Encoded") or not event.get("body"):
+        return None
+    try:
+        base64.b64decode(event["body"]).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        body = {"error": "invalid_request", "message": "the body is not UTF-8 text: send JSON"}
+        return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+    return None

@@ -281,6 +281,22 @@ class SearchRequest(ApiModel):
     filters: SearchFiltersBody | None = None
 
 
+class CitedRegionView(ApiModel):
+    """One matching block of the cited chunk (or a run of adjacent ones): the fields of its format."""
+
+    page: int | None
+    box: BoundingBox | None
+    sheet: str | None
+    cells: str | None
+    slide: int | None
+    shape: str | None
+    line_start: int | None
+    line_end: int | None
+    paragraph_start: int | None
+    paragraph_end: int | None
+    table_index: int | None
+
+
 class CitationView(ApiModel):
     file_id: str
     version_id: str
@@ -299,6 +315,9 @@ class CitationView(ApiModel):
     paragraph_end: int | None
     table_index: int | None
     shape: str | None
+    # Where the words that matched are (page and box are the first of them); every block's place when none
+    # matched; empty for chunks indexed before regions were kept.
+    regions: list[CitedRegionView]
     heading_path: list[str]
     # quote (the document's words), transcription (OCR's reading, with its confidence) or description
     # (a vision model's reading of an image, never to be presented as the document's words).

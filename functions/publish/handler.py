@@ -16,4 +16,5 @@ container = Container(load_settings())
 @tracer.capture_lambda_handler
 @workflow_step
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return container.pipeline.publish(ProcessVersion.from_step_input(event))
+    # `work`: what the index step read, from its output (the state machine passes it on).
+    return container.pipeline.publish(ProcessVersion.from_step_input(event), work=event.get("work"))

@@ -26,4 +26,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         step=str(event.get("failedStep", "unknown")),
         error=str(caught.get("Error", "unknown")),
         cause=str(caught.get("Cause", "")),
+        # Present when publish failed: the index step's output, naming the work to remove.
+        work=event.get("work"),
     )

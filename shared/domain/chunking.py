@@ -3,9 +3,11 @@
 A chunk is a run of whole blocks from one section, no larger than the embedding model takes, under the
 headings that say what it is about. Blocks are cut only when one alone is too large: a paragraph between
 sentences, a table between rows (its header repeated on every piece), and only as a last resort between
-words or characters. Every chunk says where its text came from, so a citation can point back at it.
+words or characters. A chunk never crosses a page, slide or sheet, and it keeps where each of its blocks
+is (a bounded list of regions), so a citation can point at the block whose words matched.
 """
 
+import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -13,7 +15,7 @@ from functools import partial
 from typing import Protocol, TypeVar
 
 from shared.domain.document import Block, BlockKind, ExtractedDocument, Location, Table
-from shared.domain.knowledge import ChunkDraft, ChunkLocation, embedded_content
+from shared.domain.knowledge import MAX_CHUNK_REGIONS, ChunkDraft, ChunkLocation, ChunkRegion, embedded_content
 from shared.domain.recognition import BoundingBox
 
 BLOCK_SEPARATOR = "\n\n"
@@ -140,26 +142,86 @@ def _with_recognition(draft: ChunkDraft, blocks: Sequence[Block]) -> ChunkDraft:
     return draft.model_copy(update={"location": draft.location.model_copy(update={"ocr_confidence": min(recognised)})})
 
 
-def _chunk_location(locations: Sequence[Location]) -> ChunkLocation:
-    pages = [location.page for location in locations if location.page is not None]
-    boxes = [location.box for location in locations if location.box is not None]
-    on_one_page = len(pages) == len(locations) and len(set(pages)) == 1
-    starts = [location.line_start for location in locations if location.line_start is not None]
-    ends = [location.line_end for location in locations if location.line_end is not None]
-    paragraphs = [location.paragraph_index for location in locations if location.paragraph_index is not None]
+def _region(location: Location, start: int, end: int) -> ChunkRegion:
+    return ChunkRegion(
+        start=start,
+        end=end,
+        page=location.page,
+        box=location.box,
+        sheet=location.sheet,
+        cell_range=location.cell_range,
+        slide=location.slide,
+        shape=location.shape,
+        line_start=location.line_start,
+        line_end=location.line_end,
+        paragraph_start=location.paragraph_index,
+        paragraph_end=location.paragraph_index,
+        table_index=location.table_index,
+    )
+
+
+def _merged(regions: Sequence[ChunkRegion]) -> ChunkRegion:
+    """One region for a run of adjacent ones: the places they agree on, the spans they cover, and the union
+    of their boxes when all are boxed on one page."""
+    page = _agreed([region.page for region in regions])
+    boxes = [region.box for region in regions if region.box is not None]
+    starts = [region.line_start for region in regions if region.line_start is not None]
+    ends = [region.line_end for region in regions if region.line_end is not None]
+    first_paragraphs = [region.paragraph_start for region in regions if region.paragraph_start is not None]
+    last_paragraphs = [region.paragraph_end for region in regions if region.paragraph_end is not None]
+    return ChunkRegion(
+        start=regions[0].start,
+        end=regions[-1].end,
+        page=page,
+        box=_union(boxes) if page is not None and len(boxes) == len(regions) else None,
+        sheet=_agreed([region.sheet for region in regions]),
+        cell_range=_agreed([region.cell_range for region in regions]),
+        slide=_agreed([region.slide for region in regions]),
+        shape=_agreed([region.shape for region in regions]),
+        line_start=min(starts, default=None),
+        line_end=max(ends, default=None),
+        paragraph_start=min(first_paragraphs, default=None),
+        paragraph_end=max(last_paragraphs, default=None),
+        table_index=_agreed([region.table_index for region in regions]),
+    )
+
+
+def _bounded(regions: Sequence[ChunkRegion]) -> tuple[ChunkRegion, ...]:
+    """At most MAX_CHUNK_REGIONS: beyond it, adjacent regions (on one page: a chunk never crosses one) are
+    merged in runs of equal length, so 200 one-line blocks become a few boxes of 25 lines."""
+    if len(regions) <= MAX_CHUNK_REGIONS:
+        return tuple(regions)
+    run = math.ceil(len(regions) / MAX_CHUNK_REGIONS)
+    return tuple(_merged(regions[start : start + run]) for start in range(0, len(regions), run))
+
+
+def _chunk_location(pieces: Sequence["_Piece"]) -> ChunkLocation:
+    """The span of the pieces' blocks, and a region for each block (its pieces together), in body order."""
+    by_block: list[ChunkRegion] = []
+    offset = 0
+    for index, piece in enumerate(pieces):
+        start, offset = offset, offset + len(piece.text)
+        if index and pieces[index - 1].block_index == piece.block_index:
+            by_block[-1] = by_block[-1].model_copy(update={"end": offset})  # parts of one block: one region
+        else:
+            by_block.append(_region(piece.location, start, offset))
+        offset += len(BLOCK_SEPARATOR)
+    whole = _merged(by_block)
+    pages = [region.page for region in by_block if region.page is not None]
     return ChunkLocation(
         page_start=min(pages, default=None),
         page_end=max(pages, default=None),
-        box=_union(boxes) if on_one_page and len(boxes) == len(locations) else None,
-        sheet=_agreed([location.sheet for location in locations]),
-        cell_range=_agreed([location.cell_range for location in locations]),
-        slide=_agreed([location.slide for location in locations]),
-        line_start=min(starts, default=None),
-        line_end=max(ends, default=None),
-        paragraph_start=min(paragraphs, default=None),
-        paragraph_end=max(paragraphs, default=None),
-        table_index=_agreed([location.table_index for location in locations]),
-        shape=_agreed([location.shape for location in locations]),
+        box=whole.box,
+        sheet=whole.sheet,
+        cell_range=whole.cell_range,
+        slide=whole.slide,
+        line_start=whole.line_start,
+        line_end=whole.line_end,
+        paragraph_start=whole.paragraph_start,
+        paragraph_end=whole.paragraph_end,
+        table_index=whole.table_index,
+        shape=whole.shape,
+        regions=_bounded(by_block),
     )
 
 
@@ -231,8 +293,8 @@ class _Piece:
     table: _TableSlice | None = None  # set on a table's piece, to cut it again by rows
 
     @property
-    def place(self) -> tuple[str | None, int | None]:
-        return self.location.sheet, self.location.slide
+    def place(self) -> tuple[int | None, str | None, int | None]:
+        return self.location.page, self.location.sheet, self.location.slide
 
     @property
     def stands_alone(self) -> bool:
@@ -544,7 +606,7 @@ class StructuralChunker:
 
     def _joins(self, current: list[_Piece], current_tokens: int, piece: _Piece, section: _Section) -> bool:
         if current[0].stands_alone or piece.stands_alone or current[-1].place != piece.place:
-            return False  # a chunk on two slides or sheets could be cited as neither
+            return False  # a chunk on two pages, slides or sheets could be cited as none of them
         return current_tokens + self._block_gap + piece.tokens <= section.budget
 
     def _joined_tokens(self, pieces: list[_Piece]) -> int:
@@ -644,7 +706,7 @@ class StructuralChunker:
             text=text,
             heading_path=section.heading_path,
             block_kind=pieces[0].kind,
-            location=_chunk_location([piece.location for piece in pieces]),
+            location=_chunk_location(pieces),
             block_start=min(piece.block_index for piece in pieces),
             block_end=max(piece.block_index for piece in pieces),
             parent=section.parent,

@@ -2,7 +2,11 @@
 
 from shared.domain.chunking import block_text
 from shared.domain.document import Block, ExtractedDocument, Location
-from shared.domain.search import Citation
+from shared.domain.recognition import BoundingBox
+from shared.domain.search import Citation, CitedRegion
+
+# Boxes come back from JSON and unions: a block's edge may sit a rounding error outside its region's.
+_EDGE = 1e-6
 
 
 def _within(value: int | None, first: int, last: int | None) -> bool:
@@ -39,3 +43,36 @@ def excerpt_is_at_location(document: ExtractedDocument, citation: Citation) -> b
     text = "\n".join(block_text(block) for block in blocks_at(document, citation))
     lines = [line.strip() for line in citation.excerpt.splitlines() if line.strip()]
     return bool(lines) and all(line in text for line in lines)
+
+
+def _inside(inner: BoundingBox, outer: BoundingBox) -> bool:
+    return (
+        inner.left >= outer.left - _EDGE
+        and inner.top >= outer.top - _EDGE
+        and inner.right <= outer.right + _EDGE
+        and inner.bottom <= outer.bottom + _EDGE
+    )
+
+
+def _holds(region: CitedRegion, where: Location) -> bool:
+    """Is the block at `where` inside the region? The most specific field decides, as for a citation."""
+    if region.page is not None:
+        boxed = region.box is None or (where.box is not None and _inside(where.box, region.box))
+        return where.page == region.page and boxed
+    if region.sheet is not None or region.slide is not None:
+        same_shape = region.shape is None or where.shape == region.shape
+        return (where.sheet, where.slide) == (region.sheet, region.slide) and same_shape
+    if region.table_index is not None:
+        return where.table_index == region.table_index
+    if region.paragraph_start is not None:
+        return _within(where.paragraph_index, region.paragraph_start, region.paragraph_end)
+    if region.line_start is not None:
+        last = region.line_end or region.line_start
+        return where.line_start is not None and region.line_start <= where.line_start <= last
+    return True
+
+
+def regions_are_blocks(document: ExtractedDocument, citation: Citation) -> bool:
+    """True when each cited region holds at least one block of the document: on its page and inside its box,
+    on its sheet or slide (and shape), or over its table, paragraphs or lines."""
+    return all(any(_holds(region, block.location) for block in document.blocks) for region in citation.regions)

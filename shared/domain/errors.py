@@ -69,3 +69,18 @@ class VisionFailed(Exception):
 class InfrastructureUnavailable(Exception):
     """A managed service did not answer (the database resuming, throttling, a dropped connection): the
     workflow retries the step with back-off. Its class name is the error name the state machine matches."""
+
+
+def refuse_nul(value: object, where: str) -> None:
+    """NUL is not text (PostgreSQL refuses it in a text parameter; no reader shows it): a caller's value that
+    holds one, at any depth of a JSON-like tree, is refused naming where, before it reaches anything."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidRequest(f"{where} contains a NUL character (U+0000), which is not text: remove it")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            refuse_nul(key, f"{where}: a field name")
+            refuse_nul(item, f"{where}.{key}" if isinstance(key, str) else where)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            refuse_nul(item, f"{where}[{index}]")

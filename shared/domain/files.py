@@ -70,6 +70,7 @@ class FailureReason(StrEnum):
     NO_TEXT_LAYER = "no-text-layer"
     MALFORMED = "malformed"
     OCR_FAILED = "ocr-failed"
+    NO_TEXT_FOUND = "no-text-found"
 
     @property
     def user_sentence(self) -> str:
@@ -86,6 +87,10 @@ _USER_SENTENCES: dict[FailureReason, str] = {
     FailureReason.MALFORMED: "The document is damaged or not what its type says: re-export it and upload again.",
     FailureReason.OCR_FAILED: (
         "Text recognition could not read this document: scan it again at a higher resolution, or upload a text version."
+    ),
+    FailureReason.NO_TEXT_FOUND: (
+        "Text recognition found no words in this document: a picture without text has nothing to search. If it"
+        " does show text, scan it again at a higher resolution."
     ),
 }
 
@@ -200,6 +205,7 @@ class FileVersionRecord(BaseModel):
     extraction_warnings: tuple[str, ...] = ()
     extraction_truncated: bool = False
     document_key: str | None = None
+    document_version_id: str | None = None  # the storage version of that document (None: not known)
     chunk_count: int = 0
     embedded_chunk_count: int = 0
     embedding_model: str | None = None
@@ -260,4 +266,5 @@ class ExtractionSummary(BaseModel):
     warnings: tuple[str, ...]
     truncated: bool
     document_key: str
+    document_version_id: str | None = None
     recognition: Recognition = Recognition()

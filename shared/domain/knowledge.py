@@ -15,11 +15,38 @@ from shared.domain.recognition import BoundingBox
 HEADING_SEPARATOR = " > "
 
 
+# A chunk's regions are bounded whatever its blocks: 200 one-line blocks are cited as a few runs of lines.
+MAX_CHUNK_REGIONS = 8
+
+
+class ChunkRegion(BaseModel):
+    """Where one block of a chunk (or a run of adjacent ones) is, and which part of the chunk's body is its
+    text, so a citation can name the block that matched rather than the whole chunk."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int  # the region's text is the chunk body's [start:end]
+    end: int
+    page: int | None = None
+    box: BoundingBox | None = None
+    sheet: str | None = None
+    cell_range: str | None = None
+    slide: int | None = None
+    shape: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    paragraph_start: int | None = None
+    paragraph_end: int | None = None
+    table_index: int | None = None
+
+
 class ChunkLocation(BaseModel):
     """Where a chunk's text is in its source: the span of its blocks, in the format's own terms."""
 
     model_config = ConfigDict(frozen=True)
 
+    # In a paged document a chunk never crosses a page: page_start == page_end. Chunks stored before that
+    # rule may span two pages, with no box and no regions.
     page_start: int | None = None
     page_end: int | None = None
     box: BoundingBox | None = None  # only when every block is on one page and has a box: their union
@@ -34,6 +61,8 @@ class ChunkLocation(BaseModel):
     shape: str | None = None  # PPTX: the shape on the slide
     # Set when OCR recognised the text (the least confidence among its blocks): a transcription, not a quote.
     ocr_confidence: float | None = None
+    # Its blocks' places in body order, at most MAX_CHUNK_REGIONS; empty for chunks stored without them.
+    regions: tuple[ChunkRegion, ...] = ()
 
 
 class ChunkDraft(BaseModel):
@@ -132,6 +161,17 @@ class ChunkManifest(BaseModel):
     chunk_count: int
     batch_count: int
     truncated: bool
+
+
+class WorkVersions(BaseModel):
+    """The storage versions of an attempt's work objects as the index step read them (the manifest, each batch's
+    chunks and its vectors, in batch order): what publish deletes, exactly, with no listing."""
+
+    model_config = ConfigDict(frozen=True)
+
+    manifest: str | None
+    chunks: tuple[str | None, ...]
+    vectors: tuple[str | None, ...]
 
 
 class ChunkBatch(BaseModel):

@@ -13,8 +13,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.domain.document import BlockKind
-from shared.domain.knowledge import ChunkLocation, RankedChunk
+from shared.domain.knowledge import ChunkLocation, ChunkRegion, RankedChunk
 from shared.domain.recognition import BoundingBox
+from shared.domain.stopwords import ENGLISH_STOPWORDS
 
 MAX_QUERY_CHARACTERS = 2_000
 MAX_EXCERPT_CHARACTERS = 2_000
@@ -110,8 +111,47 @@ class CitedKind(StrEnum):
     DESCRIPTION = "description"
 
 
+class CitedRegion(BaseModel):
+    """One block (or run of adjacent blocks) of the cited chunk, in the format's own terms."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page: int | None = None
+    box: BoundingBox | None = None
+    sheet: str | None = None
+    cells: str | None = None
+    slide: int | None = None
+    shape: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    paragraph_start: int | None = None
+    paragraph_end: int | None = None
+    table_index: int | None = None
+
+    @classmethod
+    def of(cls, region: ChunkRegion) -> "CitedRegion":
+        return cls(
+            page=region.page,
+            box=region.box,
+            sheet=region.sheet,
+            cells=region.cell_range,
+            slide=region.slide,
+            shape=region.shape,
+            line_start=region.line_start,
+            line_end=region.line_end,
+            paragraph_start=region.paragraph_start,
+            paragraph_end=region.paragraph_end,
+            table_index=region.table_index,
+        )
+
+
 class Citation(BaseModel):
-    """A snapshot of what was read and where, not a pointer: it stays evidence after the file is deleted."""
+    """A snapshot of what was read and where, not a pointer: it stays evidence after the file is deleted.
+
+    The location fields span the whole chunk, except page and box: those are the first region whose words
+    matched the query, so a hit for words on page 2 points at page 2. `regions` are the matching blocks'
+    places (every block's when none matched, as for a purely semantic hit; none for chunks stored before
+    regions were kept)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -132,6 +172,7 @@ class Citation(BaseModel):
     paragraph_end: int | None = None
     table_index: int | None = None
     shape: str | None = None
+    regions: tuple[CitedRegion, ...] = ()
     heading_path: tuple[str, ...] = ()
     kind: CitedKind = CitedKind.QUOTE
     # How surely OCR read a transcription (the least sure of its blocks); None for a quote or description.
@@ -141,8 +182,14 @@ class Citation(BaseModel):
 
     @classmethod
     def at(
-        cls, location: ChunkLocation, *, block_kind: BlockKind = BlockKind.PARAGRAPH, **fields: object
+        cls,
+        location: ChunkLocation,
+        *,
+        block_kind: BlockKind = BlockKind.PARAGRAPH,
+        matched: Sequence[ChunkRegion] = (),
+        **fields: object,
     ) -> "Citation":
+        """The citation of a chunk at `location`; `matched` are its regions whose words the query named."""
         if block_kind is BlockKind.DESCRIPTION:
             kind = CitedKind.DESCRIPTION
         elif location.ocr_confidence is not None:
@@ -154,9 +201,9 @@ class Citation(BaseModel):
                 **fields,
                 "kind": kind,
                 "ocr_confidence": location.ocr_confidence if kind is CitedKind.TRANSCRIPTION else None,
-                "page": location.page_start,
+                "page": matched[0].page if matched else location.page_start,
                 "page_end": location.page_end,
-                "box": location.box,
+                "box": matched[0].box if matched else location.box,
                 "sheet": location.sheet,
                 "cells": location.cell_range,
                 "slide": location.slide,
@@ -166,6 +213,7 @@ class Citation(BaseModel):
                 "paragraph_end": location.paragraph_end,
                 "table_index": location.table_index,
                 "shape": location.shape,
+                "regions": tuple(CitedRegion.of(region) for region in (matched or location.regions)),
             }
         )
 
@@ -270,6 +318,26 @@ class IdentifierBooster:
 def _contains_term(text: str, term: str) -> bool:
     # As a whole token: ERR-402 must not match inside ERR-4021.
     return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text) is not None
+
+
+# A run of letters or digits, as PostgreSQL's `simple` parser mostly splits words (don't: don, t; a_b: a, b).
+# It keeps a few shapes whole that this splits (3.14, v2.1, an e-mail address; ERR-4021 is err and -4021):
+# both the query and a region are split alike here, so those still match, on their parts.
+_TERM = re.compile(r"[^\W_]+")
+
+
+def query_terms(query: str) -> frozenset[str]:
+    """The query's words as the keyword lane looks them up: lower case, stopwords stripped."""
+    return frozenset(_TERM.findall(query.casefold())) - ENGLISH_STOPWORDS
+
+
+def matching_regions(location: ChunkLocation, body: str, terms: frozenset[str]) -> tuple[ChunkRegion, ...]:
+    """The chunk's regions whose text holds one of `terms` (none when no region's words are among them)."""
+    return tuple(
+        region
+        for region in location.regions
+        if not terms.isdisjoint(_TERM.findall(body[region.start : region.end].casefold()))
+    )
 
 
 def excerpt_of(body: str, limit: int = MAX_EXCERPT_CHARACTERS) -> str:

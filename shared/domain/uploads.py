@@ -33,13 +33,41 @@ ACCEPTED_TYPES: tuple[AcceptedType, ...] = (
     AcceptedType("image/tiff", (".tif", ".tiff"), "tiff"),
 )
 _BY_MEDIA_TYPE = {accepted.media_type: accepted for accepted in ACCEPTED_TYPES}
+# Formats people have files in that are not read, with the conversion that makes them readable: a refusal that
+# names the fix is not retried as it is (by media type, then by extension, as browsers often send neither well).
+_WORD, _SHEET, _SLIDES = ("a Word document", ".docx"), ("a spreadsheet", ".xlsx"), ("a presentation", ".pptx")
+_CONVERTIBLE: dict[str, tuple[str, str]] = {
+    "application/msword": _WORD,
+    ".doc": _WORD,
+    "application/rtf": _WORD,
+    "text/rtf": _WORD,
+    ".rtf": _WORD,
+    "application/vnd.oasis.opendocument.text": _WORD,
+    ".odt": _WORD,
+    "application/vnd.ms-excel": _SHEET,
+    ".xls": _SHEET,
+    "application/vnd.oasis.opendocument.spreadsheet": _SHEET,
+    ".ods": _SHEET,
+    "application/vnd.ms-powerpoint": _SLIDES,
+    ".ppt": _SLIDES,
+    "application/vnd.oasis.opendocument.presentation": _SLIDES,
+    ".odp": _SLIDES,
+}
 
 
 def accepted_type(media_type: str, filename: str) -> AcceptedType:
-    """The accepted type for a declared media type and filename, or UnsupportedMediaType naming the list."""
+    """The accepted type for a declared media type and filename, or UnsupportedMediaType naming the list (and,
+    for a format that converts to one, the conversion)."""
     accepted = _BY_MEDIA_TYPE.get(media_type.strip().lower())
     if accepted is None:
         listed = ", ".join(sorted(_BY_MEDIA_TYPE))
+        convertible = _CONVERTIBLE.get(media_type.strip().lower()) or _CONVERTIBLE.get(_extension(filename))
+        if convertible is not None:
+            what, extension = convertible
+            raise UnsupportedMediaType(
+                f"this format of {what} is not read: save it as {extension} (or export a PDF) and upload that;"
+                f" accepted types: {listed}"
+            )
         raise UnsupportedMediaType(f"media type {media_type!r} is not accepted; accepted types: {listed}")
     extension = _extension(filename)
     if extension not in accepted.extensions:
@@ -163,12 +191,8 @@ def chunk_batch_key(prefix: str, batch: int) -> str:
 
 
 def vector_batch_key(prefix: str, batch: int) -> str:
+    """A batch's vectors, or why the model gave none: one key per batch, so every work key is known."""
     return f"{prefix}vectors-{batch:05d}.json"
-
-
-def gap_batch_key(prefix: str, batch: int) -> str:
-    """Where a batch the model did not embed says why (beside, never in place of, its vectors' key)."""
-    return f"{prefix}gap-{batch:05d}.json"
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,14 @@ import logging
 import pickle
 import threading
 import time
+import types
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from moto.core.model_instances import model_data
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.s3.models import s3_backends
 from moto.s3.utils import _VersionedKeyStore
@@ -44,6 +46,42 @@ def _rebuild_key_store(lists: dict[str, list[Any]]) -> _VersionedKeyStore:
 
 def _reduce_key_store(store: _VersionedKeyStore) -> tuple[Any, tuple[dict[str, list[Any]]]]:
     return _rebuild_key_store, ({name: list(versions) for name, versions in store.lists()},)
+
+
+class _Untracked(list[Any]):
+    """moto's models append every instance they make to a class-level list (for its dashboard, which the
+    local stack does not serve), so every object ever stored, deleted or copied stays in memory."""
+
+    def append(self, _instance: Any) -> None:
+        return None
+
+
+def _stop_tracking_instances() -> None:
+    for models in model_data.values():
+        for model in models.values():
+            model.instances_tracked = _Untracked()  # type: ignore[attr-defined]
+
+
+class _SharedVersions:
+    """Stands in for the `copy` module inside moto's `list_object_versions`, which deep-copies every version of
+    every key in the bucket (bytes included), whatever the prefix, only to set `is_latest` on the copies. The
+    versions are listed as they are instead (`is_latest` is true of the stored version too)."""
+
+    @staticmethod
+    def deepcopy(versions: Any) -> Any:
+        return versions
+
+
+def _listing_without_copies(backend: Any) -> None:
+    listing = type(backend).list_object_versions
+    patched = types.FunctionType(
+        listing.__code__,
+        {**listing.__globals__, "copy": _SharedVersions},
+        listing.__name__,
+        listing.__defaults__,
+        listing.__closure__,
+    )
+    backend.list_object_versions = types.MethodType(patched, backend)
 
 
 class _SnapshotPickler(pickle.Pickler):
@@ -119,6 +157,9 @@ class LocalS3Server:
 
     def start(self) -> int:
         """Start serving; returns how many buckets were restored from the snapshot."""
+        # A long-lived server must hold only what its buckets hold (every listing once leaked a bucket's copy).
+        _stop_tracking_instances()
+        _listing_without_copies(self._backend())
         restored = 0
         if self.snapshot_file.exists():
             with self.snapshot_file.open("rb") as snapshot:
@@ -158,6 +199,7 @@ class LocalS3Server:
         if self._original_put_object is not None:
             self._backend().put_object = self._original_put_object
             self._original_put_object = None
+        # The listing stays without copies: the backend is the process's, shared by any other server in it.
 
     def snapshot(self) -> None:
         for attempt in range(3):

@@ -30,6 +30,11 @@ def chunk_id(version_id: UUID | str, ordinal: int) -> str:
     return f"{version_id}:{ordinal}"
 
 
+def embedded_tokens(drafts: Iterable[ChunkDraft]) -> int:
+    """The tokens embedding `drafts` sends the model: each distinct text once, as `Indexer.embed` sends it."""
+    return sum({draft.content: draft.token_count for draft in drafts}.values())
+
+
 def estimated_tokens(text: str) -> int:
     """A tokenizer-free upper estimate (about 3 bytes per token), for chunking when no model is present:
     a later re-index with the model re-cuts the chunks in its own tokens."""
@@ -101,18 +106,23 @@ class Indexer:
         return drafts, False
 
     def embed(self, texts: Sequence[str]) -> tuple[list[list[float]] | None, str | None]:
-        """Vectors for `texts`, or None and why not: a missing or failing model leaves a gap, not an error."""
+        """Vectors for `texts`, or None and why not: a missing or failing model leaves a gap, not an error.
+        Each distinct text is embedded once (running headers, boilerplate, a file of one repeated line)."""
         if not texts:
             return [], None
+        distinct = list(dict.fromkeys(texts))
         try:
             vectors: list[list[float]] = []
-            for start in range(0, len(texts), self._embed_batch):
-                vectors.extend(self._embedder.embed(texts[start : start + self._embed_batch]))
+            for start in range(0, len(distinct), self._embed_batch):
+                vectors.extend(self._embedder.embed(distinct[start : start + self._embed_batch]))
         except CapabilityUnavailable as error:
             return None, error.reason
         except EmbeddingFailed as error:
             return None, str(error)
-        return vectors, None
+        if len(vectors) != len(distinct):
+            return None, f"the embedding model answered {len(vectors)} vectors for {len(distinct)} texts"
+        by_text = dict(zip(distinct, vectors, strict=True))
+        return [by_text[text] for text in texts], None
 
     def index(
         self,
@@ -135,7 +145,7 @@ class Indexer:
         cut = [(target, *self.chunks_of(document), attempt) for target, document, attempt in items]
         vectors, gap = self.embed([draft.content for _, drafts, _, _ in cut for draft in drafts])
         if vectors and on_embedded is not None:
-            on_embedded(self._embedder.usage(sum(draft.token_count for _, drafts, _, _ in cut for draft in drafts)))
+            on_embedded(self._embedder.usage(embedded_tokens(draft for _, drafts, _, _ in cut for draft in drafts)))
         written = []
         offset = 0
         for target, drafts, truncated, attempt in cut:

@@ -30,14 +30,13 @@ from shared.domain.files import (
     VersionState,
     VisionState,
 )
-from shared.domain.knowledge import ChunkBatch, ChunkDraft, ChunkManifest, EmbeddedBatch, IndexWrite
+from shared.domain.knowledge import ChunkBatch, ChunkDraft, ChunkManifest, EmbeddedBatch, IndexWrite, WorkVersions
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult
 from shared.domain.recognized_layout import with_recognition
 from shared.domain.uploads import (
     chunk_batch_key,
     chunk_manifest_key,
     document_key,
-    gap_batch_key,
     vector_batch_key,
     work_prefix,
 )
@@ -46,7 +45,7 @@ from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
 from shared.ports import FileContentStore, FileMetadataStore, OcrProvider, OcrSource, UsageLedger, VisionProvider
 from shared.services.extraction import Extractor
-from shared.services.indexing import Indexer, IndexOutcome, IndexTarget, UnindexableDocument
+from shared.services.indexing import Indexer, IndexOutcome, IndexTarget, UnindexableDocument, embedded_tokens
 from shared.services.recognition import RecognitionPlan, recognition_plan
 
 # The local runner's pause between polls of an engine's job (Step Functions waits in a Wait state).
@@ -96,6 +95,7 @@ class IngestionPipeline:
         """Every step in order (the local runner; Step Functions calls them one by one). A step that raises
         is recorded as the state machine's Catch records it (`interrupted`, naming the step), then re-raised."""
         step = "inspect"
+        work: object = None
         try:
             outcome = self.inspect(request)
             if outcome["proceed"]:
@@ -118,12 +118,14 @@ class IngestionPipeline:
                     self.embed(request, batch)
                 step = "index"
                 outcome = self.index(request)
-                step = "publish"
-                self.publish(request)
+                step, work = "publish", outcome.get("work")
+                self.publish(request, work=work)
             return outcome
         except Exception as error:
             try:
-                self.record_infrastructure_failure(request, step=step, error=type(error).__name__, cause=str(error))
+                self.record_infrastructure_failure(
+                    request, step=step, error=type(error).__name__, cause=str(error), work=work
+                )
             except Exception:
                 logger.exception("the interruption could not be recorded; the version looks stalled to the sweep")
             raise
@@ -394,7 +396,7 @@ class IngestionPipeline:
         )
         # The document first, then the row that points at it: a crash between leaves an unreferenced
         # derived object that the next run overwrites, never a row pointing at nothing.
-        self._content.put(key, document.model_dump_json().encode(), content_type="application/json")
+        stored = self._content.put(key, document.model_dump_json().encode(), content_type="application/json")
         summary = ExtractionSummary(
             page_count=document.page_count,
             block_count=len(document.blocks),
@@ -402,6 +404,7 @@ class IngestionPipeline:
             warnings=document.warnings,
             truncated=document.truncated,
             document_key=key,
+            document_version_id=stored.version_id,
             recognition=recognition or Recognition(),
         )
         if not self._metadata.record_extraction(
@@ -421,18 +424,23 @@ class IngestionPipeline:
                 and now.document_key == key
             )
             if not recorded_by_twin:
-                self._content.delete_all_versions(key)
+                self._forget(key, stored.version_id)
             return {**request.step_input(), "proceed": False, "why": "the version changed while it was extracted"}
         if version.document_key and version.document_key != key:
             # What the row pointed at before (the text layer OCR started from, or an earlier attempt's
             # document): nothing points at it any more.
-            self._forget(version.document_key)
+            self._forget(version.document_key, version.document_version_id)
         logger.info("extracted", extra={"blocks": len(document.blocks), "pages": document.page_count})
         return {**request.step_input(), "proceed": True, "blocks": len(document.blocks)}
 
-    def _forget(self, key: str) -> None:
+    def _forget(self, key: str, version_id: str | None) -> None:
+        """Remove the one version of `key` this pipeline wrote (every version, for a row recorded before the
+        version was kept on it)."""
         try:
-            self._content.delete_all_versions(key)
+            if version_id is None:
+                self._content.delete_all_versions(key)
+            else:
+                self._content.delete_version(key, version_id)
         except Exception:
             # Reconciliation reports it as a derived object no row points at; nothing depends on it.
             logger.exception("an intermediate document was not removed")
@@ -478,7 +486,8 @@ class IngestionPipeline:
 
     def embed(self, request: ProcessVersion, batch: int) -> dict[str, Any]:
         """Embed one batch of chunks (one task of the workflow's Map). A missing or failing model stores the
-        gap instead of vectors: the chunks are still indexed for the keyword lane, and a re-index embeds them."""
+        gap in place of the vectors: the chunks are still indexed for the keyword lane, and a re-index embeds
+        them."""
         # Holding the version and saying so in one statement: a long Map does not look stalled to the sweep.
         if not self._metadata.move_processing(
             request.tenant_id,
@@ -500,9 +509,9 @@ class IngestionPipeline:
         vectors, gap = self._indexer.embed([draft.content for draft in chunks.drafts])
         if vectors is None:
             missing = EmbeddedBatch.missing(batch, len(chunks.drafts), gap or "the embedding model gave no vectors")
-            self._put_json(gap_batch_key(prefix, batch), missing)
+            self._put_json(vector_batch_key(prefix, batch), missing)
             return {**request.step_input(), "proceed": True, "batch": batch, "embedded": 0}
-        tokens = sum(draft.token_count for draft in chunks.drafts)
+        tokens = embedded_tokens(chunks.drafts)
         found = self._found(request)
         if found is not None:
             # Paid for now, whatever happens to the attempt: recorded before the vectors are stored, once per
@@ -521,32 +530,45 @@ class IngestionPipeline:
 
     def index(self, request: ProcessVersion) -> dict[str, Any]:
         """Swap the version's chunks and vectors into the index, in one transaction, streamed batch by batch
-        (a 20,000-chunk document never sits in memory whole)."""
+        (a 20,000-chunk document never sits in memory whole). Its output names the storage version of every
+        work object it read (`work`), which publish deletes."""
         held = self._holding(request, ProcessingState.INDEXING)
         if held is None:
             return {**request.step_input(), "proceed": False, "why": "this attempt does not hold the version"}
         file, version = held
         prefix = self._work_prefix(request)
-        manifest = ChunkManifest.model_validate_json(
-            self._content.get(chunk_manifest_key(prefix), max_bytes=_WORK_BYTES)
-        )
-        gap = self._embedding_gap(prefix, manifest.batch_count)
+        raw, manifest_version = self._content.get_versioned(chunk_manifest_key(prefix), max_bytes=_WORK_BYTES)
+        manifest = ChunkManifest.model_validate_json(raw)
         model = self._indexer.model_id
         with tempfile.TemporaryDirectory(prefix="quire-index-") as scratch:
             # Fetched before the swap's transaction opens: it locks the file's rows, and storage is slow.
             local = Path(scratch)
+            read: dict[str, list[str | None]] = {"chunks": [], "vectors": []}
             for number in range(manifest.batch_count):
-                keys = [chunk_batch_key(prefix, number)] + ([] if gap else [vector_batch_key(prefix, number)])
-                for key in keys:
-                    (local / key.rsplit("/", 1)[-1]).write_bytes(self._content.get(key, max_bytes=_WORK_BYTES))
+                for kind, key in (
+                    ("chunks", chunk_batch_key(prefix, number)),
+                    ("vectors", vector_batch_key(prefix, number)),
+                ):
+                    body, stored_version = self._content.get_versioned(key, max_bytes=_WORK_BYTES)
+                    (local / key.rsplit("/", 1)[-1]).write_bytes(body)
+                    read[kind].append(stored_version)
+            work = WorkVersions(manifest=manifest_version, chunks=tuple(read["chunks"]), vectors=tuple(read["vectors"]))
+            gap = _embedding_gap(local, manifest.batch_count)
             outcome = self._swap_in(file, version, request, manifest=manifest, gap=gap, model=model, local=local)
         if outcome.written is not IndexWrite.STORED:
             return {
                 **request.step_input(),
                 "proceed": False,
                 "why": f"the chunks were not written ({outcome.written.value})",
+                "work": work.model_dump(mode="json"),
             }
-        return {**request.step_input(), "proceed": True, "indexed": True, "chunks": outcome.result.chunk_count}
+        return {
+            **request.step_input(),
+            "proceed": True,
+            "indexed": True,
+            "chunks": outcome.result.chunk_count,
+            "work": work.model_dump(mode="json"),
+        }
 
     def _swap_in(
         self,
@@ -584,40 +606,24 @@ class IngestionPipeline:
             attempt=request.attempt,
         )
 
-    def _embedding_gap(self, prefix: str, batch_count: int) -> str | None:
-        """Why the version stays keyword-only, or None when every batch has its vectors. One batch without
-        them leaves all of it keyword-only, and says why: a re-index embeds it whole (never a version half
-        in the vector lane)."""
-        stored = {item.key for item in self._content.object_versions(prefix)}
-        for number in range(batch_count):
-            if vector_batch_key(prefix, number) in stored:
-                continue
-            if gap_batch_key(prefix, number) in stored:
-                missing = EmbeddedBatch.model_validate_json(
-                    self._content.get(gap_batch_key(prefix, number), max_bytes=_WORK_BYTES)
-                )
-                return missing.gap or f"batch {number} was not embedded"
-            return f"batch {number} was not embedded"
-        return None
-
-    def publish(self, request: ProcessVersion) -> dict[str, Any]:
-        """The attempt's last step: its intermediate work (chunk batches, vectors) is removed, whatever the
-        outcome; the version's row already says what happened."""
-        removed = self._remove_work(request)
+    def publish(self, request: ProcessVersion, *, work: object = None) -> dict[str, Any]:
+        """The attempt's last step: its work objects (those the index step read: `work`, from its output) are
+        removed whatever the outcome; the version's row already says what happened."""
+        removed = self._remove_work(request, work)
         version = self._version(request)
         state = version.processing_state.value if version is not None else "gone"
         logger.info("published", extra={"processing": state, "work_objects_removed": removed})
         return {**request.step_input(), "proceed": False, "processing": state}
 
     def record_infrastructure_failure(
-        self, request: ProcessVersion, *, step: str, error: str, cause: str
+        self, request: ProcessVersion, *, step: str, error: str, cause: str, work: object = None
     ) -> dict[str, Any]:
         """The workflow's Catch: a step failed after its retries for a reason that is not the document's. The
         version becomes `interrupted` with what failed (the sweep starts a new attempt later)."""
         detail = f"the {step} step failed: {error}: {caught_error_message(cause)}"
         # The work first: storage may answer while the database (the usual reason to be here) does not.
         try:
-            self._remove_work(request)
+            self._remove_work(request, work)
         except Exception:
             logger.exception("the attempt's work was not removed; reconciliation removes it")
         recorded = self._metadata.record_interruption(
@@ -646,15 +652,30 @@ class IngestionPipeline:
     def _put_json(self, key: str, model: BaseModel) -> None:
         self._content.put(key, model.model_dump_json().encode(), content_type="application/json")
 
-    def _remove_work(self, request: ProcessVersion) -> int:
-        """Every stored version of every object under the attempt's work prefix (one listing)."""
-        listed = list(self._content.object_versions(self._work_prefix(request)))
-        for stored in listed:
-            if stored.version_id is None:
-                self._content.delete_all_versions(stored.key)
+    def _remove_work(self, request: ProcessVersion, work: object) -> int:
+        """The attempt's work objects. On every file's path the index step has read them (`work`) and each is
+        deleted by its version: no listing, whose cost grows with the bucket. Only an attempt that stopped
+        before its index step read them (an interruption, a superseded attempt) has its prefix listed; a
+        version written twice by a redelivered step is removed by reconciliation's sweep of finished work."""
+        prefix = self._work_prefix(request)
+        if work is None:
+            listed = list(self._content.object_versions(prefix))
+            for stored in listed:
+                if stored.version_id is None:
+                    self._content.delete_all_versions(stored.key)
+                else:
+                    self._content.delete_version(stored.key, stored.version_id)
+            return len({stored.key for stored in listed})
+        versions = WorkVersions.model_validate(work)
+        written = [(chunk_manifest_key(prefix), versions.manifest)]
+        written += [(chunk_batch_key(prefix, n), v) for n, v in enumerate(versions.chunks)]
+        written += [(vector_batch_key(prefix, n), v) for n, v in enumerate(versions.vectors)]
+        for key, version_id in written:
+            if version_id is None:
+                self._content.delete_all_versions(key)  # a store that keeps no versions
             else:
-                self._content.delete_version(stored.key, stored.version_id)
-        return len({stored.key for stored in listed})
+                self._content.delete_version(key, version_id)
+        return len(written)
 
     def _index_target(self, file: FileRecord, version: FileVersionRecord) -> IndexTarget:
         return IndexTarget(
@@ -701,6 +722,17 @@ class IngestionPipeline:
         return ExtractedDocument.model_validate_json(raw)
 
 
+def _embedding_gap(local: Path, batch_count: int) -> str | None:
+    """Why the version stays keyword-only, or None when every batch has its vectors. One batch without them
+    leaves all of it keyword-only, and says why: a re-index embeds it whole (never a version half in the
+    vector lane)."""
+    for number in range(batch_count):
+        embedded = EmbeddedBatch.model_validate_json((local / vector_batch_key("", number)).read_bytes())
+        if embedded.gap is not None:
+            return embedded.gap
+    return None
+
+
 def _nothing_read(
     document: ExtractedDocument,
     ocr: RecognitionResult | RecognitionFailed | CapabilityUnavailable | None,
@@ -712,7 +744,7 @@ def _nothing_read(
     if isinstance(ocr, RecognitionFailed):
         return FailureReason.OCR_FAILED, f"OCR failed: {ocr.detail}"
     if isinstance(ocr, RecognitionResult):
-        return FailureReason.OCR_FAILED, f"OCR found no text it could read on {where}"
+        return FailureReason.NO_TEXT_FOUND, f"OCR found no words on {where}"
     reason = recognition.ocr_detail or "no OCR engine is configured"
     return FailureReason.NO_TEXT_LAYER, f"there is no text layer on {where}, and OCR is unavailable: {reason}"
 

@@ -22,6 +22,8 @@ from shared.domain.search import (
     SearchOutcome,
     SearchQuery,
     excerpt_of,
+    matching_regions,
+    query_terms,
     reciprocal_rank_fusion,
 )
 from shared.observability import logger
@@ -139,6 +141,7 @@ class Retrieval:
         vector_scores = {hit.chunk_id: hit.score for hit in lanes.vector}
         lexical_scores = {hit.chunk_id: hit.score for hit in lanes.keyword}
         retrieved_at = self._clock()
+        terms = query_terms(query.text)
         hits: list[SearchHit] = []
         spent = 0
         truncated = False
@@ -159,6 +162,8 @@ class Retrieval:
                     citation=Citation.at(
                         snapshot.location,
                         block_kind=snapshot.block_kind,
+                        # The blocks whose words the query names: their page and box, not the chunk's first.
+                        matched=matching_regions(snapshot.location, snapshot.body, terms),
                         file_id=snapshot.file_id,
                         version_id=snapshot.version_id,
                         filename=snapshot.filename,

@@ -32,7 +32,13 @@ def unit_vector(*weights: tuple[int, float]) -> tuple[float, ...]:
 
 
 def new_indexing_version(
-    database: Database, tenant: str, collection: str, filename: str = "notes.txt", file_id: uuid.UUID | None = None
+    database: Database,
+    tenant: str,
+    collection: str,
+    filename: str = "notes.txt",
+    file_id: uuid.UUID | None = None,
+    *,
+    media_type: str = "text/plain",
 ) -> tuple[uuid.UUID, uuid.UUID, int]:
     """A stored version claimed for indexing (attempt returned), as the pipeline's index step holds it."""
     metadata = PostgresFileMetadataStore(database)
@@ -46,7 +52,7 @@ def new_indexing_version(
             version_id=version_id,
             collection_id=collection,
             filename=filename,
-            media_type="text/plain",
+            media_type=media_type,
             declared_byte_size=10,
             storage_key=storage_key(tenant, file_id, version_id),
             created_by="tester",
@@ -71,10 +77,8 @@ def chunk_rows(
     vectors: Sequence[tuple[float, ...] | None] | None = None,
     filename: str = "notes.txt",
 ) -> list[IndexedChunk]:
-    rows = []
-    for ordinal, text in enumerate(texts):
-        vector = vectors[ordinal] if vectors is not None else None
-        draft = ChunkDraft(
+    drafts = [
+        ChunkDraft(
             ordinal=ordinal,
             text=text,
             heading_path=(),
@@ -85,17 +89,36 @@ def chunk_rows(
             parent=None,
             token_count=max(1, len(text.split())),
         )
+        for ordinal, text in enumerate(texts)
+    ]
+    return draft_rows(file_id, version_id, collection, drafts, vectors=vectors, filename=filename)
+
+
+def draft_rows(
+    file_id: uuid.UUID,
+    version_id: uuid.UUID,
+    collection: str,
+    drafts: Sequence[ChunkDraft],
+    *,
+    vectors: Sequence[tuple[float, ...] | None] | None = None,
+    filename: str = "notes.txt",
+    media_type: str = "text/plain",
+) -> list[IndexedChunk]:
+    """Chunks as the chunker cut them (or as a test wrote them), as stored rows of one version."""
+    rows = []
+    for position, draft in enumerate(drafts):
+        vector = vectors[position] if vectors is not None else None
         rows.append(
             IndexedChunk(
-                chunk_id=f"{version_id}:{ordinal}",
+                chunk_id=f"{version_id}:{draft.ordinal}",
                 file_id=str(file_id),
                 version_id=str(version_id),
                 collection_id=collection,
                 filename=filename,
-                media_type="text/plain",
+                media_type=media_type,
                 uploaded_at=datetime.now(UTC),
                 draft=draft,
-                content_hash=hashlib.sha256(text.encode()).hexdigest(),
+                content_hash=hashlib.sha256(draft.content.encode()).hexdigest(),
                 embedding=vector,
                 embedding_model=FAKE_MODEL if vector is not None else None,
             )
@@ -115,6 +138,27 @@ def index_texts(
     """One new file whose only version is indexed with `texts` as its chunks."""
     file_id, version_id, attempt = new_indexing_version(database, tenant, collection, filename)
     rows = chunk_rows(file_id, version_id, collection, texts, vectors=vectors, filename=filename)
+    _store(database, tenant, version_id, attempt, rows)
+    return file_id, version_id
+
+
+def index_drafts(
+    database: Database,
+    tenant: str,
+    collection: str,
+    drafts: Sequence[ChunkDraft],
+    *,
+    filename: str,
+    media_type: str,
+) -> tuple[uuid.UUID, uuid.UUID]:
+    """One new file whose only version is indexed with `drafts` as its chunks (no vectors)."""
+    file_id, version_id, attempt = new_indexing_version(database, tenant, collection, filename, media_type=media_type)
+    rows = draft_rows(file_id, version_id, collection, drafts, filename=filename, media_type=media_type)
+    _store(database, tenant, version_id, attempt, rows)
+    return file_id, version_id
+
+
+def _store(database: Database, tenant: str, version_id: uuid.UUID, attempt: int, rows: Sequence[IndexedChunk]) -> None:
     embedded = sum(1 for row in rows if row.embedding is not None)
     written = PostgresKnowledgeIndex(database).replace_chunks(
         tenant,
@@ -126,4 +170,3 @@ def index_texts(
         attempt=attempt,
     )
     assert written is IndexWrite.STORED
-    return file_id, version_id

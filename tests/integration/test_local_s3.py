@@ -108,3 +108,28 @@ def test_objects_and_their_versions_survive_a_snapshot_and_restart(tmp_path: Pat
         restarted.stop()
         buckets.clear()
         buckets.update(before)
+
+
+def test_the_server_keeps_only_what_its_buckets_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto deep-copied every version of every key on each version listing and kept every model instance it
+    made: each listing then cost the whole bucket again, for good. Fails loudly if a moto upgrade undoes it."""
+    from moto.s3.models import FakeKey
+
+    # A server of its own: starting is what sets moto up this way (a mock_aws elsewhere in the process resets it).
+    server = LocalS3Server(tmp_path / "snapshot.pickle", port=free_port())
+    server.start()
+    monkeypatch.setattr(server, "snapshot", lambda: None)
+    name = f"quire-test-{server.port}"
+    ensure_bucket(server.endpoint, name)
+    store = store_for(server.endpoint, name)
+    for number in range(20):
+        store.put(f"t/{number}/doc", b"x" * 10_000, content_type="text/plain")
+    store.put("t/0/doc", b"newer", content_type="text/plain")
+    copies: list[object] = []
+    real_setstate = FakeKey.__setstate__
+    monkeypatch.setattr(FakeKey, "__setstate__", lambda key, state: copies.append(key) or real_setstate(key, state))
+    listed = [list(store.object_versions("t/0/")) for _ in range(5)]
+    assert [len(versions) for versions in listed] == [2] * 5
+    server.stop()
+    assert copies == []  # no key (nor its bytes) was copied to answer a listing
+    assert FakeKey.instances_tracked == []  # and nothing made is kept beyond the bucket

@@ -225,3 +225,28 @@ def test_a_document_that_cannot_be_indexed_fails_with_a_reason_instead_of_retryi
     status, answer = stack.json("POST", "/v1/search", token, {"query": "hidden zeros", "mode": "keyword"})
     assert status == 200 and "\x00" not in str(answer)
     assert answer["hits"][0]["citation"]["fileId"] == record["fileId"]
+
+
+def test_ingesting_a_file_lists_no_object_versions_and_leaves_no_work_behind(stack: Stack) -> None:
+    # A listing's cost grows with the bucket (moto's copied all of it), so no per-file step may list: the
+    # pipeline finds the versions of what it wrote by key.
+    token = stack.token()
+    listings: list[str] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        listings.append(params.get("Prefix", ""))
+
+    events = stack.container.content.client.meta.events  # type: ignore[attr-defined]
+    events.register("before-call.s3.ListObjectVersions", record)
+    try:
+        # Given a text file (chunk, embed, index, publish) and a mixed PDF whose text layer OCR completes
+        text = processed(stack, token, "notes.txt", "text/plain", b"Pallet 41 left the depot.\n" * 50)
+        mixed = processed(stack, token, "mixed.pdf", "application/pdf", report_pdf(blank_second_page=True))
+    finally:
+        events.unregister("before-call.s3.ListObjectVersions", record)
+    # Then both were indexed without a single listing, and no work object is left
+    assert [r["current"]["processingState"] for r in (text, mixed)] == ["indexed", "indexed"]
+    assert listings == []
+    for record_ in (text, mixed):
+        derived = f"derived/tenants/acme/files/{record_['fileId']}/"
+        assert [o.key for o in stack.container.content.object_versions(derived) if "/work-" in o.key] == []

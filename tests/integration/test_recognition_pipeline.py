@@ -332,7 +332,7 @@ def indexed(steps: IngestionPipeline, request: ProcessVersion) -> dict[str, Any]
     for batch in chunked["batches"]:
         steps.embed(request, batch)
     outcome = steps.index(request)
-    steps.publish(request)
+    steps.publish(request, work=outcome.get("work"))
     return outcome
 
 

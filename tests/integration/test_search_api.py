@@ -11,9 +11,10 @@ import pytest
 
 from shared.adapters.local.unavailable import UnavailableEmbedder
 from shared.domain.capabilities import CapabilityStatus
-from shared.domain.citations import excerpt_is_at_location
+from shared.domain.citations import excerpt_is_at_location, regions_are_blocks
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.search import Citation
+from shared.domain.usage import Usage
 from shared.local.api_client import media_type_for
 from shared.local.demo import DEMO_QUERIES
 from shared.local.demo_corpus import write_demo_corpus
@@ -217,6 +218,9 @@ class FailingEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         raise EmbeddingFailed("throttled after 6 attempts")
 
+    def usage(self, tokens: int) -> Usage:
+        return Usage(provider="fake", operation="fake:embed", model=self.model_id, priced=False, input_tokens=tokens)
+
 
 def test_a_malformed_search_gets_a_clear_refusal(stack: Stack) -> None:
     token = stack.token()
@@ -253,11 +257,20 @@ def test_every_citation_points_at_text_that_contains_its_excerpt_in_every_format
             found = stack.container.file_metadata.find_version(tenant, uuid.UUID(citation["versionId"]))
             assert found is not None
             document = stack.container.pipeline.read_document(found[1])
-            # Then the cited location's text contains every line of the excerpt
-            assert excerpt_is_at_location(document, Citation.model_validate(_snake(citation))), (query, citation)
+            # Then the cited location's text contains every line of the excerpt, a page citation names one
+            # page, and each cited region holds a block of the document (on its page and inside its box)
+            cited = Citation.model_validate(_snake(citation))
+            assert excerpt_is_at_location(document, cited), (query, citation)
+            assert cited.page == cited.page_end, (query, citation)
+            assert cited.regions and regions_are_blocks(document, cited), (query, citation)
             formats_cited.add(citation["mediaType"])
     assert len(formats_cited) >= 6, formats_cited
 
 
-def _snake(citation: dict[str, Any]) -> dict[str, Any]:
-    return {re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower(): value for key, value in citation.items()}
+def _snake(value: Any) -> Any:
+    """The API's camelCase keys in snake case, inside lists and nested objects too (a citation's regions)."""
+    if isinstance(value, dict):
+        return {re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower(): _snake(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_snake(item) for item in value]
+    return value

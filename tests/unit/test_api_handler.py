@@ -72,3 +72,19 @@ def test_every_response_forbids_sniffing_and_caching(api: Any, path: str) -> Non
     headers = api.handler(event, LocalLambdaContext())["headers"]
     assert headers["X-Content-Type-Options"] == "nosniff"
     assert headers["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("GET", "/v1/me"), ("POST", "/v1/search"), ("DELETE", "/v1/files/0b8e1c52-7d3f-4f5e")]
+)
+def test_a_body_that_is_not_utf8_is_a_4xx_not_a_500(api: Any, method: str, path: str) -> None:
+    import base64
+
+    event = copy.deepcopy(load_event("apigw_http_v2_get_me.json"))
+    event["requestContext"]["http"]["method"] = method
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["routeKey"] = f"{method} {path}"
+    event["body"] = base64.b64encode(b'{"query": "caf\xe9"}').decode()  # Latin-1, not UTF-8
+    event["isBase64Encoded"] = True
+    status, _ = call(api, event)
+    assert 400 <= status < 500

@@ -18,7 +18,7 @@ from shared.domain.document import (
     Location,
     Table,
 )
-from shared.domain.knowledge import ChunkDraft
+from shared.domain.knowledge import MAX_CHUNK_REGIONS, ChunkDraft
 from shared.domain.recognition import BoundingBox
 
 Counter = Callable[[str], int]
@@ -521,14 +521,19 @@ def test_a_budget_too_small_for_one_character_is_refused() -> None:
 # Location
 
 
-def test_a_chunk_spans_the_pages_of_its_blocks_without_a_box_across_pages() -> None:
-    # Given paragraphs on pages 2 and 3, each with a box
-    box = BoundingBox(left=0.1, top=0.1, width=0.5, height=0.1)
-    doc = document(paragraph("end of two", page=2, box=box), paragraph("start of three", page=3, box=box))
-    # When they make one chunk
-    (only,) = chunk(doc, 100)
-    # Then it spans pages 2 to 3, with no box
-    assert (only.location.page_start, only.location.page_end, only.location.box) == (2, 3, None)
+def test_a_chunk_never_crosses_a_page_and_each_is_boxed_on_its_own() -> None:
+    # Given a paragraph that runs from the foot of page 2 onto page 3, each part boxed on its page
+    foot = BoundingBox(left=0.1, top=0.85, width=0.8, height=0.1)
+    head = BoundingBox(left=0.1, top=0.05, width=0.8, height=0.1)
+    doc = document(paragraph("end of two", page=2, box=foot), paragraph("start of three", page=3, box=head))
+    # When it is chunked with room for both and a generous overlap
+    chunks = chunk(doc, 100, max_overlap_fraction=1.0)
+    # Then each page has its own chunk, boxed there, and no page-2 text is repeated on page 3
+    assert bodies(chunks) == ["end of two", "start of three"]
+    assert [(c.location.page_start, c.location.page_end, c.location.box) for c in chunks] == [
+        (2, 2, foot),
+        (3, 3, head),
+    ]
 
 
 def test_blocks_on_one_page_give_the_union_of_their_boxes() -> None:
@@ -567,6 +572,84 @@ def test_a_new_chunk_starts_where_the_slide_or_sheet_changes(
         (first.get("slide"), first.get("sheet")),
         (second.get("slide"), second.get("sheet")),
     ]
+
+
+def test_each_block_of_a_chunk_is_a_region_with_its_box_and_its_part_of_the_body() -> None:
+    # Given three paragraphs on page 4, one above the other, each boxed
+    boxes = [BoundingBox(left=0.1, top=0.1 + 0.2 * i, width=0.8, height=0.1) for i in range(3)]
+    texts = ["first paragraph", "second one", "third and last"]
+    doc = document(*(paragraph(text, page=4, box=box) for text, box in zip(texts, boxes, strict=True)))
+    # When they make one chunk
+    (only,) = chunk(doc, 100)
+    # Then it has a region per block: its page, its box, and the span of the body that is its text
+    assert [(r.page, r.box) for r in only.location.regions] == [(4, box) for box in boxes]
+    assert [only.text[r.start : r.end] for r in only.location.regions] == texts
+
+
+def test_the_regions_of_200_one_line_blocks_are_merged_into_a_bounded_few_that_cover_them() -> None:
+    # Given 200 one-line paragraphs down page 1, each boxed
+    lines = [f"line{i}" for i in range(200)]
+    doc = document(
+        *(
+            paragraph(text, page=1, box=BoundingBox(left=0.1, top=i / 250, width=0.5, height=0.004))
+            for i, text in enumerate(lines)
+        )
+    )
+    # When they make one chunk
+    (only,) = chunk(doc, 1000)
+    regions = only.location.regions
+    # Then it carries at most MAX_CHUNK_REGIONS regions, each a run of adjacent lines boxed together
+    assert 1 < len(regions) <= MAX_CHUNK_REGIONS
+    assert "\n\n".join(only.text[r.start : r.end] for r in regions) == only.text
+    for region in regions:
+        run = only.text[region.start : region.end].split("\n\n")
+        first, last = lines.index(run[0]), lines.index(run[-1])
+        assert run == lines[first : last + 1]
+        assert region.page == 1 and region.box is not None
+        assert region.box.top == pytest.approx(first / 250)
+        assert region.box.bottom == pytest.approx(last / 250 + 0.004)
+
+
+def test_a_table_split_by_rows_has_one_region_per_chunk_naming_its_rows() -> None:
+    # Given a table of 6 data rows over A1:B7 of sheet "Data"
+    doc = document(table(("Key", "Value"), *((f"k{i}", f"v{i}") for i in range(6)), sheet="Data", cell_range="A1:B7"))
+    # When it is split by rows
+    chunks = chunk(doc, 9)
+    # Then each piece has one region: its sheet and its rows' cells, quoting the whole piece
+    assert len(chunks) > 1
+    for c in chunks:
+        (region,) = c.location.regions
+        assert (region.sheet, region.cell_range) == ("Data", c.location.cell_range)
+        assert (region.start, region.end) == (0, len(c.text))
+
+
+@pytest.mark.parametrize(
+    ("places", "expected"),
+    [
+        (
+            [{"line_start": 1, "line_end": 2}, {"line_start": 4, "line_end": 6}],
+            [{"line_start": 1, "line_end": 2}, {"line_start": 4, "line_end": 6}],
+        ),
+        (
+            [{"paragraph_index": 3}, {"paragraph_index": 4}],
+            [{"paragraph_start": 3, "paragraph_end": 3}, {"paragraph_start": 4, "paragraph_end": 4}],
+        ),
+        (
+            [{"slide": 2, "shape": "Title 1"}, {"slide": 2, "shape": "Body 2"}],
+            [{"slide": 2, "shape": "Title 1"}, {"slide": 2, "shape": "Body 2"}],
+        ),
+    ],
+)
+def test_regions_name_each_blocks_place_in_formats_without_pages(
+    places: list[dict[str, object]], expected: list[dict[str, object]]
+) -> None:
+    # Given two paragraphs placed by lines (text), paragraph index (DOCX) or slide and shape (PPTX)
+    doc = document(paragraph("alpha", **places[0]), paragraph("beta", **places[1]))
+    # When they make one chunk
+    (only,) = chunk(doc, 100)
+    # Then each is its own region, named in its format's terms
+    regions = [r.model_dump(exclude_none=True, exclude={"start", "end"}) for r in only.location.regions]
+    assert regions == expected
 
 
 def test_a_chunks_line_span_runs_from_its_first_to_its_last_line() -> None:
@@ -771,6 +854,36 @@ def test_every_blocks_text_is_chunked_in_order(
         for word in block_text(block).split():
             if word != "|":
                 position = stream.index(word, position) + 1
+
+
+@PROPERTY_SETTINGS
+@given(
+    doc=random_documents(),
+    max_tokens=st.integers(8, 80),
+    count=st.sampled_from([words, quarter_characters, superadditive]),
+    overlap_blocks=st.integers(0, 2),
+)
+def test_every_chunk_is_on_one_page_and_its_regions_quote_its_blocks_in_order(
+    doc: ExtractedDocument, max_tokens: int, count: Counter, overlap_blocks: int
+) -> None:
+    # Given a random document over pages, slides and unplaced blocks, when it is chunked
+    chunks = chunk(doc, max_tokens, count, overlap_blocks=overlap_blocks)
+    for c in chunks:
+        # Then no chunk crosses a page, and its regions are bounded, on its page, and in order
+        assert c.location.page_start == c.location.page_end
+        assert 1 <= len(c.location.regions) <= MAX_CHUNK_REGIONS
+        assert all(region.page == c.location.page_start for region in c.location.regions)
+        spans = [(region.start, region.end) for region in c.location.regions]
+        assert spans[0][0] == 0 and spans[-1][1] == len(c.text)
+        assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
+        # and every line of a region's text is in a block on its page
+        for region in c.location.regions:
+            on_page = "\n".join(
+                block_text(block)
+                for block in doc.blocks[c.block_start : c.block_end + 1]
+                if block.location.page == region.page
+            )
+            assert all(line in on_page for line in c.text[region.start : region.end].split("\n"))
 
 
 @PROPERTY_SETTINGS

@@ -33,6 +33,7 @@ class FakeConnection:
     def __init__(self) -> None:
         self.pgconn = SimpleNamespace(transaction_status=TransactionStatus.IDLE)
         self.closed = False
+        self.autocommit = False  # the pool's liveness check toggles it around an empty query
 
     def __enter__(self) -> "FakeConnection":
         return self

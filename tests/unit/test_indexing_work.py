@@ -3,9 +3,11 @@
 import json
 import math
 import uuid
+from collections.abc import Sequence
 
 import pytest
 
+from shared.domain.capabilities import CapabilityStatus
 from shared.domain.knowledge import EmbeddedBatch
 from shared.domain.uploads import (
     chunk_batch_key,
@@ -15,6 +17,8 @@ from shared.domain.uploads import (
     vector_batch_key,
     work_prefix,
 )
+from shared.domain.usage import Usage
+from shared.services.indexing import Indexer
 
 FILE = uuid.UUID("6f1c7a52-1111-4d1e-8c3a-0b7f4a2e9d10")
 VERSION = uuid.UUID("0b8e1c52-7d3f-4f5e-8f0a-1a2b3c4d5e6f")
@@ -72,3 +76,38 @@ def test_work_keys_live_beside_the_original_per_attempt_and_parse_back() -> None
 )
 def test_other_keys_are_not_work(key: str) -> None:
     assert parse_work_key(key) is None
+
+
+class CountingEmbedder:
+    """A fake EmbeddingProvider: a vector that names its text, and every text it was sent."""
+
+    model_id = "counting"
+    dimension = 2
+    max_tokens = 100
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready("counting")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.sent.extend(texts)
+        return [[float(len(text)), float(text.count("a"))] for text in texts]
+
+    def usage(self, tokens: int) -> Usage:
+        return Usage(provider="counting", operation="embed", model=self.model_id, priced=False, input_tokens=tokens)
+
+
+def test_each_distinct_text_is_embedded_once_and_every_text_gets_its_vector() -> None:
+    # A file of one line repeated (or running headers): thousands of equal chunks cost one embedding.
+    embedder = CountingEmbedder()
+    indexer = Indexer(knowledge=None, embedder=embedder, embed_batch=2)  # type: ignore[arg-type]
+    texts = ["<<<<", "banana", "<<<<", "<<<<", "apple", "banana"]
+    vectors, gap = indexer.embed(texts)
+    assert gap is None
+    assert embedder.sent == ["<<<<", "banana", "apple"]
+    assert vectors == [[4.0, 0.0], [6.0, 3.0], [4.0, 0.0], [4.0, 0.0], [5.0, 1.0], [6.0, 3.0]]

@@ -23,8 +23,10 @@ from shared.domain.search import (
     boost_identifiers,
     excerpt_of,
     identifier_terms,
+    query_terms,
     reciprocal_rank_fusion,
 )
+from shared.domain.usage import Usage
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.retrieval import Retrieval
 
@@ -50,6 +52,9 @@ class FakeEmbedder:
         if self.fails:
             raise EmbeddingFailed("throttled")
         return [[1.0, 0.0, 0.0] for _ in texts]
+
+    def usage(self, tokens: int) -> Usage:
+        return Usage(provider="fake", operation="fake:embed", model=self.model_id, priced=False, input_tokens=tokens)
 
 
 class FakeLanes:
@@ -131,7 +136,7 @@ def test_a_caller_with_no_readable_collection_gets_no_access_and_no_lane_runs() 
     assert lanes.asked == []
     # Asking for a collection the caller cannot read is the same answer, whether or not it exists.
     filtered = SearchQuery(text="anything", filters=SearchFilters(collections=frozenset({"secret"})))
-    assert retrieval(lanes).search(caller("docs"), filtered).outcome is EmptyReason.NO_ACCESS  # type: ignore[union-attr]
+    assert retrieval(lanes).search(caller("docs"), filtered).outcome is EmptyReason.NO_ACCESS
 
 
 def test_both_lanes_receive_exactly_the_callers_readable_collections() -> None:
@@ -193,6 +198,13 @@ def test_keyword_mode_runs_only_the_keyword_lane() -> None:
     lanes = FakeLanes([("a", 0.9)], [("b", 2.0)], {})
     retrieval(lanes).search(caller("docs"), SearchQuery(text="q", mode=SearchMode.KEYWORD))
     assert [lane for lane, _ in lanes.asked] == ["keyword"]
+
+
+def test_query_terms_are_lower_case_words_without_stopwords() -> None:
+    # Given a query with capitals, stopwords, an identifier and a contraction, when its terms are taken
+    terms = query_terms("Why didn't ERR-4021 stop THE checkout_flow?")
+    # Then they are lower case runs of letters or digits, stopwords (and their pieces) gone
+    assert terms == {"err", "4021", "stop", "checkout", "flow"}
 
 
 def test_identifier_terms_are_codes_not_words() -> None:

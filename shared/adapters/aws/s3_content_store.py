@@ -38,6 +38,12 @@ class S3ContentStore:
         )
 
     def get(self, key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
+        return self._get(key, version_id=version_id, max_bytes=max_bytes)[0]
+
+    def get_versioned(self, key: str, *, max_bytes: int) -> tuple[bytes, str | None]:
+        return self._get(key, version_id=None, max_bytes=max_bytes)
+
+    def _get(self, key: str, *, version_id: str | None, max_bytes: int) -> tuple[bytes, str | None]:
         kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
         if version_id:
             kwargs["VersionId"] = version_id
@@ -49,7 +55,7 @@ class S3ContentStore:
         body = response["Body"].read(max_bytes + 1)
         if len(body) > max_bytes:
             raise ValueError(f"object exceeds the limit of {max_bytes} bytes")
-        return body
+        return body, response.get("VersionId")
 
     def read_range(self, key: str, *, version_id: str | None, start: int, length: int) -> bytes:
         if length <= 0:

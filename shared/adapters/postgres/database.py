@@ -86,6 +86,9 @@ class Database:
             name="quire-app",
             # How long a request waits for a connection before failing (not retried forever).
             timeout=wait_seconds,
+            # Checked as it leaves the pool (one empty round trip) and replaced if the server dropped it while
+            # it sat idle: Aurora pausing or failing over, an idle timeout, the proxy's connection borrow limit.
+            check=ConnectionPool.check_connection,
         )
         self._opened = False
 

@@ -27,9 +27,9 @@ _VERSION_COLUMNS = (
     "file_id, version_id, state, processing_state, filename, media_type, declared_byte_size, byte_size,"
     " storage_key, storage_version_id, rejection_reason, failure_reason, failure_detail, created_at,"
     " updated_at, stored_at, processing_requested_at, page_count, block_count, pages_without_text,"
-    " extraction_warnings, extraction_truncated, document_key, processing_attempt, processing_retries, chunk_count,"
-    " embedded_chunk_count, embedding_model, embedding_gap, indexed_at, ocr_state, ocr_engine, ocr_detail,"
-    " recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail"
+    " extraction_warnings, extraction_truncated, document_key, document_version_id, processing_attempt,"
+    " processing_retries, chunk_count, embedded_chunk_count, embedding_model, embedding_gap, indexed_at,"
+    " ocr_state, ocr_engine, ocr_detail, recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail"
 )
 
 
@@ -400,6 +400,7 @@ class PostgresFileMetadataStore:
             changed = conn.execute(
                 "UPDATE file_versions SET processing_state = %s, page_count = %s, block_count = %s,"
                 " pages_without_text = %s, extraction_warnings = %s, extraction_truncated = %s, document_key = %s,"
+                " document_version_id = %s,"
                 " ocr_state = %s, ocr_engine = %s, ocr_detail = %s, recognized_pages = %s, ocr_confidence = %s,"
                 " vision_state = %s, vision_model = %s, vision_detail = %s,"
                 " failure_reason = NULL, failure_detail = NULL, updated_at = now()"
@@ -413,6 +414,7 @@ class PostgresFileMetadataStore:
                     list(summary.warnings),
                     summary.truncated,
                     summary.document_key,
+                    summary.document_version_id,
                     recognition.ocr_state,
                     recognition.ocr_engine,
                     _bounded(recognition.ocr_detail),
