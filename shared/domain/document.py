@@ -5,7 +5,9 @@ it came from (page and box, sheet and cell range, slide and shape, paragraph ind
 a citation can point back at the exact place. Failure is a value from a closed set, not an exception.
 """
 
+from collections.abc import Iterable
 from enum import StrEnum
+from itertools import islice
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -122,6 +124,9 @@ class ExtractionLimits(BaseModel):
     max_pages: int = 2_000  # refused, naming the count and the limit
     max_text_bytes: int = 10 * 1024 * 1024  # extracted text kept: truncated, and said so
     max_blocks: int = 100_000  # separate from text: a million empty paragraphs cost no text
+    # Columns kept per table row: a reader sees every row padded to the widest, so one wide row would
+    # widen the whole table (and every repeated header) to it.
+    max_columns: int = 256
     timeout_seconds: float = 120.0  # enforced from outside the parser
     max_inflated_bytes: int = 512 * 1024 * 1024  # decompressed PDF streams / OOXML members, as actually inflated
 
@@ -131,12 +136,22 @@ class TooManyPages(Exception):
         super().__init__(f"the document has {pages} pages; the limit is {limit}")
 
 
+def _row_cost(row: tuple[str, ...], width: int) -> int:
+    """Bytes a row costs in a table `width` wide: every cell at least one, the padding included (a reader
+    receives the table padded to its widest row, and empty cells are how a tiny file grows a huge table)."""
+    return sum(max(1, len(cell.encode())) for cell in row) + max(0, width - len(row))
+
+
+def _table_width(table: Table) -> int:
+    return max((len(row) for row in table.rows), default=0)
+
+
 def _cost(block: Block) -> int:
-    """Bytes a block costs: its text, and every cell at least one (empty cells are how a tiny sheet
-    grows into a huge table)."""
-    return len(block.text.encode()) + sum(
-        max(1, len(cell.encode())) for row in (block.table.rows if block.table else ()) for cell in row
-    )
+    """Bytes a block costs: its text, and a table's rows times its width."""
+    if block.table is None:
+        return len(block.text.encode())
+    width = _table_width(block.table)
+    return len(block.text.encode()) + sum(_row_cost(row, width) for row in block.table.rows)
 
 
 def _shortened(block: Block, budget: int) -> Block | None:
@@ -145,9 +160,11 @@ def _shortened(block: Block, budget: int) -> Block | None:
         return None
     if block.table is not None:
         table = block.table
+        width = _table_width(table)
         kept: list[tuple[str, ...]] = []
+        spent = len(block.text.encode())
         for row in table.rows:
-            spent = sum(max(1, len(cell.encode())) for cell in (*[c for r in kept for c in r], *row))
+            spent += _row_cost(row, width)
             if spent > budget:
                 break
             kept.append(row)
@@ -184,11 +201,31 @@ class BlockCollector:
         self.warnings: list[str] = []
         self.truncated = False
 
+    @property
+    def limits(self) -> ExtractionLimits:
+        return self._limits
+
+    def kept_columns(self, cells: Iterable[str]) -> tuple[str, ...]:
+        """A table row's cells up to the column limit (said once): for a parser to cut a row as it
+        builds it, so that a row of a hundred thousand cells is never held whole."""
+        limit = self._limits.max_columns
+        row = tuple(islice(cells, limit + 1))
+        if len(row) <= limit:
+            return row
+        self.columns_cut()
+        return row[:limit]
+
+    def columns_cut(self) -> None:
+        """Say (once) that a table lost columns to the limit."""
+        warning = f"only the first {self._limits.max_columns} columns were kept (the column limit)"
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
     def add(self, block: Block) -> bool:
         """Keep the block if the limits allow; False once nothing more will be kept."""
         if self.truncated:
             return False
-        block = _without_nul(block)
+        block = self._narrowed(_without_nul(block))
         if len(self._blocks) >= self._limits.max_blocks:
             self._stop(f"only the first {self._limits.max_blocks} blocks were kept (the block limit)")
             return False
@@ -211,6 +248,14 @@ class BlockCollector:
             path = tuple(text for _, text in self._headings)
         self._blocks.append(block.model_copy(update={"heading_path": path}))
         return not self.truncated
+
+    def _narrowed(self, block: Block) -> Block:
+        """Every table within the column limit, whichever parser made it."""
+        table = block.table
+        if table is None or _table_width(table) <= self._limits.max_columns:
+            return block
+        rows = tuple(self.kept_columns(row) for row in table.rows)
+        return block.model_copy(update={"table": Table(rows=rows, header_rows=table.header_rows)})
 
     def _stop(self, warning: str) -> None:
         self.truncated = True

@@ -3,7 +3,12 @@
 A declared type is a claim; the magic numbers and the container's structure are evidence. SVG, HTML
 and script are never accepted as images, markup never as plain text, and an arbitrary zip never as an
 Office document. Bounded: the first 8 KB of anything; of a zip, its end record (entry count and
-directory size checked before anything is built), its directory and one small member, never the rest.
+directory size checked before anything is built), its directory and one small member, never the rest;
+of an OLE compound file, its header and a few directory sectors.
+
+A password-protected DOCX, XLSX or PPTX is not a zip: Office wraps the encrypted package in an OLE
+compound file (MS-OFFCRYPTO). It is accepted as what was declared, so that extraction can tell the
+user to remove the password, rather than refused as a legacy file the user would be told to convert.
 """
 
 import io
@@ -41,6 +46,7 @@ _ACTIVE_CONTENT = re.compile(
     rb"|<[a-z][a-z0-9-]*\s[^<>]*\bon[a-z]+\s*=",
     re.IGNORECASE,
 )
+_OPENDOCUMENT = b"application/vnd.oasis.opendocument."
 _LABELS = {
     "pdf": "a PDF",
     "png": "a PNG image",
@@ -56,27 +62,30 @@ _LABELS = {
 }
 
 
+_MAGIC_LABELS = (
+    (b"{\\rtf", "an RTF document"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"),
+    (b"GIF8", "a GIF image"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"\xd0\xcf\x11\xe0", "a legacy Office (OLE) file"),
+)
+
+
 def describe(content: bytes) -> str:
     """What the bytes look like, for the rejection message."""
     head = content[:2048]
     if b"%PDF-" in head[:1024]:
         return "a PDF"
-    for magic, label in (
-        (b"\x89PNG\r\n\x1a\n", "a PNG image"),
-        (b"\xff\xd8\xff", "a JPEG image"),
-        (b"II*\x00", "a TIFF image"),
-        (b"MM\x00*", "a TIFF image"),
-        (b"GIF8", "a GIF image"),
-        (b"PK\x03\x04", "a zip archive"),
-        (b"\xd0\xcf\x11\xe0", "a legacy Office (OLE) file"),
-    ):
-        if head.startswith(magic):
-            return label
-    if _MARKUP_START.match(head):
-        return "HTML, XML or SVG markup"
-    if b"\x00" in head:
-        return "binary data"
-    return "text"
+    # An OpenDocument file's first member is its uncompressed media type, named `mimetype`.
+    if head.startswith(b"PK\x03\x04") and head[30:38] == b"mimetype" and _OPENDOCUMENT in head[38:120]:
+        return "an OpenDocument file (.odt, .ods or .odp)"
+    label = next((label for magic, label in _MAGIC_LABELS if head.startswith(magic)), None)
+    if label is None and _MARKUP_START.match(head):
+        label = "HTML, XML or SVG markup"
+    return label or ("binary data" if b"\x00" in head else "text")
 
 
 def is_archive_type(accepted: AcceptedType) -> bool:
@@ -90,6 +99,129 @@ def mismatch(content: bytes, accepted: AcceptedType) -> str | None:
         return None
     declared = f"{_LABELS[accepted.kind]} as declared ({accepted.media_type})"
     return f"the content is not {declared}: it looks like {describe(content)}"
+
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ENCRYPTED_PACKAGE_STREAMS = frozenset({"EncryptionInfo", "EncryptedPackage"})
+# An encrypted package's directory is a handful of entries; a legacy file's may be long, but only the
+# root storage's own streams matter, and those are few. A crafted file gets no further than this.
+_MAX_DIRECTORY_SECTORS = 32
+_MAX_ROOT_ENTRIES = 1024
+_LAST_REGULAR_SECTOR = 0xFFFFFFFA
+_END_OF_CHAIN = 0xFFFFFFFE
+_NO_STREAM = 0xFFFFFFFF
+_HEADER_DIFAT_ENTRIES = 109
+_DIRECTORY_ENTRY_BYTES = 128
+
+
+class _CompoundFile:
+    """The directory of an OLE compound file (MS-CFB), read sector by sector through a seekable stream.
+
+    Every chain is followed with a visited set and a step bound, every sector number is checked
+    against the file's size: cyclic FAT chains, huge counts and out-of-range sectors end the walk."""
+
+    def __init__(self, source: BinaryIO, size: int) -> None:
+        self._source = source
+        header = self._read(0, 512)
+        major, shift = _u16(header, 26), _u16(header, 30)
+        if not header.startswith(OLE_MAGIC) or (major, shift) not in ((3, 9), (4, 12)):
+            raise ValueError("not a compound file header")
+        self._header = header
+        self._sector_size = 1 << shift
+        self._sectors = max(0, (size - 1) // self._sector_size)  # the header takes the first sector's place
+        self._fat_sector_count = _u32(header, 44)
+        self._fat_cache: dict[int, bytes] = {}
+        self._difat_cache: list[int] = [_u32(header, 76 + 4 * i) for i in range(_HEADER_DIFAT_ENTRIES)]
+        self._next_difat = _u32(header, 68)
+        self._difat_steps = 0
+
+    def _read(self, offset: int, length: int) -> bytes:
+        self._source.seek(offset)
+        data = self._source.read(length)
+        if len(data) != length:
+            raise ValueError("the compound file ends inside a sector")
+        return data
+
+    def _sector(self, number: int) -> bytes:
+        if number > _LAST_REGULAR_SECTOR or number >= self._sectors:
+            raise ValueError(f"sector {number} is outside the file")
+        return self._read((number + 1) * self._sector_size, self._sector_size)
+
+    def _fat_sector_number(self, index: int) -> int:
+        """Where the index-th FAT sector is: in the header's DIFAT, then along the DIFAT chain."""
+        if index >= self._fat_sector_count:
+            raise ValueError("the FAT is shorter than the chain it should describe")
+        per_difat_sector = self._sector_size // 4 - 1
+        visited: set[int] = set()
+        while index >= len(self._difat_cache):
+            if self._next_difat in visited or self._difat_steps >= self._sectors:
+                raise ValueError("the DIFAT chain loops")
+            visited.add(self._next_difat)
+            self._difat_steps += 1
+            sector = self._sector(self._next_difat)
+            self._difat_cache.extend(_u32(sector, 4 * i) for i in range(per_difat_sector))
+            self._next_difat = _u32(sector, 4 * per_difat_sector)
+        return self._difat_cache[index]
+
+    def _next(self, sector: int) -> int:
+        per_fat_sector = self._sector_size // 4
+        index, slot = divmod(sector, per_fat_sector)
+        if index not in self._fat_cache:
+            self._fat_cache[index] = self._sector(self._fat_sector_number(index))
+        return _u32(self._fat_cache[index], 4 * slot)
+
+    def _directory(self) -> bytes:
+        sectors: list[bytes] = []
+        visited: set[int] = set()
+        current = _u32(self._header, 48)
+        while current != _END_OF_CHAIN and len(sectors) < _MAX_DIRECTORY_SECTORS:
+            if current in visited:
+                raise ValueError("the directory chain loops")
+            visited.add(current)
+            sectors.append(self._sector(current))
+            current = self._next(current)
+        return b"".join(sectors)
+
+    def root_stream_names(self) -> set[str]:
+        """The names of the streams directly in the root storage (its children's red-black tree)."""
+        directory = self._directory()
+        entries = len(directory) // _DIRECTORY_ENTRY_BYTES
+
+        def entry(number: int) -> bytes:
+            return directory[number * _DIRECTORY_ENTRY_BYTES : (number + 1) * _DIRECTORY_ENTRY_BYTES]
+
+        if entries == 0 or entry(0)[66] != 5:  # the first entry is the root storage
+            raise ValueError("the directory has no root storage")
+        names: set[str] = set()
+        pending, seen = [_u32(entry(0), 76)], set[int]()
+        while pending and len(seen) < _MAX_ROOT_ENTRIES:
+            number = pending.pop()
+            if number == _NO_STREAM or number >= entries or number in seen:
+                continue
+            seen.add(number)
+            current = entry(number)
+            name_bytes = min(_u16(current, 64), 64)
+            if current[66] == 2:  # a stream (1 is a storage)
+                names.add(current[: max(name_bytes - 2, 0)].decode("utf-16-le", errors="replace"))
+            pending.extend((_u32(current, 68), _u32(current, 72)))
+        return names
+
+
+def _u16(data: bytes, offset: int) -> int:
+    return int.from_bytes(data[offset : offset + 2], "little")
+
+
+def _u32(data: bytes, offset: int) -> int:
+    return int.from_bytes(data[offset : offset + 4], "little")
+
+
+def is_encrypted_office_package(source: BinaryIO, size: int) -> bool:
+    """A password-protected DOCX, XLSX or PPTX: an OLE compound file whose root storage holds the streams
+    EncryptionInfo and EncryptedPackage. A legacy .doc, .xls or .ppt (or anything damaged) is not."""
+    try:
+        return _CompoundFile(source, size).root_stream_names() >= _ENCRYPTED_PACKAGE_STREAMS
+    except (ValueError, OSError, EOFError):
+        return False
 
 
 _IMAGE_MAGIC: dict[str, tuple[bytes, ...]] = {
@@ -139,12 +271,19 @@ def _as_utf8(prefix: bytes) -> bytes | None:
 
 
 def _is_ooxml(content: bytes, kind: str) -> bool:
-    return content.startswith(b"PK\x03\x04") and _archive_is_ooxml(io.BytesIO(content), len(content), kind)
+    return _is_office_archive(io.BytesIO(content), len(content), content, kind)
+
+
+def _is_office_archive(archive: BinaryIO, size: int, prefix: bytes, kind: str) -> bool:
+    if prefix.startswith(OLE_MAGIC):
+        # Which of the three it is lies inside the encryption: the declared type stands.
+        return is_encrypted_office_package(archive, size)
+    return prefix.startswith(b"PK\x03\x04") and _archive_is_ooxml(archive, size, kind)
 
 
 def archive_mismatch(archive: BinaryIO, size: int, prefix: bytes, accepted: AcceptedType) -> str | None:
     """`mismatch` for an Office file read through a seekable stream (only its directory and one member)."""
-    if prefix.startswith(b"PK\x03\x04") and _archive_is_ooxml(archive, size, accepted.kind):
+    if _is_office_archive(archive, size, prefix, accepted.kind):
         return None
     declared = f"{_LABELS[accepted.kind]} as declared ({accepted.media_type})"
     return f"the content is not {declared}: it looks like {describe(prefix)}"

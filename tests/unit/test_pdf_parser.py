@@ -69,6 +69,28 @@ def test_a_password_protected_pdf_is_encrypted() -> None:
     assert outcome.reason is FailureReason.ENCRYPTED
 
 
+def test_a_pdf_encrypted_with_an_empty_user_password_is_read() -> None:
+    # Given a PDF with only an owner password (it opens without one, as in any viewer)
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    pdf.cell(text="Readable without any password at all")
+    pdf.set_encryption(owner_password="owner", user_password="")
+    # When parsed, then its text is read
+    assert [block.text for block in document(bytes(pdf.output())).blocks] == ["Readable without any password at all"]
+
+
+def test_a_pdf_protected_by_a_security_handler_pdfium_lacks_is_encrypted_not_damaged() -> None:
+    # Given a PDF protected by certificate security (not the password handler PDFium implements)
+    content = report_pdf(password="secret").replace(b"/Filter /Standard", b"/Filter /Adobe.PubSec")
+    # When parsed, then the user is told to remove the protection, not to re-export a "damaged" file
+    outcome = PdfParser().parse(content, LIMITS)
+    assert isinstance(outcome, ExtractionFailure)
+    assert outcome.reason is FailureReason.ENCRYPTED
+
+
 @pytest.mark.parametrize("content", [b"", b"%PDF-1.7\n garbage", b"not a pdf at all"])
 def test_a_broken_pdf_is_malformed(content: bytes) -> None:
     outcome = PdfParser().parse(content, LIMITS)
@@ -121,7 +143,7 @@ def test_every_public_pdf_ends_in_blocks_or_a_failure_value_inside_the_isolated_
 
 def test_the_blocks_read_in_order_down_the_page() -> None:
     extracted = document(report_pdf(blank_second_page=False))
-    tops = [block.location.box.top for block in extracted.blocks if block.location.box]  # type: ignore[union-attr]
+    tops = [block.location.box.top for block in extracted.blocks if block.location.box]
     assert tops == sorted(tops)
 
 

@@ -235,3 +235,29 @@ def test_the_ranged_reader_refuses_to_fetch_past_its_budget() -> None:
     assert reader.read(100) == b"x" * 100
     with pytest.raises(OSError, match="budget"):
         reader.read(1)
+
+
+def open_document() -> bytes:
+    """What LibreOffice writes: an uncompressed `mimetype` member first, then the content."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("mimetype", "application/vnd.oasis.opendocument.text")
+        archive.writestr("content.xml", "<office:document-content/>", zipfile.ZIP_DEFLATED)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("content", "looks_like"),
+    [
+        (open_document(), "an OpenDocument file (.odt, .ods or .odp)"),
+        (b"{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Times;}} Hello}", "an RTF document"),
+    ],
+    ids=["odt", "rtf"],
+)
+def test_a_document_in_another_office_format_is_refused_naming_that_format(content: bytes, looks_like: str) -> None:
+    # Given an OpenDocument or RTF file declared as a .docx
+    # When its content is checked
+    reason = mismatch(content, accepted_type(DOCX, "report.docx"))
+    # Then the refusal names the format it is in, so the user knows what to save it as
+    assert reason is not None
+    assert reason.endswith(f"it looks like {looks_like}")

@@ -1,6 +1,10 @@
 """text/html → headings, paragraphs, lists, tables, quotes and code, with line spans; no script, style or
-navigation chrome; nothing is ever fetched (an image keeps its alt text only)."""
+navigation chrome; nothing is ever fetched (an image keeps its alt text only).
 
+Cells and rows close themselves when the next one opens (HTML lets `</td>` and `</tr>` be left out),
+and a row is never wider than the column limit."""
+
+import re
 from collections.abc import Callable
 from html.parser import HTMLParser
 from typing import ClassVar
@@ -24,12 +28,59 @@ _VOID = frozenset(
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
 _STRUCTURE = frozenset({"li", "pre", "blockquote", "table", "ul", "ol"})
 _TEXT_BLOCKS = frozenset({"p", "div", "section", "article", "main", "header", "dd", "dt", "figcaption", "caption"})
+# Tables inside tables beyond this depth are read as the innermost kept table's rows and cells: no page
+# nests deeper for layout, and each level costs a table block (100,000 levels took 9 s).
+MAX_TABLE_NESTING = 16
+_COMMENT_CLOSE = re.compile(r"--\s*>")
+_SECTION_CLOSE = re.compile(r"]\s*>")
+_CDATA_CLOSE = re.compile(r"]\s*]\s*>")
+_OPENING = re.compile(r"<(!--|!\[)?")
+_SECTION_KEYWORD = re.compile(r"<!\[\s*([a-zA-Z][-_.a-zA-Z0-9]*)")
+_MS_SECTIONS = frozenset({"if", "else", "endif"})
+_CDATA_SECTIONS = frozenset({"temp", "cdata", "ignore", "include", "rcdata"})
+
+
+def _last_start(pattern: re.Pattern[str], text: str) -> int:
+    return max((match.start() for match in pattern.finditer(text)), default=-1)
+
+
+def defused(text: str) -> str:
+    """The text with every `<` that can never be closed escaped, in one pass.
+
+    html.parser rescans to the end of its input from each `<` opening a construct it cannot close (a tag
+    with no `>` anywhere after it, a comment with no `-->`), which is quadratic: 100 KB of `<a ` kept it
+    busy for three minutes. It also raises on `<![` followed by a keyword it does not know. Such a `<`
+    can only ever be text, which is what an escaped one is."""
+    last_tag_end = text.rfind(">")
+    last_comment_close = _last_start(_COMMENT_CLOSE, text)
+    last_section_close = _last_start(_SECTION_CLOSE, text)
+    last_cdata_close = _last_start(_CDATA_CLOSE, text)
+    pieces: list[str] = []
+    copied = 0
+    for match in _OPENING.finditer(text):
+        at, opener = match.start(), match.group(1)
+        if opener == "!--":
+            closable = last_comment_close >= at + 4
+        elif opener == "![":
+            keyword = _SECTION_KEYWORD.match(text, at)
+            name = keyword.group(1).lower() if keyword else ""
+            closable = (name in _MS_SECTIONS and last_section_close >= at + 3) or (
+                name in _CDATA_SECTIONS and last_cdata_close >= at + 3
+            )
+        else:
+            closable = last_tag_end > at
+        if not closable:
+            pieces.extend((text[copied:at], "&lt;"))
+            copied = at + 1
+    pieces.append(text[copied:])
+    return "".join(pieces)
 
 
 class _Extractor(HTMLParser):
-    def __init__(self, collector: BlockCollector) -> None:
+    def __init__(self, collector: BlockCollector, first_line: int) -> None:
         super().__init__(convert_charrefs=True)
         self.collector = collector
+        self.line_offset = first_line - 1
         self.skip_depth = 0
         self.text: list[str] = []
         self.text_start = 1
@@ -43,6 +94,12 @@ class _Extractor(HTMLParser):
         self.row_all_th = True
         self.cell: list[str] | None = None
         self.saved: list[tuple[list[str] | None, list[str] | None, bool]] = []
+        self.flattened_tables = 0  # open tables past MAX_TABLE_NESTING
+
+    def getpos(self) -> tuple[int, int]:
+        """Lines of the whole source, when this is a fragment of it (an HTML block inside Markdown)."""
+        line, column = super().getpos()
+        return line + self.line_offset, column
 
     # -- structure -----------------------------------------------------------------------------------
 
@@ -79,6 +136,9 @@ class _Extractor(HTMLParser):
         self.quote += 1
 
     def _open_table(self, line: int, attrs: dict[str, str | None]) -> None:
+        if len(self.tables) >= MAX_TABLE_NESTING:
+            self.flattened_tables += 1
+            return
         # A table inside a cell: the outer row and cell wait, whole, until the inner table closes.
         self.saved.append((self.row, self.cell, self.row_all_th))
         self.row, self.cell = None, None
@@ -86,12 +146,17 @@ class _Extractor(HTMLParser):
 
     def _open_row(self, line: int, attrs: dict[str, str | None]) -> None:
         if self.tables:
+            self._close_row()  # the previous row's `</tr>` may be left out
             self.row, self.row_all_th = [], True
 
     def _open_cell(self, tag: str) -> None:
-        if self.row is not None:
-            self.cell = []
-            self.row_all_th = self.row_all_th and tag == "th"
+        if not self.tables:
+            return
+        if self.row is None:
+            self.row, self.row_all_th = [], True  # a cell outside any row opens one, as browsers do
+        self._close_cell()  # the previous cell's `</td>` may be left out
+        self.cell = []
+        self.row_all_th = self.row_all_th and tag == "th"
 
     def _line_break(self, line: int, attrs: dict[str, str | None]) -> None:
         self._data("\n")
@@ -141,23 +206,30 @@ class _Extractor(HTMLParser):
 
     def _close_cell(self) -> None:
         if self.cell is not None and self.row is not None:
-            self.row.append(" ".join("".join(self.cell).split()))
+            # One past the limit is kept, so that the collector knows (and says) the row was cut.
+            if len(self.row) <= self.collector.limits.max_columns:
+                self.row.append(" ".join("".join(self.cell).split()))
             self.cell = None
 
     def _close_row(self) -> None:
         if self.row is None or not self.tables:
             return
+        self._close_cell()
         rows, header_rows, start = self.tables[-1]
         if self.row:
-            rows.append(tuple(self.row))
+            rows.append(self.collector.kept_columns(self.row))
             if self.row_all_th and header_rows == len(rows) - 1:
                 header_rows += 1
         self.tables[-1] = (rows, header_rows, start)
         self.row = None
 
     def _close_table(self) -> None:
+        if self.flattened_tables:
+            self.flattened_tables -= 1
+            return
         if not self.tables:
             return
+        self._close_row()
         rows, header_rows, start = self.tables.pop()
         if self.saved:
             self.row, self.cell, self.row_all_th = self.saved.pop()
@@ -210,18 +282,32 @@ class _Extractor(HTMLParser):
         self.collector.add(block)
 
 
+def extract_html(text: str, collector: BlockCollector, *, first_line: int = 1) -> list[str]:
+    """The blocks of an HTML text, added to `collector` with the lines they span (counted from
+    `first_line`); returns the warnings of reading it."""
+    extractor = _Extractor(collector, first_line)
+    warnings: list[str] = []
+    try:
+        extractor.feed(defused(text))
+        extractor.close()
+    except AssertionError:
+        # html.parser's own consistency checks on markup it cannot make sense of: what came before stays.
+        warnings.append(f"the HTML could not be read past line {extractor.getpos()[0]}")
+    extractor.flush()
+    # A table left open by the page still holds content: close what is open, innermost first (and
+    # first leave any skipped element the page never closed, or the closing tags would be skipped too).
+    extractor.skip_depth = extractor.flattened_tables = 0
+    while extractor.tables:
+        extractor.handle_endtag("table")
+    return warnings
+
+
 class HtmlParser:
     media_types = frozenset({"text/html"})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
         decoded = decode_text(content)
         collector = BlockCollector(limits)
-        extractor = _Extractor(collector)
-        extractor.feed(decoded.text)
-        extractor.close()
-        extractor.flush()
-        # A table left open by the page still holds content: close what is open, innermost first.
-        while extractor.tables:
-            extractor.handle_endtag("table")
-        warnings = (decoded.warning,) if decoded.warning else ()
-        return collector.document("text/html", warnings=warnings)
+        warnings = [decoded.warning] if decoded.warning else []
+        warnings += extract_html(decoded.text, collector)
+        return collector.document("text/html", warnings=tuple(warnings))

@@ -1,10 +1,12 @@
-"""text/markdown → blocks with their source line spans (markdown-it-py's CommonMark parser, with tables)."""
+"""text/markdown → blocks with their source line spans (markdown-it-py's CommonMark parser, with tables).
 
-import re
+An HTML block is read by the HTML parser (its script and style dropped, its tables kept as tables),
+located on the Markdown file's own lines."""
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from shared.adapters.parsers.html import extract_html
 from shared.adapters.parsers.text_encoding import decode_text
 from shared.domain.document import (
     Block,
@@ -15,9 +17,6 @@ from shared.domain.document import (
     Location,
     Table,
 )
-
-_TAGS = re.compile(r"<[^>]*>")
-_SKIPPED_HTML = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 
 
 def _location(token: Token) -> Location:
@@ -71,16 +70,18 @@ class MarkdownParser:
         tokens = self._markdown.parse(decoded.text)
         collector = BlockCollector(limits)
         context = _Context()
+        warnings = [decoded.warning] if decoded.warning else []
         index = 0
         while index < len(tokens) and not collector.truncated:
             token = tokens[index]
             if not context.track(token):
-                index = self._block(tokens, index, context, collector)
+                index = self._block(tokens, index, context, collector, warnings)
             index += 1
-        warnings = (decoded.warning,) if decoded.warning else ()
-        return collector.document("text/markdown", warnings=warnings)
+        return collector.document("text/markdown", warnings=tuple(warnings))
 
-    def _block(self, tokens: list[Token], index: int, context: "_Context", collector: BlockCollector) -> int:
+    def _block(
+        self, tokens: list[Token], index: int, context: "_Context", collector: BlockCollector, warnings: list[str]
+    ) -> int:
         """Add the block that starts at `index`; returns the index of its last token."""
         token = tokens[index]
         kind = token.type
@@ -92,9 +93,8 @@ class MarkdownParser:
         elif kind in ("fence", "code_block"):
             collector.add(Block(kind=BlockKind.CODE, text=token.content.rstrip("\n"), location=_location(token)))
         elif kind == "html_block":
-            text = " ".join(_TAGS.sub(" ", _SKIPPED_HTML.sub(" ", token.content)).split())
-            if text:
-                collector.add(Block(kind=BlockKind.PARAGRAPH, text=text, location=_location(token)))
+            first_line = token.map[0] + 1 if token.map else 1
+            warnings.extend(extract_html(token.content, collector, first_line=first_line))
         elif kind == "table_open":
             return self._table(tokens, index, collector)
         return index
@@ -117,7 +117,7 @@ class MarkdownParser:
             elif kind in ("th_open", "td_open"):
                 row.append(tokens[index + 1].content.strip())
             elif kind == "tr_close":
-                rows.append(tuple(row))
+                rows.append(collector.kept_columns(row))
                 header_rows += in_head
             index += 1
         collector.add(

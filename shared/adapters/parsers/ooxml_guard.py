@@ -12,17 +12,22 @@ from collections.abc import Callable
 
 from shared.domain.document import ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.files import FailureReason
+from shared.domain.sniffing import OLE_MAGIC, is_encrypted_office_package
 
 MAX_ENTRIES = 10_000
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _CHUNK = 1024 * 1024
-_FORBIDDEN = (b"<!DOCTYPE", b"<!ENTITY")
+# In every encoding an XML parser accepts without a declaration to say so (a UTF-16 part hides its ASCII).
+_FORBIDDEN = tuple(
+    marker.encode(encoding)
+    for marker in ("<!DOCTYPE", "<!ENTITY")
+    for encoding in ("ascii", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
+)
 _OVERLAP = max(len(marker) for marker in _FORBIDDEN) - 1
 
 
 def check_office_zip(content: bytes, limits: ExtractionLimits) -> ExtractionFailure | None:
     """None when the archive is within bounds; otherwise the failure that names the bound."""
-    if content.startswith(_OLE_MAGIC):
+    if content.startswith(OLE_MAGIC):
         return _ole_failure(content)
     try:
         with zipfile.ZipFile(io.BytesIO(content)) as archive:
@@ -67,8 +72,9 @@ def check_office_zip(content: bytes, limits: ExtractionLimits) -> ExtractionFail
 
 
 def _ole_failure(content: bytes) -> ExtractionFailure:
-    # A password-protected OOXML file is an OLE container holding an encrypted package.
-    if "EncryptedPackage".encode("utf-16-le") in content:
+    # A password-protected OOXML file is an OLE container holding an encrypted package: decided from the
+    # container's directory, not from the name appearing somewhere in a legacy file's text.
+    if is_encrypted_office_package(io.BytesIO(content), len(content)):
         return ExtractionFailure(reason=FailureReason.ENCRYPTED, detail="the file is password-protected")
     return ExtractionFailure(
         reason=FailureReason.MALFORMED, detail="this is a legacy Office file (.doc, .xls, .ppt), not OOXML"

@@ -75,7 +75,9 @@ class PptxParser:
         if shape.shape_type == MSO_SHAPE_TYPE.GROUP and depth < _MAX_GROUP_DEPTH:
             return all(self._shape(inner, slide, number, collector, depth + 1) for inner in shape.shapes)
         if getattr(shape, "has_table", False) and shape.has_table:
-            rows = [tuple(" ".join(cell.text.split()) for cell in row.cells) for row in shape.table.rows]
+            rows = [
+                collector.kept_columns(" ".join(cell.text.split()) for cell in row.cells) for row in shape.table.rows
+            ]
             header = 1 if shape.table.first_row or looks_like_header(rows) else 0
             return collector.add(
                 Block(kind=BlockKind.TABLE, table=Table(rows=tuple(rows), header_rows=header), location=location)
@@ -87,7 +89,8 @@ class PptxParser:
             return True
         bullets = shape.is_placeholder and shape.placeholder_format.type in (PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT)
         for paragraph in shape.text_frame.paragraphs:
-            text = " ".join("".join(run.text for run in paragraph.runs).split())
+            # The paragraph's text, not its runs': a line break (a:br) and a field (a:fld) are text too.
+            text = " ".join(paragraph.text.split())
             if not text:
                 continue
             if bullets or paragraph.level > 0:

@@ -1,0 +1,416 @@
+"""The inflated-bytes ceiling, counted before PDFium inflates: every stream PDFium would decode to read
+text is counted, through every filter chain it decodes, whatever the dictionary does to look harmless.
+
+Each test builds a page whose content (or font, or inline image) inflates past a small ceiling, and
+asserts the parser refuses it as too large; PDFium reads every one of these pages (checked in
+`test_pdfium_reads_every_decoy`), so a decoy that slipped past would be inflated for real.
+"""
+
+import base64
+import struct
+import zlib
+from collections.abc import Callable
+from functools import cache
+
+import pytest
+
+from shared.adapters.parsers.pdf import PdfParser
+from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits
+from shared.domain.files import FailureReason
+from tests.unit.test_pdf_parser import raw_pdf
+
+CEILING = 1024 * 1024
+LIMITS = ExtractionLimits(max_inflated_bytes=CEILING)
+TEXT = b"BT /F1 12 Tf 72 720 Td (Text drawn by the content stream of this page) Tj ET\n"
+# Content that inflates to four times the ceiling: drawing operators, so PDFium reads it as content.
+BOMB = TEXT + b"0 0 m\n" * (4 * CEILING // 6)
+CATALOG = b"<< /Type /Catalog /Pages 2 0 R >>"
+FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+
+
+def page(
+    stream_dictionary: bytes, data: bytes, *, keyword_line: bytes = b"stream\n", extra: tuple[bytes, ...] = ()
+) -> bytes:
+    """One page whose /Contents is object 4: `<< stream_dictionary /Length n >>` and `data`."""
+    return raw_pdf(
+        [
+            CATALOG,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+            b" /Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< " + stream_dictionary + f" /Length {len(data)} >>\n".encode() + keyword_line + data + b"\nendstream",
+            FONT,
+            *extra,
+        ]
+    )
+
+
+def outcome(content: bytes, limits: ExtractionLimits = LIMITS) -> ExtractedDocument | ExtractionFailure:
+    return PdfParser().parse(content, limits)
+
+
+def refused_as_too_large(content: bytes) -> bool:
+    result = outcome(content)
+    return isinstance(result, ExtractionFailure) and result.reason is FailureReason.TOO_LARGE
+
+
+def lzw(data: bytes) -> bytes:
+    """PDF's LZW (MSB-first codes of 9 to 12 bits, clear 256, end 257, early change 1)."""
+    table = {bytes([i]): i for i in range(256)}
+    codes = [256]
+    word = b""
+    for byte in data:
+        grown = word + bytes([byte])
+        if grown in table:
+            word = grown
+            continue
+        codes.append(table[word])
+        if len(table) + 2 < 4096:
+            table[grown] = len(table) + 2
+        else:
+            codes.append(256)
+            table = {bytes([i]): i for i in range(256)}
+        word = bytes([byte])
+    codes.extend([table[word], 257] if word else [257])
+    bits = width = entries = 0
+    count = 0
+    out = bytearray()
+    first = True
+    for code in codes:
+        bits = (bits << (width or 9)) | code
+        count += width or 9
+        while count >= 8:
+            count -= 8
+            out.append((bits >> count) & 0xFF)
+        bits &= (1 << count) - 1
+        if code == 256:
+            entries, first = 258, True
+        elif not first:
+            entries += 1
+        else:
+            first = False
+        width = 9 if entries + 1 < 512 else 10 if entries + 1 < 1024 else 11 if entries + 1 < 2048 else 12
+    if count:
+        out.append((bits << (8 - count)) & 0xFF)
+    return bytes(out)
+
+
+def run_length(data: bytes) -> bytes:
+    out = bytearray()
+    for start in range(0, len(data), 128):
+        run = data[start : start + 128]
+        if run == run[:1] * len(run) and len(run) > 1:
+            out += bytes([257 - len(run), run[0]])
+        else:
+            out += bytes([len(run) - 1]) + run
+    return bytes(out + b"\x80")
+
+
+# Every way a content stream used to slip past the count; PDFium inflates each of them. Built when used
+# (the LZW encoder above is slow on purpose: it is the plainest one).
+IMAGE_DICTIONARY = b"/Type /XObject /Subtype /Image /Width 1 /Height 1 /BitsPerComponent 8 /ColorSpace /DeviceGray"
+DECOYS: dict[str, Callable[[], bytes]] = {
+    "/Subtype /Image inside a string": lambda: page(
+        b"/Note (/Subtype /Image) /Filter /FlateDecode", zlib.compress(BOMB)
+    ),
+    "a key whose name starts with /Image": lambda: page(
+        b"/ImageNotes (none) /Filter /FlateDecode", zlib.compress(BOMB)
+    ),
+    "/Fl followed by a newline": lambda: page(b"/Filter /Fl\n", zlib.compress(BOMB)),
+    "/Filter [/Fl] without spaces": lambda: page(b"/Filter[/Fl]", zlib.compress(BOMB)),
+    "a name written with #xx escapes": lambda: page(b"/Filter /Fl#61teDecode", zlib.compress(BOMB)),
+    "a comment inside the dictionary": lambda: page(b"/Filter % the filter\n/Fl\n", zlib.compress(BOMB)),
+    "a dictionary longer than 4096 bytes": lambda: page(
+        b"/Filter /FlateDecode /Padding (" + b"x" * 5000 + b")", zlib.compress(BOMB)
+    ),
+    "the word obj in a string of the dictionary": lambda: page(
+        b"/Filter /FlateDecode /Note (obj)", zlib.compress(BOMB)
+    ),
+    "spaces after the stream keyword": lambda: page(
+        b"/Filter /FlateDecode", zlib.compress(BOMB), keyword_line=b"stream  \n"
+    ),
+    "a carriage return alone after the stream keyword": lambda: page(
+        b"/Filter /FlateDecode", zlib.compress(BOMB), keyword_line=b"stream\r"
+    ),
+    "an indirect /Filter": lambda: page(b"/Filter 6 0 R", zlib.compress(BOMB), extra=(b"[/FlateDecode]",)),
+    "ASCII85 before Flate": lambda: page(
+        b"/Filter [/ASCII85Decode /FlateDecode]", base64.a85encode(zlib.compress(BOMB)) + b"~>"
+    ),
+    "ASCIIHex before Flate": lambda: page(b"/Filter [/AHx /Fl]", zlib.compress(BOMB).hex().encode() + b">"),
+    "LZW alone": lambda: page(b"/Filter /LZWDecode", lzw(BOMB)),
+    "LZW after Flate": lambda: page(b"/Filter [/FlateDecode /LZWDecode]", zlib.compress(lzw(BOMB))),
+    "run-length alone": lambda: page(b"/Filter /RunLengthDecode", run_length(TEXT + b" " * 4 * CEILING)),
+    # Read from the header inside the string, `<< /Subtype /Image /K\() ... >>` ends where the real one does.
+    "an image dictionary behind a header inside a string": lambda: page(
+        b"/Filter /FlateDecode /Note (5 0 obj << /Subtype /Image /K\\()", zlib.compress(BOMB)
+    ),
+    "a real /Subtype /Image that a page uses as its content": lambda: page(
+        IMAGE_DICTIONARY + b" /Filter /FlateDecode", zlib.compress(BOMB)
+    ),
+    "an inline image in uncompressed content": lambda: page(
+        b"",
+        TEXT + b"q BI /W 4000 /H 1048 /BPC 8 /CS /G /F /Fl ID " + zlib.compress(b"\0" * 4 * CEILING) + b" EI Q",
+    ),
+}
+
+
+@cache
+def decoy(name: str) -> bytes:
+    return DECOYS[name]()
+
+
+@pytest.mark.parametrize("name", DECOYS)
+def test_a_content_stream_is_counted_whatever_its_dictionary_does_to_look_harmless(name: str) -> None:
+    # Given a page whose content inflates to four times the ceiling, dressed as a decoy
+    content = decoy(name)
+    assert len(content) < CEILING
+    # When it is parsed, then it is refused before PDFium inflates it
+    assert refused_as_too_large(content), name
+
+
+@pytest.mark.parametrize("name", DECOYS)
+def test_pdfium_reads_every_decoy(name: str) -> None:
+    # Given the same decoys, under a ceiling they fit in
+    limits = ExtractionLimits(max_inflated_bytes=64 * CEILING)
+    # When parsed, then PDFium reads the page's text: each decoy is a stream PDFium really decodes
+    result = outcome(decoy(name), limits)
+    assert isinstance(result, ExtractedDocument), result
+    assert "Text drawn by the content stream" in " ".join(block.text for block in result.blocks)
+
+
+def content_split_into_streams(pieces: list[bytes]) -> bytes:
+    numbers = " ".join(f"{6 + index} 0 R" for index in range(len(pieces)))
+    return raw_pdf(
+        [
+            CATALOG,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents [{numbers}]".encode()
+            + b" /Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< >>",
+            FONT,
+            *(f"<< /Filter /FlateDecode /Length {len(p)} >>\nstream\n".encode() + p + b"\nendstream" for p in pieces),
+        ]
+    )
+
+
+def flate_then_invalid_block(data: bytes) -> bytes:
+    """A zlib stream that inflates `data` and then breaks (a block of the reserved type 3)."""
+    compressor = zlib.compressobj(9)
+    return compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH) + b"\x06\x00"
+
+
+def test_streams_that_break_after_their_payload_are_still_counted() -> None:
+    # Given content split into eight streams, each inflating to 0.9 of the ceiling and then damaged
+    # (CPython's zlib discards the output of a call that fails; PDFium keeps what it inflated)
+    pieces = [flate_then_invalid_block((TEXT if i == 0 else b"") + b"0 0 m\n" * (CEILING * 9 // 60)) for i in range(8)]
+    content = content_split_into_streams(pieces)
+    # When parsed, then the count includes what each stream inflated before it broke
+    assert refused_as_too_large(content)
+
+
+def test_one_content_stream_shared_by_many_pages_counts_once_per_page() -> None:
+    # Given ten pages that all draw the same content stream, inflating to a third of the ceiling
+    # (PDFium inflates a page's content when it loads the page, so ten times)
+    data = zlib.compress(TEXT + b"0 0 m\n" * (CEILING // 18))
+    kids = " ".join(f"{3 + i} 0 R" for i in range(10))
+    pages = [
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 13 0 R"
+        b" /Resources << /Font << /F1 14 0 R >> >> >>"
+    ] * 10
+    content = raw_pdf(
+        [
+            CATALOG,
+            f"<< /Type /Pages /Kids [{kids}] /Count 10 >>".encode(),
+            *pages,
+            f"<< /Filter /FlateDecode /Length {len(data)} >>\nstream\n".encode() + data + b"\nendstream",
+            FONT,
+        ]
+    )
+    # When parsed, then it is counted per page that draws it
+    assert refused_as_too_large(content)
+
+
+def with_object_at(content: bytes, number: int, header: bytes) -> bytes:
+    """`content` with a cross-reference table that also lists object `number` where `header` is."""
+    body = content[: content.rindex(b"xref\n")]
+    offsets = [body.index(f"\n{n} 0 obj\n".encode()) + 1 for n in range(1, number)] + [body.index(header)]
+    xref = f"xref\n0 {number + 1}\n0000000000 65535 f \n".encode()
+    xref += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    trailer = f"trailer\n<< /Size {number + 1} /Root 1 0 R >>\nstartxref\n{len(body)}\n%%EOF\n".encode()
+    return body + xref + trailer
+
+
+def test_a_stream_hidden_inside_an_image_is_counted() -> None:
+    # Given a content stream whose object lies inside the data of an image: the cross-reference table
+    # points into the image, and PDFium loads an object where the table says
+    compressed = zlib.compress(BOMB)
+    hidden = b"6 0 obj\n<< /Filter /FlateDecode /Length %d >>\nstream\n" % len(compressed)
+    image = b"\xff" * 64 + hidden + compressed + b"\nendstream\nendobj\n" + b"\xff" * 64
+    content = page(IMAGE_DICTIONARY, image).replace(b"/Contents 4 0 R", b"/Contents 6 0 R")
+    content = with_object_at(content, 6, b"6 0 obj\n<< /Filter")
+    assert "Text drawn by the content stream" in text_pdfium_reads(content)
+    # When parsed, then the hidden stream is counted (the image itself is not decoded to read text)
+    assert refused_as_too_large(content)
+
+
+def text_pdfium_reads(content: bytes) -> str:
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(content)
+    try:
+        return "".join(page.get_textpage().get_text_range() for page in document)
+    finally:
+        document.close()
+
+
+def test_an_image_a_page_only_draws_is_not_counted() -> None:
+    # Given a page that draws a Flate image inflating to four times the ceiling, and some text
+    pixels = zlib.compress(b"\x80" * 4 * CEILING)
+    drawing = TEXT + b"q 100 0 0 100 0 0 cm /Im1 Do Q\n"
+    content = raw_pdf(
+        [
+            CATALOG,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+            b" /Resources << /Font << /F1 5 0 R >> /XObject << /Im1 6 0 R >> >> >>",
+            f"<< /Length {len(drawing)} >>\nstream\n".encode() + drawing + b"\nendstream",
+            FONT,
+            b"<< /Type /XObject /Subtype /Image /Width 2048 /Height 2048 /BitsPerComponent 8 /ColorSpace /DeviceGray"
+            + f" /Filter /FlateDecode /Length {len(pixels)} >>\nstream\n".encode()
+            + pixels
+            + b"\nendstream",
+        ]
+    )
+    # When parsed, then the image does not count (PDFium does not decode it to read text)
+    result = outcome(content)
+    assert isinstance(result, ExtractedDocument), result
+
+
+@pytest.mark.parametrize("size", [CEILING, CEILING + 1])
+def test_the_count_is_exact_through_every_filter(size: int) -> None:
+    # Given a content stream that inflates to exactly `size` bytes through A85, LZW and Flate
+    data = (TEXT + b"0 0 m\n" * size)[:size]
+    encoded = base64.a85encode(lzw(zlib.compress(data, 1))) + b"~>"
+    content = page(b"/Filter [/A85 /LZW /Fl]", encoded)
+    # When parsed with the ceiling, then only past the ceiling is it too large (every stage counts:
+    # the LZW and A85 outputs are smaller than the content, so the ceiling binds on the Flate output
+    # plus them; the limit is set so that only the exact count decides)
+    intermediate = len(lzw(zlib.compress(data, 1))) + len(zlib.compress(data, 1))
+    limits = ExtractionLimits(max_inflated_bytes=CEILING + intermediate)
+    result = outcome(content, limits)
+    assert isinstance(result, ExtractionFailure) == (size > CEILING), result
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("trailing", [b"x", b"garbage after the zlib end" * 40])
+def test_a_flate_stream_with_bytes_after_its_end_is_counted_and_the_scan_returns(trailing: bytes) -> None:
+    # Given a content stream whose zlib data ends before `endstream`, with bytes to spare, and whose
+    # inflated size is a whole number of megabytes (the scan's old piece size: the case that looped forever)
+    data = zlib.compress((TEXT + b"0 0 m\n" * CEILING)[: 2 * CEILING]) + trailing
+    content = page(b"/Filter /FlateDecode", data)
+    # When parsed with a ceiling it fits in, then the scan returns and PDFium reads the page
+    result = outcome(content, ExtractionLimits(max_inflated_bytes=4 * CEILING))
+    assert isinstance(result, ExtractedDocument), result
+    assert result.pages_without_text == ()
+
+
+def with_object_stream(loose: dict[int, bytes], packed: dict[int, bytes]) -> bytes:
+    """A PDF 1.5 file: `loose` objects at top level, `packed` ones inside one compressed object stream,
+    and a cross-reference stream that says where each is."""
+    out = bytearray(b"%PDF-1.7\n")
+    offsets: dict[int, int] = {}
+    for number, body in loose.items():
+        offsets[number] = len(out)
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    pairs, bodies = [], b""
+    for number, body in packed.items():
+        pairs.append(b"%d %d" % (number, len(bodies)))
+        bodies += body + b"\n"
+    head = b" ".join(pairs) + b"\n"
+    packing = max(*loose, *packed) + 1
+    data = zlib.compress(head + bodies)
+    offsets[packing] = len(out)
+    out += b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Filter /FlateDecode /Length %d >>\nstream\n" % (
+        packing,
+        len(packed),
+        len(head),
+        len(data),
+    )
+    out += data + b"\nendstream\nendobj\n"
+    listing = packing + 1
+    rows = []
+    for number in range(listing + 1):
+        if number in offsets:
+            rows.append(struct.pack(">BIH", 1, offsets[number], 0))
+        elif number in packed:
+            rows.append(struct.pack(">BIH", 2, packing, list(packed).index(number)))
+        elif number == listing:
+            rows.append(struct.pack(">BIH", 1, len(out), 0))
+        else:
+            rows.append(struct.pack(">BIH", 0, 0, 0))
+    table = zlib.compress(b"".join(rows))
+    start = len(out)
+    out += b"%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root 1 0 R /Filter /FlateDecode /Length %d >>\n" % (
+        listing,
+        listing + 1,
+        len(table),
+    )
+    out += b"stream\n" + table + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % start
+    return bytes(out)
+
+
+PACKED_PAGE = {
+    1: CATALOG,
+    2: b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    3: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+    b" /Resources << /Font << /F1 5 0 R >> >> >>",
+    5: FONT,
+}
+
+
+def test_a_page_packed_in_an_object_stream_that_uses_an_image_as_content_is_counted() -> None:
+    # Given a page whose dictionary is inside a compressed object stream (so its /Contents is not in
+    # the file's own bytes) and whose content stream says it is an image
+    data = zlib.compress(BOMB)
+    contents = IMAGE_DICTIONARY + b" /Filter /FlateDecode /Length %d >>\nstream\n" % len(data)
+    content = with_object_stream({4: b"<< " + contents + data + b"\nendstream"}, PACKED_PAGE)
+    assert "Text drawn by the content stream" in text_pdfium_reads(content)
+    # When parsed, then the use found inside the object stream makes it count
+    assert refused_as_too_large(content)
+
+
+def test_a_length_kept_in_an_object_stream_delimits_a_stream_that_contains_endstream() -> None:
+    # Given a content stream whose compressed data starts with a stored block reading "endstream" (the
+    # first `endstream` is inside the data) and whose /Length is a number kept in an object stream
+    stored = b"\nendstream\n"
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    data = b"\x78\x01\x00" + struct.pack("<HH", len(stored), len(stored) ^ 0xFFFF) + stored
+    data += deflater.compress(BOMB) + deflater.flush() + struct.pack(">I", zlib.adler32(stored + BOMB))
+    stream = b"<< /Filter /FlateDecode /Length 9 0 R >>\nstream\n" + data + b"\nendstream"
+    content = with_object_stream({4: stream}, {**PACKED_PAGE, 9: b"%d" % len(data)})
+    assert "Text drawn by the content stream" in text_pdfium_reads(content)
+    # When parsed, then the stream is counted to its real end
+    assert refused_as_too_large(content)
+
+
+@pytest.mark.timeout(30)
+def test_object_headers_nested_in_one_another_s_strings_are_malformed_not_read_over_and_over() -> None:
+    # Given 100 KB of object headers, each opening a string the next header sits inside, before a stream:
+    # every header's dictionary was read to the end of all the others (42 s for this file)
+    content = b"%PDF-1.7\n" + b"1 0 obj<</a(" * 8_000 + b")" * 8_000 + b">>\nstream\nx\nendstream\nendobj\n"
+    # When parsed, then the scan stops early and says the file is damaged
+    result = outcome(content)
+    assert isinstance(result, ExtractionFailure) and result.reason is FailureReason.MALFORMED, result
+    assert "nested in one another" in result.detail
+
+
+@pytest.mark.timeout(30)
+def test_an_object_defined_thousands_of_times_over_is_resolved_once_and_the_bomb_after_it_counted() -> None:
+    # Given 12,000 definitions of object 1 and as many streams whose /Length names it (40 s for this
+    # shape: each stream compared every definition), then a page whose content inflates past the ceiling
+    redefinitions = b"1 0 obj 5 endobj\n7 0 obj<</Length 1 0 R>>stream\nhello\nendstream endobj\n" * 12_000
+    data = zlib.compress(BOMB)
+    content = page(b"/Filter /FlateDecode", data).replace(b"%PDF-1.7\n", b"%PDF-1.7\n" + redefinitions, 1)
+    assert content.count(b"1 0 obj") == 12_001
+    # When parsed, then the scan returns and the bomb is still counted
+    assert refused_as_too_large(content)
