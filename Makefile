@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
-.PHONY: demo test test-all bench eval fuzz lint typecheck fmt clean venv layer synth
+.PHONY: demo test test-all bench eval fuzz sweep lint typecheck fmt clean venv layer synth
 
 venv: $(INSTALLED)
 
@@ -57,9 +57,15 @@ eval: $(INSTALLED)
 bench: $(INSTALLED)
 	$(BIN)/python -m bench.run
 
-# The parsers' fuzz tests with many more examples than `make test` runs.
+# Every public test file and every hostile shape through one local stack: the tally, the slowest ten, peak memory.
+SWEEP_DATA ?= ../shared/data
+sweep: $(INSTALLED)
+	$(BIN)/python -m bench.sweep --data $(SWEEP_DATA)
+
+# The parsers' fuzz tests (byte-level and structured) with many more examples than `make test` runs.
+FUZZ_EXAMPLES ?= 3000
 fuzz: $(INSTALLED)
-	QUIRE_FUZZ_EXAMPLES=3000 $(BIN)/pytest -q tests/unit/test_parser_fuzz.py tests/unit/test_text_parsers.py -k "fuzz or raise or damaged"
+	QUIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/unit/test_parser_fuzz.py tests/unit/test_structured_fuzz.py tests/unit/test_text_parsers.py -k "fuzz or raise or damaged"
 
 fmt: $(INSTALLED)
 	$(BIN)/ruff format .
