@@ -2,6 +2,7 @@
 hostile archives refused within their bounds; the public office files parsed without a crash."""
 
 import io
+import posixpath
 import zipfile
 from datetime import datetime
 from pathlib import Path
@@ -639,3 +640,40 @@ def test_a_sheet_drawing_reached_by_a_relationship_cannot_carry_a_dtd() -> None:
     outcome = XlsxParser().parse(rebuilt.getvalue(), LIMITS)
     assert isinstance(outcome, ExtractionFailure)
     assert outcome.reason is FailureReason.MALFORMED
+
+
+def header_part_renamed(name: str, data: bytes) -> bytes:
+    """The test document with its header part moved to `name` (a .dat file gets a content type of plain
+    bytes, so python-docx opens it as a plain part, not as XML) and holding `data`."""
+    source = zipfile.ZipFile(io.BytesIO(word_document()))
+    parts = {item.filename: source.read(item.filename) for item in source.infolist()}
+    parts.pop("word/header1.xml")
+    plain = b'<Default Extension="dat" ContentType="application/octet-stream"/>'
+    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(b"<Default ", plain + b"<Default ", 1)
+    relationships = parts["word/_rels/document.xml.rels"]
+    parts["word/_rels/document.xml.rels"] = relationships.replace(b"header1.xml", posixpath.basename(name).encode())
+    rebuilt = io.BytesIO()
+    with zipfile.ZipFile(rebuilt, "w") as target:
+        for part, body in {**parts, name: data}.items():
+            target.writestr(part, body)
+    return rebuilt.getvalue()
+
+
+@pytest.mark.parametrize("name", ["word/header1.dat", "word/header1.XML"])
+def test_a_header_part_not_named_as_xml_cannot_carry_a_dtd(name: str) -> None:
+    # Given a header reached by its relationship whatever it is named, with an entity declaration (the
+    # guard read only parts named .xml, in lower case; python-docx's parser does not expand entities,
+    # but a DTD is refused wherever it is, as everywhere else)
+    header = b'<?xml version="1.0"?><!DOCTYPE w:hdr [<!ENTITY x "expanded">]><w:hdr xmlns:w="urn:x">&x;</w:hdr>'
+    # When parsed, then the document is refused, naming the part
+    outcome = DocxParser().parse(header_part_renamed(name, header), LIMITS)
+    assert isinstance(outcome, ExtractionFailure)
+    assert outcome.reason is FailureReason.MALFORMED
+    assert outcome.detail == f"{name} declares a DTD or entities, which are refused"
+
+
+def test_a_header_part_that_is_not_xml_costs_the_document_nothing_else() -> None:
+    # Given a header part reached by its relationship that holds bytes, not XML
+    outcome = DocxParser().parse(header_part_renamed("word/header1.dat", b"\x00\x01 not xml"), LIMITS)
+    # When parsed, then the body is read
+    assert "Tell your manager." in [block.text for block in parsed(outcome).blocks]

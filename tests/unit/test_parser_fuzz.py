@@ -21,7 +21,7 @@ from shared.adapters.parsers.xlsx import XlsxParser
 from shared.domain.document import ExtractionLimits
 from shared.domain.files import FailureReason
 from shared.ports import DocumentParser
-from tests.unit.fuzzing import DAMAGED, EXAMPLES, PAGED_AND_DAMAGED, judge, parsed_in_process
+from tests.unit.fuzzing import DAMAGED, DERANDOMIZE, EXAMPLES, PAGED_AND_DAMAGED, judge, parsed_in_process
 from tests.unit.test_image_parser import picture
 from tests.unit.test_office_parsers import slides, word_document, workbook
 from tests.unit.test_pdf_parser import report_pdf
@@ -45,7 +45,7 @@ def mutate(seed: bytes, edits: list[tuple[int, int]], cut: int) -> bytes:
 
 @pytest.mark.timeout(max(300, EXAMPLES))
 @pytest.mark.parametrize("name", sorted(SEEDS))
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, derandomize=DERANDOMIZE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     edits=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=8),
     cut=st.integers(min_value=1, max_value=1 << 20),

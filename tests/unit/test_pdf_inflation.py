@@ -7,6 +7,7 @@ asserts the parser refuses it as too large; PDFium reads every one of these page
 """
 
 import base64
+import re
 import struct
 import zlib
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from functools import cache
 import pytest
 
 from shared.adapters.parsers.pdf import PdfParser
+from shared.adapters.parsers.pdf_inflation import inflation_failure
 from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits
 from shared.domain.files import FailureReason
 from tests.unit.test_pdf_parser import raw_pdf
@@ -47,6 +49,12 @@ def page(
 
 def outcome(content: bytes, limits: ExtractionLimits = LIMITS) -> ExtractedDocument | ExtractionFailure:
     return PdfParser().parse(content, limits)
+
+
+def too_large(ceiling: int) -> ExtractionFailure:
+    return ExtractionFailure(
+        reason=FailureReason.TOO_LARGE, detail=f"its compressed streams inflate past {ceiling} bytes"
+    )
 
 
 def refused_as_too_large(content: bytes) -> bool:
@@ -414,3 +422,121 @@ def test_an_object_defined_thousands_of_times_over_is_resolved_once_and_the_bomb
     assert content.count(b"1 0 obj") == 12_001
     # When parsed, then the scan returns and the bomb is still counted
     assert refused_as_too_large(content)
+
+
+# A content stream of 64 KiB: one use stays far below the ceiling, fifty pass it.
+SMALL_CONTENT = zlib.compress(TEXT + b"0 0 m\n" * (64 * 1024 // 6))
+
+
+def content_array(definitions: list[bytes]) -> bytes:
+    """One page whose /Contents is object 5, an array defined once per item of `definitions` (each
+    naming stream 6, 64 KiB of content); the last definition is the one the cross-reference names."""
+    objects = [
+        CATALOG,
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R >>",
+        b"<< >>",
+        definitions[-1],
+        b"<< /Filter /FlateDecode /Length %d >>\nstream\n" % len(SMALL_CONTENT) + SMALL_CONTENT + b"\nendstream",
+    ]
+    earlier = b"".join(b"5 0 obj\n" + definition + b"\nendobj\n" for definition in definitions[:-1])
+    return raw_pdf(objects).replace(b"%PDF-1.7\n", b"%PDF-1.7\n" + earlier, 1)
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    [[b"[" + b"6 0 R " * 300 + b"]"] * 64, [b"[6 0 R]"]],
+    ids=["sixty-five-copies", "one-decoy-that-disagrees"],
+)
+def test_a_content_array_defined_more_than_once_counts_each_stream_as_often_as_a_definition_names_it(
+    earlier: list[bytes],
+) -> None:
+    # Given a page whose /Contents array names one stream 300 times, defined again before it (65 copies;
+    # or one that names it once): a reference with definitions that disagree, or with more than 64 of
+    # them, resolves to unknown, and the array's streams were counted once (PDFium held 676 MB)
+    content = content_array([*earlier, b"[" + b"6 0 R " * 300 + b"]"])
+    # When scanned, then the stream counts 300 times over, past the ceiling
+    assert inflation_failure(content, CEILING) == too_large(CEILING)
+
+
+def test_an_object_stream_behind_a_decoy_header_still_names_the_uses_of_its_pages() -> None:
+    # Given 40 pages packed in an object stream, all loading one content stream that comes before it in
+    # the file, and a decoy header whose string swallows the object stream's header (the two headers
+    # disagree on its dictionary, so it is not known to be an object stream)
+    packed = {
+        1: CATALOG,
+        2: b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % (100 + i) for i in range(40)) + b"] /Count 40 >>",
+    }
+    packed |= {100 + i: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>" for i in range(40)}
+    content = with_object_stream(
+        {4: b"<< /Filter /FlateDecode /Length %d >>\nstream\n" % len(SMALL_CONTENT) + SMALL_CONTENT + b"\nendstream"},
+        packed,
+    )
+    decoyed = re.sub(rb"(\d+ 0 obj\n<< /Type /ObjStm[^>]*)>>", rb"99 0 obj << /A (\1%)\n>>", content, count=1)
+    assert decoyed != content
+    # When scanned, then the content counts once per page, past the ceiling
+    assert inflation_failure(content, CEILING) == too_large(CEILING)
+    assert inflation_failure(decoyed, CEILING) == too_large(CEILING)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "content",
+    [
+        page(b"", b"BI " * 200_000),  # each `BI` searched 4 KB ahead for its `ID`: 53 s
+        page(b"/Filter /FlateDecode", zlib.compress(b"BI " * 200_000)),  # the same, decoded: 50 s
+        b"%PDF-1.7 " + b" stream" * 40_000,  # each keyword searched to the end for its line end: 40 s
+    ],
+    ids=["inline-image-starts", "inline-image-starts-compressed", "keywords-without-a-line-end"],
+)
+def test_shapes_that_once_cost_a_search_per_token_are_scanned_in_linear_time(content: bytes) -> None:
+    assert inflation_failure(content, CEILING) is None
+
+
+@pytest.mark.timeout(30)
+def test_objects_packed_by_the_megabyte_and_named_as_content_are_malformed_not_read_for_a_minute() -> None:
+    # Given a 60 KB file whose object stream decodes to sixty arrays of a megabyte each, every one
+    # named as a page's content (the budget grew with the decoded bytes: 98 s)
+    kids = b" ".join(b"%d 0 R" % (200 + i) for i in range(60))
+    packed = {1: CATALOG, 2: b"<< /Type /Pages /Kids [" + kids + b"] /Count 60 >>"}
+    page_objects = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R >>"
+    packed |= {200 + i: page_objects % (100 + i) for i in range(60)}
+    packed |= {100 + i: b"[" + b"0 " * 500_000 + b"]" for i in range(60)}
+    content = with_object_stream({4: b"<< >>"}, packed)
+    assert len(content) < 100_000
+    # When scanned, then it stops at its tokenizer budget
+    failure = inflation_failure(content, 512 * CEILING)
+    assert failure is not None and failure.reason is FailureReason.MALFORMED, failure
+
+
+@pytest.mark.timeout(60)
+def test_thousands_of_streams_that_break_late_are_salvaged_in_a_few_tries_each() -> None:
+    # Given 5,000 streams, each a stored block of 1,000 bytes followed by an invalid block (each was
+    # salvaged byte by byte: about 70 s for this file)
+    stored = b"0 0 m\n" * 166
+    data = b"\x78\x01\x00" + struct.pack("<HH", len(stored), len(stored) ^ 0xFFFF) + stored + b"\x07" + b"\x00" * 8
+    one = b"1 0 obj << /Filter /FlateDecode /Length %d >>\nstream\n" % len(data) + data + b"\nendstream endobj\n"
+    content = b"%PDF-1.7\n" + one * 5_000
+    # When scanned, then what each inflates to before its error still counts: past a ceiling below it
+    assert inflation_failure(content, 6 * 1024 * 1024) is None
+    assert inflation_failure(content, 4 * 1024 * 1024) == too_large(4 * 1024 * 1024)
+
+
+def test_lzw_fed_megabytes_of_clear_codes_from_a_tiny_file_is_malformed() -> None:
+    # Given 30 KB of Flate that inflates to 16 MiB of LZW clear codes (no output: Python's LZW reads
+    # 3 MB a second, so a ceiling of 512 MiB of such input would take three minutes)
+    clear_codes = int("100000000" * 8, 2).to_bytes(9, "big") * (16 * 1024 * 1024 // 9)
+    content = page(b"/Filter [/FlateDecode /LZWDecode]", zlib.compress(clear_codes, 9))
+    # When scanned, then it is refused as damaged, naming the limit
+    failure = inflation_failure(content, 512 * CEILING)
+    assert failure is not None and failure.reason is FailureReason.MALFORMED, failure
+    assert "LZW" in failure.detail
+
+
+@pytest.mark.parametrize("body", [b"9" * 5_000, b"[" + b"9" * 5_000 + b"]", b"<< /Length " + b"9" * 5_000 + b" >>"])
+def test_a_number_thousands_of_digits_long_is_a_value_not_an_exception(body: bytes) -> None:
+    # Given an object whose number has more digits than CPython converts (4,300)
+    content = b"%PDF-1.7\n1 0 obj " + body + b"\nstream\nx\nendstream endobj\n"
+    # When parsed, then the outcome is a value (the scan raised ValueError)
+    assert isinstance(outcome(content), ExtractedDocument | ExtractionFailure)
+    assert inflation_failure(content, CEILING) is None

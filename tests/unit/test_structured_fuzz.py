@@ -8,6 +8,7 @@ campaign: QUIRE_FUZZ_EXAMPLES, QUIRE_FUZZ_FINDINGS) many more. What a campaign f
 plain regression tests, each input built in the test.
 """
 
+import io
 import re
 import time
 
@@ -38,6 +39,7 @@ from tests.unit.fuzz_pdf import PDF_OPERATIONS, generated_pdf_seeds, mutate_pdf,
 from tests.unit.fuzz_text import TEXT_GRAMMARS, encoded_text
 from tests.unit.fuzzing import (
     DAMAGED,
+    DERANDOMIZE,
     EXAMPLES,
     LIMITS,
     NEVER_REFUSED,
@@ -66,6 +68,7 @@ TEXT: dict[str, DocumentParser] = {
 }
 FUZZ = settings(
     max_examples=EXAMPLES,
+    derandomize=DERANDOMIZE,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
@@ -330,6 +333,28 @@ def test_tables_nested_a_hundred_thousand_deep_are_read_as_at_most_the_nesting_l
     judge("html", content, outcome, ExtractionLimits(), NEVER_REFUSED)
     # Then the deeper levels are read as rows of the innermost kept table, and its words are kept
     tables = [block for block in outcome.blocks if block.table]  # type: ignore[union-attr]
-    assert 0 < len(tables) <= MAX_TABLE_NESTING
+    assert MAX_TABLE_NESTING <= 32 and 0 < len(tables) <= MAX_TABLE_NESTING
     cells = {cell for block in tables for row in block.table.rows for cell in row}  # type: ignore[union-attr]
     assert "the innermost words" in cells
+
+
+def test_sheets_with_a_note_in_their_last_row_are_each_read_whole() -> None:
+    # Given seven sheets, each with two cells at the top and a note in row 1,048,576 (Excel's last): the
+    # empty rows openpyxl makes up for the row numbers between were charged to the cell budget, and the
+    # last two sheets were not read
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    for serial in range(7):
+        sheet = book.active if serial == 0 else book.create_sheet()
+        sheet.title = f"S{serial}"
+        sheet["A1"], sheet["A2"], sheet["A1048576"] = f"Sheet {serial} heading", f"value {serial}", "last row note"
+    written = io.BytesIO()
+    book.save(written)
+    # When parsed
+    outcome = XlsxParser().parse(written.getvalue(), ExtractionLimits())
+    # Then every sheet is read to its note, which is located in its own row, and no limit was met
+    judge("xlsx", written.getvalue(), outcome, ExtractionLimits(), DAMAGED)
+    assert isinstance(outcome, ExtractedDocument) and outcome.warnings == ()
+    assert {block.location.sheet for block in outcome.blocks} == {f"S{serial}" for serial in range(7)}
+    assert all(block.location.cell_range.endswith("1048576") for block in outcome.blocks if block.location.cell_range)

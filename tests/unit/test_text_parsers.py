@@ -229,6 +229,24 @@ def test_no_block_text_can_break_out_of_its_place_in_the_markdown() -> None:
     assert "](javascript" not in rendered
 
 
+@pytest.mark.parametrize(
+    "page",
+    [
+        b"<html><head><title>Report</title><meta charset=utf-8><body><p>Body text that matters</p>",
+        b"<html><head><title>Report</title><link rel=icon href=x><p>Body text that matters</p>",
+        b"<head><title>Report</title><script>var p = '<p>not this</p>'</script>Body text that matters",
+    ],
+    ids=["body-tag", "no-body-tag", "text-in-head"],
+)
+def test_html_whose_head_is_never_closed_keeps_its_body(page: bytes) -> None:
+    # Given a page that leaves out `</head>` (valid HTML, and what minifiers write): the whole page was
+    # read as head, and skipped
+    document = parse(HtmlParser(), page)
+    # When parsed, then the head ends where browsers end it, and the body is read (the title and the
+    # script's text are not)
+    assert [block.text for block in document.blocks] == ["Body text that matters"]
+
+
 def test_html_forms_keep_their_text_and_open_or_nested_tables_lose_nothing() -> None:
     page = (
         b"<form><h1>Invoice</h1><p>Due in 30 days.</p></form>"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from shared.adapters.parsers.ooxml_guard import read_office
+from shared.adapters.parsers.ooxml_guard import RefusedPart, declares_dtd, read_office
 from shared.domain.document import (
     Block,
     BlockCollector,
@@ -249,10 +249,18 @@ class _Reader:
 
 def _root(part: Any) -> Any:
     """A part's XML. python-docx opens a part whose content type is missing or wrong as a plain part,
-    without its XML: read the XML from its bytes (the guard has refused any DTD in them)."""
+    without its XML (and the guard, going by names, may not have read it as XML): read it from its bytes,
+    refusing a DTD as the guard does. A part that is not XML at all is read as empty."""
     from docx.oxml.parser import parse_xml
 
-    return part.element if hasattr(part, "element") else parse_xml(part.blob)
+    if hasattr(part, "element"):
+        return part.element
+    if declares_dtd(part.blob):
+        raise RefusedPart(f"{str(part.partname).lstrip('/')} declares a DTD or entities, which are refused")
+    try:
+        return parse_xml(part.blob)
+    except SyntaxError:  # lxml's XMLSyntaxError
+        return parse_xml(f'<w:hdr xmlns:w="{_W[1:-1]}"/>')
 
 
 def _cells(tr: Any) -> Iterator[Any]:

@@ -25,6 +25,10 @@ _SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", 
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 )
+# What a head holds: any other start tag (or text) ends a head whose `</head>` was left out, as browsers
+# read it (valid HTML, and what minifiers write).
+_HEAD_CONTENT = frozenset({"base", "basefont", "bgsound", "link", "meta", "title", "noscript", "noframes", "style",
+                           "script", "template", "head"})  # fmt: skip
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
 _STRUCTURE = frozenset({"li", "pre", "blockquote", "table", "ul", "ol"})
 _TEXT_BLOCKS = frozenset({"p", "div", "section", "article", "main", "header", "dd", "dt", "figcaption", "caption"})
@@ -82,6 +86,8 @@ class _Extractor(HTMLParser):
         self.collector = collector
         self.line_offset = first_line - 1
         self.skip_depth = 0
+        self.skipping = ""  # the element the skip started at
+        self.in_title = False
         self.text: list[str] = []
         self.text_start = 1
         self.heading: int | None = None
@@ -104,11 +110,14 @@ class _Extractor(HTMLParser):
     # -- structure -----------------------------------------------------------------------------------
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.skip_depth and self._directly_in_head() and tag not in _HEAD_CONTENT:
+            self.skip_depth = 0
         if self.skip_depth:
             self.skip_depth += tag in _SKIPPED and tag not in _VOID
+            self.in_title |= tag == "title"
             return
         if tag in _SKIPPED:
-            self.skip_depth = 1
+            self.skip_depth, self.skipping = 1, tag
             return
         line = self.getpos()[0]
         if tag in _HEADINGS or tag in _TEXT_BLOCKS or tag in _STRUCTURE:
@@ -181,6 +190,7 @@ class _Extractor(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if self.skip_depth:
             self.skip_depth -= tag in _SKIPPED
+            self.in_title &= tag != "title"
             return
         if tag in ("td", "th"):
             self._close_cell()
@@ -243,8 +253,13 @@ class _Extractor(HTMLParser):
             )
 
     def handle_data(self, data: str) -> None:
+        if self.skip_depth and self._directly_in_head() and not self.in_title and data.strip():
+            self.skip_depth = 0
         if not self.skip_depth:
             self._data(data)
+
+    def _directly_in_head(self) -> bool:
+        return self.skip_depth == 1 and self.skipping == "head"
 
     def _data(self, data: str) -> None:
         if self.cell is not None:

@@ -6,14 +6,19 @@ ENTITY declaration (billion laughs, external entities), whatever the XML library
 """
 
 import io
+import logging
+import traceback
 import zipfile
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 
 from shared.domain.document import ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.files import FailureReason
 from shared.domain.sniffing import OLE_MAGIC, is_encrypted_office_package
 
+_log = logging.getLogger(__name__)
+_OUR_CODE = str(Path(__file__).resolve().parents[2])  # shared/
 MAX_ENTRIES = 10_000
 _CHUNK = 1024 * 1024
 # In every encoding an XML parser accepts without a declaration to say so (a UTF-16 part hides its ASCII).
@@ -23,6 +28,15 @@ _FORBIDDEN = tuple(
     for encoding in ("ascii", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 )
 _OVERLAP = max(len(marker) for marker in _FORBIDDEN) - 1
+
+
+class RefusedPart(Exception):
+    """A part the library opened as plain bytes (its name or content type says it is not XML) that the
+    parser reads as XML after all, and that declares a DTD: refused as the guard refuses XML parts."""
+
+
+def declares_dtd(data: bytes) -> bool:
+    return any(marker in data for marker in _FORBIDDEN)
 
 
 def check_office_zip(content: bytes, limits: ExtractionLimits) -> ExtractionFailure | None:
@@ -39,7 +53,7 @@ def check_office_zip(content: bytes, limits: ExtractionLimits) -> ExtractionFail
                 )
             inflated = 0
             for member in members:
-                is_xml = member.filename.endswith((".xml", ".rels", ".vml"))
+                is_xml = member.filename.lower().endswith((".xml", ".rels", ".vml"))
                 with archive.open(member) as stream:
                     tail = b""
                     while chunk := stream.read(_CHUNK):
@@ -71,6 +85,11 @@ def check_office_zip(content: bytes, limits: ExtractionLimits) -> ExtractionFail
     return None
 
 
+def _raised_by_our_code(error: BaseException) -> bool:
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and str(Path(frames[-1].filename).resolve()).startswith(_OUR_CODE)
+
+
 def _ole_failure(content: bytes) -> ExtractionFailure:
     # A password-protected OOXML file is an OLE container holding an encrypted package: decided from the
     # container's directory, not from the name appearing somewhere in a legacy file's text.
@@ -91,7 +110,12 @@ def read_office(
         return refused
     try:
         return read()
+    except RefusedPart as refusal:
+        return ExtractionFailure(reason=FailureReason.MALFORMED, detail=str(refusal))
     except Exception as error:
+        if _raised_by_our_code(error):
+            # Still the user's answer (the document cannot be read), but a bug of ours to fix: say so.
+            _log.warning("the %s parser's own code raised on a document", label, exc_info=error)
         return ExtractionFailure(
             reason=FailureReason.MALFORMED,
             detail=f"not a readable {label} ({type(error).__name__}: {str(error)[:200]})",

@@ -14,6 +14,10 @@ cannot be read, or whose filters cannot be resolved, is decoded as its bytes loo
 delimit or decode at all is left to PDFium, whose memory is still bounded by the child's address-space
 limit (shared/sandbox.py); so is what a lexical scan cannot see: encrypted streams, and content drawn
 many times over from one page (a form painted by another form), which the wall clock bounds too.
+
+The scan's own work is linear in the file: every search is done once for the file (or once per piece of
+decoded data), each object is read once, and what an attacker can still multiply has a budget (bytes
+tokenized, input to the decoders that run in Python) past which the file is damaged.
 """
 
 import binascii
@@ -44,9 +48,17 @@ _MAX_STREAMS = 500_000
 _MAX_READS_PER_BYTE = 3
 # Decoded object streams kept to resolve references into them.
 _MAX_KEPT_OBJECT_STREAM_BYTES = 64 * 1024 * 1024
-# Bytes the tokenizer may read in all, as a multiple of the file's (and its kept object streams') size:
-# an honest file's objects are each read once; headers nested in one another's strings are read again.
-_MAX_PARSED_PER_BYTE = 4
+# Bytes the tokenizer may read in all, as a multiple of the file's size (honest files measured at most
+# 0.52), and at most: objects are each read once in an honest file, headers nested in one another's
+# strings or comments again and again; the tokenizer reads about a megabyte a second.
+_MAX_PARSED_PER_BYTE = 2
+_MAX_PARSED_BYTES = 24 * 1024 * 1024
+# Input to the decoders that run in Python (LZW, run-length; some 3 MB/s), as a multiple of the file's size
+# and beyond it: an honest file feeds them its own bytes, about once.
+_MAX_SLOW_DECODING_PER_BYTE = 4
+_SLOW_DECODING_ALLOWANCE = 8 * 1024 * 1024
+# Digits of a number the scan reads as one (CPython refuses to convert more than 4,300).
+_MAX_DIGITS = 20
 # Definitions of one object number compared to resolve a reference to it: an incremental save adds one,
 # and no document is saved this many times over one object.
 _MAX_DEFINITIONS = 64
@@ -161,7 +173,7 @@ class _Reader:
             return self._hex_string()
         if token in {b">>", b"]"}:
             raise _Unreadable
-        return self._reference_or(int(token)) if _INTEGER.fullmatch(token) else OTHER
+        return self._reference_or(int(token)) if len(token) <= _MAX_DIGITS and _INTEGER.fullmatch(token) else OTHER
 
     def _reference_or(self, number: int) -> PdfObject:
         rest = _REFERENCE_REST.match(self.data, self.position, self.end)
@@ -296,23 +308,40 @@ class _Flate:
 
 def _salvaged(inflater: "zlib._Decompress", data: bytes) -> Iterator[bytes]:
     """What `data` inflates to before its error: CPython's zlib drops the output of a call that fails,
-    PDFium keeps it. Fed again in small pieces, then byte by byte, losing at most one byte's worth."""
+    PDFium keeps it. Fed again in pieces; the piece that fails is cut to the longest prefix that inflates
+    (a prefix of a failing input fails or not, a longer one always does: a binary search), losing at most
+    one byte's worth."""
     step, position = 1024, 0
     while position < len(data) and not inflater.eof:
-        before = inflater.copy()
-        outs: list[bytes] = []
         piece = data[position : position + step]
-        try:
-            while piece and not inflater.eof:
-                outs.append(inflater.decompress(piece, _CHUNK))
-                piece = inflater.unconsumed_tail
-        except zlib.error:
-            if step == 1:
-                return
-            inflater, step = before, 1
-            continue
+        after = inflater.copy()
+        outs = _inflated(after, piece)
+        if outs is None:
+            good, bad, kept = 0, len(piece), []  # prefix lengths: `good` inflates, `bad` fails
+            while bad - good > 1:
+                middle = (good + bad) // 2
+                attempt = _inflated(inflater.copy(), piece[:middle])
+                if attempt is None:
+                    bad = middle
+                else:
+                    good, kept = middle, attempt
+            yield from (out for out in kept if out)
+            return
         yield from (out for out in outs if out)
+        inflater = after
         position += step
+
+
+def _inflated(inflater: "zlib._Decompress", piece: bytes) -> list[bytes] | None:
+    """What `piece` inflates to through `inflater` (which it advances), or None when it fails."""
+    outs: list[bytes] = []
+    try:
+        while piece and not inflater.eof:
+            outs.append(inflater.decompress(piece, _CHUNK))
+            piece = inflater.unconsumed_tail
+    except zlib.error:
+        return None
+    return outs
 
 
 class _Lzw:
@@ -520,12 +549,19 @@ def _guessed_decoder(head: bytes) -> _Decoder | None:
 @dataclass
 class _Counter:
     ceiling: int
+    slow_limit: int = 0  # input the Python decoders may take in all
     total: int = 0
+    slow: int = 0
 
     def add(self, size: int) -> None:
         self.total += size
         if self.total > self.ceiling:
             raise _CeilingReached
+
+    def add_slow(self, size: int) -> None:
+        self.slow += size
+        if self.slow > self.slow_limit:
+            raise _Damaged(f"its LZW and run-length streams take more than {self.slow_limit} bytes to decode")
 
 
 class _Chain:
@@ -539,10 +575,16 @@ class _Chain:
     def finished(self) -> bool:
         return bool(self._decoders) and self._decoders[0].finished
 
+    @property
+    def decodes(self) -> bool:
+        return bool(self._decoders)
+
     def push(self, data: bytes, stage: int = 0) -> None:
         if stage == len(self._decoders):
             self._sink(data)
             return
+        if isinstance(self._decoders[stage], _Lzw | _RunLength):
+            self._counter.add_slow(len(data))
         for out in self._decoders[stage].feed(data):
             self._counter.add(len(out) * self._times)
             self.push(out, stage + 1)
@@ -561,10 +603,21 @@ class _Guessed:
 
     finished = False
 
-    def __init__(self, counter: _Counter, sink: Callable[[bytes], None], times: int, depth: int = 0) -> None:
+    def __init__(
+        self,
+        counter: _Counter,
+        sink: Callable[[bytes], None],
+        times: int,
+        depth: int = 0,
+        uses: "_TextUses | None" = None,
+    ) -> None:
         self._counter, self._sink, self._times, self._depth = counter, sink, times, depth
         self._head = b""
         self._chain: _Chain | None = None
+        # Uses are also read in what a guessed stage decodes before it is guessed again: any stage's
+        # output may be the stream's real content (the last one, which the sink gets, may be a wrong guess).
+        self._uses = uses
+        self._reader = _UsesReader(uses) if uses is not None and depth else None
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         if self._chain is None:
@@ -573,23 +626,28 @@ class _Guessed:
                 return iter(())
             data, self._head = self._head, b""
             self._chain = self._chain_for(data)
-        self._chain.push(data)
+        self._push(data)
         self.finished = self._chain.finished
         return iter(())
 
     def close(self) -> Iterator[bytes]:
         if self._chain is None:
             self._chain = self._chain_for(self._head)
-            self._chain.push(self._head)
+            self._push(self._head)
         self._chain.close()
         self.finished = True
         return iter(())
+
+    def _push(self, data: bytes) -> None:
+        if self._reader is not None and self._chain is not None and self._chain.decodes:
+            self._reader(data)
+        self._chain.push(data)  # type: ignore[union-attr]
 
     def _chain_for(self, head: bytes) -> _Chain:
         decoder = _guessed_decoder(head) if self._depth < 4 else None
         if decoder is None:
             return _Chain([], self._counter, self._sink, self._times)
-        deeper = _Guessed(self._counter, self._sink, self._times, self._depth + 1)
+        deeper = _Guessed(self._counter, self._sink, self._times, self._depth + 1, self._uses)
         return _Chain([decoder, deeper], self._counter, self._sink, self._times)
 
 
@@ -645,11 +703,27 @@ class _TextUses:
         return number in self.content or number in self.fonts
 
 
-_INLINE_IMAGE = re.compile(rb"BI" + _END_OF_WORD + rb"(.{0,4096}?)(?<!" + _REGULAR + rb")ID[\x00\t\n\x0c\r ]", re.S)
+# An inline image: `BI`, its dictionary (at most _MAX_INLINE_DICTIONARY bytes), `ID` and a white-space.
+_INLINE_BEGIN = re.compile(rb"BI" + _END_OF_WORD)
+_INLINE_DATA = re.compile(rb"ID[\x00\t\n\x0c\r ]")
+_MAX_INLINE_DICTIONARY = 4096
 
 
 def _starts_word(data: bytes, position: int) -> bool:
     return position == 0 or _IS_REGULAR.match(data, position - 1) is None
+
+
+class _UsesReader:
+    """The text uses named in decoded bytes that come in pieces (a use may span two of them)."""
+
+    def __init__(self, uses: _TextUses) -> None:
+        self._uses = uses
+        self._tail = b""
+
+    def __call__(self, data: bytes) -> None:
+        text = self._tail + data
+        self._uses.scan(text, after=len(self._tail))
+        self._tail = text[-_WATCH_OVERLAP:]
 
 
 class _ContentWatcher:
@@ -657,25 +731,48 @@ class _ContentWatcher:
     is decoded as PDFium decodes it to find its end; and the text uses named in it (an object stream)."""
 
     def __init__(self, counter: _Counter, uses: _TextUses, times: int, *, scan_uses: bool) -> None:
-        self._counter, self._uses, self._times, self._scan_uses = counter, uses, times, scan_uses
+        self._counter, self._times = counter, times
+        self._uses = _UsesReader(uses) if scan_uses else None
         self._tail = b""
         self._images: list[_Chain] = []
+
+    @property
+    def reads_uses(self) -> bool:
+        return self._uses is not None
 
     def __call__(self, data: bytes) -> None:
         for image in self._images:
             image.push(data)
         self._images = [image for image in self._images if not image.finished]
         text = self._tail + data
-        for match in _INLINE_IMAGE.finditer(text):
-            seen = match.end() <= len(self._tail) or not _starts_word(text, match.start())
-            decoder = None if seen else _inline_decoder(match.group(1))
-            if decoder is not None and len(self._images) < 8:
-                image = _Chain([decoder], self._counter, _ignored, self._times)
-                image.push(text[match.end() :])
-                self._images.append(image)
-        if self._scan_uses:
-            self._uses.scan(text, after=len(self._tail))
+        for entries, end in _inline_images(text):
+            if end > len(self._tail) and len(self._images) < 8:
+                decoder = _inline_decoder(entries)
+                if decoder is not None:
+                    image = _Chain([decoder], self._counter, _ignored, self._times)
+                    image.push(text[end:])
+                    self._images.append(image)
+        if self._uses is not None:
+            self._uses(data)
         self._tail = text[-_WATCH_OVERLAP:]
+
+
+def _inline_images(text: bytes) -> Iterator[tuple[bytes, int]]:
+    """Each inline image's dictionary and where its data starts, as `BI(.{0,4096}?)ID` finds them, in
+    linear time: each `BI` looks up the first `ID` after it instead of searching for it."""
+    begins = [begin for begin in _INLINE_BEGIN.finditer(text) if _starts_word(text, begin.start())]
+    if not begins:
+        return
+    marks = [mark.start() for mark in _INLINE_DATA.finditer(text) if _starts_word(text, mark.start())]
+    resume = 0
+    for begin in begins:
+        if begin.start() < resume:
+            continue  # inside the previous image's dictionary
+        index = bisect.bisect_left(marks, begin.end() + 1)  # `ID` right after `BI` would be one word
+        if index == len(marks) or marks[index] - begin.end() > _MAX_INLINE_DICTIONARY:
+            continue
+        resume = marks[index] + 3
+        yield text[begin.end() : marks[index]], resume
 
 
 def _ignored(_: bytes) -> None:
@@ -709,7 +806,9 @@ class _Stream:
 class _Scan:
     def __init__(self, content: bytes, ceiling: int) -> None:
         self.content = content
-        self.counter = _Counter(ceiling)
+        self.counter = _Counter(
+            ceiling, slow_limit=_MAX_SLOW_DECODING_PER_BYTE * len(content) + _SLOW_DECODING_ALLOWANCE
+        )
         self.uses = _TextUses()
         self.reads = 0
         self.max_reads = _MAX_READS_PER_BYTE * len(content) + _CHUNK
@@ -727,7 +826,9 @@ class _Scan:
         self._packed_objects: dict[tuple[int, int], tuple[PdfObject, int] | None] = {}
         self._references: dict[int, PdfObject] = {}
         self.parsed = 0
-        self._resolved_uses: set[int] = set()
+        self.max_parsed = min(_MAX_PARSED_PER_BYTE * len(content), _MAX_PARSED_BYTES) + _MAX_OBJECT_BYTES
+        self._line_end: tuple[int, re.Match[bytes] | None] = (-1, None)  # searched from, found
+        self._applied_uses: Counter[int] = Counter()  # of each indirect /Contents, the uses added for it
 
     def run(self) -> None:
         for header in _HEADER.finditer(self.content):
@@ -748,6 +849,11 @@ class _Scan:
         packing = [self._is_a(stream, "Type", "ObjStm") for stream in streams]
         for stream in (stream for stream, packs in zip(streams, packing, strict=True) if packs):
             self._count(stream, keep=True)
+        # A stream whose dictionary or filters cannot be known may be an object stream too: its uses are
+        # found before any stream is counted (it is counted with the others).
+        unknown = [not packs and self._undecidable(stream) for stream, packs in zip(streams, packing, strict=True)]
+        for stream in (stream for stream, undecidable in zip(streams, unknown, strict=True) if undecidable):
+            self._count(stream, uses_only=True)
         self._resolve_indirect_uses()
         images: list[_Stream] = []
         for stream in (stream for stream, packs in zip(streams, packing, strict=True) if not packs):
@@ -764,7 +870,7 @@ class _Scan:
         """The stream at a `stream` keyword, with the dictionary that ends just before it. Every object
         header after `since` (where the previous stream's data starts) is read, since one may hide inside
         another's string: a dictionary is trusted only when every header that ends here agrees on it."""
-        line_end = _LINE_END.search(self.content, keyword.end())
+        line_end = self._next_line_end(keyword.end())
         if line_end is None:
             data_start = len(self.content)
         else:  # the data starts on the next line, as PDFium reads it (CR LF is one line end)
@@ -773,6 +879,8 @@ class _Scan:
         dictionaries: list[dict[str, PdfObject]] = []
         first = bisect.bisect_left(self.header_ends, since)
         for header in range(first, bisect.bisect_right(self.header_ends, keyword.start())):
+            if not self._opens_dictionary(self.header_ends[header]):
+                continue
             read = self._object(self.header_ends[header])
             if read is not None and isinstance(read[0], dict) and self._skipped(read[1]) == keyword.start():
                 numbers.append(self.header_numbers[header])
@@ -782,6 +890,21 @@ class _Scan:
 
     def _skipped(self, position: int) -> int:
         return _SKIP.match(self.content, position).end()  # type: ignore[union-attr]
+
+    def _next_line_end(self, position: int) -> re.Match[bytes] | None:
+        """The first line end at or after `position` (keywords come in order: one search serves many)."""
+        searched_from, found = self._line_end
+        if searched_from < 0 or position < searched_from or (found is not None and found.start() < position):
+            found = _LINE_END.search(self.content, position)
+            self._line_end = (position, found)
+        return found
+
+    def _opens_dictionary(self, position: int) -> bool:
+        """Whether the object at `position` starts as a dictionary (what a stream's must be); the
+        whitespace and comments skipped count against the tokenizer's budget."""
+        start = self._skipped(position)
+        self._charge(start - position)
+        return self.content.startswith(b"<<", start)
 
     def _object(self, position: int) -> tuple[PdfObject, int] | None:
         if position not in self._objects:
@@ -795,12 +918,13 @@ class _Scan:
 
     def _parsed(self, data: bytes, position: int) -> tuple[PdfObject, int] | None:
         read, scanned = _read_scanned(data, position)
-        self.parsed += scanned
-        if self.parsed > _MAX_PARSED_PER_BYTE * (len(self.content) + self.kept_bytes) + _MAX_OBJECT_BYTES:
-            raise _Damaged(
-                f"its objects are nested in one another: more than {_MAX_PARSED_PER_BYTE} reads of each byte"
-            )
+        self._charge(scanned)
         return read
+
+    def _charge(self, scanned: int) -> None:
+        self.parsed += scanned
+        if self.parsed > self.max_parsed:
+            raise _Damaged(f"its objects are nested in one another: more than {self.max_parsed} bytes of them read")
 
     def _resolved(self, value: PdfObject) -> PdfObject:
         """`value`, or what a reference names when every definition of it agrees; else UNKNOWN."""
@@ -869,8 +993,15 @@ class _Scan:
             return end
         return len(self.content) if length is UNKNOWN and decoders else first_end
 
-    def _count(self, stream: _Stream, *, keep: bool = False) -> None:
-        times = max((self.uses.times_loaded(number) for number in stream.numbers), default=1)
+    def _undecidable(self, stream: _Stream) -> bool:
+        return stream.dictionary is None or self._decoders(stream.dictionary) is None
+
+    def _count(self, stream: _Stream, *, keep: bool = False, uses_only: bool = False) -> None:
+        """Decode the stream, counting what it decodes to times the pages that load it, and keep it when
+        it is an object stream. `uses_only`: decode it only to find the uses named in it (its bytes stay
+        counted against the ceiling while it decodes: counted again later, they would reach it too)."""
+        times = 1 if uses_only else max((self.uses.times_loaded(number) for number in stream.numbers), default=1)
+        counted_before = self.counter.total
         kept = bytearray()
 
         def sink(data: bytes) -> None:
@@ -879,10 +1010,16 @@ class _Scan:
                 kept.extend(data)
 
         decoders = self._decoders(stream.dictionary) if stream.dictionary is not None else None
-        # The bytes of a stream without filters were scanned for uses with the file.
-        watcher = _ContentWatcher(self.counter, self.uses, times, scan_uses=decoders != [])
+        # Uses are named in objects: in the file's own bytes (scanned with it), in object streams, and in
+        # what may be one (PDFium reads objects from no other stream).
+        watcher = _ContentWatcher(self.counter, self.uses, times, scan_uses=(keep or uses_only) and decoders != [])
         chain = _Chain(
-            [_Guessed(self.counter, sink, times)] if decoders is None else decoders, self.counter, sink, times
+            [_Guessed(self.counter, sink, times, uses=self.uses if watcher.reads_uses else None)]
+            if decoders is None
+            else decoders,
+            self.counter,
+            sink,
+            times,
         )
         end = self._data_end(stream, decoders)
         for start in range(stream.data_start, end, _CHUNK):
@@ -894,6 +1031,8 @@ class _Scan:
             if chain.finished:
                 break
         chain.close()
+        if uses_only:
+            self.counter.total = counted_before
         if keep and stream.dictionary is not None:
             self._index(stream.dictionary, bytes(kept))
 
@@ -902,7 +1041,7 @@ class _Scan:
         first = self._resolved(dictionary.get("First", OTHER))
         if not isinstance(first, int) or not 0 <= first <= len(decoded):
             return
-        numbers = [int(number) for number in _INTEGER.findall(decoded, 0, first)]
+        numbers = [int(number) if len(number) <= _MAX_DIGITS else -1 for number in _INTEGER.findall(decoded, 0, first)]
         index = len(self.kept)
         self.kept.append(decoded)
         self.kept_bytes += len(decoded)
@@ -911,16 +1050,28 @@ class _Scan:
             self._references.pop(number, None)  # resolved before this definition was known
 
     def _resolve_indirect_uses(self) -> None:
-        """A /Contents that names an array of streams, a /CharProcs that names a dictionary of them."""
+        """A /Contents that names an array of streams, a /CharProcs that names a dictionary of them. Every
+        definition of the array counts (PDFium reads the one its cross-reference names, which the scan
+        does not know): each stream as many times as the definition that names it most often."""
         for number, times in list(self.uses.indirect_content.items()):
-            if number not in self._resolved_uses:
-                self._resolved_uses.add(number)
-                target = self._resolved(Ref(number))
-                for item in target if isinstance(target, list) else ():
-                    if isinstance(item, Ref):
-                        self.uses.content[item.number] += times
+            added = times - self._applied_uses[number]
+            if added <= 0:
+                continue
+            self._applied_uses[number] = times
+            named: Counter[int] = Counter()
+            for target in self._every_definition(number):
+                if isinstance(target, list):
+                    named |= Counter(item.number for item in target if isinstance(item, Ref))
+            for stream, count in named.items():
+                self.uses.content[stream] += count * added
         for number in list(self.uses.indirect_glyphs):
-            target = self._resolved(Ref(number))
-            for item in target.values() if isinstance(target, dict) else ():
-                if isinstance(item, Ref):
-                    self.uses.fonts.add(item.number)
+            for glyphs in self._every_definition(number):
+                for glyph in glyphs.values() if isinstance(glyphs, dict) else ():
+                    if isinstance(glyph, Ref):
+                        self.uses.fonts.add(glyph.number)
+
+    def _every_definition(self, number: int) -> list[PdfObject]:
+        """What each readable definition of an object is, in the file and in its object streams."""
+        found = [read[0] for read in map(self._object, self.definitions.get(number, ())) if read is not None]
+        packed = (self._packed_object(index, position) for index, position in self.packed.get(number, ()))
+        return found + [read[0] for read in packed if read is not None]

@@ -7,6 +7,7 @@ followed: a formula shows the value saved with the file."""
 import io
 import posixpath
 import zipfile
+from collections.abc import Iterator
 from typing import Any
 from xml.etree import ElementTree
 
@@ -92,9 +93,7 @@ class XlsxParser:
         # Ignore the sheet's declared dimension: only cells actually present are walked.
         sheet.reset_dimensions()
         rows: list[tuple[int, int, tuple[str, ...]]] = []
-        for row in sheet.iter_rows():
-            # A row counts at least once: openpyxl yields an empty row for every row number a sheet
-            # skips, and a row numbered two billion would otherwise be walked to for free.
+        for row in _present_rows(sheet):
             visited += max(1, len(row))
             if visited > MAX_CELLS_VISITED:
                 warnings.append(f"only the first {MAX_CELLS_VISITED} cells were read (the cell limit)")
@@ -133,6 +132,26 @@ class XlsxParser:
             if not collector.add(block):
                 return False
         return True
+
+
+def _present_rows(sheet: Any) -> Iterator[tuple[Any, ...]]:
+    """The rows the sheet's XML holds, read as openpyxl's read-only iter_rows reads them, without the
+    empty row it makes up for every row number skipped (a sheet whose one row is numbered two billion
+    would be walked to it). openpyxl 3.1's own reader, through its internals; iter_rows where they differ."""
+    from openpyxl.worksheet._reader import WorkSheetParser
+
+    workbook = sheet.parent
+    try:
+        source = sheet._get_source()
+        strings, get_row = sheet._shared_strings, sheet._get_row
+        formats = {"date_formats": workbook._date_formats, "timedelta_formats": workbook._timedelta_formats}
+    except AttributeError:
+        yield from sheet.iter_rows()
+        return
+    with source:
+        parser = WorkSheetParser(source, strings, data_only=workbook.data_only, epoch=workbook.epoch, **formats)
+        for _, cells in parser.parse():
+            yield get_row(cells, 1, None, False)
 
 
 def _links_elsewhere(package: zipfile.ZipFile) -> bool:
