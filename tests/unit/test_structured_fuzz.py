@@ -358,3 +358,21 @@ def test_sheets_with_a_note_in_their_last_row_are_each_read_whole() -> None:
     assert isinstance(outcome, ExtractedDocument) and outcome.warnings == ()
     assert {block.location.sheet for block in outcome.blocks} == {f"S{serial}" for serial in range(7)}
     assert all(block.location.cell_range.endswith("1048576") for block in outcome.blocks if block.location.cell_range)
+
+
+def test_a_document_part_without_a_body_keeps_its_headers() -> None:
+    # Given a DOCX whose document part lost its body (headers and section properties stay reachable
+    # through the relationships): the parser's own code raised on the missing body
+    from tests.unit.test_office_parsers import word_document
+
+    parts = dict(unzipped(word_document()))
+    document = parts["word/document.xml"]
+    bodiless = document[: document.index(b"<w:body>")] + document[document.index(b"</w:body>") + 9 :]
+    content = zipped({**parts, "word/document.xml": bodiless}.items())
+    # When parsed (in this process: the Office readers answer malformed whatever raises, so
+    # parsed_in_process reports what our own code raised)
+    outcome = parsed_in_process(DocxParser(), content, ExtractionLimits())
+    # Then it is a document, without the body's text
+    judge("docx", content, outcome, ExtractionLimits(), DAMAGED)
+    assert isinstance(outcome, ExtractedDocument)
+    assert "Tell your manager." not in [block.text for block in outcome.blocks]

@@ -132,7 +132,9 @@ class _Reader:
         return self.collector.add(block)
 
     def body(self) -> None:
-        self.story(self.document.element.body, self.document.part)
+        body = self.document.element.body
+        if body is not None:  # a document part without a body still has its headers and notes
+            self.story(body, self.document.part)
 
     def story(self, container: Any, part: Any, *, within: Location | None = None) -> bool:
         """The blocks of a story, numbered in document order (or all located `within` the paragraph that
