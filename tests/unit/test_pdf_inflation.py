@@ -540,3 +540,17 @@ def test_a_number_thousands_of_digits_long_is_a_value_not_an_exception(body: byt
     # When parsed, then the outcome is a value (the scan raised ValueError)
     assert isinstance(outcome(content), ExtractedDocument | ExtractionFailure)
     assert inflation_failure(content, CEILING) is None
+
+
+def test_a_length_written_with_leading_zeros_delimits_the_stream() -> None:
+    # Given a content stream whose compressed data contains "endstream" early and whose /Length is
+    # written with thirty digits, most of them leading zeros (PDFium reads past them; the scan read a
+    # number past twenty digits as nothing, and ended the stream at the first `endstream`)
+    stored = b"\nendstream\n"
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    data = b"\x78\x01\x00" + struct.pack("<HH", len(stored), len(stored) ^ 0xFFFF) + stored
+    data += deflater.compress(BOMB) + deflater.flush() + struct.pack(">I", zlib.adler32(stored + BOMB))
+    stream = b"<< /Filter /FlateDecode /Length %030d >>\nstream\n" % len(data) + data + b"\nendstream"
+    content = raw_pdf([CATALOG, PACKED_PAGE[2], PACKED_PAGE[3], stream, FONT])
+    # When scanned, then the stream is counted to its real end
+    assert inflation_failure(content, CEILING) == too_large(CEILING)

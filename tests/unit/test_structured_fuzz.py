@@ -376,3 +376,21 @@ def test_a_document_part_without_a_body_keeps_its_headers() -> None:
     judge("docx", content, outcome, ExtractionLimits(), DAMAGED)
     assert isinstance(outcome, ExtractedDocument)
     assert "Tell your manager." not in [block.text for block in outcome.blocks]
+
+
+def test_a_row_out_of_order_is_skipped_as_openpyxl_skips_it() -> None:
+    # Given a sheet whose XML has row 2 again after row 3 (walking the rows the XML has kept it, and the
+    # block's range named A2:B2)
+    from tests.unit.test_office_parsers import workbook
+
+    parts = dict(unzipped(workbook()))
+    sheet = parts["xl/worksheets/sheet1.xml"]
+    late = b'<row r="2"><c r="A2" t="inlineStr"><is><t>out of order</t></is></c></row>'
+    content = zipped(
+        {**parts, "xl/worksheets/sheet1.xml": sheet.replace(b"</sheetData>", late + b"</sheetData>")}.items()
+    )
+    # When parsed, then the late row is not read, and the ranges run forward
+    outcome = XlsxParser().parse(content, ExtractionLimits())
+    judge("xlsx", content, outcome, ExtractionLimits(), DAMAGED)
+    assert isinstance(outcome, ExtractedDocument)
+    assert all("out of order" not in row for block in outcome.blocks if block.table for row in block.table.rows)

@@ -235,8 +235,9 @@ def test_no_block_text_can_break_out_of_its_place_in_the_markdown() -> None:
         b"<html><head><title>Report</title><meta charset=utf-8><body><p>Body text that matters</p>",
         b"<html><head><title>Report</title><link rel=icon href=x><p>Body text that matters</p>",
         b"<head><title>Report</title><script>var p = '<p>not this</p>'</script>Body text that matters",
+        b"<head><title>A <b>bold</b> report</title><head><body><p>Body text that matters</p>",
     ],
-    ids=["body-tag", "no-body-tag", "text-in-head"],
+    ids=["body-tag", "no-body-tag", "text-in-head", "markup-in-title-and-a-second-head"],
 )
 def test_html_whose_head_is_never_closed_keeps_its_body(page: bytes) -> None:
     # Given a page that leaves out `</head>` (valid HTML, and what minifiers write): the whole page was

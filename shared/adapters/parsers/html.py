@@ -21,7 +21,7 @@ from shared.domain.document import (
 )
 
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "head",
-                      "nav", "footer", "aside", "button", "select", "textarea"})  # fmt: skip
+                      "title", "nav", "footer", "aside", "button", "select", "textarea"})  # fmt: skip
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 )
@@ -87,7 +87,6 @@ class _Extractor(HTMLParser):
         self.line_offset = first_line - 1
         self.skip_depth = 0
         self.skipping = ""  # the element the skip started at
-        self.in_title = False
         self.text: list[str] = []
         self.text_start = 1
         self.heading: int | None = None
@@ -113,8 +112,8 @@ class _Extractor(HTMLParser):
         if self.skip_depth and self._directly_in_head() and tag not in _HEAD_CONTENT:
             self.skip_depth = 0
         if self.skip_depth:
-            self.skip_depth += tag in _SKIPPED and tag not in _VOID
-            self.in_title |= tag == "title"
+            # (a second `<head>` inside the head is not an element of its own: its end tag closes the head)
+            self.skip_depth += tag in _SKIPPED and tag not in _VOID and not (tag == "head" and self._directly_in_head())
             return
         if tag in _SKIPPED:
             self.skip_depth, self.skipping = 1, tag
@@ -190,7 +189,6 @@ class _Extractor(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if self.skip_depth:
             self.skip_depth -= tag in _SKIPPED
-            self.in_title &= tag != "title"
             return
         if tag in ("td", "th"):
             self._close_cell()
@@ -253,7 +251,7 @@ class _Extractor(HTMLParser):
             )
 
     def handle_data(self, data: str) -> None:
-        if self.skip_depth and self._directly_in_head() and not self.in_title and data.strip():
+        if self.skip_depth and self._directly_in_head() and data.strip(" \t\n\r\f\ufeff"):
             self.skip_depth = 0
         if not self.skip_depth:
             self._data(data)

@@ -48,16 +48,17 @@ _MAX_STREAMS = 500_000
 _MAX_READS_PER_BYTE = 3
 # Decoded object streams kept to resolve references into them.
 _MAX_KEPT_OBJECT_STREAM_BYTES = 64 * 1024 * 1024
-# Bytes the tokenizer may read in all, as a multiple of the file's size (honest files measured at most
-# 0.52), and at most: objects are each read once in an honest file, headers nested in one another's
-# strings or comments again and again; the tokenizer reads about a megabyte a second.
-_MAX_PARSED_PER_BYTE = 2
-_MAX_PARSED_BYTES = 24 * 1024 * 1024
+# Bytes the tokenizer may read again (bytes of the file it went through before, and objects of decoded
+# object streams): an honest file's objects are each read once and do not overlap, but headers nested in
+# one another's strings or comments are read again and again (the tokenizer reads about a megabyte a
+# second). Bytes read the first time are not limited: there are as many as the file has.
+_MAX_REREAD_BYTES = 2 * 1024 * 1024
 # Input to the decoders that run in Python (LZW, run-length; some 3 MB/s), as a multiple of the file's size
 # and beyond it: an honest file feeds them its own bytes, about once.
 _MAX_SLOW_DECODING_PER_BYTE = 4
 _SLOW_DECODING_ALLOWANCE = 8 * 1024 * 1024
-# Digits of a number the scan reads as one (CPython refuses to convert more than 4,300).
+# Significant digits of a number the scan reads (CPython refuses to convert more than 4,300; leading
+# zeros, which PDFium reads past, do not count): a longer number is unknown.
 _MAX_DIGITS = 20
 # Definitions of one object number compared to resolve a reference to it: an incremental save adds one,
 # and no document is saved this many times over one object.
@@ -173,7 +174,11 @@ class _Reader:
             return self._hex_string()
         if token in {b">>", b"]"}:
             raise _Unreadable
-        return self._reference_or(int(token)) if len(token) <= _MAX_DIGITS and _INTEGER.fullmatch(token) else OTHER
+        return self._number_or_reference(token) if _INTEGER.fullmatch(token) else OTHER
+
+    def _number_or_reference(self, token: bytes) -> PdfObject:
+        number = _number(token)
+        return UNKNOWN if number is None else self._reference_or(number)
 
     def _reference_or(self, number: int) -> PdfObject:
         rest = _REFERENCE_REST.match(self.data, self.position, self.end)
@@ -223,6 +228,13 @@ class _Reader:
                     return OTHER
         self.position = self.end  # it was searched this far
         raise _Unreadable
+
+
+def _number(digits: bytes) -> int | None:
+    """An integer token's value, or None when it has more significant digits than the scan reads."""
+    sign = b"-" if digits.startswith(b"-") else b""
+    significant = digits.lstrip(b"+-").lstrip(b"0")
+    return int(sign + (significant or b"0")) if len(significant) <= _MAX_DIGITS else None
 
 
 def _name(token: bytes) -> Name:
@@ -825,8 +837,8 @@ class _Scan:
         self._objects: dict[int, tuple[PdfObject, int] | None] = {}
         self._packed_objects: dict[tuple[int, int], tuple[PdfObject, int] | None] = {}
         self._references: dict[int, PdfObject] = {}
-        self.parsed = 0
-        self.max_parsed = min(_MAX_PARSED_PER_BYTE * len(content), _MAX_PARSED_BYTES) + _MAX_OBJECT_BYTES
+        self.reread = 0  # see _MAX_REREAD_BYTES
+        self._tokenized_to = 0  # the furthest byte of the file the tokenizer went through
         self._line_end: tuple[int, re.Match[bytes] | None] = (-1, None)  # searched from, found
         self._applied_uses: Counter[int] = Counter()  # of each indirect /Contents, the uses added for it
 
@@ -903,28 +915,33 @@ class _Scan:
         """Whether the object at `position` starts as a dictionary (what a stream's must be); the
         whitespace and comments skipped count against the tokenizer's budget."""
         start = self._skipped(position)
-        self._charge(start - position)
+        self._went_through(position, start)
         return self.content.startswith(b"<<", start)
 
     def _object(self, position: int) -> tuple[PdfObject, int] | None:
         if position not in self._objects:
-            self._objects[position] = self._parsed(self.content, position)
+            read, scanned = _read_scanned(self.content, position)
+            self._went_through(position, position + scanned)
+            self._objects[position] = read
         return self._objects[position]
 
     def _packed_object(self, index: int, position: int) -> tuple[PdfObject, int] | None:
         if (index, position) not in self._packed_objects:
-            self._packed_objects[index, position] = self._parsed(self.kept[index], position)
+            read, scanned = _read_scanned(self.kept[index], position)
+            self._read_again(scanned)
+            self._packed_objects[index, position] = read
         return self._packed_objects[index, position]
 
-    def _parsed(self, data: bytes, position: int) -> tuple[PdfObject, int] | None:
-        read, scanned = _read_scanned(data, position)
-        self._charge(scanned)
-        return read
+    def _went_through(self, start: int, end: int) -> None:
+        """The tokenizer went through bytes start..end of the file: what it had been through before counts."""
+        fresh = max(0, end - max(start, self._tokenized_to))
+        self._tokenized_to = max(self._tokenized_to, end)
+        self._read_again(end - start - fresh)
 
-    def _charge(self, scanned: int) -> None:
-        self.parsed += scanned
-        if self.parsed > self.max_parsed:
-            raise _Damaged(f"its objects are nested in one another: more than {self.max_parsed} bytes of them read")
+    def _read_again(self, size: int) -> None:
+        self.reread += size
+        if self.reread > _MAX_REREAD_BYTES:
+            raise _Damaged(f"its objects are nested in one another: more than {_MAX_REREAD_BYTES} bytes read again")
 
     def _resolved(self, value: PdfObject) -> PdfObject:
         """`value`, or what a reference names when every definition of it agrees; else UNKNOWN."""
@@ -1041,11 +1058,13 @@ class _Scan:
         first = self._resolved(dictionary.get("First", OTHER))
         if not isinstance(first, int) or not 0 <= first <= len(decoded):
             return
-        numbers = [int(number) if len(number) <= _MAX_DIGITS else -1 for number in _INTEGER.findall(decoded, 0, first)]
+        numbers = [_number(number) for number in _INTEGER.findall(decoded, 0, first)]
         index = len(self.kept)
         self.kept.append(decoded)
         self.kept_bytes += len(decoded)
         for number, offset in zip(numbers[0::2], numbers[1::2], strict=False):
+            if number is None or offset is None:
+                continue  # a reference to it stays unknown
             self.packed.setdefault(number, []).append((index, first + offset))
             self._references.pop(number, None)  # resolved before this definition was known
 

@@ -150,8 +150,11 @@ def _present_rows(sheet: Any) -> Iterator[tuple[Any, ...]]:
         return
     with source:
         parser = WorkSheetParser(source, strings, data_only=workbook.data_only, epoch=workbook.epoch, **formats)
-        for _, cells in parser.parse():
-            yield get_row(cells, 1, None, False)
+        last = 0
+        for number, cells in parser.parse():
+            if number > last:  # a row out of order, or repeated, is skipped, as openpyxl skips it
+                last = number
+                yield get_row(cells, 1, None, False)
 
 
 def _links_elsewhere(package: zipfile.ZipFile) -> bool:
