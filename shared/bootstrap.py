@@ -158,27 +158,7 @@ class Container:
 
     @cached_property
     def extractor(self) -> Extractor:
-        from shared.adapters.parsers.csv_table import CsvParser
-        from shared.adapters.parsers.docx import DocxParser
-        from shared.adapters.parsers.html import HtmlParser
-        from shared.adapters.parsers.image import ImageParser
-        from shared.adapters.parsers.markdown import MarkdownParser
-        from shared.adapters.parsers.pdf import PdfParser
-        from shared.adapters.parsers.plain_text import PlainTextParser
-        from shared.adapters.parsers.pptx import PptxParser
-        from shared.adapters.parsers.xlsx import XlsxParser
-
-        parsers: list[DocumentParser] = [
-            PdfParser(),
-            DocxParser(),
-            XlsxParser(),
-            PptxParser(),
-            HtmlParser(),
-            MarkdownParser(),
-            CsvParser(),
-            PlainTextParser(),
-            ImageParser(),
-        ]
+        parsers = document_parsers()
         limits = ExtractionLimits(
             max_bytes=self.settings.max_upload_bytes,
             max_pages=self.settings.extraction_max_pages,
@@ -361,3 +341,28 @@ def workflow_step(handler: Handler) -> Handler:
             raise
 
     return step  # type: ignore[return-value]
+
+
+def document_parsers() -> list[DocumentParser]:
+    """Every parser the pipeline's Extractor chooses from, by media type."""
+    from shared.adapters.parsers.csv_table import CsvParser
+    from shared.adapters.parsers.docx import DocxParser
+    from shared.adapters.parsers.html import HtmlParser
+    from shared.adapters.parsers.image import ImageParser
+    from shared.adapters.parsers.markdown import MarkdownParser
+    from shared.adapters.parsers.pdf import PdfParser
+    from shared.adapters.parsers.plain_text import PlainTextParser
+    from shared.adapters.parsers.pptx import PptxParser
+    from shared.adapters.parsers.xlsx import XlsxParser
+
+    return [
+        PdfParser(),
+        DocxParser(),
+        XlsxParser(),
+        PptxParser(),
+        HtmlParser(),
+        MarkdownParser(),
+        CsvParser(),
+        PlainTextParser(),
+        ImageParser(),
+    ]

@@ -36,6 +36,7 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
+from shared.bootstrap import document_parsers
 from shared.domain.document import (
     Block,
     BlockKind,
@@ -172,34 +173,9 @@ def _address_space_bytes() -> int:
         return int(statm.read().split()[0]) * resource.getpagesize()
 
 
-def pipeline_parsers() -> list[DocumentParser]:
-    """Every parser, as shared/bootstrap.py gives them to the pipeline's Extractor."""
-    from shared.adapters.parsers.csv_table import CsvParser
-    from shared.adapters.parsers.docx import DocxParser
-    from shared.adapters.parsers.html import HtmlParser
-    from shared.adapters.parsers.image import ImageParser
-    from shared.adapters.parsers.markdown import MarkdownParser
-    from shared.adapters.parsers.pdf import PdfParser
-    from shared.adapters.parsers.plain_text import PlainTextParser
-    from shared.adapters.parsers.pptx import PptxParser
-    from shared.adapters.parsers.xlsx import XlsxParser
-
-    return [
-        PdfParser(),
-        DocxParser(),
-        XlsxParser(),
-        PptxParser(),
-        HtmlParser(),
-        MarkdownParser(),
-        CsvParser(),
-        PlainTextParser(),
-        ImageParser(),
-    ]
-
-
 def sandboxed(content: bytes, media_type: str, limits: ExtractionLimits) -> ExtractionOutcome:
     """The outcome the pipeline would record: the Extractor's, with the pipeline's parsers and memory."""
-    return Extractor(pipeline_parsers(), limits, memory_limit_bytes=MEMORY_BYTES).extract(content, media_type)
+    return Extractor(document_parsers(), limits, memory_limit_bytes=MEMORY_BYTES).extract(content, media_type)
 
 
 def violations(outcome: object, limits: ExtractionLimits, reasons: frozenset[FailureReason]) -> list[str]:

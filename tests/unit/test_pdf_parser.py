@@ -5,6 +5,7 @@ import pytest
 from shared.adapters.parsers.pdf import PdfParser
 from shared.domain.document import BlockKind, ExtractedDocument, ExtractionFailure, ExtractionLimits
 from shared.domain.files import FailureReason
+from shared.local.hostile_corpus import raw_pdf
 from shared.services.extraction import Extractor
 from tests.conftest import REPO_ROOT
 
@@ -145,20 +146,6 @@ def test_the_blocks_read_in_order_down_the_page() -> None:
     extracted = document(report_pdf(blank_second_page=False))
     tops = [block.location.box.top for block in extracted.blocks if block.location.box]
     assert tops == sorted(tops)
-
-
-def raw_pdf(objects: list[bytes]) -> bytes:
-    """A PDF assembled object by object, with a correct cross-reference table."""
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
 
 
 def test_a_content_stream_that_inflates_past_the_memory_ceiling_ends_as_a_failure_value() -> None:
