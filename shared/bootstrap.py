@@ -25,6 +25,7 @@ from shared.domain.document import ExtractionLimits
 from shared.domain.errors import InfrastructureUnavailable
 from shared.domain.search import IdentifierBooster, RetrievalTuning
 from shared.ports import (
+    ArtifactStore,
     AuthorizationPolicy,
     DocumentParser,
     EmbeddingProvider,
@@ -37,6 +38,7 @@ from shared.ports import (
     VisionProvider,
     Workflow,
 )
+from shared.services.artifacts import ArtifactService
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.document_tools import DocumentTools
 from shared.services.extraction import Extractor
@@ -190,6 +192,25 @@ class Container:
             self.extractor,
             self.indexer,
             Recognizers(ocr=self.ocr, vision=self.vision, ledger=self.usage_ledger),
+        )
+
+    @cached_property
+    def artifact_store(self) -> ArtifactStore:
+        from shared.adapters.postgres.artifacts import PostgresArtifactStore
+
+        return PostgresArtifactStore(self.database)
+
+    @cached_property
+    def artifacts(self) -> ArtifactService:
+        from shared.adapters.parsers.markdown import MarkdownParser
+
+        return ArtifactService(
+            self.artifact_store,
+            self.content,
+            self.authorization,
+            self.file_metadata,
+            evidence=self.knowledge,
+            markdown=MarkdownParser(),
         )
 
     @cached_property

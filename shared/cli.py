@@ -515,6 +515,9 @@ def build_parser() -> argparse.ArgumentParser:
     _caller_options(remove)
     remove.set_defaults(run=cmd_rm)
     _add_index_commands(commands)
+    from shared.local.cli_artifacts import add_artifact_commands
+
+    add_artifact_commands(commands)
     reconcile = commands.add_parser("reconcile", help="sweep deletions, complete lost uploads, report orphans")
     reconcile.add_argument("--json", action="store_true")
     reconcile.set_defaults(run=cmd_reconcile)

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 from uuid import UUID
 
+from shared.domain.artifacts import ArtifactRecord, ArtifactVersionRecord, NewArtifactVersion
 from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import ExtractionLimits, ExtractionOutcome
@@ -489,4 +490,42 @@ class AuthorizationPolicy(Protocol):
 
     def ensure_can_read(self, principal: Principal, collection_id: str) -> None:
         """Raise NotFound (not Forbidden) when the principal may not read the collection."""
+        ...
+
+    def ensure_can_write(self, principal: Principal, collection_id: str) -> None:
+        """Raise NotFound when the principal may not see the collection at all; a refusal to one that may
+        read but not write is the policy's to shape. Every write entry point asks this, once."""
+        ...
+
+
+class ArtifactStore(Protocol):
+    """Artifacts and their versions in PostgreSQL, tenant-scoped and RLS-forced. Content is by reference:
+    the caller writes the content object before it calls any of these."""
+
+    def create(self, artifact: ArtifactRecord, first: NewArtifactVersion) -> ArtifactVersionRecord:
+        """The artifact at version 1, and that version, in one transaction."""
+        ...
+
+    def get(self, tenant_id: str, artifact_id: UUID) -> ArtifactRecord | None: ...
+
+    def add_version(
+        self, tenant_id: str, artifact_id: UUID, *, expected_latest: int, new: NewArtifactVersion
+    ) -> ArtifactVersionRecord:
+        """Version `expected_latest + 1`, only if the artifact is still at `expected_latest` (a
+        compare-and-set); raises VersionConflict naming the current version otherwise, NotFound when the
+        artifact is gone."""
+        ...
+
+    def version(self, tenant_id: str, artifact_id: UUID, version: int) -> ArtifactVersionRecord | None: ...
+
+    def versions(
+        self, tenant_id: str, artifact_id: UUID, *, after: int | None, limit: int
+    ) -> list[ArtifactVersionRecord]:
+        """Versions in order, from the one after `after`."""
+        ...
+
+    def list(
+        self, tenant_id: str, collections: frozenset[str], *, collection_id: str | None, limit: int, after: UUID | None
+    ) -> tuple[list[ArtifactRecord], bool]:
+        """Artifacts of `collections`, newest first; the page and whether more follow."""
         ...

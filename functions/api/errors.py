@@ -4,6 +4,7 @@ import json
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 
+from shared.domain.artifacts import VersionConflict
 from shared.domain.errors import (
     CapabilityUnavailable,
     InvalidRequest,
@@ -26,9 +27,16 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         return _json(401, {"message": "Unauthorized"})
 
     @app.exception_handler(NotFound)
-    def _not_found(_: NotFound) -> Response[str]:
+    def _not_found(error: NotFound) -> Response[str]:
         # One body for "does not exist" and "not yours", so a refusal never confirms an id.
-        return _json(404, {"error": "not_found", "message": "Not found"})
+        body: dict[str, object] = {"error": "not_found", "message": "Not found"}
+        if error.field:
+            body["field"] = error.field
+        return _json(404, body)
+
+    @app.exception_handler(VersionConflict)
+    def _conflict(error: VersionConflict) -> Response[str]:
+        return _json(409, {"error": "version_conflict", "message": str(error), "latestVersion": error.latest_version})
 
     @app.exception_handler(InvalidRequest)
     def _invalid(error: InvalidRequest) -> Response[str]:

@@ -52,6 +52,8 @@ COLLECTIONS_ATTRIBUTE = "collections"
 RESOURCE_SERVER = "quire"
 API_SCOPE_NAME = "api"
 # Served without a token (the API function answers them without a principal).
+# Where artifact content lives (shared/domain/artifacts.py's artifact_content_key).
+ARTIFACT_CONTENT_PATTERN = "derived/tenants/*/artifacts/*"
 PUBLIC_ROUTES = (("GET", "/v1/health"), ("GET", "/v1/openapi.json"))
 # Every method the API function routes; anything else never reaches it.
 AUTHENTICATED_METHODS = (apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST, apigwv2.HttpMethod.DELETE)
@@ -150,6 +152,11 @@ class Api(Construct):
         # Extracted documents (GET /v1/files/{id}/document, reindex). No delete anywhere: a deletion is a row
         # moved to `deleting`; the reconciliation sweep removes the bytes.
         function.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[derived_objects]))
+        # Artifact content (POST /v1/artifacts and its versions): written before the row that refers to it,
+        # under the artifacts' own prefix only.
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(ARTIFACT_CONTENT_PATTERN)])
+        )
         # "This document is gone" (which reindex acts on) must be a 404, not a 403.
         storage.grant_missing_is_not_found(function)
         # Query embeddings for search and re-embedding on reindex, from this model only.
@@ -171,6 +178,7 @@ class Api(Construct):
         for prefix, what in (
             (ORIGINALS_PREFIX, "originals: put by presigned POST and read by version, by tenant and file id"),
             (DERIVED_PREFIX, "extracted documents: read only"),
+            (ARTIFACT_CONTENT_PATTERN.removesuffix("*"), "artifact content, written by the API before its row"),
         ):
             acknowledge(
                 function.role,  # type: ignore[arg-type]

@@ -14,7 +14,18 @@ class Unauthenticated(QuireError):
 
 
 class NotFound(QuireError):
-    """The resource does not exist *or* the caller is not entitled to it: deliberately the same error."""
+    """The resource does not exist *or* the caller is not entitled to it: deliberately the same error.
+
+    `field` names the request field whose id was not found (an id in a body rather than the path): it says
+    where, never whether the id exists."""
+
+    def __init__(self, message: str = "not found", *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class Conflict(QuireError):
+    """The request was made against a state that has moved on (a stale version): nothing was written."""
 
 
 class InvalidRequest(QuireError):

@@ -17,9 +17,10 @@ TENANT_TABLES = [
     "keyword_terms",
     "keyword_collections",
     "keyword_postings",
+    "artifacts",
 ]
 # Append-only for the application: read and insert, never rewrite what was charged.
-APPEND_ONLY_TABLES = ["usage_records"]
+APPEND_ONLY_TABLES = ["usage_records", "artifact_versions"]
 
 
 def add_file(database: Database, tenant: str, collection: str = "docs") -> uuid.UUID:
@@ -201,7 +202,48 @@ def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
             " operation, priced, pages) VALUES (%s, %s, 'ocr', 1, %s, 'c', 'textract', 'textract:x', true, 3)",
             (tenant, version_id, file_id),
         )
+        conn.execute(
+            "INSERT INTO artifacts (tenant_id, artifact_id, collection_id, name, latest_version, created_by)"
+            " VALUES (%s, %s, 'c', 'report', 1, 's')",
+            (tenant, file_id),
+        )
+        conn.execute(
+            "INSERT INTO artifact_versions (tenant_id, artifact_id, version, content_key, content_hash, content_bytes,"
+            " block_count, provenance, created_by) VALUES (%s, %s, 1, %s, %s, 2, 0,"
+            """ '{"producer": "test", "inputs": {}, "sources": []}', 's')""",
+            (tenant, file_id, f"derived/tenants/{tenant}/artifacts/{file_id}/content/x.json", "0" * 64),
+        )
     return {"file_id": file_id, "version_id": version_id}
+
+
+def test_artifact_history_is_isolated_and_append_only_for_the_application(app_database: Database) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    mine, theirs = f"a-{suffix}", f"b-{suffix}"
+    seed_tenant(app_database, mine)
+    foreign = seed_tenant(app_database, theirs)
+    with app_database.tenant_transaction(mine) as conn:
+        assert conn.execute("SELECT count(*) FROM artifact_versions WHERE tenant_id = %s", (theirs,)).fetchone() == (0,)
+    for statement in (
+        "UPDATE artifact_versions SET content_hash = repeat('1', 64)",
+        "DELETE FROM artifact_versions",
+    ):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), app_database.tenant_transaction(mine) as conn:
+            conn.execute(statement)
+    # A version in another tenant's name, even of an artifact id that exists there, is refused.
+    with pytest.raises(psycopg.errors.Error), app_database.tenant_transaction(mine) as conn:
+        conn.execute(
+            "INSERT INTO artifact_versions (tenant_id, artifact_id, version, content_key, content_hash, content_bytes,"
+            " block_count, provenance, created_by) VALUES (%s, %s, 2, 'derived/tenants/x', %s, 1, 0,"
+            """ '{"producer": "eve", "inputs": {}, "sources": []}', 'eve')""",
+            (theirs, foreign["file_id"], "0" * 64),
+        )
+    # Provenance is required: a version without it is refused by the schema itself.
+    with pytest.raises(psycopg.errors.CheckViolation), app_database.tenant_transaction(theirs) as conn:
+        conn.execute(
+            "INSERT INTO artifact_versions (tenant_id, artifact_id, version, content_key, content_hash, content_bytes,"
+            " block_count, provenance, created_by) VALUES (%s, %s, 2, 'derived/tenants/x', %s, 1, 0, '{}', 's')",
+            (theirs, foreign["file_id"], "0" * 64),
+        )
 
 
 def test_the_usage_ledger_is_isolated_and_append_only_for_the_application(app_database: Database) -> None:

@@ -1,0 +1,175 @@
+"""Files: upload tickets, listings, reads, the extracted document, rescans and deletion."""
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from functions.api.routes.context import container, current_principal, json_response, parse_id
+from functions.api.schemas import (
+    CollectionDeletionView,
+    DeletionView,
+    DocumentWindowView,
+    FileListView,
+    FileSummary,
+    FileView,
+    NewVersionRequest,
+    NothingToReadView,
+    ScanView,
+    SignedReadView,
+    UploadRequest,
+    UploadResponse,
+)
+from shared.domain.errors import InvalidRequest
+from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState, interruption_notice
+from shared.domain.reading import window
+from shared.domain.rendering import render_markdown
+from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
+from shared.ports import MAX_SIGNED_READ_LIFETIME
+from shared.services.files import MAX_PAGE_SIZE, ProxiedContent
+
+router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
+
+
+@router.post("/v1/uploads")
+def create_upload(request: UploadRequest) -> Response[UploadResponse]:
+    ticket = container().files.start_upload(
+        current_principal(router),
+        collection_id=request.collection_id,
+        filename=request.filename,
+        media_type=request.media_type,
+        byte_size=request.byte_size,
+    )
+    return json_response(201, UploadResponse.of(ticket.file_id, ticket.version_id, ticket.upload))
+
+
+@router.post("/v1/files/<file_id>/versions")
+def create_version(file_id: str, request: NewVersionRequest) -> Response[UploadResponse]:
+    ticket = container().files.start_new_version(
+        current_principal(router),
+        parse_id(file_id),
+        filename=request.filename,
+        media_type=request.media_type,
+        byte_size=request.byte_size,
+    )
+    return json_response(201, UploadResponse.of(ticket.file_id, ticket.version_id, ticket.upload))
+
+
+@router.get("/v1/files")
+def list_files(
+    collection_id: Annotated[str | None, Query(alias="collectionId", max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 50,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> FileListView:
+    page = container().files.list_files(
+        current_principal(router), collection_id=collection_id, limit=limit, cursor=cursor
+    )
+    return FileListView(files=[FileSummary.of(record) for record in page.files], next_cursor=page.next_cursor)
+
+
+@router.get("/v1/files/<file_id>")
+def get_file(file_id: str) -> FileView:
+    return FileView.of(container().files.get_file(current_principal(router), parse_id(file_id)))
+
+
+@router.get("/v1/files/<file_id>/content")
+def read_content(
+    file_id: str,
+    version_id: Annotated[str | None, Query(alias="versionId", max_length=64)] = None,
+) -> Response[Any]:
+    result = container().files.read(
+        current_principal(router),
+        parse_id(file_id),
+        version_id=parse_id(version_id) if version_id else None,
+        lifetime=MAX_SIGNED_READ_LIFETIME,
+    )
+    if isinstance(result, ProxiedContent):
+        # A store that cannot sign: the bytes come through the API, still as an opaque attachment.
+        return Response(
+            status_code=200,
+            content_type=SAFE_DOWNLOAD_TYPE,
+            body=result.content,
+            headers={"Content-Disposition": attachment_disposition(result.filename)},
+        )
+    return json_response(200, SignedReadView(url=result.url, expires_at=result.expires_at))
+
+
+@router.post("/v1/files/<file_id>/scan")
+def scan_file(file_id: str) -> Response[ScanView]:
+    """OCR every page of the current version again, as a new processing attempt (202: it runs in the
+    background; GET /v1/files/{id} shows its progress and, once done, the pages OCR read)."""
+    started = container().document_tools.scan_document(current_principal(router), parse_id(file_id))
+    return json_response(202, ScanView.model_validate(started.model_dump()))
+
+
+_DOCUMENT_READY = frozenset({ProcessingState.EXTRACTED, ProcessingState.INDEXING, ProcessingState.INDEXED})
+
+
+@router.get("/v1/files/<file_id>/document")
+def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=16)] = None) -> Response[Any]:
+    parsed = parse_id(file_id)
+    wired = container()
+    version = wired.files.readable_document(current_principal(router), parsed)
+    if version.processing_state not in _DOCUMENT_READY:
+        return json_response(409, nothing_to_read(version))
+    document = wired.pipeline.read_document(version)
+    try:
+        shown = window(document.blocks, int(cursor) if cursor else 0)
+    except ValueError as error:
+        raise InvalidRequest("cursor is not one this API returned") from error
+    return json_response(
+        200,
+        DocumentWindowView(
+            file_id=parsed,
+            version_id=version.version_id,
+            start=shown.start,
+            next_cursor=str(shown.next_start) if shown.next_start is not None else None,
+            total_blocks=shown.total_blocks,
+            markdown=render_markdown(shown.blocks),
+            blocks=[block.model_dump(mode="json", exclude_none=True) for block in shown.blocks],
+            warnings=list(document.warnings),
+            recognized_pages=list(document.recognized_pages),
+            confidence=document.confidence,
+            low_confidence=document.low_confidence,
+        ),
+    )
+
+
+def nothing_to_read(version: FileVersionRecord) -> NothingToReadView:
+    """Why there is nothing to read yet, and whether trying again could change that."""
+    if version.processing_state is ProcessingState.FAILED and version.failure_reason is not None:
+        return NothingToReadView(
+            error="extraction_failed",
+            message=version.failure_reason.user_sentence,
+            reason=version.failure_reason.value,
+            # Only a timeout may go differently next time; the same bytes give the same answer otherwise.
+            retryable=version.failure_reason is FailureReason.TIMED_OUT,
+            processing_state=version.processing_state.value,
+        )
+    if version.processing_state is ProcessingState.INTERRUPTED:
+        return NothingToReadView(
+            error="not_ready",
+            message=interruption_notice(version.failure_detail, version.processing_retries),
+            retryable=True,
+            processing_state=version.processing_state.value,
+        )
+    return NothingToReadView(
+        error="not_ready",
+        message=f"the document is {version.processing_state.value.replace('_', ' ')}; try again shortly",
+        retryable=True,
+        processing_state=version.processing_state.value,
+    )
+
+
+@router.delete("/v1/files/<file_id>")
+def delete_file(file_id: str) -> Response[DeletionView]:
+    parsed = parse_id(file_id)
+    container().files.delete_file(current_principal(router), parsed)
+    return json_response(202, DeletionView(file_id=parsed))
+
+
+@router.delete("/v1/collections/<collection_id>/files")
+def delete_collection_files(collection_id: str) -> Response[CollectionDeletionView]:
+    moved = container().files.delete_collection_files(current_principal(router), collection_id)
+    return json_response(202, CollectionDeletionView(collection_id=collection_id, versions_deleting=moved))

@@ -1,0 +1,1 @@
+"""One ArtifactRenderer per export format, over the block model extraction produces."""

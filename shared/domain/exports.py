@@ -1,0 +1,148 @@
+"""Exports: an exact artifact version (or an uploaded file version) rendered as a portable file.
+
+An export is a rendering of content, not a version of it (seeds/000 "Export rendering (#134)"): one record per
+(artifact, version, format), rendered once and downloaded as often as wanted. Pure rules, no I/O.
+"""
+
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from shared.domain.artifacts import ArtifactCitation
+from shared.domain.document import Block, BlockKind
+from shared.domain.search import Citation
+
+
+class ExportFormat(StrEnum):
+    MARKDOWN = "md"
+    HTML = "html"
+    PDF = "pdf"
+    DOCX = "docx"
+
+    @property
+    def media_type(self) -> str:
+        return _MEDIA_TYPES[self]
+
+    @property
+    def extension(self) -> str:
+        return f".{self.value}"
+
+
+_MEDIA_TYPES = {
+    ExportFormat.MARKDOWN: "text/markdown",
+    ExportFormat.HTML: "text/html",
+    ExportFormat.PDF: "application/pdf",
+    ExportFormat.DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
+
+# The date every rendering carries (PDF /CreationDate, DOCX core properties, zip entries): a constant, so the
+# same content and format always give the same bytes (seeds/000 "Determinism is a requirement").
+RENDER_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+class RenderLimits(BaseModel):
+    """A render is bounded like an extraction: in pages, in bytes, and in time and memory from outside."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_pages: int = 2_000
+    max_bytes: int = 100 * 1024 * 1024
+    timeout_seconds: float = 120.0
+    memory_limit_bytes: int = 2 * 1024 * 1024 * 1024
+
+
+class RenderRequest(BaseModel):
+    """What a renderer is given: a title (metadata), the blocks, their citations, and what identifies the
+    content (the source of the PDF's /ID)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    title: str
+    blocks: tuple[Block, ...]
+    citations: tuple[ArtifactCitation, ...] = ()
+    content_id: str
+
+
+class RenderedFile(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    content: bytes
+    format: ExportFormat
+    page_count: int | None = None
+    # Characters the format's font cannot draw: left out and listed here, never drawn as blanks or "?".
+    unsupported_characters: tuple[str, ...] = ()
+
+
+class RenderFailed(Exception):
+    """The content cannot be rendered within the limits: `sentence` says why, for the person who asked."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+def content_id(*parts: str) -> str:
+    """An identifier derived from what is rendered (never random, never a clock)."""
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def describe_location(citation: Citation) -> str:
+    """Where a citation points, as a person reads it: page, sheet and cells, slide, lines or paragraphs."""
+    parts: list[str] = []
+    if citation.page is not None:
+        end = citation.page_end
+        parts.append(f"pages {citation.page}-{end}" if end and end != citation.page else f"page {citation.page}")
+    if citation.sheet:
+        parts.append(f"sheet {citation.sheet}" + (f", cells {citation.cells}" if citation.cells else ""))
+    if citation.slide is not None:
+        parts.append(f"slide {citation.slide}")
+    if citation.line_start is not None:
+        end_line = citation.line_end
+        parts.append(
+            f"lines {citation.line_start}-{end_line}"
+            if end_line and end_line != citation.line_start
+            else f"line {citation.line_start}"
+        )
+    if citation.paragraph_start is not None and not parts:
+        end_paragraph = citation.paragraph_end
+        parts.append(
+            f"paragraphs {citation.paragraph_start + 1}-{end_paragraph + 1}"
+            if end_paragraph is not None and end_paragraph != citation.paragraph_start
+            else f"paragraph {citation.paragraph_start + 1}"
+        )
+    if citation.heading_path:
+        parts.append("under " + " > ".join(citation.heading_path))
+    return ", ".join(parts)
+
+
+def note_text(note: ArtifactCitation) -> str:
+    """A citation as a numbered note: file, exact version, location, and the cited words."""
+    cited = note.citation
+    where = describe_location(cited)
+    kind = "" if cited.kind.value == "quote" else f" ({cited.kind.value})"
+    excerpt = " ".join(cited.excerpt.split())
+    if len(excerpt) > 300:
+        excerpt = excerpt[:299].rstrip() + "…"
+    return f"{cited.filename}, version {cited.version_id}{', ' + where if where else ''}{kind}: “{excerpt}”"
+
+
+def ordered_numbers(blocks: Sequence[Block]) -> list[int | None]:
+    """The number each item of a numbered list shows (None for anything else), counted per list and depth."""
+    numbers: list[int | None] = []
+    counters: dict[int, int] = {}
+    for block in blocks:
+        if block.kind is not BlockKind.LIST_ITEM:
+            counters = {}
+            numbers.append(None)
+            continue
+        depth = block.depth or 0
+        counters = {level: count for level, count in counters.items() if level <= depth}
+        if block.ordered:
+            counters[depth] = counters.get(depth, 0) + 1
+            numbers.append(counters[depth])
+        else:
+            numbers.append(None)
+    return numbers
