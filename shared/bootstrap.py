@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from shared.adapters.local.unavailable import (
     UnavailableEmbedder,
     UnavailableGenerator,
+    UnavailableRenderQueue,
     UnavailableTranscription,
     UnavailableVision,
     UnavailableWorkflow,
@@ -23,16 +24,21 @@ from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.document import ExtractionLimits
 from shared.domain.errors import InfrastructureUnavailable
+from shared.domain.exports import ExportFormat, RenderLimits
 from shared.domain.search import IdentifierBooster, RetrievalTuning
 from shared.ports import (
+    ArtifactRenderer,
     ArtifactStore,
     AuthorizationPolicy,
     DocumentParser,
     EmbeddingProvider,
+    ExportStore,
     FileContentStore,
     FileMetadataStore,
     Generator,
     OcrProvider,
+    RenderQueue,
+    ReplacementStore,
     TranscriptionProvider,
     UsageLedger,
     VisionProvider,
@@ -41,9 +47,12 @@ from shared.ports import (
 from shared.services.artifacts import ArtifactService
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.document_tools import DocumentTools
+from shared.services.document_writing import DocumentWriter
+from shared.services.exports import ExportService
 from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
+from shared.services.pdf_tools import PdfTools
 from shared.services.pipeline import IngestionPipeline, Recognizers
 from shared.services.reconciliation import Reconciler, ReconcileThresholds
 from shared.services.reindexing import Reindexer
@@ -214,6 +223,82 @@ class Container:
         )
 
     @cached_property
+    def export_store(self) -> ExportStore:
+        from shared.adapters.postgres.exports import PostgresExportStore
+
+        return PostgresExportStore(self.database)
+
+    @cached_property
+    def render_queue(self) -> RenderQueue:
+        if self._local:
+            from shared.adapters.local.render_queue import InProcessRenderQueue
+
+            # Late-bound: the export service is built with this queue, so it is looked up per job.
+            return InProcessRenderQueue(lambda job: self.exports.render(job))  # noqa: PLW0108
+        if self.settings.render_function_name is None:
+            return UnavailableRenderQueue("QUIRE_RENDER_FUNCTION_NAME is not set, so no export can be rendered")
+        from shared.adapters.aws.lambda_render_queue import LambdaRenderQueue
+
+        return LambdaRenderQueue(self._lambda_client, self.settings.render_function_name)
+
+    def _lambda_client(self) -> object:
+        import boto3
+
+        return boto3.client("lambda", region_name=self.settings.region)
+
+    @property
+    def exports(self) -> ExportService:
+        return self._export_services[0]
+
+    @property
+    def pdf_tools(self) -> PdfTools:
+        return self._export_services[1]
+
+    @cached_property
+    def _export_services(self) -> tuple[ExportService, PdfTools]:
+        """Built together: the PDF tools add their kind of rendering to the export worker, which must know it
+        however it was reached (the render function never builds the tools on its own)."""
+        from shared.adapters.pdf_operations import PypdfOperations
+
+        exports = ExportService(
+            self.export_store,
+            self.artifacts,
+            self.file_metadata,
+            self.content,
+            self.authorization,
+            queue=self.render_queue,
+            renderers=export_renderers(),
+            read_document=self.pipeline.read_document,
+            limits=RenderLimits(
+                max_pages=self.settings.render_max_pages,
+                max_bytes=self.settings.max_upload_bytes,
+                timeout_seconds=self.settings.render_timeout_seconds,
+                memory_limit_bytes=self.settings.extraction_memory_bytes,
+            ),
+        )
+        tools = PdfTools(
+            exports, self.artifacts, self.file_metadata, self.content, self.authorization, operations=PypdfOperations()
+        )
+        return exports, tools
+
+    @cached_property
+    def replacement_store(self) -> ReplacementStore:
+        from shared.adapters.postgres.replacements import PostgresReplacementStore
+
+        return PostgresReplacementStore(self.database)
+
+    @cached_property
+    def document_writer(self) -> DocumentWriter:
+        return DocumentWriter(
+            self.artifacts,
+            self.exports,
+            self.replacement_store,
+            self.file_metadata,
+            content=self.content,
+            policy=self.authorization,
+        )
+
+    @cached_property
     def document_tools(self) -> DocumentTools:
         return DocumentTools(self.files, self.file_metadata, self.workflow, self.pipeline, self.ocr)
 
@@ -278,6 +363,7 @@ class Container:
                 pending_after=timedelta(seconds=self.settings.reconcile_pending_after_seconds),
                 stuck_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
             ),
+            renders=self.exports,
         )
 
     @cached_property
@@ -362,6 +448,26 @@ def workflow_step(handler: Handler) -> Handler:
             raise
 
     return step  # type: ignore[return-value]
+
+
+def export_renderers() -> dict[ExportFormat, ArtifactRenderer]:
+    """One renderer per export format."""
+    from shared.adapters.renderers.docx import DocxRenderer
+    from shared.adapters.renderers.html import HtmlRenderer
+    from shared.adapters.renderers.markdown import MarkdownRenderer
+    from shared.adapters.renderers.pdf import PdfRenderer
+    from shared.adapters.renderers.plain import CsvRenderer, TextRenderer, XlsxRenderer
+
+    renderers: list[ArtifactRenderer] = [
+        PdfRenderer(),
+        DocxRenderer(),
+        HtmlRenderer(),
+        MarkdownRenderer(),
+        TextRenderer(),
+        CsvRenderer(),
+        XlsxRenderer(),
+    ]
+    return {renderer.format: renderer for renderer in renderers}
 
 
 def document_parsers() -> list[DocumentParser]:

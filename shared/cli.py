@@ -263,9 +263,11 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         return 1
     container = Container(settings_for(state))
     report = container.reconciler.run(datetime.now(UTC)).as_dict()
-    # Processing asked for again runs in this process locally: finish it before exiting.
+    # Processing and renders asked for again run in this process locally: finish them before exiting.
     if "workflow" in container.__dict__ and hasattr(container.workflow, "drain"):
         container.workflow.drain()
+    if report["rendersResubmitted"] and hasattr(container.render_queue, "drain"):
+        container.render_queue.drain()
     container.database.close()
     if args.json:
         print(json.dumps(report, indent=2))
@@ -276,7 +278,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             f" pending without bytes: {len(report['pendingWithoutBytes'])};"
             f" processing asked again: {len(report['processingRequested'])};"
             f" stuck (attempts spent): {len(report['stuckVersions'])};"
-            f" bytes without a row: {len(report['bytesWithoutRow'])}"
+            f" bytes without a row: {len(report['bytesWithoutRow'])};"
+            f" stalled renders resubmitted: {report['rendersResubmitted']}"
         )
     return 0
 

@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None
     state_machine_arn: str | None = None
+    # The render function exports are handed to on AWS (asynchronous invocation); unset there, none start.
+    render_function_name: str | None = None
+    render_timeout_seconds: float = Field(default=120.0, gt=0)
+    render_max_pages: int = Field(default=2_000, ge=1)
 
     @model_validator(mode="after")
     def _pending_outlives_upload_urls(self) -> "Settings":

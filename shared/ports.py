@@ -14,6 +14,15 @@ from shared.domain.artifacts import ArtifactRecord, ArtifactVersionRecord, NewAr
 from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import ExtractionLimits, ExtractionOutcome
+from shared.domain.exports import (
+    ExportFormat,
+    ExportRecord,
+    NewExport,
+    RenderedFile,
+    RenderJob,
+    RenderLimits,
+    RenderRequest,
+)
 from shared.domain.files import (
     ExtractionSummary,
     FailureReason,
@@ -27,6 +36,8 @@ from shared.domain.files import (
     VersionState,
 )
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite, RankedChunk
+from shared.domain.pdf_tools import PagePick, PdfInput
+from shared.domain.proposals import AppliedProposal, NewReplacement, ReplacementRecord, ReplacementState
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
 from shared.domain.search import ChunkSnapshot, SearchFilters
 from shared.domain.usage import Usage, UsageTotal
@@ -509,11 +520,17 @@ class ArtifactStore(Protocol):
     def get(self, tenant_id: str, artifact_id: UUID) -> ArtifactRecord | None: ...
 
     def add_version(
-        self, tenant_id: str, artifact_id: UUID, *, expected_latest: int, new: NewArtifactVersion
+        self,
+        tenant_id: str,
+        artifact_id: UUID,
+        *,
+        expected_latest: int,
+        new: NewArtifactVersion,
+        proposal: AppliedProposal | None = None,
     ) -> ArtifactVersionRecord:
         """Version `expected_latest + 1`, only if the artifact is still at `expected_latest` (a
         compare-and-set); raises VersionConflict naming the current version otherwise, NotFound when the
-        artifact is gone."""
+        artifact is gone. The proposal that made it, if any, is stored in the same transaction."""
         ...
 
     def version(self, tenant_id: str, artifact_id: UUID, version: int) -> ArtifactVersionRecord | None: ...
@@ -528,4 +545,79 @@ class ArtifactStore(Protocol):
         self, tenant_id: str, collections: frozenset[str], *, collection_id: str | None, limit: int, after: UUID | None
     ) -> tuple[list[ArtifactRecord], bool]:
         """Artifacts of `collections`, newest first; the page and whether more follow."""
+        ...
+
+
+class ExportStore(Protocol):
+    """Export records in PostgreSQL, tenant-scoped and RLS-forced. Transitions are compare-and-set."""
+
+    def claim(self, new: NewExport) -> tuple[ExportRecord, bool]:
+        """The export of `new`'s source and format: made now (True), or the one that already exists (False),
+        also when another request made it at the same moment."""
+        ...
+
+    def get(self, tenant_id: str, export_id: UUID) -> ExportRecord | None: ...
+
+    def begin_attempt(self, tenant_id: str, export_id: UUID) -> ExportRecord | None:
+        """Count a render attempt of a pending export; None when it is no longer pending."""
+        ...
+
+    def mark_rendered(self, tenant_id: str, export_id: UUID, *, file_id: UUID, rendered: RenderedFile) -> bool:
+        """pending → rendered, naming the file that holds the bytes (written before this is called)."""
+        ...
+
+    def mark_failed(self, tenant_id: str, export_id: UUID, *, reason: str) -> bool:
+        """pending → failed, with the sentence the person who asked will read."""
+        ...
+
+    def stalled(self, tenant_id: str, *, updated_before: datetime, limit: int = 100) -> list[ExportRecord]:
+        """Pending exports nobody has touched since `updated_before`, oldest first."""
+        ...
+
+
+class ReplacementStore(Protocol):
+    """Replacements of uploaded files awaiting a decision, tenant-scoped and RLS-forced; decisions are
+    compare-and-set from `pending`, so of two decisions exactly one is recorded."""
+
+    def create(self, new: NewReplacement) -> ReplacementRecord: ...
+
+    def get(self, tenant_id: str, replacement_id: UUID) -> ReplacementRecord | None: ...
+
+    def decide(
+        self, tenant_id: str, replacement_id: UUID, *, state: ReplacementState, decided_by: str | None
+    ) -> ReplacementRecord | None:
+        """pending → `state` (approved: with its planned version id); None when it was no longer pending."""
+        ...
+
+
+class RenderQueue(Protocol):
+    """Hands a render to the worker tier (its own Lambda function on AWS; a background thread locally)."""
+
+    def submit(self, job: RenderJob) -> None:
+        """At least once: the worker takes a job whose export is no longer pending as done."""
+        ...
+
+
+class ArtifactRenderer(Protocol):
+    """Blocks (with their citations) → the bytes of one format, deterministically: the same request always
+    gives the same bytes. Content that cannot be rendered within `limits` raises RenderFailed with a sentence."""
+
+    format: ExportFormat
+
+    def render(self, request: RenderRequest, limits: RenderLimits) -> RenderedFile: ...
+
+
+class PdfOperations(Protocol):
+    """Page-level work on PDFs (pypdf). Inputs are attacker-controlled: callers run these in a bounded child.
+    A problem with an input (encrypted, malformed, no such page) raises PdfInputProblem naming it."""
+
+    def compose(
+        self, inputs: Sequence[PdfInput], picks: Sequence[PagePick], *, outline: bool, max_pages: int
+    ) -> tuple[bytes, int]:
+        """The picked pages in order as one PDF (and its page count); with `outline`, an outline entry per pick
+        naming its input."""
+        ...
+
+    def watermark(self, source: PdfInput, text: str, *, opacity: float, max_pages: int) -> tuple[bytes, int]:
+        """`text` across every page, upright as each page is displayed (rotated pages included)."""
         ...

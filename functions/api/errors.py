@@ -7,6 +7,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from shared.domain.artifacts import VersionConflict
 from shared.domain.errors import (
     CapabilityUnavailable,
+    Conflict,
     InvalidRequest,
     NotFound,
     NotReady,
@@ -33,6 +34,10 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         if error.field:
             body["field"] = error.field
         return _json(404, body)
+
+    @app.exception_handler(Conflict)
+    def _stale(error: Conflict) -> Response[str]:
+        return _json(409, {"error": "conflict", "message": str(error)})
 
     @app.exception_handler(VersionConflict)
     def _conflict(error: VersionConflict) -> Response[str]:

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from functions.api.errors import register_error_handlers
-from functions.api.routes import artifacts, files, search
+from functions.api.routes import artifacts, exports, files, pdf, search, writing
 from shared.bootstrap import Container
 from shared.config import load_settings
 from shared.domain.auth import Principal, principal_from_claims
@@ -47,7 +47,7 @@ def refuse_nul_anywhere(resolver: APIGatewayHttpResolver, next_middleware: NextM
 
 
 app.use(middlewares=[refuse_nul_anywhere])
-for resource in (files, search, artifacts):
+for resource in (files, search, artifacts, exports, pdf, writing):
     app.include_router(resource.router)
 
 

@@ -129,6 +129,8 @@ class VersionView(ApiModel):
     indexing: IndexingView | None = None
     ocr: OcrView | None = None
     vision: VisionView | None = None
+    # The export that rendered this version (its processing is `skipped`: Quire wrote it, nobody extracts it).
+    export_id: UUID | None = None
 
     @classmethod
     def of(cls, version: FileVersionRecord) -> "VersionView":
@@ -187,6 +189,7 @@ class VersionView(ApiModel):
             vision=VisionView(state=version.vision_state, model=version.vision_model, detail=version.vision_detail)
             if version.vision_state
             else None,
+            export_id=version.export_id,
         )
 
 

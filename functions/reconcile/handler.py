@@ -21,6 +21,7 @@ REPORTED_COUNTS = (
     "objectsScanned",
     "stuckVersions",
     "staleWorkRemoved",
+    "rendersResubmitted",
 )
 container = Container(load_settings())
 # QUIRE_ENVIRONMENT, set on every function by infra: the dimension the dashboard and alarms select on.

@@ -39,6 +39,7 @@ RECONCILE_METRICS = (
     "objectsScanned",
     STUCK_VERSIONS,
     "staleWorkRemoved",
+    "rendersResubmitted",
 )
 # Gauges (how many there are at the end of a run), graphed by their maximum; the rest are actions taken, summed.
 _RECONCILE_GAUGES = frozenset({"objectsScanned", STUCK_VERSIONS})

@@ -8,8 +8,9 @@ import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
+from uuid import UUID, uuid5
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from shared.domain.artifacts import ArtifactCitation
 from shared.domain.document import Block, BlockKind
@@ -21,6 +22,9 @@ class ExportFormat(StrEnum):
     HTML = "html"
     PDF = "pdf"
     DOCX = "docx"
+    TEXT = "txt"
+    CSV = "csv"
+    XLSX = "xlsx"
 
     @property
     def media_type(self) -> str:
@@ -36,6 +40,9 @@ _MEDIA_TYPES = {
     ExportFormat.HTML: "text/html",
     ExportFormat.PDF: "application/pdf",
     ExportFormat.DOCX: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ExportFormat.TEXT: "text/plain",
+    ExportFormat.CSV: "text/csv",
+    ExportFormat.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
 
 # The date every rendering carries (PDF /CreationDate, DOCX core properties, zip entries): a constant, so the
@@ -146,3 +153,65 @@ def ordered_numbers(blocks: Sequence[Block]) -> list[int | None]:
         else:
             numbers.append(None)
     return numbers
+
+
+class ExportKind(StrEnum):
+    ARTIFACT = "artifact"  # an exact artifact version
+    CONVERSION = "conversion"  # an uploaded file version, through its block list
+    PDF = "pdf"  # a PDF operation (merge, split, watermark, compose) over stored PDFs
+
+
+class ExportState(StrEnum):
+    PENDING = "pending"
+    RENDERED = "rendered"
+    FAILED = "failed"
+
+
+class NewExport(BaseModel):
+    """An export to claim: the record is made once per source and format, whoever asks first."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    export_id: UUID
+    collection_id: str
+    kind: ExportKind
+    format: ExportFormat
+    artifact_id: UUID | None = None
+    version: int | None = None
+    source_file_id: UUID | None = None
+    source_version_id: UUID | None = None
+    operation: dict[str, JsonValue] | None = None
+    operation_hash: str | None = None
+    created_by: str
+
+
+class ExportRecord(NewExport):
+    state: ExportState
+    file_id: UUID | None = None
+    failure_reason: str | None = None
+    unsupported_characters: tuple[str, ...] = ()
+    page_count: int | None = None
+    byte_size: int | None = None
+    render_attempts: int = 0
+    created_at: datetime
+    updated_at: datetime
+    rendered_at: datetime | None = None
+
+    @property
+    def output_file_id(self) -> UUID:
+        """The file the rendering becomes: derived from the export, so a retried render reuses its row."""
+        return uuid5(self.export_id, "file")
+
+    @property
+    def output_version_id(self) -> UUID:
+        return uuid5(self.export_id, "version")
+
+
+class RenderJob(BaseModel):
+    """What the render worker is handed: which export, of which tenant (ids only, never content)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    export_id: UUID

@@ -37,6 +37,8 @@ class ProcessingState(StrEnum):
     FAILED = "failed"
     # The infrastructure failed the attempt after its retries (not the document): the sweep tries again.
     INTERRUPTED = "interrupted"
+    # A file Quire rendered (an export): its content is already known, so it is never extracted.
+    SKIPPED = "skipped"
 
 
 # The sweep retries a version automatically (a new attempt) at most this many times after it stalled or the
@@ -176,6 +178,8 @@ class NewVersion(BaseModel):
     declared_byte_size: int
     storage_key: str
     created_by: str
+    # Set when Quire rendered the bytes (an export): processing is skipped from the start.
+    export_id: UUID | None = None
 
 
 class FileVersionRecord(BaseModel):
@@ -219,6 +223,7 @@ class FileVersionRecord(BaseModel):
     vision_state: VisionState | None = None
     vision_model: str | None = None
     vision_detail: str | None = None
+    export_id: UUID | None = None  # the export that rendered these bytes
 
     @property
     def recognition(self) -> Recognition:

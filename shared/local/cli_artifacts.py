@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from shared import cli
+from shared.domain.exports import ExportFormat
 
 
 def _read_markdown(source: str) -> str:
@@ -164,6 +165,161 @@ def cmd_update(args: argparse.Namespace) -> int:
     return 0
 
 
+def wait_for_export(client: Any, export: dict[str, Any], *, timeout: float = 600) -> dict[str, Any]:
+    """Poll the export until it is rendered or failed, drawing a progress line on stderr meanwhile."""
+    import time
+
+    started = time.monotonic()
+    frames = "|/-\\"
+    tick = 0
+    while export["state"] == "pending":
+        if time.monotonic() - started > timeout:
+            raise TimeoutError(f"the render did not finish in {timeout:g} seconds; see quire reconcile")
+        if sys.stderr.isatty():
+            sys.stderr.write(f"\r  rendering {export['format']} {frames[tick % 4]} {time.monotonic() - started:5.1f}s")
+            sys.stderr.flush()
+        tick += 1
+        time.sleep(0.25)
+        export = client.call("GET", f"/v1/exports/{export['exportId']}")
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 40 + "\r")
+    return export
+
+
+def save_export(client: Any, export: dict[str, Any], out: str | None) -> Path:
+    """Download a rendered export through its signed URL into `out` (a file or a directory)."""
+    import urllib.request
+
+    name = client.call("GET", f"/v1/files/{export['fileId']}")["filename"]
+    target = Path(out) if out else Path(name)
+    if target.is_dir():
+        target = target / name
+    with urllib.request.urlopen(export["url"], timeout=120) as response:  # noqa: S310 - our own signed URL
+        target.write_bytes(response.read())
+    return target
+
+
+def _export_line(export: dict[str, Any], saved: Path | None) -> str:
+    if export["state"] == "failed" or not export.get("url"):
+        return f"{export['exportId']}  {export['state']}  {export['failure'] or ''}"
+    pages = f", {export['pageCount']} pages" if export.get("pageCount") else ""
+    missing = export.get("unsupportedCharacters") or []
+    note = f"  [{len(missing)} characters the font lacks were left out]" if missing else ""
+    return f"{export['exportId']}  rendered {export['format']} ({export['byteSize']} bytes{pages}) → {saved}{note}"
+
+
+def _finish_export(args: argparse.Namespace, client: Any, claimed: dict[str, Any]) -> int:
+    from shared.local.api_client import ApiError
+
+    try:
+        export = wait_for_export(client, claimed)
+        saved = save_export(client, export, args.out) if export["state"] == "rendered" and export.get("url") else None
+    except (ApiError, TimeoutError, OSError) as error:
+        print(f"quire: export {claimed['exportId']}: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({**export, "savedTo": str(saved) if saved else None}, indent=2))
+    else:
+        print(_export_line(export, saved))
+    return 0 if saved else 1
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from shared.local.api_client import ApiError
+
+    client = _client(args)
+    try:
+        version = args.version or _latest(client, args.artifact_id)
+        claimed = client.call(
+            "POST", f"/v1/artifacts/{args.artifact_id}/versions/{version}/exports", {"format": args.format}
+        )
+    except ApiError as error:
+        print(f"quire artifact export: {args.artifact_id}: {error}", file=sys.stderr)
+        return 1
+    return _finish_export(args, client, claimed)
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from shared.local.api_client import ApiError
+
+    client = _client(args)
+    body: dict[str, Any] = {"format": args.to}
+    if args.version_id:
+        body["versionId"] = args.version_id
+    try:
+        claimed = client.call("POST", f"/v1/files/{args.file_id}/conversions", body)
+    except ApiError as error:
+        print(f"quire convert: {args.file_id}: {error}", file=sys.stderr)
+        return 1
+    return _finish_export(args, client, claimed)
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    """Apply an edit proposal (a JSON list of operations, or {"operations": [...]}) to a version."""
+    from shared.local.api_client import ApiError
+
+    client = _client(args)
+    try:
+        raw = json.loads(_read_markdown(args.operations))
+    except (OSError, ValueError) as error:
+        print(f"quire artifact edit: {args.operations}: {error}", file=sys.stderr)
+        return 2
+    operations = raw["operations"] if isinstance(raw, dict) else raw
+    try:
+        base = args.base or _latest(client, args.artifact_id)
+        answer = client.call(
+            "POST",
+            f"/v1/artifacts/{args.artifact_id}/proposals",
+            {"baseVersion": base, "operations": operations, "dryRun": args.dry_run},
+        )
+    except ApiError as error:
+        print(f"quire artifact edit: {args.artifact_id}: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    for change in answer["changes"]:
+        block = change["after"] or change["before"] or {}
+        text = (block.get("text") or ("[table]" if block.get("table") else ""))[:70]
+        print(f"  {change['op']:<15} {change['blockId']:<6} {text}")
+    if answer["dryRun"]:
+        print(f"dry run: version {base} would become {answer['blockCount']} blocks; nothing was written")
+    else:
+        print(f"v{answer['version']} written (proposal {answer['proposalId']}), {answer['blockCount']} blocks")
+    return 0
+
+
+def _pdf_source(text: str) -> dict[str, str]:
+    """FILE_ID or FILE_ID:PAGES (pages like 1-3,5)."""
+    file_id, _, pages = text.partition(":")
+    return {"fileId": file_id, **({"pages": pages} if pages else {})}
+
+
+def cmd_pdf(args: argparse.Namespace) -> int:
+    from shared.local.api_client import ApiError
+
+    client = _client(args)
+    if args.tool == "merge":
+        body: dict[str, Any] = {"sources": [_pdf_source(source) for source in args.sources]}
+    elif args.tool == "compose":
+        body = {"pages": [_pdf_source(source) for source in args.sources]}
+    elif args.tool == "split":
+        body = {"fileId": args.file_id, "ranges": args.ranges}
+    else:
+        body = {"fileId": args.file_id, "text": args.text, "opacity": args.opacity}
+    if getattr(args, "name", None):
+        body["name"] = args.name
+    try:
+        answer = client.call("POST", f"/v1/pdf/{args.tool}", body)
+    except ApiError as error:
+        print(f"quire pdf {args.tool}: {error}", file=sys.stderr)
+        return 1
+    failed = 0
+    for claimed in answer["exports"]:
+        failed += _finish_export(args, client, claimed)
+    return 1 if failed else 0
+
+
 def add_artifact_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     artifact = commands.add_parser("artifact", help="named, versioned content: new, show, history, restore")
     actions = artifact.add_subparsers(dest="action", required=True)
@@ -208,3 +364,55 @@ def add_artifact_commands(commands: "argparse._SubParsersAction[argparse.Argumen
     restore.add_argument("--expected", type=int, help="the latest version you saw (default: the latest now)")
     caller(restore)
     restore.set_defaults(run=cmd_restore)
+    edit = actions.add_parser("edit", help="apply an edit proposal (JSON operations on block ids) to a version")
+    edit.add_argument("artifact_id")
+    edit.add_argument("operations", help='a JSON file (or -): [{"op": "rename_heading", "blockId": "b1", ...}]')
+    edit.add_argument("--base", type=int, help="the version the operations were written against (default: latest)")
+    edit.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
+    caller(edit)
+    edit.set_defaults(run=cmd_edit)
+    _add_export_commands(commands, actions, caller)
+    _add_pdf_commands(commands, caller)
+
+
+def _add_pdf_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]", caller: Any) -> None:
+    pdf = commands.add_parser("pdf", help="merge, split, watermark or compose stored PDFs into new files")
+    tools = pdf.add_subparsers(dest="tool", required=True)
+    merge = tools.add_parser("merge", help="several PDFs into one, an outline entry per source")
+    merge.add_argument("sources", nargs="+", help="FILE_ID or FILE_ID:PAGES, in order")
+    compose = tools.add_parser("compose", help="pages of several PDFs in a given order")
+    compose.add_argument("sources", nargs="+", help="FILE_ID:PAGES (pages like 1-3,5), in order")
+    for parser in (merge, compose):
+        parser.add_argument("--name", help="the new file's name (without .pdf)")
+    split = tools.add_parser("split", help="page ranges of one PDF as new files")
+    split.add_argument("file_id")
+    split.add_argument("ranges", nargs="+", help="page ranges like 1-3 5 7-")
+    watermark = tools.add_parser("watermark", help="text across every page (upright on rotated pages)")
+    watermark.add_argument("file_id")
+    watermark.add_argument("text")
+    watermark.add_argument("--opacity", type=float, default=0.25)
+    for parser in (merge, compose, split, watermark):
+        parser.add_argument("--out", help="a directory to save the results in (default: here)")
+        caller(parser)
+        parser.set_defaults(run=cmd_pdf)
+
+
+def _add_export_commands(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    actions: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    caller: Any,
+) -> None:
+    export = actions.add_parser("export", help="render a version as PDF, DOCX, HTML or Markdown and download it")
+    export.add_argument("artifact_id")
+    export.add_argument("--version", type=int, help="the version to export (default: the latest)")
+    export.add_argument("--format", choices=[f.value for f in ExportFormat], default="pdf")
+    export.add_argument("--out", help="where to save it (a file or a directory; default: its name, here)")
+    caller(export)
+    export.set_defaults(run=cmd_export)
+    convert = commands.add_parser("convert", help="render an uploaded file's document as PDF, DOCX, HTML or Markdown")
+    convert.add_argument("file_id")
+    convert.add_argument("--to", choices=[f.value for f in ExportFormat], required=True)
+    convert.add_argument("--version-id", help="a version of the file (default: the current one)")
+    convert.add_argument("--out", help="where to save it (a file or a directory; default: its name, here)")
+    caller(convert)
+    convert.set_defaults(run=cmd_convert)

@@ -33,6 +33,7 @@ from shared.domain.auth import Principal
 from shared.domain.document import Block, ExtractedDocument, ExtractionLimits
 from shared.domain.errors import InvalidRequest, NotFound, PayloadTooLarge
 from shared.domain.files import VersionState
+from shared.domain.proposals import AppliedProposal
 from shared.domain.search import Citation, excerpt_of
 from shared.ports import (
     ArtifactStore,
@@ -190,6 +191,10 @@ class ArtifactService:
     def readable(self, principal: Principal, artifact_id: UUID) -> ArtifactRecord:
         return self._readable(principal, artifact_id)
 
+    def record_of(self, tenant_id: str, artifact_id: UUID) -> ArtifactRecord | None:
+        """For the worker, which acts on a job already authorized when it was requested."""
+        return self._store.get(tenant_id, artifact_id)
+
     def version_of(self, tenant_id: str, artifact_id: UUID, version: int) -> ArtifactVersionRecord | None:
         return self._store.version(tenant_id, artifact_id, version)
 
@@ -200,11 +205,13 @@ class ArtifactService:
         expected_latest: int,
         content: ArtifactContent,
         provenance: Provenance,
+        *,
+        proposal: AppliedProposal | None = None,
     ) -> ArtifactView:
         """Content (already checked to be the caller's to write) as version `expected_latest + 1`."""
         new = self._write_content(principal, artifact.artifact_id, content, provenance)
         added = self._store.add_version(
-            principal.tenant_id, artifact.artifact_id, expected_latest=expected_latest, new=new
+            principal.tenant_id, artifact.artifact_id, expected_latest=expected_latest, new=new, proposal=proposal
         )
         return ArtifactView(artifact=self._readable(principal, artifact.artifact_id), version=added, content=content)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import chain
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from shared.domain.files import FileVersionRecord, ProcessingState, StoredObject, VersionState
@@ -58,6 +58,8 @@ class ReconcileReport:
     bytes_without_row: list[dict[str, Any]] = field(default_factory=list)
     # Objects of indexing attempts that are over (their last step never ran): removed.
     stale_work_removed: int = 0
+    # Exports left pending past the threshold (a lost or crashed render), handed to the worker again.
+    renders_resubmitted: int = 0
     objects_scanned: int = 0
     objects_truncated: bool = False
 
@@ -75,6 +77,7 @@ class ReconcileReport:
             "stuckVersions": len(self.stuck_versions),
             "bytesWithoutRow": len(self.bytes_without_row),
             "staleWorkRemoved": self.stale_work_removed,
+            "rendersResubmitted": self.renders_resubmitted,
             "objectsScanned": self.objects_scanned,
         }
 
@@ -87,10 +90,17 @@ class ReconcileReport:
             "stuckVersions": self.stuck_versions,
             "bytesWithoutRow": self.bytes_without_row,
             "staleWorkRemoved": self.stale_work_removed,
+            "rendersResubmitted": self.renders_resubmitted,
             "objectsScanned": self.objects_scanned,
             "objectsTruncated": self.objects_truncated,
             "orphaned": self.orphaned,
         }
+
+
+class StalledRenders(Protocol):
+    def resubmit_stalled(self, tenant_id: str, now: datetime | None = None) -> int:
+        """Hand pending exports nobody touched for a while to the worker again; how many."""
+        ...
 
 
 class Reconciler:
@@ -100,11 +110,13 @@ class Reconciler:
         content: FileContentStore,
         completion: UploadCompletion,
         thresholds: ReconcileThresholds,
+        renders: StalledRenders | None = None,
     ) -> None:
         self._metadata = metadata
         self._content = content
         self._completion = completion
         self._thresholds = thresholds
+        self._renders = renders
 
     def run(self, now: datetime) -> ReconcileReport:
         report = ReconcileReport()
@@ -112,6 +124,8 @@ class Reconciler:
             self._sweep_deletions(tenant_id, now, report)
             self._recover_pending(tenant_id, now, report)
             self._request_stuck_processing(tenant_id, now, report)
+            if self._renders is not None:
+                report.renders_resubmitted += self._renders.resubmit_stalled(tenant_id, now)
         self._find_unexplained_objects(report)
         logger.info("reconciled", extra={"counts": report.counts()})
         return report
@@ -157,6 +171,8 @@ class Reconciler:
             )
         )
         for file_id, version in pending:
+            if version.export_id is not None:
+                continue  # a render in progress: the export sweep finishes it (its renderer writes the bytes)
             where = {"tenantId": tenant_id, "fileId": str(file_id), "versionId": str(version.version_id)}
             landed = self._content.head(version.storage_key)
             if landed is None:

@@ -90,7 +90,8 @@ class UploadCompletion:
             logger.warning("object created for a key Quire did not hand out", extra={"size": size})
             return Completion.UNKNOWN_KEY
         record, version = found
-        if version.state is not VersionState.PENDING:
+        # Bytes Quire rendered itself (an export) are marked stored by their renderer once they are written.
+        if version.state is not VersionState.PENDING or version.export_id is not None:
             return self._already_decided(record, version, object_version_id)
         landed = self._content.head(key, version_id=object_version_id)
         if landed is None:

@@ -18,9 +18,13 @@ TENANT_TABLES = [
     "keyword_collections",
     "keyword_postings",
     "artifacts",
+    "exports",
+    "file_replacements",
 ]
+# Updated by the application (their state moves on) but never deleted by it.
+NEVER_DELETED_TABLES = ["exports", "file_replacements"]
 # Append-only for the application: read and insert, never rewrite what was charged.
-APPEND_ONLY_TABLES = ["usage_records", "artifact_versions"]
+APPEND_ONLY_TABLES = ["usage_records", "artifact_versions", "artifact_proposals"]
 
 
 def add_file(database: Database, tenant: str, collection: str = "docs") -> uuid.UUID:
@@ -213,6 +217,28 @@ def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
             """ '{"producer": "test", "inputs": {}, "sources": []}', 's')""",
             (tenant, file_id, f"derived/tenants/{tenant}/artifacts/{file_id}/content/x.json", "0" * 64),
         )
+        conn.execute(
+            "INSERT INTO artifact_versions (tenant_id, artifact_id, version, content_key, content_hash, content_bytes,"
+            " block_count, provenance, created_by) VALUES (%s, %s, 2, %s, %s, 2, 0,"
+            """ '{"producer": "test", "inputs": {}, "sources": []}', 's')""",
+            (tenant, file_id, f"derived/tenants/{tenant}/artifacts/{file_id}/content/y.json", "1" * 64),
+        )
+        conn.execute(
+            "INSERT INTO artifact_proposals (tenant_id, proposal_id, artifact_id, base_version, result_version,"
+            " operations, created_by) VALUES (%s, gen_random_uuid(), %s, 1, 2, '[]', 's')",
+            (tenant, file_id),
+        )
+        conn.execute(
+            "INSERT INTO exports (tenant_id, export_id, collection_id, kind, format, artifact_id, version, created_by)"
+            " VALUES (%s, gen_random_uuid(), 'c', 'artifact', 'pdf', %s, 1, 's')",
+            (tenant, file_id),
+        )
+        conn.execute(
+            "INSERT INTO file_replacements (tenant_id, replacement_id, file_id, collection_id, base_version_id,"
+            " filename, media_type, staged_key, content_hash, byte_size, created_by, expires_at)"
+            " VALUES (%s, gen_random_uuid(), %s, 'c', %s, 'f', 'text/plain', %s, %s, 1, 's', now())",
+            (tenant, file_id, version_id, f"derived/tenants/{tenant}/replacements/x", "2" * 64),
+        )
     return {"file_id": file_id, "version_id": version_id}
 
 
@@ -281,7 +307,10 @@ def test_no_tenant_table_lets_one_tenant_read_or_change_anothers_rows(app_databa
             f"UPDATE {table} SET tenant_id = tenant_id WHERE tenant_id = %s",
             (theirs,),
         ).rowcount
-        deleted = conn.execute(f"DELETE FROM {table} WHERE tenant_id = %s", (theirs,)).rowcount
+        may_delete = conn.execute("SELECT has_table_privilege(%s, 'DELETE')", (table,)).fetchone() == (True,)
+        deleted = conn.execute(f"DELETE FROM {table} WHERE tenant_id = %s", (theirs,)).rowcount if may_delete else 0
     assert (read, updated, deleted) == ((0,), 0, 0)
+    if table in NEVER_DELETED_TABLES:
+        assert not may_delete  # records of what was rendered or decided: the application never deletes them
     with app_database.tenant_transaction(theirs) as conn:
         assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() >= (1,)

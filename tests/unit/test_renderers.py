@@ -256,3 +256,41 @@ def test_a_pdf_past_the_page_limit_is_refused_naming_the_limit() -> None:
     blocks = tuple(Block(kind=BlockKind.PARAGRAPH, text=f"Paragraph {i}.") for i in range(2_000))
     with pytest.raises(RenderFailed, match="pass 10 pages"):
         PdfRenderer().render(RenderRequest(title="t", blocks=blocks, content_id="0" * 64), RenderLimits(max_pages=10))
+
+
+def test_text_csv_and_xlsx_read_back_and_never_turn_a_cell_into_a_formula() -> None:
+    from shared.adapters.parsers.csv_table import CsvParser
+    from shared.adapters.parsers.plain_text import PlainTextParser
+    from shared.adapters.parsers.xlsx import XlsxParser
+    from shared.adapters.renderers.plain import CsvRenderer, TextRenderer, XlsxRenderer
+
+    rows = (("Name", "Formula", "Delta"), ("Ann", '=HYPERLINK("http://x")', "-5"), ("Bo", "@SUM(A1)", "+3"))
+    table = Block(kind=BlockKind.TABLE, table=Table(rows=rows, header_rows=1))
+    heading = Block(kind=BlockKind.HEADING, text="Ledger", level=1)
+    the_request = RenderRequest(title="Ledger", blocks=(heading, table), content_id="1" * 64)
+    text = TextRenderer().render(the_request, RenderLimits())
+    assert "Ledger" in text.content.decode() and "Ann\t=HYPERLINK" in text.content.decode()
+    assert isinstance(PlainTextParser().parse(text.content, ExtractionLimits()), ExtractedDocument)
+    spreadsheet = CsvRenderer().render(the_request, RenderLimits()).content.decode()
+    assert "'=HYPERLINK" in spreadsheet and "'@SUM(A1)" in spreadsheet and ",-5\r\n" in spreadsheet
+    back = CsvParser().parse(spreadsheet.encode(), ExtractionLimits())
+    assert isinstance(back, ExtractedDocument) and back.blocks[0].table is not None
+    assert back.blocks[0].table.rows[0] == ("Name", "Formula", "Delta")
+    workbook = XlsxRenderer().render(the_request, RenderLimits())
+    assert workbook.content == XlsxRenderer().render(the_request, RenderLimits()).content
+    with zipfile.ZipFile(io.BytesIO(workbook.content)) as archive:
+        sheet = archive.read("xl/worksheets/sheet1.xml").decode()
+        assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+    assert "<f>" not in sheet  # no formula anywhere
+    cells = [
+        row for block in parsed_xlsx(XlsxParser(), workbook.content).blocks if block.table for row in block.table.rows
+    ]
+    assert ("Ann", '=HYPERLINK("http://x")', "-5") in cells
+    with pytest.raises(RenderFailed, match="has none"):
+        CsvRenderer().render(RenderRequest(title="t", blocks=(heading,), content_id="2" * 64), RenderLimits())
+
+
+def parsed_xlsx(parser: object, content: bytes) -> ExtractedDocument:
+    document = parser.parse(content, ExtractionLimits())  # type: ignore[attr-defined]
+    assert isinstance(document, ExtractedDocument)
+    return document

@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
+from shared.domain.exports import RenderJob
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
 from shared.domain.usage import Usage
 from shared.domain.workflow import ProcessVersion, StartOutcome
@@ -100,3 +101,13 @@ class UnavailableWorkflow:
 
     def start(self, request: ProcessVersion) -> StartOutcome:
         raise CapabilityUnavailable("workflow", self._reason)
+
+
+class UnavailableRenderQueue:
+    """No render worker configured: a submitted export stays pending (said in the log), never faked."""
+
+    def __init__(self, reason: str) -> None:
+        self._reason = reason
+
+    def submit(self, job: RenderJob) -> None:
+        raise CapabilityUnavailable("render worker", self._reason)

@@ -9,6 +9,7 @@ from psycopg.types.json import Jsonb
 from shared.adapters.postgres.database import Database
 from shared.domain.artifacts import ArtifactRecord, ArtifactVersionRecord, NewArtifactVersion, VersionConflict
 from shared.domain.errors import NotFound
+from shared.domain.proposals import AppliedProposal
 
 _ARTIFACT_COLUMNS = "tenant_id, artifact_id, collection_id, name, latest_version, created_by, created_at, updated_at"
 _VERSION_COLUMNS = (
@@ -58,7 +59,13 @@ class PostgresArtifactStore:
         return ArtifactRecord.model_validate(row) if row else None
 
     def add_version(
-        self, tenant_id: str, artifact_id: UUID, *, expected_latest: int, new: NewArtifactVersion
+        self,
+        tenant_id: str,
+        artifact_id: UUID,
+        *,
+        expected_latest: int,
+        new: NewArtifactVersion,
+        proposal: AppliedProposal | None = None,
     ) -> ArtifactVersionRecord:
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
             # The compare-and-set: of two writers holding the same `expected`, the second's UPDATE waits on the
@@ -79,6 +86,20 @@ class PostgresArtifactStore:
             row = cur.execute(
                 _INSERT_VERSION, _version_params(tenant_id, artifact_id, moved["latest_version"], new)
             ).fetchone()
+            if proposal is not None:
+                cur.execute(
+                    "INSERT INTO artifact_proposals (tenant_id, proposal_id, artifact_id, base_version, result_version,"
+                    " operations, created_by) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (
+                        tenant_id,
+                        proposal.proposal_id,
+                        artifact_id,
+                        proposal.base_version,
+                        moved["latest_version"],
+                        Jsonb(list(proposal.operations)),
+                        proposal.created_by,
+                    ),
+                )
             return ArtifactVersionRecord.model_validate(row)
 
     def version(self, tenant_id: str, artifact_id: UUID, version: int) -> ArtifactVersionRecord | None:

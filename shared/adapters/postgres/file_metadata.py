@@ -29,7 +29,8 @@ _VERSION_COLUMNS = (
     " updated_at, stored_at, processing_requested_at, page_count, block_count, pages_without_text,"
     " extraction_warnings, extraction_truncated, document_key, document_version_id, processing_attempt,"
     " processing_retries, chunk_count, embedded_chunk_count, embedding_model, embedding_gap, indexed_at,"
-    " ocr_state, ocr_engine, ocr_detail, recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail"
+    " ocr_state, ocr_engine, ocr_detail, recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail,"
+    " export_id"
 )
 
 
@@ -80,7 +81,8 @@ class PostgresFileMetadataStore:
                 raise NotFound("not found")
             conn.execute(
                 "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type,"
-                " declared_byte_size, storage_key, created_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                " declared_byte_size, storage_key, created_by, export_id, processing_state)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
                     new.tenant_id,
                     new.file_id,
@@ -90,6 +92,9 @@ class PostgresFileMetadataStore:
                     new.declared_byte_size,
                     new.storage_key,
                     new.created_by,
+                    new.export_id,
+                    # A rendered file is never extracted: its processing is decided before its bytes exist.
+                    "skipped" if new.export_id is not None else "not_started",
                 ),
             )
 

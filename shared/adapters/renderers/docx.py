@@ -6,7 +6,6 @@ with the time of the save; both are fixed here (the properties to RENDER_EPOCH, 
 
 import io
 import re
-import zipfile
 from collections.abc import Sequence
 
 from docx import Document
@@ -16,6 +15,7 @@ from docx.shared import Pt, RGBColor
 from docx.table import Table as DocxTable
 from docx.table import _Cell
 
+from shared.adapters.renderers.zipped import fixed_zip
 from shared.domain.document import Block, BlockKind
 from shared.domain.exports import (
     RENDER_EPOCH,
@@ -29,7 +29,6 @@ from shared.domain.exports import (
 
 # Characters XML 1.0 cannot hold (python-docx refuses them): left out, and reported.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _MONO = "DejaVu Sans Mono"
 
 
@@ -106,18 +105,6 @@ class _Writer:
             run.font.color.rgb = RGBColor(0x33, 0x33, 0x33)
 
 
-def _fixed_zip(raw: bytes) -> bytes:
-    """The same parts in the same order, every entry dated 1980-01-01 and compressed the same way."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(raw)) as source, zipfile.ZipFile(out, "w") as target:
-        for info in source.infolist():
-            entry = zipfile.ZipInfo(info.filename, date_time=_ZIP_TIME)
-            entry.compress_type = zipfile.ZIP_DEFLATED
-            entry.external_attr = 0o644 << 16
-            target.writestr(entry, source.read(info.filename))
-    return out.getvalue()
-
-
 class DocxRenderer:
     format = ExportFormat.DOCX
 
@@ -138,7 +125,7 @@ class DocxRenderer:
         properties.last_printed = epoch
         buffer = io.BytesIO()
         writer.document.save(buffer)
-        content = _fixed_zip(buffer.getvalue())
+        content = fixed_zip(buffer.getvalue())
         if len(content) > limits.max_bytes:
             raise RenderFailed(f"the DOCX would be {len(content)} bytes; the export limit is {limits.max_bytes}")
         return RenderedFile(content=content, format=self.format, unsupported_characters=tuple(sorted(writer.dropped)))

@@ -1,0 +1,296 @@
+"""Document writing: edit proposals applied to artifacts by the deterministic writer, and replacements of
+uploaded files that wait for an approval (seeds/000 "Document writing").
+
+Originals never change, except by an approved replacement: a replacement is rendered in the file's own format
+and staged; only an approval makes it the file's next version, through the normal upload path (its bytes land
+under the version's key, the upload check verifies them, the pipeline extracts and indexes them). Unapproved,
+rejected and expired replacements change nothing.
+"""
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from uuid import UUID, uuid4
+
+from shared.domain.artifacts import VersionConflict, build_content, content_hash
+from shared.domain.auth import Principal
+from shared.domain.document import Block
+from shared.domain.errors import Conflict, InvalidRequest, NotFound, UnsupportedMediaType
+from shared.domain.exports import ExportFormat, RenderRequest, content_id
+from shared.domain.files import NewVersion, VersionState
+from shared.domain.proposals import (
+    AppliedProposal,
+    Change,
+    InsertBlocks,
+    NewReplacement,
+    Operation,
+    ReplaceBlock,
+    ReplacementRecord,
+    ReplacementState,
+    apply_operations,
+)
+from shared.domain.uploads import storage_key
+from shared.ports import AuthorizationPolicy, FileContentStore, FileMetadataStore, ReplacementStore
+from shared.services.artifacts import ArtifactService, ArtifactView, ContentInput
+from shared.services.exports import ExportService
+
+# The formats Quire writes a replacement in, by the media type of the file it replaces.
+REPLACEABLE: dict[str, ExportFormat] = {fmt.media_type: fmt for fmt in ExportFormat}
+REPLACEMENT_LIFETIME = timedelta(days=7)
+MAX_REPLACEMENT_FILENAME = 255
+
+
+@dataclass(frozen=True)
+class ProposalOutcome:
+    artifact_id: UUID
+    base_version: int
+    dry_run: bool
+    changes: tuple[Change, ...]
+    block_count: int
+    proposal_id: UUID | None = None
+    applied: ArtifactView | None = None  # the new version (None for a dry run)
+
+
+class ReplacementAlreadyDecided(Conflict):
+    def __init__(self, state: ReplacementState) -> None:
+        super().__init__(f"this replacement is already {state.value}: nothing was changed")
+        self.state = state
+
+
+class DocumentWriter:
+    def __init__(
+        self,
+        artifacts: ArtifactService,
+        exports: ExportService,
+        replacements: ReplacementStore,
+        files: FileMetadataStore,
+        *,
+        content: FileContentStore,
+        policy: AuthorizationPolicy,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        new_id: Callable[[], UUID] = uuid4,
+    ) -> None:
+        self._artifacts = artifacts
+        self._exports = exports
+        self._replacements = replacements
+        self._files = files
+        self._content = content
+        self._policy = policy
+        self._clock = clock
+        self._new_id = new_id
+
+    # --- proposals ----------------------------------------------------------------------------------------
+
+    def propose(
+        self,
+        principal: Principal,
+        artifact_id: UUID,
+        *,
+        base_version: int,
+        operations: Sequence[Operation],
+        dry_run: bool,
+        producer: str,
+    ) -> ProposalOutcome:
+        """Validate `operations` against `base_version` (a stale base is a conflict), and unless `dry_run`,
+        store the proposal and the version it makes in one transaction."""
+        artifact = self._artifacts.writable(principal, artifact_id)
+        if base_version != artifact.latest_version:
+            raise VersionConflict(artifact.latest_version, base_version)
+        base = self._artifacts.version_of(principal.tenant_id, artifact_id, base_version)
+        if base is None:
+            raise NotFound("not found")
+        content = self._artifacts.read_content(base)
+        resolved = [self._with_blocks(operation) for operation in operations]
+        edited = apply_operations(content, resolved)
+        new_content = build_content(edited.blocks, content.citations, self._artifacts.limits, ids=edited.ids)
+        outcome = ProposalOutcome(
+            artifact_id=artifact_id,
+            base_version=base_version,
+            dry_run=dry_run,
+            changes=edited.changes,
+            block_count=len(new_content.blocks),
+        )
+        if dry_run:
+            return outcome
+        proposal_id = self._new_id()
+        stored_operations = tuple(
+            operation.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+            for operation in resolved
+        )
+        digest = hashlib.sha256(json.dumps(stored_operations, sort_keys=True).encode()).hexdigest()
+        provenance = base.provenance.model_copy(
+            update={
+                "producer": producer,
+                "inputs": {"baseVersion": base_version, "operations": len(resolved), "operationsHash": digest},
+                "proposal_id": proposal_id,
+                "restored_from": None,
+            }
+        )
+        applied = self._artifacts.write_version(
+            principal,
+            artifact,
+            base_version,
+            new_content,
+            provenance,
+            proposal=AppliedProposal(
+                proposal_id=proposal_id,
+                base_version=base_version,
+                operations=stored_operations,
+                created_by=principal.subject,
+            ),
+        )
+        return replace(outcome, proposal_id=proposal_id, applied=applied)
+
+    def _with_blocks(self, operation: Operation) -> Operation:
+        """Markdown in an insert or replace, as blocks (parsed like any Markdown Quire reads)."""
+        if isinstance(operation, InsertBlocks | ReplaceBlock) and operation.markdown is not None:
+            if operation.blocks:
+                raise InvalidRequest(f"an {operation.op} gives blocks or markdown, not both")
+            blocks = self._artifacts.parse_markdown(operation.markdown)
+            return operation.model_copy(update={"blocks": blocks, "markdown": None})
+        return operation
+
+    # --- replacements -------------------------------------------------------------------------------------
+
+    def propose_replacement(
+        self, principal: Principal, file_id: UUID, *, version_id: UUID | None, body: ContentInput
+    ) -> ReplacementRecord:
+        """The file's content as it should become, rendered in the file's own format and staged: nothing
+        about the file changes until the replacement is approved."""
+        record = self._files.get_file(principal.tenant_id, file_id)
+        if record is None:
+            raise NotFound("not found")
+        self._policy.ensure_can_write(principal, record.collection_id)
+        base = (
+            record.current
+            if version_id is None
+            else next((v for v in record.versions if v.version_id == version_id), None)
+        )
+        if base is None or base.state is not VersionState.STORED:
+            raise NotFound("not found", field="versionId")
+        if base.version_id != record.current.version_id:
+            raise Conflict("that is not the file's current version: a replacement replaces the current one")
+        target = REPLACEABLE.get(base.media_type)
+        if target is None:
+            writable = ", ".join(sorted(REPLACEABLE))
+            raise UnsupportedMediaType(
+                f"Quire cannot write {base.media_type} files (it writes {writable}): upload the new version"
+                f" yourself with POST /v1/files/{file_id}/versions"
+            )
+        blocks = self._blocks(body)
+        replacement_id = self._new_id()
+        rendered = self._exports.render_isolated(
+            target,
+            RenderRequest(title=base.filename, blocks=blocks, content_id=content_id(str(replacement_id))),
+        )
+        staged = f"derived/tenants/{principal.tenant_id}/replacements/{replacement_id}"
+        self._content.put(staged, rendered.content, content_type=target.media_type)
+        return self._replacements.create(
+            NewReplacement(
+                tenant_id=principal.tenant_id,
+                replacement_id=replacement_id,
+                file_id=file_id,
+                collection_id=record.collection_id,
+                base_version_id=base.version_id,
+                filename=base.filename,
+                media_type=base.media_type,
+                staged_key=staged,
+                content_hash=content_hash(rendered.content),
+                byte_size=len(rendered.content),
+                created_by=principal.subject,
+                expires_at=self._clock() + REPLACEMENT_LIFETIME,
+            )
+        )
+
+    def replacement(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
+        found = self._replacements.get(principal.tenant_id, replacement_id)
+        if found is None:
+            raise NotFound("not found")
+        self._policy.ensure_can_read(principal, found.collection_id)
+        return found
+
+    def approve(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
+        """Record the approval, then make the staged bytes the file's next version through the upload path.
+        Approving again after a crash finishes what the first approval started."""
+        found = self._writable_replacement(principal, replacement_id)
+        if found.state is ReplacementState.PENDING:
+            if self._clock() >= found.expires_at:
+                self._replacements.decide(
+                    principal.tenant_id, replacement_id, state=ReplacementState.EXPIRED, decided_by=None
+                )
+                raise ReplacementAlreadyDecided(ReplacementState.EXPIRED)
+            record = self._files.get_file(principal.tenant_id, found.file_id)
+            if record is None:
+                raise NotFound("not found")
+            if record.current.version_id != found.base_version_id:
+                raise Conflict(
+                    "the file has a newer version than the one this replacement was made against:"
+                    " propose the replacement again from the current version"
+                )
+            decided = self._replacements.decide(
+                principal.tenant_id, replacement_id, state=ReplacementState.APPROVED, decided_by=principal.subject
+            )
+            if decided is None:  # another decision was recorded first
+                again = self._replacements.get(principal.tenant_id, replacement_id)
+                raise ReplacementAlreadyDecided(again.state if again else ReplacementState.EXPIRED)
+            found = decided
+        if found.state is not ReplacementState.APPROVED:
+            raise ReplacementAlreadyDecided(found.state)
+        self._apply(principal, found)
+        return found
+
+    def reject(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
+        self._writable_replacement(principal, replacement_id)
+        decided = self._replacements.decide(
+            principal.tenant_id, replacement_id, state=ReplacementState.REJECTED, decided_by=principal.subject
+        )
+        if decided is None:
+            again = self._replacements.get(principal.tenant_id, replacement_id)
+            raise ReplacementAlreadyDecided(again.state if again else ReplacementState.EXPIRED)
+        return decided
+
+    def _writable_replacement(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
+        found = self._replacements.get(principal.tenant_id, replacement_id)
+        if found is None:
+            raise NotFound("not found")
+        # Approving a replacement changes a file: the write decision (an admin one, once roles exist).
+        self._policy.ensure_can_write(principal, found.collection_id)
+        return found
+
+    def _apply(self, principal: Principal, approved: ReplacementRecord) -> None:
+        """The approved bytes as the file's next version: a pending row, then the bytes under its key (the
+        upload check verifies and stores them, and processing starts as for any upload)."""
+        version_id = approved.planned_version_id
+        key = storage_key(principal.tenant_id, approved.file_id, version_id)
+        existing = self._files.find_version(principal.tenant_id, version_id)
+        if existing is None:
+            self._files.create_version(
+                NewVersion(
+                    tenant_id=principal.tenant_id,
+                    file_id=approved.file_id,
+                    version_id=version_id,
+                    collection_id=approved.collection_id,
+                    filename=approved.filename,
+                    media_type=approved.media_type,
+                    declared_byte_size=approved.byte_size,
+                    storage_key=key,
+                    created_by=approved.created_by,
+                ),
+                new_file=False,
+            )
+        elif existing[1].state is not VersionState.PENDING:
+            return  # already applied
+        staged = self._content.get(approved.staged_key, max_bytes=approved.byte_size)
+        if content_hash(staged) != approved.content_hash:
+            raise RuntimeError("the staged replacement does not match its hash")
+        self._content.put(key, staged, content_type=approved.media_type)
+
+    def _blocks(self, body: ContentInput) -> tuple[Block, ...]:
+        if (body.markdown is None) == (body.blocks is None):
+            raise InvalidRequest("give the new content as exactly one of markdown or blocks")
+        if body.markdown is not None:
+            return self._artifacts.parse_markdown(body.markdown)
+        built = build_content(body.blocks or (), (), self._artifacts.limits)
+        return tuple(Block.model_validate(block.model_dump(exclude={"id"})) for block in built.blocks)

@@ -1,0 +1,360 @@
+"""Exports as callers see them, and the render worker that makes them.
+
+A request claims the export record (one per source and format: a second request, also one made at the same
+moment, gets the existing record) and hands the render to the worker tier; it never renders on the request
+path. The worker renders in a child process bounded in time and memory, then writes the bytes as a file
+through the file ports (a row, the bytes, the row marked stored) and only then marks the export rendered:
+a crash leaves a pending export and a pending file row the next attempt completes, never a rendered export
+without its bytes. A render that cannot succeed fails with a sentence and is not retried; only the
+infrastructure failing raises, and only that is retried.
+"""
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from uuid import UUID, uuid4
+
+from pydantic import ValidationError
+
+from shared.domain.auth import Principal
+from shared.domain.document import ExtractedDocument
+from shared.domain.errors import InvalidRequest, NotFound, NotReady
+from shared.domain.exports import (
+    ExportFormat,
+    ExportKind,
+    ExportRecord,
+    ExportState,
+    NewExport,
+    RenderedFile,
+    RenderFailed,
+    RenderJob,
+    RenderLimits,
+    RenderRequest,
+    content_id,
+)
+from shared.domain.files import FileRecord, FileVersionRecord, NewVersion, ProcessingState, SignedRead, VersionState
+from shared.domain.uploads import clean_filename, storage_key
+from shared.observability import logger
+from shared.ports import (
+    MAX_SIGNED_READ_LIFETIME,
+    ArtifactRenderer,
+    AuthorizationPolicy,
+    ExportStore,
+    FileContentStore,
+    FileMetadataStore,
+    RenderQueue,
+)
+from shared.sandbox import AnswerTooLarge, Died, TimedOut, run_in_child
+from shared.services.artifacts import ArtifactService
+
+_READABLE_DOCUMENT = frozenset({ProcessingState.EXTRACTED, ProcessingState.INDEXING, ProcessingState.INDEXED})
+# A render left pending this long without a touch is handed to the worker again by the sweep.
+STALLED_AFTER = timedelta(minutes=10)
+MAX_RENDER_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class ExportView:
+    record: ExportRecord
+    download: SignedRead | None = None
+    # Why there is no download for a rendered export (its file was deleted since), in a sentence.
+    gone: str | None = None
+
+
+# How the worker turns one export's source into a rendering (the PDF tools add their own kind).
+Producer = Callable[[ExportRecord], tuple[RenderRequest | bytes, str]]
+
+
+class ExportService:
+    def __init__(
+        self,
+        store: ExportStore,
+        artifacts: ArtifactService,
+        files: FileMetadataStore,
+        content: FileContentStore,
+        policy: AuthorizationPolicy,
+        *,
+        queue: RenderQueue,
+        renderers: Mapping[ExportFormat, ArtifactRenderer],
+        read_document: Callable[[FileVersionRecord], ExtractedDocument],
+        limits: RenderLimits | None = None,
+        new_id: Callable[[], UUID] = uuid4,
+    ) -> None:
+        self._store = store
+        self._artifacts = artifacts
+        self._files = files
+        self._content = content
+        self._policy = policy
+        self._queue = queue
+        self._renderers = dict(renderers)
+        self._read_document = read_document
+        self._limits = limits or RenderLimits()
+        self._new_id = new_id
+        self._producers: dict[ExportKind, Callable[[ExportRecord], RenderedFile]] = {
+            ExportKind.ARTIFACT: self._render_artifact,
+            ExportKind.CONVERSION: self._render_conversion,
+        }
+
+    @property
+    def limits(self) -> RenderLimits:
+        return self._limits
+
+    def add_producer(self, kind: ExportKind, produce: Callable[[ExportRecord], RenderedFile]) -> None:
+        """Another kind of rendering (the PDF tools) through the same records, worker and file ports."""
+        self._producers[kind] = produce
+
+    # --- requests -----------------------------------------------------------------------------------------
+
+    def export_artifact(
+        self, principal: Principal, artifact_id: UUID, *, version: int, export_format: ExportFormat
+    ) -> tuple[ExportRecord, bool]:
+        """An exact version, never "the artifact": sharing one export across versions would hand someone
+        last week's document."""
+        artifact = self._artifacts.writable(principal, artifact_id)
+        if self._artifacts.version_of(principal.tenant_id, artifact_id, version) is None:
+            raise InvalidRequest(f"the artifact has no version {version} (its latest is {artifact.latest_version})")
+        return self.claim(
+            NewExport(
+                tenant_id=principal.tenant_id,
+                export_id=self._new_id(),
+                collection_id=artifact.collection_id,
+                kind=ExportKind.ARTIFACT,
+                format=export_format,
+                artifact_id=artifact_id,
+                version=version,
+                created_by=principal.subject,
+            )
+        )
+
+    def convert_file(
+        self, principal: Principal, file_id: UUID, *, version_id: UUID | None, export_format: ExportFormat
+    ) -> tuple[ExportRecord, bool]:
+        """Any extractable uploaded file version, through its block list."""
+        record = self._files.get_file(principal.tenant_id, file_id)
+        if record is None:
+            raise NotFound("not found")
+        self._policy.ensure_can_write(principal, record.collection_id)
+        version = _version_of(record, version_id)
+        if version.export_id is not None:
+            raise InvalidRequest(
+                "this file is itself an export: convert its source (the artifact or the uploaded file) instead"
+            )
+        if version.processing_state not in _READABLE_DOCUMENT or version.document_key is None:
+            state = version.processing_state.value.replace("_", " ")
+            raise NotReady(f"this version is {state}: it can be converted once it is extracted")
+        return self.claim(
+            NewExport(
+                tenant_id=principal.tenant_id,
+                export_id=self._new_id(),
+                collection_id=record.collection_id,
+                kind=ExportKind.CONVERSION,
+                format=export_format,
+                source_file_id=file_id,
+                source_version_id=version.version_id,
+                created_by=principal.subject,
+            )
+        )
+
+    def claim(self, new: NewExport) -> tuple[ExportRecord, bool]:
+        """The record for `new`'s source (made now, or the existing one), with its render requested when it
+        is new; True when this call made it."""
+        record, made = self._store.claim(new)
+        if made:
+            self._submit(record)
+        return record, made
+
+    def get(self, principal: Principal, export_id: UUID) -> ExportView:
+        """The export and, once rendered, a signed download (at most 15 minutes): entitlement is checked on
+        every call, so someone removed from the collection stops being able to download what they exported."""
+        record = self._store.get(principal.tenant_id, export_id)
+        if record is None:
+            raise NotFound("not found")
+        self._policy.ensure_can_read(principal, record.collection_id)
+        if record.state is not ExportState.RENDERED or record.file_id is None:
+            return ExportView(record=record)
+        output = self._files.get_file(principal.tenant_id, record.file_id)
+        version = output.current if output is not None else None
+        if version is None or version.state is not VersionState.STORED:
+            return ExportView(record=record, gone="the exported file was deleted")
+        signed = self._content.signed_read(
+            version.storage_key,
+            version_id=version.storage_version_id,
+            filename=version.filename,
+            lifetime=MAX_SIGNED_READ_LIFETIME,
+        )
+        return ExportView(record=record, download=signed)
+
+    # --- the worker ---------------------------------------------------------------------------------------
+
+    def render(self, job: RenderJob) -> ExportState | None:
+        """Render one export (the worker's entry point). Idempotent: an export no longer pending is done."""
+        record = self._store.begin_attempt(job.tenant_id, job.export_id)
+        if record is None:
+            return None
+        if record.render_attempts > MAX_RENDER_ATTEMPTS:
+            self._store.mark_failed(
+                record.tenant_id,
+                record.export_id,
+                reason=f"the render was interrupted {MAX_RENDER_ATTEMPTS} times; ask for the export again later",
+            )
+            return ExportState.FAILED
+        produce = self._producers[record.kind]
+        try:
+            rendered = produce(record)
+        except RenderFailed as failure:
+            self._store.mark_failed(record.tenant_id, record.export_id, reason=failure.sentence)
+            return ExportState.FAILED
+        file_id = self._write_output(record, rendered)
+        self._store.mark_rendered(record.tenant_id, record.export_id, file_id=file_id, rendered=rendered)
+        return ExportState.RENDERED
+
+    def resubmit_stalled(self, tenant_id: str, now: datetime | None = None) -> int:
+        """Hand pending exports nobody has touched for a while to the worker again (a lost job, a crash)."""
+        cutoff = (now or datetime.now(UTC)) - STALLED_AFTER
+        stalled = self._store.stalled(tenant_id, updated_before=cutoff)
+        for record in stalled:
+            self._submit(record)
+        return len(stalled)
+
+    def _submit(self, record: ExportRecord) -> None:
+        try:
+            self._queue.submit(RenderJob(tenant_id=record.tenant_id, export_id=record.export_id))
+        except Exception as error:  # the record is durable: the sweep submits it again
+            logger.warning("could not hand a render to the worker; the sweep will", extra={"error": str(error)})
+
+    def _render_artifact(self, record: ExportRecord) -> RenderedFile:
+        assert record.artifact_id is not None
+        assert record.version is not None
+        artifact = self._artifacts.record_of(record.tenant_id, record.artifact_id)
+        version = self._artifacts.version_of(record.tenant_id, record.artifact_id, record.version)
+        if artifact is None or version is None:
+            raise RenderFailed("the artifact version was deleted before it could be rendered")
+        content = self._artifacts.read_content(version)
+        request = RenderRequest(
+            title=f"{artifact.name} (version {version.version})",
+            blocks=content.blocks,
+            citations=content.citations,
+            content_id=content_id(version.content_hash, record.format.value),
+        )
+        return self.render_isolated(record.format, request)
+
+    def _render_conversion(self, record: ExportRecord) -> RenderedFile:
+        assert record.source_version_id is not None
+        found = self._files.find_version(record.tenant_id, record.source_version_id)
+        if found is None or found[1].state is not VersionState.STORED:
+            raise RenderFailed("the file version was deleted before it could be converted")
+        version = found[1]
+        document = self._read_document(version)
+        request = RenderRequest(
+            title=version.filename,
+            blocks=document.blocks,
+            content_id=content_id(str(version.version_id), version.document_key or "", record.format.value),
+        )
+        return self.render_isolated(record.format, request)
+
+    def render_isolated(self, export_format: ExportFormat, request: RenderRequest) -> RenderedFile:
+        """The renderer in a child process: a render that loops or runs out of memory ends as a sentence."""
+        renderer = self._renderers[export_format]
+        limits = self._limits
+        return self.isolated(lambda: renderer.render(request, limits), export_format)
+
+    def isolated(self, work: Callable[[], RenderedFile], export_format: ExportFormat) -> RenderedFile:
+        """`work` in a child process bounded in time and memory; RenderFailed (raised there or for how it
+        ended) comes back as a sentence."""
+        limits = self._limits
+        answer = run_in_child(
+            lambda: _answer(work),
+            timeout_seconds=limits.timeout_seconds,
+            memory_limit_bytes=limits.memory_limit_bytes,
+            max_answer_bytes=limits.max_bytes + 1024 * 1024,
+            answer_too_large=_failure_answer("rendering ran out of memory: export a shorter version"),
+        )
+        if isinstance(answer, TimedOut):
+            raise RenderFailed(f"rendering took longer than {limits.timeout_seconds:g} seconds (the export limit)")
+        if isinstance(answer, AnswerTooLarge):
+            raise RenderFailed(f"the rendered file would pass {limits.max_bytes} bytes (the export limit)")
+        if isinstance(answer, Died):
+            logger.error("a renderer died", extra={"exitcode": answer.exitcode, "format": export_format.value})
+            raise RenderFailed("rendering failed inside the renderer (recorded for the operators)")
+        return _parse_answer(answer, export_format)
+
+    def _write_output(self, record: ExportRecord, rendered: RenderedFile) -> UUID:
+        """The rendering as a file, through the file ports: row (pending, never extracted), bytes, stored."""
+        file_id, version_id = record.output_file_id, record.output_version_id
+        key = storage_key(record.tenant_id, file_id, version_id)
+        found = self._files.find_version(record.tenant_id, version_id)
+        if found is None:
+            self._files.create_version(
+                NewVersion(
+                    tenant_id=record.tenant_id,
+                    file_id=file_id,
+                    version_id=version_id,
+                    collection_id=record.collection_id,
+                    filename=self._output_name(record),
+                    media_type=rendered.format.media_type,
+                    declared_byte_size=len(rendered.content),
+                    storage_key=key,
+                    created_by=record.created_by,
+                    export_id=record.export_id,
+                ),
+                new_file=True,
+            )
+            state = VersionState.PENDING
+        else:
+            state = found[1].state
+        if state is VersionState.PENDING:
+            stored = self._content.put(key, rendered.content, content_type=rendered.format.media_type)
+            self._files.mark_stored(
+                record.tenant_id, version_id, byte_size=len(rendered.content), storage_version_id=stored.version_id
+            )
+        return file_id
+
+    def _output_name(self, record: ExportRecord) -> str:
+        extension = record.format.extension
+        if record.kind is ExportKind.ARTIFACT and record.artifact_id is not None:
+            artifact = self._artifacts.record_of(record.tenant_id, record.artifact_id)
+            stem = f"{artifact.name if artifact else 'artifact'} v{record.version}"
+        elif record.kind is ExportKind.CONVERSION and record.source_version_id is not None:
+            found = self._files.find_version(record.tenant_id, record.source_version_id)
+            stem = found[1].filename.rsplit(".", 1)[0] if found else "converted"
+        else:
+            stem = str((record.operation or {}).get("name") or "document")
+        return clean_filename(stem[: 255 - len(extension)] + extension)
+
+
+def _version_of(record: FileRecord, version_id: UUID | None) -> FileVersionRecord:
+    if version_id is None:
+        return record.current
+    version = next((v for v in record.versions if v.version_id == version_id), None)
+    if version is None or version.state in (VersionState.DELETING, VersionState.DELETED):
+        raise NotFound("not found", field="versionId")
+    return version
+
+
+# The child's answer: a JSON header line, then the rendered bytes (never a pickle: the parent validates).
+def _answer(work: Callable[[], RenderedFile]) -> bytes:
+    try:
+        rendered = work()
+    except RenderFailed as failure:
+        return _failure_answer(failure.sentence)
+    header = rendered.model_dump(mode="json", exclude={"content"})
+    return json.dumps({"ok": header}).encode() + b"\n" + rendered.content
+
+
+def _failure_answer(sentence: str) -> bytes:
+    return json.dumps({"failed": sentence}).encode() + b"\n"
+
+
+def _parse_answer(answer: bytes, export_format: ExportFormat) -> RenderedFile:
+    header, _, content = answer.partition(b"\n")
+    try:
+        parsed = json.loads(header)
+        if "failed" in parsed:
+            raise RenderFailed(str(parsed["failed"])[:2000])
+        rendered = RenderedFile.model_validate({**parsed["ok"], "content": content})
+    except (ValueError, KeyError, TypeError, ValidationError) as error:
+        raise RenderFailed("rendering failed inside the renderer (recorded for the operators)") from error
+    if rendered.format is not export_format:
+        raise RenderFailed("rendering failed inside the renderer (recorded for the operators)")
+    return rendered
