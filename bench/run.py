@@ -121,9 +121,16 @@ def component_figures() -> list[dict[str, Any]]:
     from bench.extraction import figures as extraction_figures
     from bench.ocr import figures as ocr_figures
     from bench.packages import figures as package_figures
+    from bench.rendering import figures as rendering_figures
     from bench.search import figures as search_figures
 
-    return [*extraction_figures(result), *search_figures(result), *ocr_figures(result), *package_figures(result)]
+    return [
+        *extraction_figures(result),
+        *search_figures(result),
+        *ocr_figures(result),
+        *rendering_figures(result),
+        *package_figures(result),
+    ]
 
 
 def main() -> int:

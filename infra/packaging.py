@@ -25,6 +25,9 @@ LAMBDA_PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
 CODE_PACKAGES = ("functions", "shared", "migrations")
 # The local runtime (the `quire` CLI, the embedded stack) is never packaged for Lambda.
 NOT_PACKAGED = ("shared/local", "shared/cli.py")
+# The repository's own packages the layer carries: data that changes with the dependencies, not with the code
+# (the fonts PDF exports are written in).
+LAYER_PACKAGES = ("quire_fonts",)
 _STAMP = ".requirements-sha256"
 
 
@@ -103,8 +106,23 @@ def runtime_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list
 def _requirements_digest(requirements: list[str]) -> str:
     # Whether bytecode can be compiled here is part of it: a layer built without it is rebuilt where it can be.
     bytecode = "bytecode" if lambda_python() else "source"
-    material = "\n".join([LAMBDA_PYTHON, bytecode, *LAMBDA_PLATFORMS, *requirements])
+    material = "\n".join([LAMBDA_PYTHON, bytecode, *LAMBDA_PLATFORMS, *requirements, *_layer_package_digests()])
     return hashlib.sha256(material.encode()).hexdigest()
+
+
+def _layer_package_digests(root: Path = REPO_ROOT) -> list[str]:
+    return [
+        f"{path.relative_to(root)}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
+        for package in LAYER_PACKAGES
+        for path in sorted((root / package).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    ]
+
+
+def copy_layer_packages(target: Path, root: Path = REPO_ROOT) -> None:
+    """The repository's own layer packages into the layer's `python/` directory."""
+    for package in LAYER_PACKAGES:
+        shutil.copytree(root / package, target / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
 def stage_code(out: Path = CODE_DIR, root: Path = REPO_ROOT) -> Path:
@@ -162,6 +180,7 @@ def build_layer(out: Path = LAYER_DIR) -> Path:
     )
     if installed.returncode != 0:
         raise LayerNotBuilt(f"pip could not build the Lambda dependency layer:\n{installed.stderr[-4000:]}")
+    copy_layer_packages(out / "python")
     # Console scripts and caches are of no use in a layer.
     shutil.rmtree(out / "python" / "bin", ignore_errors=True)
     for cache in (out / "python").rglob("__pycache__"):

@@ -11,6 +11,7 @@ from infra.constructs.functions import LambdaPackage
 from infra.constructs.migrations import Migrations
 from infra.constructs.observability import Observability
 from infra.constructs.pipeline import Pipeline
+from infra.constructs.rendering import Rendering
 from infra.constructs.storage import Storage
 from infra.environments import EnvironmentSettings
 
@@ -37,6 +38,10 @@ class QuireStack(cdk.Stack):
         self.migrations = Migrations(
             self, "Migrations", settings=settings, database=self.database, package=self.package
         )
+        self.rendering = Rendering(
+            self, "Rendering", settings=settings, package=self.package, storage=self.storage, database=self.database
+        )
+        self.rendering.node.add_dependency(self.migrations)
         self.pipeline = Pipeline(
             self, "Pipeline", settings=settings, package=self.package, storage=self.storage, database=self.database
         )
@@ -52,17 +57,21 @@ class QuireStack(cdk.Stack):
             state_machine=self.pipeline.state_machine,
         )
         self.api.node.add_dependency(self.migrations)
+        # The API hands exports to the render function; the sweep hands it what was left pending.
+        self.rendering.grant_submit(self.api.function)
+        self.rendering.grant_submit(self.pipeline.reconcile)
         self.observability = Observability(
             self,
             "Observability",
             settings=settings,
             state_machine=self.pipeline.state_machine,
-            queues=self.pipeline.dead_letter_queues,
+            queues=[*self.pipeline.dead_letter_queues, self.rendering.failures],
             functions=[
                 *self.pipeline.functions,
                 self.api.function,
                 self.api.token_claims_function,
                 self.migrations.function,
+                self.rendering.function,
             ],
         )
         self._acknowledge_cdk_internal_handlers()

@@ -364,6 +364,7 @@ class Container:
                 stuck_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
             ),
             renders=self.exports,
+            derived_owners=(self.artifacts, self.document_writer),
         )
 
     @cached_property

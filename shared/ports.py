@@ -535,6 +535,10 @@ class ArtifactStore(Protocol):
 
     def version(self, tenant_id: str, artifact_id: UUID, version: int) -> ArtifactVersionRecord | None: ...
 
+    def refers_to(self, tenant_id: str, artifact_id: UUID, content_key: str) -> bool:
+        """Whether any version of the artifact refers to `content_key` (reconciliation's question)."""
+        ...
+
     def versions(
         self, tenant_id: str, artifact_id: UUID, *, after: int | None, limit: int
     ) -> list[ArtifactVersionRecord]:
@@ -566,8 +570,14 @@ class ExportStore(Protocol):
         """pending → rendered, naming the file that holds the bytes (written before this is called)."""
         ...
 
-    def mark_failed(self, tenant_id: str, export_id: UUID, *, reason: str) -> bool:
-        """pending → failed, with the sentence the person who asked will read."""
+    def mark_failed(self, tenant_id: str, export_id: UUID, *, reason: str, retryable: bool = False) -> bool:
+        """pending → failed, with the sentence the person who asked will read (`retryable`: asking again may
+        succeed)."""
+        ...
+
+    def reopen(self, tenant_id: str, export_id: UUID) -> ExportRecord | None:
+        """rendered (its file gone) or failed-retryable → pending, as the next generation; None when it is in
+        neither state any more (another request reopened it first)."""
         ...
 
     def stalled(self, tenant_id: str, *, updated_before: datetime, limit: int = 100) -> list[ExportRecord]:

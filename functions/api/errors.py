@@ -15,6 +15,7 @@ from shared.domain.errors import (
     Unauthenticated,
     UnsupportedMediaType,
 )
+from shared.domain.exports import RenderFailed
 
 
 def _json(status: int, body: dict[str, object]) -> Response[str]:
@@ -34,6 +35,11 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         if error.field:
             body["field"] = error.field
         return _json(404, body)
+
+    @app.exception_handler(RenderFailed)
+    def _unrenderable(error: RenderFailed) -> Response[str]:
+        # Content that cannot be written in the format asked for (on the request path: a replacement).
+        return _json(422, {"error": "cannot_render", "message": error.sentence, "retryable": error.retryable})
 
     @app.exception_handler(Conflict)
     def _stale(error: Conflict) -> Response[str]:

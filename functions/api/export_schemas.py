@@ -1,6 +1,7 @@
 """Request and response bodies of exports and conversions (camelCase on the wire)."""
 
 from datetime import datetime
+from typing import Annotated
 from uuid import UUID
 
 from pydantic import Field
@@ -90,7 +91,7 @@ class ComposeRequest(ApiModel):
 class SplitRequest(ApiModel):
     file_id: UUID
     version_id: UUID | None = None
-    ranges: list[str] = Field(min_length=1, max_length=MAX_SPLIT_PARTS)
+    ranges: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(min_length=1, max_length=MAX_SPLIT_PARTS)
 
 
 class WatermarkRequest(ApiModel):

@@ -2,6 +2,7 @@
 
 import base64
 import json
+import re
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -24,6 +25,7 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-st
 # Routes served without a bearer token. Every other route sits behind the JWT authorizer.
 UNAUTHENTICATED_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/v1/openapi.json")})
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 app = APIGatewayHttpResolver(enable_validation=True)
 register_error_handlers(app)
 container = Container(load_settings())
@@ -37,8 +39,9 @@ def refuse_nul_anywhere(resolver: APIGatewayHttpResolver, next_middleware: NextM
     for name, value in (event.query_string_parameters or {}).items():
         refuse_nul(value, f"the query parameter {name}")
     body = event.decoded_body or ""
-    # JSON spells NUL only as an escape (a raw one is not JSON): parsed a second time only when one is there.
-    if "\\u0000" in body or "\x00" in body:
+    # JSON spells NUL and lone surrogates only as escapes (raw ones are not JSON, or not UTF-8): parsed a second
+    # time only when such an escape is there.
+    if "\\u0000" in body or "\x00" in body or _SURROGATE_ESCAPE.search(body):
         try:
             refuse_nul(json.loads(body), "the body")
         except ValueError:

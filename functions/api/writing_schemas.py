@@ -23,12 +23,20 @@ class ProposalRequest(ApiModel):
 
 
 class ChangeView(ApiModel):
+    """What one operation did: an insert, replace or delete with its block; a move with its positions; a cell or
+    heading edit with only the text before and after."""
+
     operation: int
     op: str
     block_id: str
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-    position: int | None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    position: int | None = None
+    moved_from: int | None = None
+    row: int | None = None
+    column: int | None = None
+    text_before: str | None = None
+    text_after: str | None = None
 
 
 class ProposalView(ApiModel):
@@ -53,12 +61,9 @@ class ProposalView(ApiModel):
             block_count=outcome.block_count,
             changes=[
                 ChangeView(
-                    operation=change.operation,
-                    op=change.op,
-                    block_id=change.block_id,
+                    **change.model_dump(exclude={"before", "after"}),
                     before=change.before.model_dump(mode="json", exclude_none=True) if change.before else None,
                     after=change.after.model_dump(mode="json", exclude_none=True) if change.after else None,
-                    position=change.position,
                 )
                 for change in outcome.changes
             ],

@@ -52,8 +52,10 @@ COLLECTIONS_ATTRIBUTE = "collections"
 RESOURCE_SERVER = "quire"
 API_SCOPE_NAME = "api"
 # Served without a token (the API function answers them without a principal).
-# Where artifact content lives (shared/domain/artifacts.py's artifact_content_key).
+# Where artifact content lives (shared/domain/artifacts.py's artifact_content_key), and where a file
+# replacement waits for its approval (shared/services/document_writing.py).
 ARTIFACT_CONTENT_PATTERN = "derived/tenants/*/artifacts/*"
+REPLACEMENTS_PATTERN = "derived/tenants/*/replacements/*"
 PUBLIC_ROUTES = (("GET", "/v1/health"), ("GET", "/v1/openapi.json"))
 # Every method the API function routes; anything else never reaches it.
 AUTHENTICATED_METHODS = (apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST, apigwv2.HttpMethod.DELETE)
@@ -132,7 +134,7 @@ class Api(Construct):
             self,
             "Function",
             handler=API_HANDLER,
-            description="HTTP API: uploads, files, signed reads, search, rescans, reindex",
+            description="HTTP API: uploads, files, signed reads, search, rescans, reindex, artifacts, exports",
             timeout=API_TIMEOUT,
             environment={
                 "QUIRE_BUCKET": bucket.bucket_name,
@@ -155,7 +157,12 @@ class Api(Construct):
         # Artifact content (POST /v1/artifacts and its versions): written before the row that refers to it,
         # under the artifacts' own prefix only.
         function.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(ARTIFACT_CONTENT_PATTERN)])
+            iam.PolicyStatement(
+                actions=["s3:PutObject"],
+                resources=[
+                    bucket.arn_for_objects(pattern) for pattern in (ARTIFACT_CONTENT_PATTERN, REPLACEMENTS_PATTERN)
+                ],
+            )
         )
         # "This document is gone" (which reindex acts on) must be a 404, not a 403.
         storage.grant_missing_is_not_found(function)
@@ -179,6 +186,7 @@ class Api(Construct):
             (ORIGINALS_PREFIX, "originals: put by presigned POST and read by version, by tenant and file id"),
             (DERIVED_PREFIX, "extracted documents: read only"),
             (ARTIFACT_CONTENT_PATTERN.removesuffix("*"), "artifact content, written by the API before its row"),
+            (REPLACEMENTS_PATTERN.removesuffix("*"), "file replacements staged until they are approved"),
         ):
             acknowledge(
                 function.role,  # type: ignore[arg-type]

@@ -29,10 +29,6 @@ def _reader(source: PdfInput) -> PdfReader:
     return reader
 
 
-def page_count(source: PdfInput) -> int:
-    return len(_reader(source).pages)
-
-
 def _pages(reader: PdfReader, source: PdfInput, wanted: Segments | None) -> list[int]:
     total = len(reader.pages)
     if wanted is None:

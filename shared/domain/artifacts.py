@@ -40,6 +40,9 @@ class ArtifactLimits(BaseModel):
     max_markdown_bytes: int = 8 * 1024 * 1024
     # The stored JSON (locations and ids included): the bound on what is read back.
     max_content_bytes: int = 64 * 1024 * 1024
+    # Reading a caller's Markdown happens on the request path, in a child bounded by these.
+    parse_timeout_seconds: float = 15.0
+    parse_memory_bytes: int = 1024 * 1024 * 1024
 
 
 class ArtifactBlock(Block):
@@ -77,9 +80,6 @@ class ArtifactContent(BaseModel):
         data = self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
         return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
-    def block(self, block_id: str) -> ArtifactBlock | None:
-        return next((block for block in self.blocks if block.id == block_id), None)
-
 
 def content_hash(canonical: bytes) -> str:
     return hashlib.sha256(canonical).hexdigest()
@@ -88,6 +88,23 @@ def content_hash(canonical: bytes) -> str:
 def artifact_content_key(tenant_id: str, artifact_id: UUID, digest: str) -> str:
     """Content-addressed: the same content is one object however many versions (a restore) share it."""
     return f"derived/tenants/{tenant_id}/artifacts/{artifact_id}/content/{digest}.json"
+
+
+_CONTENT_KEY = re.compile(
+    r"^derived/tenants/(?P<tenant>[A-Za-z0-9][A-Za-z0-9_.-]{0,63})/artifacts/(?P<artifact>[0-9a-f-]{36})"
+    r"/content/[0-9a-f]{64}\.json$"
+)
+
+
+def parse_artifact_content_key(key: str) -> tuple[str, UUID] | None:
+    """The tenant and artifact a content key claims, or None for any other key."""
+    match = _CONTENT_KEY.fullmatch(key)
+    if match is None:
+        return None
+    try:
+        return match["tenant"], UUID(match["artifact"])
+    except ValueError:
+        return None
 
 
 class SourceRef(BaseModel):

@@ -4,6 +4,8 @@ Document problems are not exceptions (they are values recorded on the file versi
 caller's mistakes and the platform's refusals.
 """
 
+import re
+
 
 class QuireError(Exception):
     """Base for every error the API knows how to turn into a response."""
@@ -82,12 +84,21 @@ class InfrastructureUnavailable(Exception):
     workflow retries the step with back-off. Its class name is the error name the state machine matches."""
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def refuse_nul(value: object, where: str) -> None:
-    """NUL is not text (PostgreSQL refuses it in a text parameter; no reader shows it): a caller's value that
-    holds one, at any depth of a JSON-like tree, is refused naming where, before it reaches anything."""
+    """NUL is not text (PostgreSQL refuses it in a text parameter; no reader shows it), and neither is half of
+    a UTF-16 surrogate pair (JSON can spell one, UTF-8 cannot hold it): a caller's value that holds either, at
+    any depth of a JSON-like tree, is refused naming where, before it reaches anything."""
     if isinstance(value, str):
         if "\x00" in value:
             raise InvalidRequest(f"{where} contains a NUL character (U+0000), which is not text: remove it")
+        if _LONE_SURROGATE.search(value):
+            raise InvalidRequest(
+                f"{where} contains half of a UTF-16 surrogate pair (\\ud800-\\udfff alone), which is not text:"
+                " send the whole character"
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
             refuse_nul(key, f"{where}: a field name")

@@ -84,11 +84,13 @@ class RenderedFile(BaseModel):
 
 
 class RenderFailed(Exception):
-    """The content cannot be rendered within the limits: `sentence` says why, for the person who asked."""
+    """The content cannot be rendered within the limits: `sentence` says why, for the person who asked.
+    `retryable` when the same request may succeed later (a timeout, a crashed renderer), not the content's fault."""
 
-    def __init__(self, sentence: str) -> None:
+    def __init__(self, sentence: str, *, retryable: bool = False) -> None:
         super().__init__(sentence)
         self.sentence = sentence
+        self.retryable = retryable
 
 
 def content_id(*parts: str) -> str:
@@ -194,18 +196,25 @@ class ExportRecord(NewExport):
     page_count: int | None = None
     byte_size: int | None = None
     render_attempts: int = 0
+    # Each time an export is rendered again (its file was deleted, or it failed for a passing reason).
+    generation: int = 0
+    failure_retryable: bool = False
     created_at: datetime
     updated_at: datetime
     rendered_at: datetime | None = None
 
+    def _output(self, what: str) -> UUID:
+        return uuid5(self.export_id, what if self.generation == 0 else f"{what}-{self.generation}")
+
     @property
     def output_file_id(self) -> UUID:
-        """The file the rendering becomes: derived from the export, so a retried render reuses its row."""
-        return uuid5(self.export_id, "file")
+        """The file this generation of the rendering becomes: derived from the export, so a retried render
+        reuses its row."""
+        return self._output("file")
 
     @property
     def output_version_id(self) -> UUID:
-        return uuid5(self.export_id, "version")
+        return self._output("version")
 
 
 class RenderJob(BaseModel):

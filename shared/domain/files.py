@@ -41,6 +41,10 @@ class ProcessingState(StrEnum):
     SKIPPED = "skipped"
 
 
+# The processing states in which a version's extracted document exists and may be read.
+DOCUMENT_READY = frozenset({ProcessingState.EXTRACTED, ProcessingState.INDEXING, ProcessingState.INDEXED})
+
+
 # The sweep retries a version automatically (a new attempt) at most this many times after it stalled or the
 # infrastructure interrupted it, and this many after an extraction timed out; a rescan starts the count again.
 MAX_STALLED_RETRIES = 4

@@ -77,7 +77,9 @@ Operation = Annotated[
 
 
 class Change(BaseModel):
-    """What one operation did: the block before (None for an insert) and after (None for a delete)."""
+    """What one operation did, as small as what changed: an insert, replace or delete carries its block (the
+    block is in the request, or in the version, once); a move its positions; a cell or heading edit only the
+    text before and after (never a copy of the whole table)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -87,6 +89,11 @@ class Change(BaseModel):
     before: ArtifactBlock | None = None
     after: ArtifactBlock | None = None
     position: int | None = None  # where the block ends up (None when deleted)
+    moved_from: int | None = None
+    row: int | None = None
+    column: int | None = None
+    text_before: str | None = None
+    text_after: str | None = None
 
 
 class Edited(BaseModel):
@@ -102,6 +109,8 @@ class _Draft:
         self.blocks: list[Block] = [Block.model_validate(block.model_dump(exclude={"id"})) for block in content.blocks]
         self.ids: list[str] = [block.id for block in content.blocks]
         self._next = max((int(block_id[1:]) for block_id in self.ids), default=0) + 1
+        # Tables being edited cell by cell: copied once, written back once (not a table copy per cell).
+        self._tables: dict[str, list[list[str]]] = {}
 
     def new_id(self) -> str:
         self._next += 1
@@ -117,7 +126,28 @@ class _Draft:
         return 0 if block_id is None else self.index(block_id, where) + 1
 
     def artifact_block(self, index: int) -> ArtifactBlock:
+        self.flush(self.ids[index])
         return ArtifactBlock.model_validate({**self.blocks[index].model_dump(), "id": self.ids[index]})
+
+    def rows(self, index: int) -> list[list[str]]:
+        block_id = self.ids[index]
+        if block_id not in self._tables:
+            table = self.blocks[index].table
+            assert table is not None
+            width = max(len(row) for row in table.rows)
+            self._tables[block_id] = [[*row, *("",) * (width - len(row))] for row in table.rows]
+        return self._tables[block_id]
+
+    def flush(self, block_id: str | None = None) -> None:
+        for edited in [block_id] if block_id is not None else list(self._tables):
+            rows = self._tables.pop(edited, None) if edited is not None else None
+            if rows is None:
+                continue
+            index = self.ids.index(edited)
+            block = self.blocks[index]
+            assert block.table is not None
+            table = Table(rows=tuple(tuple(row) for row in rows), header_rows=block.table.header_rows)
+            self.blocks[index] = block.model_copy(update={"table": table})
 
 
 def apply_operations(content: ArtifactContent, operations: Sequence[Operation]) -> Edited:
@@ -130,97 +160,77 @@ def apply_operations(content: ArtifactContent, operations: Sequence[Operation]) 
     for number, operation in enumerate(operations):
         where = f"operations[{number}] ({operation.op})"
         changes.extend(_apply(draft, operation, number, where))
+    draft.flush()
     return Edited(blocks=tuple(draft.blocks), ids=tuple(draft.ids), changes=tuple(changes))
+
+
+def _insert(draft: _Draft, at: int, blocks: Sequence[Block], number: int) -> list[Change]:
+    changes = []
+    for offset, block in enumerate(blocks):
+        draft.blocks.insert(at + offset, block)
+        draft.ids.insert(at + offset, draft.new_id())
+        changes.append(
+            Change(
+                operation=number,
+                op="insert",
+                block_id=draft.ids[at + offset],
+                after=draft.artifact_block(at + offset),
+                position=at + offset,
+            )
+        )
+    return changes
 
 
 def _apply(draft: _Draft, operation: Operation, number: int, where: str) -> list[Change]:
     if isinstance(operation, InsertBlocks):
         if not operation.blocks:
             raise InvalidRequest(f"{where}: give the blocks (or markdown) to insert")
-        at = draft.after(operation.after, where)
-        inserted = []
-        for offset, block in enumerate(operation.blocks):
-            draft.blocks.insert(at + offset, block)
-            draft.ids.insert(at + offset, draft.new_id())
-            inserted.append(
-                Change(
-                    operation=number,
-                    op="insert",
-                    block_id=draft.ids[at + offset],
-                    after=draft.artifact_block(at + offset),
-                    position=at + offset,
-                )
-            )
-        return inserted
+        return _insert(draft, draft.after(operation.after, where), operation.blocks, number)
     if isinstance(operation, ReplaceBlock):
         if not operation.blocks:
             raise InvalidRequest(f"{where}: give the blocks (or markdown) to replace it with; to remove it, delete it")
         at = draft.index(operation.block_id, where)
         before = draft.artifact_block(at)
         draft.blocks[at] = operation.blocks[0]
-        changes = [
-            Change(
-                operation=number,
-                op="replace",
-                block_id=operation.block_id,
-                before=before,
-                after=draft.artifact_block(at),
-                position=at,
-            )
-        ]
-        for offset, block in enumerate(operation.blocks[1:], start=1):
-            draft.blocks.insert(at + offset, block)
-            draft.ids.insert(at + offset, draft.new_id())
-            changes.append(
-                Change(
-                    operation=number,
-                    op="insert",
-                    block_id=draft.ids[at + offset],
-                    after=draft.artifact_block(at + offset),
-                    position=at + offset,
-                )
-            )
-        return changes
+        replaced = Change(
+            operation=number,
+            op="replace",
+            block_id=operation.block_id,
+            before=before,
+            after=draft.artifact_block(at),
+            position=at,
+        )
+        return [replaced, *_insert(draft, at + 1, operation.blocks[1:], number)]
     if isinstance(operation, DeleteBlock):
         at = draft.index(operation.block_id, where)
         before = draft.artifact_block(at)
         del draft.blocks[at], draft.ids[at]
         return [Change(operation=number, op="delete", block_id=operation.block_id, before=before)]
     if isinstance(operation, MoveBlock):
-        at = draft.index(operation.block_id, where)
         if operation.after == operation.block_id:
             raise InvalidRequest(f"{where}: a block cannot move after itself")
-        before = draft.artifact_block(at)
+        at = draft.index(operation.block_id, where)
         block, block_id = draft.blocks.pop(at), draft.ids.pop(at)
         target = draft.after(operation.after, where)
         draft.blocks.insert(target, block)
         draft.ids.insert(target, block_id)
-        return [
-            Change(
-                operation=number,
-                op="move",
-                block_id=block_id,
-                before=before,
-                after=draft.artifact_block(target),
-                position=target,
-            )
-        ]
+        return [Change(operation=number, op="move", block_id=block_id, moved_from=at, position=target)]
     if isinstance(operation, SetCell):
         return [_set_cell(draft, operation, number, where)]
     at = draft.index(operation.block_id, where)
     block = draft.blocks[at]
     if block.kind is not BlockKind.HEADING:
         raise InvalidRequest(f"{where}: block {operation.block_id} is a {block.kind.value}, not a heading")
-    before = draft.artifact_block(at)
-    draft.blocks[at] = block.model_copy(update={"text": " ".join(operation.text.split())})
+    text = " ".join(operation.text.split())
+    draft.blocks[at] = block.model_copy(update={"text": text})
     return [
         Change(
             operation=number,
             op="rename_heading",
             block_id=operation.block_id,
-            before=before,
-            after=draft.artifact_block(at),
             position=at,
+            text_before=block.text,
+            text_after=text,
         )
     ]
 
@@ -230,27 +240,25 @@ def _set_cell(draft: _Draft, operation: SetCell, number: int, where: str) -> Cha
     block = draft.blocks[at]
     if block.table is None:
         raise InvalidRequest(f"{where}: block {operation.block_id} is a {block.kind.value}, not a table")
-    rows = [list(row) for row in block.table.rows]
+    rows = draft.rows(at)
     if operation.row >= len(rows):
         raise InvalidRequest(f"{where}: the table has {len(rows)} rows (counted from 0), so no row {operation.row}")
-    width = max(len(row) for row in rows)
+    width = len(rows[0])
     if operation.column >= width:
         raise InvalidRequest(
             f"{where}: the table has {width} columns (counted from 0), so no column {operation.column}"
         )
-    row = rows[operation.row]
-    row.extend([""] * (width - len(row)))
-    before = draft.artifact_block(at)
-    row[operation.column] = operation.text
-    table = Table(rows=tuple(tuple(r) for r in rows), header_rows=block.table.header_rows)
-    draft.blocks[at] = block.model_copy(update={"table": table})
+    before = rows[operation.row][operation.column]
+    rows[operation.row][operation.column] = operation.text
     return Change(
         operation=number,
         op="set_cell",
         block_id=operation.block_id,
-        before=before,
-        after=draft.artifact_block(at),
         position=at,
+        row=operation.row,
+        column=operation.column,
+        text_before=before,
+        text_after=operation.text,
     )
 
 

@@ -279,8 +279,8 @@ def cmd_edit(args: argparse.Namespace) -> int:
         print(json.dumps(answer, indent=2))
         return 0
     for change in answer["changes"]:
-        block = change["after"] or change["before"] or {}
-        text = (block.get("text") or ("[table]" if block.get("table") else ""))[:70]
+        block = change.get("after") or change.get("before") or {}
+        text = (change.get("textAfter") or block.get("text") or ("[table]" if block.get("table") else ""))[:70]
         print(f"  {change['op']:<15} {change['blockId']:<6} {text}")
     if answer["dryRun"]:
         print(f"dry run: version {base} would become {answer['blockCount']} blocks; nothing was written")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.local.api_client import ApiClient, ApiError
+from shared.local.demo_report import run_report
 from shared.local.search_output import print_search_result
 
 DEMO_TENANT = "demo"
@@ -97,6 +98,7 @@ def run_demo(client: ApiClient, documents: list[Path], queries: list[str] | None
         print(describe(record))
         failures += record["current"]["processingState"] != "indexed"
     print(f"  ({time.monotonic() - begun:.1f} s)")
+    results: list[tuple[str, dict[str, Any]]] = []
     for query in queries if queries is not None else queries_for(client, file_ids):
         print()
         try:
@@ -105,4 +107,7 @@ def run_demo(client: ApiClient, documents: list[Path], queries: list[str] | None
             print(f"search failed: {error}", file=sys.stderr)
             return 1
         print_search_result(query, result)
-    return 1 if failures == len(documents) else 0
+        results.append((query, result))
+    if failures == len(documents):
+        return 1
+    return run_report(client, DEMO_COLLECTION, results)

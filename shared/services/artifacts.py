@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError
 
 from shared.domain.artifacts import (
     ArtifactCitation,
@@ -28,9 +28,16 @@ from shared.domain.artifacts import (
     check_name,
     content_hash,
     merged_sources,
+    parse_artifact_content_key,
 )
 from shared.domain.auth import Principal
-from shared.domain.document import Block, ExtractedDocument, ExtractionLimits
+from shared.domain.document import (
+    MAX_DOCUMENT_BYTES,
+    Block,
+    ExtractedDocument,
+    ExtractionLimits,
+    ExtractionOutcome,
+)
 from shared.domain.errors import InvalidRequest, NotFound, PayloadTooLarge
 from shared.domain.files import VersionState
 from shared.domain.proposals import AppliedProposal
@@ -43,8 +50,10 @@ from shared.ports import (
     FileMetadataStore,
     KnowledgeStore,
 )
+from shared.sandbox import TimedOut, run_in_child
 
 MAX_HISTORY_PAGE = 100
+_OUTCOME: TypeAdapter[ExtractionOutcome] = TypeAdapter(ExtractionOutcome)
 
 
 class SourceInput(BaseModel):
@@ -109,7 +118,9 @@ class ArtifactService:
     ) -> ArtifactView:
         self._policy.ensure_can_write(principal, collection_id)
         clean_name = check_name(name)
-        content, provenance = self._content_and_provenance(principal, body, producer, {"name": clean_name})
+        content, provenance = self._content_and_provenance(
+            principal, collection_id, body, producer, {"name": clean_name}
+        )
         artifact_id = self._new_id()
         new = self._write_content(principal, artifact_id, content, provenance)
         now = self._clock()
@@ -151,7 +162,7 @@ class ArtifactService:
     ) -> ArtifactView:
         artifact = self._writable(principal, artifact_id)
         content, provenance = self._content_and_provenance(
-            principal, body, producer, {"expectedLatestVersion": expected_latest}
+            principal, artifact.collection_id, body, producer, {"expectedLatestVersion": expected_latest}
         )
         return self.write_version(principal, artifact, expected_latest, content, provenance)
 
@@ -188,9 +199,6 @@ class ArtifactService:
     def writable(self, principal: Principal, artifact_id: UUID) -> ArtifactRecord:
         return self._writable(principal, artifact_id)
 
-    def readable(self, principal: Principal, artifact_id: UUID) -> ArtifactRecord:
-        return self._readable(principal, artifact_id)
-
     def record_of(self, tenant_id: str, artifact_id: UUID) -> ArtifactRecord | None:
         """For the worker, which acts on a job already authorized when it was requested."""
         return self._store.get(tenant_id, artifact_id)
@@ -214,6 +222,15 @@ class ArtifactService:
             principal.tenant_id, artifact.artifact_id, expected_latest=expected_latest, new=new, proposal=proposal
         )
         return ArtifactView(artifact=self._readable(principal, artifact.artifact_id), version=added, content=content)
+
+    def accounts_for(self, key: str) -> bool | None:
+        """Reconciliation: artifact content is accounted for while a version refers to it (content written by
+        a request that crashed before its row is waste, and reported)."""
+        claimed = parse_artifact_content_key(key)
+        if claimed is None:
+            return None
+        tenant_id, artifact_id = claimed
+        return self._store.refers_to(tenant_id, artifact_id, key)
 
     def read_content(self, version: ArtifactVersionRecord) -> ArtifactContent:
         raw = self._content.get(version.content_key, max_bytes=self._limits.max_content_bytes)
@@ -266,12 +283,17 @@ class ArtifactService:
         )
 
     def _content_and_provenance(
-        self, principal: Principal, body: ContentInput, producer: str, inputs: dict[str, JsonValue]
+        self,
+        principal: Principal,
+        collection_id: str,
+        body: ContentInput,
+        producer: str,
+        inputs: dict[str, JsonValue],
     ) -> tuple[ArtifactContent, Provenance]:
         blocks, input_format, input_digest = self._blocks_of(body)
-        citations = self._citations(principal, body.citations)
+        citations = self._citations(principal, collection_id, body.citations)
         content = build_content(blocks, citations, self._limits)
-        sources = self._sources(principal, body.sources)
+        sources = self._sources(principal, collection_id, body.sources)
         cited = [
             SourceRef(
                 file_id=UUID(entry.citation.file_id),
@@ -310,20 +332,37 @@ class ArtifactService:
         return blocks, "blocks", digest
 
     def parse_markdown(self, markdown: str) -> tuple[Block, ...]:
-        """Markdown → blocks with the same parser that reads uploaded Markdown."""
+        """Markdown → blocks with the same parser that reads uploaded Markdown, in a child process bounded in
+        time and memory like every parse of a caller's bytes (a request must never pin the API's CPU)."""
         limits = ExtractionLimits(
             max_bytes=self._limits.max_markdown_bytes,
             max_text_bytes=self._limits.max_text_bytes,
             max_blocks=self._limits.max_blocks + 1,  # one past, so a document over the limit is refused, not cut
         )
-        outcome = self._markdown.parse(markdown.encode(), limits)
+        content, parser = markdown.encode(), self._markdown
+        answer = run_in_child(
+            lambda: _OUTCOME.dump_json(parser.parse(content, limits)),
+            timeout_seconds=self._limits.parse_timeout_seconds,
+            memory_limit_bytes=self._limits.parse_memory_bytes,
+            max_answer_bytes=MAX_DOCUMENT_BYTES,
+        )
+        if isinstance(answer, TimedOut):
+            raise PayloadTooLarge(
+                f"the Markdown took longer than {answer.seconds:g} seconds to read (the limit): send it in smaller"
+                " parts, or as blocks"
+            )
+        if not isinstance(answer, bytes):
+            raise PayloadTooLarge("the Markdown is too large to read: send it in smaller parts, or as blocks")
+        outcome = _OUTCOME.validate_json(answer)
         if not isinstance(outcome, ExtractedDocument):
             raise InvalidRequest(f"the Markdown could not be read: {outcome.detail}")
         if outcome.truncated:
             raise PayloadTooLarge(f"the Markdown is over a limit: {'; '.join(outcome.warnings)}")
         return outcome.blocks
 
-    def _citations(self, principal: Principal, chunk_ids: Sequence[str]) -> list[ArtifactCitation]:
+    def _citations(self, principal: Principal, collection_id: str, chunk_ids: Sequence[str]) -> list[ArtifactCitation]:
+        """Snapshots of the cited chunks. An artifact cites only its own collection: its readers are that
+        collection's, and an excerpt from another collection would reach people who may not read it."""
         if len(chunk_ids) > self._limits.max_citations:
             raise PayloadTooLarge(f"{len(chunk_ids)} citations; the limit is {self._limits.max_citations}")
         if not chunk_ids:
@@ -337,6 +376,10 @@ class ArtifactService:
             if snapshot is None:
                 # The same answer for a chunk that does not exist and one the caller may not read.
                 raise NotFound("not found", field=f"citations[{number - 1}]")
+            if snapshot.collection_id != collection_id:
+                raise InvalidRequest(
+                    _other_collection(f"citations[{number - 1}]", snapshot.collection_id, collection_id)
+                )
             excerpt = excerpt_of(snapshot.body)
             citation = Citation.at(
                 snapshot.location,
@@ -353,7 +396,7 @@ class ArtifactService:
             citations.append(ArtifactCitation(number=number, chunk_id=chunk_id, citation=citation))
         return citations
 
-    def _sources(self, principal: Principal, sources: Sequence[SourceInput]) -> list[SourceRef]:
+    def _sources(self, principal: Principal, collection_id: str, sources: Sequence[SourceInput]) -> list[SourceRef]:
         if len(sources) > self._limits.max_sources:
             raise PayloadTooLarge(f"{len(sources)} sources; the limit is {self._limits.max_sources}")
         found = []
@@ -365,6 +408,8 @@ class ArtifactService:
                 self._policy.ensure_can_read(principal, record.collection_id)
             except NotFound:
                 raise NotFound("not found", field=f"sources[{position}]") from None
+            if record.collection_id != collection_id:
+                raise InvalidRequest(_other_collection(f"sources[{position}]", record.collection_id, collection_id))
             version = (
                 record.current
                 if source.version_id is None
@@ -376,6 +421,13 @@ class ArtifactService:
                 raise InvalidRequest(f"sources[{position}]: that version is {version.state.value}, not stored")
             found.append(SourceRef(file_id=source.file_id, version_id=version.version_id))
         return found
+
+
+def _other_collection(where: str, theirs: str, ours: str) -> str:
+    return (
+        f"{where} is in collection {theirs!r}, not the artifact's {ours!r}: an artifact cites and derives from its"
+        " own collection only (its readers may not read another)"
+    )
 
 
 def parse_blocks(raw: Sequence[dict[str, object]]) -> tuple[Block, ...]:

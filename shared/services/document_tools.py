@@ -13,7 +13,7 @@ from shared.domain.auth import Principal
 from shared.domain.chunking import block_text
 from shared.domain.document import Block, BlockKind, ExtractedDocument, Location
 from shared.domain.errors import CapabilityUnavailable, InvalidRequest, NotReady
-from shared.domain.files import FileVersionRecord, ProcessingState, Recognition, VersionState
+from shared.domain.files import DOCUMENT_READY, FileVersionRecord, Recognition, VersionState
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
 from shared.ports import FileMetadataStore, OcrProvider, Workflow
@@ -22,7 +22,6 @@ from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import IMAGE_TYPES
 
 SCANNABLE_TYPES = IMAGE_TYPES | {"application/pdf"}
-_DOCUMENT_READY = frozenset({ProcessingState.EXTRACTED, ProcessingState.INDEXING, ProcessingState.INDEXED})
 
 
 class ScanStarted(BaseModel):
@@ -151,7 +150,7 @@ class DocumentTools:
 
     def _document(self, principal: Principal, file_id: UUID) -> tuple[FileVersionRecord, ExtractedDocument]:
         version = self._files.readable_document(principal, file_id)
-        if version.processing_state not in _DOCUMENT_READY:
+        if version.processing_state not in DOCUMENT_READY:
             raise NotReady(f"the document is {version.processing_state.value.replace('_', ' ')}; try again shortly")
         return version, self._pipeline.read_document(version)
 

@@ -9,6 +9,7 @@ rejected and expired replacements change nothing.
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -35,11 +36,20 @@ from shared.domain.uploads import storage_key
 from shared.ports import AuthorizationPolicy, FileContentStore, FileMetadataStore, ReplacementStore
 from shared.services.artifacts import ArtifactService, ArtifactView, ContentInput
 from shared.services.exports import ExportService
+from shared.services.files import EXPORTS_ARE_RENDERINGS
 
 # The formats Quire writes a replacement in, by the media type of the file it replaces.
 REPLACEABLE: dict[str, ExportFormat] = {fmt.media_type: fmt for fmt in ExportFormat}
 REPLACEMENT_LIFETIME = timedelta(days=7)
-MAX_REPLACEMENT_FILENAME = 255
+REQUEST_RENDER_SECONDS = 20.0
+_STAGED_KEY = re.compile(
+    r"^derived/tenants/(?P<tenant>[A-Za-z0-9][A-Za-z0-9_.-]{0,63})/replacements/(?P<replacement>[0-9a-f-]{36})$"
+)
+
+
+def staged_replacement_key(tenant_id: str, replacement_id: UUID) -> str:
+    """Where a replacement's bytes wait for the decision (under derived/: never an upload, never extracted)."""
+    return f"derived/tenants/{tenant_id}/replacements/{replacement_id}"
 
 
 @dataclass(frozen=True)
@@ -172,6 +182,8 @@ class DocumentWriter:
             raise NotFound("not found", field="versionId")
         if base.version_id != record.current.version_id:
             raise Conflict("that is not the file's current version: a replacement replaces the current one")
+        if base.export_id is not None:
+            raise InvalidRequest(EXPORTS_ARE_RENDERINGS)
         target = REPLACEABLE.get(base.media_type)
         if target is None:
             writable = ", ".join(sorted(REPLACEABLE))
@@ -181,11 +193,14 @@ class DocumentWriter:
             )
         blocks = self._blocks(body)
         replacement_id = self._new_id()
+        # On the request path (a replacement is small, and decided by a person): bounded well inside the API's
+        # own timeout; content that takes longer is refused with a sentence.
         rendered = self._exports.render_isolated(
             target,
             RenderRequest(title=base.filename, blocks=blocks, content_id=content_id(str(replacement_id))),
+            timeout_seconds=REQUEST_RENDER_SECONDS,
         )
-        staged = f"derived/tenants/{principal.tenant_id}/replacements/{replacement_id}"
+        staged = staged_replacement_key(principal.tenant_id, replacement_id)
         self._content.put(staged, rendered.content, content_type=target.media_type)
         return self._replacements.create(
             NewReplacement(
@@ -204,11 +219,28 @@ class DocumentWriter:
             )
         )
 
+    def accounts_for(self, key: str) -> bool | None:
+        """Reconciliation: staged replacement bytes are accounted for by their replacement's row."""
+        match = _STAGED_KEY.fullmatch(key)
+        if match is None:
+            return None
+        try:
+            replacement_id = UUID(match["replacement"])
+        except ValueError:
+            return False
+        return self._replacements.get(match["tenant"], replacement_id) is not None
+
     def replacement(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
         found = self._replacements.get(principal.tenant_id, replacement_id)
         if found is None:
             raise NotFound("not found")
         self._policy.ensure_can_read(principal, found.collection_id)
+        if found.state is ReplacementState.PENDING and self._clock() >= found.expires_at:
+            # Expiry is recorded when someone next looks at it: never shown as pending past its time.
+            expired = self._replacements.decide(
+                principal.tenant_id, replacement_id, state=ReplacementState.EXPIRED, decided_by=None
+            )
+            return expired or self._replacements.get(principal.tenant_id, replacement_id) or found
         return found
 
     def approve(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
@@ -280,6 +312,9 @@ class DocumentWriter:
                 ),
                 new_file=False,
             )
+        elif existing[1].state is VersionState.REJECTED:
+            # The approved bytes never landed (a crash, then the sweep gave up on the version): say so.
+            raise Conflict("the approved replacement could not be applied: propose it again")
         elif existing[1].state is not VersionState.PENDING:
             return  # already applied
         staged = self._content.get(approved.staged_key, max_bytes=approved.byte_size)

@@ -33,7 +33,14 @@ from shared.domain.exports import (
     RenderRequest,
     content_id,
 )
-from shared.domain.files import FileRecord, FileVersionRecord, NewVersion, ProcessingState, SignedRead, VersionState
+from shared.domain.files import (
+    DOCUMENT_READY,
+    FileRecord,
+    FileVersionRecord,
+    NewVersion,
+    SignedRead,
+    VersionState,
+)
 from shared.domain.uploads import clean_filename, storage_key
 from shared.observability import logger
 from shared.ports import (
@@ -48,7 +55,6 @@ from shared.ports import (
 from shared.sandbox import AnswerTooLarge, Died, TimedOut, run_in_child
 from shared.services.artifacts import ArtifactService
 
-_READABLE_DOCUMENT = frozenset({ProcessingState.EXTRACTED, ProcessingState.INDEXING, ProcessingState.INDEXED})
 # A render left pending this long without a touch is handed to the worker again by the sweep.
 STALLED_AFTER = timedelta(minutes=10)
 MAX_RENDER_ATTEMPTS = 5
@@ -60,10 +66,6 @@ class ExportView:
     download: SignedRead | None = None
     # Why there is no download for a rendered export (its file was deleted since), in a sentence.
     gone: str | None = None
-
-
-# How the worker turns one export's source into a rendering (the PDF tools add their own kind).
-Producer = Callable[[ExportRecord], tuple[RenderRequest | bytes, str]]
 
 
 class ExportService:
@@ -140,7 +142,7 @@ class ExportService:
             raise InvalidRequest(
                 "this file is itself an export: convert its source (the artifact or the uploaded file) instead"
             )
-        if version.processing_state not in _READABLE_DOCUMENT or version.document_key is None:
+        if version.processing_state not in DOCUMENT_READY or version.document_key is None:
             state = version.processing_state.value.replace("_", " ")
             raise NotReady(f"this version is {state}: it can be converted once it is extracted")
         return self.claim(
@@ -158,11 +160,29 @@ class ExportService:
 
     def claim(self, new: NewExport) -> tuple[ExportRecord, bool]:
         """The record for `new`'s source (made now, or the existing one), with its render requested when it
-        is new; True when this call made it."""
+        is new; True when this call made it. An existing export whose file was deleted, or whose render failed
+        for a passing reason, is rendered again (its next generation)."""
         record, made = self._store.claim(new)
+        if not made and (record.failure_retryable or self._output_gone(record)):
+            reopened = self._store.reopen(record.tenant_id, record.export_id)
+            if reopened is not None:
+                record, made = reopened, True
         if made:
             self._submit(record)
         return record, made
+
+    def _output(self, record: ExportRecord) -> FileVersionRecord | None:
+        """Exactly the version this export rendered, while it is stored (never whatever the file holds now)."""
+        found = self._files.find_version(record.tenant_id, record.output_version_id)
+        if found is None or found[0].file_id != record.file_id:
+            return None
+        version = found[1]
+        if version.export_id != record.export_id or version.state is not VersionState.STORED:
+            return None
+        return version
+
+    def _output_gone(self, record: ExportRecord) -> bool:
+        return record.state is ExportState.RENDERED and self._output(record) is None
 
     def get(self, principal: Principal, export_id: UUID) -> ExportView:
         """The export and, once rendered, a signed download (at most 15 minutes): entitlement is checked on
@@ -173,10 +193,9 @@ class ExportService:
         self._policy.ensure_can_read(principal, record.collection_id)
         if record.state is not ExportState.RENDERED or record.file_id is None:
             return ExportView(record=record)
-        output = self._files.get_file(principal.tenant_id, record.file_id)
-        version = output.current if output is not None else None
-        if version is None or version.state is not VersionState.STORED:
-            return ExportView(record=record, gone="the exported file was deleted")
+        version = self._output(record)
+        if version is None:
+            return ExportView(record=record, gone="the exported file was deleted: ask for the export again")
         signed = self._content.signed_read(
             version.storage_key,
             version_id=version.storage_version_id,
@@ -193,21 +212,31 @@ class ExportService:
         if record is None:
             return None
         if record.render_attempts > MAX_RENDER_ATTEMPTS:
-            self._store.mark_failed(
-                record.tenant_id,
-                record.export_id,
-                reason=f"the render was interrupted {MAX_RENDER_ATTEMPTS} times; ask for the export again later",
+            return self._fail(
+                record,
+                RenderFailed(
+                    f"the render was interrupted {MAX_RENDER_ATTEMPTS} times; ask for the export again later",
+                    retryable=True,
+                ),
             )
-            return ExportState.FAILED
         produce = self._producers[record.kind]
         try:
             rendered = produce(record)
         except RenderFailed as failure:
-            self._store.mark_failed(record.tenant_id, record.export_id, reason=failure.sentence)
-            return ExportState.FAILED
+            return self._fail(record, failure)
         file_id = self._write_output(record, rendered)
         self._store.mark_rendered(record.tenant_id, record.export_id, file_id=file_id, rendered=rendered)
         return ExportState.RENDERED
+
+    def _fail(self, record: ExportRecord, failure: RenderFailed) -> ExportState:
+        """Failed with a sentence; a file row an earlier attempt made for it leaves with it (nothing partial)."""
+        self._store.mark_failed(
+            record.tenant_id, record.export_id, reason=failure.sentence, retryable=failure.retryable
+        )
+        found = self._files.find_version(record.tenant_id, record.output_version_id)
+        if found is not None and found[1].state is VersionState.PENDING:
+            self._files.begin_delete_file(record.tenant_id, record.output_file_id)
+        return ExportState.FAILED
 
     def resubmit_stalled(self, tenant_id: str, now: datetime | None = None) -> int:
         """Hand pending exports nobody has touched for a while to the worker again (a lost job, a crash)."""
@@ -253,30 +282,36 @@ class ExportService:
         )
         return self.render_isolated(record.format, request)
 
-    def render_isolated(self, export_format: ExportFormat, request: RenderRequest) -> RenderedFile:
+    def render_isolated(
+        self, export_format: ExportFormat, request: RenderRequest, *, timeout_seconds: float | None = None
+    ) -> RenderedFile:
         """The renderer in a child process: a render that loops or runs out of memory ends as a sentence."""
         renderer = self._renderers[export_format]
         limits = self._limits
-        return self.isolated(lambda: renderer.render(request, limits), export_format)
+        return self.isolated(lambda: renderer.render(request, limits), export_format, timeout_seconds=timeout_seconds)
 
-    def isolated(self, work: Callable[[], RenderedFile], export_format: ExportFormat) -> RenderedFile:
+    def isolated(
+        self, work: Callable[[], RenderedFile], export_format: ExportFormat, *, timeout_seconds: float | None = None
+    ) -> RenderedFile:
         """`work` in a child process bounded in time and memory; RenderFailed (raised there or for how it
         ended) comes back as a sentence."""
         limits = self._limits
         answer = run_in_child(
             lambda: _answer(work),
-            timeout_seconds=limits.timeout_seconds,
+            timeout_seconds=timeout_seconds or limits.timeout_seconds,
             memory_limit_bytes=limits.memory_limit_bytes,
             max_answer_bytes=limits.max_bytes + 1024 * 1024,
             answer_too_large=_failure_answer("rendering ran out of memory: export a shorter version"),
         )
         if isinstance(answer, TimedOut):
-            raise RenderFailed(f"rendering took longer than {limits.timeout_seconds:g} seconds (the export limit)")
+            raise RenderFailed(
+                f"rendering took longer than {answer.seconds:g} seconds (the export limit)", retryable=True
+            )
         if isinstance(answer, AnswerTooLarge):
             raise RenderFailed(f"the rendered file would pass {limits.max_bytes} bytes (the export limit)")
         if isinstance(answer, Died):
             logger.error("a renderer died", extra={"exitcode": answer.exitcode, "format": export_format.value})
-            raise RenderFailed("rendering failed inside the renderer (recorded for the operators)")
+            raise RenderFailed("rendering failed inside the renderer (recorded for the operators)", retryable=True)
         return _parse_answer(answer, export_format)
 
     def _write_output(self, record: ExportRecord, rendered: RenderedFile) -> UUID:

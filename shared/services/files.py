@@ -29,6 +29,9 @@ from shared.domain.uploads import accepted_type, check_declared_size, clean_file
 from shared.ports import MAX_SIGNED_READ_LIFETIME, AuthorizationPolicy, FileContentStore, FileMetadataStore
 
 MAX_PAGE_SIZE = 100
+EXPORTS_ARE_RENDERINGS = (
+    "this file is an export (Quire rendered it from its source): change the source and export it again instead"
+)
 # A real cursor is about 100 characters (a timestamp and a UUID).
 MAX_CURSOR_CHARS = 200
 
@@ -107,6 +110,9 @@ class FileService:
         self, principal: Principal, file_id: UUID, *, filename: str, media_type: str, byte_size: int
     ) -> UploadTicket:
         record = self.get_file(principal, file_id)
+        if record.current.export_id is not None:
+            # An export's file is the rendering of its source: its bytes change only by exporting again.
+            raise InvalidRequest(EXPORTS_ARE_RENDERINGS)
         return self._ticket(
             principal,
             file_id,

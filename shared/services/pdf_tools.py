@@ -12,7 +12,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from shared.domain.auth import Principal
-from shared.domain.errors import InvalidRequest, NotFound
+from shared.domain.errors import InvalidRequest, NotFound, PayloadTooLarge
 from shared.domain.exports import ExportFormat, ExportKind, ExportRecord, NewExport, RenderedFile, RenderFailed
 from shared.domain.files import FileVersionRecord, VersionState
 from shared.domain.pdf_tools import (
@@ -177,6 +177,7 @@ class PdfTools:
         inputs: list[PdfInput] = []
         picks: list[PagePick] = []
         limit = self._exports.limits.max_bytes
+        held = 0
         for position, entry in enumerate(operation.get("inputs", [])):
             found = self._files.find_version(tenant_id, UUID(entry["versionId"]))
             if found is None or found[1].state is not VersionState.STORED:
@@ -186,6 +187,9 @@ class PdfTools:
                 content = self._content.get(version.storage_key, version_id=version.storage_version_id, max_bytes=limit)
             except ValueError as error:
                 raise RenderFailed(f"{version.filename} is larger than {limit} bytes (the limit)") from error
+            held += len(content)
+            if held > limit:
+                raise RenderFailed(f"the inputs pass {limit} bytes together (the limit)")
             inputs.append(PdfInput(name=version.filename, content=content))
             pages = entry.get("pages")
             picks.append(PagePick(source=position, pages=parse_pages(pages) if pages else None))
@@ -217,10 +221,23 @@ class PdfTools:
                 raise InvalidRequest(f"{where} ({version.filename}) is not a PDF")
             pages = _pages_of(source.pages, f"{where}.pages") if source.pages else None
             resolved.append(_Resolved(source.file_id, version, record.collection_id, pages))
+        # The worker holds every input at once: their bytes together are bounded, repeats counted each time.
+        total = sum(entry.version.byte_size or entry.version.declared_byte_size for entry in resolved)
+        limit = self._exports.limits.max_bytes
+        if total > limit:
+            raise PayloadTooLarge(f"the inputs are {total} bytes together; the limit is {limit}")
         return resolved
 
     def _output_collection(self, principal: Principal, resolved: Sequence[_Resolved], named: str | None) -> str:
-        collection = named or resolved[0].collection_id
+        """The inputs' collection: a result lives where its inputs do (its readers could not read them
+        otherwise). Inputs from several collections, or a different output collection, are refused."""
+        collection = resolved[0].collection_id
+        others = sorted({entry.collection_id for entry in resolved} - {collection})
+        if others or (named is not None and named != collection):
+            raise InvalidRequest(
+                f"every input and the result must be in one collection (the inputs are in {collection!r}"
+                f"{''.join(f', {other!r}' for other in others)}): a result's readers must be able to read its inputs"
+            )
         self._policy.ensure_can_write(principal, collection)
         return collection
 

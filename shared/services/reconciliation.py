@@ -14,7 +14,7 @@ bypassed. What it does:
 * objects under the tenants' prefix that no version row accounts for are reported, not removed.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import chain
@@ -97,6 +97,12 @@ class ReconcileReport:
         }
 
 
+class DerivedOwner(Protocol):
+    def accounts_for(self, key: str) -> bool | None:
+        """Whether a row of this owner explains the derived object `key` (None: not a key of this owner's)."""
+        ...
+
+
 class StalledRenders(Protocol):
     def resubmit_stalled(self, tenant_id: str, now: datetime | None = None) -> int:
         """Hand pending exports nobody touched for a while to the worker again; how many."""
@@ -110,13 +116,16 @@ class Reconciler:
         content: FileContentStore,
         completion: UploadCompletion,
         thresholds: ReconcileThresholds,
+        *,
         renders: StalledRenders | None = None,
+        derived_owners: Sequence[DerivedOwner] = (),
     ) -> None:
         self._metadata = metadata
         self._content = content
         self._completion = completion
         self._thresholds = thresholds
         self._renders = renders
+        self._derived_owners = tuple(derived_owners)
 
     def run(self, now: datetime) -> ReconcileReport:
         report = ReconcileReport()
@@ -267,6 +276,10 @@ class Reconciler:
     def _derived_accounted_for(self, key: str) -> bool:
         """A derived document is accounted for by the version that points at it (and only while it lives);
         an attempt's indexing work, by the version while that attempt is indexing it."""
+        for owner in self._derived_owners:
+            accounted = owner.accounts_for(key)
+            if accounted is not None:
+                return accounted
         parts = parse_document_key(key)
         if parts is None:
             return False

@@ -159,6 +159,15 @@ def test_demo_ingests_every_format_answers_with_citations_and_stops(workdir: Pat
     # The paraphrase shares almost no words with the answer and still finds it.
     paraphrase = out.split('Search: "why could customers not pay for their orders in March?"')[1].split("Search:")[0]
     assert "1. incident-report-ERR-4021.pdf" in paraphrase
+    # The output half: a cited report, edited by a proposal, exported to PDF and DOCX and read back.
+    report = out.split("A cited report from those results")[1]
+    assert "v1:" in report and "citations from" in report
+    assert "→ v2: rename_heading b1, insert b" in report
+    for fmt in ("PDF", "DOCX"):
+        section = report.split(f"  {fmt}: ")[1].split("  DOCX: ")[0] if fmt == "PDF" else report.split("  DOCX: ")[1]
+        assert "parsed back: headings ['Demo findings (reviewed)', 'Findings', 'Sources'" in section, section
+        found = section.split("found: ")[1].split(" of ")
+        assert found[0] == found[1].split()[0], section  # every citation note is in the export
     assert "Quire is down" in out
     assert stack_processes(workdir) == []
 

@@ -275,11 +275,14 @@ def test_the_api_role_grants_named_actions_on_named_resources_only(synthesized: 
             assert action.startswith(("xray:", "ec2:")), action
     s3 = {action: resources for action, resources in granted.items() if action.startswith("s3:")}
     assert set(s3) == {"s3:PutObject", "s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket"}
-    # Originals (presigned POSTs) and artifact content only.
+    # Originals (presigned POSTs, approved replacements), artifact content and staged replacements only.
     assert sorted(
-        re.search(r'(/tenants/\*|/derived/tenants/\*/artifacts/\*)"', resource)[1]  # type: ignore[index]
+        re.search(r'(/tenants/\*|/derived/tenants/\*/(artifacts|replacements)/\*)"', resource)[1]  # type: ignore[index]
         for resource in s3["s3:PutObject"]
-    ) == ["/derived/tenants/*/artifacts/*", "/tenants/*"]
+    ) == ["/derived/tenants/*/artifacts/*", "/derived/tenants/*/replacements/*", "/tenants/*"]
+    # Exports are rendered by the render function, invoked by name: that function only.
+    (render,) = granted["lambda:InvokeFunction"]
+    assert "RenderingFunction" in render and ":*" not in render
     assert all(re.search(r'/tenants/\*"', resource) for resource in s3["s3:GetObjectVersion"])
     assert sorted(re.search(r'/(\w+)/\*"', resource)[1] for resource in s3["s3:GetObject"]) == ["derived", "tenants"]  # type: ignore[index]
     assert not [action for action in granted if action.startswith("s3:Delete")]

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from shared.domain.auth import Principal
+from shared.services.artifacts import ContentInput
 from tests.integration.files_stack import Stack
 from tests.integration.test_artifacts_api import REPORT, create
 from tests.integration.test_search_api import indexed, search
@@ -226,3 +228,93 @@ def test_every_writing_route_answers_an_unentitled_caller_exactly_as_for_a_rando
         random = stack.json(method, path.format(id=uuid.uuid4()), intruder, body)
         assert theirs == random and theirs[0] == 404, (path, theirs)
     assert stack.json("GET", f"/v1/replacements/{pending['replacementId']}", owner)[1]["state"] == "pending"
+
+
+def test_reconciliation_accounts_for_artifact_content_and_staged_replacements_and_reports_orphans(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = stack.token(tenant="reconciled")
+    artifact_id = create(stack, token, {"markdown": "# Kept\n"})["artifactId"]
+    record = indexed(stack, token, "kept.md", b"# Kept\n")
+    status, pending = stack.json("POST", f"/v1/files/{record['fileId']}/replacements", token, {"markdown": "# New\n"})
+    assert status == 201
+    # Content whose row was never written (a crash between the two) is waste, and reported as such.
+    store = stack.container.artifact_store
+
+    def crash(*_: Any, **__: Any) -> None:
+        raise ConnectionError("gone before the row")
+
+    monkeypatch.setattr(store, "add_version", crash)
+    with pytest.raises(ConnectionError):
+        stack.container.artifacts.add_version(
+            Principal(tenant_id="reconciled", subject="ann", collections=frozenset({"docs"})),
+            uuid.UUID(artifact_id),
+            expected_latest=1,
+            body=ContentInput(markdown="# Orphaned\n"),
+            producer="test",
+        )
+    monkeypatch.undo()
+    report = stack.container.reconciler.run(datetime.now(UTC)).as_dict()
+    unexplained = [entry["key"] for entry in report["bytesWithoutRow"] if "/tenants/reconciled/" in f"/{entry['key']}"]
+    assert [key for key in unexplained if "/replacements/" in key] == []
+    artifact_keys = [key for key in unexplained if "/artifacts/" in key]
+    assert len(artifact_keys) == 1 and artifact_id in artifact_keys[0]  # only the orphan
+    assert pending["replacementId"]
+
+
+def test_many_cell_edits_on_a_large_table_carry_only_the_cells_that_changed(stack: Stack) -> None:
+    token = stack.token()
+    rows = [["Item", "Qty"], *([f"item-{i}-" + "x" * 60, str(i)] for i in range(5_000))]
+    made = create(stack, token, {"blocks": [{"kind": "table", "table": {"rows": rows, "header_rows": 1}}]})
+    operations = [{"op": "set_cell", "blockId": "b1", "row": row, "column": 1, "text": "0"} for row in range(1, 501)]
+    status, applied = propose(stack, token, made["artifactId"], 1, operations)
+    assert status == 201 and len(applied["changes"]) == 500
+    assert all(change["before"] is None and change["after"] is None for change in applied["changes"])
+    second = {key: value for key, value in applied["changes"][1].items() if value is not None}
+    assert applied["changes"][0]["textBefore"] == "0" and second == {
+        "operation": 1, "op": "set_cell", "blockId": "b1", "position": 0, "row": 2, "column": 1,
+        "textBefore": "1", "textAfter": "0",
+    }  # fmt: skip
+    table = blocks(stack, token, made["artifactId"], 2)[0]["table"]["rows"]
+    assert [row[1] for row in table[1:502]] == ["0"] * 500 + ["500"]
+
+
+def test_a_replacement_that_cannot_be_written_in_the_files_format_is_a_4xx_with_a_sentence(stack: Stack) -> None:
+    token = stack.token(tenant="replacing-csv")
+    ticket = stack.upload(token, "rates.csv", "text/csv", b"a,b\n1,2\n")
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    status, refused = stack.json("POST", f"/v1/files/{ticket['fileId']}/replacements", token, {"markdown": "# x\n"})
+    assert status == 422 and "has none" in refused["message"] and refused["retryable"] is False
+    status, made = stack.json(
+        "POST", f"/v1/files/{ticket['fileId']}/replacements", token, {"markdown": "| a | b |\n| - | - |\n| 3 | 4 |\n"}
+    )
+    assert status == 201 and made["mediaType"] == "text/csv"
+    # Half of a surrogate pair is not text: refused naming where, never a 500.
+    status, answer = stack.json(
+        "POST", "/v1/artifacts", token, {"collectionId": "docs", "name": "x", "markdown": "\ud800"}
+    )
+    assert status == 400 and "surrogate" in answer["message"] and "markdown" in answer["message"]
+
+
+def test_an_artifact_cites_only_its_own_collection(stack: Stack) -> None:
+    reader_of_both = stack.token(tenant="two-collections", collections=("hr", "legal"))
+    record = indexed(stack, reader_of_both, "contract.md", b"# Contract\n\nThe notice period is 90 days.\n", "legal")
+    hit = search(stack, reader_of_both, "notice period")["hits"][0]
+    status, refused = stack.json(
+        "POST",
+        "/v1/artifacts",
+        reader_of_both,
+        {"collectionId": "hr", "name": "x", "markdown": "Notice [1].", "citations": [{"chunkId": hit["chunkId"]}]},
+    )
+    assert status == 400 and "'legal', not the artifact's 'hr'" in refused["message"]
+    status, refused = stack.json(
+        "POST",
+        "/v1/artifacts",
+        reader_of_both,
+        {"collectionId": "hr", "name": "x", "markdown": "x", "sources": [{"fileId": record["fileId"]}]},
+    )
+    assert status == 400 and "sources[0]" in refused["message"]
+    assert "two-collections" in stack.container.file_metadata.tenant_ids()
+    # A tenant with only artifacts is in the registry the sweeps walk.
+    create(stack, stack.token(tenant="artifacts-only"), {"markdown": "# Only\n"})
+    assert "artifacts-only" in stack.container.file_metadata.tenant_ids()

@@ -13,7 +13,7 @@ import pytest
 from shared.adapters.parsers.docx import DocxParser
 from shared.adapters.parsers.pdf import PdfParser
 from shared.domain.document import BlockKind, ExtractedDocument, ExtractionLimits
-from shared.domain.exports import RenderJob
+from shared.domain.exports import ExportKind, RenderJob
 from tests.integration.files_stack import Stack
 from tests.integration.test_artifacts_api import REPORT, create
 from tests.integration.test_search_api import RUNBOOK, indexed
@@ -213,3 +213,60 @@ def test_every_export_route_answers_an_unentitled_caller_exactly_as_for_a_random
     # The rendered file itself is no more visible than the artifact.
     assert stack.json("GET", f"/v1/files/{record['fileId']}", intruder)[0] == 404
     assert stack.json("GET", f"/v1/files/{record['fileId']}/content", intruder)[0] == 404
+
+
+def test_an_exports_bytes_are_exactly_what_was_rendered_and_a_deleted_export_renders_again(stack: Stack) -> None:
+    token = stack.token(tenant="tamper")
+    artifact_id = create(stack, token, {"markdown": "# Signed off\n\nThe real text.\n"})["artifactId"]
+    _, claimed = export(stack, token, artifact_id, 1, "md")
+    record = rendered(stack, token, claimed["exportId"])
+    original = download(record["url"])
+    # Nobody can put other bytes under an export: no new version, no replacement of its file.
+    body = {"filename": "Q3 v1.md", "mediaType": "text/markdown", "byteSize": 10}
+    status, refused = stack.json("POST", f"/v1/files/{record['fileId']}/versions", token, body)
+    assert status == 400 and "is an export" in refused["message"]
+    status, refused = stack.json("POST", f"/v1/files/{record['fileId']}/replacements", token, {"markdown": "# x\n"})
+    assert status == 400 and "is an export" in refused["message"]
+    assert download(rendered(stack, token, claimed["exportId"])["url"]) == original
+    # Its file deleted, the export says so; asked for again, it is rendered again as a new file.
+    assert stack.json("DELETE", f"/v1/files/{record['fileId']}", token)[0] == 202
+    gone = stack.json("GET", f"/v1/exports/{claimed['exportId']}", token)[1]
+    assert gone["url"] is None and "deleted" in gone["failure"]
+    status, again = export(stack, token, artifact_id, 1, "md")
+    assert status == 202 and again["exportId"] == claimed["exportId"] and again["state"] == "pending"
+    renewed = rendered(stack, token, claimed["exportId"])
+    assert renewed["state"] == "rendered" and renewed["fileId"] != record["fileId"]
+    assert download(renewed["url"]) == original  # the same content gives the same bytes
+
+
+def test_a_failure_that_may_pass_is_rendered_again_when_asked_and_leaves_no_file_behind(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shared.domain.exports import RenderFailed
+
+    token = stack.token(tenant="flaky")
+    artifact_id = create(stack, token, {"markdown": "# Flaky\n"})["artifactId"]
+    content = stack.container.content
+
+    def lost(*_: Any, **__: Any) -> Any:
+        raise ConnectionError("the bytes did not land")
+
+    monkeypatch.setattr(content, "put", lost)
+    _, claimed = export(stack, token, artifact_id, 1, "html")
+    assert rendered(stack, token, claimed["exportId"])["state"] == "pending"  # its file row is pending
+    monkeypatch.undo()
+    service = stack.container.exports
+
+    def timed_out(record: Any) -> Any:
+        raise RenderFailed("rendering took longer than 120 seconds (the export limit)", retryable=True)
+
+    monkeypatch.setitem(service._producers, ExportKind.ARTIFACT, timed_out)
+    service.render(RenderJob(tenant_id="flaky", export_id=uuid.UUID(claimed["exportId"])))
+    monkeypatch.undo()
+    failed = stack.json("GET", f"/v1/exports/{claimed['exportId']}", token)[1]
+    assert failed["state"] == "failed" and "longer than" in failed["failure"]
+    # Nothing partial: the file row the first attempt made left with the failure.
+    assert stack.json("GET", "/v1/files", token)[1]["files"] == []
+    status, again = export(stack, token, artifact_id, 1, "html")
+    assert status == 202 and again["state"] == "pending"
+    assert rendered(stack, token, claimed["exportId"])["state"] == "rendered"

@@ -46,3 +46,13 @@ def test_bytecode_is_compiled_for_lambdas_python_and_checked_by_hash_not_by_time
     compiled = next(staged.rglob(f"pipeline.cpython-{LAMBDA_PYTHON.replace('.', '')}.pyc"))
     # PEP 552: flags 0b01 = hash-based and unchecked (the asset's zip resets every file's time).
     assert int.from_bytes(compiled.read_bytes()[4:8], "little") == 0b01
+
+
+def test_the_layer_carries_the_export_fonts_and_their_change_rebuilds_it(tmp_path: Path) -> None:
+    from infra.packaging import _layer_package_digests, copy_layer_packages
+
+    copy_layer_packages(tmp_path)
+    fonts = sorted(path.name for path in (tmp_path / "quire_fonts").iterdir())
+    assert {"DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSansMono.ttf", "LICENSE", "__init__.py"} <= set(fonts)
+    # The layer's stamp covers the fonts: a font that changes makes the layer stale.
+    assert any(entry.startswith("quire_fonts/DejaVuSans.ttf:") for entry in _layer_package_digests())

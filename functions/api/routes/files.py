@@ -22,7 +22,7 @@ from functions.api.schemas import (
     UploadResponse,
 )
 from shared.domain.errors import InvalidRequest
-from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState, interruption_notice
+from shared.domain.files import DOCUMENT_READY, FailureReason, FileVersionRecord, ProcessingState, interruption_notice
 from shared.domain.reading import window
 from shared.domain.rendering import render_markdown
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
@@ -103,15 +103,12 @@ def scan_file(file_id: str) -> Response[ScanView]:
     return json_response(202, ScanView.model_validate(started.model_dump()))
 
 
-_DOCUMENT_READY = frozenset({ProcessingState.EXTRACTED, ProcessingState.INDEXING, ProcessingState.INDEXED})
-
-
 @router.get("/v1/files/<file_id>/document")
 def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=16)] = None) -> Response[Any]:
     parsed = parse_id(file_id)
     wired = container()
     version = wired.files.readable_document(current_principal(router), parsed)
-    if version.processing_state not in _DOCUMENT_READY:
+    if version.processing_state not in DOCUMENT_READY:
         return json_response(409, nothing_to_read(version))
     document = wired.pipeline.read_document(version)
     try:

@@ -42,6 +42,8 @@ class PostgresArtifactStore:
 
     def create(self, artifact: ArtifactRecord, first: NewArtifactVersion) -> ArtifactVersionRecord:
         with self._database.tenant_transaction(artifact.tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
+            # The sweeps walk the tenant registry: a tenant with only artifacts (and exports) is in it too.
+            cur.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (artifact.tenant_id,))
             cur.execute(
                 "INSERT INTO artifacts (tenant_id, artifact_id, collection_id, name, latest_version, created_by)"
                 " VALUES (%s, %s, %s, %s, 1, %s)",
@@ -110,6 +112,15 @@ class PostgresArtifactStore:
                 (tenant_id, artifact_id, version),
             ).fetchone()
         return ArtifactVersionRecord.model_validate(row) if row else None
+
+    def refers_to(self, tenant_id: str, artifact_id: UUID, content_key: str) -> bool:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM artifact_versions"
+                " WHERE tenant_id = %s AND artifact_id = %s AND content_key = %s)",
+                (tenant_id, artifact_id, content_key),
+            ).fetchone()
+        return bool(row and row[0])
 
     def versions(
         self, tenant_id: str, artifact_id: UUID, *, after: int | None, limit: int

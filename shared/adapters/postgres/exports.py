@@ -13,7 +13,7 @@ from shared.domain.exports import ExportKind, ExportRecord, NewExport, RenderedF
 _COLUMNS = (
     "tenant_id, export_id, collection_id, kind, format, artifact_id, version, source_file_id, source_version_id,"
     " operation, operation_hash, state, file_id, failure_reason, unsupported_characters, page_count, byte_size,"
-    " render_attempts, created_by, created_at, updated_at, rendered_at"
+    " render_attempts, generation, failure_retryable, created_by, created_at, updated_at, rendered_at"
 )
 # Which unique key names "the same export" for each kind.
 _SAME_SOURCE = {
@@ -26,6 +26,15 @@ _SAME_SOURCE = {
 _BEGIN_ATTEMPT = (
     "UPDATE exports SET render_attempts = render_attempts + 1, updated_at = now()"  # noqa: S608 - constant columns
     " WHERE tenant_id = %s AND export_id = %s AND state = 'pending' RETURNING " + _COLUMNS
+)
+
+
+_REOPEN = (
+    "UPDATE exports SET state = 'pending', file_id = NULL, failure_reason = NULL, failure_retryable = false,"  # noqa: S608
+    " unsupported_characters = '{}', page_count = NULL, byte_size = NULL, rendered_at = NULL, render_attempts = 0,"
+    " generation = generation + 1, updated_at = now()"
+    " WHERE tenant_id = %s AND export_id = %s AND (state = 'rendered' OR (state = 'failed' AND failure_retryable))"
+    " RETURNING " + _COLUMNS
 )
 
 
@@ -90,14 +99,19 @@ class PostgresExportStore:
             ).rowcount
         return changed == 1
 
-    def mark_failed(self, tenant_id: str, export_id: UUID, *, reason: str) -> bool:
+    def mark_failed(self, tenant_id: str, export_id: UUID, *, reason: str, retryable: bool = False) -> bool:
         with self._database.tenant_transaction(tenant_id) as conn:
             changed = conn.execute(
-                "UPDATE exports SET state = 'failed', failure_reason = %s, updated_at = now()"
+                "UPDATE exports SET state = 'failed', failure_reason = %s, failure_retryable = %s, updated_at = now()"
                 " WHERE tenant_id = %s AND export_id = %s AND state = 'pending'",
-                (reason[:2000], tenant_id, export_id),
+                (reason[:2000], retryable, tenant_id, export_id),
             ).rowcount
         return changed == 1
+
+    def reopen(self, tenant_id: str, export_id: UUID) -> ExportRecord | None:
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(_REOPEN, (tenant_id, export_id)).fetchone()
+        return _record(row) if row else None
 
     def stalled(self, tenant_id: str, *, updated_before: datetime, limit: int = 100) -> list[ExportRecord]:
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:

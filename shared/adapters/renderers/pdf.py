@@ -33,16 +33,20 @@ from shared.domain.exports import (
 )
 
 _HEADING_SIZES = {1: 20.0, 2: 16.0, 3: 13.5, 4: 12.0, 5: 11.0, 6: 11.0}
+# Every size a reader of the text layer could take for the body is within 15% of the body's (Quire's PDF parser
+# calls a line a heading when it is 15% larger than the most common size): so whichever kind of text dominates
+# a document (tables, code, notes), paragraphs read back as paragraphs and only headings as headings.
 _BODY_SIZE = 10.5
-_CODE_SIZE = 8.5
-_TABLE_SIZE = 9.0
+_CODE_SIZE = 9.5
+_TABLE_SIZE = 9.5
+_NOTE_SIZE = 9.5
 _LINE = 1.35  # line height as a multiple of the font size, in points → mm below
 _PT = 0.3528  # millimetres per point
 _INDENT = 6.0  # mm per list level
 # Left and right inside a table cell: wider than an em of the table's text, so that a reader of the text layer
 # (Quire's own PDF parser among them) sees a column gap between cells, not a word space.
 _CELL_PADDING = 2.2
-_KEEP = frozenset("\n\t")
+_KEEP = frozenset("\n")
 
 
 @cache
@@ -108,7 +112,8 @@ class _Writer:
     # --- text ------------------------------------------------------------------------------------------
 
     def printable(self, text: str, font: str) -> str:
-        """`text` without what `font` cannot draw (remembered, to be reported)."""
+        """`text` without what `font` cannot draw (remembered, to be reported); a tab is spaces."""
+        text = text.expandtabs(4)
         covered = _coverage(font)
         missing = {ch for ch in text if ord(ch) not in covered and ch not in _KEEP}
         if not missing:
@@ -224,7 +229,8 @@ class _Writer:
         pdf.set_draw_color(150, 150, 150)
         self._gap(2)
         with pdf.table(
-            width=sum(widths),
+            # Never a hair over the page (float sums): fpdf2 refuses a table wider than the page width.
+            width=min(sum(widths), pdf.epw),
             col_widths=widths,
             align="LEFT",
             text_align="LEFT",
@@ -277,7 +283,7 @@ class _Writer:
         self._write("Notes", size=_HEADING_SIZES[3], style="B")
         self._gap(2)
         for note in request.citations:
-            self._write(f"[{note.number}] {note_text(note)}", size=8.5)
+            self._write(f"[{note.number}] {note_text(note)}", size=_NOTE_SIZE)
             self._gap(1.5)
 
     def unsupported_notice(self) -> None:
@@ -290,7 +296,7 @@ class _Writer:
         self._write(
             f"{len(self.dropped)} distinct character(s) this PDF's font cannot draw were left out: {shown}{more}."
             " The HTML, DOCX and Markdown exports keep them.",
-            size=8.5,
+            size=_NOTE_SIZE,
         )
         self.pdf.set_text_color(0, 0, 0)
 

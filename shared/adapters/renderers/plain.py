@@ -102,7 +102,7 @@ class XlsxRenderer:
         workbook.properties.title = request.title[:255]
         buffer = io.BytesIO()
         workbook.save(buffer)
-        content = fixed_zip(buffer.getvalue())
+        content = fixed_zip(buffer.getvalue(), dated=RENDER_EPOCH)
         if len(content) > limits.max_bytes:
             raise RenderFailed(f"the workbook would be {len(content)} bytes; the export limit is {limits.max_bytes}")
         return RenderedFile(content=content, format=self.format)
