@@ -566,18 +566,23 @@ class ExportStore(Protocol):
         """Count a render attempt of a pending export; None when it is no longer pending."""
         ...
 
-    def mark_rendered(self, tenant_id: str, export_id: UUID, *, file_id: UUID, rendered: RenderedFile) -> bool:
-        """pending → rendered, naming the file that holds the bytes (written before this is called)."""
+    def mark_rendered(
+        self, tenant_id: str, export_id: UUID, *, generation: int, file_id: UUID, rendered: RenderedFile
+    ) -> bool:
+        """pending → rendered, naming the file that holds the bytes (written before this is called); only for
+        the generation rendered (a late worker of an earlier one changes nothing)."""
         ...
 
-    def mark_failed(self, tenant_id: str, export_id: UUID, *, reason: str, retryable: bool = False) -> bool:
-        """pending → failed, with the sentence the person who asked will read (`retryable`: asking again may
-        succeed)."""
+    def mark_failed(
+        self, tenant_id: str, export_id: UUID, *, generation: int, reason: str, retryable: bool = False
+    ) -> bool:
+        """pending → failed (that generation only), with the sentence the person who asked will read
+        (`retryable`: asking again may succeed)."""
         ...
 
-    def reopen(self, tenant_id: str, export_id: UUID) -> ExportRecord | None:
-        """rendered (its file gone) or failed-retryable → pending, as the next generation; None when it is in
-        neither state any more (another request reopened it first)."""
+    def reopen(self, tenant_id: str, export_id: UUID, *, generation: int) -> ExportRecord | None:
+        """rendered or failed-retryable, at `generation` → pending as the next generation; None when it moved on
+        meanwhile (another request reopened it) or has been rendered again too many times."""
         ...
 
     def stalled(self, tenant_id: str, *, updated_before: datetime, limit: int = 100) -> list[ExportRecord]:

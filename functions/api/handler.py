@@ -43,9 +43,11 @@ def refuse_nul_anywhere(resolver: APIGatewayHttpResolver, next_middleware: NextM
     # time only when such an escape is there.
     if "\\u0000" in body or "\x00" in body or _SURROGATE_ESCAPE.search(body):
         try:
-            refuse_nul(json.loads(body), "the body")
+            parsed = json.loads(body)
         except ValueError:
             refuse_nul(body, "the body")
+        else:
+            refuse_nul(parsed, "the body")
     return next_middleware(resolver)
 
 
@@ -97,7 +99,12 @@ def openapi() -> Response[str]:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    response = _undecodable_body(event) or app.resolve(event, context)
+    try:
+        response = _undecodable_body(event) or app.resolve(event, context)
+    except RecursionError:
+        # JSON nested past the parser's recursion limit (the resolver's own body parsing hits it first).
+        body = {"error": "invalid_request", "message": "the body nests too deeply to be read: flatten it"}
+        response = {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
     response.setdefault("headers", {}).update(SECURITY_HEADERS)
     return response
 

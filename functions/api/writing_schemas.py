@@ -1,5 +1,6 @@
 """Request and response bodies of edit proposals and file replacements (camelCase on the wire)."""
 
+import json
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -8,6 +9,7 @@ from pydantic import Field
 
 from functions.api.artifact_schemas import ArtifactDetailView, ContentBody
 from functions.api.schemas import ApiModel
+from shared.domain.artifacts import ArtifactBlock
 from shared.domain.proposals import MAX_OPERATIONS, ReplacementRecord, ReplacementState
 from shared.services.document_writing import ProposalOutcome
 
@@ -39,6 +41,22 @@ class ChangeView(ApiModel):
     text_after: str | None = None
 
 
+# A changed block is echoed whole up to this size; a larger one (a big table) as its id, kind and size: read the
+# version for it. The response stays far inside Lambda's 6 MB.
+MAX_ECHOED_BLOCK_BYTES = 16 * 1024
+
+
+def _echo(block: ArtifactBlock | None) -> dict[str, Any] | None:
+    if block is None:
+        return None
+    # The heading path is the saved version's to say (it is recomputed there), not the edit's.
+    shown = block.model_dump(mode="json", exclude_none=True, exclude={"heading_path"})
+    size = len(json.dumps(shown))
+    if size <= MAX_ECHOED_BLOCK_BYTES:
+        return shown
+    return {"id": block.id, "kind": block.kind.value, "bytes": size, "truncated": True}
+
+
 class ProposalView(ApiModel):
     artifact_id: UUID
     proposal_id: UUID | None
@@ -62,8 +80,8 @@ class ProposalView(ApiModel):
             changes=[
                 ChangeView(
                     **change.model_dump(exclude={"before", "after"}),
-                    before=change.before.model_dump(mode="json", exclude_none=True) if change.before else None,
-                    after=change.after.model_dump(mode="json", exclude_none=True) if change.after else None,
+                    before=_echo(change.before),
+                    after=_echo(change.after),
                 )
                 for change in outcome.changes
             ],

@@ -66,6 +66,7 @@ ORIGINALS_PREFIX = "tenants/"
 DERIVED_PREFIX = "derived/"
 # HTTP APIs give up on an integration after 30 seconds; the function stops first and says so in its log.
 API_TIMEOUT = cdk.Duration.seconds(29)
+API_MEMORY_MB = 2048
 # How long a token carries a user's collections: a change made by an operator reaches the API within this.
 ACCESS_TOKEN_VALIDITY = cdk.Duration.minutes(15)
 REFRESH_TOKEN_VALIDITY = cdk.Duration.hours(12)
@@ -136,6 +137,8 @@ class Api(Construct):
             handler=API_HANDLER,
             description="HTTP API: uploads, files, signed reads, search, rescans, reindex, artifacts, exports",
             timeout=API_TIMEOUT,
+            # Room for the bounded children a request may start (reading Markdown, rendering a replacement).
+            memory_size=API_MEMORY_MB,
             environment={
                 "QUIRE_BUCKET": bucket.bucket_name,
                 # POST /v1/files/{id}/scan starts a processing attempt.

@@ -41,8 +41,8 @@ class ArtifactLimits(BaseModel):
     # The stored JSON (locations and ids included): the bound on what is read back.
     max_content_bytes: int = 64 * 1024 * 1024
     # Reading a caller's Markdown happens on the request path, in a child bounded by these.
-    parse_timeout_seconds: float = 15.0
-    parse_memory_bytes: int = 1024 * 1024 * 1024
+    parse_timeout_seconds: float = 10.0
+    parse_memory_bytes: int = 512 * 1024 * 1024
 
 
 class ArtifactBlock(Block):

@@ -157,6 +157,11 @@ def ordered_numbers(blocks: Sequence[Block]) -> list[int | None]:
     return numbers
 
 
+# How many times one export may be rendered again (its file deleted, a passing failure): content that always
+# times out is not rendered at full cost for ever.
+MAX_GENERATIONS = 5
+
+
 class ExportKind(StrEnum):
     ARTIFACT = "artifact"  # an exact artifact version
     CONVERSION = "conversion"  # an uploaded file version, through its block list

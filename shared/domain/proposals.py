@@ -111,6 +111,7 @@ class _Draft:
         self._next = max((int(block_id[1:]) for block_id in self.ids), default=0) + 1
         # Tables being edited cell by cell: copied once, written back once (not a table copy per cell).
         self._tables: dict[str, list[list[str]]] = {}
+        self._widths: dict[str, int] = {}
 
     def new_id(self) -> str:
         self._next += 1
@@ -130,17 +131,24 @@ class _Draft:
         return ArtifactBlock.model_validate({**self.blocks[index].model_dump(), "id": self.ids[index]})
 
     def rows(self, index: int) -> list[list[str]]:
+        """The table's rows, copied once for this proposal (rows stay as ragged as they were)."""
         block_id = self.ids[index]
         if block_id not in self._tables:
             table = self.blocks[index].table
             assert table is not None
-            width = max(len(row) for row in table.rows)
-            self._tables[block_id] = [[*row, *("",) * (width - len(row))] for row in table.rows]
+            self._tables[block_id] = [list(row) for row in table.rows]
         return self._tables[block_id]
+
+    def width(self, index: int) -> int:
+        block_id = self.ids[index]
+        if block_id not in self._widths:
+            self._widths[block_id] = max((len(row) for row in self.rows(index)), default=0)
+        return self._widths[block_id]
 
     def flush(self, block_id: str | None = None) -> None:
         for edited in [block_id] if block_id is not None else list(self._tables):
             rows = self._tables.pop(edited, None) if edited is not None else None
+            self._widths.pop(edited or "", None)
             if rows is None:
                 continue
             index = self.ids.index(edited)
@@ -243,13 +251,15 @@ def _set_cell(draft: _Draft, operation: SetCell, number: int, where: str) -> Cha
     rows = draft.rows(at)
     if operation.row >= len(rows):
         raise InvalidRequest(f"{where}: the table has {len(rows)} rows (counted from 0), so no row {operation.row}")
-    width = len(rows[0])
+    width = draft.width(at)
     if operation.column >= width:
         raise InvalidRequest(
             f"{where}: the table has {width} columns (counted from 0), so no column {operation.column}"
         )
-    before = rows[operation.row][operation.column]
-    rows[operation.row][operation.column] = operation.text
+    row = rows[operation.row]
+    row.extend([""] * (operation.column + 1 - len(row)))  # only the edited row grows, and only to this cell
+    before = row[operation.column]
+    row[operation.column] = operation.text
     return Change(
         operation=number,
         op="set_cell",

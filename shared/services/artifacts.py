@@ -35,11 +35,12 @@ from shared.domain.document import (
     MAX_DOCUMENT_BYTES,
     Block,
     ExtractedDocument,
+    ExtractionFailure,
     ExtractionLimits,
     ExtractionOutcome,
 )
 from shared.domain.errors import InvalidRequest, NotFound, PayloadTooLarge
-from shared.domain.files import VersionState
+from shared.domain.files import FailureReason, VersionState
 from shared.domain.proposals import AppliedProposal
 from shared.domain.search import Citation, excerpt_of
 from shared.ports import (
@@ -53,7 +54,18 @@ from shared.ports import (
 from shared.sandbox import TimedOut, run_in_child
 
 MAX_HISTORY_PAGE = 100
-_OUTCOME: TypeAdapter[ExtractionOutcome] = TypeAdapter(ExtractionOutcome)
+_OUTCOMES: TypeAdapter[list[ExtractionOutcome]] = TypeAdapter(list[ExtractionOutcome])
+
+
+def _parse_all(parser: DocumentParser, contents: Sequence[bytes], limits: ExtractionLimits) -> bytes:
+    """In the child: every text's outcome; a parser that raises is a failure value, never a death."""
+    outcomes: list[ExtractionOutcome] = []
+    for content in contents:
+        try:
+            outcomes.append(parser.parse(content, limits))
+        except Exception as error:
+            outcomes.append(ExtractionFailure(reason=FailureReason.MALFORMED, detail=type(error).__name__))
+    return _OUTCOMES.dump_json(outcomes)
 
 
 class SourceInput(BaseModel):
@@ -332,33 +344,49 @@ class ArtifactService:
         return blocks, "blocks", digest
 
     def parse_markdown(self, markdown: str) -> tuple[Block, ...]:
-        """Markdown → blocks with the same parser that reads uploaded Markdown, in a child process bounded in
-        time and memory like every parse of a caller's bytes (a request must never pin the API's CPU)."""
+        """Markdown → blocks with the same parser that reads uploaded Markdown."""
+        return self.parse_markdown_all([markdown])[0]
+
+    def parse_markdown_all(self, texts: Sequence[str]) -> list[tuple[Block, ...]]:
+        """Each text's blocks, read in one child process bounded in time and memory like every parse of a
+        caller's bytes (a request must never pin the API's CPU): one deadline for the whole request."""
+        total = sum(len(text.encode()) for text in texts)
+        if total > self._limits.max_markdown_bytes:
+            raise PayloadTooLarge(f"the Markdown is {total} bytes; the limit is {self._limits.max_markdown_bytes}")
         limits = ExtractionLimits(
             max_bytes=self._limits.max_markdown_bytes,
             max_text_bytes=self._limits.max_text_bytes,
             max_blocks=self._limits.max_blocks + 1,  # one past, so a document over the limit is refused, not cut
         )
-        content, parser = markdown.encode(), self._markdown
+        contents, parser = [text.encode() for text in texts], self._markdown
+        too_large = PayloadTooLarge("the Markdown is too large to read: send it in smaller parts, or as blocks")
         answer = run_in_child(
-            lambda: _OUTCOME.dump_json(parser.parse(content, limits)),
+            lambda: _parse_all(parser, contents, limits),
             timeout_seconds=self._limits.parse_timeout_seconds,
             memory_limit_bytes=self._limits.parse_memory_bytes,
             max_answer_bytes=MAX_DOCUMENT_BYTES,
+            answer_too_large=b"",
         )
         if isinstance(answer, TimedOut):
             raise PayloadTooLarge(
                 f"the Markdown took longer than {answer.seconds:g} seconds to read (the limit): send it in smaller"
                 " parts, or as blocks"
             )
-        if not isinstance(answer, bytes):
-            raise PayloadTooLarge("the Markdown is too large to read: send it in smaller parts, or as blocks")
-        outcome = _OUTCOME.validate_json(answer)
-        if not isinstance(outcome, ExtractedDocument):
-            raise InvalidRequest(f"the Markdown could not be read: {outcome.detail}")
-        if outcome.truncated:
-            raise PayloadTooLarge(f"the Markdown is over a limit: {'; '.join(outcome.warnings)}")
-        return outcome.blocks
+        if not isinstance(answer, bytes) or not answer:
+            raise too_large
+        try:
+            # Validated: never trust the shape of what a process that parsed a caller's bytes sends back.
+            outcomes = _OUTCOMES.validate_json(answer)
+        except ValidationError as error:
+            raise too_large from error
+        parsed = []
+        for outcome in outcomes:
+            if not isinstance(outcome, ExtractedDocument):
+                raise InvalidRequest(f"the Markdown could not be read: {outcome.detail}")
+            if outcome.truncated:
+                raise PayloadTooLarge(f"the Markdown is over a limit: {'; '.join(outcome.warnings)}")
+            parsed.append(outcome.blocks)
+        return parsed
 
     def _citations(self, principal: Principal, collection_id: str, chunk_ids: Sequence[str]) -> list[ArtifactCitation]:
         """Snapshots of the cited chunks. An artifact cites only its own collection: its readers are that

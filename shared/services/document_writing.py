@@ -41,7 +41,10 @@ from shared.services.files import EXPORTS_ARE_RENDERINGS
 # The formats Quire writes a replacement in, by the media type of the file it replaces.
 REPLACEABLE: dict[str, ExportFormat] = {fmt.media_type: fmt for fmt in ExportFormat}
 REPLACEMENT_LIFETIME = timedelta(days=7)
-REQUEST_RENDER_SECONDS = 20.0
+# A replacement is read (at most ArtifactLimits.parse_timeout_seconds) and rendered on the request path: both
+# together inside the API function's 29 seconds, and inside its memory beside the request itself.
+REQUEST_RENDER_SECONDS = 15.0
+REQUEST_RENDER_MEMORY_BYTES = 768 * 1024 * 1024
 _STAGED_KEY = re.compile(
     r"^derived/tenants/(?P<tenant>[A-Za-z0-9][A-Za-z0-9_.-]{0,63})/replacements/(?P<replacement>[0-9a-f-]{36})$"
 )
@@ -112,7 +115,7 @@ class DocumentWriter:
         if base is None:
             raise NotFound("not found")
         content = self._artifacts.read_content(base)
-        resolved = [self._with_blocks(operation) for operation in operations]
+        resolved = self._with_blocks(operations)
         edited = apply_operations(content, resolved)
         new_content = build_content(edited.blocks, content.citations, self._artifacts.limits, ids=edited.ids)
         outcome = ProposalOutcome(
@@ -153,14 +156,21 @@ class DocumentWriter:
         )
         return replace(outcome, proposal_id=proposal_id, applied=applied)
 
-    def _with_blocks(self, operation: Operation) -> Operation:
-        """Markdown in an insert or replace, as blocks (parsed like any Markdown Quire reads)."""
-        if isinstance(operation, InsertBlocks | ReplaceBlock) and operation.markdown is not None:
-            if operation.blocks:
-                raise InvalidRequest(f"an {operation.op} gives blocks or markdown, not both")
-            blocks = self._artifacts.parse_markdown(operation.markdown)
-            return operation.model_copy(update={"blocks": blocks, "markdown": None})
-        return operation
+    def _with_blocks(self, operations: Sequence[Operation]) -> list[Operation]:
+        """Markdown in inserts and replaces, as blocks: all of a proposal's Markdown read in one bounded child."""
+        markdown: list[str] = []
+        for operation in operations:
+            if isinstance(operation, InsertBlocks | ReplaceBlock) and operation.markdown is not None:
+                if operation.blocks:
+                    raise InvalidRequest(f"an {operation.op} gives blocks or markdown, not both")
+                markdown.append(operation.markdown)
+        parsed = iter(self._artifacts.parse_markdown_all(markdown) if markdown else [])
+        return [
+            operation.model_copy(update={"blocks": next(parsed), "markdown": None})
+            if isinstance(operation, InsertBlocks | ReplaceBlock) and operation.markdown is not None
+            else operation
+            for operation in operations
+        ]
 
     # --- replacements -------------------------------------------------------------------------------------
 
@@ -199,6 +209,7 @@ class DocumentWriter:
             target,
             RenderRequest(title=base.filename, blocks=blocks, content_id=content_id(str(replacement_id))),
             timeout_seconds=REQUEST_RENDER_SECONDS,
+            memory_limit_bytes=REQUEST_RENDER_MEMORY_BYTES,
         )
         staged = staged_replacement_key(principal.tenant_id, replacement_id)
         self._content.put(staged, rendered.content, content_type=target.media_type)

@@ -164,9 +164,11 @@ class ExportService:
         for a passing reason, is rendered again (its next generation)."""
         record, made = self._store.claim(new)
         if not made and (record.failure_retryable or self._output_gone(record)):
-            reopened = self._store.reopen(record.tenant_id, record.export_id)
+            reopened = self._store.reopen(record.tenant_id, record.export_id, generation=record.generation)
             if reopened is not None:
                 record, made = reopened, True
+            else:  # another request reopened it first (or it was rendered again too often): as it is now
+                record = self._store.get(record.tenant_id, record.export_id) or record
         if made:
             self._submit(record)
         return record, made
@@ -225,16 +227,26 @@ class ExportService:
         except RenderFailed as failure:
             return self._fail(record, failure)
         file_id = self._write_output(record, rendered)
-        self._store.mark_rendered(record.tenant_id, record.export_id, file_id=file_id, rendered=rendered)
+        if not self._store.mark_rendered(
+            record.tenant_id, record.export_id, generation=record.generation, file_id=file_id, rendered=rendered
+        ):
+            # Another worker decided this generation first (a duplicate delivery): its file is the export's.
+            return None
         return ExportState.RENDERED
 
-    def _fail(self, record: ExportRecord, failure: RenderFailed) -> ExportState:
-        """Failed with a sentence; a file row an earlier attempt made for it leaves with it (nothing partial)."""
-        self._store.mark_failed(
-            record.tenant_id, record.export_id, reason=failure.sentence, retryable=failure.retryable
-        )
+    def _fail(self, record: ExportRecord, failure: RenderFailed) -> ExportState | None:
+        """Failed with a sentence; the file an earlier attempt of this generation made (pending, or stored by an
+        attempt that crashed before its mark) leaves with it: nothing partial stays visible."""
+        if not self._store.mark_failed(
+            record.tenant_id,
+            record.export_id,
+            generation=record.generation,
+            reason=failure.sentence,
+            retryable=failure.retryable,
+        ):
+            return None  # another worker decided this generation first
         found = self._files.find_version(record.tenant_id, record.output_version_id)
-        if found is not None and found[1].state is VersionState.PENDING:
+        if found is not None and found[1].state in (VersionState.PENDING, VersionState.STORED):
             self._files.begin_delete_file(record.tenant_id, record.output_file_id)
         return ExportState.FAILED
 
@@ -283,15 +295,31 @@ class ExportService:
         return self.render_isolated(record.format, request)
 
     def render_isolated(
-        self, export_format: ExportFormat, request: RenderRequest, *, timeout_seconds: float | None = None
+        self,
+        export_format: ExportFormat,
+        request: RenderRequest,
+        *,
+        timeout_seconds: float | None = None,
+        memory_limit_bytes: int | None = None,
     ) -> RenderedFile:
-        """The renderer in a child process: a render that loops or runs out of memory ends as a sentence."""
+        """The renderer in a child process: a render that loops or runs out of memory ends as a sentence.
+        A render on the request path passes tighter bounds than the worker's."""
         renderer = self._renderers[export_format]
         limits = self._limits
-        return self.isolated(lambda: renderer.render(request, limits), export_format, timeout_seconds=timeout_seconds)
+        return self.isolated(
+            lambda: renderer.render(request, limits),
+            export_format,
+            timeout_seconds=timeout_seconds,
+            memory_limit_bytes=memory_limit_bytes,
+        )
 
     def isolated(
-        self, work: Callable[[], RenderedFile], export_format: ExportFormat, *, timeout_seconds: float | None = None
+        self,
+        work: Callable[[], RenderedFile],
+        export_format: ExportFormat,
+        *,
+        timeout_seconds: float | None = None,
+        memory_limit_bytes: int | None = None,
     ) -> RenderedFile:
         """`work` in a child process bounded in time and memory; RenderFailed (raised there or for how it
         ended) comes back as a sentence."""
@@ -299,7 +327,7 @@ class ExportService:
         answer = run_in_child(
             lambda: _answer(work),
             timeout_seconds=timeout_seconds or limits.timeout_seconds,
-            memory_limit_bytes=limits.memory_limit_bytes,
+            memory_limit_bytes=memory_limit_bytes or limits.memory_limit_bytes,
             max_answer_bytes=limits.max_bytes + 1024 * 1024,
             answer_too_large=_failure_answer("rendering ran out of memory: export a shorter version"),
         )

@@ -3,6 +3,7 @@ version (a dry run writes nothing); replacements of uploaded files that change n
 become the file's next version through the upload path and are extracted and indexed again."""
 
 import threading
+import urllib.error
 import urllib.request
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -318,3 +319,41 @@ def test_an_artifact_cites_only_its_own_collection(stack: Stack) -> None:
     # A tenant with only artifacts is in the registry the sweeps walk.
     create(stack, stack.token(tenant="artifacts-only"), {"markdown": "# Only\n"})
     assert "artifacts-only" in stack.container.file_metadata.tenant_ids()
+
+
+def test_edits_on_an_empty_or_huge_table_and_a_deeply_nested_body_are_4xx_with_bounded_answers(stack: Stack) -> None:
+    token = stack.token()
+    made = create(stack, token, {"markdown": "# Title\n"})
+    empty = {"op": "insert", "after": "b1", "blocks": [{"kind": "table", "table": {"rows": []}}]}
+    status, refused = propose(
+        stack,
+        token,
+        made["artifactId"],
+        1,
+        [empty, {"op": "set_cell", "blockId": "b2", "row": 0, "column": 0, "text": "x"}],
+    )
+    assert status == 400 and "0 rows" in refused["message"]
+    rows = [["c" * 200] * 4 for _ in range(400)]
+    big = create(stack, token, {"blocks": [{"kind": "table", "table": {"rows": rows}}]})
+    status, deleted = propose(stack, token, big["artifactId"], 1, [{"op": "delete", "blockId": "b1"}])
+    assert status == 201
+    assert deleted["changes"][0]["before"] == {
+        "id": "b1",
+        "kind": "table",
+        "bytes": deleted["changes"][0]["before"]["bytes"],
+        "truncated": True,
+    }
+    # A body that nests past the parser's recursion limit (and holds an escape that makes the API read it).
+    nested = '{"markdown": "\\ud800", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    request = urllib.request.Request(
+        f"{stack.api}/v1/artifacts",
+        data=nested.encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        urllib.request.urlopen(request, timeout=20)
+        status = 200
+    except urllib.error.HTTPError as error:
+        status = error.code
+    assert status == 400

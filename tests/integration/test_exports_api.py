@@ -270,3 +270,21 @@ def test_a_failure_that_may_pass_is_rendered_again_when_asked_and_leaves_no_file
     status, again = export(stack, token, artifact_id, 1, "html")
     assert status == 202 and again["state"] == "pending"
     assert rendered(stack, token, claimed["exportId"])["state"] == "rendered"
+
+
+def test_a_late_worker_of_an_earlier_generation_changes_nothing(stack: Stack) -> None:
+    token = stack.token(tenant="late")
+    artifact_id = create(stack, token, {"markdown": "# Late\n"})["artifactId"]
+    _, claimed = export(stack, token, artifact_id, 1, "md")
+    first = rendered(stack, token, claimed["exportId"])
+    store = stack.container.export_store
+    export_id = uuid.UUID(claimed["exportId"])
+    assert stack.json("DELETE", f"/v1/files/{first['fileId']}", token)[0] == 202
+    assert export(stack, token, artifact_id, 1, "md")[1]["state"] == "pending"  # generation 1 is rendering
+    # The earlier generation can neither reopen it nor mark it, whatever it finished with.
+    assert store.reopen("late", export_id, generation=0) is None
+    assert not store.mark_failed("late", export_id, generation=0, reason="late failure")
+    second = rendered(stack, token, claimed["exportId"])
+    assert second["state"] == "rendered" and second["fileId"] != first["fileId"]
+    record = store.get("late", export_id)
+    assert record is not None and record.generation == 1

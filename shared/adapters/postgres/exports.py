@@ -8,7 +8,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from shared.adapters.postgres.database import Database
-from shared.domain.exports import ExportKind, ExportRecord, NewExport, RenderedFile
+from shared.domain.exports import MAX_GENERATIONS, ExportKind, ExportRecord, NewExport, RenderedFile
 
 _COLUMNS = (
     "tenant_id, export_id, collection_id, kind, format, artifact_id, version, source_file_id, source_version_id,"
@@ -33,7 +33,8 @@ _REOPEN = (
     "UPDATE exports SET state = 'pending', file_id = NULL, failure_reason = NULL, failure_retryable = false,"  # noqa: S608
     " unsupported_characters = '{}', page_count = NULL, byte_size = NULL, rendered_at = NULL, render_attempts = 0,"
     " generation = generation + 1, updated_at = now()"
-    " WHERE tenant_id = %s AND export_id = %s AND (state = 'rendered' OR (state = 'failed' AND failure_retryable))"
+    " WHERE tenant_id = %s AND export_id = %s AND generation = %s AND generation + 1 < %s"
+    " AND (state = 'rendered' OR (state = 'failed' AND failure_retryable))"
     " RETURNING " + _COLUMNS
 )
 
@@ -82,12 +83,14 @@ class PostgresExportStore:
             row = cur.execute(_BEGIN_ATTEMPT, (tenant_id, export_id)).fetchone()
         return _record(row) if row else None
 
-    def mark_rendered(self, tenant_id: str, export_id: UUID, *, file_id: UUID, rendered: RenderedFile) -> bool:
+    def mark_rendered(
+        self, tenant_id: str, export_id: UUID, *, generation: int, file_id: UUID, rendered: RenderedFile
+    ) -> bool:
         with self._database.tenant_transaction(tenant_id) as conn:
             changed = conn.execute(
                 "UPDATE exports SET state = 'rendered', file_id = %s, unsupported_characters = %s, page_count = %s,"
                 " byte_size = %s, rendered_at = now(), updated_at = now()"
-                " WHERE tenant_id = %s AND export_id = %s AND state = 'pending'",
+                " WHERE tenant_id = %s AND export_id = %s AND state = 'pending' AND generation = %s",
                 (
                     file_id,
                     list(rendered.unsupported_characters),
@@ -95,22 +98,25 @@ class PostgresExportStore:
                     len(rendered.content),
                     tenant_id,
                     export_id,
+                    generation,
                 ),
             ).rowcount
         return changed == 1
 
-    def mark_failed(self, tenant_id: str, export_id: UUID, *, reason: str, retryable: bool = False) -> bool:
+    def mark_failed(
+        self, tenant_id: str, export_id: UUID, *, generation: int, reason: str, retryable: bool = False
+    ) -> bool:
         with self._database.tenant_transaction(tenant_id) as conn:
             changed = conn.execute(
                 "UPDATE exports SET state = 'failed', failure_reason = %s, failure_retryable = %s, updated_at = now()"
-                " WHERE tenant_id = %s AND export_id = %s AND state = 'pending'",
-                (reason[:2000], retryable, tenant_id, export_id),
+                " WHERE tenant_id = %s AND export_id = %s AND state = 'pending' AND generation = %s",
+                (reason[:2000], retryable, tenant_id, export_id, generation),
             ).rowcount
         return changed == 1
 
-    def reopen(self, tenant_id: str, export_id: UUID) -> ExportRecord | None:
+    def reopen(self, tenant_id: str, export_id: UUID, *, generation: int) -> ExportRecord | None:
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
-            row = cur.execute(_REOPEN, (tenant_id, export_id)).fetchone()
+            row = cur.execute(_REOPEN, (tenant_id, export_id, generation, MAX_GENERATIONS)).fetchone()
         return _record(row) if row else None
 
     def stalled(self, tenant_id: str, *, updated_before: datetime, limit: int = 100) -> list[ExportRecord]:
