@@ -26,8 +26,10 @@ def quire(workdir: Path, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env.pop("DATABASE_URL", None)
     completed = subprocess.run(
-        [sys.executable, "-m", "shared.cli", *args], cwd=workdir, env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-m", "shared.cli", *args], cwd=workdir, env=env, capture_output=True, text=True, check=False
     )
+    if completed.returncode != 0:
+        raise RuntimeError(f"quire {' '.join(args)} failed ({completed.returncode}): {completed.stderr[-2000:]}")
     return completed.stdout
 
 
