@@ -181,6 +181,30 @@ class Citation(BaseModel):
     retrieved_at: datetime
 
     @classmethod
+    def of_snapshot(
+        cls,
+        snapshot: "ChunkSnapshot",
+        *,
+        excerpt: str,
+        retrieved_at: datetime,
+        matched: Sequence[ChunkRegion] = (),
+    ) -> "Citation":
+        """The citation of a stored chunk, as search and artifacts both cite it."""
+        return cls.at(
+            snapshot.location,
+            block_kind=snapshot.block_kind,
+            matched=matched,
+            file_id=snapshot.file_id,
+            version_id=snapshot.version_id,
+            filename=snapshot.filename,
+            media_type=snapshot.media_type,
+            collection_id=snapshot.collection_id,
+            heading_path=snapshot.heading_path,
+            excerpt=excerpt,
+            retrieved_at=retrieved_at,
+        )
+
+    @classmethod
     def at(
         cls,
         location: ChunkLocation,

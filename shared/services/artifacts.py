@@ -408,19 +408,7 @@ class ArtifactService:
                 raise InvalidRequest(
                     _other_collection(f"citations[{number - 1}]", snapshot.collection_id, collection_id)
                 )
-            excerpt = excerpt_of(snapshot.body)
-            citation = Citation.at(
-                snapshot.location,
-                block_kind=snapshot.block_kind,
-                file_id=snapshot.file_id,
-                version_id=snapshot.version_id,
-                filename=snapshot.filename,
-                media_type=snapshot.media_type,
-                collection_id=snapshot.collection_id,
-                heading_path=snapshot.heading_path,
-                excerpt=excerpt,
-                retrieved_at=cited_at,
-            )
+            citation = Citation.of_snapshot(snapshot, excerpt=excerpt_of(snapshot.body), retrieved_at=cited_at)
             citations.append(ArtifactCitation(number=number, chunk_id=chunk_id, citation=citation))
         return citations
 

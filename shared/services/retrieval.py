@@ -159,19 +159,12 @@ class Retrieval:
                     vector_score=vector_scores.get(chunk_id),
                     lexical_score=lexical_scores.get(chunk_id),
                     excerpt=excerpt,
-                    citation=Citation.at(
-                        snapshot.location,
-                        block_kind=snapshot.block_kind,
-                        # The blocks whose words the query names: their page and box, not the chunk's first.
-                        matched=matching_regions(snapshot.location, snapshot.body, terms),
-                        file_id=snapshot.file_id,
-                        version_id=snapshot.version_id,
-                        filename=snapshot.filename,
-                        media_type=snapshot.media_type,
-                        collection_id=snapshot.collection_id,
-                        heading_path=snapshot.heading_path,
+                    citation=Citation.of_snapshot(
+                        snapshot,
                         excerpt=excerpt,
                         retrieved_at=retrieved_at,
+                        # The blocks whose words the query names: their page and box, not the chunk's first.
+                        matched=matching_regions(snapshot.location, snapshot.body, terms),
                     ),
                 )
             )
