@@ -26,6 +26,7 @@ from shared.domain.document import ExtractionLimits
 from shared.domain.errors import InfrastructureUnavailable
 from shared.domain.exports import ExportFormat, RenderLimits
 from shared.domain.search import IdentifierBooster, RetrievalTuning
+from shared.domain.steps import StepInput, StepOutcome
 from shared.ports import (
     ArtifactRenderer,
     ArtifactStore,
@@ -49,11 +50,13 @@ from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.document_tools import DocumentTools
 from shared.services.document_writing import DocumentWriter
 from shared.services.exports import ExportService
+from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
 from shared.services.pdf_tools import PdfTools
-from shared.services.pipeline import IngestionPipeline, Recognizers
+from shared.services.pipeline import IngestionPipeline
+from shared.services.recognition import Recognizers
 from shared.services.reconciliation import Reconciler, ReconcileThresholds
 from shared.services.reindexing import Reindexer
 from shared.services.retrieval import Retrieval
@@ -200,8 +203,13 @@ class Container:
             self.content,
             self.extractor,
             self.indexer,
-            Recognizers(ocr=self.ocr, vision=self.vision, ledger=self.usage_ledger),
+            Recognizers(ocr=self.ocr, vision=self.vision),
+            ledger=self.usage_ledger,
         )
+
+    @cached_property
+    def documents(self) -> ExtractedDocuments:
+        return ExtractedDocuments(self.file_metadata, self.content)
 
     @cached_property
     def artifact_store(self) -> ArtifactStore:
@@ -268,7 +276,7 @@ class Container:
             self.authorization,
             queue=self.render_queue,
             renderers=export_renderers(),
-            read_document=self.pipeline.read_document,
+            read_document=self.documents.read,
             limits=RenderLimits(
                 max_pages=self.settings.render_max_pages,
                 max_bytes=self.settings.max_upload_bytes,
@@ -300,7 +308,7 @@ class Container:
 
     @cached_property
     def document_tools(self) -> DocumentTools:
-        return DocumentTools(self.files, self.file_metadata, self.workflow, self.pipeline, self.ocr)
+        return DocumentTools(self.files, self.file_metadata, self.workflow, self.documents, self.ocr)
 
     @cached_property
     def retrieval(self) -> Retrieval:
@@ -325,7 +333,7 @@ class Container:
 
     @cached_property
     def reindexer(self) -> Reindexer:
-        return Reindexer(self.file_metadata, self.knowledge, self.embedder, self.pipeline)
+        return Reindexer(self.file_metadata, self.knowledge, self.indexer, self.documents, self.usage_ledger)
 
     @cached_property
     def workflow(self) -> Workflow:
@@ -429,26 +437,35 @@ class Container:
         }
 
 
-# How a pipeline step's handler reports failure to the workflow. A document problem never raises (the step
-# records it and returns). Of what does raise, an infrastructure error is re-raised as
-# `InfrastructureUnavailable`, the error name the state machine's Retry matches (with back-off); anything
-# else keeps its own name and goes straight to the Catch, which records the interruption.
-Handler = TypeVar("Handler", bound=Callable[..., Any])
+StepRequest = TypeVar("StepRequest", bound=StepInput)
+LambdaStep = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-def workflow_step(handler: Handler) -> Handler:
-    @functools.wraps(handler)
-    def step(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return handler(*args, **kwargs)
-        except InfrastructureUnavailable:
-            raise
-        except Exception as error:
-            if is_transient(error):
-                raise InfrastructureUnavailable(f"{type(error).__name__}: {error}"[:1000]) from error
-            raise
+def workflow_step(reads: type[StepRequest]) -> Callable[[Callable[[StepRequest, Any], StepOutcome]], LambdaStep]:
+    """A pipeline step's Lambda handler: the event parsed as `reads` (the step's input model), the outcome
+    returned as the state machine carries it (`to_state`).
 
-    return step  # type: ignore[return-value]
+    How it reports failure to the workflow: a document problem never raises (the step records it and
+    returns). Of what does raise, an infrastructure error is re-raised as `InfrastructureUnavailable`, the
+    error name the state machine's Retry matches (with back-off); anything else keeps its own name and goes
+    straight to the Catch, which records the interruption."""
+
+    def decorate(handler: Callable[[StepRequest, Any], StepOutcome]) -> LambdaStep:
+        @functools.wraps(handler)
+        def step(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            try:
+                return handler(reads.of(event), context).to_state()
+            except InfrastructureUnavailable:
+                raise
+            except Exception as error:
+                if is_transient(error):
+                    raise InfrastructureUnavailable(f"{type(error).__name__}: {error}"[:1000]) from error
+                raise
+
+        step.reads = reads  # type: ignore[attr-defined]  # the model a test checks against the graph
+        return step
+
+    return decorate
 
 
 def export_renderers() -> dict[ExportFormat, ArtifactRenderer]:

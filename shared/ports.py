@@ -209,6 +209,11 @@ class FileMetadataStore(Protocol):
         """Compare-and-set on the processing state of a stored version, for the current attempt only."""
         ...
 
+    def heartbeat(self, tenant_id: str, version_id: UUID, *, attempt: int, state: ProcessingState) -> bool:
+        """Whether this attempt still holds the version in `state`, saying so on the row (its `updated_at`):
+        a long OCR job or embed Map does not look stalled to the sweep."""
+        ...
+
     def record_extraction(
         self,
         tenant_id: str,

@@ -4,9 +4,10 @@ from datetime import datetime
 from typing import Annotated, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from shared.domain.errors import InvalidRequest
 from shared.domain.files import (
     FailureReason,
     FileRecord,
@@ -25,8 +26,10 @@ from shared.domain.search import (
     CitedKind,
     Empty,
     EmptyReason,
+    SearchFilters,
     SearchMode,
     SearchOutcome,
+    SearchQuery,
 )
 from shared.domain.usage import UsageTotal
 
@@ -282,6 +285,33 @@ class SearchRequest(ApiModel):
     limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
     mode: SearchMode = SearchMode.HYBRID
     filters: SearchFiltersBody | None = None
+
+    def to_query(self) -> SearchQuery:
+        """The domain's query; a combination the body's schema allows but the query does not is a 400."""
+        filters = self.filters
+        try:
+            return SearchQuery(
+                text=self.query,
+                limit=self.limit,
+                mode=self.mode,
+                filters=SearchFilters(
+                    collections=frozenset(filters.collections) if filters and filters.collections is not None else None,
+                    media_types=frozenset(filters.media_types) if filters and filters.media_types else None,
+                    filename=filters.filename if filters else None,
+                    uploaded_after=filters.uploaded_after if filters else None,
+                    uploaded_before=filters.uploaded_before if filters else None,
+                ),
+            )
+        except ValidationError as error:
+            raise InvalidRequest("; ".join(str(problem["msg"]) for problem in error.errors())) from error
+
+
+class CallerView(ApiModel):
+    """Who the API takes the caller for: the tenant, the subject, and the collections they may read."""
+
+    tenant_id: str
+    subject: str
+    collections: list[str]
 
 
 class CitedRegionView(ApiModel):

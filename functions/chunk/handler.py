@@ -2,13 +2,11 @@
 Cuts the extracted document into chunks stored in batches; the output lists batch numbers for the embed Map.
 """
 
-from typing import Any
-
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared.bootstrap import Container, workflow_step
 from shared.config import load_settings
-from shared.domain.workflow import ProcessVersion
+from shared.domain.steps import Chunked, StepInput
 from shared.observability import logger, tracer
 
 container = Container(load_settings())
@@ -16,6 +14,6 @@ container = Container(load_settings())
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@workflow_step
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return container.pipeline.chunk(ProcessVersion.from_step_input(event))
+@workflow_step(StepInput)
+def handler(request: StepInput, context: LambdaContext) -> Chunked:
+    return container.pipeline.chunk(request)

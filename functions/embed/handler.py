@@ -2,13 +2,11 @@
 Input: the version's references and `batch` (a number); the vectors go to storage, never into the state.
 """
 
-from typing import Any
-
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared.bootstrap import Container, workflow_step
 from shared.config import load_settings
-from shared.domain.workflow import ProcessVersion
+from shared.domain.steps import Embedded, EmbedInput
 from shared.observability import logger, tracer
 
 container = Container(load_settings())
@@ -16,6 +14,6 @@ container = Container(load_settings())
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@workflow_step
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return container.pipeline.embed(ProcessVersion.from_step_input(event), int(event["batch"]))
+@workflow_step(EmbedInput)
+def handler(request: EmbedInput, context: LambdaContext) -> Embedded:
+    return container.pipeline.embed(request, request.batch)

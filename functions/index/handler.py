@@ -3,13 +3,11 @@
 Swaps the chunks and vectors the chunk and embed steps stored into the index, in one transaction.
 """
 
-from typing import Any
-
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared.bootstrap import Container, workflow_step
 from shared.config import load_settings
-from shared.domain.workflow import ProcessVersion
+from shared.domain.steps import Indexed, StepInput
 from shared.observability import logger, tracer
 
 container = Container(load_settings())
@@ -17,6 +15,6 @@ container = Container(load_settings())
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@workflow_step
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return container.pipeline.index(ProcessVersion.from_step_input(event))
+@workflow_step(StepInput)
+def handler(request: StepInput, context: LambdaContext) -> Indexed:
+    return container.pipeline.index(request)

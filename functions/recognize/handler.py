@@ -5,14 +5,11 @@ input it starts the read; with one (a job the engine is still running) it polls 
 `ocrJob` while the job runs, so the state machine waits and calls again; never the document's content.
 """
 
-from typing import Any
-
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared.bootstrap import Container, workflow_step
 from shared.config import load_settings
-from shared.domain.recognition import RecognitionJob
-from shared.domain.workflow import ProcessVersion
+from shared.domain.steps import RecognitionInput, Recognized
 from shared.observability import logger, tracer
 
 container = Container(load_settings())
@@ -20,12 +17,6 @@ container = Container(load_settings())
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@workflow_step
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = ProcessVersion.from_step_input(event)
-    job = event.get("ocrJob")
-    if job:
-        return container.pipeline.collect_recognition(
-            request, RecognitionJob.model_validate(job), polls=int(event.get("ocrPolls", 0))
-        )
+@workflow_step(RecognitionInput)
+def handler(request: RecognitionInput, context: LambdaContext) -> Recognized:
     return container.pipeline.recognize(request)

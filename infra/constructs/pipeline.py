@@ -40,6 +40,20 @@ from infra.constructs.storage import (
     Storage,
 )
 from infra.environments import EnvironmentSettings
+from shared.domain.steps import (
+    DONE,
+    PIPELINE,
+    CaughtError,
+    CaughtFailure,
+    ForEach,
+    Graph,
+    StepName,
+    StepOutcome,
+    Target,
+    WaitThen,
+    When,
+    wire_name,
+)
 
 # The error names a step's failure carries when retrying may help: the Lambda service's own errors, and
 # `InfrastructureUnavailable`, which the handlers raise for a database or AWS API that did not answer
@@ -71,7 +85,7 @@ TEXTRACT_ACTIONS = (
 class Step:
     """One Lambda-backed state: its function's handler, timeout, memory and what it may touch in storage."""
 
-    name: str
+    name: StepName
     handler: str
     description: str
     timeout_seconds: int
@@ -84,9 +98,9 @@ class Step:
 
 
 STEPS = (
-    Step("Inspect", "functions.inspect.handler.handler", "claims a stored version for this attempt", 30, 512),
+    Step(StepName.INSPECT, "functions.inspect.handler.handler", "claims a stored version for this attempt", 30, 512),
     Step(
-        "Extract",
+        StepName.EXTRACT,
         "functions.extract.handler.handler",
         "extracts the text layer and structure in a sandboxed child process",
         # The extraction sandbox's own clock (QUIRE_EXTRACTION_TIMEOUT_SECONDS, 120 s) stops a parser first.
@@ -98,7 +112,7 @@ STEPS = (
         ephemeral_mib=2048,
     ),
     Step(
-        "Recognize",
+        StepName.RECOGNIZE,
         "functions.recognize.handler.handler",
         "starts or polls OCR (Textract) of the pages without text, and describes images",
         300,
@@ -109,7 +123,7 @@ STEPS = (
         ephemeral_mib=2048,
     ),
     Step(
-        "Chunk",
+        StepName.CHUNK,
         "functions.chunk.handler.handler",
         "cuts the document into chunks, stored in batches",
         300,
@@ -118,7 +132,7 @@ STEPS = (
         write=(DERIVED_PREFIX,),
     ),
     Step(
-        "Embed",
+        StepName.EMBED,
         "functions.embed.handler.handler",
         "embeds one batch of chunks with Bedrock",
         300,
@@ -127,7 +141,7 @@ STEPS = (
         write=(DERIVED_PREFIX,),
     ),
     Step(
-        "Index",
+        StepName.INDEX,
         "functions.index.handler.handler",
         "swaps the version's chunks and vectors into the index",
         300,
@@ -139,7 +153,7 @@ STEPS = (
         ephemeral_mib=2048,
     ),
     Step(
-        "Publish",
+        StepName.PUBLISH,
         "functions.publish.handler.handler",
         "removes the attempt's intermediate work",
         60,
@@ -148,7 +162,7 @@ STEPS = (
         listing=(DERIVED_PREFIX,),
     ),
     Step(
-        "RecordFailure",
+        StepName.RECORD_FAILURE,
         "functions.record_failure.handler.handler",
         "records an infrastructure failure on the version (the workflow's Catch)",
         60,
@@ -157,6 +171,18 @@ STEPS = (
         listing=(DERIVED_PREFIX,),
     ),
 )
+
+
+# Where a Catch puts the error it caught: the record-failure step reads it there.
+_CAUGHT_ERROR = f"$.{wire_name(CaughtFailure, 'error')}"
+
+
+def _condition(model: type[StepOutcome], when: When) -> sfn.Condition:
+    path = f"$.{wire_name(model, when.field)}"
+    if when.test == "present":
+        return sfn.Condition.is_present(path)
+    is_true = sfn.Condition.boolean_equals(path, True)
+    return is_true if when.test == "true" else sfn.Condition.not_(is_true)
 
 
 class Pipeline(Construct):
@@ -269,9 +295,10 @@ class Pipeline(Construct):
 
     # --- the state machine --------------------------------------------------------------------------------
 
-    def _task(self, step_name: str, *, failed: sfn.IChainable) -> tasks.LambdaInvoke:
+    def _task(self, step_name: StepName, *, failed: sfn.IChainable, catch: bool = True) -> tasks.LambdaInvoke:
         """A Lambda task with a timeout above its function's, retries on infrastructure errors only, and a
-        Catch that records which step failed before the failure is recorded on the version."""
+        Catch that records which step failed before the failure is recorded on the version (a task inside a
+        Map has none of its own: the Map's Catch records it)."""
         step = next(step for step in STEPS if step.name == step_name)
         task = tasks.LambdaInvoke(
             self,
@@ -282,8 +309,37 @@ class Pipeline(Construct):
             task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(step.timeout_seconds + 30)),
         )
         self._retry(task)
-        task.add_catch(self._caught(step_name, failed), errors=["States.ALL"], result_path="$.error")
+        if catch:
+            task.add_catch(self._caught(step_name, failed), errors=["States.ALL"], result_path=_CAUGHT_ERROR)
         return task
+
+    def _wait(self, target: WaitThen) -> sfn.Wait:
+        return sfn.Wait(self, target.name, time=sfn.WaitTime.duration(cdk.Duration.seconds(OCR_POLL_SECONDS)))
+
+    def _each(
+        self, graph: Graph, target: ForEach, states: dict[StepName, tasks.LambdaInvoke], failed: sfn.IChainable
+    ) -> sfn.Map:
+        """A Map over the output's `target.items`: each item task gets the references and its item."""
+        state_model = next(spec.returns for spec in graph.steps for _, to in spec.routes if to == target)
+        item_model = graph.spec(target.step).reads
+        selector = {
+            f"{wire_name(item_model, name)}.$": (
+                f"$.{wire_name(state_model, name)}" if name in state_model.model_fields else "$$.Map.Item.Value"
+            )
+            for name in item_model.model_fields
+        }
+        each = sfn.Map(
+            self,
+            target.name,
+            items_path=f"$.{wire_name(state_model, target.items)}",
+            item_selector=selector,
+            # Bedrock's per-account quota is shared by every execution: a few batches at a time per document.
+            max_concurrency=4,
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        each.item_processor(states[target.step])
+        each.add_catch(self._caught(target.step, failed), errors=["States.ALL"], result_path=_CAUGHT_ERROR)
+        return each
 
     @staticmethod
     def _retry(task: tasks.LambdaInvoke) -> None:
@@ -298,27 +354,28 @@ class Pipeline(Construct):
         )
         task.add_retry(errors=list(TIMEOUT_ERRORS), interval=cdk.Duration.seconds(5), max_attempts=1)
 
-    def _caught(self, step_name: str, failed: sfn.IChainable) -> sfn.Pass:
+    def _caught(self, step_name: StepName, failed: sfn.IChainable) -> sfn.IChainable:
         return sfn.Pass(
             self,
             f"{step_name} failed",
             result=sfn.Result.from_string(step_name.lower()),
-            result_path="$.failedStep",
+            result_path=f"$.{wire_name(CaughtFailure, 'failed_step')}",
         ).next(failed)
 
     def _state_machine(self) -> sfn.StateMachine:
         done = sfn.Succeed(self, "Done", comment="processed, or a document problem recorded on the version")
+        error_path = f"$.{wire_name(CaughtFailure, 'error')}"
         infrastructure_failure = sfn.Fail(
             self,
             "Infrastructure failure",
             comment="a step failed after its retries; the version is `interrupted` and reconciliation retries it",
-            error_path="$.error.Error",
-            cause_path="$.error.Cause",
+            error_path=f"{error_path}.{wire_name(CaughtError, 'error')}",
+            cause_path=f"{error_path}.{wire_name(CaughtError, 'cause')}",
         )
         record_failure = tasks.LambdaInvoke(
             self,
             "Record failure",
-            lambda_function=self.step_functions["RecordFailure"],
+            lambda_function=self.step_functions[PIPELINE.on_failure.name],
             payload_response_only=True,
             retry_on_service_exceptions=False,
             result_path=sfn.JsonPath.DISCARD,
@@ -326,68 +383,40 @@ class Pipeline(Construct):
         )
         self._retry(record_failure)
         record_failure.add_catch(infrastructure_failure, errors=["States.ALL"], result_path="$.recordFailureError")
-        failed = record_failure.next(infrastructure_failure)
+        return self._definition_of(PIPELINE, done=done, failed=record_failure.next(infrastructure_failure))
 
-        inspect = self._task("Inspect", failed=failed)
-        extract = self._task("Extract", failed=failed)
-        recognize = self._task("Recognize", failed=failed)
-        chunk = self._task("Chunk", failed=failed)
-        index = self._task("Index", failed=failed)
-        publish = self._task("Publish", failed=failed)
+    def _definition_of(self, graph: Graph, *, done: sfn.Succeed, failed: sfn.IChainable) -> sfn.StateMachine:
+        """The state machine `graph` describes: one task per step, a Choice per step that has routes, a Wait
+        and a Map where the graph says so. The local runner walks the same graph."""
+        mapped = {target.step for spec in graph.steps for _, target in spec.routes if isinstance(target, ForEach)}
+        states: dict[StepName, tasks.LambdaInvoke] = {
+            spec.name: self._task(spec.name, failed=failed, catch=spec.name not in mapped) for spec in graph.steps
+        }
+        built: dict[str, sfn.IChainable] = {}
 
-        embed = tasks.LambdaInvoke(
-            self,
-            "Embed",
-            lambda_function=self.step_functions["Embed"],
-            payload_response_only=True,
-            retry_on_service_exceptions=False,
-            task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(330)),
-        )
-        self._retry(embed)
-        embed_batches = sfn.Map(
-            self,
-            "Embed batches",
-            items_path="$.batches",
-            item_selector={
-                "tenantId.$": "$.tenantId",
-                "fileId.$": "$.fileId",
-                "versionId.$": "$.versionId",
-                "attempt.$": "$.attempt",
-                "rescan.$": "$.rescan",
-                "batch.$": "$$.Map.Item.Value",
-            },
-            # Bedrock's per-account quota is shared by every execution: a few batches at a time per document.
-            max_concurrency=4,
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        embed_batches.item_processor(embed)
-        embed_batches.add_catch(self._caught("Embed", failed), errors=["States.ALL"], result_path="$.error")
+        def state_for(target: Target) -> sfn.IChainable:
+            if isinstance(target, StepName):
+                return states[target]
+            if target == DONE:
+                return done
+            assert isinstance(target, WaitThen | ForEach)
+            if target.name not in built:
+                built[target.name] = (
+                    self._wait(target) if isinstance(target, WaitThen) else self._each(graph, target, states, failed)
+                ).next(states[target.step if isinstance(target, WaitThen) else target.then])
+            return built[target.name]
 
-        wait_for_ocr = sfn.Wait(
-            self, "Wait for OCR", time=sfn.WaitTime.duration(cdk.Duration.seconds(OCR_POLL_SECONDS))
-        )
-        proceed = sfn.Condition.boolean_equals("$.proceed", True)
-        after_chunk = (
-            sfn.Choice(self, "Chunked?")
-            .when(proceed, embed_batches.next(index).next(publish).next(done))
-            .otherwise(done)
-        )
-        chunk.next(after_chunk)
-        after_recognize = (
-            sfn.Choice(self, "Recognized?")
-            .when(sfn.Condition.not_(proceed), done)
-            .when(sfn.Condition.is_present("$.ocrJob"), wait_for_ocr.next(recognize))
-            .otherwise(chunk)
-        )
-        recognize.next(after_recognize)
-        after_extract = (
-            sfn.Choice(self, "Extracted?")
-            .when(sfn.Condition.not_(proceed), done)
-            .when(sfn.Condition.boolean_equals("$.recognize", True), recognize)
-            .otherwise(chunk)
-        )
-        extract.next(after_extract)
-        definition = inspect.next(sfn.Choice(self, "Claimed?").when(proceed, extract).otherwise(done))
+        for spec in graph.steps:
+            if spec.name in mapped:
+                continue
+            if spec.choice is None:
+                states[spec.name].next(state_for(spec.otherwise))
+                continue
+            choice = sfn.Choice(self, spec.choice)
+            for when, target in spec.routes:
+                choice.when(_condition(spec.returns, when), state_for(target))
+            states[spec.name].next(choice.otherwise(state_for(spec.otherwise)))
+        definition = states[graph.first]
 
         log_group = logs.LogGroup(
             self,

@@ -1,9 +1,5 @@
 """Indexed knowledge: chunks as the chunker cuts them and the indexes store them, and what the lanes return."""
 
-import base64
-import sys
-from array import array
-from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 
@@ -151,80 +147,3 @@ class RankedChunk(BaseModel):
     chunk_id: str
     rank: int
     score: float
-
-
-class ChunkManifest(BaseModel):
-    """What the chunk step cut, written after its batches: its presence says every batch is stored."""
-
-    model_config = ConfigDict(frozen=True)
-
-    chunk_count: int
-    batch_count: int
-    truncated: bool
-
-
-class WorkVersions(BaseModel):
-    """The storage versions of an attempt's work objects as the index step read them (the manifest, each batch's
-    chunks and its vectors, in batch order): what publish deletes, exactly, with no listing."""
-
-    model_config = ConfigDict(frozen=True)
-
-    manifest: str | None
-    chunks: tuple[str | None, ...]
-    vectors: tuple[str | None, ...]
-
-
-class ChunkBatch(BaseModel):
-    """One batch of a version's chunks, embedded by one task of the workflow's Map."""
-
-    model_config = ConfigDict(frozen=True)
-
-    batch: int
-    drafts: tuple[ChunkDraft, ...]
-
-
-class EmbeddedBatch(BaseModel):
-    """The vectors of one chunk batch (float32, base64: a quarter of their JSON size), or why there are none."""
-
-    model_config = ConfigDict(frozen=True)
-
-    batch: int
-    count: int
-    embedding_model: str | None = None
-    dimension: int = 0
-    vectors_float32: str | None = None
-    tokens: int = 0
-    gap: str | None = None
-
-    @classmethod
-    def of(cls, batch: int, vectors: Sequence[Sequence[float]], *, model: str, tokens: int) -> "EmbeddedBatch":
-        dimension = len(vectors[0]) if vectors else 0
-        if any(len(vector) != dimension for vector in vectors):
-            raise ValueError("the embedder returned vectors of different lengths")
-        packed = array("f", (value for vector in vectors for value in vector))
-        if sys.byteorder != "little":
-            packed.byteswap()
-        return cls(
-            batch=batch,
-            count=len(vectors),
-            embedding_model=model,
-            dimension=dimension,
-            vectors_float32=base64.b64encode(packed.tobytes()).decode("ascii"),
-            tokens=tokens,
-        )
-
-    @classmethod
-    def missing(cls, batch: int, count: int, gap: str) -> "EmbeddedBatch":
-        return cls(batch=batch, count=count, gap=gap)
-
-    def vectors(self) -> list[list[float]] | None:
-        if self.vectors_float32 is None:
-            return None
-        packed = array("f")
-        packed.frombytes(base64.b64decode(self.vectors_float32))
-        if sys.byteorder != "little":
-            packed.byteswap()
-        if len(packed) != self.count * self.dimension:
-            raise ValueError(f"batch {self.batch} holds {len(packed)} values, not {self.count}x{self.dimension}")
-        values = packed.tolist()
-        return [values[start : start + self.dimension] for start in range(0, len(values), self.dimension)]

@@ -175,46 +175,6 @@ def document_key(tenant_id: str, file_id: UUID, version_id: UUID, attempt: int, 
     return f"{derived_prefix(storage_key(tenant_id, file_id, version_id))}document-{attempt}{suffix}.json"
 
 
-def work_prefix(tenant_id: str, file_id: UUID, version_id: UUID, attempt: int) -> str:
-    """Where one attempt's indexing work lives between its steps (chunk batches, their vectors, the manifest):
-    references pass between the workflow's states, content passes through here, and the attempt's last step
-    removes it."""
-    return f"{derived_prefix(storage_key(tenant_id, file_id, version_id))}work-{attempt}/"
-
-
-def chunk_manifest_key(prefix: str) -> str:
-    return f"{prefix}chunks.json"
-
-
-def chunk_batch_key(prefix: str, batch: int) -> str:
-    return f"{prefix}chunks-{batch:05d}.json"
-
-
-def vector_batch_key(prefix: str, batch: int) -> str:
-    """A batch's vectors, or why the model gave none: one key per batch, so every work key is known."""
-    return f"{prefix}vectors-{batch:05d}.json"
-
-
-@dataclass(frozen=True)
-class WorkKeyParts:
-    original: StorageKeyParts
-    attempt: int
-
-
-def parse_work_key(key: str) -> WorkKeyParts | None:
-    """The version and attempt an indexing work object belongs to, or None for any other key."""
-    if not key.startswith(DERIVED_PREFIX):
-        return None
-    match = re.fullmatch(
-        r"(?P<original>.+)/work-(?P<attempt>\d{1,9})/(chunks|(chunks|vectors|gap)-\d{5})\.json",
-        key[len(DERIVED_PREFIX) :],
-    )
-    if match is None:
-        return None
-    original = parse_storage_key(match["original"])
-    return WorkKeyParts(original, int(match["attempt"])) if original is not None else None
-
-
 def parse_document_key(key: str) -> StorageKeyParts | None:
     if not key.startswith(DERIVED_PREFIX):
         return None

@@ -4,10 +4,12 @@ Textract bills pages, Bedrock bills tokens (vision also images). Local engines a
 `priced` false, so a tenant sees what was done for them wherever it ran; only priced rows cost money.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from shared.domain.errors import InvalidRequest
 
 
 class UsageStep(StrEnum):
@@ -48,3 +50,14 @@ class UsageTotal(BaseModel):
     output_tokens: int
     first_recorded_at: datetime
     last_recorded_at: datetime
+
+
+def usage_window(since: datetime | None, until: datetime | None, *, now: datetime) -> tuple[datetime, datetime]:
+    """The window a usage report covers: by default this calendar month (UTC) up to now."""
+    start = since or now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = until or now + timedelta(seconds=1)
+    if start.tzinfo is None or end.tzinfo is None:
+        raise InvalidRequest("since and until need a time zone (e.g. 2026-11-01T00:00:00Z)")
+    if end <= start:
+        raise InvalidRequest("until must be after since")
+    return start, end

@@ -17,8 +17,8 @@ from shared.domain.files import DOCUMENT_READY, FileVersionRecord, Recognition, 
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
 from shared.ports import FileMetadataStore, OcrProvider, Workflow
+from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.files import FileService
-from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import IMAGE_TYPES
 
 SCANNABLE_TYPES = IMAGE_TYPES | {"application/pdf"}
@@ -74,13 +74,13 @@ class DocumentTools:
         files: FileService,
         metadata: FileMetadataStore,
         workflow: Workflow,
-        pipeline: IngestionPipeline,
+        documents: ExtractedDocuments,
         ocr: OcrProvider,
     ) -> None:
         self._files = files
         self._metadata = metadata
         self._workflow = workflow
-        self._pipeline = pipeline
+        self._documents = documents
         self._ocr = ocr
 
     def scan_document(self, principal: Principal, file_id: UUID) -> ScanStarted:
@@ -152,7 +152,7 @@ class DocumentTools:
         version = self._files.readable_document(principal, file_id)
         if version.processing_state not in DOCUMENT_READY:
             raise NotReady(f"the document is {version.processing_state.value.replace('_', ' ')}; try again shortly")
-        return version, self._pipeline.read_document(version)
+        return version, self._documents.read(version)
 
 
 def _located(block: Block) -> LocatedText:

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from shared.domain.capabilities import CapabilityStatus
 from shared.domain.chunking import ChunkingStrategy, StructuralChunker
 from shared.domain.document import ExtractedDocument
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
+from shared.domain.files import FileRecord, FileVersionRecord
 from shared.domain.knowledge import ChunkDraft, IndexedChunk, IndexingResult, IndexWrite
 from shared.domain.usage import Usage
 from shared.observability import logger
@@ -64,6 +66,18 @@ class IndexTarget:
     media_type: str
     uploaded_at: datetime
 
+    @classmethod
+    def of(cls, file: FileRecord, version: FileVersionRecord) -> "IndexTarget":
+        return cls(
+            tenant_id=file.tenant_id,
+            file_id=file.file_id,
+            version_id=version.version_id,
+            collection_id=file.collection_id,
+            filename=version.filename,
+            media_type=version.media_type,
+            uploaded_at=version.stored_at or version.created_at,
+        )
+
 
 class Indexer:
     def __init__(
@@ -86,6 +100,9 @@ class Indexer:
     @property
     def model_id(self) -> str:
         return self._embedder.model_id
+
+    def capability(self) -> CapabilityStatus:
+        return self._embedder.capability()
 
     def usage(self, tokens: int) -> Usage:
         """What embedding `tokens` tokens costs, for the ledger."""

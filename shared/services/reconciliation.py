@@ -21,16 +21,9 @@ from itertools import chain
 from typing import Any, Protocol
 from uuid import UUID
 
+from shared.domain.attempt_work import WorkKeyParts, parse_work_key
 from shared.domain.files import FileVersionRecord, ProcessingState, StoredObject, VersionState
-from shared.domain.uploads import (
-    DERIVED_PREFIX,
-    WorkKeyParts,
-    derived_prefix,
-    parse_document_key,
-    parse_storage_key,
-    parse_work_key,
-    storage_key,
-)
+from shared.domain.uploads import DERIVED_PREFIX, derived_prefix, parse_document_key, parse_storage_key, storage_key
 from shared.observability import logger
 from shared.ports import FileContentStore, FileMetadataStore
 from shared.services.upload_completion import UploadCompletion

@@ -5,11 +5,14 @@ An interruption loses at most one batch and no bookkeeping: there is no cursor t
 from pydantic import BaseModel, ConfigDict
 
 from shared.domain.errors import CapabilityUnavailable
+from shared.domain.files import FileRecord, FileVersionRecord
 from shared.domain.knowledge import IndexingResult, IndexWrite
+from shared.domain.usage import Usage
 from shared.observability import logger
-from shared.ports import EmbeddingProvider, FileMetadataStore, KnowledgeStore
-from shared.services.indexing import UnindexableDocument
-from shared.services.pipeline import IngestionPipeline
+from shared.ports import FileMetadataStore, KnowledgeStore, UsageLedger
+from shared.services.extracted_documents import ExtractedDocuments
+from shared.services.indexing import Indexer, IndexOutcome, IndexTarget, UnindexableDocument
+from shared.services.metering import Metering
 
 
 class ReindexReport(BaseModel):
@@ -27,20 +30,22 @@ class Reindexer:
         self,
         metadata: FileMetadataStore,
         knowledge: KnowledgeStore,
-        embedder: EmbeddingProvider,
-        pipeline: IngestionPipeline,
+        indexer: Indexer,
+        documents: ExtractedDocuments,
+        ledger: UsageLedger,
     ) -> None:
         self._metadata = metadata
         self._knowledge = knowledge
-        self._embedder = embedder
-        self._pipeline = pipeline
+        self._indexer = indexer
+        self._documents = documents
+        self._metering = Metering(ledger)
 
     def run_batch(self, tenant_id: str, collections: frozenset[str] | None, *, limit: int = 20) -> ReindexReport:
-        status = self._embedder.capability()
+        status = self._indexer.capability()
         if not status.available:
             # Re-indexing without a model would only rewrite the same lexical-only chunks.
             raise CapabilityUnavailable("embedder", status.reason or "unavailable")
-        model = self._embedder.model_id
+        model = self._indexer.model_id
         reindexed = dropped = skipped = 0
         for file_id, version_id in self._knowledge.versions_to_reindex(tenant_id, collections, model, limit):
             found = self._metadata.find_version(tenant_id, version_id)
@@ -48,7 +53,7 @@ class Reindexer:
                 skipped += 1
                 continue
             file, version = found
-            if not self._pipeline.has_document(version):
+            if not self._documents.exists(version):
                 self._knowledge.replace_chunks(
                     tenant_id,
                     version_id,
@@ -59,7 +64,7 @@ class Reindexer:
                 dropped += 1
                 continue
             try:
-                outcome = self._pipeline.reindex(file, version, attempt=None)
+                outcome = self._reindex(file, version)
             except UnindexableDocument:
                 skipped += 1  # the same document cannot be cut now as before; it keeps its chunks
                 continue
@@ -76,3 +81,14 @@ class Reindexer:
         return ReindexReport(
             embedding_model=model, reindexed=reindexed, dropped=dropped, skipped=skipped, remaining=remaining
         )
+
+    def _reindex(self, file: FileRecord, version: FileVersionRecord) -> IndexOutcome:
+        """Index one extracted version from its stored document, outside any processing attempt."""
+        # Its own step for the ledger, per model: re-embedding is paid again.
+        step = f"reembed:{self._indexer.model_id}"
+
+        def record(usage: Usage) -> None:
+            self._metering.record(file, version, step=step, attempt=version.processing_attempt, usage=usage)
+
+        document = self._documents.read(version)
+        return self._indexer.index(IndexTarget.of(file, version), document, attempt=None, on_embedded=record)

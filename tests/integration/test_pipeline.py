@@ -145,8 +145,8 @@ def test_an_extracted_version_is_not_extracted_again_by_a_late_or_repeated_step(
     record = processed(stack, token, "once.txt", "text/plain", b"only once")
     version = record["current"]
     request = ProcessVersion(tenant_id="acme", file_id=record["fileId"], version_id=version["versionId"], attempt=1)
-    assert stack.container.pipeline.inspect(request)["proceed"] is False
-    assert stack.container.pipeline.extract(request)["proceed"] is False
+    assert stack.container.pipeline.inspect(request).proceed is False
+    assert stack.container.pipeline.extract(request).proceed is False
     again = stack.json("GET", f"/v1/files/{record['fileId']}", token)[1]["current"]
     assert again["processingState"] == "indexed"
 
@@ -159,10 +159,10 @@ def test_a_version_deleted_while_it_is_extracted_leaves_no_document_behind(stack
     attempt = stack.container.file_metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC))
     assert attempt == 1
     request = ProcessVersion(tenant_id="acme", file_id=ticket["fileId"], version_id=ticket["versionId"], attempt=1)
-    assert stack.container.pipeline.inspect(request)["proceed"] is True
+    assert stack.container.pipeline.inspect(request).proceed is True
     stack.call("DELETE", f"/v1/files/{ticket['fileId']}", token)  # while the parser runs
     result = stack.container.pipeline.extract(request)
-    assert result["proceed"] is False
+    assert result.proceed is False
     prefix = f"derived/tenants/acme/files/{ticket['fileId']}/"
     assert list(stack.container.content.object_versions(prefix)) == []
 
@@ -175,15 +175,15 @@ def test_a_retry_after_a_dead_attempt_is_a_new_attempt_and_the_old_one_cannot_wr
     metadata = stack.container.file_metadata
     first = metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC))
     old = ProcessVersion(tenant_id="acme", file_id=ticket["fileId"], version_id=ticket["versionId"], attempt=1)
-    assert first == 1 and stack.container.pipeline.inspect(old)["proceed"] is True
+    assert first == 1 and stack.container.pipeline.inspect(old).proceed is True
     # The first attempt went silent; past the threshold a second one is started, under a new name.
     second = metadata.queue_processing("acme", version_id, stale_before=datetime.now(UTC) + timedelta(seconds=1))
     assert second == 2
     new = old.model_copy(update={"attempt": 2})
     assert new.execution_name != old.execution_name
-    assert stack.container.pipeline.extract(old)["proceed"] is False  # superseded: it may not write
-    assert stack.container.pipeline.inspect(new)["proceed"] is True
-    assert stack.container.pipeline.extract(new)["proceed"] is True
+    assert stack.container.pipeline.extract(old).proceed is False  # superseded: it may not write
+    assert stack.container.pipeline.inspect(new).proceed is True
+    assert stack.container.pipeline.extract(new).proceed is True
     current = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]
     assert current["processingState"] == "extracted"
 

@@ -21,12 +21,14 @@ from shared.domain.recognition import (
     RecognizedLine,
     RecognizedPage,
 )
+from shared.domain.steps import Indexed
 from shared.domain.usage import Usage
 from shared.domain.workflow import ProcessVersion
 from shared.local import scan_corpus
 from shared.ports import OcrSource, UsageLedger
 from shared.services.indexing import Indexer
-from shared.services.pipeline import IngestionPipeline, Recognizers
+from shared.services.pipeline import IngestionPipeline
+from shared.services.recognition import Recognizers
 from tests.integration.files_stack import Stack
 
 BOX = BoundingBox(left=0.1, top=0.1, width=0.6, height=0.03)
@@ -112,11 +114,8 @@ def pipeline(stack: Stack, *, ocr: Any, vision: Any = None, ledger: UsageLedger 
         container.content,
         container.extractor,
         container.indexer,
-        Recognizers(
-            ocr=ocr,
-            vision=vision or UnavailableVision("no vision model in this test"),
-            ledger=ledger or container.usage_ledger,
-        ),
+        Recognizers(ocr=ocr, vision=vision or UnavailableVision("no vision model in this test")),
+        ledger=ledger or container.usage_ledger,
         sleep=lambda seconds: None,
     )
 
@@ -173,7 +172,7 @@ def test_an_asynchronous_job_is_polled_to_completion_and_billed_once(stack: Stac
         ),
         RecognitionJob(engine="fake-async-ocr", job_id="job-1", analysis=True, pages=(1, 2)),
     )
-    assert again["proceed"] is False
+    assert again.proceed is False
     totals = stack.container.usage_ledger.totals(tenant, frozenset({"docs"}), since=_epoch(), until=_future())
     fake = [total for total in totals if total.provider == "fake-async-ocr"]
     assert len(fake) == 1 and (fake[0].calls, fake[0].pages, fake[0].priced) == (1, 2, True)
@@ -308,7 +307,7 @@ def test_the_recognize_step_hands_a_running_job_to_the_workflow_and_polls_it_whe
     request = ProcessVersion(
         tenant_id=tenant, file_id=file_id, version_id=str(record.current.version_id), attempt=attempt
     )
-    assert steps.inspect(request)["proceed"] and steps.extract(request)["recognize"]
+    assert steps.inspect(request).proceed and steps.extract(request).recognize
 
     event = request.step_input()
     first = recognize_step.handler(event, LocalLambdaContext("recognize"))
@@ -323,16 +322,16 @@ def test_the_recognize_step_hands_a_running_job_to_the_workflow_and_polls_it_whe
     assert done["proceed"] and "ocrJob" not in done
     found = stack.container.file_metadata.find_version(tenant, record.current.version_id)
     assert found is not None and found[1].processing_state is ProcessingState.EXTRACTED
-    assert indexed(steps, request)["indexed"] is True
+    assert indexed(steps, request).indexed is True
 
 
-def indexed(steps: IngestionPipeline, request: ProcessVersion) -> dict[str, Any]:
+def indexed(steps: IngestionPipeline, request: ProcessVersion) -> Indexed:
     """The steps after recognition, as the state machine runs them: chunk, embed each batch, index, publish."""
     chunked = steps.chunk(request)
-    for batch in chunked["batches"]:
+    for batch in chunked.batches:
         steps.embed(request, batch)
     outcome = steps.index(request)
-    steps.publish(request, work=outcome.get("work"))
+    steps.publish(request, work=outcome.work)
     return outcome
 
 
@@ -366,7 +365,8 @@ def test_a_recognize_step_delivered_again_after_a_crash_merges_once_and_keeps_it
         container.content,
         container.extractor,
         container.indexer,
-        Recognizers(ocr=engine, vision=UnavailableVision("none"), ledger=container.usage_ledger),
+        Recognizers(ocr=engine, vision=UnavailableVision("none")),
+        ledger=container.usage_ledger,
         sleep=lambda seconds: None,
     )
     record = container.file_metadata.get_file(tenant, uuid.UUID(file_id))
@@ -376,25 +376,26 @@ def test_a_recognize_step_delivered_again_after_a_crash_merges_once_and_keeps_it
     request = ProcessVersion(
         tenant_id=tenant, file_id=file_id, version_id=str(record.current.version_id), attempt=attempt
     )
-    assert steps.inspect(request)["proceed"] and steps.extract(request)["recognize"]
-    job = RecognitionJob.model_validate(steps.recognize(request)["ocrJob"])
+    assert steps.inspect(request).proceed and steps.extract(request).recognize
+    job = steps.recognize(request).ocr_job
+    assert job is not None
     with pytest.raises(ConnectionError):
         steps.collect_recognition(request, job)
     # Step Functions delivers the poll again: the merge starts from the text layer, not from itself.
     done = steps.collect_recognition(request, job)
-    assert done["proceed"] and done["attempt"] == attempt
+    assert done.proceed and done.attempt == attempt
     found = container.file_metadata.find_version(tenant, record.current.version_id)
     assert found is not None
     version = found[1]
     assert version.processing_state is ProcessingState.EXTRACTED
     assert (version.ocr_state, version.recognized_pages) == (OcrState.RECOGNIZED, (2,))
-    document = steps.read_document(version)
+    document = steps.documents.read(version)
     assert [block.text for block in document.blocks].count("Scanned minutes page 2") == 1
     assert document.recognized_pages == (2,) and document.confidence == pytest.approx(0.91)
     # The text layer it started from is gone; the row points at the merged document.
     assert version.document_key is not None and not version.document_key.endswith("-text-layer.json")
     assert container.content.head(version.document_key.replace(".json", "-text-layer.json")) is None
-    assert indexed(steps, request)["indexed"] is True
+    assert indexed(steps, request).indexed is True
 
 
 def test_an_engine_refused_for_want_of_permission_is_recorded_as_unavailable(
@@ -441,13 +442,14 @@ def test_a_job_of_a_superseded_attempt_is_discarded_not_collected(stack: Stack, 
     attempt = stack.container.file_metadata.queue_rescan(tenant, record.current.version_id)
     assert attempt is not None
     old = ProcessVersion(tenant_id=tenant, file_id=file_id, version_id=str(record.current.version_id), attempt=attempt)
-    assert steps.inspect(old)["proceed"] and steps.extract(old)["recognize"]
-    job = RecognitionJob.model_validate(steps.recognize(old)["ocrJob"])
+    assert steps.inspect(old).proceed and steps.extract(old).recognize
+    job = steps.recognize(old).ocr_job
+    assert job is not None
     # The sweep starts a new attempt while the old job runs.
     newer = stack.container.file_metadata.queue_processing(tenant, record.current.version_id, stale_before=_future())
     assert newer == attempt + 1
     late = steps.collect_recognition(old, job)
-    assert late["proceed"] is False and engine.collected == 0 and engine.discarded == ["job-1"]
+    assert late.proceed is False and engine.collected == 0 and engine.discarded == ["job-1"]
     steps.run(old.model_copy(update={"attempt": newer}))
 
 
@@ -480,9 +482,8 @@ def test_the_local_runner_records_an_infrastructure_failure_as_the_state_machine
         container.content,
         container.extractor,
         Indexer(container.knowledge, BrokenEmbedder()),
-        Recognizers(
-            ocr=UnavailableOcr("no OCR in this test"), vision=UnavailableVision("none"), ledger=container.usage_ledger
-        ),
+        Recognizers(ocr=UnavailableOcr("no OCR in this test"), vision=UnavailableVision("none")),
+        ledger=container.usage_ledger,
     )
     tenant, file_id = uploaded["tenant"], uploaded["files"]["mixed-operations.pdf"]
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from shared.domain.attempt_work import work_prefix
 from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState
-from shared.domain.uploads import storage_key, work_prefix
+from shared.domain.uploads import storage_key
 from shared.services.reconciliation import NEVER_ARRIVED
 from shared.services.upload_completion import Completion
 from tests.integration.files_stack import PDF, Stack

@@ -19,7 +19,6 @@ from shared.local.api_client import media_type_for
 from shared.local.demo import DEMO_QUERIES
 from shared.local.demo_corpus import write_demo_corpus
 from shared.services.indexing import Indexer, IndexTarget
-from shared.services.pipeline import IngestionPipeline, Recognizers
 from shared.services.reindexing import Reindexer
 from tests.integration.files_stack import Stack
 
@@ -166,7 +165,7 @@ def test_chunks_stored_without_vectors_are_reported_and_embedded_by_a_reindex(st
         media_type=version.media_type,
         uploaded_at=version.created_at,
     )
-    down.index(target, stack.container.pipeline.read_document(version), attempt=None)
+    down.index(target, stack.container.documents.read(version), attempt=None)
     indexing = stack.json("GET", f"/v1/files/{record['fileId']}", token)[1]["current"]["indexing"]
     assert indexing["embeddedChunkCount"] == 0 and indexing["embeddingGap"] == "the model is down"
     coverage = stack.json("GET", "/v1/coverage", token)[1]
@@ -180,15 +179,15 @@ def test_chunks_stored_without_vectors_are_reported_and_embedded_by_a_reindex(st
     # keyword-only chunks for ever.
     failing = FailingEmbedder()
     container = stack.container
-    pipeline = IngestionPipeline(
+    reindexer = Reindexer(
         container.file_metadata,
-        container.content,
-        container.extractor,
+        container.knowledge,
         Indexer(container.knowledge, failing),
-        Recognizers(ocr=container.ocr, vision=container.vision, ledger=container.usage_ledger),
+        container.documents,
+        container.usage_ledger,
     )
     with pytest.raises(CapabilityUnavailable, match="throttled"):
-        Reindexer(container.file_metadata, container.knowledge, failing, pipeline).run_batch(tenant, None)
+        reindexer.run_batch(tenant, None)
 
     status, batch = stack.json("POST", "/v1/reindex", token)
     assert status == 200
@@ -256,7 +255,7 @@ def test_every_citation_points_at_text_that_contains_its_excerpt_in_every_format
             citation = hit["citation"]
             found = stack.container.file_metadata.find_version(tenant, uuid.UUID(citation["versionId"]))
             assert found is not None
-            document = stack.container.pipeline.read_document(found[1])
+            document = stack.container.documents.read(found[1])
             # Then the cited location's text contains every line of the excerpt, a page citation names one
             # page, and each cited region holds a block of the document (on its page and inside its box)
             cited = Citation.model_validate(_snake(citation))

@@ -378,7 +378,7 @@ def test_a_running_ocr_job_is_polled_through_the_wait_loop_until_it_answers(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine = PolledOcr()
-    monkeypatch.setattr(deployment.container.pipeline, "_ocr", engine)
+    monkeypatch.setattr(deployment.container.pipeline.recognition, "_ocr", engine)
     scan = scan_corpus.mixed_pdf()
     version, execution = deployment.run(scan.filename, scan.media_type, scan.content)
     assert execution["status"] == "SUCCEEDED"
@@ -514,9 +514,9 @@ def sectioned_pdf(sections: int) -> bytes:
 def test_a_long_document_is_embedded_by_several_map_tasks_and_swapped_in_at_once(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from shared.services import pipeline as pipeline_module
+    from shared.services import attempt_work
 
-    monkeypatch.setattr(pipeline_module, "CHUNKS_PER_BATCH", 2)
+    monkeypatch.setattr(attempt_work, "CHUNKS_PER_BATCH", 2)
     version, execution = deployment.run("harbour-log.pdf", "application/pdf", sectioned_pdf(6))
     assert execution["status"] == "SUCCEEDED"
     steps = deployment.router.steps(str(version.version_id))
@@ -533,9 +533,9 @@ def test_a_long_document_is_embedded_by_several_map_tasks_and_swapped_in_at_once
 def test_a_batch_the_model_did_not_embed_leaves_the_version_keyword_only_and_says_why(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from shared.services import pipeline as pipeline_module
+    from shared.services import attempt_work
 
-    monkeypatch.setattr(pipeline_module, "CHUNKS_PER_BATCH", 2)
+    monkeypatch.setattr(attempt_work, "CHUNKS_PER_BATCH", 2)
     indexer = deployment.container.pipeline._indexer
     real_embed = indexer.embed
     calls = Counter[str]()

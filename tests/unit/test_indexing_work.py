@@ -7,16 +7,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from shared.domain.capabilities import CapabilityStatus
-from shared.domain.knowledge import EmbeddedBatch
-from shared.domain.uploads import (
+from shared.domain.attempt_work import (
+    EmbeddedBatch,
     chunk_batch_key,
     chunk_manifest_key,
     parse_work_key,
-    storage_key,
     vector_batch_key,
     work_prefix,
 )
+from shared.domain.capabilities import CapabilityStatus
+from shared.domain.uploads import storage_key
 from shared.domain.usage import Usage
 from shared.services.indexing import Indexer
 

@@ -67,7 +67,7 @@ def adapter_violations(names: set[str]) -> set[str]:
 
 
 def infra_violations(names: set[str]) -> set[str]:
-    return {n for n in names if _root(n) in {"shared", "functions", "migrations"}}
+    return {n for n in names if _root(n) in {"shared", "functions", "migrations"} and not _under(n, "shared.domain")}
 
 
 def lambda_code_violations(names: set[str]) -> set[str]:

@@ -10,10 +10,12 @@ from botocore.exceptions import (
     ResponseStreamingError,
 )
 from psycopg_pool import PoolTimeout
+from pydantic import ValidationError
 
 from shared.adapters.transient import is_transient
 from shared.bootstrap import workflow_step
 from shared.domain.errors import InfrastructureUnavailable
+from shared.domain.steps import Claimed, EmbedInput, StepInput, StepOutcome
 
 
 def client_error(code: str, status: int = 400) -> ClientError:
@@ -67,32 +69,51 @@ def test_a_refusal_or_a_bug_is_not_transient(error: Exception) -> None:
     assert not is_transient(error)
 
 
+REFERENCES = {"tenantId": "acme", "fileId": "f-1", "versionId": "v-1", "attempt": 2, "rescan": False}
+
+
 def test_a_step_that_meets_an_outage_raises_the_name_the_state_machine_retries() -> None:
-    @workflow_step
-    def step(event: dict[str, str], context: object) -> dict[str, str]:
+    @workflow_step(StepInput)
+    def step(request: StepInput, context: object) -> StepOutcome:
         raise psycopg.OperationalError("connection refused")
 
     with pytest.raises(InfrastructureUnavailable, match="OperationalError: connection refused") as raised:
-        step({}, None)
+        step(REFERENCES, None)
     assert type(raised.value).__name__ == "InfrastructureUnavailable"
     assert isinstance(raised.value.__cause__, psycopg.OperationalError)
 
 
 def test_a_step_with_a_bug_keeps_its_own_error_so_it_is_not_retried() -> None:
-    @workflow_step
-    def step(event: dict[str, str], context: object) -> dict[str, str]:
-        return {"value": event["missing"]}
+    @workflow_step(StepInput)
+    def step(request: StepInput, context: object) -> StepOutcome:
+        raise KeyError("batches")
 
     with pytest.raises(KeyError):
-        step({}, None)
+        step(REFERENCES, None)
 
 
-def test_a_step_that_succeeds_returns_its_output_untouched() -> None:
-    @workflow_step
-    def step(event: dict[str, str], context: object) -> dict[str, str]:
-        return {**event, "proceed": "yes"}
+def test_an_event_that_is_not_the_steps_input_is_refused_and_not_retried() -> None:
+    @workflow_step(EmbedInput)
+    def step(request: EmbedInput, context: object) -> StepOutcome:
+        return StepOutcome.going_on(request)
 
-    assert step({"tenantId": "acme"}, None) == {"tenantId": "acme", "proceed": "yes"}
+    # Given an embed task's event without its batch number
+    with pytest.raises(ValidationError, match="batch"):
+        step(REFERENCES, None)
+
+
+def test_a_step_that_succeeds_returns_its_outcome_as_the_state_machine_carries_it() -> None:
+    @workflow_step(StepInput)
+    def step(request: StepInput, context: object) -> StepOutcome:
+        return Claimed.going_on(request, media_type="text/plain", byte_size=9)
+
+    # The references come back camelCase, with the step's own fields; absent ones are left out.
+    assert step({**REFERENCES, "ignored": True}, None) == {
+        **REFERENCES,
+        "proceed": True,
+        "mediaType": "text/plain",
+        "byteSize": 9,
+    }
 
 
 def test_an_error_raised_from_an_outage_is_transient_too() -> None:

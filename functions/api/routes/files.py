@@ -110,7 +110,7 @@ def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=1
     version = wired.files.readable_document(current_principal(router), parsed)
     if version.processing_state not in DOCUMENT_READY:
         return json_response(409, nothing_to_read(version))
-    document = wired.pipeline.read_document(version)
+    document = wired.documents.read(version)
     try:
         shown = window(document.blocks, int(cursor) if cursor else 0)
     except ValueError as error:

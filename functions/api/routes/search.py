@@ -1,11 +1,10 @@
 """Search and the index: hybrid search, coverage, re-indexing, and metered usage."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from pydantic import ValidationError
 
 from functions.api.routes.context import container, current_principal
 from functions.api.schemas import (
@@ -17,31 +16,14 @@ from functions.api.schemas import (
     UsageView,
     search_view,
 )
-from shared.domain.errors import InvalidRequest
-from shared.domain.search import SearchFilters, SearchQuery
+from shared.domain.usage import usage_window
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 
 
 @router.post("/v1/search")
 def search(request: SearchRequest) -> SearchFoundView | SearchEmptyView:
-    filters = request.filters
-    try:
-        query = SearchQuery(
-            text=request.query,
-            limit=request.limit,
-            mode=request.mode,
-            filters=SearchFilters(
-                collections=frozenset(filters.collections) if filters and filters.collections is not None else None,
-                media_types=frozenset(filters.media_types) if filters and filters.media_types else None,
-                filename=filters.filename if filters else None,
-                uploaded_after=filters.uploaded_after if filters else None,
-                uploaded_before=filters.uploaded_before if filters else None,
-            ),
-        )
-    except ValidationError as error:
-        raise InvalidRequest("; ".join(str(problem["msg"]) for problem in error.errors())) from error
-    return search_view(container().retrieval.search(current_principal(router), query))
+    return search_view(container().retrieval.search(current_principal(router), request.to_query()))
 
 
 @router.get("/v1/usage")
@@ -50,13 +32,7 @@ def usage(
 ) -> UsageView:
     """Metered engine calls over the caller's collections (default: this calendar month, UTC). Priced rows
     cost money (Textract pages, Bedrock tokens); the rest were done by engines running here."""
-    now = datetime.now(UTC)
-    start = since or now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    end = until or now + timedelta(seconds=1)
-    if start.tzinfo is None or end.tzinfo is None:
-        raise InvalidRequest("since and until need a time zone (e.g. 2026-11-01T00:00:00Z)")
-    if end <= start:
-        raise InvalidRequest("until must be after since")
+    start, end = usage_window(since, until, now=datetime.now(UTC))
     principal = current_principal(router)
     wired = container()
     totals = wired.usage_ledger.totals(

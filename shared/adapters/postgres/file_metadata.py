@@ -389,6 +389,9 @@ class PostgresFileMetadataStore:
             ).rowcount
         return changed == 1
 
+    def heartbeat(self, tenant_id: str, version_id: UUID, *, attempt: int, state: ProcessingState) -> bool:
+        return self.move_processing(tenant_id, version_id, attempt=attempt, to=state, expected=[state])
+
     def record_extraction(
         self,
         tenant_id: str,

@@ -1,0 +1,60 @@
+"""What every request passes through before its route: NULs and lone surrogates refused as the caller's 400,
+and bodies no route could read (not UTF-8, nested past the parser's limit) refused before the resolver."""
+
+import base64
+import json
+import re
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shared.domain.errors import refuse_nul
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def refuse_nul_anywhere(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Every route: a NUL in the path, the query string or the JSON body is the caller's 400, naming where."""
+    event = resolver.current_event
+    for name, value in (event.path_parameters or {}).items():
+        refuse_nul(value, f"the path parameter {name}")
+    for name, value in (event.query_string_parameters or {}).items():
+        refuse_nul(value, f"the query parameter {name}")
+    body = event.decoded_body or ""
+    # JSON spells NUL and lone surrogates only as escapes (raw ones are not JSON, or not UTF-8): parsed a second
+    # time only when such an escape is there.
+    if "\\u0000" in body or "\x00" in body or _SURROGATE_ESCAPE.search(body):
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            refuse_nul(body, "the body")
+        else:
+            refuse_nul(parsed, "the body")
+    return next_middleware(resolver)
+
+
+def resolve_refusing_unreadable_bodies(
+    app: APIGatewayHttpResolver, event: dict[str, Any], context: LambdaContext
+) -> dict[str, Any]:
+    """The resolver's response, or a 400 for a body it would fail on (as a 500) before any route runs."""
+    try:
+        return _undecodable_body(event) or app.resolve(event, context)
+    except RecursionError:
+        # JSON nested past the parser's recursion limit (the resolver's own body parsing hits it first).
+        body = {"error": "invalid_request", "message": "the body nests too deeply to be read: flatten it"}
+        return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+
+
+def _undecodable_body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A base64 body that is not UTF-8 text, refused before the resolver (whose request validation runs first
+    on every route and would fail decoding it, as a 500)."""
+    if not event.get("isBase64Encoded") or not event.get("body"):
+        return None
+    try:
+        base64.b64decode(event["body"]).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        body = {"error": "invalid_request", "message": "the body is not UTF-8 text: send JSON"}
+        return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+    return None
