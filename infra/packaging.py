@@ -3,7 +3,7 @@
 The code asset holds the packages Lambda imports (`functions/`, `shared/` without the local runtime,
 `migrations/`). The layer holds the runtime dependencies named in pyproject.toml, installed for the
 Lambda architecture (arm64, CPython 3.12) from wheels only: nothing is compiled, nothing needs Docker.
-This module copies files and runs pip; it never imports runtime code (DESIGN.md section 3).
+This module copies files and runs pip; it never imports runtime code (docs/architecture.md, its import rules).
 """
 
 import hashlib

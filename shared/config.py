@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(default=256, ge=32, le=8192)
     # Bedrock Titan Text Embeddings v2 on AWS (256, 512 or 1024 dimensions: QUIRE_EMBEDDING_DIMENSION).
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
-    # Retrieval (README "Search"): chosen on the SciFact train split, never on test.
+    # Retrieval (docs/search.md, docs/adr/0004): chosen on the SciFact train split, never on test.
     search_rrf_k: int = Field(default=10, ge=1)
     search_semantic_floor: float = Field(default=0.6, ge=0, le=1)
     search_fused_floor: float = Field(default=0.4, ge=0, le=1)

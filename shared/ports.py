@@ -1,6 +1,7 @@
 """Ports: every managed service Quire uses sits behind one of these Protocols.
 
-Each port has an AWS adapter and an embedded local adapter (DESIGN.md section 2); services take ports
+Each port has an AWS adapter and an embedded local adapter (docs/architecture.md, "Ports and their
+adapters"); services take ports
 as arguments and never import an SDK. The docstrings are the contracts adapters must keep.
 """
 

@@ -1,4 +1,6 @@
-"""The HTTP API Lambda: parse the request, call one service, shape the response. Wiring only."""
+"""The HTTP API Lambda: the resolver with one router per resource (functions/api/routes/), the checks every
+request gets before its route (NUL anywhere, a body that is not UTF-8, JSON nested too deeply), the security
+headers on every response, and the routes about the API itself (health, the caller, the OpenAPI document)."""
 
 from typing import Any
 

@@ -151,7 +151,7 @@ class LambdaPackage(Construct):
         acknowledge(
             function,
             "L1",
-            "DESIGN.md pins Lambda to Python 3.12: the dependency layer is built for CPython 3.12 wheels.",
+            "docs/deployment.md pins Lambda to Python 3.12: the dependency layer is built for CPython 3.12 wheels.",
         )
         return function
 

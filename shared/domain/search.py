@@ -62,11 +62,11 @@ class SearchQuery(BaseModel):
 
 
 class RetrievalTuning(BaseModel):
-    """The numbers retrieval depends on; each is a setting, chosen on the train split (README)."""
+    """The numbers retrieval depends on; each is a setting, chosen on the train split (docs/adr/0004)."""
 
     model_config = ConfigDict(frozen=True)
 
-    # Chosen on the SciFact train split (README "Search"): k 10 fused best (0.716 nDCG@10 vs 0.702 at 60).
+    # Chosen on the SciFact train split (docs/search.md): k 10 fused best (0.716 nDCG@10 vs 0.702 at 60).
     rrf_k: int = Field(default=10, ge=1)
     # Absolute, on (cosine + 1) / 2: unrelated text sits near 0.5, not 0, so without a floor there is
     # always a "nearest" chunk and never an honest "nothing is close enough". Model-specific: for MiniLM

@@ -1,4 +1,4 @@
-"""The import rules of DESIGN.md section 3, enforced by reading every module's imports."""
+"""docs/architecture.md's import rules ("Layers and their import rules"), enforced by reading every module's imports."""
 
 import ast
 import sys

@@ -1,4 +1,5 @@
-"""The Workflow port on AWS: one Standard Step Functions execution per file version, named after it."""
+"""The Workflow port on AWS: one Standard Step Functions execution per processing attempt of a file version,
+named after both (`v-{version}-{attempt}`)."""
 
 import json
 from collections.abc import Callable

@@ -3,10 +3,13 @@
 Both lanes search the same rows, and both apply the caller's subjects and filters inside the scan,
 before ranking: filtering after retrieval would let the count of results reveal what was withheld.
 
-The keyword lane is BM25 in plain PostgreSQL (Aurora has no BM25 extension): candidates come from the
-GIN index with OR semantics, term frequencies from the stored tsvector's positions, and document
-frequencies and lengths from keyword_terms / keyword_collections, which triggers keep exact as chunks
-are written and deleted. IDF counts only the collections the caller may read.
+The keyword lane is BM25 in plain PostgreSQL (Aurora has no BM25 extension), summed from postings: the
+query's lexemes (the `simple` parser, stopwords stripped from the query only) are looked up by primary key
+in keyword_postings, which holds each (chunk, term)'s frequency and the chunk's length; any term may match
+(OR). Document frequencies and average lengths come from keyword_terms / keyword_collections. Statement
+triggers keep all three exact as chunks are written and deleted. IDF counts only the collections the caller
+may read. Not the GIN index on the tsvector: under row-level security `@@` is not leakproof, so the planner
+will not use that index and the lane would test every row of the tenant (docs/adr/0001).
 """
 
 import itertools
