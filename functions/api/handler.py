@@ -1,6 +1,6 @@
 """The HTTP API Lambda: the resolver with one router per resource (functions/api/routes/), the checks every
-request gets before its route (NUL anywhere, a body that is not UTF-8, JSON nested too deeply), the security
-headers on every response, and the routes about the API itself (health, the caller, the OpenAPI document)."""
+request gets before its route (functions/api/middleware.py), the security headers on every response, and the
+routes about the API itself (health, the caller, the OpenAPI document). Wiring only."""
 
 from typing import Any
 
