@@ -34,7 +34,6 @@ import secrets
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,9 +43,10 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from pgvector import Vector
 
 from shared.adapters.postgres.database import Database
-from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
+from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex, vector_scan_settings
 from shared.domain.capabilities import CapabilityStatus
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -332,39 +332,6 @@ def server_settings(owner_url: str) -> dict[str, str]:
 # --- loading --------------------------------------------------------------------------------------------
 
 
-def chunk_row(
-    corpus: Corpus, chunk: int, ordinal: int, *, file_id: uuid.UUID, version_id: uuid.UUID, collection: str
-) -> Any:
-    from shared.domain.document import BlockKind
-    from shared.domain.knowledge import ChunkDraft, ChunkLocation, IndexedChunk
-
-    text = corpus.text(chunk)
-    draft = ChunkDraft(
-        ordinal=ordinal,
-        text=text,
-        heading_path=(),
-        block_kind=BlockKind.PARAGRAPH,
-        location=ChunkLocation(line_start=ordinal + 1, line_end=ordinal + 1),
-        block_start=ordinal,
-        block_end=ordinal,
-        parent=None,
-        token_count=max(1, len(text.split())),
-    )
-    return IndexedChunk(
-        chunk_id=f"{version_id}:{ordinal}",
-        file_id=str(file_id),
-        version_id=str(version_id),
-        collection_id=collection,
-        filename=f"doc-{version_id.hex[:8]}.txt",
-        media_type="text/plain",
-        uploaded_at=datetime.now(UTC),
-        draft=draft,
-        content_hash=uuid.uuid5(uuid.NAMESPACE_OID, text).hex,
-        embedding=tuple(corpus.vectors[chunk].tolist()),
-        embedding_model=FAKE_MODEL,
-    )
-
-
 @dataclass
 class LoadTimes:
     chunks: int = 0
@@ -385,7 +352,7 @@ class LoadTimes:
 def write_versions(database: Database, corpus: Corpus, plan: Sequence[tuple[str, str, np.ndarray]]) -> LoadTimes:
     """Each planned (tenant, collection, chunks) as one new claimed version, written by replace_chunks."""
     from shared.domain.knowledge import IndexingResult, IndexWrite
-    from tests.integration.knowledge_rows import new_indexing_version
+    from shared.local.chunk_rows import new_indexing_version, paragraph_drafts, stored_rows
 
     knowledge = PostgresKnowledgeIndex(database)
     times = LoadTimes()
@@ -393,10 +360,15 @@ def write_versions(database: Database, corpus: Corpus, plan: Sequence[tuple[str,
         begun = time.perf_counter()
         file_id, version_id, attempt = new_indexing_version(database, tenant, collection)
         claimed = time.perf_counter()
-        rows = [
-            chunk_row(corpus, int(chunk), ordinal, file_id=file_id, version_id=version_id, collection=collection)
-            for ordinal, chunk in enumerate(chunks)
-        ]
+        rows = stored_rows(
+            file_id,
+            version_id,
+            collection,
+            paragraph_drafts([corpus.text(int(chunk)) for chunk in chunks]),
+            vectors=[tuple(corpus.vectors[int(chunk)].tolist()) for chunk in chunks],
+            embedding_model=FAKE_MODEL,
+            filename=f"doc-{version_id.hex[:8]}.txt",
+        )
         built = time.perf_counter()
         written = knowledge.replace_chunks(
             tenant,
@@ -461,10 +433,6 @@ def percentile(samples: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def vector_literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(format(value, ".7g") for value in vector) + "]"
-
-
 _EXACT = (
     "SELECT chunk_id, embedding <=> %(embedding)s::vector FROM knowledge_chunks"
     " WHERE tenant_id = %(tenant)s AND subjects && %(collections)s AND embedding_model = %(model)s"
@@ -477,7 +445,7 @@ def lane_params(query: BenchQuery, limit: int) -> dict[str, Any]:
     return {
         "tenant": query.tenant,
         "collections": sorted(query.searchable),
-        "embedding": vector_literal(query.vector),
+        "embedding": Vector(list(query.vector)),
         "model": FAKE_MODEL,
         "limit": limit,
     }
@@ -489,21 +457,15 @@ def exact_nearest(database: Database, query: BenchQuery, limit: int) -> list[tup
         return [(row[0], 1 - float(row[1])) for row in conn.execute(_EXACT, lane_params(query, limit)).fetchall()]
 
 
-def adapter_settings(limit: int) -> dict[str, str]:
-    """The GUCs PostgresKnowledgeIndex.nearest sets for `limit` (mirrored here to EXPLAIN its query)."""
-    from shared.adapters.postgres import knowledge
+def adapter_nearest(query: BenchQuery, limit: int) -> tuple[str, dict[str, Any]]:
+    """The statement and parameters PostgresKnowledgeIndex.nearest runs for `query` (to EXPLAIN it, or run
+    it under other settings)."""
+    from shared.adapters.postgres.knowledge import nearest_query
+    from shared.domain.search import SearchFilters
 
-    return {
-        "hnsw.iterative_scan": "relaxed_order",
-        "hnsw.ef_search": str(knowledge._EF_SEARCH),
-        "hnsw.max_scan_tuples": str(knowledge._MAX_SCAN_TUPLES),
-    }
-
-
-def nearest_sql() -> str:
-    from shared.adapters.postgres import knowledge
-
-    return knowledge._NEAREST.format(filters="")
+    return nearest_query(
+        query.tenant, query.searchable, query.vector, embedding_model=FAKE_MODEL, limit=limit, filters=SearchFilters()
+    )
 
 
 def set_local(conn: psycopg.Connection[Any], settings: dict[str, str]) -> None:
@@ -529,8 +491,9 @@ def plan_label(plan: dict[str, Any]) -> str:
 def explain(database: Database, query: BenchQuery, limit: int, *, analyze: bool) -> dict[str, Any]:
     options = "ANALYZE, BUFFERS, FORMAT JSON" if analyze else "FORMAT JSON"
     with database.tenant_transaction(query.tenant) as conn:
-        set_local(conn, adapter_settings(limit))
-        row = conn.execute(f"EXPLAIN ({options}) {nearest_sql()}", lane_params(query, limit)).fetchone()  # type: ignore[arg-type]
+        set_local(conn, vector_scan_settings())
+        statement, params = adapter_nearest(query, limit)
+        row = conn.execute(f"EXPLAIN ({options}) {statement}", params).fetchone()  # type: ignore[arg-type]
     assert row is not None
     document = row[0] if isinstance(row[0], list) else json.loads(row[0])
     return dict(document[0])
@@ -582,7 +545,8 @@ def nearest_with(database: Database, query: BenchQuery, limit: int, settings: di
     """The adapter's vector query under other GUCs, in this bench's own transaction."""
     with database.tenant_transaction(query.tenant) as conn:
         set_local(conn, settings)
-        return [row[0] for row in conn.execute(nearest_sql(), lane_params(query, limit)).fetchall()]  # type: ignore[arg-type]
+        statement, params = adapter_nearest(query, limit)
+        return [row[0] for row in conn.execute(statement, params).fetchall()]  # type: ignore[arg-type]
 
 
 def timed_ms(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -778,7 +742,7 @@ def recall_figures(
             target=RECALL_TARGET,
             met=min(mean(values) for values in per_bucket.values()) >= RECALL_TARGET,
             lane_limit=candidates,
-            settings=adapter_settings(candidates),
+            settings=vector_scan_settings(),
             exact="same tenant/collections/model filters, ORDER BY (embedding <=> q) + 0 (no index can order it)",
             **findings,
         )
@@ -803,7 +767,7 @@ def alternatives(
 ) -> dict[str, Any]:
     """Recall and latency of the adapter's vector query under other GUCs, set in this bench's own
     transactions only (the adapter is untouched): which setting would reach the target, at what cost."""
-    base = adapter_settings(candidates)
+    base = vector_scan_settings()
     options = {
         "adapter (as is)": base,
         "ef_search 200": {**base, "hnsw.ef_search": "200"},
@@ -850,7 +814,7 @@ def index_alternative(
     definition = drop_hnsw(owner_url)
     rebuilt = definition.replace("ef_construction='64'", "ef_construction='128'")
     seconds = build_hnsw(owner_url, rebuilt)
-    base = adapter_settings(candidates)
+    base = vector_scan_settings()
     measured: dict[str, Any] = {"definition": rebuilt, "build_seconds": round(seconds, 1)}
     for label, settings in (("adapter GUCs", base), ("ef_search 400", {**base, "hnsw.ef_search": "400"})):
         latencies, recalls = [], []
@@ -1027,9 +991,9 @@ def indexing_figures(result: Result, database: Database, owner_url: str) -> list
         return [skipped(name, "chunks/s", f"{corpus_file} is absent")]
     from shared.adapters.local.sentence_embeddings import SentenceTransformerEmbedder
     from shared.config import Settings
+    from shared.local.chunk_rows import new_indexing_version
     from shared.local.evaluation import as_document
     from shared.services.indexing import Indexer, IndexTarget
-    from tests.integration.knowledge_rows import new_indexing_version
 
     embedder = SentenceTransformerEmbedder(dimension=DIMENSION)
     status = embedder.capability()

@@ -4,12 +4,24 @@ import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from shared.local.paths import StackPaths
 
 if TYPE_CHECKING:
     from shared.local.api_client import ApiClient
+
+Answer = TypeVar("Answer")
+
+
+def _print_answer(args: argparse.Namespace, answer: Answer, as_text: Callable[[Answer], object]) -> None:
+    """With --json the answer as indented JSON (as the API gave it), else as `as_text` prints it."""
+    if args.json:
+        # default=str: the stack's status report holds paths.
+        print(json.dumps(answer, indent=2, default=str))
+    else:
+        as_text(answer)
 
 
 def _print_status(report: dict[str, Any]) -> None:
@@ -64,10 +76,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from shared.local.stack import status
 
     report = status(StackPaths.in_directory())
-    if args.json:
-        print(json.dumps(report, indent=2, default=str))
-    else:
-        _print_status(report)
+    _print_answer(args, report, _print_status)
     return 0 if _healthy(report) else 1
 
 
@@ -151,6 +160,11 @@ def _api(args: argparse.Namespace, collections: list[str]) -> "ApiClient":
     return ApiClient(state["api"], token)
 
 
+def _client(args: argparse.Namespace) -> "ApiClient":
+    """`_api` for the collections the command's --collections names."""
+    return _api(args, args.collections.split(","))
+
+
 def _file_line(record: dict[str, Any]) -> str:
     current = record["current"]
     size = current["byteSize"] if current["byteSize"] is not None else current["declaredByteSize"]
@@ -166,6 +180,11 @@ def _file_line(record: dict[str, Any]) -> str:
     return (
         f"{record['fileId']}  {current['state']:<8} {size:>10}  {record['collectionId']:<16} {record['filename']}{note}"
     )
+
+
+def _print_file_lines(records: list[dict[str, Any]]) -> None:
+    for record in records:
+        print(_file_line(record))
 
 
 def _pages(numbers: list[int]) -> str:
@@ -195,7 +214,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
 
 def cmd_files(args: argparse.Namespace) -> int:
-    client = _api(args, args.collections.split(","))
+    client = _client(args)
     records: list[dict[str, Any]] = []
     cursor = None
     while True:
@@ -205,18 +224,14 @@ def cmd_files(args: argparse.Namespace) -> int:
         cursor = page["nextCursor"]
         if not cursor:
             break
-    if args.json:
-        print(json.dumps(records, indent=2))
-    else:
-        for record in records:
-            print(_file_line(record))
+    _print_answer(args, records, _print_file_lines)
     return 0
 
 
 def cmd_read(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _api(args, args.collections.split(","))
+    client = _client(args)
     cursor: str | None = None
     while True:
         path = f"/v1/files/{args.file_id}/document" + (f"?cursor={cursor}" if cursor else "")
@@ -227,10 +242,7 @@ def cmd_read(args: argparse.Namespace) -> int:
             retry = " (trying again later may help)" if body.get("retryable") else ""
             print(f"quire read: {args.file_id}: {body.get('message', error)}{retry}", file=sys.stderr)
             return 1
-        if args.json:
-            print(json.dumps(window, indent=2))
-        else:
-            print(window["markdown"], end="")
+        _print_answer(args, window, lambda window: print(window["markdown"], end=""))
         cursor = window["nextCursor"]
         if not cursor or not args.all:
             if cursor:
@@ -241,7 +253,7 @@ def cmd_read(args: argparse.Namespace) -> int:
 def cmd_rm(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _api(args, args.collections.split(","))
+    client = _client(args)
     try:
         client.call("DELETE", f"/v1/files/{args.file_id}")
     except ApiError as error:
@@ -269,26 +281,27 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if report["rendersResubmitted"] and hasattr(container.render_queue, "drain"):
         container.render_queue.drain()
     container.database.close()
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print(
-            f"deleted versions swept: {report['deletedVersions']};"
-            f" uploads completed: {len(report['completedUploads'])};"
-            f" pending without bytes: {len(report['pendingWithoutBytes'])};"
-            f" processing asked again: {len(report['processingRequested'])};"
-            f" stuck (attempts spent): {len(report['stuckVersions'])};"
-            f" bytes without a row: {len(report['bytesWithoutRow'])};"
-            f" stalled renders resubmitted: {report['rendersResubmitted']}"
-        )
+    _print_answer(args, report, _print_reconcile_report)
     return 0
+
+
+def _print_reconcile_report(report: dict[str, Any]) -> None:
+    print(
+        f"deleted versions swept: {report['deletedVersions']};"
+        f" uploads completed: {len(report['completedUploads'])};"
+        f" pending without bytes: {len(report['pendingWithoutBytes'])};"
+        f" processing asked again: {len(report['processingRequested'])};"
+        f" stuck (attempts spent): {len(report['stuckVersions'])};"
+        f" bytes without a row: {len(report['bytesWithoutRow'])};"
+        f" stalled renders resubmitted: {report['rendersResubmitted']}"
+    )
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
     from shared.local.search_output import print_search_result
 
-    client = _api(args, args.collections.split(","))
+    client = _client(args)
     body: dict[str, Any] = {"query": args.query, "limit": args.limit, "mode": args.mode}
     if args.in_collections:
         body["filters"] = {"collections": args.in_collections.split(",")}
@@ -297,17 +310,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     except ApiError as error:
         print(f"quire search: {error}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_search_result(args.query, result)
+    _print_answer(args, result, lambda result: print_search_result(args.query, result))
     return 0
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _api(args, args.collections.split(","))
+    client = _client(args)
     try:
         started = client.call("POST", f"/v1/files/{args.file_id}/scan")
         print(f"{args.file_id}: OCR of every page queued (attempt {started['attempt']}, {started['engine']})")
@@ -320,12 +330,14 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def cmd_usage(args: argparse.Namespace) -> int:
-    client = _api(args, args.collections.split(","))
+    client = _client(args)
     query = "&".join(f"{name}={value}" for name, value in (("since", args.since), ("until", args.until)) if value)
     report = client.call("GET", "/v1/usage" + (f"?{query}" if query else ""))
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
+    _print_answer(args, report, _print_usage)
+    return 0
+
+
+def _print_usage(report: dict[str, Any]) -> None:
     print(f"usage from {report['since']} to {report['until']}")
     print(f"{'step':<8} {'operation':<30} {'model':<40} {'priced':<6} {'calls':>6} {'pages':>6} {'tokens in/out':>15}")
     for line in report["lines"]:
@@ -335,15 +347,16 @@ def cmd_usage(args: argparse.Namespace) -> int:
             f"{line['step']:<8} {line['operation']:<30} {(line['model'] or '-'):<40} {priced:<6}"
             f" {line['calls']:>6} {line['pages']:>6} {tokens:>15}"
         )
-    return 0
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    client = _api(args, args.collections.split(","))
+    client = _client(args)
     report = client.call("GET", "/v1/coverage")
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
+    _print_answer(args, report, _print_coverage)
+    return 0
+
+
+def _print_coverage(report: dict[str, Any]) -> None:
     available = "" if report["embedderAvailable"] else " (unavailable)"
     print(f"embedding model: {report['embeddingModel']}{available}")
     print(f"{'collection':<20} {'files':>6} {'indexed':>8} {'failed':>7} {'working':>8} {'stale':>6} {'lexical':>8}")
@@ -352,13 +365,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
             f"{entry['collectionId']:<20} {entry['files']:>6} {entry['indexed']:>8} {entry['failed']:>7}"
             f" {entry['inProgress']:>8} {entry['stale']:>6} {entry['lexicalOnly']:>8}"
         )
-    return 0
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _api(args, args.collections.split(","))
+    client = _client(args)
     total = 0
     remaining: int | None = None
     while True:
@@ -421,11 +433,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         container.database.close()
         if started:
             down(paths)
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
-    else:
-        print_report(report)
+    _print_answer(args, report.as_dict(), lambda _: print_report(report))
     return 0 if report.citations_failed == 0 else 1
+
+
+def _collections_option(parser: argparse.ArgumentParser) -> None:
+    """The collections `_client` mints the caller's token for (no other use: a given token says its own)."""
+    parser.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
 
 
 def _caller_options(parser: argparse.ArgumentParser) -> None:
@@ -440,29 +454,29 @@ def _add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentP
     search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
     search.add_argument("--limit", type=int, default=5)
     search.add_argument("--json", action="store_true", help="the API's answer as it is")
-    search.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _collections_option(search)
     search.add_argument("--in", dest="in_collections", help="only these collections (comma-separated)")
     _caller_options(search)
     search.set_defaults(run=cmd_search)
     coverage = commands.add_parser("coverage", help="files, indexed, failed, stale and lexical-only per collection")
-    coverage.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _collections_option(coverage)
     coverage.add_argument("--json", action="store_true")
     _caller_options(coverage)
     coverage.set_defaults(run=cmd_coverage)
     reindex = commands.add_parser("reindex", help="re-embed what another model (or none) embedded, in batches")
-    reindex.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _collections_option(reindex)
     reindex.add_argument("--batch", type=int, default=5, help="versions per request (at most 20)")
     _caller_options(reindex)
     reindex.set_defaults(run=cmd_reindex)
     scan = commands.add_parser("scan", help="OCR every page of a PDF or image again, and wait until indexed")
     scan.add_argument("file_id")
-    scan.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _collections_option(scan)
     _caller_options(scan)
     scan.set_defaults(run=cmd_scan)
     usage = commands.add_parser("usage", help="metered OCR, vision and embedding calls (default: this month)")
     usage.add_argument("--since", help="ISO 8601 with a time zone, e.g. 2026-11-01T00:00:00Z")
     usage.add_argument("--until", help="ISO 8601 with a time zone")
-    usage.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _collections_option(usage)
     usage.add_argument("--json", action="store_true")
     _caller_options(usage)
     usage.set_defaults(run=cmd_usage)
@@ -501,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     _caller_options(upload)
     upload.set_defaults(run=cmd_upload)
     files = commands.add_parser("files", help="list files in the caller's collections")
-    files.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _collections_option(files)
     files.add_argument("--json", action="store_true")
     _caller_options(files)
     files.set_defaults(run=cmd_files)
@@ -509,12 +523,12 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("file_id")
     read.add_argument("--all", action="store_true", help="every window, not just the first")
     read.add_argument("--json", action="store_true", help="the windows as the API returns them")
-    read.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _collections_option(read)
     _caller_options(read)
     read.set_defaults(run=cmd_read)
     remove = commands.add_parser("rm", help="delete a file (all its versions)")
     remove.add_argument("file_id")
-    remove.add_argument("--collections", default="default", help="comma-separated collections the caller may read")
+    _collections_option(remove)
     _caller_options(remove)
     remove.set_defaults(run=cmd_rm)
     _add_index_commands(commands)

@@ -16,7 +16,7 @@ from typing import Protocol, TypeVar
 
 from shared.domain.document import Block, BlockKind, ExtractedDocument, Location, Table
 from shared.domain.knowledge import MAX_CHUNK_REGIONS, ChunkDraft, ChunkLocation, ChunkRegion, embedded_content
-from shared.domain.recognition import BoundingBox
+from shared.domain.layout import union
 
 BLOCK_SEPARATOR = "\n\n"
 ROW_SEPARATOR = "\n"
@@ -117,16 +117,6 @@ def _longest_fitting(stops: Sequence[int], tokens_of: Callable[[int], int], budg
     return best
 
 
-def _union(boxes: Sequence[BoundingBox]) -> BoundingBox:
-    if len(boxes) == 1:
-        return boxes[0]
-    left = min(box.left for box in boxes)
-    top = min(box.top for box in boxes)
-    right = min(1.0, max(box.left + box.width for box in boxes))
-    bottom = min(1.0, max(box.top + box.height for box in boxes))
-    return BoundingBox(left=left, top=top, width=right - left, height=bottom - top)
-
-
 def _agreed(values: Sequence[_T | None]) -> _T | None:
     distinct = set(values)
     return distinct.pop() if len(distinct) == 1 else None
@@ -173,7 +163,7 @@ def _merged(regions: Sequence[ChunkRegion]) -> ChunkRegion:
         start=regions[0].start,
         end=regions[-1].end,
         page=page,
-        box=_union(boxes) if page is not None and len(boxes) == len(regions) else None,
+        box=union(boxes) if page is not None and len(boxes) == len(regions) else None,
         sheet=_agreed([region.sheet for region in regions]),
         cell_range=_agreed([region.cell_range for region in regions]),
         slide=_agreed([region.slide for region in regions]),

@@ -8,8 +8,9 @@ only when the evidence is strong (several consecutive rows cut into the same ali
 table is worse than none, because it looks authoritative, so anything less stays paragraphs.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from shared.domain.document import Block, BlockKind, Location, Table
 from shared.domain.recognition import BoundingBox, mean_confidence
@@ -20,6 +21,44 @@ MAX_HEADING_CHARACTERS = 160
 MIN_TABLE_ROWS = 3
 MAX_MEDIAN_CELL_CHARACTERS = 24
 MAX_CELL_CHARACTERS = 80
+
+
+class Edges(Protocol):
+    """Anything with a rectangle's four edges on the normalised page: a BoundingBox, a TextLine."""
+
+    @property
+    def left(self) -> float: ...
+    @property
+    def top(self) -> float: ...
+    @property
+    def right(self) -> float: ...
+    @property
+    def bottom(self) -> float: ...
+
+
+def extent(items: Iterable[Edges]) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of the smallest rectangle around every one of `items` (at least one)."""
+    edges = [(item.left, item.top, item.right, item.bottom) for item in items]
+    return (
+        min(left for left, _, _, _ in edges),
+        min(top for _, top, _, _ in edges),
+        max(right for _, _, right, _ in edges),
+        max(bottom for _, _, _, bottom in edges),
+    )
+
+
+def on_page(left: float, top: float, right: float, bottom: float) -> BoundingBox:
+    """The rectangle as a box cut at the page's edges: what a source places a hair outside 0..1 stays on it."""
+    left, top = _unit(left), _unit(top)
+    right, bottom = min(max(right, left), 1.0), min(max(bottom, top), 1.0)
+    return BoundingBox(left=left, top=top, width=right - left, height=bottom - top)
+
+
+def union(boxes: Sequence[BoundingBox]) -> BoundingBox:
+    """The smallest box around `boxes` (at least one), on the page; one box is its own union, unchanged."""
+    if len(boxes) == 1:
+        return boxes[0]
+    return on_page(*extent(boxes))
 
 
 @dataclass(frozen=True)
@@ -177,11 +216,7 @@ def _continues(previous: TextLine, line: TextLine, rules: LayoutRules) -> bool:
 
 
 def _block(kind: BlockKind, lines: Sequence[TextLine], level: int | None = None) -> Block:
-    left = min(line.left for line in lines)
-    right = max(line.right for line in lines)
-    top = min(line.top for line in lines)
-    bottom = max(line.bottom for line in lines)
-    box = BoundingBox(left=_unit(left), top=_unit(top), width=_unit(right - left), height=_unit(bottom - top))
+    box = on_page(*extent(lines))
     text = lines[0].text
     for line in lines[1:]:
         # A word hyphenated across lines is one word again.

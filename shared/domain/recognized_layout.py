@@ -22,7 +22,7 @@ from shared.domain.document import (
     Location,
     Table,
 )
-from shared.domain.layout import Cell, LayoutRules, TextLine, layout_blocks
+from shared.domain.layout import Cell, LayoutRules, TextLine, extent, layout_blocks
 from shared.domain.recognition import (
     LOW_CONFIDENCE_THRESHOLD,
     BoundingBox,
@@ -146,14 +146,15 @@ def _text_line(page: int, row: list[RecognizedLine]) -> TextLine:
     ]
     characters = sum(len(line.text) for line in row)
     inked = sum(len(line.text.replace(" ", "")) for line in row)
+    left, top, right, bottom = extent(line.box for line in row)
     return TextLine(
         page=page,
         text=" ".join(line.text for line in row),
         size=_bucket(sum(line.box.width for line in row) / max(inked, 1)),
-        left=min(line.box.left for line in row),
-        top=min(line.box.top for line in row),
-        right=max(line.box.right for line in row),
-        bottom=max(line.box.bottom for line in row),
+        left=left,
+        top=top,
+        right=right,
+        bottom=bottom,
         cells=tuple(cells) if len(cells) > 1 else (),
         confidence=sum(line.confidence * len(line.text) for line in row) / max(characters, 1),
     )

@@ -3,6 +3,7 @@
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,6 @@ from shared.domain.exports import ExportFormat
 
 def _read_markdown(source: str) -> str:
     return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-
-
-def _client(args: argparse.Namespace) -> Any:
-    return cli._api(args, args.collections.split(","))
 
 
 def _version_line(version: dict[str, Any]) -> str:
@@ -29,9 +26,10 @@ def _version_line(version: dict[str, Any]) -> str:
 
 
 def _report(args: argparse.Namespace, answer: dict[str, Any]) -> None:
-    if args.json:
-        print(json.dumps(answer, indent=2))
-        return
+    cli._print_answer(args, answer, _print_latest)
+
+
+def _print_latest(answer: dict[str, Any]) -> None:
     print(f"{answer['artifactId']}  {answer['name']}  latest v{answer['latestVersion']}  ({answer['collectionId']})")
     print(_version_line(answer["version"]))
 
@@ -70,7 +68,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _client(args)
+    client = cli._client(args)
     cursor: str | None = None
     query = f"version={args.version}&" if args.version else ""
     while True:
@@ -79,12 +77,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         except ApiError as error:
             print(f"quire artifact show: {args.artifact_id}: {error}", file=sys.stderr)
             return 1
-        if args.json:
-            print(json.dumps(answer, indent=2))
-        else:
-            if cursor is None:
-                print(f"# {answer['name']} (v{answer['version']['version']} of {answer['latestVersion']})\n")
-            print(answer["content"]["markdown"], end="")
+        cli._print_answer(args, answer, partial(_print_window, first=cursor is None))
         cursor = answer["content"]["nextCursor"]
         if not cursor:
             break
@@ -95,10 +88,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_window(answer: dict[str, Any], *, first: bool) -> None:
+    if first:
+        print(f"# {answer['name']} (v{answer['version']['version']} of {answer['latestVersion']})\n")
+    print(answer["content"]["markdown"], end="")
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _client(args)
+    client = cli._client(args)
     versions: list[dict[str, Any]] = []
     cursor = ""
     try:
@@ -111,18 +110,19 @@ def cmd_history(args: argparse.Namespace) -> int:
     except ApiError as error:
         print(f"quire artifact history: {args.artifact_id}: {error}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(versions, indent=2))
-    else:
-        for version in versions:
-            print(_version_line(version))
+    cli._print_answer(args, versions, _print_versions)
     return 0
+
+
+def _print_versions(versions: list[dict[str, Any]]) -> None:
+    for version in versions:
+        print(_version_line(version))
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _client(args)
+    client = cli._client(args)
     try:
         latest = (
             args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
@@ -143,7 +143,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     """A whole new version from Markdown (an edit by proposal is `quire artifact edit`)."""
     from shared.local.api_client import ApiError
 
-    client = _client(args)
+    client = cli._client(args)
     try:
         latest = (
             args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
@@ -217,17 +217,15 @@ def _finish_export(args: argparse.Namespace, client: Any, claimed: dict[str, Any
     except (ApiError, TimeoutError, OSError) as error:
         print(f"quire: export {claimed['exportId']}: {error}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps({**export, "savedTo": str(saved) if saved else None}, indent=2))
-    else:
-        print(_export_line(export, saved))
+    shown = {**export, "savedTo": str(saved) if saved else None}
+    cli._print_answer(args, shown, lambda shown: print(_export_line(shown, saved)))
     return 0 if saved else 1
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _client(args)
+    client = cli._client(args)
     try:
         version = args.version or _latest(client, args.artifact_id)
         claimed = client.call(
@@ -242,7 +240,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _client(args)
+    client = cli._client(args)
     body: dict[str, Any] = {"format": args.to}
     if args.version_id:
         body["versionId"] = args.version_id
@@ -258,7 +256,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
     """Apply an edit proposal (a JSON list of operations, or {"operations": [...]}) to a version."""
     from shared.local.api_client import ApiError
 
-    client = _client(args)
+    client = cli._client(args)
     try:
         raw = json.loads(_read_markdown(args.operations))
     except (OSError, ValueError) as error:
@@ -275,9 +273,11 @@ def cmd_edit(args: argparse.Namespace) -> int:
     except ApiError as error:
         print(f"quire artifact edit: {args.artifact_id}: {error}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(answer, indent=2))
-        return 0
+    cli._print_answer(args, answer, partial(_print_changes, base=base))
+    return 0
+
+
+def _print_changes(answer: dict[str, Any], *, base: int) -> None:
     for change in answer["changes"]:
         block = change.get("after") or change.get("before") or {}
         text = (change.get("textAfter") or block.get("text") or ("[table]" if block.get("table") else ""))[:70]
@@ -286,7 +286,6 @@ def cmd_edit(args: argparse.Namespace) -> int:
         print(f"dry run: version {base} would become {answer['blockCount']} blocks; nothing was written")
     else:
         print(f"v{answer['version']} written (proposal {answer['proposalId']}), {answer['blockCount']} blocks")
-    return 0
 
 
 def _pdf_source(text: str) -> dict[str, str]:
@@ -298,7 +297,7 @@ def _pdf_source(text: str) -> dict[str, str]:
 def cmd_pdf(args: argparse.Namespace) -> int:
     from shared.local.api_client import ApiError
 
-    client = _client(args)
+    client = cli._client(args)
     if args.tool == "merge":
         body: dict[str, Any] = {"sources": [_pdf_source(source) for source in args.sources]}
     elif args.tool == "compose":
@@ -326,9 +325,7 @@ def add_artifact_commands(commands: "argparse._SubParsersAction[argparse.Argumen
 
     def caller(parser: argparse.ArgumentParser, *, collections: bool = True) -> None:
         if collections:
-            parser.add_argument(
-                "--collections", default="default", help="comma-separated collections the caller may read"
-            )
+            cli._collections_option(parser)
         parser.add_argument("--json", action="store_true", help="the API's answer as it is")
         cli._caller_options(parser)
 

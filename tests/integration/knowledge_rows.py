@@ -1,22 +1,17 @@
 """Writing chunks straight through the KnowledgeStore port, for tests of the index itself.
 
-The versions are created through the real metadata store and claimed for indexing as the pipeline
-claims them; the vectors come from a fake embedder (named as one) so a test can place them exactly.
+The rows are built as the search benchmark builds them (shared/local/chunk_rows.py); the vectors come
+from a fake embedder (named as one) so a test can place them exactly.
 """
 
-import hashlib
 import math
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from shared.adapters.postgres.database import Database
-from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
 from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
-from shared.domain.document import BlockKind
-from shared.domain.files import NewVersion, ProcessingState
-from shared.domain.knowledge import ChunkDraft, ChunkLocation, IndexedChunk, IndexingResult, IndexWrite
-from shared.domain.uploads import storage_key
+from shared.domain.knowledge import ChunkDraft, IndexedChunk, IndexingResult, IndexWrite
+from shared.local.chunk_rows import new_indexing_version, paragraph_drafts, stored_rows
 
 FAKE_MODEL = "fake-test-embedder"
 DIMENSION = 384
@@ -31,43 +26,6 @@ def unit_vector(*weights: tuple[int, float]) -> tuple[float, ...]:
     return tuple(value / norm for value in vector)
 
 
-def new_indexing_version(
-    database: Database,
-    tenant: str,
-    collection: str,
-    filename: str = "notes.txt",
-    file_id: uuid.UUID | None = None,
-    *,
-    media_type: str = "text/plain",
-) -> tuple[uuid.UUID, uuid.UUID, int]:
-    """A stored version claimed for indexing (attempt returned), as the pipeline's index step holds it."""
-    metadata = PostgresFileMetadataStore(database)
-    new_file = file_id is None
-    file_id = file_id or uuid.uuid4()
-    version_id = uuid.uuid4()
-    metadata.create_version(
-        NewVersion(
-            tenant_id=tenant,
-            file_id=file_id,
-            version_id=version_id,
-            collection_id=collection,
-            filename=filename,
-            media_type=media_type,
-            declared_byte_size=10,
-            storage_key=storage_key(tenant, file_id, version_id),
-            created_by="tester",
-        ),
-        new_file=new_file,
-    )
-    assert metadata.mark_stored(tenant, version_id, byte_size=10, storage_version_id=None)
-    attempt = metadata.queue_processing(tenant, version_id, stale_before=datetime.now(UTC))
-    assert attempt is not None
-    assert metadata.move_processing(
-        tenant, version_id, attempt=attempt, to=ProcessingState.INDEXING, expected=[ProcessingState.QUEUED]
-    )
-    return file_id, version_id, attempt
-
-
 def chunk_rows(
     file_id: uuid.UUID,
     version_id: uuid.UUID,
@@ -77,21 +35,7 @@ def chunk_rows(
     vectors: Sequence[tuple[float, ...] | None] | None = None,
     filename: str = "notes.txt",
 ) -> list[IndexedChunk]:
-    drafts = [
-        ChunkDraft(
-            ordinal=ordinal,
-            text=text,
-            heading_path=(),
-            block_kind=BlockKind.PARAGRAPH,
-            location=ChunkLocation(line_start=ordinal + 1, line_end=ordinal + 1),
-            block_start=ordinal,
-            block_end=ordinal,
-            parent=None,
-            token_count=max(1, len(text.split())),
-        )
-        for ordinal, text in enumerate(texts)
-    ]
-    return draft_rows(file_id, version_id, collection, drafts, vectors=vectors, filename=filename)
+    return draft_rows(file_id, version_id, collection, paragraph_drafts(texts), vectors=vectors, filename=filename)
 
 
 def draft_rows(
@@ -105,25 +49,16 @@ def draft_rows(
     media_type: str = "text/plain",
 ) -> list[IndexedChunk]:
     """Chunks as the chunker cut them (or as a test wrote them), as stored rows of one version."""
-    rows = []
-    for position, draft in enumerate(drafts):
-        vector = vectors[position] if vectors is not None else None
-        rows.append(
-            IndexedChunk(
-                chunk_id=f"{version_id}:{draft.ordinal}",
-                file_id=str(file_id),
-                version_id=str(version_id),
-                collection_id=collection,
-                filename=filename,
-                media_type=media_type,
-                uploaded_at=datetime.now(UTC),
-                draft=draft,
-                content_hash=hashlib.sha256(draft.content.encode()).hexdigest(),
-                embedding=vector,
-                embedding_model=FAKE_MODEL if vector is not None else None,
-            )
-        )
-    return rows
+    return stored_rows(
+        file_id,
+        version_id,
+        collection,
+        drafts,
+        vectors=vectors,
+        embedding_model=FAKE_MODEL,
+        filename=filename,
+        media_type=media_type,
+    )
 
 
 def index_texts(

@@ -19,6 +19,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 
+from shared.adapters.postgres import database as database_module
 from shared.adapters.postgres.database import Database, IamEndpoint, rds_auth_token
 from shared.bootstrap import ConfigurationError, Container
 from shared.config import Settings
@@ -46,6 +47,9 @@ class FakeConnection:
         yield
 
     def execute(self, *args: Any) -> None:
+        return None
+
+    def commit(self) -> None:
         return None
 
     def close(self) -> None:
@@ -78,6 +82,8 @@ class CountingSigner:
 def connects(monkeypatch: pytest.MonkeyPatch) -> RecordedConnects:
     recorder = RecordedConnects()
     monkeypatch.setattr(psycopg.Connection, "connect", recorder.connect)
+    # No server to read pgvector's type ids from.
+    monkeypatch.setattr(database_module, "register_vector", lambda connection: None)
     return recorder
 
 

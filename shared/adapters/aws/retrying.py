@@ -1,5 +1,5 @@
-"""What every AWS adapter that retries on its own shares: a client built on first use, full-jitter
-back-off, and the loop that retries a call while the service is busy.
+"""What the AWS adapters share: a client built on first use and a ClientError's code; and, for those
+that retry on their own, full-jitter back-off and the loop that retries a call while the service is busy.
 
 The adapters create their clients with botocore's own retries off, so one adapter attempt is one call
 and the back-off does not multiply. Each adapter decides which error codes mean "busy, try again" and

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from shared.adapters.aws.retrying import LazyClient, error_code
 from shared.domain.files import PresignedUpload, SignedRead, StoredObject
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
 from shared.ports import MAX_SIGNED_READ_LIFETIME
@@ -20,16 +21,12 @@ _NOT_FOUND_CODES = {"404", "NoSuchKey", "NoSuchVersion", "NotFound"}
 
 class S3ContentStore:
     def __init__(self, client_factory: Callable[[], S3Client], bucket: str) -> None:
-        self._client_factory = client_factory
-        self._client: S3Client | None = None
+        self._client: LazyClient[S3Client] = LazyClient(client_factory)
         self._bucket = bucket
 
     @property
     def client(self) -> S3Client:
-        # Created on first use so that a function which never touches S3 never pays for the client.
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
+        return self._client.get()
 
     def put(self, key: str, body: bytes, *, content_type: str) -> StoredObject:
         response = self.client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=content_type)
@@ -73,7 +70,7 @@ class S3ContentStore:
         try:
             response = self.client.head_object(**kwargs)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in _NOT_FOUND_CODES:
+            if error_code(error) in _NOT_FOUND_CODES:
                 return None
             raise
         return StoredObject(
@@ -101,7 +98,7 @@ class S3ContentStore:
         try:
             self.client.delete_object(Bucket=self._bucket, Key=key, VersionId=version_id)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") not in _NOT_FOUND_CODES:
+            if error_code(error) not in _NOT_FOUND_CODES:
                 raise
 
     def delete_all_versions(self, key: str) -> int:

@@ -7,27 +7,25 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from shared.adapters.aws.retrying import LazyClient, error_code
 from shared.domain.workflow import ProcessVersion, StartOutcome
 
 
 class StepFunctionsWorkflow:
     def __init__(self, client_factory: Callable[[], Any], state_machine_arn: str) -> None:
-        self._client_factory = client_factory
-        self._client: Any = None
+        self._client: LazyClient[Any] = LazyClient(client_factory)
         self._arn = state_machine_arn
 
     def start(self, request: ProcessVersion) -> StartOutcome:
-        if self._client is None:
-            self._client = self._client_factory()
         try:
-            self._client.start_execution(
+            self._client.get().start_execution(
                 stateMachineArn=self._arn,
                 # The name makes duplicate and out-of-order events start at most one execution.
                 name=request.execution_name,
                 input=json.dumps(request.step_input()),
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+            if error_code(error) == "ExecutionAlreadyExists":
                 return StartOutcome.ALREADY_STARTED
             raise
         return StartOutcome.STARTED

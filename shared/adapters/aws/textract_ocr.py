@@ -54,6 +54,7 @@ from botocore.exceptions import ClientError
 from shared.adapters.aws.retrying import Backoff, LazyClient, check_attempts, error_code, error_message, retried
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed
+from shared.domain.layout import on_page, union
 from shared.domain.recognition import (
     MIN_LINE_CONFIDENCE,
     BoundingBox,
@@ -593,7 +594,7 @@ def _segments(line: Any, line_box: BoundingBox) -> tuple[RecognizedSegment, ...]
         else:
             groups[-1].append(word)
     return tuple(
-        RecognizedSegment(text=" ".join(text for text, _ in group), box=_union([box for _, box in group]))
+        RecognizedSegment(text=" ".join(text for text, _ in group), box=union([box for _, box in group]))
         for group in groups
     )
 
@@ -663,20 +664,9 @@ def _confidence(percent: float) -> float:
 
 
 def _box(box: Any) -> BoundingBox:
-    """Textract's box clamped to the page: an edge it places a hair outside 0..1 stays on it."""
-    left = min(max(float(box.left), 0.0), 1.0)
-    top = min(max(float(box.top), 0.0), 1.0)
-    right = min(max(float(box.left) + float(box.width), left), 1.0)
-    bottom = min(max(float(box.top) + float(box.height), top), 1.0)
-    return BoundingBox(left=left, top=top, width=right - left, height=bottom - top)
-
-
-def _union(boxes: Sequence[BoundingBox]) -> BoundingBox:
-    left = min(box.left for box in boxes)
-    top = min(box.top for box in boxes)
-    right = max(box.right for box in boxes)
-    bottom = max(box.bottom for box in boxes)
-    return BoundingBox(left=left, top=top, width=min(right - left, 1.0), height=min(bottom - top, 1.0))
+    """Textract's box on the page: an edge it places a hair outside 0..1 stays on it."""
+    left, top = float(box.left), float(box.top)
+    return on_page(left, top, left + float(box.width), top + float(box.height))
 
 
 def _contains(outer: BoundingBox, inner: BoundingBox) -> bool:

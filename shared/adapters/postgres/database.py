@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any, Literal
 
 import psycopg
+from pgvector.psycopg import register_vector
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool
 
@@ -58,6 +59,14 @@ def rds_auth_token(rds_client: object, endpoint: IamEndpoint) -> Callable[[], st
     return sign
 
 
+def _with_vectors(conn: psycopg.Connection[Any]) -> None:
+    """pgvector's adapters on each new connection: a vector goes to the server in binary (4 bytes a
+    dimension), and as pgvector's `Vector` it is a parameter of type vector, not text to cast."""
+    register_vector(conn)
+    # Reading the types' ids opened a transaction; the pool takes only an idle connection.
+    conn.commit()
+
+
 def _with_password(options: dict[str, Any], password: Callable[[], str]) -> dict[str, Any]:
     return {**options, "password": password()}
 
@@ -83,6 +92,7 @@ class Database:
             # A callable is resolved by the pool on every connection attempt (psycopg_pool >= 3.3).
             kwargs=options if password is None else partial(_with_password, options, password),
             open=False,
+            configure=_with_vectors,
             name="quire-app",
             # How long a request waits for a connection before failing (not retried forever).
             timeout=wait_seconds,

@@ -19,6 +19,7 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
+from pgvector import Vector
 from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
@@ -43,10 +44,6 @@ _MAX_SCAN_TUPLES = 40_000
 # tenants: with ef_search 100, recall@10 for the largest tenants was 0.92 (a filtered scan can settle
 # in the wrong region of the graph); at 1000 it is 0.98, at a p95 still near 20 ms.
 _EF_SEARCH = 1000
-
-
-def _vector_literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(format(value, ".7g") for value in vector) + "]"
 
 
 def _filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str = "") -> str:
@@ -78,11 +75,11 @@ INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal,
   embedding, embedding_model, collection_id, filename, media_type, uploaded_at, block_kind, location, heading_path,
   parent_block, block_start, block_end, body_offset, token_count)
 SELECT %(tenant)s, r.chunk_id, r.file_id, r.version_id, r.ordinal, ARRAY[r.collection_id], r.content, r.content_hash,
-  r.embedding::vector, r.embedding_model, r.collection_id, r.filename, r.media_type, r.uploaded_at, r.block_kind,
+  r.embedding, r.embedding_model, r.collection_id, r.filename, r.media_type, r.uploaded_at, r.block_kind,
   r.location::jsonb, ARRAY(SELECT jsonb_array_elements_text(r.heading_path::jsonb)), r.parent_block, r.block_start,
   r.block_end, r.body_offset, r.token_count
 FROM unnest(%(chunk_id)s::text[], %(file_id)s::uuid[], %(version_id)s::uuid[], %(ordinal)s::int[],
-  %(collection_id)s::text[], %(content)s::text[], %(content_hash)s::text[], %(embedding)s::text[],
+  %(collection_id)s::text[], %(content)s::text[], %(content_hash)s::text[], %(embedding)s::vector[],
   %(embedding_model)s::text[], %(filename)s::text[], %(media_type)s::text[], %(uploaded_at)s::timestamptz[],
   %(block_kind)s::text[], %(location)s::text[], %(heading_path)s::text[], %(parent_block)s::int[],
   %(block_start)s::int[], %(block_end)s::int[], %(body_offset)s::int[], %(token_count)s::int[])
@@ -134,6 +131,38 @@ WITH nearest AS MATERIALIZED (
 )
 SELECT chunk_id, distance FROM nearest ORDER BY distance, chunk_id
 """
+
+
+def vector_scan_settings() -> dict[str, str]:
+    """The settings `nearest` scans under, local to its transaction (the search benchmark EXPLAINs and
+    varies them)."""
+    # Iterative scan: when the tenant and filters discard most HNSW neighbours, keep scanning instead of
+    # returning fewer than `limit` (a small tenant in a large table still gets k).
+    return {
+        "hnsw.iterative_scan": "relaxed_order",
+        "hnsw.ef_search": str(_EF_SEARCH),
+        "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
+    }
+
+
+def nearest_query(
+    tenant_id: str,
+    collections: frozenset[str],
+    embedding: Sequence[float],
+    *,
+    embedding_model: str,
+    limit: int,
+    filters: SearchFilters,
+) -> tuple[str, dict[str, Any]]:
+    """The statement and parameters `nearest` runs (the search benchmark EXPLAINs them)."""
+    params: dict[str, Any] = {
+        "tenant": tenant_id,
+        "collections": sorted(collections),
+        "embedding": Vector(list(embedding)),
+        "model": embedding_model,
+        "limit": limit,
+    }
+    return _NEAREST.format(filters=_filter_sql(filters, params)), params
 
 
 class PostgresKnowledgeIndex:
@@ -282,21 +311,15 @@ class PostgresKnowledgeIndex:
     ) -> list[RankedChunk]:
         if not collections:
             return []
-        params: dict[str, Any] = {
-            "tenant": tenant_id,
-            "collections": sorted(collections),
-            "embedding": _vector_literal(embedding),
-            "model": embedding_model,
-            "limit": limit,
-        }
-        query = _NEAREST.format(filters=_filter_sql(filters, params))
+        query, params = nearest_query(
+            tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit, filters=filters
+        )
+        settings = vector_scan_settings()
         with self._database.tenant_transaction(tenant_id) as conn:
-            # Iterative scan: when the tenant and filters discard most HNSW neighbours, keep scanning
-            # instead of returning fewer than `limit` (a small tenant in a large table still gets k).
+            # All in one round trip.
             conn.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                " set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
-                (str(_EF_SEARCH), str(_MAX_SCAN_TUPLES)),
+                "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings),
+                [value for setting in settings.items() for value in setting],
             )
             rows = conn.execute(query, params).fetchall()
         return [
@@ -406,7 +429,7 @@ def _columns(tenant_id: str, chunks: Sequence[IndexedChunk]) -> dict[str, Any]:
             "collection_id": chunk.collection_id,
             "content": content,
             "content_hash": chunk.content_hash,
-            "embedding": _vector_literal(chunk.embedding) if chunk.embedding is not None else None,
+            "embedding": Vector(list(chunk.embedding)) if chunk.embedding is not None else None,
             "embedding_model": chunk.embedding_model,
             "filename": chunk.filename,
             "media_type": chunk.media_type,
