@@ -46,7 +46,8 @@ import psycopg
 from pgvector import Vector
 
 from shared.adapters.postgres.database import Database
-from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex, vector_scan_settings
+from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
+from shared.adapters.postgres.vector_lane import vector_scan_settings
 from shared.domain.capabilities import CapabilityStatus
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -460,7 +461,7 @@ def exact_nearest(database: Database, query: BenchQuery, limit: int) -> list[tup
 def adapter_nearest(query: BenchQuery, limit: int) -> tuple[str, dict[str, Any]]:
     """The statement and parameters PostgresKnowledgeIndex.nearest runs for `query` (to EXPLAIN it, or run
     it under other settings)."""
-    from shared.adapters.postgres.knowledge import nearest_query
+    from shared.adapters.postgres.vector_lane import nearest_query
     from shared.domain.search import SearchFilters
 
     return nearest_query(
@@ -836,9 +837,9 @@ def keyword_without_rls(owner_url: str, queries: Sequence[BenchQuery], tuning: A
     SQL anyway): shows what row-level security costs it. Under RLS a non-LEAKPROOF operator (@@, &&) may
     not be an index condition, so the GIN index on search_vector cannot be used and every row of the
     tenant is read and matched."""
-    from shared.adapters.postgres import knowledge
+    from shared.adapters.postgres import keyword_lane
 
-    statement = knowledge._KEYWORD_SEARCH.format(join="")
+    statement = keyword_lane.KEYWORD_SEARCH.format(join="")
     latencies = []
     with psycopg.connect(owner_url, autocommit=True) as conn:
         leakproof = dict(
@@ -854,7 +855,7 @@ def keyword_without_rls(owner_url: str, queries: Sequence[BenchQuery], tuning: A
                 "tenant": query.tenant,
                 "collections": sorted(query.searchable),
                 "query": query.text,
-                "stopwords": knowledge._STOPWORDS,
+                "stopwords": keyword_lane.STOPWORDS,
                 "limit": tuning.candidates,
                 "k1": tuning.bm25_k1,
                 "b": tuning.bm25_b,
@@ -883,9 +884,9 @@ def scan_indexes(plan: dict[str, Any]) -> str:
 
 
 def keyword_plans_under_rls(database: Database, queries: Sequence[BenchQuery], tuning: Any) -> dict[str, str]:
-    from shared.adapters.postgres import knowledge
+    from shared.adapters.postgres import keyword_lane
 
-    statement = knowledge._KEYWORD_SEARCH.format(join="")
+    statement = keyword_lane.KEYWORD_SEARCH.format(join="")
     plans: dict[str, str] = {}
     for query in queries:
         if query.bucket in plans:
@@ -894,7 +895,7 @@ def keyword_plans_under_rls(database: Database, queries: Sequence[BenchQuery], t
             "tenant": query.tenant,
             "collections": sorted(query.searchable),
             "query": query.text,
-            "stopwords": knowledge._STOPWORDS,
+            "stopwords": keyword_lane.STOPWORDS,
             "limit": tuning.candidates,
             "k1": tuning.bm25_k1,
             "b": tuning.bm25_b,
@@ -912,14 +913,14 @@ def latency_figures(result: Result, container: Any, queries: Sequence[BenchQuery
     from shared.domain.search import SearchFilters, SearchQuery
     from shared.services.retrieval import Retrieval
 
-    knowledge = container.knowledge
+    knowledge, vectors, keywords = container.knowledge, container.vector_index, container.keyword_index
     tuning = container.retrieval.tuning
     # The composition root's Retrieval with one part swapped: the FAKE query embedder.
     retrieval = Retrieval(
         authorization=container.authorization,
         knowledge=knowledge,
-        vectors=knowledge,
-        keywords=knowledge,
+        vectors=vectors,
+        keywords=keywords,
         embedder=FakeQueryEmbedder({query.text: query.vector for query in queries}),
         tuning=tuning,
     )
@@ -932,13 +933,13 @@ def latency_figures(result: Result, container: Any, queries: Sequence[BenchQuery
 
     def vector(index: int) -> Any:
         q = queries[index]
-        return knowledge.nearest(
+        return vectors.nearest(
             q.tenant, q.searchable, q.vector, embedding_model=FAKE_MODEL, limit=tuning.candidates, filters=none
         )
 
     def keyword(index: int) -> Any:
         q = queries[index]
-        return knowledge.search(
+        return keywords.search(
             q.tenant, q.searchable, q.text, limit=tuning.candidates, filters=none, k1=tuning.bm25_k1, b=tuning.bm25_b
         )
 

@@ -37,11 +37,14 @@ from shared.ports import (
     FileContentStore,
     FileMetadataStore,
     Generator,
+    KeywordIndex,
+    KnowledgeStore,
     OcrProvider,
     RenderQueue,
     ReplacementStore,
     TranscriptionProvider,
     UsageLedger,
+    VectorIndex,
     VisionProvider,
     Workflow,
 )
@@ -66,7 +69,6 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
     from shared.adapters.postgres.database import Database
-    from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
 
 _NO_LOCAL_VISION = "no vision model runs locally; on AWS set QUIRE_VISION_MODEL_ID to a Bedrock image model"
 _NO_VISION_MODEL = "QUIRE_VISION_MODEL_ID is not set, so no image descriptions are made"
@@ -181,10 +183,22 @@ class Container:
         return Extractor(parsers, limits, memory_limit_bytes=self.settings.extraction_memory_bytes)
 
     @cached_property
-    def knowledge(self) -> "PostgresKnowledgeIndex":
-        from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
+    def knowledge(self) -> KnowledgeStore:
+        from shared.adapters.postgres.knowledge import PostgresKnowledgeStore
 
-        return PostgresKnowledgeIndex(self.database)
+        return PostgresKnowledgeStore(self.database)
+
+    @cached_property
+    def vector_index(self) -> VectorIndex:
+        from shared.adapters.postgres.vector_lane import PostgresVectorIndex
+
+        return PostgresVectorIndex(self.database)
+
+    @cached_property
+    def keyword_index(self) -> KeywordIndex:
+        from shared.adapters.postgres.keyword_lane import PostgresKeywordIndex
+
+        return PostgresKeywordIndex(self.database)
 
     @cached_property
     def indexer(self) -> Indexer:
@@ -316,8 +330,8 @@ class Container:
         return Retrieval(
             authorization=self.authorization,
             knowledge=self.knowledge,
-            vectors=self.knowledge,
-            keywords=self.knowledge,
+            vectors=self.vector_index,
+            keywords=self.keyword_index,
             embedder=self.embedder,
             tuning=RetrievalTuning(
                 rrf_k=settings.search_rrf_k,

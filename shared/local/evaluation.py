@@ -234,7 +234,7 @@ class Evaluation:
         rows = []
         for k1, b in bm25:
             keyword = {
-                query_id: self._container.knowledge.search(
+                query_id: self._container.keyword_index.search(
                     self.tenant, collections, text, limit=3 * DEPTH, filters=SearchFilters(), k1=k1, b=b
                 )
                 for query_id, text in dataset.queries.items()

@@ -10,7 +10,7 @@ import pytest
 from aws_cdk.assertions import Template
 from pydantic import BaseModel
 
-from infra.constructs.pipeline import STEPS
+from infra.constructs.pipeline_steps import STEPS
 from shared.domain.steps import (
     PIPELINE,
     CaughtError,

@@ -37,11 +37,10 @@ from shared.adapters.aws.retrying import (
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.usage import Usage
+from shared.ports import EmbeddingProvider
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
-
-    from shared.ports import EmbeddingProvider
 else:
     BedrockRuntimeClient = Any
 
@@ -78,7 +77,7 @@ class _Cancelled(Exception):
     """Another text of the same batch already failed; this one stops without calling again."""
 
 
-class BedrockTitanEmbedder:
+class BedrockTitanEmbedder(EmbeddingProvider):
     """Titan Text Embeddings V2 vectors of `dimension` (256, 512 or 1024), unit length, one call per text.
 
     `client` is a bedrock-runtime client, or a zero-argument factory for one that is called on the first
@@ -298,9 +297,3 @@ def _first_failure(futures: Sequence[Future[list[float]]]) -> BaseException:
         if not future.cancelled() and (error := future.exception()) is not None and not isinstance(error, _Cancelled)
     ]
     return errors[0] if errors else EmbeddingFailed("embedding was cancelled")
-
-
-if TYPE_CHECKING:
-
-    def _keeps_the_port(embedder: BedrockTitanEmbedder) -> EmbeddingProvider:
-        return embedder

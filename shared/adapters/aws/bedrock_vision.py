@@ -32,13 +32,12 @@ from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, VisionFailed
 from shared.domain.recognition import ImageDescription
 from shared.domain.usage import Usage
+from shared.ports import VisionProvider
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
     from mypy_boto3_bedrock_runtime.type_defs import ConverseResponseTypeDef
     from PIL.Image import Image as PillowImage
-
-    from shared.ports import VisionProvider
 else:
     BedrockRuntimeClient = Any
 
@@ -125,7 +124,7 @@ class PreparedImage:
     height: int
 
 
-class BedrockConverseVision:
+class BedrockConverseVision(VisionProvider):
     """Describes one image per Converse call to `model_id` (an image-capable model or inference profile).
 
     `client` is a bedrock-runtime client, or a zero-argument factory for one that is called on the first
@@ -412,9 +411,3 @@ def _encoded(frame: "PillowImage", pillow_format: Literal["PNG", "JPEG"]) -> byt
     else:
         frame.save(buffer, format="PNG", optimize=False)
     return buffer.getvalue()
-
-
-if TYPE_CHECKING:
-
-    def _keeps_the_port(vision: BedrockConverseVision) -> VisionProvider:
-        return vision

@@ -6,9 +6,10 @@ from typing import Any
 
 from shared.adapters.aws.retrying import LazyClient
 from shared.domain.exports import RenderJob
+from shared.ports import RenderQueue
 
 
-class LambdaRenderQueue:
+class LambdaRenderQueue(RenderQueue):
     def __init__(self, lambda_client: object, function_name: str) -> None:
         self._client: LazyClient[Any] = LazyClient(lambda_client)
         self._function = function_name

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 from shared.adapters.aws.retrying import LazyClient, error_code
 from shared.domain.files import PresignedUpload, SignedRead, StoredObject
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
-from shared.ports import MAX_SIGNED_READ_LIFETIME
+from shared.ports import MAX_SIGNED_READ_LIFETIME, FileContentStore
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -19,7 +19,7 @@ else:
 _NOT_FOUND_CODES = {"404", "NoSuchKey", "NoSuchVersion", "NotFound"}
 
 
-class S3ContentStore:
+class S3ContentStore(FileContentStore):
     def __init__(self, client_factory: Callable[[], S3Client], bucket: str) -> None:
         self._client: LazyClient[S3Client] = LazyClient(client_factory)
         self._bucket = bucket

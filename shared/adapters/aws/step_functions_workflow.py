@@ -9,9 +9,10 @@ from botocore.exceptions import ClientError
 
 from shared.adapters.aws.retrying import LazyClient, error_code
 from shared.domain.workflow import ProcessVersion, StartOutcome
+from shared.ports import Workflow
 
 
-class StepFunctionsWorkflow:
+class StepFunctionsWorkflow(Workflow):
     def __init__(self, client_factory: Callable[[], Any], state_machine_arn: str) -> None:
         self._client: LazyClient[Any] = LazyClient(client_factory)
         self._arn = state_machine_arn

@@ -1,15 +1,9 @@
-"""KnowledgeStore, VectorIndex and KeywordIndex over one table, knowledge_chunks.
+"""The knowledge store over knowledge_chunks: a version's chunks swapped in whole, in one transaction, by the
+attempt that holds it; what re-indexing must redo; coverage; and the stored snapshots citations are built from.
 
-Both lanes search the same rows, and both apply the caller's subjects and filters inside the scan,
-before ranking: filtering after retrieval would let the count of results reveal what was withheld.
-
-The keyword lane is BM25 in plain PostgreSQL (Aurora has no BM25 extension), summed from postings: the
-query's lexemes (the `simple` parser, stopwords stripped from the query only) are looked up by primary key
-in keyword_postings, which holds each (chunk, term)'s frequency and the chunk's length; any term may match
-(OR). Document frequencies and average lengths come from keyword_terms / keyword_collections. Statement
-triggers keep all three exact as chunks are written and deleted. IDF counts only the collections the caller
-may read. Not the GIN index on the tsvector: under row-level security `@@` is not leakproof, so the planner
-will not use that index and the lane would test every row of the tenant (docs/adr/0001).
+The two lanes read the same rows (vector_lane.py, keyword_lane.py). Both apply the caller's subjects and
+filters inside the scan, before ranking: filtering after retrieval would let the count of results reveal
+what was withheld.
 """
 
 import itertools
@@ -23,6 +17,8 @@ from pgvector import Vector
 from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
+from shared.adapters.postgres.keyword_lane import PostgresKeywordIndex
+from shared.adapters.postgres.vector_lane import PostgresVectorIndex
 from shared.domain.document import BlockKind
 from shared.domain.knowledge import (
     ChunkLocation,
@@ -30,41 +26,9 @@ from shared.domain.knowledge import (
     IndexedChunk,
     IndexingResult,
     IndexWrite,
-    RankedChunk,
 )
-from shared.domain.search import ChunkSnapshot, SearchFilters
-from shared.domain.stopwords import ENGLISH_STOPWORDS
-
-_STOPWORDS = sorted(ENGLISH_STOPWORDS)
-
-# How many HNSW candidates a filtered scan may visit before it gives up (pgvector's iterative scan):
-# enough for a tenant holding a small share of a large table to still get its k nearest.
-_MAX_SCAN_TUPLES = 40_000
-# The HNSW search breadth, pgvector's maximum. Measured by `make bench` at 100,000 chunks over 100
-# tenants: with ef_search 100, recall@10 for the largest tenants was 0.92 (a filtered scan can settle
-# in the wrong region of the graph); at 1000 it is 0.98, at a p95 still near 20 ms.
-_EF_SEARCH = 1000
-
-
-def _filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str = "") -> str:
-    """Conditions on the chunk row (`chunk` is its alias with a dot, if any) for the optional filters;
-    collections are always applied, by each lane."""
-    conditions = []
-    if filters.media_types:
-        conditions.append(f"{chunk}media_type = ANY(%(media_types)s)")
-        params["media_types"] = sorted(filters.media_types)
-    if filters.filename:
-        escaped = filters.filename.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        conditions.append(f"{chunk}filename ILIKE %(filename)s")
-        params["filename"] = f"%{escaped}%"
-    if filters.uploaded_after:
-        conditions.append(f"{chunk}uploaded_at >= %(uploaded_after)s")
-        params["uploaded_after"] = filters.uploaded_after
-    if filters.uploaded_before:
-        conditions.append(f"{chunk}uploaded_at < %(uploaded_before)s")
-        params["uploaded_before"] = filters.uploaded_before
-    return "".join(f" AND {condition}" for condition in conditions)
-
+from shared.domain.search import ChunkSnapshot
+from shared.ports import KnowledgeStore
 
 # One INSERT per slice of a version's chunks (COPY is refused under row-level security): the statement
 # triggers update the keyword statistics once per slice, not once per chunk, and a 20,000-chunk version
@@ -88,88 +52,10 @@ FROM unnest(%(chunk_id)s::text[], %(file_id)s::uuid[], %(version_id)s::uuid[], %
        body_offset, token_count)
 """
 
-# One statement: the query's lexemes (stopwords off), their IDF over the caller's collections, and each
-# chunk's BM25 summed from the postings of those lexemes, found by primary key (text equality is
-# leakproof, so row-level security does not stop the index from being used, unlike `@@` on the GIN).
-_KEYWORD_SEARCH = """
-WITH query_terms AS MATERIALIZED (
-  SELECT coalesce(array_agg(DISTINCT t.lexeme), '{{}}') AS lexemes
-  FROM unnest(to_tsvector('simple', %(query)s)) AS t
-  WHERE t.lexeme <> ALL(%(stopwords)s)
-), collection_stats AS MATERIALIZED (
-  SELECT greatest(coalesce(sum(chunk_count), 0), 1) AS chunks,
-         greatest(coalesce(sum(total_length)::float8 / nullif(sum(chunk_count), 0), 1), 1) AS average_length
-  FROM keyword_collections WHERE tenant_id = %(tenant)s AND collection_id = ANY(%(collections)s)
-), weights AS MATERIALIZED (
-  SELECT k.term, ln(1 + (s.chunks - sum(k.chunk_count) + 0.5) / (sum(k.chunk_count) + 0.5)) AS idf
-  FROM keyword_terms AS k, collection_stats AS s
-  WHERE k.tenant_id = %(tenant)s AND k.collection_id = ANY(%(collections)s)
-    AND k.term = ANY((SELECT lexemes FROM query_terms)::text[])
-  GROUP BY k.term, s.chunks
-), scored AS (
-  SELECT p.chunk_id,
-         sum(w.idf * (p.frequency * (%(k1)s + 1))
-             / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_length / s.average_length))) AS score
-  FROM keyword_postings AS p
-  JOIN weights AS w ON w.term = p.term
-  CROSS JOIN collection_stats AS s
-  WHERE p.tenant_id = %(tenant)s AND p.collection_id = ANY(%(collections)s)
-    AND p.term = ANY((SELECT lexemes FROM query_terms)::text[])
-  GROUP BY p.chunk_id
-)
-SELECT scored.chunk_id, scored.score FROM scored {join}
-ORDER BY scored.score DESC, scored.chunk_id
-LIMIT %(limit)s
-"""
 
-_NEAREST = """
-WITH nearest AS MATERIALIZED (
-  SELECT chunk_id, embedding <=> %(embedding)s::vector AS distance FROM knowledge_chunks
-  WHERE tenant_id = %(tenant)s AND subjects && %(collections)s AND embedding_model = %(model)s {filters}
-  ORDER BY embedding <=> %(embedding)s::vector
-  LIMIT %(limit)s
-)
-SELECT chunk_id, distance FROM nearest ORDER BY distance, chunk_id
-"""
-
-
-def vector_scan_settings() -> dict[str, str]:
-    """The settings `nearest` scans under, local to its transaction (the search benchmark EXPLAINs and
-    varies them)."""
-    # Iterative scan: when the tenant and filters discard most HNSW neighbours, keep scanning instead of
-    # returning fewer than `limit` (a small tenant in a large table still gets k).
-    return {
-        "hnsw.iterative_scan": "relaxed_order",
-        "hnsw.ef_search": str(_EF_SEARCH),
-        "hnsw.max_scan_tuples": str(_MAX_SCAN_TUPLES),
-    }
-
-
-def nearest_query(
-    tenant_id: str,
-    collections: frozenset[str],
-    embedding: Sequence[float],
-    *,
-    embedding_model: str,
-    limit: int,
-    filters: SearchFilters,
-) -> tuple[str, dict[str, Any]]:
-    """The statement and parameters `nearest` runs (the search benchmark EXPLAINs them)."""
-    params: dict[str, Any] = {
-        "tenant": tenant_id,
-        "collections": sorted(collections),
-        "embedding": Vector(list(embedding)),
-        "model": embedding_model,
-        "limit": limit,
-    }
-    return _NEAREST.format(filters=_filter_sql(filters, params)), params
-
-
-class PostgresKnowledgeIndex:
+class PostgresKnowledgeStore(KnowledgeStore):
     def __init__(self, database: Database) -> None:
         self._database = database
-
-    # --- KnowledgeStore ------------------------------------------------------------------------------
 
     def replace_chunks(
         self,
@@ -297,75 +183,6 @@ class PostgresKnowledgeIndex:
             for row in rows
         ]
 
-    # --- VectorIndex ---------------------------------------------------------------------------------
-
-    def nearest(
-        self,
-        tenant_id: str,
-        collections: frozenset[str],
-        embedding: Sequence[float],
-        *,
-        embedding_model: str,
-        limit: int,
-        filters: SearchFilters,
-    ) -> list[RankedChunk]:
-        if not collections:
-            return []
-        query, params = nearest_query(
-            tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit, filters=filters
-        )
-        settings = vector_scan_settings()
-        with self._database.tenant_transaction(tenant_id) as conn:
-            # All in one round trip.
-            conn.execute(
-                "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings),
-                [value for setting in settings.items() for value in setting],
-            )
-            rows = conn.execute(query, params).fetchall()
-        return [
-            RankedChunk(chunk_id=chunk_id, rank=rank, score=1 - float(distance) / 2)
-            for rank, (chunk_id, distance) in enumerate(rows, start=1)
-        ]
-
-    # --- KeywordIndex --------------------------------------------------------------------------------
-
-    def search(
-        self,
-        tenant_id: str,
-        collections: frozenset[str],
-        query: str,
-        *,
-        limit: int,
-        filters: SearchFilters,
-        k1: float,
-        b: float,
-    ) -> list[RankedChunk]:
-        if not collections:
-            return []
-        params: dict[str, Any] = {
-            "tenant": tenant_id,
-            "collections": sorted(collections),
-            "query": query,
-            "stopwords": _STOPWORDS,
-            "limit": limit,
-            "k1": k1,
-            "b": b,
-        }
-        conditions = _filter_sql(filters, params, chunk="c.")
-        # Filters are columns of the chunk: joined by primary key only when there are any.
-        join = (
-            f"JOIN knowledge_chunks AS c ON c.tenant_id = %(tenant)s AND c.chunk_id = scored.chunk_id{conditions}"
-            if conditions
-            else ""
-        )
-        statement = _KEYWORD_SEARCH.format(join=join)
-        with self._database.tenant_transaction(tenant_id) as conn:
-            rows = conn.execute(statement, params).fetchall()
-        return [
-            RankedChunk(chunk_id=chunk_id, rank=rank, score=float(score))
-            for rank, (chunk_id, score) in enumerate(rows, start=1)
-        ]
-
 
 def _holds(version: dict[str, Any], attempt: int | None) -> bool:
     if version["state"] != "stored":
@@ -446,3 +263,7 @@ def _columns(tenant_id: str, chunks: Sequence[IndexedChunk]) -> dict[str, Any]:
         for name, value in row.items():
             columns[name].append(value)
     return {"tenant": tenant_id, **columns}
+
+
+class PostgresKnowledgeIndex(PostgresKnowledgeStore, PostgresVectorIndex, PostgresKeywordIndex):
+    """The three ports over the one table in one object, for tests and benchmarks that write and search."""

@@ -1,0 +1,125 @@
+"""The pipeline's Lambda functions, one per step: handler, timeout, memory and what each may touch in storage;
+and the errors the state machine retries. The state machine's shape comes from `shared.domain.steps.PIPELINE`
+(infra/constructs/pipeline.py builds it)."""
+
+from dataclasses import dataclass
+
+from infra.constructs.storage import DERIVED_PREFIX, OCR_STAGING_PREFIX, ORIGINALS_PREFIX
+from shared.domain.steps import StepName
+
+# The error names a step's failure carries when retrying may help: the Lambda service's own errors, and
+# `InfrastructureUnavailable`, which the handlers raise for a database or AWS API that did not answer
+# (`workflow_step` in shared/bootstrap.py). Everything else is not retried: the same input gives the same answer.
+RETRIED_ERRORS = (
+    "InfrastructureUnavailable",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.ClientExecutionTimeoutException",
+)
+# A function killed at its own timeout (or out of memory: Step Functions reports both as Lambda.Unknown on
+# older runtimes): once more, in case it was a slow dependency rather than the input.
+TIMEOUT_ERRORS = ("Sandbox.Timedout", "States.Timeout", "Lambda.Unknown")
+OCR_POLL_SECONDS = 10
+# Textract's actions the recognize step calls; Textract has no resource-level permissions.
+TEXTRACT_ACTIONS = (
+    "textract:DetectDocumentText",
+    "textract:AnalyzeDocument",
+    "textract:StartDocumentAnalysis",
+    "textract:GetDocumentAnalysis",
+    "textract:StartDocumentTextDetection",
+    "textract:GetDocumentTextDetection",
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One Lambda-backed state: its function's handler, timeout, memory and what it may touch in storage."""
+
+    name: StepName
+    handler: str
+    description: str
+    timeout_seconds: int
+    memory_mb: int
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    delete: tuple[str, ...] = ()
+    listing: tuple[str, ...] = ()
+    ephemeral_mib: int = 512
+
+
+STEPS = (
+    Step(StepName.INSPECT, "functions.inspect.handler.handler", "claims a stored version for this attempt", 30, 512),
+    Step(
+        StepName.EXTRACT,
+        "functions.extract.handler.handler",
+        "extracts the text layer and structure in a sandboxed child process",
+        # The extraction sandbox's own clock (QUIRE_EXTRACTION_TIMEOUT_SECONDS, 120 s) stops a parser first.
+        300,
+        3008,
+        read=(ORIGINALS_PREFIX, DERIVED_PREFIX),
+        write=(DERIVED_PREFIX,),
+        delete=(DERIVED_PREFIX,),
+        ephemeral_mib=2048,
+    ),
+    Step(
+        StepName.RECOGNIZE,
+        "functions.recognize.handler.handler",
+        "starts or polls OCR (Textract) of the pages without text, and describes images",
+        300,
+        2048,
+        read=(ORIGINALS_PREFIX, DERIVED_PREFIX, OCR_STAGING_PREFIX),
+        write=(DERIVED_PREFIX, OCR_STAGING_PREFIX),
+        delete=(DERIVED_PREFIX, OCR_STAGING_PREFIX),
+        ephemeral_mib=2048,
+    ),
+    Step(
+        StepName.CHUNK,
+        "functions.chunk.handler.handler",
+        "cuts the document into chunks, stored in batches",
+        300,
+        1769,
+        read=(DERIVED_PREFIX,),
+        write=(DERIVED_PREFIX,),
+    ),
+    Step(
+        StepName.EMBED,
+        "functions.embed.handler.handler",
+        "embeds one batch of chunks with Bedrock",
+        300,
+        512,
+        read=(DERIVED_PREFIX,),
+        write=(DERIVED_PREFIX,),
+    ),
+    Step(
+        StepName.INDEX,
+        "functions.index.handler.handler",
+        "swaps the version's chunks and vectors into the index",
+        300,
+        1769,
+        read=(DERIVED_PREFIX,),
+        # Without listing, S3 answers a missing batch with 403 rather than 404.
+        listing=(DERIVED_PREFIX,),
+        # The batches are fetched to /tmp before the swap (a 20,000-chunk version: about 200 MB).
+        ephemeral_mib=2048,
+    ),
+    Step(
+        StepName.PUBLISH,
+        "functions.publish.handler.handler",
+        "removes the attempt's intermediate work",
+        60,
+        256,
+        delete=(DERIVED_PREFIX,),
+        listing=(DERIVED_PREFIX,),
+    ),
+    Step(
+        StepName.RECORD_FAILURE,
+        "functions.record_failure.handler.handler",
+        "records an infrastructure failure on the version (the workflow's Catch)",
+        60,
+        256,
+        delete=(DERIVED_PREFIX,),
+        listing=(DERIVED_PREFIX,),
+    ),
+)
