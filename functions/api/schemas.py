@@ -271,6 +271,32 @@ class NothingToReadView(ApiModel):
     processing_state: str
     reason: str | None = None
 
+    @classmethod
+    def of(cls, version: FileVersionRecord) -> "NothingToReadView":
+        """Why there is nothing to read yet, and whether trying again could change that."""
+        if version.processing_state is ProcessingState.FAILED and version.failure_reason is not None:
+            return cls(
+                error="extraction_failed",
+                message=version.failure_reason.user_sentence,
+                reason=version.failure_reason.value,
+                # Only a timeout may go differently next time; the same bytes give the same answer otherwise.
+                retryable=version.failure_reason is FailureReason.TIMED_OUT,
+                processing_state=version.processing_state.value,
+            )
+        if version.processing_state is ProcessingState.INTERRUPTED:
+            return cls(
+                error="not_ready",
+                message=interruption_notice(version.failure_detail, version.processing_retries),
+                retryable=True,
+                processing_state=version.processing_state.value,
+            )
+        return cls(
+            error="not_ready",
+            message=f"the document is {version.processing_state.value.replace('_', ' ')}; try again shortly",
+            retryable=True,
+            processing_state=version.processing_state.value,
+        )
+
 
 class SearchFiltersBody(ApiModel):
     collections: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=100)

@@ -22,7 +22,7 @@ from functions.api.schemas import (
     UploadResponse,
 )
 from shared.domain.errors import InvalidRequest
-from shared.domain.files import DOCUMENT_READY, FailureReason, FileVersionRecord, ProcessingState, interruption_notice
+from shared.domain.files import DOCUMENT_READY
 from shared.domain.reading import window
 from shared.domain.rendering import render_markdown
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
@@ -109,7 +109,7 @@ def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=1
     wired = container()
     version = wired.files.readable_document(current_principal(router), parsed)
     if version.processing_state not in DOCUMENT_READY:
-        return json_response(409, nothing_to_read(version))
+        return json_response(409, NothingToReadView.of(version))
     document = wired.documents.read(version)
     try:
         shown = window(document.blocks, int(cursor) if cursor else 0)
@@ -130,32 +130,6 @@ def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=1
             confidence=document.confidence,
             low_confidence=document.low_confidence,
         ),
-    )
-
-
-def nothing_to_read(version: FileVersionRecord) -> NothingToReadView:
-    """Why there is nothing to read yet, and whether trying again could change that."""
-    if version.processing_state is ProcessingState.FAILED and version.failure_reason is not None:
-        return NothingToReadView(
-            error="extraction_failed",
-            message=version.failure_reason.user_sentence,
-            reason=version.failure_reason.value,
-            # Only a timeout may go differently next time; the same bytes give the same answer otherwise.
-            retryable=version.failure_reason is FailureReason.TIMED_OUT,
-            processing_state=version.processing_state.value,
-        )
-    if version.processing_state is ProcessingState.INTERRUPTED:
-        return NothingToReadView(
-            error="not_ready",
-            message=interruption_notice(version.failure_detail, version.processing_retries),
-            retryable=True,
-            processing_state=version.processing_state.value,
-        )
-    return NothingToReadView(
-        error="not_ready",
-        message=f"the document is {version.processing_state.value.replace('_', ' ')}; try again shortly",
-        retryable=True,
-        processing_state=version.processing_state.value,
     )
 
 

@@ -1,0 +1,237 @@
+"""The synthetic corpus: vectors are a mixture of Gaussian clusters, normalised: 2,000 topic centroids
+grouped under 100 subject areas (topics of one area have cosine ~0.4, as related subjects do), each
+tenant's chunks on topics of its own few areas. A query is an existing chunk's vector plus noise: mostly
+a chunk of the tenant searched, a fifth of the time another tenant's (a question the tenant's documents
+answer poorly: the hard case for a filtered HNSW scan). Similarities then look like a sentence
+embedder's: ~0.8 to the chunk a query was drawn from, ~0.45 for the 10th neighbour, ~0 for unrelated
+text. Texts are words drawn Zipf-like from a 20,000-word vocabulary whose head is the English stopwords
+(as in real text), a fifth of each chunk's words from its topic's own words.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from shared.domain.capabilities import CapabilityStatus
+
+TENANTS = 100
+TENANT_SIZE_EXPONENT = 1.0  # tenant of rank r holds a share proportional to 1 / r
+DIMENSION = 384
+CENTROIDS = 2_000
+AREAS = 100
+CHUNKS_PER_TOPIC = 25  # a tenant's chunks sit on about size / 25 of the centroids
+# Noise norms relative to the unit vector they perturb (isotropic Gaussian, then normalised).
+AREA_NOISE = 1.2  # topic centroids around their area: cosine ~0.4 between topics of one area
+CHUNK_NOISE = 0.9  # chunks around their topic: cosine ~0.55 between chunks of one topic
+QUERY_NOISE = 0.7  # a query has cosine ~0.8 with the chunk it was drawn from
+OFF_DOMAIN_SHARE = 0.2  # queries drawn near another tenant's chunk
+VOCABULARY = 20_000
+TOPIC_WORDS = 30
+TOPIC_SHARE = 0.2
+WORDS_PER_CHUNK = (60, 180)
+WORDS_PER_QUERY = 8
+RESTRICTED_QUERY_SHARE = 0.3  # queries narrowed to one of the tenant's collections
+FAKE_MODEL = "fake-bench-embedder"
+# Tenant-size buckets, as shares of the whole table (scale-free, so a small development run keeps them).
+SMALL_BELOW, LARGE_FROM = 0.01, 0.05
+BUCKETS = ("small", "medium", "large")
+
+
+@dataclass(frozen=True)
+class Corpus:
+    sizes: list[int]  # chunks per tenant, by rank
+    collections: list[list[str]]  # per tenant
+    tenant_of: np.ndarray  # per chunk
+    collection_of: np.ndarray  # per chunk: index into its tenant's collections
+    vectors: np.ndarray  # (chunks, DIMENSION) float32, unit length
+    words: np.ndarray  # every chunk's word ids, concatenated
+    offsets: np.ndarray  # chunk i's words are words[offsets[i]:offsets[i + 1]]
+    vocabulary: list[str]
+    topics_per_tenant: list[int]
+
+    def text(self, chunk: int) -> str:
+        return " ".join(self.vocabulary[w] for w in self.words[self.offsets[chunk] : self.offsets[chunk + 1]])
+
+    def tenant(self, rank: int) -> str:
+        return f"t{rank:03d}"
+
+    def bucket(self, rank: int) -> str:
+        share = self.sizes[rank] / sum(self.sizes)
+        return "small" if share < SMALL_BELOW else "large" if share >= LARGE_FROM else "medium"
+
+
+def tenant_sizes(total: int, tenants: int) -> list[int]:
+    weights = 1 / np.arange(1, tenants + 1) ** TENANT_SIZE_EXPONENT
+    sizes = np.floor(weights / weights.sum() * total).astype(int)
+    sizes[0] += total - int(sizes.sum())
+    return [int(size) for size in sizes]
+
+
+def vocabulary(rng: np.random.Generator) -> list[str]:
+    """Stopwords first (the head of the Zipf ranks, as in English), then invented words."""
+    from shared.domain.stopwords import ENGLISH_STOPWORDS
+
+    stopwords = sorted(word for word in ENGLISH_STOPWORDS if word.isalpha())
+    rng.shuffle(stopwords)
+    syllables = [c + v for c in "bcdfghjklmnprstvwz" for v in "aeiou"]
+    words: list[str] = list(stopwords)
+    seen = set(words)
+    while len(words) < VOCABULARY:
+        word = "".join(syllables[i] for i in rng.integers(0, len(syllables), size=int(rng.integers(2, 5))))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+def gaussian(rng: np.random.Generator, rows: int, norm: float) -> np.ndarray:
+    """Isotropic noise whose rows have about `norm` length."""
+    return (rng.standard_normal((rows, DIMENSION)) * (norm / np.sqrt(DIMENSION))).astype(np.float32)
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+def make_corpus(total: int, rng: np.random.Generator) -> Corpus:
+    sizes = tenant_sizes(total, TENANTS)
+    areas = unit_rows(rng.standard_normal((AREAS, DIMENSION)))
+    area_of_topic = np.arange(CENTROIDS) % AREAS
+    centroids = unit_rows(areas[area_of_topic] + gaussian(rng, CENTROIDS, AREA_NOISE))
+    topic_words = rng.integers(1_000, VOCABULARY, size=(CENTROIDS, TOPIC_WORDS))
+    tenant_of = np.repeat(np.arange(TENANTS), sizes)
+    topic_of = np.empty(total, dtype=np.int64)
+    collection_of = np.empty(total, dtype=np.int64)
+    collections: list[list[str]] = []
+    topics_per_tenant: list[int] = []
+    start = 0
+    for size in sizes:
+        wanted = min(CENTROIDS, max(4, size // CHUNKS_PER_TOPIC))
+        # Its areas offer about twice the topics it uses.
+        own_areas = rng.choice(AREAS, size=min(AREAS, -(-2 * wanted * AREAS // CENTROIDS)), replace=False)
+        offered = np.flatnonzero(np.isin(area_of_topic, own_areas))
+        topics = rng.choice(offered, size=min(len(offered), wanted), replace=False)
+        topics_per_tenant.append(len(topics))
+        topic_of[start : start + size] = rng.choice(topics, size=size)
+        count = int(rng.integers(1, 4))
+        collections.append([f"c{index + 1}" for index in range(count)])
+        # Uneven collections: the first holds most of a tenant's chunks.
+        shares = np.array([0.6, 0.3, 0.1][:count])
+        collection_of[start : start + size] = rng.choice(count, size=size, p=shares / shares.sum())
+        start += size
+    vectors = unit_rows(centroids[topic_of] + gaussian(rng, total, CHUNK_NOISE))
+
+    lengths = rng.integers(WORDS_PER_CHUNK[0], WORDS_PER_CHUNK[1] + 1, size=total)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    ranks = 1 / np.arange(1, VOCABULARY + 1)
+    cdf = np.cumsum(ranks / ranks.sum())
+    words = np.minimum(np.searchsorted(cdf, rng.random(int(offsets[-1]))), VOCABULARY - 1)
+    from_topic = rng.random(words.size) < TOPIC_SHARE
+    chunk_of_word = np.repeat(np.arange(total), lengths)
+    picks = rng.integers(0, TOPIC_WORDS, size=int(from_topic.sum()))
+    words[from_topic] = topic_words[topic_of[chunk_of_word[from_topic]], picks]
+    return Corpus(
+        sizes=sizes,
+        collections=collections,
+        tenant_of=tenant_of,
+        collection_of=collection_of,
+        vectors=vectors,
+        words=words,
+        offsets=offsets,
+        vocabulary=vocabulary(rng),
+        topics_per_tenant=topics_per_tenant,
+    )
+
+
+@dataclass(frozen=True)
+class BenchQuery:
+    tenant: str
+    bucket: str
+    readable: frozenset[str]  # the caller's collections (all of its tenant's)
+    wanted: frozenset[str] | None  # the query's collection filter, when narrowed
+    text: str
+    vector: tuple[float, ...]
+    off_domain: bool  # drawn near another tenant's chunk
+
+    @property
+    def searchable(self) -> frozenset[str]:
+        return self.readable & self.wanted if self.wanted is not None else self.readable
+
+
+def make_queries(corpus: Corpus, count: int, rng: np.random.Generator) -> list[BenchQuery]:
+    """As many queries per size bucket as the buckets allow, each bucket's spread over all its tenants."""
+    from shared.domain.stopwords import ENGLISH_STOPWORDS
+
+    by_bucket: dict[str, list[int]] = {name: [] for name in BUCKETS}
+    for rank in range(TENANTS):
+        by_bucket[corpus.bucket(rank)].append(rank)
+    present = [name for name in BUCKETS if by_bucket[name]]
+    starts = np.concatenate([[0], np.cumsum(corpus.sizes)])
+    queries: list[BenchQuery] = []
+    texts: set[str] = set()
+    for position, name in enumerate(present):
+        share = count // len(present) + (1 if position < count % len(present) else 0)
+        ranks = list(by_bucket[name])
+        rng.shuffle(ranks)
+        for index in range(share):
+            rank = ranks[index % len(ranks)]
+            off_domain = bool(rng.random() < OFF_DOMAIN_SHARE)
+            while True:
+                chunk = int(rng.integers(starts[rank], starts[rank + 1]))
+                if off_domain:
+                    chunk = int(rng.integers(0, len(corpus.tenant_of)))
+                    if corpus.tenant_of[chunk] == rank:
+                        continue
+                own = corpus.words[corpus.offsets[chunk] : corpus.offsets[chunk + 1]]
+                picked = rng.choice(own, size=WORDS_PER_QUERY, replace=False)
+                text = " ".join(corpus.vocabulary[w] for w in picked)
+                content = [w for w in text.split() if w not in ENGLISH_STOPWORDS]
+                if content and text not in texts:
+                    break
+            texts.add(text)
+            tenant_collections = corpus.collections[rank]
+            narrowed = len(tenant_collections) > 1 and rng.random() < RESTRICTED_QUERY_SHARE
+            collection = int(rng.integers(0, len(tenant_collections))) if off_domain else corpus.collection_of[chunk]
+            vector = unit_rows(corpus.vectors[chunk : chunk + 1] + gaussian(rng, 1, QUERY_NOISE))[0]
+            queries.append(
+                BenchQuery(
+                    tenant=corpus.tenant(rank),
+                    bucket=name,
+                    readable=frozenset(tenant_collections),
+                    wanted=frozenset({tenant_collections[collection]}) if narrowed else None,
+                    text=text,
+                    vector=tuple(float(value) for value in vector),
+                    off_domain=off_domain,
+                )
+            )
+    return queries
+
+
+class FakeQueryEmbedder:
+    """A FAKE EmbeddingProvider: no model runs; each query text maps to the synthetic vector the bench drew
+    for it (unit length, FAKE_MODEL, as the loaded chunks were written), so latency is the index's."""
+
+    def __init__(self, vectors: dict[str, tuple[float, ...]]) -> None:
+        self._vectors = vectors
+
+    @property
+    def model_id(self) -> str:
+        return FAKE_MODEL
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    @property
+    def max_tokens(self) -> int:
+        return 256
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready(f"fake:{FAKE_MODEL}")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [list(self._vectors[text]) for text in texts]
