@@ -1,6 +1,7 @@
 """`quire`: the command line for the local stack (and, later, a deployed one)."""
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -160,6 +161,29 @@ def _api(args: argparse.Namespace, collections: list[str]) -> "ApiClient":
     return ApiClient(state["api"], token)
 
 
+Command = Callable[[argparse.Namespace], int]
+
+
+def reports_api_errors(what: str) -> Callable[[Command], Command]:
+    """A command whose API refusals are printed as `quire <what>: <error>` (`what` is formatted with the
+    command's arguments, e.g. "rm: {file_id}"), exiting 1."""
+
+    def decorate(command: Command) -> Command:
+        @functools.wraps(command)
+        def run(args: argparse.Namespace) -> int:
+            from shared.local.api_client import ApiError
+
+            try:
+                return command(args)
+            except ApiError as error:
+                print(f"quire {what.format(**vars(args))}: {error}", file=sys.stderr)
+                return 1
+
+        return run
+
+    return decorate
+
+
 def _client(args: argparse.Namespace) -> "ApiClient":
     """`_api` for the collections the command's --collections names."""
     return _api(args, args.collections.split(","))
@@ -250,15 +274,11 @@ def cmd_read(args: argparse.Namespace) -> int:
             return 0
 
 
+@reports_api_errors("rm: {file_id}")
 def cmd_rm(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     client = _client(args)
-    try:
-        client.call("DELETE", f"/v1/files/{args.file_id}")
-    except ApiError as error:
-        print(f"quire rm: {args.file_id}: {error}", file=sys.stderr)
-        return 1
+    client.call("DELETE", f"/v1/files/{args.file_id}")
     print(f"{args.file_id} deleting: gone from listings now; its bytes are swept by the next reconcile")
     return 0
 
@@ -297,34 +317,26 @@ def _print_reconcile_report(report: dict[str, Any]) -> None:
     )
 
 
+@reports_api_errors("search")
 def cmd_search(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
     from shared.local.search_output import print_search_result
 
     client = _client(args)
     body: dict[str, Any] = {"query": args.query, "limit": args.limit, "mode": args.mode}
     if args.in_collections:
         body["filters"] = {"collections": args.in_collections.split(",")}
-    try:
-        result = client.call("POST", "/v1/search", body)
-    except ApiError as error:
-        print(f"quire search: {error}", file=sys.stderr)
-        return 1
+    result = client.call("POST", "/v1/search", body)
     _print_answer(args, result, lambda result: print_search_result(args.query, result))
     return 0
 
 
+@reports_api_errors("scan: {file_id}")
 def cmd_scan(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     client = _client(args)
-    try:
-        started = client.call("POST", f"/v1/files/{args.file_id}/scan")
-        print(f"{args.file_id}: OCR of every page queued (attempt {started['attempt']}, {started['engine']})")
-        record = client.wait_until_processed(args.file_id)
-    except ApiError as error:
-        print(f"quire scan: {args.file_id}: {error}", file=sys.stderr)
-        return 1
+    started = client.call("POST", f"/v1/files/{args.file_id}/scan")
+    print(f"{args.file_id}: OCR of every page queued (attempt {started['attempt']}, {started['engine']})")
+    record = client.wait_until_processed(args.file_id)
     print(_file_line(record))
     return 0 if record["current"]["processingState"] == "indexed" else 1
 
@@ -367,18 +379,14 @@ def _print_coverage(report: dict[str, Any]) -> None:
         )
 
 
+@reports_api_errors("reindex")
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     client = _client(args)
     total = 0
     remaining: int | None = None
     while True:
-        try:
-            batch = client.call("POST", f"/v1/reindex?limit={args.batch}")
-        except ApiError as error:
-            print(f"quire reindex: {error}", file=sys.stderr)
-            return 1
+        batch = client.call("POST", f"/v1/reindex?limit={args.batch}")
         total += batch["reindexed"] + batch["dropped"]
         print(
             f"re-indexed {batch['reindexed']}, dropped {batch['dropped']}, skipped {batch['skipped']};"

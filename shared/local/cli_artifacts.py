@@ -46,8 +46,8 @@ def _sources(args: argparse.Namespace) -> list[dict[str, str]]:
     return [{"fileId": file_id} for file_id in (args.source or [])]
 
 
+@cli.reports_api_errors("artifact new")
 def cmd_new(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     body = {
         "collectionId": args.collection,
@@ -56,27 +56,19 @@ def cmd_new(args: argparse.Namespace) -> int:
         "citations": _citations(args),
         "sources": _sources(args),
     }
-    try:
-        answer = cli._api(args, [args.collection]).call("POST", "/v1/artifacts", body)
-    except ApiError as error:
-        print(f"quire artifact new: {error}", file=sys.stderr)
-        return 1
+    answer = cli._api(args, [args.collection]).call("POST", "/v1/artifacts", body)
     _report(args, answer)
     return 0
 
 
+@cli.reports_api_errors("artifact show: {artifact_id}")
 def cmd_show(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     client = cli._client(args)
     cursor: str | None = None
     query = f"version={args.version}&" if args.version else ""
     while True:
-        try:
-            answer = client.call("GET", f"/v1/artifacts/{args.artifact_id}?{query}cursor={cursor or 0}")
-        except ApiError as error:
-            print(f"quire artifact show: {args.artifact_id}: {error}", file=sys.stderr)
-            return 1
+        answer = client.call("GET", f"/v1/artifacts/{args.artifact_id}?{query}cursor={cursor or 0}")
         cli._print_answer(args, answer, partial(_print_window, first=cursor is None))
         cursor = answer["content"]["nextCursor"]
         if not cursor:
@@ -94,22 +86,18 @@ def _print_window(answer: dict[str, Any], *, first: bool) -> None:
     print(answer["content"]["markdown"], end="")
 
 
+@cli.reports_api_errors("artifact history: {artifact_id}")
 def cmd_history(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     client = cli._client(args)
     versions: list[dict[str, Any]] = []
     cursor = ""
-    try:
-        while True:
-            page = client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?cursor={cursor}")
-            versions.extend(page["versions"])
-            cursor = page["nextCursor"] or ""
-            if not cursor:
-                break
-    except ApiError as error:
-        print(f"quire artifact history: {args.artifact_id}: {error}", file=sys.stderr)
-        return 1
+    while True:
+        page = client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?cursor={cursor}")
+        versions.extend(page["versions"])
+        cursor = page["nextCursor"] or ""
+        if not cursor:
+            break
     cli._print_answer(args, versions, _print_versions)
     return 0
 
@@ -119,48 +107,36 @@ def _print_versions(versions: list[dict[str, Any]]) -> None:
         print(_version_line(version))
 
 
+@cli.reports_api_errors("artifact restore: {artifact_id}")
 def cmd_restore(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     client = cli._client(args)
-    try:
-        latest = (
-            args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
-        )
-        answer = client.call(
-            "POST",
-            f"/v1/artifacts/{args.artifact_id}/restore",
-            {"version": args.version, "expectedLatestVersion": latest},
-        )
-    except ApiError as error:
-        print(f"quire artifact restore: {args.artifact_id}: {error}", file=sys.stderr)
-        return 1
+    latest = args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
+    answer = client.call(
+        "POST",
+        f"/v1/artifacts/{args.artifact_id}/restore",
+        {"version": args.version, "expectedLatestVersion": latest},
+    )
     _report(args, answer)
     return 0
 
 
+@cli.reports_api_errors("artifact update: {artifact_id}")
 def cmd_update(args: argparse.Namespace) -> int:
     """A whole new version from Markdown (an edit by proposal is `quire artifact edit`)."""
-    from shared.local.api_client import ApiError
 
     client = cli._client(args)
-    try:
-        latest = (
-            args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
-        )
-        answer = client.call(
-            "POST",
-            f"/v1/artifacts/{args.artifact_id}/versions",
-            {
-                "expectedLatestVersion": latest,
-                "markdown": _read_markdown(args.markdown),
-                "citations": _citations(args),
-                "sources": _sources(args),
-            },
-        )
-    except ApiError as error:
-        print(f"quire artifact update: {args.artifact_id}: {error}", file=sys.stderr)
-        return 1
+    latest = args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
+    answer = client.call(
+        "POST",
+        f"/v1/artifacts/{args.artifact_id}/versions",
+        {
+            "expectedLatestVersion": latest,
+            "markdown": _read_markdown(args.markdown),
+            "citations": _citations(args),
+            "sources": _sources(args),
+        },
+    )
     _report(args, answer)
     return 0
 
@@ -222,39 +198,31 @@ def _finish_export(args: argparse.Namespace, client: Any, claimed: dict[str, Any
     return 0 if saved else 1
 
 
+@cli.reports_api_errors("artifact export: {artifact_id}")
 def cmd_export(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     client = cli._client(args)
-    try:
-        version = args.version or _latest(client, args.artifact_id)
-        claimed = client.call(
-            "POST", f"/v1/artifacts/{args.artifact_id}/versions/{version}/exports", {"format": args.format}
-        )
-    except ApiError as error:
-        print(f"quire artifact export: {args.artifact_id}: {error}", file=sys.stderr)
-        return 1
+    version = args.version or _latest(client, args.artifact_id)
+    claimed = client.call(
+        "POST", f"/v1/artifacts/{args.artifact_id}/versions/{version}/exports", {"format": args.format}
+    )
     return _finish_export(args, client, claimed)
 
 
+@cli.reports_api_errors("convert: {file_id}")
 def cmd_convert(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     client = cli._client(args)
     body: dict[str, Any] = {"format": args.to}
     if args.version_id:
         body["versionId"] = args.version_id
-    try:
-        claimed = client.call("POST", f"/v1/files/{args.file_id}/conversions", body)
-    except ApiError as error:
-        print(f"quire convert: {args.file_id}: {error}", file=sys.stderr)
-        return 1
+    claimed = client.call("POST", f"/v1/files/{args.file_id}/conversions", body)
     return _finish_export(args, client, claimed)
 
 
+@cli.reports_api_errors("artifact edit: {artifact_id}")
 def cmd_edit(args: argparse.Namespace) -> int:
     """Apply an edit proposal (a JSON list of operations, or {"operations": [...]}) to a version."""
-    from shared.local.api_client import ApiError
 
     client = cli._client(args)
     try:
@@ -263,16 +231,12 @@ def cmd_edit(args: argparse.Namespace) -> int:
         print(f"quire artifact edit: {args.operations}: {error}", file=sys.stderr)
         return 2
     operations = raw["operations"] if isinstance(raw, dict) else raw
-    try:
-        base = args.base or _latest(client, args.artifact_id)
-        answer = client.call(
-            "POST",
-            f"/v1/artifacts/{args.artifact_id}/proposals",
-            {"baseVersion": base, "operations": operations, "dryRun": args.dry_run},
-        )
-    except ApiError as error:
-        print(f"quire artifact edit: {args.artifact_id}: {error}", file=sys.stderr)
-        return 1
+    base = args.base or _latest(client, args.artifact_id)
+    answer = client.call(
+        "POST",
+        f"/v1/artifacts/{args.artifact_id}/proposals",
+        {"baseVersion": base, "operations": operations, "dryRun": args.dry_run},
+    )
     cli._print_answer(args, answer, partial(_print_changes, base=base))
     return 0
 
@@ -294,8 +258,8 @@ def _pdf_source(text: str) -> dict[str, str]:
     return {"fileId": file_id, **({"pages": pages} if pages else {})}
 
 
+@cli.reports_api_errors("pdf {tool}")
 def cmd_pdf(args: argparse.Namespace) -> int:
-    from shared.local.api_client import ApiError
 
     client = cli._client(args)
     if args.tool == "merge":
@@ -308,11 +272,7 @@ def cmd_pdf(args: argparse.Namespace) -> int:
         body = {"fileId": args.file_id, "text": args.text, "opacity": args.opacity}
     if getattr(args, "name", None):
         body["name"] = args.name
-    try:
-        answer = client.call("POST", f"/v1/pdf/{args.tool}", body)
-    except ApiError as error:
-        print(f"quire pdf {args.tool}: {error}", file=sys.stderr)
-        return 1
+    answer = client.call("POST", f"/v1/pdf/{args.tool}", body)
     failed = 0
     for claimed in answer["exports"]:
         failed += _finish_export(args, client, claimed)
