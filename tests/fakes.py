@@ -16,8 +16,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from shared.adapters.local.unavailable import UnavailableOcr, UnavailableVision
+from shared.adapters.parsers.markdown import MarkdownParser
+from shared.adapters.parsers.plain_text import PlainTextParser
+from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
-from shared.domain.document import BlockKind
+from shared.domain.document import BlockKind, ExtractionLimits
 from shared.domain.errors import EmbeddingFailed, NotFound
 from shared.domain.files import (
     LIVE_STATES,
@@ -47,6 +51,16 @@ from shared.ports import (
     UsageLedger,
     Workflow,
 )
+from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.extracted_documents import ExtractedDocuments
+from shared.services.extraction import Extractor
+from shared.services.files import FileService, UploadLimits
+from shared.services.indexing import Indexer
+from shared.services.pipeline import IngestionPipeline
+from shared.services.recognition import Recognizers
+from shared.services.reconciliation import Reconciler, ReconcileThresholds
+from shared.services.reindexing import Reindexer
+from shared.services.upload_completion import UploadCompletion
 
 # Processing states an attempt is still working in (the sweep may take a silent one over).
 _UNDER_WAY = frozenset(
@@ -62,12 +76,12 @@ _UNDER_WAY = frozenset(
 
 
 class Clock:
-    """Strictly increasing UTC time (PostgreSQL's `now()` differs per transaction; so does this), which a test
-    may move forward to age rows past a threshold."""
+    """Strictly increasing UTC time (PostgreSQL's `now()` differs per transaction; so does this). A clock
+    `behind` the wall clock writes rows that services, which read the wall clock, find that old."""
 
-    def __init__(self) -> None:
-        self._last = datetime.now(UTC)
-        self._offset = timedelta()
+    def __init__(self, behind: timedelta = timedelta()) -> None:
+        self._offset = -behind
+        self._last = datetime.now(UTC) + self._offset
 
     def __call__(self) -> datetime:
         now = datetime.now(UTC) + self._offset
@@ -942,3 +956,66 @@ def _unit_vector(text: str, size: int) -> list[float]:
     raw = [digest[i % len(digest)] - 127.5 for i in range(size)]
     norm = math.sqrt(sum(value * value for value in raw)) or 1.0
     return [value / norm for value in raw]
+
+
+# --- the use-case services over the fakes (as cosmic's bootstrap_test_app) -----------------------------------
+
+
+@dataclass
+class Fakes:
+    """One set of fakes, and the five use-case services built over them as the Container builds them."""
+
+    metadata: FakeFileMetadataStore = field(default_factory=FakeFileMetadataStore)
+    content: FakeContentStore = field(default_factory=FakeContentStore)
+    ledger: FakeUsageLedger = field(default_factory=FakeUsageLedger)
+    workflow: RecordingWorkflow = field(default_factory=RecordingWorkflow)
+    embedder: FakeEmbedder = field(default_factory=FakeEmbedder)
+    max_bytes: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        self.knowledge = FakeKnowledgeStore(self.metadata)
+
+    def files(self) -> FileService:
+        return FileService(
+            self.metadata, self.content, ClaimsAuthorizationPolicy(), UploadLimits(max_bytes=self.max_bytes)
+        )
+
+    def completion(self, *, stale_after: timedelta = timedelta(hours=1)) -> UploadCompletion:
+        return UploadCompletion(self.metadata, self.metadata, self.content, self.workflow, stale_after=stale_after)
+
+    def indexer(self, embedder: EmbeddingProvider | None = None) -> Indexer:
+        return Indexer(self.knowledge, embedder or self.embedder, max_chunk_tokens=64)
+
+    def pipeline(self, *, extractor: Extractor | None = None, indexer: Indexer | None = None) -> IngestionPipeline:
+        return IngestionPipeline(
+            self.metadata,
+            self.metadata,
+            self.content,
+            extractor or text_extractor(self.max_bytes),
+            indexer or self.indexer(),
+            recognizers=Recognizers(ocr=UnavailableOcr("no OCR in unit tests"), vision=UnavailableVision("none")),
+            ledger=self.ledger,
+            sleep=lambda seconds: None,
+        )
+
+    def reconciler(self, thresholds: ReconcileThresholds | None = None) -> Reconciler:
+        return Reconciler(
+            self.metadata, self.metadata, self.content, self.completion(), thresholds or ReconcileThresholds()
+        )
+
+    def reindexer(self, embedder: EmbeddingProvider | None = None) -> Reindexer:
+        documents = ExtractedDocuments(self.metadata, self.metadata, self.content)
+        return Reindexer(self.metadata, self.knowledge, self.indexer(embedder), documents, self.ledger)
+
+
+def text_extractor(max_bytes: int) -> Extractor:
+    """The real Extractor (a sandboxed child per document) over the text parsers only."""
+    return Extractor(
+        [PlainTextParser(), MarkdownParser()],
+        ExtractionLimits(max_bytes=max_bytes, max_pages=50, timeout_seconds=30),
+        memory_limit_bytes=None,
+    )
+
+
+def principal(tenant: str = "acme", *collections: str) -> Principal:
+    return Principal(tenant_id=tenant, subject=f"{tenant}-user", collections=frozenset(collections or ("docs",)))
