@@ -214,16 +214,17 @@ class Container:
     def pipeline(self) -> IngestionPipeline:
         return IngestionPipeline(
             self.file_metadata,
+            self.file_metadata,
             self.content,
             self.extractor,
             self.indexer,
-            Recognizers(ocr=self.ocr, vision=self.vision),
+            recognizers=Recognizers(ocr=self.ocr, vision=self.vision),
             ledger=self.usage_ledger,
         )
 
     @cached_property
     def documents(self) -> ExtractedDocuments:
-        return ExtractedDocuments(self.file_metadata, self.content)
+        return ExtractedDocuments(self.file_metadata, self.file_metadata, self.content)
 
     @cached_property
     def artifact_store(self) -> ArtifactStore:
@@ -370,6 +371,7 @@ class Container:
     def upload_completion(self) -> UploadCompletion:
         return UploadCompletion(
             self.file_metadata,
+            self.file_metadata,
             self.content,
             self.workflow,
             stale_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
@@ -378,6 +380,7 @@ class Container:
     @cached_property
     def reconciler(self) -> Reconciler:
         return Reconciler(
+            self.file_metadata,
             self.file_metadata,
             self.content,
             self.upload_completion,

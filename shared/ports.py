@@ -102,18 +102,16 @@ class FileContentStore(Protocol):
         ...
 
 
-class FileMetadataStore(Protocol):
-    """One row per file and one per version in PostgreSQL, tenant-scoped and RLS-forced.
+class FileCatalog(Protocol):
+    """Files and their versions as the upload order and deletion see them (one row per file and one per
+    version in PostgreSQL, tenant-scoped and RLS-forced): record a `pending` version, find and list files,
+    `pending → stored` or `rejected`, and deletion (every live version to `deleting` in one statement, then
+    `deleted` once the bytes are gone).
 
-    Upload order is metadata `pending` → bytes → compare-and-set `pending → stored`; deletion moves every
-    live version to `deleting` in one statement. Every method takes the tenant explicitly, and the
-    adapter both sets it on the transaction (for RLS) and filters by it. Transitions are
-    compare-and-set: they return whether *this* call made the change, so duplicates do nothing.
+    Every method takes the tenant explicitly, and the adapter both sets it on the transaction (for RLS) and
+    filters by it: one tenant never sees another's rows. Transitions are compare-and-set: they return
+    whether *this* call made the change, so duplicates do nothing.
     """
-
-    def ping(self) -> None:
-        """Raise if the database cannot be reached as the application role."""
-        ...
 
     def create_version(self, new: NewVersion, *, new_file: bool) -> None:
         """Record a `pending` version (and its file when `new_file`) before any byte is uploaded."""
@@ -164,26 +162,12 @@ class FileMetadataStore(Protocol):
         """The same for every file of a collection, a pending upload included."""
         ...
 
-    def versions_in_states(
-        self,
-        tenant_id: str,
-        states: Iterable[VersionState],
-        *,
-        updated_before: datetime,
-        after: tuple[datetime, UUID] | None = None,
-        limit: int = 500,
-    ) -> list[tuple[UUID, FileVersionRecord]]:
-        """(file id, version) pairs waiting in one of `states` since before `updated_before`, oldest first.
 
-        Keyset-paged on (updated_at, version_id) after `after`: callers walk every page.
-        """
-        ...
-
-    def versions_awaiting_processing(
-        self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
-    ) -> list[tuple[UUID, FileVersionRecord]]:
-        """Stored versions whose processing was never asked for, or has not finished, since `cutoff`."""
-        ...
+class ProcessingAttempts(Protocol):
+    """The processing state of a stored version, one attempt at a time: queued as a new attempt, moved step by
+    step by that attempt only (a superseded attempt changes nothing), ended `extracted` → … → `indexed`,
+    `failed` (the document's problem) or `interrupted` (the infrastructure's). Compare-and-set throughout,
+    tenant-scoped as FileCatalog is."""
 
     def queue_processing(self, tenant_id: str, version_id: UUID, *, stale_before: datetime) -> int | None:
         """not_started (or in progress but silent since `stale_before`) → queued as a new attempt; returns
@@ -191,7 +175,7 @@ class FileMetadataStore(Protocol):
         ...
 
     def queue_rescan(self, tenant_id: str, version_id: UUID) -> int | None:
-        """indexed or failed → queued as a new attempt (a rescan); None while processing is under way."""
+        """indexed, failed or interrupted → queued as a new attempt (a rescan); None while processing is under way."""
         ...
 
     def release_processing(self, tenant_id: str, version_id: UUID, *, attempt: int) -> None:
@@ -238,15 +222,53 @@ class FileMetadataStore(Protocol):
         """In progress → interrupted: the infrastructure failed this attempt (current attempt only)."""
         ...
 
+
+class ReconciliationQueries(Protocol):
+    """What the sweeps walk: the tenants, then each tenant's versions waiting in a state, page by page."""
+
+    def tenant_ids(self) -> list[str]:
+        """Every tenant that ever uploaded: the sweeps work one tenant transaction at a time."""
+        ...
+
+    def versions_in_states(
+        self,
+        tenant_id: str,
+        states: Iterable[VersionState],
+        *,
+        updated_before: datetime,
+        after: tuple[datetime, UUID] | None = None,
+        limit: int = 500,
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        """(file id, version) pairs waiting in one of `states` since before `updated_before`, oldest first.
+
+        Keyset-paged on (updated_at, version_id) after `after`: callers walk every page.
+        """
+        ...
+
+    def versions_awaiting_processing(
+        self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        """Stored versions whose processing was never asked for, or has not finished, since `cutoff`."""
+        ...
+
     def versions_given_up(
         self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
     ) -> list[tuple[UUID, FileVersionRecord]]:
         """Unprocessed versions past `cutoff` whose attempts are spent: the sweep will not ask again."""
         ...
 
-    def tenant_ids(self) -> list[str]:
-        """Every tenant that ever uploaded: the sweeps work one tenant transaction at a time."""
+
+class HealthProbe(Protocol):
+    """Readiness: whether the metadata database answers."""
+
+    def ping(self) -> None:
+        """Raise if the database cannot be reached as the application role."""
         ...
+
+
+class FileMetadataStore(FileCatalog, ProcessingAttempts, ReconciliationQueries, HealthProbe, Protocol):
+    """The four ports above over the same rows (the Container's `file_metadata`, one adapter for all of them).
+    Services take the narrow ports they use; a service that needs two is given this store as both."""
 
 
 class KnowledgeStore(Protocol):

@@ -14,6 +14,7 @@ from pypdf.generic import NameObject, NumberObject
 from quire_fonts import BOLD, font_path
 from shared.domain.exports import RENDER_EPOCH
 from shared.domain.pdf_tools import PagePick, PdfInput, PdfInputProblem, Segments
+from shared.ports import PdfOperations
 
 
 def _reader(source: PdfInput) -> PdfReader:
@@ -52,7 +53,7 @@ def _output(writer: PdfWriter, max_pages: int) -> tuple[bytes, int]:
     return buffer.getvalue(), len(writer.pages)
 
 
-class PypdfOperations:
+class PypdfOperations(PdfOperations):
     """PdfOperations with pypdf (and fpdf2 for the watermark's stamp)."""
 
     def compose(

@@ -47,8 +47,8 @@ from shared.ports import (
     ArtifactStore,
     AuthorizationPolicy,
     DocumentParser,
+    FileCatalog,
     FileContentStore,
-    FileMetadataStore,
     KnowledgeStore,
 )
 from shared.sandbox import TimedOut, run_in_child
@@ -101,7 +101,7 @@ class ArtifactService:
         store: ArtifactStore,
         content: FileContentStore,
         policy: AuthorizationPolicy,
-        files: FileMetadataStore,
+        files: FileCatalog,
         *,
         evidence: KnowledgeStore,
         markdown: DocumentParser,

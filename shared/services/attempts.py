@@ -6,7 +6,7 @@ from uuid import UUID
 
 from shared.domain.files import FileRecord, FileVersionRecord, ProcessingState, VersionState
 from shared.domain.workflow import ProcessVersion
-from shared.ports import FileMetadataStore
+from shared.ports import FileCatalog, ProcessingAttempts
 
 
 @dataclass(frozen=True)
@@ -22,12 +22,13 @@ class Held:
 
 
 class AttemptClaims:
-    def __init__(self, metadata: FileMetadataStore) -> None:
-        self._metadata = metadata
+    def __init__(self, catalog: FileCatalog, attempts: ProcessingAttempts) -> None:
+        self._catalog = catalog
+        self._attempts = attempts
 
     def find(self, request: ProcessVersion) -> Held | None:
         """The file and version the request names (None when deleted, or when the ids do not belong together)."""
-        found = self._metadata.find_version(request.tenant_id, UUID(request.version_id))
+        found = self._catalog.find_version(request.tenant_id, UUID(request.version_id))
         if found is None or str(found[0].file_id) != request.file_id:
             return None
         return Held(*found)
@@ -44,12 +45,12 @@ class AttemptClaims:
 
     def claim(self, request: ProcessVersion, *, to: ProcessingState, expected: list[ProcessingState]) -> bool:
         """Move the version to `to` for this attempt, when it is in one of the `expected` states."""
-        return self._metadata.move_processing(
+        return self._attempts.move_processing(
             request.tenant_id, UUID(request.version_id), attempt=request.attempt, to=to, expected=expected
         )
 
     def heartbeat(self, request: ProcessVersion, state: ProcessingState) -> bool:
         """Whether this attempt still holds the version in `state`, saying so on the row for the sweep."""
-        return self._metadata.heartbeat(
+        return self._attempts.heartbeat(
             request.tenant_id, UUID(request.version_id), attempt=request.attempt, state=state
         )

@@ -16,7 +16,7 @@ from shared.domain.errors import CapabilityUnavailable, InvalidRequest, NotReady
 from shared.domain.files import DOCUMENT_READY, FileVersionRecord, Recognition, VersionState
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
-from shared.ports import FileMetadataStore, OcrProvider, Workflow
+from shared.ports import OcrProvider, ProcessingAttempts, Workflow
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.files import FileService
 from shared.services.recognition import IMAGE_TYPES
@@ -72,13 +72,13 @@ class DocumentTools:
     def __init__(
         self,
         files: FileService,
-        metadata: FileMetadataStore,
+        attempts: ProcessingAttempts,
         workflow: Workflow,
         documents: ExtractedDocuments,
         ocr: OcrProvider,
     ) -> None:
         self._files = files
-        self._metadata = metadata
+        self._attempts = attempts
         self._workflow = workflow
         self._documents = documents
         self._ocr = ocr
@@ -96,7 +96,7 @@ class DocumentTools:
         status = self._ocr.capability()
         if not status.available:
             raise CapabilityUnavailable("ocr", status.reason or "no OCR engine is configured")
-        attempt = self._metadata.queue_rescan(principal.tenant_id, version.version_id)
+        attempt = self._attempts.queue_rescan(principal.tenant_id, version.version_id)
         if attempt is None:
             raise NotReady(
                 f"the file is being processed ({version.processing_state.value}); scan it once processing ends"
@@ -112,7 +112,7 @@ class DocumentTools:
             self._workflow.start(request)
         except Exception:
             logger.exception("could not start a rescan")
-            self._metadata.release_processing(principal.tenant_id, version.version_id, attempt=attempt)
+            self._attempts.release_processing(principal.tenant_id, version.version_id, attempt=attempt)
             raise
         return ScanStarted(file_id=file_id, version_id=version.version_id, attempt=attempt, engine=status.provider)
 

@@ -33,7 +33,7 @@ from shared.domain.proposals import (
     apply_operations,
 )
 from shared.domain.uploads import storage_key
-from shared.ports import AuthorizationPolicy, FileContentStore, FileMetadataStore, ReplacementStore
+from shared.ports import AuthorizationPolicy, FileCatalog, FileContentStore, ReplacementStore
 from shared.services.artifacts import ArtifactService, ArtifactView, ContentInput
 from shared.services.exports import ExportService
 from shared.services.files import EXPORTS_ARE_RENDERINGS
@@ -78,7 +78,7 @@ class DocumentWriter:
         artifacts: ArtifactService,
         exports: ExportService,
         replacements: ReplacementStore,
-        files: FileMetadataStore,
+        files: FileCatalog,
         *,
         content: FileContentStore,
         policy: AuthorizationPolicy,

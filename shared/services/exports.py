@@ -48,8 +48,8 @@ from shared.ports import (
     ArtifactRenderer,
     AuthorizationPolicy,
     ExportStore,
+    FileCatalog,
     FileContentStore,
-    FileMetadataStore,
     RenderQueue,
 )
 from shared.sandbox import AnswerTooLarge, Died, TimedOut, run_in_child
@@ -73,7 +73,7 @@ class ExportService:
         self,
         store: ExportStore,
         artifacts: ArtifactService,
-        files: FileMetadataStore,
+        files: FileCatalog,
         content: FileContentStore,
         policy: AuthorizationPolicy,
         *,

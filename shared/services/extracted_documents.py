@@ -10,7 +10,7 @@ from shared.domain.steps import Chunked, Extracted, Halt, Recognized
 from shared.domain.uploads import document_key
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
-from shared.ports import FileContentStore, FileMetadataStore
+from shared.ports import FileCatalog, FileContentStore, ProcessingAttempts
 from shared.services.attempts import AttemptClaims
 
 # The outcome of whichever step stores the document (or records why there is none).
@@ -18,10 +18,10 @@ Outcome = TypeVar("Outcome", Extracted, Recognized, Chunked)
 
 
 class ExtractedDocuments:
-    def __init__(self, metadata: FileMetadataStore, content: FileContentStore) -> None:
-        self._metadata = metadata
+    def __init__(self, catalog: FileCatalog, attempts: ProcessingAttempts, content: FileContentStore) -> None:
+        self._attempts = attempts
         self._content = content
-        self._claims = AttemptClaims(metadata)
+        self._claims = AttemptClaims(catalog, attempts)
 
     def read(self, version: FileVersionRecord) -> ExtractedDocument:
         """The stored document of an extracted version."""
@@ -64,7 +64,7 @@ class ExtractedDocuments:
             document_version_id=stored.version_id,
             recognition=recognition or Recognition(),
         )
-        if not self._metadata.record_extraction(
+        if not self._attempts.record_extraction(
             request.tenant_id,
             version.version_id,
             summary,
@@ -99,7 +99,7 @@ class ExtractedDocuments:
         detail: str,
     ) -> Outcome:
         """A document problem, recorded on the version: the attempt ends normally."""
-        self._metadata.record_failure(
+        self._attempts.record_failure(
             request.tenant_id, version.version_id, reason=reason, detail=detail, attempt=request.attempt
         )
         logger.info("extraction failed", extra={"reason": reason.value})

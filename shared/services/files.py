@@ -26,7 +26,7 @@ from shared.domain.files import (
     VersionState,
 )
 from shared.domain.uploads import accepted_type, check_declared_size, clean_filename, storage_key
-from shared.ports import MAX_SIGNED_READ_LIFETIME, AuthorizationPolicy, FileContentStore, FileMetadataStore
+from shared.ports import MAX_SIGNED_READ_LIFETIME, AuthorizationPolicy, FileCatalog, FileContentStore
 
 MAX_PAGE_SIZE = 100
 EXPORTS_ARE_RENDERINGS = (
@@ -80,13 +80,13 @@ def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
 class FileService:
     def __init__(
         self,
-        metadata: FileMetadataStore,
+        catalog: FileCatalog,
         content: FileContentStore,
         policy: AuthorizationPolicy,
         limits: UploadLimits,
         new_id: Callable[[], UUID] = uuid4,
     ) -> None:
-        self._metadata = metadata
+        self._catalog = catalog
         self._content = content
         self._policy = policy
         self._limits = limits
@@ -141,7 +141,7 @@ class FileService:
         version_id = self._new_id()
         key = storage_key(principal.tenant_id, file_id, version_id)
         # Metadata first: a crash after this leaves a pending row that reconciliation can see.
-        self._metadata.create_version(
+        self._catalog.create_version(
             NewVersion(
                 tenant_id=principal.tenant_id,
                 file_id=file_id,
@@ -161,7 +161,7 @@ class FileService:
         return UploadTicket(file_id=file_id, version_id=version_id, upload=upload)
 
     def get_file(self, principal: Principal, file_id: UUID) -> FileRecord:
-        record = self._metadata.get_file(principal.tenant_id, file_id)
+        record = self._catalog.get_file(principal.tenant_id, file_id)
         if record is None:
             raise NotFound("not found")
         self._policy.ensure_can_read(principal, record.collection_id)
@@ -172,7 +172,7 @@ class FileService:
     ) -> FilePage:
         if not 1 <= limit <= MAX_PAGE_SIZE:
             raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE_SIZE}")
-        records, more = self._metadata.list_files(
+        records, more = self._catalog.list_files(
             principal.tenant_id,
             self._policy.readable_collections(principal),
             collection_id=collection_id,
@@ -221,8 +221,8 @@ class FileService:
     def delete_collection_files(self, principal: Principal, collection_id: str) -> int:
         """Every file of the collection, a pending upload included, leaves at once; returns versions moved."""
         self._policy.ensure_can_read(principal, collection_id)
-        return self._metadata.begin_delete_collection(principal.tenant_id, collection_id)
+        return self._catalog.begin_delete_collection(principal.tenant_id, collection_id)
 
     def delete_file(self, principal: Principal, file_id: UUID) -> None:
         self.get_file(principal, file_id)
-        self._metadata.begin_delete_file(principal.tenant_id, file_id)
+        self._catalog.begin_delete_file(principal.tenant_id, file_id)

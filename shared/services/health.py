@@ -5,7 +5,7 @@ from enum import StrEnum
 from pydantic import BaseModel
 
 from shared.observability import logger
-from shared.ports import FileMetadataStore
+from shared.ports import HealthProbe
 
 
 class Health(StrEnum):
@@ -18,7 +18,7 @@ class HealthReport(BaseModel):
     database: str
 
 
-def check_health(metadata: FileMetadataStore) -> HealthReport:
+def check_health(metadata: HealthProbe) -> HealthReport:
     try:
         metadata.ping()
     except Exception:

@@ -26,7 +26,7 @@ from shared.domain.pdf_tools import (
     format_pages,
     parse_pages,
 )
-from shared.ports import AuthorizationPolicy, FileContentStore, FileMetadataStore, PdfOperations
+from shared.ports import AuthorizationPolicy, FileCatalog, FileContentStore, PdfOperations
 from shared.services.artifacts import ArtifactService, ArtifactView, ContentInput
 from shared.services.exports import ExportService
 
@@ -55,7 +55,7 @@ class PdfTools:
         self,
         exports: ExportService,
         artifacts: ArtifactService,
-        files: FileMetadataStore,
+        files: FileCatalog,
         content: FileContentStore,
         policy: AuthorizationPolicy,
         *,

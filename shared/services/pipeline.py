@@ -40,7 +40,7 @@ from shared.domain.steps import (
 from shared.domain.usage import UsageStep
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
-from shared.ports import FileContentStore, FileMetadataStore, UsageLedger
+from shared.ports import FileCatalog, FileContentStore, ProcessingAttempts, UsageLedger
 from shared.services.attempt_work import AttemptWork
 from shared.services.attempts import AttemptClaims, Held
 from shared.services.extracted_documents import ExtractedDocuments
@@ -56,24 +56,25 @@ POLL_SECONDS = 5.0
 class IngestionPipeline:
     def __init__(
         self,
-        metadata: FileMetadataStore,
+        catalog: FileCatalog,
+        attempts: ProcessingAttempts,
         content: FileContentStore,
         extractor: Extractor,
         indexer: Indexer,
-        recognizers: Recognizers,
         *,
+        recognizers: Recognizers,
         ledger: UsageLedger,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._metadata = metadata
+        self._attempts = attempts
         self._content = content
         self._extractor = extractor
         self._indexer = indexer
         self._sleep = sleep
-        self._claims = AttemptClaims(metadata)
+        self._claims = AttemptClaims(catalog, attempts)
         self._work = AttemptWork(content)
         self._metering = Metering(ledger)
-        self.documents = ExtractedDocuments(metadata, content)
+        self.documents = ExtractedDocuments(catalog, attempts, content)
         self.recognition = PageRecognition(
             recognizers,
             claims=self._claims,
@@ -289,7 +290,7 @@ class IngestionPipeline:
             self._work.remove(caught, caught.work)
         except Exception:
             logger.exception("the attempt's work was not removed; reconciliation removes it")
-        recorded = self._metadata.record_interruption(
+        recorded = self._attempts.record_interruption(
             caught.tenant_id, UUID(caught.version_id), detail=detail, attempt=caught.attempt
         )
         logger.warning("processing interrupted", extra={"step": step, "error": error, "recorded": recorded})

@@ -25,7 +25,7 @@ from shared.domain.attempt_work import WorkKeyParts, parse_work_key
 from shared.domain.files import FileVersionRecord, ProcessingState, StoredObject, VersionState
 from shared.domain.uploads import DERIVED_PREFIX, derived_prefix, parse_document_key, parse_storage_key, storage_key
 from shared.observability import logger
-from shared.ports import FileContentStore, FileMetadataStore
+from shared.ports import FileCatalog, FileContentStore, ReconciliationQueries
 from shared.services.upload_completion import UploadCompletion
 
 TENANTS_PREFIX = "tenants/"
@@ -105,7 +105,8 @@ class StalledRenders(Protocol):
 class Reconciler:
     def __init__(
         self,
-        metadata: FileMetadataStore,
+        catalog: FileCatalog,
+        queries: ReconciliationQueries,
         content: FileContentStore,
         completion: UploadCompletion,
         thresholds: ReconcileThresholds,
@@ -113,7 +114,8 @@ class Reconciler:
         renders: StalledRenders | None = None,
         derived_owners: Sequence[DerivedOwner] = (),
     ) -> None:
-        self._metadata = metadata
+        self._catalog = catalog
+        self._queries = queries
         self._content = content
         self._completion = completion
         self._thresholds = thresholds
@@ -122,7 +124,7 @@ class Reconciler:
 
     def run(self, now: datetime) -> ReconcileReport:
         report = ReconcileReport()
-        for tenant_id in self._metadata.tenant_ids():
+        for tenant_id in self._queries.tenant_ids():
             self._sweep_deletions(tenant_id, now, report)
             self._recover_pending(tenant_id, now, report)
             self._request_stuck_processing(tenant_id, now, report)
@@ -147,7 +149,7 @@ class Reconciler:
     def _sweep_deletions(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
         deleting = list(
             self._pages(
-                lambda after: self._metadata.versions_in_states(
+                lambda after: self._queries.versions_in_states(
                     tenant_id, [VersionState.DELETING], updated_before=now, after=after, limit=_PAGE
                 )
             )
@@ -160,14 +162,14 @@ class Reconciler:
             derived = {stored.key for stored in self._content.object_versions(derived_prefix(version.storage_key))}
             for key in sorted(derived | ({version.document_key} if version.document_key else set())):
                 self._content.delete_all_versions(key)
-            if self._metadata.mark_deleted(tenant_id, version.version_id):
+            if self._catalog.mark_deleted(tenant_id, version.version_id):
                 report.deleted_versions += 1
 
     def _recover_pending(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
         cutoff = now - self._thresholds.pending_after
         pending = list(
             self._pages(
-                lambda after: self._metadata.versions_in_states(
+                lambda after: self._queries.versions_in_states(
                     tenant_id, [VersionState.PENDING], updated_before=cutoff, after=after, limit=_PAGE
                 )
             )
@@ -180,7 +182,7 @@ class Reconciler:
             if landed is None:
                 # Its upload URL expired long ago, so no byte can still come: the version is rejected with
                 # that reason (shown to its owner), and nothing is deleted.
-                if self._metadata.mark_rejected(
+                if self._catalog.mark_rejected(
                     tenant_id, version.version_id, reason=NEVER_ARRIVED, byte_size=0, storage_version_id=None
                 ):
                     report.pending_without_bytes.append({**where, "since": version.created_at.isoformat()})
@@ -192,7 +194,7 @@ class Reconciler:
         cutoff = now - self._thresholds.stuck_after
         waiting = list(
             self._pages(
-                lambda after: self._metadata.versions_awaiting_processing(
+                lambda after: self._queries.versions_awaiting_processing(
                     tenant_id, cutoff=cutoff, after=after, limit=_PAGE
                 )
             )
@@ -208,7 +210,7 @@ class Reconciler:
                 }
             )
         given_up = self._pages(
-            lambda after: self._metadata.versions_given_up(tenant_id, cutoff=cutoff, after=after, limit=_PAGE)
+            lambda after: self._queries.versions_given_up(tenant_id, cutoff=cutoff, after=after, limit=_PAGE)
         )
         for file_id, version in given_up:
             report.stuck_versions.append(
@@ -247,7 +249,7 @@ class Reconciler:
         """An attempt's indexing work lives while that attempt indexes its version. Once the attempt is over
         (indexed, failed, interrupted, superseded, or the version deleted) nothing can read it again: it is
         removed, which is certainty, not suspicion. Work no version row knows of is reported, not removed."""
-        found = self._metadata.find_version(work.original.tenant_id, work.original.version_id)
+        found = self._catalog.find_version(work.original.tenant_id, work.original.version_id)
         if found is None:
             report.bytes_without_row.append(
                 {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
@@ -276,14 +278,14 @@ class Reconciler:
         parts = parse_document_key(key)
         if parts is None:
             return False
-        found = self._metadata.find_version(parts.tenant_id, parts.version_id)
+        found = self._catalog.find_version(parts.tenant_id, parts.version_id)
         return found is not None and found[1].document_key == key and found[1].state is not VersionState.DELETED
 
     def _accounted_for(self, key: str, object_version_id: str | None) -> bool:
         parts = parse_storage_key(key)
         if parts is None:
             return False
-        found = self._metadata.find_version(parts.tenant_id, parts.version_id)
+        found = self._catalog.find_version(parts.tenant_id, parts.version_id)
         if found is None or storage_key(parts.tenant_id, parts.file_id, parts.version_id) != found[1].storage_key:
             return False
         version = found[1]

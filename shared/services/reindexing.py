@@ -9,7 +9,7 @@ from shared.domain.files import FileRecord, FileVersionRecord
 from shared.domain.knowledge import IndexingResult, IndexWrite
 from shared.domain.usage import Usage
 from shared.observability import logger
-from shared.ports import FileMetadataStore, KnowledgeStore, UsageLedger
+from shared.ports import FileCatalog, KnowledgeStore, UsageLedger
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.indexing import Indexer, IndexOutcome, IndexTarget, UnindexableDocument
 from shared.services.metering import Metering
@@ -28,13 +28,13 @@ class ReindexReport(BaseModel):
 class Reindexer:
     def __init__(
         self,
-        metadata: FileMetadataStore,
+        catalog: FileCatalog,
         knowledge: KnowledgeStore,
         indexer: Indexer,
         documents: ExtractedDocuments,
         ledger: UsageLedger,
     ) -> None:
-        self._metadata = metadata
+        self._catalog = catalog
         self._knowledge = knowledge
         self._indexer = indexer
         self._documents = documents
@@ -48,7 +48,7 @@ class Reindexer:
         model = self._indexer.model_id
         reindexed = dropped = skipped = 0
         for file_id, version_id in self._knowledge.versions_to_reindex(tenant_id, collections, model, limit):
-            found = self._metadata.find_version(tenant_id, version_id)
+            found = self._catalog.find_version(tenant_id, version_id)
             if found is None or found[0].file_id != file_id:
                 skipped += 1
                 continue

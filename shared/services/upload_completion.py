@@ -15,7 +15,7 @@ from shared.domain.sniffing import SNIFF_PREFIX_BYTES, archive_mismatch, is_arch
 from shared.domain.uploads import accepted_type, parse_storage_key
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.observability import logger
-from shared.ports import FileContentStore, FileMetadataStore, Workflow
+from shared.ports import FileCatalog, FileContentStore, ProcessingAttempts, Workflow
 
 
 class Completion(StrEnum):
@@ -72,13 +72,15 @@ class RangedObject(io.RawIOBase):
 class UploadCompletion:
     def __init__(
         self,
-        metadata: FileMetadataStore,
+        catalog: FileCatalog,
+        attempts: ProcessingAttempts,
         content: FileContentStore,
         workflow: Workflow,
         *,
         stale_after: timedelta = timedelta(hours=1),
     ) -> None:
-        self._metadata = metadata
+        self._catalog = catalog
+        self._attempts = attempts
         self._content = content
         self._workflow = workflow
         self._stale_after = stale_after
@@ -99,7 +101,7 @@ class UploadCompletion:
             return Completion.NOT_PENDING
         reason = self._refusal(key, object_version_id, landed.byte_size, version)
         if reason is not None:
-            changed = self._metadata.mark_rejected(
+            changed = self._catalog.mark_rejected(
                 record.tenant_id,
                 version.version_id,
                 reason=reason,
@@ -107,7 +109,7 @@ class UploadCompletion:
                 storage_version_id=object_version_id,
             )
             return Completion.REJECTED if changed else self._decided_meanwhile(key, object_version_id)
-        if not self._metadata.mark_stored(
+        if not self._catalog.mark_stored(
             record.tenant_id, version.version_id, byte_size=landed.byte_size, storage_version_id=object_version_id
         ):
             # Another delivery decided first: this one may be the same object, or a second post.
@@ -132,7 +134,7 @@ class UploadCompletion:
         parts = parse_storage_key(key)
         if parts is None:
             return None
-        found = self._metadata.find_version(parts.tenant_id, parts.version_id)
+        found = self._catalog.find_version(parts.tenant_id, parts.version_id)
         if found is None or found[0].file_id != parts.file_id or found[1].storage_key != key:
             return None
         return found
@@ -176,7 +178,7 @@ class UploadCompletion:
         sweeps never start it twice; a version silent past the stuck threshold gets a new attempt.
         Failing to ask never fails the upload: the bytes and the row are durable, and the sweep asks again.
         """
-        attempt = self._metadata.queue_processing(
+        attempt = self._attempts.queue_processing(
             tenant_id, version.version_id, stale_before=datetime.now(UTC) - self._stale_after
         )
         if attempt is None:
@@ -188,5 +190,5 @@ class UploadCompletion:
             return self._workflow.start(request).value
         except Exception as error:
             logger.warning("could not start processing; the sweep will ask again", extra={"error": str(error)})
-            self._metadata.release_processing(tenant_id, version.version_id, attempt=attempt)
+            self._attempts.release_processing(tenant_id, version.version_id, attempt=attempt)
             return "unavailable"

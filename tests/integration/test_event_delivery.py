@@ -39,7 +39,9 @@ def test_any_sequence_of_deliveries_stores_each_delivered_version_once(
         patch.setattr(handler, "container", EventLost())  # the bytes land, the events are ours to deliver
         tickets = [stack.upload(token, f"e{i}.pdf", "application/pdf", PDF) for i in range(3)]
     workflow = CountingWorkflow()
-    completion = UploadCompletion(stack.container.file_metadata, stack.container.content, workflow)
+    completion = UploadCompletion(
+        stack.container.file_metadata, stack.container.file_metadata, stack.container.content, workflow
+    )
     objects = {}
     for ticket in tickets:
         key = ticket["upload"]["fields"]["key"]
@@ -88,7 +90,9 @@ def test_a_redelivered_event_asks_for_processing_the_first_delivery_could_not(st
     landed = stack.container.content.head(key)
     assert landed is not None
     workflow = FlakyWorkflow()
-    completion = UploadCompletion(stack.container.file_metadata, stack.container.content, workflow)
+    completion = UploadCompletion(
+        stack.container.file_metadata, stack.container.file_metadata, stack.container.content, workflow
+    )
     # First delivery: stored, but the workflow could not be reached; the upload is not failed by it.
     assert completion.object_created(key, landed.version_id, landed.byte_size) is Completion.STORED
     assert workflow.starts == Counter()
@@ -130,12 +134,14 @@ def test_a_second_post_racing_the_first_never_displaces_the_recorded_bytes(stack
     key = ticket["upload"]["fields"]["key"]
     # Told apart by size: the first post is the longer one.
     first, second = sorted(stack.container.content.object_versions(key), key=lambda o: o.byte_size, reverse=True)
-    winner = UploadCompletion(stack.container.file_metadata, stack.container.content, CountingWorkflow())
+    winner = UploadCompletion(
+        stack.container.file_metadata, stack.container.file_metadata, stack.container.content, CountingWorkflow()
+    )
     racing = RacingMetadata(
         stack.container.file_metadata,
         lambda: winner.object_created(key, second.version_id, second.byte_size),
     )
-    loser = UploadCompletion(racing, stack.container.content, CountingWorkflow())  # type: ignore[arg-type]
+    loser = UploadCompletion(racing, racing, stack.container.content, CountingWorkflow())  # type: ignore[arg-type]
     assert loser.object_created(key, first.version_id, first.byte_size) is Completion.UNEXPECTED_OBJECT_VERSION
     # One object is left, it is the recorded one, and it is the file's content.
     remaining = [stored.version_id for stored in stack.container.content.object_versions(key)]

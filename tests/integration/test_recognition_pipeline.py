@@ -111,10 +111,11 @@ def pipeline(stack: Stack, *, ocr: Any, vision: Any = None, ledger: UsageLedger 
     container = stack.container
     return IngestionPipeline(
         container.file_metadata,
+        container.file_metadata,
         container.content,
         container.extractor,
         container.indexer,
-        Recognizers(ocr=ocr, vision=vision or UnavailableVision("no vision model in this test")),
+        recognizers=Recognizers(ocr=ocr, vision=vision or UnavailableVision("no vision model in this test")),
         ledger=ledger or container.usage_ledger,
         sleep=lambda seconds: None,
     )
@@ -362,10 +363,11 @@ def test_a_recognize_step_delivered_again_after_a_crash_merges_once_and_keeps_it
     engine = FakeAsyncOcr("Scanned minutes", polls=0)
     steps = IngestionPipeline(
         flaky,  # type: ignore[arg-type]
+        flaky,  # type: ignore[arg-type]
         container.content,
         container.extractor,
         container.indexer,
-        Recognizers(ocr=engine, vision=UnavailableVision("none")),
+        recognizers=Recognizers(ocr=engine, vision=UnavailableVision("none")),
         ledger=container.usage_ledger,
         sleep=lambda seconds: None,
     )
@@ -479,10 +481,11 @@ def test_the_local_runner_records_an_infrastructure_failure_as_the_state_machine
     container = stack.container
     steps = IngestionPipeline(
         container.file_metadata,
+        container.file_metadata,
         container.content,
         container.extractor,
         Indexer(container.knowledge, BrokenEmbedder()),
-        Recognizers(ocr=UnavailableOcr("no OCR in this test"), vision=UnavailableVision("none")),
+        recognizers=Recognizers(ocr=UnavailableOcr("no OCR in this test"), vision=UnavailableVision("none")),
         ledger=container.usage_ledger,
     )
     tenant, file_id = uploaded["tenant"], uploaded["files"]["mixed-operations.pdf"]

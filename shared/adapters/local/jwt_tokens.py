@@ -11,6 +11,7 @@ import jwt
 
 from shared.domain.auth import COLLECTIONS_CLAIM, SUBJECT_CLAIM, TENANT_CLAIM, Principal
 from shared.domain.errors import Unauthenticated
+from shared.ports import TokenVerifier
 
 LOCAL_ISSUER = "quire-local"
 LOCAL_AUDIENCE = "quire-api"
@@ -36,7 +37,7 @@ class LocalTokenIssuer:
         return jwt.encode(claims, self._secret, algorithm=_ALGORITHM)
 
 
-class LocalTokenVerifier:
+class LocalTokenVerifier(TokenVerifier):
     """TokenVerifier for the local HTTP adapter."""
 
     def __init__(self, secret: bytes) -> None:

@@ -32,7 +32,7 @@ from shared.domain.recognition import (
     RecognizedSegment,
 )
 from shared.domain.usage import Usage
-from shared.ports import OcrSource
+from shared.ports import OcrProvider, OcrSource
 from shared.sandbox import AnswerTooLarge, Died, TimedOut, run_in_child
 
 ENGINE = "rapidocr"
@@ -61,7 +61,7 @@ class OcrLimits:
     memory_limit_bytes: int = 3 * 1024 * 1024 * 1024
 
 
-class RapidOcr:
+class RapidOcr(OcrProvider):
     def __init__(self, limits: OcrLimits | None = None) -> None:
         self._limits = limits or OcrLimits()
 

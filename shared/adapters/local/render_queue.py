@@ -7,11 +7,12 @@ import threading
 from collections.abc import Callable
 
 from shared.domain.exports import RenderJob
+from shared.ports import RenderQueue
 
 _log = logging.getLogger(__name__)
 
 
-class InProcessRenderQueue:
+class InProcessRenderQueue(RenderQueue):
     def __init__(self, render: Callable[[RenderJob], object]) -> None:
         self._render = render
         self._queue: queue.Queue[RenderJob] = queue.Queue()

@@ -14,6 +14,7 @@ from typing import Any
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.usage import Usage
+from shared.ports import EmbeddingProvider
 
 MINILM_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_DIMENSION = 384
@@ -32,7 +33,7 @@ def _model_directory() -> Path | None:
     return directory if (directory / "model.safetensors").is_file() else None
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(EmbeddingProvider):
     def __init__(self, *, dimension: int, batch_size: int = 32) -> None:
         self._expected_dimension = dimension
         self._batch_size = batch_size

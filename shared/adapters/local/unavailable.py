@@ -13,7 +13,16 @@ from shared.domain.exports import RenderJob
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
 from shared.domain.usage import Usage
 from shared.domain.workflow import ProcessVersion, StartOutcome
-from shared.ports import OcrSource
+from shared.ports import (
+    EmbeddingProvider,
+    Generator,
+    OcrProvider,
+    OcrSource,
+    RenderQueue,
+    TranscriptionProvider,
+    VisionProvider,
+    Workflow,
+)
 
 
 class _Unavailable:
@@ -28,7 +37,7 @@ class _Unavailable:
         raise CapabilityUnavailable(self._capability.value, self._status.reason or "unavailable")
 
 
-class UnavailableEmbedder(_Unavailable):
+class UnavailableEmbedder(_Unavailable, EmbeddingProvider):
     def __init__(self, reason: str, *, dimension: int) -> None:
         super().__init__(Capability.EMBEDDER, reason)
         self._dimension = dimension
@@ -55,7 +64,7 @@ class UnavailableEmbedder(_Unavailable):
         self._refuse()
 
 
-class UnavailableOcr(_Unavailable):
+class UnavailableOcr(_Unavailable, OcrProvider):
     def __init__(self, reason: str) -> None:
         super().__init__(Capability.OCR, reason)
 
@@ -69,7 +78,7 @@ class UnavailableOcr(_Unavailable):
         return None
 
 
-class UnavailableVision(_Unavailable):
+class UnavailableVision(_Unavailable, VisionProvider):
     def __init__(self, reason: str) -> None:
         super().__init__(Capability.VISION, reason)
 
@@ -77,7 +86,7 @@ class UnavailableVision(_Unavailable):
         self._refuse()
 
 
-class UnavailableTranscription(_Unavailable):
+class UnavailableTranscription(_Unavailable, TranscriptionProvider):
     def __init__(self, reason: str) -> None:
         super().__init__(Capability.TRANSCRIPTION, reason)
 
@@ -85,7 +94,7 @@ class UnavailableTranscription(_Unavailable):
         self._refuse()
 
 
-class UnavailableGenerator(_Unavailable):
+class UnavailableGenerator(_Unavailable, Generator):
     def __init__(self, reason: str) -> None:
         super().__init__(Capability.GENERATOR, reason)
 
@@ -93,7 +102,7 @@ class UnavailableGenerator(_Unavailable):
         self._refuse()
 
 
-class UnavailableWorkflow:
+class UnavailableWorkflow(Workflow):
     """No way to start processing here (no state machine configured): starting says so and refuses."""
 
     def __init__(self, reason: str) -> None:
@@ -103,7 +112,7 @@ class UnavailableWorkflow:
         raise CapabilityUnavailable("workflow", self._reason)
 
 
-class UnavailableRenderQueue:
+class UnavailableRenderQueue(RenderQueue):
     """No render worker configured: a submitted export stays pending (said in the log), never faked."""
 
     def __init__(self, reason: str) -> None:

@@ -8,13 +8,14 @@ import threading
 from collections.abc import Callable
 
 from shared.domain.workflow import ProcessVersion, StartOutcome
+from shared.ports import Workflow
 
 _log = logging.getLogger(__name__)
 
 Run = Callable[[ProcessVersion], object]
 
 
-class InProcessWorkflow:
+class InProcessWorkflow(Workflow):
     def __init__(self, run: Run) -> None:
         self._run = run
         self._queue: queue.Queue[ProcessVersion] = queue.Queue()

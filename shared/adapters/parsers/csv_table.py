@@ -20,6 +20,7 @@ from shared.domain.document import (
     Table,
 )
 from shared.domain.layout import looks_like_header
+from shared.ports import DocumentParser
 
 MAX_FIELD_CHARS = 1024 * 1024
 DELIMITERS = ",;\t|"
@@ -53,7 +54,7 @@ def sniff_delimiter(text: str) -> str:
     return best
 
 
-class CsvParser:
+class CsvParser(DocumentParser):
     media_types = frozenset({"text/csv"})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:

@@ -24,6 +24,7 @@ from shared.domain.document import (
     Table,
 )
 from shared.domain.layout import looks_like_header
+from shared.ports import DocumentParser
 
 DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -103,7 +104,7 @@ def _own(paragraph: Any, tag: str) -> list[Any]:
     return found
 
 
-class DocxParser:
+class DocxParser(DocumentParser):
     media_types = frozenset({DOCX_TYPE})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:

@@ -19,6 +19,7 @@ from shared.domain.document import (
     Location,
     Table,
 )
+from shared.ports import DocumentParser
 
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "head",
                       "title", "nav", "footer", "aside", "button", "select", "textarea"})  # fmt: skip
@@ -315,7 +316,7 @@ def extract_html(text: str, collector: BlockCollector, *, first_line: int = 1) -
     return warnings
 
 
-class HtmlParser:
+class HtmlParser(DocumentParser):
     media_types = frozenset({"text/html"})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:

@@ -11,6 +11,7 @@ from typing import Any
 from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.files import FailureReason
 from shared.domain.recognition import MAX_OCR_PAGES
+from shared.ports import DocumentParser
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff"})
 # What Pillow calls the formats it opens: a phone's JPEG with an embedded preview is "MPO", one picture.
@@ -21,7 +22,7 @@ _DECODERS = ("JPEG", "PNG", "TIFF")
 MAX_IMAGE_PIXELS = 60_000_000
 
 
-class ImageParser:
+class ImageParser(DocumentParser):
     media_types = IMAGE_TYPES
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:

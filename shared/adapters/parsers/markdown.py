@@ -17,6 +17,7 @@ from shared.domain.document import (
     Location,
     Table,
 )
+from shared.ports import DocumentParser
 
 
 def _location(token: Token) -> Location:
@@ -58,7 +59,7 @@ class _Context:
         return Block(kind=BlockKind.QUOTE if self.quote_depth else BlockKind.PARAGRAPH, text=text, location=location)
 
 
-class MarkdownParser:
+class MarkdownParser(DocumentParser):
     media_types = frozenset({"text/markdown"})
 
     def __init__(self) -> None:

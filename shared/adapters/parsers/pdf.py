@@ -31,6 +31,7 @@ from shared.domain.files import FailureReason
 from shared.domain.layout import Cell, LayoutRules, TextLine, layout_blocks
 from shared.domain.recognition import BoundingBox
 from shared.domain.recognized_layout import NO_TEXT_LAYER_WARNING_PREFIX
+from shared.ports import DocumentParser
 
 PDF_TYPE = "application/pdf"
 # Fewer visible characters than this on a page: no usable text layer (a page number, a stray mark).
@@ -47,7 +48,7 @@ COLUMN_GAP_EMS = 1.0
 PDF_LAYOUT = LayoutRules(size_tolerance=0.6)
 
 
-class PdfParser:
+class PdfParser(DocumentParser):
     media_types = frozenset({PDF_TYPE})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:

@@ -2,9 +2,10 @@
 
 from shared.adapters.parsers.text_encoding import decode_text
 from shared.domain.document import Block, BlockCollector, BlockKind, ExtractionLimits, ExtractionOutcome, Location
+from shared.ports import DocumentParser
 
 
-class PlainTextParser:
+class PlainTextParser(DocumentParser):
     media_types = frozenset({"text/plain"})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:

@@ -17,12 +17,13 @@ from shared.domain.document import (
 )
 from shared.domain.files import FailureReason
 from shared.domain.layout import looks_like_header
+from shared.ports import DocumentParser
 
 PPTX_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 _MAX_GROUP_DEPTH = 16
 
 
-class PptxParser:
+class PptxParser(DocumentParser):
     media_types = frozenset({PPTX_TYPE})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:

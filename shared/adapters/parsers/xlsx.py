@@ -23,6 +23,7 @@ from shared.domain.document import (
     Table,
 )
 from shared.domain.layout import looks_like_header
+from shared.ports import DocumentParser
 
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MAX_CELLS_VISITED = 5_000_000
@@ -52,7 +53,7 @@ class _SharedStrings(list[str]):
         return super().__getitem__(index)
 
 
-class XlsxParser:
+class XlsxParser(DocumentParser):
     media_types = frozenset({XLSX_TYPE})
 
     def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:

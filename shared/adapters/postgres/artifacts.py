@@ -10,6 +10,7 @@ from shared.adapters.postgres.database import Database
 from shared.domain.artifacts import ArtifactRecord, ArtifactVersionRecord, NewArtifactVersion, VersionConflict
 from shared.domain.errors import NotFound
 from shared.domain.proposals import AppliedProposal
+from shared.ports import ArtifactStore
 
 _ARTIFACT_COLUMNS = "tenant_id, artifact_id, collection_id, name, latest_version, created_by, created_at, updated_at"
 _VERSION_COLUMNS = (
@@ -36,7 +37,7 @@ def _version_params(tenant_id: str, artifact_id: UUID, number: int, new: NewArti
     )
 
 
-class PostgresArtifactStore:
+class PostgresArtifactStore(ArtifactStore):
     def __init__(self, database: Database) -> None:
         self._database = database
 

@@ -9,6 +9,7 @@ from psycopg.types.json import Jsonb
 
 from shared.adapters.postgres.database import Database
 from shared.domain.exports import MAX_GENERATIONS, ExportKind, ExportRecord, NewExport, RenderedFile
+from shared.ports import ExportStore
 
 _COLUMNS = (
     "tenant_id, export_id, collection_id, kind, format, artifact_id, version, source_file_id, source_version_id,"
@@ -43,7 +44,7 @@ def _record(row: dict[str, Any]) -> ExportRecord:
     return ExportRecord.model_validate(row)
 
 
-class PostgresExportStore:
+class PostgresExportStore(ExportStore):
     def __init__(self, database: Database) -> None:
         self._database = database
 

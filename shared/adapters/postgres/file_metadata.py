@@ -21,6 +21,7 @@ from shared.domain.files import (
     ProcessingState,
     VersionState,
 )
+from shared.ports import FileMetadataStore
 
 _LIVE = ("pending", "stored", "rejected")
 _VERSION_COLUMNS = (
@@ -57,7 +58,7 @@ def _lock_live_file(conn: psycopg.Connection[Any], tenant_id: str, file_id: UUID
     return bool(row and row[0])
 
 
-class PostgresFileMetadataStore:
+class PostgresFileMetadataStore(FileMetadataStore):
     def __init__(self, database: Database) -> None:
         self._database = database
 

@@ -7,6 +7,7 @@ from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
 from shared.domain.proposals import NewReplacement, ReplacementRecord, ReplacementState
+from shared.ports import ReplacementStore
 
 _COLUMNS = (
     "tenant_id, replacement_id, file_id, collection_id, base_version_id, filename, media_type, staged_key,"
@@ -20,7 +21,7 @@ _DECIDE = (
 )
 
 
-class PostgresReplacementStore:
+class PostgresReplacementStore(ReplacementStore):
     def __init__(self, database: Database) -> None:
         self._database = database
 

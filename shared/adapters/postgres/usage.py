@@ -8,9 +8,10 @@ from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
 from shared.domain.usage import Usage, UsageTotal
+from shared.ports import UsageLedger
 
 
-class PostgresUsageLedger:
+class PostgresUsageLedger(UsageLedger):
     def __init__(self, database: Database) -> None:
         self._database = database
 

@@ -26,6 +26,7 @@ from shared.domain.exports import (
     RenderRequest,
     note_text,
 )
+from shared.ports import ArtifactRenderer
 
 # Characters XML 1.0 cannot hold (python-docx refuses them): left out, and reported.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
@@ -105,7 +106,7 @@ class _Writer:
             run.font.color.rgb = RGBColor(0x33, 0x33, 0x33)
 
 
-class DocxRenderer:
+class DocxRenderer(ArtifactRenderer):
     format = ExportFormat.DOCX
 
     def render(self, request: RenderRequest, limits: RenderLimits) -> RenderedFile:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from shared.domain.document import Block, BlockKind
 from shared.domain.exports import ExportFormat, RenderedFile, RenderLimits, RenderRequest, note_text, ordered_numbers
+from shared.ports import ArtifactRenderer
 
 _STYLE = (
     "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:46em;margin:2em auto;padding:0 1em;"
@@ -102,7 +103,7 @@ def _block(block: Block, notes: frozenset[int]) -> str:
     return _BLOCKS.get(block.kind, _paragraph)(block, notes)
 
 
-class HtmlRenderer:
+class HtmlRenderer(ArtifactRenderer):
     format = ExportFormat.HTML
 
     def render(self, request: RenderRequest, limits: RenderLimits) -> RenderedFile:

@@ -2,9 +2,10 @@
 
 from shared.domain.exports import ExportFormat, RenderedFile, RenderLimits, RenderRequest, note_text
 from shared.domain.rendering import render_markdown
+from shared.ports import ArtifactRenderer
 
 
-class MarkdownRenderer:
+class MarkdownRenderer(ArtifactRenderer):
     format = ExportFormat.MARKDOWN
 
     def render(self, request: RenderRequest, limits: RenderLimits) -> RenderedFile:

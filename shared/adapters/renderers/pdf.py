@@ -31,6 +31,7 @@ from shared.domain.exports import (
     note_text,
     ordered_numbers,
 )
+from shared.ports import ArtifactRenderer
 
 _HEADING_SIZES = {1: 20.0, 2: 16.0, 3: 13.5, 4: 12.0, 5: 11.0, 6: 11.0}
 # Every size a reader of the text layer could take for the body is within 15% of the body's (Quire's PDF parser
@@ -301,7 +302,7 @@ class _Writer:
         self.pdf.set_text_color(0, 0, 0)
 
 
-class PdfRenderer:
+class PdfRenderer(ArtifactRenderer):
     format = ExportFormat.PDF
 
     def render(self, request: RenderRequest, limits: RenderLimits) -> RenderedFile:

@@ -21,6 +21,7 @@ from shared.domain.exports import (
     note_text,
     ordered_numbers,
 )
+from shared.ports import ArtifactRenderer
 
 _NUMBER = re.compile(r"^[+-]?(\d+([.,]\d+)*|\d*[.,]\d+)([eE][+-]?\d+)?%?$")
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -35,7 +36,7 @@ def _tables(request: RenderRequest) -> list[Block]:
     return [block for block in request.blocks if block.kind is BlockKind.TABLE and block.table and block.table.rows]
 
 
-class TextRenderer:
+class TextRenderer(ArtifactRenderer):
     format = ExportFormat.TEXT
 
     def render(self, request: RenderRequest, limits: RenderLimits) -> RenderedFile:
@@ -56,7 +57,7 @@ class TextRenderer:
         return RenderedFile(content=text.encode(), format=self.format)
 
 
-class CsvRenderer:
+class CsvRenderer(ArtifactRenderer):
     format = ExportFormat.CSV
 
     def render(self, request: RenderRequest, limits: RenderLimits) -> RenderedFile:
@@ -74,7 +75,7 @@ class CsvRenderer:
         return RenderedFile(content=out.getvalue().encode(), format=self.format)
 
 
-class XlsxRenderer:
+class XlsxRenderer(ArtifactRenderer):
     format = ExportFormat.XLSX
 
     def render(self, request: RenderRequest, limits: RenderLimits) -> RenderedFile:

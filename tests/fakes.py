@@ -1,0 +1,1021 @@
+"""In-memory adapters for the ports the use-case services take: cheap to build, fast, and checked against the
+same contract suites as the real adapters (tests/contracts/, run by tests/unit/test_fake_contracts.py here
+and by tests/integration/test_adapter_contracts.py against PostgreSQL and moto's S3).
+
+They keep the ports' promises as the docstrings in shared/ports.py state them (compare-and-set transitions,
+one attempt at a time, tenant scoping), not the adapters' incidental details: where a fake must choose, it
+does what the real adapter does.
+"""
+
+import hashlib
+import math
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from shared.adapters.local.unavailable import UnavailableOcr, UnavailableVision
+from shared.adapters.parsers.markdown import MarkdownParser
+from shared.adapters.parsers.plain_text import PlainTextParser
+from shared.domain.auth import Principal
+from shared.domain.capabilities import CapabilityStatus
+from shared.domain.document import BlockKind, ExtractionLimits
+from shared.domain.errors import EmbeddingFailed, NotFound
+from shared.domain.files import (
+    LIVE_STATES,
+    MAX_STALLED_RETRIES,
+    MAX_TIMEOUT_RETRIES,
+    ExtractionSummary,
+    FailureReason,
+    FileRecord,
+    FileVersionRecord,
+    NewVersion,
+    PresignedUpload,
+    ProcessingState,
+    SignedRead,
+    StoredObject,
+    VersionState,
+)
+from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite
+from shared.domain.search import ChunkSnapshot
+from shared.domain.usage import Usage, UsageTotal
+from shared.domain.workflow import ProcessVersion, StartOutcome
+from shared.ports import (
+    MAX_SIGNED_READ_LIFETIME,
+    EmbeddingProvider,
+    FileContentStore,
+    FileMetadataStore,
+    KnowledgeStore,
+    UsageLedger,
+    Workflow,
+)
+from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.extracted_documents import ExtractedDocuments
+from shared.services.extraction import Extractor
+from shared.services.files import FileService, UploadLimits
+from shared.services.indexing import Indexer
+from shared.services.pipeline import IngestionPipeline
+from shared.services.recognition import Recognizers
+from shared.services.reconciliation import Reconciler, ReconcileThresholds
+from shared.services.reindexing import Reindexer
+from shared.services.upload_completion import UploadCompletion
+
+# Processing states an attempt is still working in (the sweep may take a silent one over).
+_UNDER_WAY = frozenset(
+    {
+        ProcessingState.QUEUED,
+        ProcessingState.EXTRACTING,
+        ProcessingState.RECOGNIZING,
+        ProcessingState.EXTRACTED,
+        ProcessingState.INDEXING,
+        ProcessingState.INTERRUPTED,
+    }
+)
+
+
+class Clock:
+    """Strictly increasing UTC time (PostgreSQL's `now()` differs per transaction; so does this). A clock
+    `behind` the wall clock writes rows that services, which read the wall clock, find that old."""
+
+    def __init__(self, behind: timedelta = timedelta()) -> None:
+        self._offset = -behind
+        self._last = datetime.now(UTC) + self._offset
+
+    def __call__(self) -> datetime:
+        now = datetime.now(UTC) + self._offset
+        self._last = max(now, self._last + timedelta(microseconds=1))
+        return self._last
+
+    def advance(self, by: timedelta) -> None:
+        self._offset += by
+
+
+@dataclass
+class _File:
+    tenant_id: str
+    file_id: UUID
+    collection_id: str
+    filename: str
+    created_at: datetime
+
+
+@dataclass
+class _Version:
+    file_id: UUID
+    record: FileVersionRecord
+
+
+Key = tuple[str, UUID]
+
+
+class FakeFileMetadataStore(FileMetadataStore):
+    """Every FileMetadataStore port (FileCatalog, ProcessingAttempts, ReconciliationQueries, HealthProbe) over
+    dicts keyed by tenant: a call for one tenant never reads or changes another's rows."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock or Clock()
+        self._tenants: set[str] = set()
+        self._files: dict[Key, _File] = {}
+        self._versions: dict[Key, _Version] = {}
+        self._lock = threading.RLock()
+        # Told (tenant, file ids) whenever files start being deleted: their chunks leave search at once.
+        self._on_delete: list[Callable[[str, set[UUID]], None]] = []
+        self.reachable = True
+
+    # --- HealthProbe -------------------------------------------------------------------------------------
+
+    def ping(self) -> None:
+        if not self.reachable:
+            raise ConnectionError("the fake database is unreachable")
+
+    # --- FileCatalog -------------------------------------------------------------------------------------
+
+    def create_version(self, new: NewVersion, *, new_file: bool) -> None:
+        with self._lock:
+            now = self.clock()
+            if new_file:
+                if (new.tenant_id, new.file_id) in self._files:
+                    raise ValueError(f"file {new.file_id} already exists")
+                self._files[new.tenant_id, new.file_id] = _File(
+                    new.tenant_id, new.file_id, new.collection_id, new.filename, now
+                )
+            elif not self._live(new.tenant_id, new.file_id):
+                raise NotFound("not found")  # deleted since the caller looked: no new version brings it back
+            self._tenants.add(new.tenant_id)
+            self._versions[new.tenant_id, new.version_id] = _Version(
+                new.file_id,
+                FileVersionRecord(
+                    version_id=new.version_id,
+                    state=VersionState.PENDING,
+                    processing_state=(
+                        ProcessingState.SKIPPED if new.export_id is not None else ProcessingState.NOT_STARTED
+                    ),
+                    filename=new.filename,
+                    media_type=new.media_type,
+                    declared_byte_size=new.declared_byte_size,
+                    byte_size=None,
+                    storage_key=new.storage_key,
+                    storage_version_id=None,
+                    rejection_reason=None,
+                    failure_reason=None,
+                    failure_detail=None,
+                    created_at=now,
+                    updated_at=now,
+                    stored_at=None,
+                    processing_requested_at=None,
+                    export_id=new.export_id,
+                ),
+            )
+
+    def get_file(self, tenant_id: str, file_id: UUID, *, include_gone: bool = False) -> FileRecord | None:
+        with self._lock:
+            record = self._record(tenant_id, file_id)
+        if record is None or (not include_gone and not any(v.state in LIVE_STATES for v in record.versions)):
+            return None
+        return record
+
+    def list_files(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        *,
+        collection_id: str | None,
+        limit: int,
+        after: tuple[datetime, UUID] | None,
+    ) -> tuple[list[FileRecord], bool]:
+        wanted = collections if collection_id is None else collections & {collection_id}
+        with self._lock:
+            files = sorted(
+                (
+                    f
+                    for (tenant, _), f in self._files.items()
+                    if tenant == tenant_id
+                    and f.collection_id in wanted
+                    and self._live(tenant_id, f.file_id)
+                    and (after is None or (f.created_at, f.file_id) < after)
+                ),
+                key=lambda f: (f.created_at, f.file_id),
+                reverse=True,
+            )
+            page = [self._record(tenant_id, f.file_id) for f in files[:limit]]
+        return [record for record in page if record is not None], len(files) > limit
+
+    def find_version(self, tenant_id: str, version_id: UUID) -> tuple[FileRecord, FileVersionRecord] | None:
+        with self._lock:
+            found = self._versions.get((tenant_id, version_id))
+            record = self._record(tenant_id, found.file_id) if found else None
+        if found is None or record is None:
+            return None
+        return record, found.record
+
+    def mark_stored(self, tenant_id: str, version_id: UUID, *, byte_size: int, storage_version_id: str | None) -> bool:
+        with self._lock:
+            changed = self._change(
+                tenant_id,
+                version_id,
+                lambda v: v.state is VersionState.PENDING,
+                state=VersionState.STORED,
+                byte_size=byte_size,
+                storage_version_id=storage_version_id,
+                stored_at=self.clock(),
+            )
+            if changed:
+                # The file is known by the name of its newest stored version, whatever order events came in.
+                file = self._files[tenant_id, self._versions[tenant_id, version_id].file_id]
+                stored = [v for v in self._of_file(tenant_id, file.file_id) if v.state is VersionState.STORED]
+                file.filename = stored[0].filename
+            return changed
+
+    def mark_rejected(
+        self, tenant_id: str, version_id: UUID, *, reason: str, byte_size: int, storage_version_id: str | None
+    ) -> bool:
+        return self._change(
+            tenant_id,
+            version_id,
+            lambda v: v.state is VersionState.PENDING,
+            state=VersionState.REJECTED,
+            rejection_reason=reason,
+            byte_size=byte_size,
+            storage_version_id=storage_version_id,
+        )
+
+    def mark_deleted(self, tenant_id: str, version_id: UUID) -> bool:
+        return self._change(
+            tenant_id, version_id, lambda v: v.state is VersionState.DELETING, state=VersionState.DELETED
+        )
+
+    def begin_delete_file(self, tenant_id: str, file_id: UUID) -> int:
+        return self._begin_delete(tenant_id, {file_id})
+
+    def begin_delete_collection(self, tenant_id: str, collection_id: str) -> int:
+        with self._lock:
+            files = {
+                f.file_id for (t, _), f in self._files.items() if t == tenant_id and f.collection_id == collection_id
+            }
+            return self._begin_delete(tenant_id, files)
+
+    def _begin_delete(self, tenant_id: str, file_ids: set[UUID]) -> int:
+        with self._lock:
+            moved = 0
+            for (tenant, version_id), version in list(self._versions.items()):
+                if tenant == tenant_id and version.file_id in file_ids and version.record.state in LIVE_STATES:
+                    moved += self._change(tenant, version_id, lambda v: True, state=VersionState.DELETING)
+            for remove in self._on_delete:
+                remove(tenant_id, file_ids)
+            return moved
+
+    # --- ReconciliationQueries -----------------------------------------------------------------------------
+
+    def tenant_ids(self) -> list[str]:
+        with self._lock:
+            return sorted(self._tenants)
+
+    def versions_in_states(
+        self,
+        tenant_id: str,
+        states: Iterable[VersionState],
+        *,
+        updated_before: datetime,
+        after: tuple[datetime, UUID] | None = None,
+        limit: int = 500,
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        wanted = set(states)
+        return self._page(tenant_id, lambda v: v.state in wanted and v.updated_at < updated_before, after, limit)
+
+    def versions_awaiting_processing(
+        self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        def awaiting(v: FileVersionRecord) -> bool:
+            return (
+                v.state is VersionState.STORED
+                and v.updated_at < cutoff
+                and (v.processing_requested_at is None or v.processing_requested_at < cutoff)
+                and (
+                    v.processing_state is ProcessingState.NOT_STARTED
+                    or (v.processing_state in _UNDER_WAY and v.processing_retries < MAX_STALLED_RETRIES)
+                    or _timed_out_with_retries_left(v)
+                )
+            )
+
+        return self._page(tenant_id, awaiting, after, limit)
+
+    def versions_given_up(
+        self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        return self._page(
+            tenant_id,
+            lambda v: (
+                v.state is VersionState.STORED
+                and v.updated_at < cutoff
+                and v.processing_state in _UNDER_WAY
+                and v.processing_retries >= MAX_STALLED_RETRIES
+            ),
+            after,
+            limit,
+        )
+
+    # --- ProcessingAttempts --------------------------------------------------------------------------------
+
+    def queue_processing(self, tenant_id: str, version_id: UUID, *, stale_before: datetime) -> int | None:
+        def may_queue(v: FileVersionRecord) -> bool:
+            return v.state is VersionState.STORED and (
+                v.processing_state is ProcessingState.NOT_STARTED
+                or (
+                    v.processing_state in _UNDER_WAY
+                    and v.updated_at < stale_before
+                    and v.processing_retries < MAX_STALLED_RETRIES
+                )
+                or _timed_out_with_retries_left(v)
+            )
+
+        with self._lock:
+            version = self._get(tenant_id, version_id)
+            if version is None or not may_queue(version):
+                return None
+            # A first start is no retry; nor is one whose workflow could not be asked (released to not_started).
+            retry = version.processing_state is not ProcessingState.NOT_STARTED
+            return self._queue(tenant_id, version, retries=version.processing_retries + retry)
+
+    def queue_rescan(self, tenant_id: str, version_id: UUID) -> int | None:
+        finished = {ProcessingState.INDEXED, ProcessingState.FAILED, ProcessingState.INTERRUPTED}
+        with self._lock:
+            version = self._get(tenant_id, version_id)
+            if version is None or version.state is not VersionState.STORED or version.processing_state not in finished:
+                return None
+            return self._queue(tenant_id, version, retries=0)
+
+    def _queue(self, tenant_id: str, version: FileVersionRecord, *, retries: int) -> int:
+        attempt = version.processing_attempt + 1
+        self._change(
+            tenant_id,
+            version.version_id,
+            lambda v: True,
+            processing_state=ProcessingState.QUEUED,
+            processing_requested_at=self.clock(),
+            processing_attempt=attempt,
+            processing_retries=retries,
+            failure_reason=None,
+            failure_detail=None,
+        )
+        return attempt
+
+    def release_processing(self, tenant_id: str, version_id: UUID, *, attempt: int) -> None:
+        self._change(
+            tenant_id,
+            version_id,
+            lambda v: v.processing_state is ProcessingState.QUEUED and v.processing_attempt == attempt,
+            processing_state=ProcessingState.NOT_STARTED,
+            processing_requested_at=None,
+        )
+
+    def move_processing(
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        *,
+        attempt: int,
+        to: ProcessingState,
+        expected: Iterable[ProcessingState],
+    ) -> bool:
+        wanted = set(expected)
+        return self._change(
+            tenant_id,
+            version_id,
+            lambda v: _holds(v, attempt, wanted),
+            processing_state=to,
+        )
+
+    def heartbeat(self, tenant_id: str, version_id: UUID, *, attempt: int, state: ProcessingState) -> bool:
+        return self.move_processing(tenant_id, version_id, attempt=attempt, to=state, expected=[state])
+
+    def record_extraction(
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        summary: ExtractionSummary,
+        *,
+        attempt: int,
+        awaiting_recognition: bool = False,
+    ) -> bool:
+        recognition = summary.recognition
+        return self._change(
+            tenant_id,
+            version_id,
+            lambda v: _holds(v, attempt, {ProcessingState.EXTRACTING, ProcessingState.RECOGNIZING}),
+            processing_state=ProcessingState.RECOGNIZING if awaiting_recognition else ProcessingState.EXTRACTED,
+            page_count=summary.page_count,
+            block_count=summary.block_count,
+            pages_without_text=summary.pages_without_text,
+            extraction_warnings=summary.warnings,
+            extraction_truncated=summary.truncated,
+            document_key=summary.document_key,
+            document_version_id=summary.document_version_id,
+            ocr_state=recognition.ocr_state,
+            ocr_engine=recognition.ocr_engine,
+            ocr_detail=_bounded(recognition.ocr_detail),
+            recognized_pages=recognition.recognized_pages,
+            ocr_confidence=recognition.ocr_confidence,
+            vision_state=recognition.vision_state,
+            vision_model=recognition.vision_model,
+            vision_detail=_bounded(recognition.vision_detail),
+            failure_reason=None,
+            failure_detail=None,
+        )
+
+    def record_failure(
+        self, tenant_id: str, version_id: UUID, *, reason: FailureReason, detail: str, attempt: int
+    ) -> bool:
+        in_progress = {
+            ProcessingState.QUEUED,
+            ProcessingState.EXTRACTING,
+            ProcessingState.RECOGNIZING,
+            ProcessingState.INDEXING,
+        }
+        return self._change(
+            tenant_id,
+            version_id,
+            lambda v: _holds(v, attempt, in_progress),
+            processing_state=ProcessingState.FAILED,
+            failure_reason=reason,
+            failure_detail=detail[:2000],
+        )
+
+    def record_interruption(self, tenant_id: str, version_id: UUID, *, detail: str, attempt: int) -> bool:
+        return self._change(
+            tenant_id,
+            version_id,
+            lambda v: _holds(v, attempt, _UNDER_WAY - {ProcessingState.INTERRUPTED}),
+            processing_state=ProcessingState.INTERRUPTED,
+            failure_reason=None,
+            failure_detail=detail[:2000],
+        )
+
+    # --- what the fake KnowledgeStore writes on the same rows ------------------------------------------------
+
+    def record_indexing(self, tenant_id: str, version_id: UUID, result: IndexingResult) -> None:
+        """As the real index's swap records its result: processing becomes `indexed`."""
+        self._change(
+            tenant_id,
+            version_id,
+            lambda v: True,
+            processing_state=ProcessingState.INDEXED,
+            chunk_count=result.chunk_count,
+            embedded_chunk_count=result.embedded_count,
+            embedding_model=result.embedding_model,
+            embedding_gap=result.embedding_gap,
+            indexed_at=self.clock(),
+            failure_reason=None,
+            failure_detail=None,
+        )
+
+    def forget_chunk_counts(self, tenant_id: str, file_id: UUID, *, except_version: UUID) -> None:
+        with self._lock:
+            for version in self._of_file(tenant_id, file_id):
+                if version.version_id != except_version and version.chunk_count > 0:
+                    self._set(
+                        tenant_id,
+                        version.version_id,
+                        chunk_count=0,
+                        embedded_chunk_count=0,
+                        embedding_model=None,
+                        embedding_gap=None,
+                    )
+
+    def on_delete(self, remove: Callable[[str, set[UUID]], None]) -> None:
+        self._on_delete.append(remove)
+
+    def file_of(self, tenant_id: str, version_id: UUID) -> UUID | None:
+        found = self._versions.get((tenant_id, version_id))
+        return found.file_id if found else None
+
+    def versions(self, tenant_id: str) -> list[tuple[UUID, FileVersionRecord]]:
+        """Every version of the tenant (for a fake to query), oldest first."""
+        with self._lock:
+            return sorted(
+                ((v.file_id, v.record) for (t, _), v in self._versions.items() if t == tenant_id),
+                key=lambda pair: (pair[1].created_at, pair[1].version_id),
+            )
+
+    def collection_of(self, tenant_id: str, file_id: UUID) -> str | None:
+        file = self._files.get((tenant_id, file_id))
+        return file.collection_id if file else None
+
+    # --- internals -------------------------------------------------------------------------------------------
+
+    def _get(self, tenant_id: str, version_id: UUID) -> FileVersionRecord | None:
+        found = self._versions.get((tenant_id, version_id))
+        return found.record if found else None
+
+    def _of_file(self, tenant_id: str, file_id: UUID) -> list[FileVersionRecord]:
+        """The file's versions, newest first."""
+        return sorted(
+            (v.record for (t, _), v in self._versions.items() if t == tenant_id and v.file_id == file_id),
+            key=lambda v: (v.created_at, v.version_id),
+            reverse=True,
+        )
+
+    def _live(self, tenant_id: str, file_id: UUID) -> bool:
+        return (tenant_id, file_id) in self._files and any(
+            v.state in LIVE_STATES for v in self._of_file(tenant_id, file_id)
+        )
+
+    def _record(self, tenant_id: str, file_id: UUID) -> FileRecord | None:
+        file = self._files.get((tenant_id, file_id))
+        if file is None:
+            return None
+        return FileRecord(
+            tenant_id=tenant_id,
+            file_id=file_id,
+            collection_id=file.collection_id,
+            filename=file.filename,
+            created_at=file.created_at,
+            versions=tuple(self._of_file(tenant_id, file_id)),
+        )
+
+    def _change(
+        self, tenant_id: str, version_id: UUID, condition: Callable[[FileVersionRecord], bool], **update: Any
+    ) -> bool:
+        """Compare-and-set: change the row only when `condition` holds for it; True when this call did."""
+        with self._lock:
+            current = self._get(tenant_id, version_id)
+            if current is None or not condition(current):
+                return False
+            self._set(tenant_id, version_id, **update, updated_at=self.clock())
+            return True
+
+    def _set(self, tenant_id: str, version_id: UUID, **update: Any) -> None:
+        found = self._versions[tenant_id, version_id]
+        found.record = FileVersionRecord.model_validate({**found.record.model_dump(), **update})
+
+    def _page(
+        self,
+        tenant_id: str,
+        condition: Callable[[FileVersionRecord], bool],
+        after: tuple[datetime, UUID] | None,
+        limit: int,
+    ) -> list[tuple[UUID, FileVersionRecord]]:
+        with self._lock:
+            rows = [
+                (v.file_id, v.record)
+                for (t, _), v in self._versions.items()
+                if t == tenant_id
+                and condition(v.record)
+                and (after is None or (v.record.updated_at, v.record.version_id) > after)
+            ]
+        rows.sort(key=lambda pair: (pair[1].updated_at, pair[1].version_id))
+        return rows[:limit]
+
+
+def _holds(version: FileVersionRecord, attempt: int, states: set[ProcessingState] | frozenset[ProcessingState]) -> bool:
+    return (
+        version.state is VersionState.STORED
+        and version.processing_attempt == attempt
+        and version.processing_state in states
+    )
+
+
+def _timed_out_with_retries_left(version: FileVersionRecord) -> bool:
+    return (
+        version.processing_state is ProcessingState.FAILED
+        and version.failure_reason is FailureReason.TIMED_OUT
+        and version.processing_retries < MAX_TIMEOUT_RETRIES
+    )
+
+
+def _bounded(detail: str | None) -> str | None:
+    return None if detail is None else detail[:2000]
+
+
+# --- content -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Object:
+    version_id: str
+    body: bytes
+    content_type: str
+
+
+SIGNED_HOST = "https://content.fake.invalid"
+
+
+class FakeContentStore(FileContentStore):
+    """A versioned bucket, as S3 with versioning on: every put is a new version (ids never reused), the newest
+    version is what an unversioned read gets, and deleting it brings the one before back."""
+
+    def __init__(self) -> None:
+        self._objects: dict[str, list[_Object]] = {}  # oldest first
+        self._next_version = 0
+        self._lock = threading.RLock()
+
+    def put(self, key: str, body: bytes, *, content_type: str) -> StoredObject:
+        with self._lock:
+            self._next_version += 1
+            version_id = f"v{self._next_version:06d}"
+            self._objects.setdefault(key, []).append(_Object(version_id, bytes(body), content_type))
+        return StoredObject(key=key, version_id=version_id, byte_size=len(body), content_type=content_type)
+
+    def get(self, key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
+        return self._read(key, version_id, max_bytes).body
+
+    def get_versioned(self, key: str, *, max_bytes: int) -> tuple[bytes, str | None]:
+        found = self._read(key, None, max_bytes)
+        return found.body, found.version_id
+
+    def _read(self, key: str, version_id: str | None, max_bytes: int) -> _Object:
+        found = self._find(key, version_id)
+        if found is None:
+            raise FileNotFoundError(f"no object {key!r} (version {version_id})")
+        if len(found.body) > max_bytes:
+            raise ValueError(f"object is {len(found.body)} bytes; the limit is {max_bytes}")
+        return found
+
+    def read_range(self, key: str, *, version_id: str | None, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        found = self._find(key, version_id)
+        if found is None:
+            raise FileNotFoundError(f"no object {key!r} (version {version_id})")
+        return found.body[start : start + length]
+
+    def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
+        found = self._find(key, version_id)
+        if found is None:
+            return None
+        return StoredObject(
+            key=key, version_id=found.version_id, byte_size=len(found.body), content_type=found.content_type
+        )
+
+    def signed_read(self, key: str, *, version_id: str | None, filename: str, lifetime: timedelta) -> SignedRead | None:
+        seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
+        version = f"&versionId={version_id}" if version_id else ""
+        return SignedRead(
+            url=f"{SIGNED_HOST}/{key}?expires={seconds}{version}",
+            expires_at=datetime.now(UTC) + timedelta(seconds=seconds),
+        )
+
+    def delete_version(self, key: str, version_id: str) -> None:
+        with self._lock:
+            kept = [o for o in self._objects.get(key, []) if o.version_id != version_id]
+            if kept:
+                self._objects[key] = kept
+            else:
+                self._objects.pop(key, None)
+
+    def delete_all_versions(self, key: str) -> int:
+        with self._lock:
+            return len(self._objects.pop(key, []))
+
+    def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
+        seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
+        return PresignedUpload(
+            url=f"{SIGNED_HOST}/upload",
+            fields={"key": key, "Content-Type": content_type, "policy": f"1..{max_bytes} bytes"},
+            expires_at=datetime.now(UTC) + timedelta(seconds=seconds),
+        )
+
+    def object_versions(self, prefix: str) -> Iterator[StoredObject]:
+        with self._lock:
+            listed = [
+                StoredObject(key=key, version_id=o.version_id, byte_size=len(o.body))
+                for key in sorted(self._objects)
+                if key.startswith(prefix)
+                for o in reversed(self._objects[key])
+            ]
+        return iter(listed)
+
+    # What a browser does with a signed upload (like moto, nothing in the policy is enforced).
+    def post(self, upload: PresignedUpload, body: bytes) -> StoredObject:
+        return self.put(upload.fields["key"], body, content_type=upload.fields["Content-Type"])
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return sorted(self._objects)
+
+    def _find(self, key: str, version_id: str | None) -> _Object | None:
+        with self._lock:
+            versions = self._objects.get(key, [])
+            if version_id is None:
+                return versions[-1] if versions else None
+            return next((o for o in versions if o.version_id == version_id), None)
+
+
+# --- usage, workflow -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _UsageRow:
+    file_id: UUID
+    collection_id: str
+    usage: Usage
+    recorded_at: datetime
+
+
+class FakeUsageLedger(UsageLedger):
+    """One row per (tenant, version, step, attempt), appended once."""
+
+    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self.rows: dict[tuple[str, UUID, str, int], _UsageRow] = {}
+
+    def record(
+        self,
+        tenant_id: str,
+        file_id: UUID,
+        version_id: UUID,
+        collection_id: str,
+        *,
+        step: str,
+        attempt: int,
+        usage: Usage,
+    ) -> bool:
+        key = (tenant_id, version_id, step, attempt)
+        if key in self.rows:
+            return False
+        self.rows[key] = _UsageRow(file_id, collection_id, usage, self._clock())
+        return True
+
+    def totals(
+        self, tenant_id: str, collections: frozenset[str], *, since: datetime, until: datetime
+    ) -> list[UsageTotal]:
+        groups: dict[tuple[str, str, str, str | None, bool], list[_UsageRow]] = {}
+        for (tenant, _, step, _), row in self.rows.items():
+            if tenant == tenant_id and row.collection_id in collections and since <= row.recorded_at < until:
+                usage = row.usage
+                key = (step.split("#", 1)[0], usage.provider, usage.operation, usage.model, usage.priced)
+                groups.setdefault(key, []).append(row)
+        totals = [
+            UsageTotal(
+                step=step,
+                provider=provider,
+                operation=operation,
+                model=model,
+                priced=priced,
+                calls=len(rows),
+                pages=sum(r.usage.pages for r in rows),
+                images=sum(r.usage.images for r in rows),
+                input_tokens=sum(r.usage.input_tokens for r in rows),
+                output_tokens=sum(r.usage.output_tokens for r in rows),
+                first_recorded_at=min(r.recorded_at for r in rows),
+                last_recorded_at=max(r.recorded_at for r in rows),
+            )
+            for (step, provider, operation, model, priced), rows in groups.items()
+        ]
+        return sorted(totals, key=lambda t: (not t.priced, t.step, t.provider, t.operation))
+
+
+class RecordingWorkflow(Workflow):
+    """Records every start; a second start of the same (version, attempt) is ALREADY_STARTED, as a Step
+    Functions execution name makes it. `unreachable` makes starts fail as an outage would; `then` runs the
+    request (the local in-process runner's part) after it is recorded."""
+
+    def __init__(self, then: Callable[[ProcessVersion], object] | None = None) -> None:
+        self.started: list[ProcessVersion] = []
+        self.unreachable = False
+        self._then = then
+
+    def start(self, request: ProcessVersion) -> StartOutcome:
+        if self.unreachable:
+            raise ConnectionError("the workflow service is unreachable")
+        if any((s.version_id, s.attempt) == (request.version_id, request.attempt) for s in self.started):
+            return StartOutcome.ALREADY_STARTED
+        self.started.append(request)
+        if self._then is not None:
+            self._then(request)
+        return StartOutcome.STARTED
+
+
+# --- knowledge, embeddings -----------------------------------------------------------------------------------
+
+
+class FakeKnowledgeStore(KnowledgeStore):
+    """Chunks over the fake metadata store's rows, with the real swap's checks: the version must still be
+    stored and held (by the attempt in `indexing`, or `indexed` for a re-index), a superseded version gets no
+    chunks, and the file's chunks are replaced whole. Deleting a file removes its chunks at once."""
+
+    def __init__(self, metadata: FakeFileMetadataStore) -> None:
+        self._metadata = metadata
+        self.chunks: dict[tuple[str, str], IndexedChunk] = {}
+        metadata.on_delete(self._remove_files)
+
+    def replace_chunks(
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        chunks: Iterable[IndexedChunk],
+        result: IndexingResult,
+        *,
+        attempt: int | None,
+    ) -> IndexWrite:
+        found = self._metadata.find_version(tenant_id, version_id)
+        if found is None or not _may_index(found[1], attempt):
+            return IndexWrite.NOT_CLAIMED
+        file, version = found
+        if any(
+            v.state is VersionState.STORED and v.created_at > version.created_at and v.version_id != version_id
+            for v in file.versions
+        ):
+            self._remove(tenant_id, lambda c: c.version_id == str(version_id))
+            self._metadata.record_indexing(
+                tenant_id, version_id, IndexingResult(chunk_count=0, embedded_count=0, embedding_model=None)
+            )
+            return IndexWrite.SUPERSEDED
+        self._remove(tenant_id, lambda c: c.file_id == str(file.file_id))
+        self._metadata.forget_chunk_counts(tenant_id, file.file_id, except_version=version_id)
+        written = 0
+        for chunk in chunks:
+            self.chunks[tenant_id, chunk.chunk_id] = chunk
+            written += 1
+        if written != result.chunk_count:
+            raise ValueError(f"{written} chunks were given for a result of {result.chunk_count}")
+        self._metadata.record_indexing(tenant_id, version_id, result)
+        return IndexWrite.STORED
+
+    def versions_to_reindex(
+        self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
+    ) -> list[tuple[UUID, UUID]]:
+        stale = [
+            (file_id, version)
+            for file_id, version in self._metadata.versions(tenant_id)
+            if version.state is VersionState.STORED
+            and version.processing_state is ProcessingState.INDEXED
+            and version.chunk_count > 0
+            and (version.embedded_chunk_count < version.chunk_count or version.embedding_model != embedding_model)
+            and (collections is None or self._metadata.collection_of(tenant_id, file_id) in collections)
+        ]
+        stale.sort(key=lambda pair: (pair[1].updated_at, pair[1].version_id))
+        return [(file_id, version.version_id) for file_id, version in stale[:limit]]
+
+    def coverage(self, tenant_id: str, collections: frozenset[str], embedding_model: str) -> list[CollectionCoverage]:
+        counts: dict[str, dict[str, int]] = {}
+        current: dict[UUID, FileVersionRecord] = {}
+        for file_id, version in self._metadata.versions(tenant_id):  # oldest first: the newest stored one wins
+            if version.state is VersionState.STORED:
+                current[file_id] = version
+        for file_id, version in current.items():
+            collection = self._metadata.collection_of(tenant_id, file_id)
+            if collection is None or collection not in collections:
+                continue
+            row = counts.setdefault(
+                collection,
+                {"files": 0, "indexed": 0, "failed": 0, "in_progress": 0, "stale": 0, "lexical_only": 0},
+            )
+            indexed = version.processing_state is ProcessingState.INDEXED
+            row["files"] += 1
+            row["indexed"] += indexed
+            row["failed"] += version.processing_state is ProcessingState.FAILED
+            row["in_progress"] += version.processing_state not in {ProcessingState.INDEXED, ProcessingState.FAILED}
+            row["stale"] += indexed and version.embedded_chunk_count > 0 and version.embedding_model != embedding_model
+            row["lexical_only"] += indexed and version.embedded_chunk_count < version.chunk_count
+        return [CollectionCoverage(collection_id=c, **row) for c, row in sorted(counts.items())]
+
+    def snapshots(self, tenant_id: str, collections: frozenset[str], chunk_ids: Sequence[str]) -> list[ChunkSnapshot]:
+        wanted = set(chunk_ids)
+        return [
+            ChunkSnapshot(
+                chunk_id=chunk.chunk_id,
+                file_id=chunk.file_id,
+                version_id=chunk.version_id,
+                filename=chunk.filename,
+                media_type=chunk.media_type,
+                collection_id=chunk.collection_id,
+                location=chunk.draft.location,
+                heading_path=chunk.draft.heading_path,
+                block_kind=BlockKind(chunk.draft.block_kind),
+                body=chunk.draft.text,
+            )
+            for (tenant, chunk_id), chunk in self.chunks.items()
+            if tenant == tenant_id and chunk_id in wanted and chunk.collection_id in collections
+        ]
+
+    def of_version(self, tenant_id: str, version_id: UUID) -> list[IndexedChunk]:
+        return sorted(
+            (c for (t, _), c in self.chunks.items() if t == tenant_id and c.version_id == str(version_id)),
+            key=lambda c: c.draft.ordinal,
+        )
+
+    def _remove(self, tenant_id: str, which: Callable[[IndexedChunk], bool]) -> None:
+        for key in [k for k, c in self.chunks.items() if k[0] == tenant_id and which(c)]:
+            del self.chunks[key]
+
+    def _remove_files(self, tenant_id: str, file_ids: set[UUID]) -> None:
+        names = {str(file_id) for file_id in file_ids}
+        self._remove(tenant_id, lambda c: c.file_id in names)
+
+
+def _may_index(version: FileVersionRecord, attempt: int | None) -> bool:
+    if version.state is not VersionState.STORED:
+        return False
+    if attempt is None:  # a re-index replaces what an earlier indexing stored, and nothing else
+        return version.processing_state is ProcessingState.INDEXED and version.chunk_count > 0
+    return version.processing_state is ProcessingState.INDEXING and version.processing_attempt == attempt
+
+
+@dataclass
+class FakeEmbedder(EmbeddingProvider):
+    """Deterministic unit vectors from each text's hash (the same text, the same vector); `failure` makes every
+    call fail as a throttled model does, after reporting ready."""
+
+    name: str = "fake-embedder"
+    size: int = 8
+    failure: str | None = None
+    calls: list[int] = field(default_factory=list)
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.name}@{self.size}"
+
+    @property
+    def dimension(self) -> int:
+        return self.size
+
+    @property
+    def max_tokens(self) -> int:
+        return 256
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready(self.name)
+
+    def count_tokens(self, text: str) -> int:
+        return max(1, len(text.split()))
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.failure is not None:
+            raise EmbeddingFailed(self.failure)
+        self.calls.append(len(texts))
+        return [_unit_vector(text, self.size) for text in texts]
+
+    def usage(self, tokens: int) -> Usage:
+        return Usage(provider="fake", operation="fake:embed", model=self.model_id, priced=False, input_tokens=tokens)
+
+
+def _unit_vector(text: str, size: int) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    raw = [digest[i % len(digest)] - 127.5 for i in range(size)]
+    norm = math.sqrt(sum(value * value for value in raw)) or 1.0
+    return [value / norm for value in raw]
+
+
+# --- the use-case services over the fakes (as cosmic's bootstrap_test_app) -----------------------------------
+
+
+@dataclass
+class Fakes:
+    """One set of fakes, and the five use-case services built over them as the Container builds them."""
+
+    metadata: FakeFileMetadataStore = field(default_factory=FakeFileMetadataStore)
+    content: FakeContentStore = field(default_factory=FakeContentStore)
+    ledger: FakeUsageLedger = field(default_factory=FakeUsageLedger)
+    workflow: RecordingWorkflow = field(default_factory=RecordingWorkflow)
+    embedder: FakeEmbedder = field(default_factory=FakeEmbedder)
+    max_bytes: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        self.knowledge = FakeKnowledgeStore(self.metadata)
+
+    def files(self) -> FileService:
+        return FileService(
+            self.metadata, self.content, ClaimsAuthorizationPolicy(), UploadLimits(max_bytes=self.max_bytes)
+        )
+
+    def completion(self, *, stale_after: timedelta = timedelta(hours=1)) -> UploadCompletion:
+        return UploadCompletion(self.metadata, self.metadata, self.content, self.workflow, stale_after=stale_after)
+
+    def indexer(self, embedder: EmbeddingProvider | None = None) -> Indexer:
+        return Indexer(self.knowledge, embedder or self.embedder, max_chunk_tokens=64)
+
+    def pipeline(self, *, extractor: Extractor | None = None, indexer: Indexer | None = None) -> IngestionPipeline:
+        return IngestionPipeline(
+            self.metadata,
+            self.metadata,
+            self.content,
+            extractor or text_extractor(self.max_bytes),
+            indexer or self.indexer(),
+            recognizers=Recognizers(ocr=UnavailableOcr("no OCR in unit tests"), vision=UnavailableVision("none")),
+            ledger=self.ledger,
+            sleep=lambda seconds: None,
+        )
+
+    def reconciler(self, thresholds: ReconcileThresholds | None = None) -> Reconciler:
+        return Reconciler(
+            self.metadata, self.metadata, self.content, self.completion(), thresholds or ReconcileThresholds()
+        )
+
+    def reindexer(self, embedder: EmbeddingProvider | None = None) -> Reindexer:
+        documents = ExtractedDocuments(self.metadata, self.metadata, self.content)
+        return Reindexer(self.metadata, self.knowledge, self.indexer(embedder), documents, self.ledger)
+
+
+def text_extractor(max_bytes: int) -> Extractor:
+    """The real Extractor (a sandboxed child per document) over the text parsers only."""
+    return Extractor(
+        [PlainTextParser(), MarkdownParser()],
+        ExtractionLimits(max_bytes=max_bytes, max_pages=50, timeout_seconds=30),
+        memory_limit_bytes=None,
+    )
+
+
+def principal(tenant: str = "acme", *collections: str) -> Principal:
+    return Principal(tenant_id=tenant, subject=f"{tenant}-user", collections=frozenset(collections or ("docs",)))

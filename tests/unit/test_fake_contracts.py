@@ -1,0 +1,21 @@
+"""The in-memory fakes (tests/fakes.py) against the contract suites the real adapters pass too
+(tests/integration/test_adapter_contracts.py): a fake that drifts from its port fails here."""
+
+import pytest
+
+from shared.ports import FileContentStore, FileMetadataStore
+from tests.contracts.content_store import ContentStoreContract
+from tests.contracts.file_metadata import FileMetadataContract
+from tests.fakes import FakeContentStore, FakeFileMetadataStore
+
+
+class TestFakeFileMetadataStore(FileMetadataContract):
+    @pytest.fixture
+    def store(self) -> FileMetadataStore:
+        return FakeFileMetadataStore()
+
+
+class TestFakeContentStore(ContentStoreContract):
+    @pytest.fixture
+    def store(self) -> FileContentStore:
+        return FakeContentStore()
