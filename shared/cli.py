@@ -276,7 +276,6 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 @reports_api_errors("rm: {file_id}")
 def cmd_rm(args: argparse.Namespace) -> int:
-
     client = _client(args)
     client.call("DELETE", f"/v1/files/{args.file_id}")
     print(f"{args.file_id} deleting: gone from listings now; its bytes are swept by the next reconcile")
@@ -332,7 +331,6 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 @reports_api_errors("scan: {file_id}")
 def cmd_scan(args: argparse.Namespace) -> int:
-
     client = _client(args)
     started = client.call("POST", f"/v1/files/{args.file_id}/scan")
     print(f"{args.file_id}: OCR of every page queued (attempt {started['attempt']}, {started['engine']})")
@@ -381,7 +379,6 @@ def _print_coverage(report: dict[str, Any]) -> None:
 
 @reports_api_errors("reindex")
 def cmd_reindex(args: argparse.Namespace) -> int:
-
     client = _client(args)
     total = 0
     remaining: int | None = None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from shared.domain.attempt_work import WorkVersions
@@ -59,8 +59,10 @@ class StepInput(ProcessVersion):
 
     def to_state(self) -> dict[str, Any]:
         """As the state machine carries it: camelCase, and absent fields left out (a Choice asks whether
-        `ocrJob` is present)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        `ocrJob` is present). Only the step's own fields: a nested model keeps its None values, which the
+        next step's input requires (`work.manifest` of a store that keeps no versions)."""
+        dumped = self.model_dump(mode="json", by_alias=True)
+        return {name: value for name, value in dumped.items() if value is not None}
 
 
 class StepOutcome(StepInput):
@@ -159,6 +161,12 @@ class CaughtError(BaseModel):
 
     error: str = Field(default="unknown", alias="Error")
     cause: str = Field(default="", alias="Cause")
+
+    @field_validator("error", "cause", mode="before")
+    @classmethod
+    def _as_text(cls, value: object) -> object:
+        # Whatever Step Functions puts there is recorded as text: a missing cause is empty, never a refusal.
+        return "" if value is None else value if isinstance(value, str) else str(value)
 
 
 class CaughtFailure(StepInput):

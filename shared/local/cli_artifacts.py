@@ -48,7 +48,6 @@ def _sources(args: argparse.Namespace) -> list[dict[str, str]]:
 
 @cli.reports_api_errors("artifact new")
 def cmd_new(args: argparse.Namespace) -> int:
-
     body = {
         "collectionId": args.collection,
         "name": args.name,
@@ -63,7 +62,6 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 @cli.reports_api_errors("artifact show: {artifact_id}")
 def cmd_show(args: argparse.Namespace) -> int:
-
     client = cli._client(args)
     cursor: str | None = None
     query = f"version={args.version}&" if args.version else ""
@@ -88,7 +86,6 @@ def _print_window(answer: dict[str, Any], *, first: bool) -> None:
 
 @cli.reports_api_errors("artifact history: {artifact_id}")
 def cmd_history(args: argparse.Namespace) -> int:
-
     client = cli._client(args)
     versions: list[dict[str, Any]] = []
     cursor = ""
@@ -109,7 +106,6 @@ def _print_versions(versions: list[dict[str, Any]]) -> None:
 
 @cli.reports_api_errors("artifact restore: {artifact_id}")
 def cmd_restore(args: argparse.Namespace) -> int:
-
     client = cli._client(args)
     latest = args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
     answer = client.call(
@@ -200,7 +196,6 @@ def _finish_export(args: argparse.Namespace, client: Any, claimed: dict[str, Any
 
 @cli.reports_api_errors("artifact export: {artifact_id}")
 def cmd_export(args: argparse.Namespace) -> int:
-
     client = cli._client(args)
     version = args.version or _latest(client, args.artifact_id)
     claimed = client.call(
@@ -211,7 +206,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 @cli.reports_api_errors("convert: {file_id}")
 def cmd_convert(args: argparse.Namespace) -> int:
-
     client = cli._client(args)
     body: dict[str, Any] = {"format": args.to}
     if args.version_id:
@@ -260,7 +254,6 @@ def _pdf_source(text: str) -> dict[str, str]:
 
 @cli.reports_api_errors("pdf {tool}")
 def cmd_pdf(args: argparse.Namespace) -> int:
-
     client = cli._client(args)
     if args.tool == "merge":
         body: dict[str, Any] = {"sources": [_pdf_source(source) for source in args.sources]}

@@ -142,6 +142,7 @@ class IngestionPipeline:
             return Claimed.halted(request, Halt.NOT_STORED)
         # Claimed for this attempt only: a superseded attempt, or a version already processed, stops here.
         if not self._claims.claim(request, to=ProcessingState.EXTRACTING, expected=[ProcessingState.QUEUED]):
+            logger.info("not claimed", extra={"processing": found.version.processing_state.value})
             return Claimed.halted(request, Halt.NOT_QUEUED)
         version = found.version
         return Claimed.going_on(request, media_type=version.media_type, byte_size=version.byte_size)

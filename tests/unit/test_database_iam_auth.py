@@ -83,7 +83,7 @@ def connects(monkeypatch: pytest.MonkeyPatch) -> RecordedConnects:
     recorder = RecordedConnects()
     monkeypatch.setattr(psycopg.Connection, "connect", recorder.connect)
     # No server to read pgvector's type ids from.
-    monkeypatch.setattr(database_module, "register_vector", lambda connection: None)
+    monkeypatch.setattr(database_module, "fetch_vector_type", lambda connection: None)
     return recorder
 
 

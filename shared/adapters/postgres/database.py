@@ -16,8 +16,9 @@ from functools import partial
 from typing import Any, Literal
 
 import psycopg
-from pgvector.psycopg import register_vector
+from pgvector.psycopg.vector import register_vector_info
 from psycopg.conninfo import make_conninfo
+from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool
 
 from shared.adapters.aws.retrying import LazyClient
@@ -59,12 +60,26 @@ def rds_auth_token(rds_client: object, endpoint: IamEndpoint) -> Callable[[], st
     return sign
 
 
-def _with_vectors(conn: psycopg.Connection[Any]) -> None:
-    """pgvector's adapters on each new connection: a vector goes to the server in binary (4 bytes a
-    dimension), and as pgvector's `Vector` it is a parameter of type vector, not text to cast."""
-    register_vector(conn)
-    # Reading the types' ids opened a transaction; the pool takes only an idle connection.
-    conn.commit()
+class VectorType:
+    """pgvector's adapter for each new connection: a vector goes to the server in binary (4 bytes a
+    dimension), and as pgvector's `Vector` it is a parameter of type vector, not text to cast. The type's id
+    is read once per process (the first connection), not on every connection the pool opens."""
+
+    def __init__(self) -> None:
+        self._info: TypeInfo | None = None
+
+    def register(self, conn: psycopg.Connection[Any]) -> None:
+        if self._info is None:
+            self._info = fetch_vector_type(conn)
+            # Reading the type's id opened a transaction; the pool takes only an idle connection.
+            conn.commit()
+        # Without the extension there is nothing to register: the health check says what is missing.
+        if self._info is not None:
+            register_vector_info(conn, self._info)
+
+
+def fetch_vector_type(conn: psycopg.Connection[Any]) -> TypeInfo | None:
+    return TypeInfo.fetch(conn, "vector")
 
 
 def _with_password(options: dict[str, Any], password: Callable[[], str]) -> dict[str, Any]:
@@ -92,7 +107,7 @@ class Database:
             # A callable is resolved by the pool on every connection attempt (psycopg_pool >= 3.3).
             kwargs=options if password is None else partial(_with_password, options, password),
             open=False,
-            configure=_with_vectors,
+            configure=VectorType().register,
             name="quire-app",
             # How long a request waits for a connection before failing (not retried forever).
             timeout=wait_seconds,
