@@ -8,7 +8,7 @@ from typing import Any
 from aws_cdk.assertions import Template
 
 from infra.constructs.rendering import RENDER_HANDLER, RENDER_TIMEOUT_SECONDS
-from tests.infra.test_api import API_HANDLER, as_list, function_with_handler, role_statements
+from tests.infra.template import API_HANDLER, as_list, function_with_handler, role_statements
 
 RECONCILE_HANDLER = "functions.reconcile.handler.handler"
 

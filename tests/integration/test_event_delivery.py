@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.services.upload_completion import Completion, UploadCompletion
+from tests.integration.api_steps import EventLost
 from tests.integration.files_stack import PDF, Stack
-from tests.integration.test_reconciliation import EventLost
 
 
 class CountingWorkflow:

@@ -8,9 +8,9 @@ from typing import Any
 
 from pypdf import PdfReader, PdfWriter
 
+from tests.builders.pdf import page_texts, pdf_of
+from tests.integration.api_steps import drain
 from tests.integration.files_stack import Stack
-from tests.integration.test_exports_api import drain
-from tests.unit.test_pdf_operations import page_texts, pdf_of
 
 
 def upload_pdf(stack: Stack, token: str, name: str, content: bytes) -> str:

@@ -8,10 +8,10 @@ from functions.extract import handler as extract_step
 from functions.index import handler as index_step
 from functions.inspect import handler as inspect_step
 from shared.local.http_api import LocalLambdaContext
+from tests.builders.office import word_document
+from tests.builders.pdf import report_pdf
 from tests.conftest import load_event
 from tests.integration.files_stack import DOCX_TYPE, Stack
-from tests.unit.test_office_parsers import word_document
-from tests.unit.test_pdf_parser import report_pdf
 
 
 def processed(stack: Stack, token: str, filename: str, media_type: str, content: bytes) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def processed(stack: Stack, token: str, filename: str, media_type: str, content:
 def stored_without_processing(stack: Stack, token: str, filename: str, content: bytes) -> tuple[Any, uuid.UUID]:
     """An upload stored by hand, its event lost: nothing asked for processing yet (the crash shapes below)."""
     from functions.on_object_created import handler as created_handler
-    from tests.integration.test_reconciliation import EventLost
+    from tests.integration.api_steps import EventLost
 
     original = created_handler.container
     created_handler.container = EventLost()  # type: ignore[assignment]

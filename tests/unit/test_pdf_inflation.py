@@ -19,7 +19,8 @@ from shared.adapters.parsers.pdf import PdfParser
 from shared.adapters.parsers.pdf_inflation import inflation_failure
 from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits
 from shared.domain.files import FailureReason
-from tests.unit.test_pdf_parser import raw_pdf
+from shared.local.hostile_corpus import raw_pdf
+from tests.builders.pdf import lzw, run_length
 
 CEILING = 1024 * 1024
 LIMITS = ExtractionLimits(max_inflated_bytes=CEILING)
@@ -62,60 +63,8 @@ def refused_as_too_large(content: bytes) -> bool:
     return isinstance(result, ExtractionFailure) and result.reason is FailureReason.TOO_LARGE
 
 
-def lzw(data: bytes) -> bytes:
-    """PDF's LZW (MSB-first codes of 9 to 12 bits, clear 256, end 257, early change 1)."""
-    table = {bytes([i]): i for i in range(256)}
-    codes = [256]
-    word = b""
-    for byte in data:
-        grown = word + bytes([byte])
-        if grown in table:
-            word = grown
-            continue
-        codes.append(table[word])
-        if len(table) + 2 < 4096:
-            table[grown] = len(table) + 2
-        else:
-            codes.append(256)
-            table = {bytes([i]): i for i in range(256)}
-        word = bytes([byte])
-    codes.extend([table[word], 257] if word else [257])
-    bits = width = entries = 0
-    count = 0
-    out = bytearray()
-    first = True
-    for code in codes:
-        bits = (bits << (width or 9)) | code
-        count += width or 9
-        while count >= 8:
-            count -= 8
-            out.append((bits >> count) & 0xFF)
-        bits &= (1 << count) - 1
-        if code == 256:
-            entries, first = 258, True
-        elif not first:
-            entries += 1
-        else:
-            first = False
-        width = 9 if entries + 1 < 512 else 10 if entries + 1 < 1024 else 11 if entries + 1 < 2048 else 12
-    if count:
-        out.append((bits << (8 - count)) & 0xFF)
-    return bytes(out)
-
-
-def run_length(data: bytes) -> bytes:
-    out = bytearray()
-    for start in range(0, len(data), 128):
-        run = data[start : start + 128]
-        if run == run[:1] * len(run) and len(run) > 1:
-            out += bytes([257 - len(run), run[0]])
-        else:
-            out += bytes([len(run) - 1]) + run
-    return bytes(out + b"\x80")
-
-
 # Every way a content stream used to slip past the count; PDFium inflates each of them. Built when used
-# (the LZW encoder above is slow on purpose: it is the plainest one).
+# (the LZW encoder in tests/builders/pdf.py is slow on purpose: it is the plainest one).
 IMAGE_DICTIONARY = b"/Type /XObject /Subtype /Image /Width 1 /Height 1 /BitsPerComponent 8 /ColorSpace /DeviceGray"
 DECOYS: dict[str, Callable[[], bytes]] = {
     "/Subtype /Image inside a string": lambda: page(

@@ -203,7 +203,7 @@ def test_through_the_sandbox_office_and_text_formats_end_as_blocks_within_the_li
 
 
 def one_page(drawing: bytes, media_box: bytes = b"[0 0 612 792]") -> bytes:
-    from tests.unit.test_pdf_parser import raw_pdf
+    from shared.local.hostile_corpus import raw_pdf
 
     return raw_pdf(
         [
@@ -240,7 +240,7 @@ def test_text_drawn_past_the_edge_of_the_page_gets_a_box_inside_the_page(drawing
 def test_a_sheet_whose_last_row_claims_a_number_past_two_billion_ends_within_its_bound() -> None:
     # Given a small workbook whose last row says it is row 2,147,483,648 (past Excel's 1,048,576):
     # openpyxl yields an empty row for every number skipped, and empty rows visit no cells
-    from tests.unit.test_office_parsers import workbook
+    from tests.builders.office import workbook
 
     parts = dict(unzipped(workbook()))
     sheet = parts["xl/worksheets/sheet1.xml"].replace(b'<row r="4">', b'<row r="2147483648">')
@@ -276,7 +276,7 @@ def test_a_table_left_open_inside_an_element_never_closed_ends_the_parse(media_t
 
 def test_a_header_part_without_its_content_type_does_not_cost_the_document_its_body() -> None:
     # Given a DOCX whose header part lost its content type: python-docx opens it, as a plain part
-    from tests.unit.test_office_parsers import word_document
+    from tests.builders.office import word_document
 
     parts = dict(unzipped(word_document()))
     types = parts["[Content_Types].xml"]
@@ -292,7 +292,7 @@ def test_a_header_part_without_its_content_type_does_not_cost_the_document_its_b
 
 def content_drawn_over_and_over(times: int) -> bytes:
     """One page whose /Contents names the same small stream `times` over: 3,000 lines each time."""
-    from tests.unit.test_pdf_parser import raw_pdf
+    from shared.local.hostile_corpus import raw_pdf
 
     lines = b"BT /F1 12 Tf 14 TL 72 700 Td" + b" (line) Tj T*" * 3_000 + b" ET"
     return raw_pdf(
@@ -363,7 +363,7 @@ def test_sheets_with_a_note_in_their_last_row_are_each_read_whole() -> None:
 def test_a_document_part_without_a_body_keeps_its_headers() -> None:
     # Given a DOCX whose document part lost its body (headers and section properties stay reachable
     # through the relationships): the parser's own code raised on the missing body
-    from tests.unit.test_office_parsers import word_document
+    from tests.builders.office import word_document
 
     parts = dict(unzipped(word_document()))
     document = parts["word/document.xml"]
@@ -381,7 +381,7 @@ def test_a_document_part_without_a_body_keeps_its_headers() -> None:
 def test_a_row_out_of_order_is_skipped_as_openpyxl_skips_it() -> None:
     # Given a sheet whose XML has row 2 again after row 3 (walking the rows the XML has kept it, and the
     # block's range named A2:B2)
-    from tests.unit.test_office_parsers import workbook
+    from tests.builders.office import workbook
 
     parts = dict(unzipped(workbook()))
     sheet = parts["xl/worksheets/sheet1.xml"]
