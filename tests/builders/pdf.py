@@ -2,6 +2,8 @@
 
 import pypdfium2 as pdfium
 from fpdf import FPDF
+from pypdf import PdfReader
+from pypdf.generic import Destination
 
 from shared.local.hostile_corpus import raw_pdf
 
@@ -185,3 +187,10 @@ def run_length(data: bytes) -> bytes:
         else:
             out += bytes([len(run) - 1]) + run
     return bytes(out + b"\x80")
+
+
+def top_level_outline(reader: PdfReader) -> list[Destination]:
+    """The outline's entries; a nested list (a sub-outline) fails the test, as no builder here writes one."""
+    entries = [entry for entry in reader.outline if isinstance(entry, Destination)]
+    assert len(entries) == len(reader.outline), reader.outline
+    return entries

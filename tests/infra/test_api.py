@@ -6,6 +6,7 @@ They assert on the whole stack as each environment synthesizes it (tests/infra/c
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -32,15 +33,15 @@ def flat_arn(arn: Any) -> str:
     return re.sub(r":bedrock:[a-z0-9-]+::", ":bedrock:<Region>::", "".join(parts))
 
 
-def user_pool(template: Template) -> tuple[str, dict[str, Any]]:
+def user_pool(template: Template) -> tuple[str, Mapping[str, Any]]:
     return only(template.find_resources("AWS::Cognito::UserPool"))
 
 
-def browser_client(template: Template) -> dict[str, Any]:
+def browser_client(template: Template) -> Mapping[str, Any]:
     return only(template.find_resources("AWS::Cognito::UserPoolClient"))[1]
 
 
-def allowed_scopes(template: Template, client: dict[str, Any]) -> set[str]:
+def allowed_scopes(template: Template, client: Mapping[str, Any]) -> set[str]:
     """The client's OAuth scopes, a resource server's scope resolved to `<identifier>/<name>`."""
     servers = template.find_resources("AWS::Cognito::UserPoolResourceServer")
     scopes = set()

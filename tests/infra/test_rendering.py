@@ -3,6 +3,7 @@ file's key), asynchronous invocation with retries and a dead-letter queue, and w
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk.assertions import Template
@@ -13,7 +14,7 @@ from tests.infra.template import API_HANDLER, as_list, function_with_handler, ro
 RECONCILE_HANDLER = "functions.reconcile.handler.handler"
 
 
-def grants(template: Template, function: dict[str, Any]) -> dict[str, list[str]]:
+def grants(template: Template, function: Mapping[str, Any]) -> dict[str, list[str]]:
     granted: dict[str, list[str]] = {}
     for statement in role_statements(template, function):
         assert statement["Effect"] == "Allow"

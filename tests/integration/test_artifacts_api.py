@@ -14,7 +14,7 @@ from tests.integration.files_stack import Stack
 
 def new_version(stack: Stack, token: str, artifact_id: str, expected: int, markdown: str) -> tuple[int, Any]:
     body = {"expectedLatestVersion": expected, "markdown": markdown}
-    return stack.json("POST", f"/v1/artifacts/{artifact_id}/versions", token, body)  # type: ignore[no-any-return]
+    return stack.json("POST", f"/v1/artifacts/{artifact_id}/versions", token, body)
 
 
 def test_markdown_becomes_located_blocks_with_ids_and_the_server_records_provenance(stack: Stack) -> None:

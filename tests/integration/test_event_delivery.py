@@ -135,7 +135,7 @@ def test_a_second_post_racing_the_first_never_displaces_the_recorded_bytes(stack
         stack.container.file_metadata,
         lambda: winner.object_created(key, second.version_id, second.byte_size),
     )
-    loser = UploadCompletion(racing, stack.container.content, CountingWorkflow())  # type: ignore[arg-type]
+    loser = UploadCompletion(racing, stack.container.content, CountingWorkflow())
     assert loser.object_created(key, first.version_id, first.byte_size) is Completion.UNEXPECTED_OBJECT_VERSION
     # One object is left, it is the recorded one, and it is the file's content.
     remaining = [stored.version_id for stored in stack.container.content.object_versions(key)]

@@ -23,9 +23,7 @@ TABLE = (
 
 
 def export(stack: Stack, token: str, artifact_id: str, version: int, fmt: str) -> tuple[int, Any]:
-    return stack.json(  # type: ignore[no-any-return]
-        "POST", f"/v1/artifacts/{artifact_id}/versions/{version}/exports", token, {"format": fmt}
-    )
+    return stack.json("POST", f"/v1/artifacts/{artifact_id}/versions/{version}/exports", token, {"format": fmt})
 
 
 def rendered(stack: Stack, token: str, export_id: str) -> Any:
