@@ -61,6 +61,7 @@ def test_what_is_not_an_accepted_image_is_malformed(content: bytes) -> None:
     assert isinstance(outcome, ExtractionFailure) and outcome.reason is FailureReason.MALFORMED
 
 
+@pytest.mark.slow
 def test_a_small_first_page_does_not_vouch_for_a_huge_second_one() -> None:
     from PIL import Image
 

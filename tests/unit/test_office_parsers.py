@@ -178,6 +178,7 @@ def public_office_files() -> list[Path]:
     return sorted(p for p in OFFICE_DATA.rglob("*") if p.suffix.lower() in (".docx", ".xlsx", ".pptx"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not OFFICE_DATA.exists(), reason="../shared/data/office is not present on this machine")
 def test_every_public_office_file_parses_to_blocks_or_a_failure_value() -> None:
     parsers: dict[str, DocumentParser] = {".docx": DocxParser(), ".xlsx": XlsxParser(), ".pptx": PptxParser()}
@@ -194,6 +195,7 @@ def test_every_public_office_file_parses_to_blocks_or_a_failure_value() -> None:
     assert documents >= 0.8 * len(files)
 
 
+@pytest.mark.slow
 def test_a_million_empty_cells_are_walked_within_the_cell_limit_and_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
     from shared.adapters.parsers import xlsx
     from shared.adapters.parsers.cells import column_letters

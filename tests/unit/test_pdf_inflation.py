@@ -116,6 +116,7 @@ def decoy(name: str) -> bytes:
     return DECOYS[name]()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DECOYS)
 def test_a_content_stream_is_counted_whatever_its_dictionary_does_to_look_harmless(name: str) -> None:
     # Given a page whose content inflates to four times the ceiling, dressed as a decoy
@@ -125,6 +126,7 @@ def test_a_content_stream_is_counted_whatever_its_dictionary_does_to_look_harmle
     assert refused_as_too_large(content), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DECOYS)
 def test_pdfium_reads_every_decoy(name: str) -> None:
     # Given the same decoys, under a ceiling they fit in
@@ -428,6 +430,7 @@ def test_an_object_stream_behind_a_decoy_header_still_names_the_uses_of_its_page
     assert inflation_failure(decoyed, CEILING) == too_large(CEILING)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     "content",
@@ -442,6 +445,7 @@ def test_shapes_that_once_cost_a_search_per_token_are_scanned_in_linear_time(con
     assert inflation_failure(content, CEILING) is None
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_objects_packed_by_the_megabyte_and_named_as_content_are_malformed_not_read_for_a_minute() -> None:
     # Given a 60 KB file whose object stream decodes to sixty arrays of a megabyte each, every one
@@ -458,6 +462,7 @@ def test_objects_packed_by_the_megabyte_and_named_as_content_are_malformed_not_r
     assert failure is not None and failure.reason is FailureReason.MALFORMED, failure
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_thousands_of_streams_that_break_late_are_salvaged_in_a_few_tries_each() -> None:
     # Given 5,000 streams, each a stored block of 1,000 bytes followed by an invalid block (each was
@@ -471,6 +476,7 @@ def test_thousands_of_streams_that_break_late_are_salvaged_in_a_few_tries_each()
     assert inflation_failure(content, 4 * 1024 * 1024) == too_large(4 * 1024 * 1024)
 
 
+@pytest.mark.slow
 def test_lzw_fed_megabytes_of_clear_codes_from_a_tiny_file_is_malformed() -> None:
     # Given 30 KB of Flate that inflates to 16 MiB of LZW clear codes (no output: Python's LZW reads
     # 3 MB a second, so a ceiling of 512 MiB of such input would take three minutes)

@@ -79,6 +79,7 @@ def test_a_broken_pdf_is_malformed(content: bytes) -> None:
     assert outcome.reason is FailureReason.MALFORMED
 
 
+@pytest.mark.slow
 def test_ten_thousand_empty_pages_are_refused_naming_the_count_and_limit() -> None:
     from fpdf import FPDF
 
@@ -108,6 +109,7 @@ def test_a_pdf_with_pages_but_no_text_at_all_lists_every_page_for_ocr() -> None:
     assert (outcome.blocks, outcome.page_count, outcome.pages_without_text) == ((), 2, (1, 2))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not PDF_DATA.exists(), reason="../shared/data/pdfs is not present on this machine")
 def test_every_public_pdf_ends_in_blocks_or_a_failure_value_inside_the_isolated_extractor() -> None:
     extractor = Extractor([PdfParser()], LIMITS)
@@ -128,6 +130,7 @@ def test_the_blocks_read_in_order_down_the_page() -> None:
     assert tops == sorted(tops)
 
 
+@pytest.mark.slow
 def test_a_content_stream_that_inflates_past_the_memory_ceiling_ends_as_a_failure_value() -> None:
     import zlib
 

@@ -234,6 +234,7 @@ HOSTILE = {
 REFUSED = {("a 5,000-character word in a cell", ExportFormat.PDF)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE))
 @pytest.mark.parametrize("renderer", [PdfRenderer(), DocxRenderer()], ids=lambda r: r.format.value)
 def test_hostile_content_ends_rendered_or_refused_with_a_sentence(name: str, renderer: object) -> None:

@@ -116,6 +116,7 @@ def test_every_generated_seed_is_read_to_blocks_before_it_is_mutated(family: str
         assert outcome.blocks
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @pytest.mark.parametrize("kind", sorted(OFFICE))
 @FUZZ
@@ -128,6 +129,7 @@ def test_an_office_file_rewritten_inside_a_valid_zip_is_blocks_within_the_limits
     in_process(kind, parser, content, limits, reasons)
 
 
+@pytest.mark.slow
 @NO_PUBLIC_OFFICE
 @CAMPAIGN
 @pytest.mark.parametrize("kind", sorted(OFFICE))
@@ -141,6 +143,7 @@ def test_a_public_office_file_rewritten_inside_a_valid_zip_is_blocks_within_the_
     in_process(f"public-{kind}", parser, content, limits, reasons)
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @FUZZ
 @given(seed=SEED, changes=edits(PDF_OPERATIONS), limits=LIMITS)
@@ -151,6 +154,7 @@ def test_a_pdf_rewritten_object_by_object_is_blocks_within_the_limits_or_a_failu
     through_the_sandbox("pdf", content, PDF_TYPE, limits, PAGED_AND_DAMAGED)
 
 
+@pytest.mark.slow
 @NO_PUBLIC_PDFS
 @CAMPAIGN
 @FUZZ
@@ -162,6 +166,7 @@ def test_a_public_pdf_rewritten_object_by_object_is_blocks_within_the_limits_or_
     through_the_sandbox("public-pdf", content, PDF_TYPE, limits, PAGED_AND_DAMAGED)
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @pytest.mark.parametrize("media_type", sorted(TEXT))
 @FUZZ
@@ -187,6 +192,7 @@ def drawn(family: str, data: st.DataObject) -> tuple[bytes, str, frozenset[Failu
     return data.draw(encoded_text(TEXT_GRAMMARS[family]), label="content"), family, NEVER_REFUSED
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @pytest.mark.parametrize("family", [*sorted(OFFICE), *sorted(TEXT)])
 @SANDBOX
@@ -307,6 +313,7 @@ def content_drawn_over_and_over(times: int) -> bytes:
     )
 
 
+@pytest.mark.slow
 def test_a_page_whose_content_is_drawn_hundreds_of_times_over_is_read_up_to_the_character_limit() -> None:
     # Given a 40 KB page that draws its one content stream twenty times over: 360,000 characters (and at
     # 300 times, 5.4 million: a minute and 2.5 GB of character boxes, which the inflated-bytes count
@@ -322,6 +329,7 @@ def test_a_page_whose_content_is_drawn_hundreds_of_times_over_is_read_up_to_the_
     assert any(f"only the first {MAX_PAGE_CHARACTERS} were read" in warning for warning in outcome.warnings)
 
 
+@pytest.mark.slow
 def test_tables_nested_a_hundred_thousand_deep_are_read_as_at_most_the_nesting_limit_of_tables() -> None:
     # Given 1.5 MB of tables each opened in the cell of the one before, never closed (a campaign's slowest
     # HTML: a table block per level, 100,000 of them, 9-12 s through the sandbox)
