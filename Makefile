@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
-.PHONY: demo test test-all bench eval fuzz sweep lint typecheck fmt clean venv layer synth
+.PHONY: demo test test-unit test-integration test-infra test-e2e bench eval fuzz sweep lint typecheck fmt clean venv layer synth
 
 venv: $(INSTALLED)
 
@@ -30,10 +30,22 @@ typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/pytest -m "not slow"
-
-test-all: lint typecheck
 	$(BIN)/pytest
+
+# One suite each, without lint or typecheck: tests/conftest.py marks every test by its folder. The path only
+# spares importing the other suites (aws_cdk, the stack fixtures); the marker is what selects.
+# test-unit is the quick loop: it leaves out the unit tests marked slow, which `make test` (and CI) runs.
+test-unit: $(INSTALLED)
+	$(BIN)/pytest -m "unit and not slow" tests/unit
+
+test-integration: $(INSTALLED)
+	$(BIN)/pytest -m integration tests/integration
+
+test-infra: $(INSTALLED)
+	$(BIN)/pytest -m infra tests/infra
+
+test-e2e: $(INSTALLED)
+	$(BIN)/pytest -m e2e tests/e2e
 
 # The Lambda dependency layer: pyproject's runtime dependencies as arm64 CPython 3.12 wheels (pip, no Docker).
 layer: $(INSTALLED)

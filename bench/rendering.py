@@ -56,7 +56,7 @@ def _render(fmt: str) -> tuple[int, float, float, float]:
 
 def _in_fresh_process(fmt: str) -> tuple[int, float, float, float]:
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_render, (fmt,))  # type: ignore[no-any-return]
+        return pool.apply(_render, (fmt,))
 
 
 def throughput(result: Any) -> list[dict[str, Any]]:
@@ -153,10 +153,10 @@ def fidelity(result: Any) -> list[dict[str, Any]]:
             tally[2] += sum(cells.values())
             tally[3] += sum((cells & got_cells).values())
     out = []
-    for fmt, (heads, found_heads, all_cells, found_cells, failed) in totals.items():
+    for format_name, (heads, found_heads, all_cells, found_cells, failed) in totals.items():
         out.append(
             result(
-                f"round trip to {fmt}: headings recovered",
+                f"round trip to {format_name}: headings recovered",
                 [found_heads / heads if heads else 0.0],
                 "ratio",
                 headings=heads,
@@ -166,7 +166,7 @@ def fidelity(result: Any) -> list[dict[str, Any]]:
         )
         out.append(
             result(
-                f"round trip to {fmt}: table cells recovered",
+                f"round trip to {format_name}: table cells recovered",
                 [found_cells / all_cells if all_cells else 0.0],
                 "ratio",
                 cells=all_cells,

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +207,8 @@ def build_hnsw(owner_url: str, definition: str) -> float:
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute("SET maintenance_work_mem = '512MB'")
         begun = time.perf_counter()
-        conn.execute(definition)  # type: ignore[arg-type] - the migration's own definition, read back
+        # The migration's own definition, read back from the catalogue.
+        conn.execute(definition)
         return time.perf_counter() - begun
 
 
@@ -286,7 +288,7 @@ def explain(database: Database, query: BenchQuery, limit: int, *, analyze: bool)
     with database.tenant_transaction(query.tenant) as conn:
         set_local(conn, vector_scan_settings())
         statement, params = adapter_nearest(query, limit)
-        row = conn.execute(f"EXPLAIN ({options}) {statement}", params).fetchone()  # type: ignore[arg-type]
+        row = conn.execute(f"EXPLAIN ({options}) {statement}", params).fetchone()
     assert row is not None
     document = row[0] if isinstance(row[0], list) else json.loads(row[0])
     return dict(document[0])
@@ -339,7 +341,11 @@ def nearest_with(database: Database, query: BenchQuery, limit: int, settings: di
     with database.tenant_transaction(query.tenant) as conn:
         set_local(conn, settings)
         statement, params = adapter_nearest(query, limit)
-        return [row[0] for row in conn.execute(statement, params).fetchall()]  # type: ignore[arg-type]
+        return [row[0] for row in conn.execute(statement, params).fetchall()]
+
+
+def _fetch_all(conn: psycopg.Connection[Any], statement: str, params: dict[str, Any]) -> list[Any]:
+    return conn.execute(statement, params).fetchall()
 
 
 def timed_ms(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -576,7 +582,7 @@ def alternatives(
     for label, settings in options.items():
         latencies, recalls = [], []
         for query, truth in zip(queries, exact, strict=True):
-            elapsed, found = timed_ms(lambda q=query, s=settings: nearest_with(database, q, candidates, s))
+            elapsed, found = timed_ms(partial(nearest_with, database, query, candidates, settings))
             latencies.append(elapsed)
             recalls.append(recall_at_10(found, truth))
         measured[label] = {
@@ -612,7 +618,7 @@ def index_alternative(
     for label, settings in (("adapter GUCs", base), ("ef_search 400", {**base, "hnsw.ef_search": "400"})):
         latencies, recalls = [], []
         for query, truth in zip(queries, exact, strict=True):
-            elapsed, found = timed_ms(lambda q=query, s=settings: nearest_with(database, q, candidates, s))
+            elapsed, found = timed_ms(partial(nearest_with, database, query, candidates, settings))
             latencies.append(elapsed)
             recalls.append(recall_at_10(found, truth))
         measured[label] = {
@@ -634,7 +640,7 @@ def keyword_without_rls(owner_url: str, queries: Sequence[BenchQuery], tuning: A
     statement = keyword_lane.KEYWORD_SEARCH.format(join="")
     latencies = []
     with psycopg.connect(owner_url, autocommit=True) as conn:
-        leakproof = dict(
+        leakproof: dict[str, bool] = dict(
             conn.execute(
                 "SELECT p.oprname || ' (' || f.proname || ')', f.proleakproof FROM pg_operator p"
                 " JOIN pg_proc f ON f.oid = p.oprcode WHERE (p.oprname, f.proname) IN"
@@ -652,10 +658,10 @@ def keyword_without_rls(owner_url: str, queries: Sequence[BenchQuery], tuning: A
                 "k1": tuning.bm25_k1,
                 "b": tuning.bm25_b,
             }
-            elapsed, _ = timed_ms(lambda p=params: conn.execute(statement, p).fetchall())  # type: ignore[arg-type]
+            elapsed, _ = timed_ms(partial(_fetch_all, conn, statement, params))
             latencies.append(elapsed)
             if query.bucket not in plans:
-                explained = conn.execute(f"EXPLAIN (FORMAT JSON) {statement}", params).fetchone()  # type: ignore[arg-type]
+                explained = conn.execute(f"EXPLAIN (FORMAT JSON) {statement}", params).fetchone()
                 assert explained is not None
                 document = explained[0] if isinstance(explained[0], list) else json.loads(explained[0])
                 plans[query.bucket] = scan_indexes(document[0]["Plan"])
@@ -693,7 +699,7 @@ def keyword_plans_under_rls(database: Database, queries: Sequence[BenchQuery], t
             "b": tuning.bm25_b,
         }
         with database.tenant_transaction(query.tenant) as conn:
-            explained = conn.execute(f"EXPLAIN (FORMAT JSON) {statement}", params).fetchone()  # type: ignore[arg-type]
+            explained = conn.execute(f"EXPLAIN (FORMAT JSON) {statement}", params).fetchone()
         assert explained is not None
         document = explained[0] if isinstance(explained[0], list) else json.loads(explained[0])
         plans[query.bucket] = scan_indexes(document[0]["Plan"])
@@ -744,7 +750,7 @@ def latency_figures(result: Result, container: Any, queries: Sequence[BenchQuery
         for name, action in lanes.items():
             samples = []
             for index in range(len(queries)):
-                elapsed, answer = timed_ms(lambda i=index, a=action: a(i))
+                elapsed, answer = timed_ms(partial(action, index))
                 samples.append(elapsed)
                 if run == 0 and name == "hybrid" and getattr(answer, "hits", None):
                     answered += 1

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.usage import Usage
 
 TENANTS = 100
 TENANT_SIZE_EXPONENT = 1.0  # tenant of rank r holds a share proportional to 1 / r
@@ -87,11 +88,13 @@ def vocabulary(rng: np.random.Generator) -> list[str]:
 
 def gaussian(rng: np.random.Generator, rows: int, norm: float) -> np.ndarray:
     """Isotropic noise whose rows have about `norm` length."""
-    return (rng.standard_normal((rows, DIMENSION)) * (norm / np.sqrt(DIMENSION))).astype(np.float32)
+    noise: np.ndarray = (rng.standard_normal((rows, DIMENSION)) * (norm / np.sqrt(DIMENSION))).astype(np.float32)
+    return noise
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
-    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    normalised: np.ndarray = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    return normalised
 
 
 def make_corpus(total: int, rng: np.random.Generator) -> Corpus:
@@ -235,3 +238,6 @@ class FakeQueryEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(self._vectors[text]) for text in texts]
+
+    def usage(self, tokens: int) -> Usage:
+        return Usage(provider="fake", operation="fake:embed", model=FAKE_MODEL, priced=False, input_tokens=tokens)

@@ -107,7 +107,12 @@ class MemoryWatch:
 
 def _outcome(path: Path, source: str, record: dict[str, Any], seconds: float, bound: float) -> Outcome:
     current = record["current"]
-    common = {"name": path.name, "source": source, "size": path.stat().st_size, "seconds": round(seconds, 2)}
+    common: dict[str, Any] = {
+        "name": path.name,
+        "source": source,
+        "size": path.stat().st_size,
+        "seconds": round(seconds, 2),
+    }
     if current["state"] == "rejected":
         return Outcome(
             **common, outcome="rejected", reason="rejected", sentence=current.get("rejectionReason") or "", detail=""
@@ -172,7 +177,7 @@ def sweep(
 
 def _one(client: Any, path: Path, source: str, *, bound: float, begun: float, api_error: type[Exception]) -> Outcome:
     content = path.read_bytes()
-    base = {"name": path.name, "source": source, "size": len(content)}
+    base: dict[str, Any] = {"name": path.name, "source": source, "size": len(content)}
     try:
         ticket = client.call(
             "POST",

@@ -184,7 +184,7 @@ class Api(Construct):
             )
         )
         state_machine.grant_start_execution(function)
-        bucket_id = cdk.Stack.of(self).resolve(cdk.Stack.of(self).get_logical_id(bucket.node.default_child))
+        bucket_id = cdk.Stack.of(self).resolve(cdk.Stack.of(self).get_logical_id(bucket.node.default_child))  # type: ignore[arg-type]
         for prefix, what in (
             (ORIGINALS_PREFIX, "originals: put by presigned POST and read by version, by tenant and file id"),
             (DERIVED_PREFIX, "extracted documents: read only"),

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from infra.environments import EnvironmentSettings
 
@@ -37,7 +37,7 @@ class DatabaseAccess(Protocol):
     def grant_connect(self, grantee: iam.IGrantable) -> None: ...
 
 
-def acknowledge(scope: Construct, rule: str, reason: str) -> None:
+def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
     """Acknowledge one cdk-nag finding on `scope` and what it contains, with the reason written down."""
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{rule}", reason=reason))
 

@@ -95,7 +95,7 @@ class Migrations(Construct):
         self.resource.node.add_dependency(database)
 
         stack = cdk.Stack.of(self)
-        function_logical_id = stack.resolve(stack.get_logical_id(self.function.node.default_child))
+        function_logical_id = stack.resolve(stack.get_logical_id(self.function.node.default_child))  # type: ignore[arg-type]
         acknowledge(
             framework_role,
             f"IAM5[Resource::<{function_logical_id}.Arn>:*]",

@@ -97,14 +97,14 @@ class Observability(Construct):
         self.topic = self._alarm_topic(settings)
         self.alarms: list[cloudwatch.Alarm] = []
 
-        for metric, construct, what in (
+        for metric_of, construct, what in (
             (state_machine.metric_failed, "ExecutionsFailed", "an ingestion execution failed"),
             (state_machine.metric_timed_out, "ExecutionsTimedOut", "an ingestion execution timed out"),
             (state_machine.metric_throttled, "ExecutionsThrottled", "Step Functions throttled an ingestion execution"),
         ):
             self._alarm(
                 construct,
-                metric(period=PERIOD, statistic="Sum"),
+                metric_of(period=PERIOD, statistic="Sum"),
                 description=f"Quire {settings.name}: {what} in the last 5 minutes. A document problem completes "
                 "its execution with a recorded failure; this is an infrastructure error that exhausted its retries.",
             )

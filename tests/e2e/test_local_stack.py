@@ -16,27 +16,7 @@ import boto3
 import pytest
 
 from tests.conftest import REPO_ROOT
-
-
-def quire(
-    workdir: Path, *args: str, check: bool = True, database_url: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    env.pop("DATABASE_URL", None)
-    if database_url:
-        env["DATABASE_URL"] = database_url
-    completed = subprocess.run(
-        [sys.executable, "-m", "shared.cli", *args],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    if check and completed.returncode != 0:
-        raise AssertionError(f"quire {' '.join(args)} exited {completed.returncode}:\n{completed.stderr}")
-    return completed
+from tests.e2e.cli import quire
 
 
 def alive(pid: int) -> bool:
@@ -253,8 +233,8 @@ def test_a_stale_state_file_never_makes_down_signal_someone_elses_process(workdi
 
 
 def tiny_files(folder: Path) -> list[Path]:
+    from tests.builders.office import word_document
     from tests.integration.files_stack import PDF, PNG
-    from tests.unit.test_office_parsers import word_document
 
     made = []
     for name, content in (("Handbook.pdf", PDF), ("Policy.docx", word_document()), ("Chart.png", PNG)):

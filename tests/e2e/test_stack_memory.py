@@ -11,7 +11,7 @@ from pathlib import Path
 
 from shared.local.api_client import ApiClient
 from shared.local.hostile_corpus import bulky_pdf
-from tests.e2e.test_local_stack import quire
+from tests.e2e.cli import quire
 
 WARM_UP_FILES = 6
 MEASURED_FILES = 24

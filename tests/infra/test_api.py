@@ -6,6 +6,7 @@ They assert on the whole stack as each environment synthesizes it (tests/infra/c
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -19,27 +20,9 @@ from infra.constructs.api import (
 )
 from infra.environments import settings_for
 from shared.domain.auth import COLLECTIONS_CLAIM, TENANT_CLAIM
+from tests.infra.template import API_HANDLER, as_list, function_with_handler, only, role_statements
 
-API_HANDLER = "functions.api.handler.handler"
 TRIGGER_HANDLER = "functions.token_claims.handler.handler"
-
-
-def only(resources: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    assert len(resources) == 1, sorted(resources)
-    return next(iter(resources.items()))
-
-
-def function_with_handler(template: Template, handler: str) -> tuple[str, dict[str, Any]]:
-    return only(template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": handler}}))
-
-
-def role_statements(template: Template, function: dict[str, Any]) -> list[dict[str, Any]]:
-    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
-    statements: list[dict[str, Any]] = []
-    for policy in template.find_resources("AWS::IAM::Policy").values():
-        if {"Ref": role_id} in policy["Properties"]["Roles"]:
-            statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
-    return statements
 
 
 def flat_arn(arn: Any) -> str:
@@ -50,19 +33,15 @@ def flat_arn(arn: Any) -> str:
     return re.sub(r":bedrock:[a-z0-9-]+::", ":bedrock:<Region>::", "".join(parts))
 
 
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def user_pool(template: Template) -> tuple[str, dict[str, Any]]:
+def user_pool(template: Template) -> tuple[str, Mapping[str, Any]]:
     return only(template.find_resources("AWS::Cognito::UserPool"))
 
 
-def browser_client(template: Template) -> dict[str, Any]:
+def browser_client(template: Template) -> Mapping[str, Any]:
     return only(template.find_resources("AWS::Cognito::UserPoolClient"))[1]
 
 
-def allowed_scopes(template: Template, client: dict[str, Any]) -> set[str]:
+def allowed_scopes(template: Template, client: Mapping[str, Any]) -> set[str]:
     """The client's OAuth scopes, a resource server's scope resolved to `<identifier>/<name>`."""
     servers = template.find_resources("AWS::Cognito::UserPoolResourceServer")
     scopes = set()

@@ -6,6 +6,7 @@ it: a finding without a written acknowledgement fails the fixture.
 
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from infra.environments import settings_for
 from migrations import runner
 
 
-def only(template: Template, resource_type: str) -> tuple[str, dict[str, Any]]:
+def only(template: Template, resource_type: str) -> tuple[str, Mapping[str, Any]]:
     resources = template.find_resources(resource_type)
     assert len(resources) == 1, f"{len(resources)} {resource_type}"
     return next(iter(resources.items()))
@@ -41,7 +42,7 @@ def actions(statement: dict[str, Any]) -> list[str]:
     return action if isinstance(action, list) else [action]
 
 
-def functions_with_env(template: Template, name: str, value: Any = None) -> dict[str, dict[str, Any]]:
+def functions_with_env(template: Template, name: str, value: Any = None) -> dict[str, Mapping[str, Any]]:
     return {
         logical_id: function
         for logical_id, function in template.find_resources("AWS::Lambda::Function").items()
@@ -50,7 +51,7 @@ def functions_with_env(template: Template, name: str, value: Any = None) -> dict
     }
 
 
-def migrate_function(template: Template) -> tuple[str, dict[str, Any]]:
+def migrate_function(template: Template) -> tuple[str, Mapping[str, Any]]:
     [(logical_id, function)] = [
         (logical_id, function)
         for logical_id, function in template.find_resources("AWS::Lambda::Function").items()
@@ -59,7 +60,7 @@ def migrate_function(template: Template) -> tuple[str, dict[str, Any]]:
     return logical_id, function
 
 
-def role_of(function: dict[str, Any]) -> str:
+def role_of(function: Mapping[str, Any]) -> str:
     logical_id: str = function["Properties"]["Role"]["Fn::GetAtt"][0]
     return logical_id
 

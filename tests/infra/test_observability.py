@@ -41,7 +41,7 @@ def quire_functions(template: Template) -> dict[str, Any]:
 
 
 def notifies_the_topic(alarm: dict[str, Any], topic: str) -> bool:
-    return alarm["AlarmActions"] == [{"Ref": topic}] and alarm["OKActions"] == [{"Ref": topic}]
+    return bool(alarm["AlarmActions"] == [{"Ref": topic}] and alarm["OKActions"] == [{"Ref": topic}])
 
 
 def test_the_alarm_topic_is_encrypted_with_a_rotated_key_cloudwatch_may_use(synthesized: tuple[str, Template]) -> None:

@@ -2,7 +2,7 @@
 tests/integration for the same definition executed)."""
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
@@ -41,9 +41,8 @@ def states(machine: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             yield from states(state.get("ItemProcessor") or state["Iterator"])
 
 
-def resources(template: Template, kind: str) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = template.find_resources(kind)
-    return found
+def resources(template: Template, kind: str) -> Mapping[str, Mapping[str, Any]]:
+    return template.find_resources(kind)
 
 
 def function_logical_id(template: Template, handler: str) -> str:

@@ -3,17 +3,18 @@ file's key), asynchronous invocation with retries and a dead-letter queue, and w
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk.assertions import Template
 
 from infra.constructs.rendering import RENDER_HANDLER, RENDER_TIMEOUT_SECONDS
-from tests.infra.test_api import API_HANDLER, as_list, function_with_handler, role_statements
+from tests.infra.template import API_HANDLER, as_list, function_with_handler, role_statements
 
 RECONCILE_HANDLER = "functions.reconcile.handler.handler"
 
 
-def grants(template: Template, function: dict[str, Any]) -> dict[str, list[str]]:
+def grants(template: Template, function: Mapping[str, Any]) -> dict[str, list[str]]:
     granted: dict[str, list[str]] = {}
     for statement in role_statements(template, function):
         assert statement["Effect"] == "Allow"

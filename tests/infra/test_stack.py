@@ -1,5 +1,6 @@
 """Assertions on the synthesized CloudFormation template, per environment."""
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ from infra.app import build_app
 from infra.environments import settings_for
 
 
-def originals_bucket(template: Template) -> dict[str, Any]:
+def originals_bucket(template: Template) -> Mapping[str, Any]:
     buckets = template.find_resources(
         "AWS::S3::Bucket", {"Properties": {"VersioningConfiguration": {"Status": "Enabled"}}}
     )

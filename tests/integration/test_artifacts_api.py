@@ -8,34 +8,13 @@ from typing import Any
 import pytest
 
 from shared.domain.artifacts import content_hash
+from tests.integration.api_steps import REPORT, RUNBOOK, create, indexed, search
 from tests.integration.files_stack import Stack
-from tests.integration.test_search_api import RUNBOOK, indexed, search
-
-REPORT = """# Quarterly report
-
-Revenue grew in every region.
-
-## Risks
-
-- Supply chain
-- Currency
-
-| Region | Revenue |
-| --- | --- |
-| North | 12 |
-| South | 9 |
-"""
-
-
-def create(stack: Stack, token: str, body: dict[str, Any], expect: int = 201) -> Any:
-    status, answer = stack.json("POST", "/v1/artifacts", token, {"collectionId": "docs", "name": "Q3", **body})
-    assert status == expect, answer
-    return answer
 
 
 def new_version(stack: Stack, token: str, artifact_id: str, expected: int, markdown: str) -> tuple[int, Any]:
     body = {"expectedLatestVersion": expected, "markdown": markdown}
-    return stack.json("POST", f"/v1/artifacts/{artifact_id}/versions", token, body)  # type: ignore[no-any-return]
+    return stack.json("POST", f"/v1/artifacts/{artifact_id}/versions", token, body)
 
 
 def test_markdown_becomes_located_blocks_with_ids_and_the_server_records_provenance(stack: Stack) -> None:

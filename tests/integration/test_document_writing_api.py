@@ -13,9 +13,8 @@ import pytest
 
 from shared.domain.auth import Principal
 from shared.services.artifacts import ContentInput
+from tests.integration.api_steps import REPORT, create, indexed, search
 from tests.integration.files_stack import Stack
-from tests.integration.test_artifacts_api import REPORT, create
-from tests.integration.test_search_api import indexed, search
 
 
 def propose(stack: Stack, token: str, artifact_id: str, base: int, operations: list[Any], *, dry: bool = False) -> Any:

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.services.upload_completion import Completion, UploadCompletion
+from tests.integration.api_steps import EventLost
 from tests.integration.files_stack import PDF, Stack
-from tests.integration.test_reconciliation import EventLost
 
 
 class CountingWorkflow:
@@ -141,7 +141,7 @@ def test_a_second_post_racing_the_first_never_displaces_the_recorded_bytes(stack
         stack.container.file_metadata,
         lambda: winner.object_created(key, second.version_id, second.byte_size),
     )
-    loser = UploadCompletion(racing, racing, stack.container.content, CountingWorkflow())  # type: ignore[arg-type]
+    loser = UploadCompletion(racing, racing, stack.container.content, CountingWorkflow())
     assert loser.object_created(key, first.version_id, first.byte_size) is Completion.UNEXPECTED_OBJECT_VERSION
     # One object is left, it is the recorded one, and it is the file's content.
     remaining = [stored.version_id for stored in stack.container.content.object_versions(key)]

@@ -14,23 +14,16 @@ from shared.adapters.parsers.docx import DocxParser
 from shared.adapters.parsers.pdf import PdfParser
 from shared.domain.document import BlockKind, ExtractedDocument, ExtractionLimits
 from shared.domain.exports import ExportKind, RenderJob
+from tests.integration.api_steps import REPORT, RUNBOOK, create, drain, indexed
 from tests.integration.files_stack import Stack
-from tests.integration.test_artifacts_api import REPORT, create
-from tests.integration.test_search_api import RUNBOOK, indexed
 
 TABLE = (
     "| Item | Qty | Price |\n| --- | --- | --- |\n| Apples | 3 | 1.20 |\n| Pears | 5 | 0.80 |\n| Plums | 12 | 2.10 |\n"
 )
 
 
-def drain(stack: Stack) -> None:
-    stack.container.render_queue.drain()  # type: ignore[attr-defined]
-
-
 def export(stack: Stack, token: str, artifact_id: str, version: int, fmt: str) -> tuple[int, Any]:
-    return stack.json(  # type: ignore[no-any-return]
-        "POST", f"/v1/artifacts/{artifact_id}/versions/{version}/exports", token, {"format": fmt}
-    )
+    return stack.json("POST", f"/v1/artifacts/{artifact_id}/versions/{version}/exports", token, {"format": fmt})
 
 
 def rendered(stack: Stack, token: str, export_id: str) -> Any:

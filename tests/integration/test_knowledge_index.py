@@ -13,11 +13,11 @@ from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
 from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
 from shared.domain.knowledge import IndexingResult, IndexWrite
 from shared.domain.search import SearchFilters
+from shared.local.chunk_rows import new_indexing_version
 from tests.integration.knowledge_rows import (
     FAKE_MODEL,
     chunk_rows,
     index_texts,
-    new_indexing_version,
     unit_vector,
 )
 
@@ -286,11 +286,11 @@ def test_deleting_chunks_touches_only_their_own_terms(
         [" ".join(f"word{n}" for n in range(start, start + 200)) for start in range(0, 2000, 200)],
     )
     small, _ = index_texts(app_database, acme, "docs", ["word1 unique"])
-    before = dict(
+    before: dict[str, int] = dict(
         owner_connection.execute("SELECT term, chunk_count FROM keyword_terms WHERE tenant_id = %s", (acme,)).fetchall()
     )
     PostgresFileMetadataStore(app_database).begin_delete_file(acme, small)
-    after = dict(
+    after: dict[str, int] = dict(
         owner_connection.execute("SELECT term, chunk_count FROM keyword_terms WHERE tenant_id = %s", (acme,)).fetchall()
     )
     assert after == {**{term: count for term, count in before.items() if term != "unique"}, "word1": 1}

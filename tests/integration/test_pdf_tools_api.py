@@ -8,9 +8,9 @@ from typing import Any
 
 from pypdf import PdfReader, PdfWriter
 
+from tests.builders.pdf import page_texts, pdf_of, top_level_outline
+from tests.integration.api_steps import drain
 from tests.integration.files_stack import Stack
-from tests.integration.test_exports_api import drain
-from tests.unit.test_pdf_operations import page_texts, pdf_of
 
 
 def upload_pdf(stack: Stack, token: str, name: str, content: bytes) -> str:
@@ -47,7 +47,7 @@ def test_merge_split_watermark_and_compose_make_new_files_and_leave_the_inputs_a
     )
     content = fetched(merged)
     assert page_texts(content) == ["A1", "A2", "A3", "B1", "B2"] and merged["pageCount"] == 5
-    assert [item.title for item in PdfReader(io.BytesIO(content)).outline] == ["a.pdf", "b.pdf"]
+    assert [item.title for item in top_level_outline(PdfReader(io.BytesIO(content)))] == ["a.pdf", "b.pdf"]
     _, file = stack.json("GET", f"/v1/files/{merged['fileId']}", token)
     assert file["filename"] == "ab.pdf" and file["current"]["processingState"] == "skipped"
 

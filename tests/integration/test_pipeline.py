@@ -8,10 +8,10 @@ from functions.extract import handler as extract_step
 from functions.index import handler as index_step
 from functions.inspect import handler as inspect_step
 from shared.local.http_api import LocalLambdaContext
+from tests.builders.office import word_document
+from tests.builders.pdf import report_pdf
 from tests.conftest import load_event
 from tests.integration.files_stack import DOCX_TYPE, Stack
-from tests.unit.test_office_parsers import word_document
-from tests.unit.test_pdf_parser import report_pdf
 
 
 def processed(stack: Stack, token: str, filename: str, media_type: str, content: bytes) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def processed(stack: Stack, token: str, filename: str, media_type: str, content:
 def stored_without_processing(stack: Stack, token: str, filename: str, content: bytes) -> tuple[Any, uuid.UUID]:
     """An upload stored by hand, its event lost: nothing asked for processing yet (the crash shapes below)."""
     from functions.on_object_created import handler as created_handler
-    from tests.integration.test_reconciliation import EventLost
+    from tests.integration.api_steps import EventLost
 
     original = created_handler.container
     created_handler.container = EventLost()  # type: ignore[assignment]
@@ -116,10 +116,10 @@ def test_the_step_functions_tasks_take_and_return_references_only(stack: Stack) 
     stack.container.workflow.drain()  # type: ignore[attr-defined]
     event = {**load_event("pipeline_step.json"), "fileId": ticket["fileId"], "versionId": ticket["versionId"]}
     with_container = [inspect_step, extract_step, index_step]
-    originals = [module.container for module in with_container]
+    originals = [getattr(module, "container") for module in with_container]  # noqa: B009 - a module's global
     try:
         for module in with_container:
-            module.container = stack.container
+            setattr(module, "container", stack.container)  # noqa: B010 - a module's global
         # Already extracted by the local runner: inspect says so and does not proceed.
         inspected = inspect_step.handler(event, LocalLambdaContext())
         assert inspected["proceed"] is False
@@ -135,7 +135,7 @@ def test_the_step_functions_tasks_take_and_return_references_only(stack: Stack) 
         assert indexed["attempt"] == event["attempt"]
     finally:
         for module, original in zip(with_container, originals, strict=True):
-            module.container = original
+            setattr(module, "container", original)  # noqa: B010 - a module's global
 
 
 def test_an_extracted_version_is_not_extracted_again_by_a_late_or_repeated_step(stack: Stack) -> None:

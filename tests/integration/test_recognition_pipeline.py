@@ -362,8 +362,8 @@ def test_a_recognize_step_delivered_again_after_a_crash_merges_once_and_keeps_it
     flaky = FlakyMetadata(container.file_metadata)
     engine = FakeAsyncOcr("Scanned minutes", polls=0)
     steps = IngestionPipeline(
-        flaky,  # type: ignore[arg-type]
-        flaky,  # type: ignore[arg-type]
+        flaky,
+        flaky,
         container.content,
         container.extractor,
         container.indexer,

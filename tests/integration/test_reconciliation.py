@@ -11,7 +11,7 @@ from shared.domain.attempt_work import work_prefix
 from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState
 from shared.domain.uploads import storage_key
 from shared.services.reconciliation import NEVER_ARRIVED
-from shared.services.upload_completion import Completion
+from tests.integration.api_steps import EventLost
 from tests.integration.files_stack import PDF, Stack
 
 LATER = timedelta(hours=3)  # past every reconciliation threshold
@@ -23,15 +23,6 @@ def reconcile(stack: Stack) -> dict[str, Any]:
 
 def versions(entries: list[dict[str, Any]]) -> set[str]:
     return {entry["versionId"] for entry in entries}
-
-
-class EventLost:
-    """Fake for the Object Created handler's container: the event never arrives (EventBridge lost it)."""
-
-    class upload_completion:  # noqa: N801 - stands in for the container's attribute
-        @staticmethod
-        def object_created(key: str, version_id: str | None, size: int) -> Completion:
-            return Completion.DUPLICATE
 
 
 @pytest.fixture

@@ -20,19 +20,9 @@ from shared.local.demo import DEMO_QUERIES
 from shared.local.demo_corpus import write_demo_corpus
 from shared.services.indexing import Indexer, IndexTarget
 from shared.services.reindexing import Reindexer
+from tests.integration.api_steps import RUNBOOK, indexed, search
 from tests.integration.files_stack import Stack
 
-RUNBOOK = b"""# Payments runbook
-
-## Incident ERR-4021
-
-Checkout failed for 47 minutes because the TLS certificate on the payments load balancer expired.
-Renewal is now automated and an alarm fires thirty days before expiry.
-
-## Refunds
-
-Refunds above 500 EUR need a second approver from the finance team.
-"""
 HANDBOOK = b"""# Handbook
 
 ## Leave
@@ -40,20 +30,6 @@ HANDBOOK = b"""# Handbook
 Employees in Germany get thirty days of annual leave; in France twenty-five.
 """
 SECRET_PLAN = b"Project Falcon: the acquisition of Kessler Antriebe closes in Q3-2026.\n"
-
-
-def indexed(stack: Stack, token: str, filename: str, content: bytes, collection: str = "docs") -> dict[str, Any]:
-    ticket = stack.upload(token, filename, "text/markdown", content, collection=collection)
-    stack.container.workflow.drain()  # type: ignore[attr-defined]
-    status, record = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
-    assert status == 200 and record["current"]["processingState"] == "indexed", record
-    return record  # type: ignore[no-any-return]
-
-
-def search(stack: Stack, token: str, query: str, **body: Any) -> dict[str, Any]:
-    status, answer = stack.json("POST", "/v1/search", token, {"query": query, **body})
-    assert status == 200, answer
-    return answer  # type: ignore[no-any-return]
 
 
 def test_an_exact_identifier_and_a_paraphrase_are_found_with_citations_to_the_lines(stack: Stack) -> None:

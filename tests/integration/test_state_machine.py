@@ -70,7 +70,7 @@ class HandlerRouter:
 
     def invoke(self, FunctionName: str, Payload: bytes, **_: Any) -> dict[str, Any]:  # noqa: N803 - boto3's names
         logical_id = FunctionName.rsplit(":", 1)[-1]
-        module, _, name = self.handlers[logical_id].rpartition(".")
+        module, _dot, name = self.handlers[logical_id].rpartition(".")
         event = json.loads(Payload)
         self.calls.append((module.split(".")[1], event))
         try:
@@ -407,7 +407,7 @@ def test_a_transient_database_error_is_retried_and_the_version_indexed(
     real_index = pipeline.index
     failures = iter([psycopg.OperationalError("the database system is starting up")] * 2)
 
-    def index_while_the_database_resumes(request: Any) -> dict[str, Any]:
+    def index_while_the_database_resumes(request: Any) -> Any:
         error = next(failures, None)
         if error is not None:
             raise error

@@ -207,7 +207,7 @@ def rich_slides() -> bytes:
 
 @cache
 def generated_office_seeds(kind: str) -> tuple[bytes, ...]:
-    from tests.unit import test_office_parsers as office
+    from tests.builders import office
 
     seeds: dict[str, Callable[[], tuple[bytes, ...]]] = {
         "docx": lambda: (office.word_document(), office.word_document_with_hidden_places(), rich_word_document()),

@@ -97,7 +97,7 @@ def split_pdf(content: bytes) -> PdfObjects | None:
 def tree_pdf() -> bytes:
     """Three pages under a two-level page tree; a font with a ToUnicode map; content through ASCII85,
     LZW and Flate; a comment and an annotation with text."""
-    from tests.unit.test_pdf_parser import raw_pdf
+    from shared.local.hostile_corpus import raw_pdf
 
     cmap = (
         b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Fuzz def /CMapType 2 def\n"
@@ -133,13 +133,12 @@ def tree_pdf() -> bytes:
 
 @cache
 def generated_pdf_seeds() -> tuple[bytes, ...]:
-    from tests.unit import test_pdf_forms as forms
-    from tests.unit.test_pdf_parser import page_with_text, report_pdf, table_pdf
+    from tests.builders.pdf import checkbox, form_pdf, page_with_text, report_pdf, table_pdf, text_field
 
-    form = forms.form_pdf(
+    form = form_pdf(
         [
-            forms.text_field(b"Full name", b"Jane Doe"),
-            forms.checkbox(b"Agree", checked=True),
+            text_field(b"Full name", b"Jane Doe"),
+            checkbox(b"Agree", checked=True),
             b"<< /Type /Annot /Subtype /Text /Rect [400 700 420 720] /Contents (Check the date) >>",
         ],
         content=b"BT /F1 12 Tf 72 750 Td (Application form for the fuzz test) Tj ET",
@@ -157,13 +156,13 @@ def public_pdf_seeds() -> tuple[bytes, ...]:
 
 
 def _lzw(data: bytes) -> bytes:
-    from tests.unit.test_pdf_inflation import lzw
+    from tests.builders.pdf import lzw
 
     return lzw(data)
 
 
 def _run_length(data: bytes) -> bytes:
-    from tests.unit.test_pdf_inflation import run_length
+    from tests.builders.pdf import run_length
 
     return run_length(data)
 

@@ -22,7 +22,7 @@ def test_collections_claim_is_read_in_every_shape_it_arrives_in(raw: object, exp
 
 def test_principal_comes_from_the_authorizer_claims() -> None:
     principal = principal_from_claims({"sub": "u1", TENANT_CLAIM: "acme", COLLECTIONS_CLAIM: "hr,legal"})
-    assert (principal.tenant_id, principal.subject, principal.collections) == ("acme", "u1", {"hr", "legal"})
+    assert (principal.tenant_id, principal.subject, principal.collections) == ("acme", "u1", frozenset({"hr", "legal"}))
 
 
 @pytest.mark.parametrize(

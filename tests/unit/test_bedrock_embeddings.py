@@ -16,24 +16,9 @@ from botocore.stub import ANY, Stubber
 from shared.adapters.aws.bedrock_embeddings import BedrockTitanEmbedder
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.ports import EmbeddingProvider
+from tests.builders.aws import Delays, bedrock_client
 
 MODEL = "amazon.titan-embed-text-v2:0"
-
-
-def bedrock_client() -> Any:
-    return boto3.client(
-        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
-
-
-class Delays:
-    """Stands in for time.sleep: records what the back-off asked for, waits for nothing."""
-
-    def __init__(self) -> None:
-        self.asked: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.asked.append(seconds)
 
 
 def embedder(

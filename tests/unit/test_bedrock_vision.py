@@ -20,26 +20,11 @@ from shared.adapters.aws.bedrock_vision import (
 )
 from shared.domain.errors import CapabilityUnavailable, VisionFailed
 from shared.ports import VisionProvider
+from tests.builders.aws import Delays, bedrock_client
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 JPEG_MAGIC = b"\xff\xd8\xff"
-
-
-def bedrock_client() -> Any:
-    return boto3.client(
-        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
-
-
-class Delays:
-    """Stands in for time.sleep: records what the back-off asked for, waits for nothing."""
-
-    def __init__(self) -> None:
-        self.asked: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.asked.append(seconds)
 
 
 def vision(client: Any, *, delays: Delays | None = None, jitter: float = 1.0, **kwargs: Any) -> BedrockConverseVision:

@@ -12,7 +12,7 @@ PRESENT = {"local": {Capability.EMBEDDER, Capability.OCR}, "aws": {Capability.OC
 
 @pytest.mark.parametrize("runtime", ["local", "aws"])
 def test_absent_capabilities_say_so_with_a_reason(runtime: str) -> None:
-    container = Container(Settings(runtime=runtime))  # type: ignore[arg-type]
+    container = Container(Settings(runtime=runtime))
     for name, status in container.capabilities().items():
         if name in PRESENT[runtime]:
             assert status.available, name

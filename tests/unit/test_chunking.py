@@ -813,6 +813,7 @@ def _claimed_text(doc: ExtractedDocument, c: ChunkDraft) -> str:
 PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(
     doc=random_documents(),
@@ -833,6 +834,7 @@ def test_every_chunk_fits_is_not_empty_and_holds_no_heading(
         assert all(block.kind is not BlockKind.HEADING for block in doc.blocks[c.block_start : c.block_end + 1])
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(
     doc=random_documents(),
@@ -856,6 +858,7 @@ def test_every_blocks_text_is_chunked_in_order(
                 position = stream.index(word, position) + 1
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(
     doc=random_documents(),
@@ -886,6 +889,7 @@ def test_every_chunk_is_on_one_page_and_its_regions_quote_its_blocks_in_order(
             assert all(line in on_page for line in c.text[region.start : region.end].split("\n"))
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(
     doc=random_documents(),

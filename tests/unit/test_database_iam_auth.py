@@ -218,7 +218,7 @@ def test_the_composition_root_signs_with_the_functions_credentials_and_verifies_
     options = conninfo_to_dict(conninfo)
     assert options["sslmode"] == "verify-full"
     # The proxy's ACM certificate chains to an Amazon root in the bundle botocore ships (no download)
-    assert "Amazon Root CA 1" in Path(options["sslrootcert"]).read_text(encoding="utf-8")
+    assert "Amazon Root CA 1" in Path(str(options["sslrootcert"])).read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("missing", ["database_host", "database_name", "database_user"])

@@ -10,15 +10,7 @@ import pytest
 from shared.adapters.parsers.image import MAX_IMAGE_PIXELS, ImageParser
 from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits
 from shared.domain.files import FailureReason
-
-
-def picture(format_name: str, *, frames: int = 1, size: tuple[int, int] = (64, 48)) -> bytes:
-    from PIL import Image
-
-    images = [Image.new("L", size, 255 - 40 * index) for index in range(frames)]
-    buffer = io.BytesIO()
-    images[0].save(buffer, format=format_name, save_all=frames > 1, append_images=images[1:])
-    return buffer.getvalue()
+from tests.builders.images import picture
 
 
 def png_declaring(width: int, height: int) -> bytes:
@@ -69,6 +61,7 @@ def test_what_is_not_an_accepted_image_is_malformed(content: bytes) -> None:
     assert isinstance(outcome, ExtractionFailure) and outcome.reason is FailureReason.MALFORMED
 
 
+@pytest.mark.slow
 def test_a_small_first_page_does_not_vouch_for_a_huge_second_one() -> None:
     from PIL import Image
 

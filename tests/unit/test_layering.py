@@ -74,6 +74,11 @@ def lambda_code_violations(names: set[str]) -> set[str]:
     return {n for n in names if _under(n, "shared.local", "shared.cli") or _root(n) in {"moto", "pgserver"}}
 
 
+def imported_test_modules(names: set[str]) -> set[str]:
+    # What several test modules share lives in tests/builders/ or a suite's helper module, never in a test module.
+    return {n for n in names if _root(n) == "tests" and any(part.startswith("test_") for part in n.split("."))}
+
+
 def files(folder: str) -> list[Path]:
     return sorted((REPO_ROOT / folder).rglob("*.py"))
 
@@ -108,6 +113,7 @@ LAMBDA_CODE = [
         (adapter_violations, "from shared.services.health import check_health\n", "shared.services.health"),
         (infra_violations, "from shared.config import Settings\n", "shared.config"),
         (lambda_code_violations, "from shared.local.stack import up\n", "shared.local.stack"),
+        (imported_test_modules, "from tests.unit import test_pdf_parser\n", "tests.unit.test_pdf_parser"),
     ],
 )
 def test_each_rule_catches_the_import_it_forbids(rule, source: str, offender: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -147,3 +153,8 @@ def test_infra_never_imports_runtime_code(path: Path) -> None:
 @pytest.mark.parametrize("path", LAMBDA_CODE, ids=rel)
 def test_lambda_code_never_imports_the_local_runtime(path: Path) -> None:
     assert lambda_code_violations(imports_of(path)) == set()
+
+
+@pytest.mark.parametrize("path", files("tests"), ids=rel)
+def test_no_module_imports_a_test_module(path: Path) -> None:
+    assert imported_test_modules(imports_of(path)) == set()

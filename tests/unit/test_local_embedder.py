@@ -7,6 +7,9 @@ import pytest
 from shared.adapters.local.sentence_embeddings import SentenceTransformerEmbedder
 from shared.domain.errors import CapabilityUnavailable
 
+# Each test here runs the real model on the CPU.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def embedder() -> SentenceTransformerEmbedder:

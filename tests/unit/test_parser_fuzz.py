@@ -21,10 +21,10 @@ from shared.adapters.parsers.xlsx import XlsxParser
 from shared.domain.document import ExtractionLimits
 from shared.domain.files import FailureReason
 from shared.ports import DocumentParser
+from tests.builders.images import picture
+from tests.builders.office import slides, word_document, workbook
+from tests.builders.pdf import report_pdf
 from tests.unit.fuzzing import DAMAGED, DERANDOMIZE, EXAMPLES, PAGED_AND_DAMAGED, judge, parsed_in_process
-from tests.unit.test_image_parser import picture
-from tests.unit.test_office_parsers import slides, word_document, workbook
-from tests.unit.test_pdf_parser import report_pdf
 
 SEEDS: dict[str, tuple[DocumentParser, bytes, frozenset[FailureReason]]] = {
     "pdf": (PdfParser(), report_pdf(blank_second_page=False), PAGED_AND_DAMAGED),

@@ -5,60 +5,11 @@ import pytest
 
 from shared.adapters.parsers.pdf import PdfParser
 from shared.domain.document import Block, BlockKind, ExtractedDocument, ExtractionLimits
-from tests.unit.test_pdf_parser import PDF_DATA, raw_pdf
+from tests.builders.pdf import checkbox, form_pdf, text_field, widget
+from tests.conftest import REPO_ROOT
 
-SAMPLES = PDF_DATA / "sample-files"
+SAMPLES = REPO_ROOT.parent / "shared" / "data" / "pdfs" / "sample-files"
 LIMITS = ExtractionLimits()
-FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
-# An appearance for a box's "on" and "off" states (PDFium tells a checked box by its appearance state).
-APPEARANCE = b"<< /Type /XObject /Subtype /Form /BBox [0 0 10 10] /Length 0 >>\nstream\n\nendstream"
-
-
-def form_pdf(annotations: list[bytes], *, content: bytes = b"", crop: bytes = b"") -> bytes:
-    """One page (object 3) with `content` and `annotations` (objects 7, 8, …); every one that is a field is
-    listed in the AcroForm. Object 5 is an appearance stream to point at, object 6 the font /F1."""
-    numbers = " ".join(f"{7 + index} 0 R" for index in range(len(annotations)))
-    fields = " ".join(
-        f"{7 + index} 0 R"
-        for index, annotation in enumerate(annotations)
-        if b"/T (" in annotation and b"/Parent" not in annotation
-    )
-    return raw_pdf(
-        [
-            f"<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [{fields}] >> >>".encode(),
-            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] " + crop + b" /Contents 4 0 R"
-            b" /Resources << /Font << /F1 6 0 R >> >> /Annots [" + numbers.encode() + b"] >>",
-            f"<< /Length {len(content)} >>\nstream\n".encode() + content + b"\nendstream",
-            APPEARANCE,
-            FONT,
-            *annotations,
-        ]
-    )
-
-
-def widget(entries: bytes, rect: bytes = b"[100 700 300 720]") -> bytes:
-    return b"<< /Type /Annot /Subtype /Widget /F 4 /P 3 0 R /Rect " + rect + b" " + entries + b" >>"
-
-
-def text_field(name: bytes, value: bytes, *, rect: bytes = b"[100 700 300 720]", extra: bytes = b"") -> bytes:
-    return widget(b"/FT /Tx /T (" + name + b") /V (" + value + b") " + extra, rect)
-
-
-def checkbox(name: bytes, *, checked: bool, on: bytes = b"Yes") -> bytes:
-    state = b"/" + on if checked else b"/Off"
-    return widget(
-        b"/FT /Btn /T ("
-        + name
-        + b") /V "
-        + state
-        + b" /AS "
-        + state
-        + b" /AP << /N << /"
-        + on
-        + b" 5 0 R /Off 5 0 R >> >>",
-        b"[100 600 112 612]",
-    )
 
 
 def parsed(content: bytes, limits: ExtractionLimits = LIMITS) -> ExtractedDocument:

@@ -19,7 +19,8 @@ from shared.adapters.parsers.pdf import PdfParser
 from shared.adapters.parsers.pdf_inflation import inflation_failure
 from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits
 from shared.domain.files import FailureReason
-from tests.unit.test_pdf_parser import raw_pdf
+from shared.local.hostile_corpus import raw_pdf
+from tests.builders.pdf import lzw, run_length
 
 CEILING = 1024 * 1024
 LIMITS = ExtractionLimits(max_inflated_bytes=CEILING)
@@ -62,60 +63,8 @@ def refused_as_too_large(content: bytes) -> bool:
     return isinstance(result, ExtractionFailure) and result.reason is FailureReason.TOO_LARGE
 
 
-def lzw(data: bytes) -> bytes:
-    """PDF's LZW (MSB-first codes of 9 to 12 bits, clear 256, end 257, early change 1)."""
-    table = {bytes([i]): i for i in range(256)}
-    codes = [256]
-    word = b""
-    for byte in data:
-        grown = word + bytes([byte])
-        if grown in table:
-            word = grown
-            continue
-        codes.append(table[word])
-        if len(table) + 2 < 4096:
-            table[grown] = len(table) + 2
-        else:
-            codes.append(256)
-            table = {bytes([i]): i for i in range(256)}
-        word = bytes([byte])
-    codes.extend([table[word], 257] if word else [257])
-    bits = width = entries = 0
-    count = 0
-    out = bytearray()
-    first = True
-    for code in codes:
-        bits = (bits << (width or 9)) | code
-        count += width or 9
-        while count >= 8:
-            count -= 8
-            out.append((bits >> count) & 0xFF)
-        bits &= (1 << count) - 1
-        if code == 256:
-            entries, first = 258, True
-        elif not first:
-            entries += 1
-        else:
-            first = False
-        width = 9 if entries + 1 < 512 else 10 if entries + 1 < 1024 else 11 if entries + 1 < 2048 else 12
-    if count:
-        out.append((bits << (8 - count)) & 0xFF)
-    return bytes(out)
-
-
-def run_length(data: bytes) -> bytes:
-    out = bytearray()
-    for start in range(0, len(data), 128):
-        run = data[start : start + 128]
-        if run == run[:1] * len(run) and len(run) > 1:
-            out += bytes([257 - len(run), run[0]])
-        else:
-            out += bytes([len(run) - 1]) + run
-    return bytes(out + b"\x80")
-
-
 # Every way a content stream used to slip past the count; PDFium inflates each of them. Built when used
-# (the LZW encoder above is slow on purpose: it is the plainest one).
+# (the LZW encoder in tests/builders/pdf.py is slow on purpose: it is the plainest one).
 IMAGE_DICTIONARY = b"/Type /XObject /Subtype /Image /Width 1 /Height 1 /BitsPerComponent 8 /ColorSpace /DeviceGray"
 DECOYS: dict[str, Callable[[], bytes]] = {
     "/Subtype /Image inside a string": lambda: page(
@@ -167,6 +116,7 @@ def decoy(name: str) -> bytes:
     return DECOYS[name]()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DECOYS)
 def test_a_content_stream_is_counted_whatever_its_dictionary_does_to_look_harmless(name: str) -> None:
     # Given a page whose content inflates to four times the ceiling, dressed as a decoy
@@ -176,6 +126,7 @@ def test_a_content_stream_is_counted_whatever_its_dictionary_does_to_look_harmle
     assert refused_as_too_large(content), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DECOYS)
 def test_pdfium_reads_every_decoy(name: str) -> None:
     # Given the same decoys, under a ceiling they fit in
@@ -479,6 +430,7 @@ def test_an_object_stream_behind_a_decoy_header_still_names_the_uses_of_its_page
     assert inflation_failure(decoyed, CEILING) == too_large(CEILING)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     "content",
@@ -493,6 +445,7 @@ def test_shapes_that_once_cost_a_search_per_token_are_scanned_in_linear_time(con
     assert inflation_failure(content, CEILING) is None
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_objects_packed_by_the_megabyte_and_named_as_content_are_malformed_not_read_for_a_minute() -> None:
     # Given a 60 KB file whose object stream decodes to sixty arrays of a megabyte each, every one
@@ -509,6 +462,7 @@ def test_objects_packed_by_the_megabyte_and_named_as_content_are_malformed_not_r
     assert failure is not None and failure.reason is FailureReason.MALFORMED, failure
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_thousands_of_streams_that_break_late_are_salvaged_in_a_few_tries_each() -> None:
     # Given 5,000 streams, each a stored block of 1,000 bytes followed by an invalid block (each was
@@ -522,6 +476,7 @@ def test_thousands_of_streams_that_break_late_are_salvaged_in_a_few_tries_each()
     assert inflation_failure(content, 4 * 1024 * 1024) == too_large(4 * 1024 * 1024)
 
 
+@pytest.mark.slow
 def test_lzw_fed_megabytes_of_clear_codes_from_a_tiny_file_is_malformed() -> None:
     # Given 30 KB of Flate that inflates to 16 MiB of LZW clear codes (no output: Python's LZW reads
     # 3 MB a second, so a ceiling of 512 MiB of such input would take three minutes)

@@ -6,30 +6,13 @@ import math
 
 import pypdfium2 as pdfium
 import pytest
-from fpdf import FPDF
 from pypdf import PdfReader, PdfWriter
 
 from shared.adapters.pdf_operations import PypdfOperations
 from shared.domain.pdf_tools import PagePick, PdfInput, PdfInputProblem, format_pages, parse_pages
+from tests.builders.pdf import page_texts, pdf_of, top_level_outline
 
 OPS = PypdfOperations()
-
-
-def pdf_of(*texts: str) -> bytes:
-    pdf = FPDF(format="A4")
-    pdf.set_font("Helvetica", size=14)
-    for text in texts:
-        pdf.add_page()
-        pdf.text(20, 30, text)
-    return bytes(pdf.output())
-
-
-def page_texts(content: bytes) -> list[str]:
-    document = pdfium.PdfDocument(content)
-    try:
-        return [page.get_textpage().get_text_range().strip() for page in document]
-    finally:
-        document.close()
 
 
 def test_merge_keeps_every_page_in_order_with_an_outline_entry_per_source() -> None:
@@ -37,7 +20,7 @@ def test_merge_keeps_every_page_in_order_with_an_outline_entry_per_source() -> N
     merged, pages = OPS.compose([first, second], [PagePick(0, None), PagePick(1, None)], outline=True, max_pages=100)
     assert pages == 3 and page_texts(merged) == ["A1", "A2", "B1"]
     reader = PdfReader(io.BytesIO(merged))
-    outline = [(item.title, reader.get_destination_page_number(item)) for item in reader.outline]
+    outline = [(item.title, reader.get_destination_page_number(item)) for item in top_level_outline(reader)]
     assert outline == [("a.pdf", 0), ("b.pdf", 2)]
 
 

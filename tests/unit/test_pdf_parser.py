@@ -7,31 +7,11 @@ from shared.domain.document import BlockKind, ExtractedDocument, ExtractionFailu
 from shared.domain.files import FailureReason
 from shared.local.hostile_corpus import raw_pdf
 from shared.services.extraction import Extractor
+from tests.builders.pdf import page_with_text, report_pdf, table_pdf
 from tests.conftest import REPO_ROOT
 
 PDF_DATA = REPO_ROOT.parent / "shared" / "data" / "pdfs"
 LIMITS = ExtractionLimits()
-
-
-def report_pdf(*, blank_second_page: bool = True, password: str | None = None) -> bytes:
-    from fpdf import FPDF
-
-    pdf = FPDF()
-    pdf.set_auto_page_break(auto=False)
-    pdf.add_page()
-    pdf.set_font("Helvetica", size=24)
-    pdf.cell(text="Annual report", new_x="LMARGIN", new_y="NEXT")
-    pdf.set_font("Helvetica", size=16)
-    pdf.cell(text="Revenue", new_x="LMARGIN", new_y="NEXT")
-    pdf.set_font("Helvetica", size=11)
-    pdf.multi_cell(w=170, text="Revenue grew twelve percent in the third quarter. " * 4)
-    pdf.ln(8)
-    pdf.multi_cell(w=170, text="Costs stayed flat across every region we operate in. " * 3)
-    if blank_second_page:
-        pdf.add_page()
-    if password:
-        pdf.set_encryption(owner_password="owner", user_password=password)
-    return bytes(pdf.output())
 
 
 def document(content: bytes) -> ExtractedDocument:
@@ -99,6 +79,7 @@ def test_a_broken_pdf_is_malformed(content: bytes) -> None:
     assert outcome.reason is FailureReason.MALFORMED
 
 
+@pytest.mark.slow
 def test_ten_thousand_empty_pages_are_refused_naming_the_count_and_limit() -> None:
     from fpdf import FPDF
 
@@ -128,6 +109,7 @@ def test_a_pdf_with_pages_but_no_text_at_all_lists_every_page_for_ocr() -> None:
     assert (outcome.blocks, outcome.page_count, outcome.pages_without_text) == ((), 2, (1, 2))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not PDF_DATA.exists(), reason="../shared/data/pdfs is not present on this machine")
 def test_every_public_pdf_ends_in_blocks_or_a_failure_value_inside_the_isolated_extractor() -> None:
     extractor = Extractor([PdfParser()], LIMITS)
@@ -148,6 +130,7 @@ def test_the_blocks_read_in_order_down_the_page() -> None:
     assert tops == sorted(tops)
 
 
+@pytest.mark.slow
 def test_a_content_stream_that_inflates_past_the_memory_ceiling_ends_as_a_failure_value() -> None:
     import zlib
 
@@ -181,29 +164,6 @@ def test_a_page_tree_that_loops_back_on_itself_ends_as_a_failure_value() -> None
     )
     outcome = Extractor([PdfParser()], ExtractionLimits(timeout_seconds=10)).extract(content, "application/pdf")
     assert isinstance(outcome, ExtractionFailure)
-
-
-def table_pdf() -> bytes:
-    from fpdf import FPDF
-
-    pdf = FPDF()
-    pdf.add_page()
-    pdf.set_font("Helvetica", size=11)
-    pdf.multi_cell(w=170, text="Quarterly revenue by region is shown in the table below, in millions of euros.")
-    pdf.ln(4)
-    with pdf.table(col_widths=(50, 30, 30), text_align=("LEFT", "RIGHT", "RIGHT"), borders_layout="NONE") as table:
-        for values in [
-            ("Region", "Q2", "Q3"),
-            ("Europe", "4.1", "4.6"),
-            ("Americas", "3.3", "3.9"),
-            ("Asia", "2.0", "2.4"),
-        ]:
-            row = table.row()
-            for value in values:
-                row.cell(value)
-    pdf.ln(4)
-    pdf.multi_cell(w=170, text="All figures are unaudited.")
-    return bytes(pdf.output())
 
 
 def test_a_table_of_aligned_text_is_recovered_with_its_header() -> None:
@@ -248,20 +208,6 @@ def test_two_rows_are_not_evidence_enough_for_a_table() -> None:
     pdf.multi_cell(w=170, text="Nothing else on this page is tabular at all, which is the point of this test.")
     extracted = document(bytes(pdf.output()))
     assert all(block.kind is not BlockKind.TABLE for block in extracted.blocks)
-
-
-def page_with_text(origin: int) -> bytes:
-    text = f"BT /F1 12 Tf {72 + origin} {720 + origin} Td (A line of text placed here for the test) Tj ET".encode()
-    return raw_pdf(
-        [
-            b"<< /Type /Catalog /Pages 2 0 R >>",
-            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [{origin} {origin} {origin + 612} {origin + 792}]"
-            " /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".encode(),
-            f"<< /Length {len(text)} >>\nstream\n".encode() + text + b"\nendstream",
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        ]
-    )
 
 
 def test_a_box_is_measured_from_the_visible_page_wherever_its_origin_sits() -> None:

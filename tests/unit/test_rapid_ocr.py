@@ -11,6 +11,9 @@ from shared.domain.recognition import RecognitionResult
 from shared.domain.recognized_layout import turned
 from shared.ports import OcrSource
 
+# Each test here runs the real model on the CPU.
+pytestmark = pytest.mark.slow
+
 LINES = ("Invoice QX-7731 settles the kiln contract", "Harrowgate Ceramics paid 18,240 euros")
 
 

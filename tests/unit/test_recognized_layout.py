@@ -1,6 +1,8 @@
 """What OCR read becomes located blocks: boxes turned upright and back, rows joined into tables, the text
 layer kept where it exists, descriptions kept apart, and confidence carried to the chunk and citation."""
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -201,7 +203,8 @@ def test_a_description_is_its_own_block_its_own_chunk_and_cited_as_a_description
         Citation.at(draft.location, block_kind=draft.block_kind, excerpt=draft.text, **_citation_fields())
         for draft in drafts
     )
-    assert (transcription.kind, transcription.ocr_confidence) == (CitedKind.TRANSCRIPTION, pytest.approx(0.95))
+    assert transcription.kind == CitedKind.TRANSCRIPTION
+    assert transcription.ocr_confidence == pytest.approx(0.95)
     assert (reading.kind, reading.ocr_confidence) == (CitedKind.DESCRIPTION, None)
 
 
@@ -211,7 +214,7 @@ def test_text_layer_chunks_are_quotes_with_no_confidence() -> None:
     assert (citation.kind, citation.ocr_confidence) == (CitedKind.QUOTE, None)
 
 
-def _citation_fields() -> dict[str, object]:
+def _citation_fields() -> dict[str, Any]:
     from datetime import UTC, datetime
 
     return {

@@ -22,6 +22,7 @@ from shared.domain.artifacts import ArtifactCitation
 from shared.domain.document import Block, BlockKind, ExtractedDocument, ExtractionLimits, Table
 from shared.domain.exports import RENDER_EPOCH, ExportFormat, RenderFailed, RenderLimits, RenderRequest, content_id
 from shared.domain.search import Citation, CitedKind
+from shared.ports import ArtifactRenderer, DocumentParser
 
 REPORT = """# Quarterly report
 
@@ -50,8 +51,8 @@ total = north + south + east + west
 Ελληνικά, кириллица, Łódź and Ærøskøbing render in one font.
 """
 
-RENDERERS = [PdfRenderer(), DocxRenderer(), HtmlRenderer(), MarkdownRenderer()]
-PARSERS = {
+RENDERERS: list[ArtifactRenderer] = [PdfRenderer(), DocxRenderer(), HtmlRenderer(), MarkdownRenderer()]
+PARSERS: dict[ExportFormat, DocumentParser] = {
     ExportFormat.PDF: PdfParser(),
     ExportFormat.DOCX: DocxParser(),
     ExportFormat.HTML: HtmlParser(),
@@ -233,6 +234,7 @@ HOSTILE = {
 REFUSED = {("a 5,000-character word in a cell", ExportFormat.PDF)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE))
 @pytest.mark.parametrize("renderer", [PdfRenderer(), DocxRenderer()], ids=lambda r: r.format.value)
 def test_hostile_content_ends_rendered_or_refused_with_a_sentence(name: str, renderer: object) -> None:

@@ -116,6 +116,7 @@ def test_every_generated_seed_is_read_to_blocks_before_it_is_mutated(family: str
         assert outcome.blocks
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @pytest.mark.parametrize("kind", sorted(OFFICE))
 @FUZZ
@@ -128,6 +129,7 @@ def test_an_office_file_rewritten_inside_a_valid_zip_is_blocks_within_the_limits
     in_process(kind, parser, content, limits, reasons)
 
 
+@pytest.mark.slow
 @NO_PUBLIC_OFFICE
 @CAMPAIGN
 @pytest.mark.parametrize("kind", sorted(OFFICE))
@@ -141,6 +143,7 @@ def test_a_public_office_file_rewritten_inside_a_valid_zip_is_blocks_within_the_
     in_process(f"public-{kind}", parser, content, limits, reasons)
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @FUZZ
 @given(seed=SEED, changes=edits(PDF_OPERATIONS), limits=LIMITS)
@@ -151,6 +154,7 @@ def test_a_pdf_rewritten_object_by_object_is_blocks_within_the_limits_or_a_failu
     through_the_sandbox("pdf", content, PDF_TYPE, limits, PAGED_AND_DAMAGED)
 
 
+@pytest.mark.slow
 @NO_PUBLIC_PDFS
 @CAMPAIGN
 @FUZZ
@@ -162,6 +166,7 @@ def test_a_public_pdf_rewritten_object_by_object_is_blocks_within_the_limits_or_
     through_the_sandbox("public-pdf", content, PDF_TYPE, limits, PAGED_AND_DAMAGED)
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @pytest.mark.parametrize("media_type", sorted(TEXT))
 @FUZZ
@@ -187,6 +192,7 @@ def drawn(family: str, data: st.DataObject) -> tuple[bytes, str, frozenset[Failu
     return data.draw(encoded_text(TEXT_GRAMMARS[family]), label="content"), family, NEVER_REFUSED
 
 
+@pytest.mark.slow
 @CAMPAIGN
 @pytest.mark.parametrize("family", [*sorted(OFFICE), *sorted(TEXT)])
 @SANDBOX
@@ -203,7 +209,7 @@ def test_through_the_sandbox_office_and_text_formats_end_as_blocks_within_the_li
 
 
 def one_page(drawing: bytes, media_box: bytes = b"[0 0 612 792]") -> bytes:
-    from tests.unit.test_pdf_parser import raw_pdf
+    from shared.local.hostile_corpus import raw_pdf
 
     return raw_pdf(
         [
@@ -240,7 +246,7 @@ def test_text_drawn_past_the_edge_of_the_page_gets_a_box_inside_the_page(drawing
 def test_a_sheet_whose_last_row_claims_a_number_past_two_billion_ends_within_its_bound() -> None:
     # Given a small workbook whose last row says it is row 2,147,483,648 (past Excel's 1,048,576):
     # openpyxl yields an empty row for every number skipped, and empty rows visit no cells
-    from tests.unit.test_office_parsers import workbook
+    from tests.builders.office import workbook
 
     parts = dict(unzipped(workbook()))
     sheet = parts["xl/worksheets/sheet1.xml"].replace(b'<row r="4">', b'<row r="2147483648">')
@@ -276,7 +282,7 @@ def test_a_table_left_open_inside_an_element_never_closed_ends_the_parse(media_t
 
 def test_a_header_part_without_its_content_type_does_not_cost_the_document_its_body() -> None:
     # Given a DOCX whose header part lost its content type: python-docx opens it, as a plain part
-    from tests.unit.test_office_parsers import word_document
+    from tests.builders.office import word_document
 
     parts = dict(unzipped(word_document()))
     types = parts["[Content_Types].xml"]
@@ -292,7 +298,7 @@ def test_a_header_part_without_its_content_type_does_not_cost_the_document_its_b
 
 def content_drawn_over_and_over(times: int) -> bytes:
     """One page whose /Contents names the same small stream `times` over: 3,000 lines each time."""
-    from tests.unit.test_pdf_parser import raw_pdf
+    from shared.local.hostile_corpus import raw_pdf
 
     lines = b"BT /F1 12 Tf 14 TL 72 700 Td" + b" (line) Tj T*" * 3_000 + b" ET"
     return raw_pdf(
@@ -307,6 +313,7 @@ def content_drawn_over_and_over(times: int) -> bytes:
     )
 
 
+@pytest.mark.slow
 def test_a_page_whose_content_is_drawn_hundreds_of_times_over_is_read_up_to_the_character_limit() -> None:
     # Given a 40 KB page that draws its one content stream twenty times over: 360,000 characters (and at
     # 300 times, 5.4 million: a minute and 2.5 GB of character boxes, which the inflated-bytes count
@@ -322,6 +329,7 @@ def test_a_page_whose_content_is_drawn_hundreds_of_times_over_is_read_up_to_the_
     assert any(f"only the first {MAX_PAGE_CHARACTERS} were read" in warning for warning in outcome.warnings)
 
 
+@pytest.mark.slow
 def test_tables_nested_a_hundred_thousand_deep_are_read_as_at_most_the_nesting_limit_of_tables() -> None:
     # Given 1.5 MB of tables each opened in the cell of the one before, never closed (a campaign's slowest
     # HTML: a table block per level, 100,000 of them, 9-12 s through the sandbox)
@@ -363,7 +371,7 @@ def test_sheets_with_a_note_in_their_last_row_are_each_read_whole() -> None:
 def test_a_document_part_without_a_body_keeps_its_headers() -> None:
     # Given a DOCX whose document part lost its body (headers and section properties stay reachable
     # through the relationships): the parser's own code raised on the missing body
-    from tests.unit.test_office_parsers import word_document
+    from tests.builders.office import word_document
 
     parts = dict(unzipped(word_document()))
     document = parts["word/document.xml"]
@@ -381,7 +389,7 @@ def test_a_document_part_without_a_body_keeps_its_headers() -> None:
 def test_a_row_out_of_order_is_skipped_as_openpyxl_skips_it() -> None:
     # Given a sheet whose XML has row 2 again after row 3 (walking the rows the XML has kept it, and the
     # block's range named A2:B2)
-    from tests.unit.test_office_parsers import workbook
+    from tests.builders.office import workbook
 
     parts = dict(unzipped(workbook()))
     sheet = parts["xl/worksheets/sheet1.xml"]

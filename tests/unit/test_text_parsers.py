@@ -179,6 +179,7 @@ def test_text_beyond_the_limit_is_cut_and_said_so(parser: DocumentParser) -> Non
     assert any("limit" in warning for warning in document.warnings)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parser", PARSERS, ids=lambda p: type(p).__name__)
 def test_the_block_limit_holds_for_a_million_empty_looking_items(parser: DocumentParser) -> None:
     content = b"x\n\n" * 200_000 if not isinstance(parser, HtmlParser) else b"<p>x</p>" * 200_000

@@ -20,6 +20,7 @@ from shared.adapters.aws.textract_ocr import SYNC_MAX_BYTES, TextractOcr, reques
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed
 from shared.domain.recognition import RecognitionJob, RecognitionResult
 from shared.ports import OcrProvider, OcrSource
+from tests.builders.aws import Delays, offline_client
 
 BUCKET = "quire-originals"
 KEY = "tenants/t1/files/f1/versions/v1/original"
@@ -27,23 +28,11 @@ VERSION = "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY"
 
 
 def textract_client() -> Any:
-    return boto3.client(
-        "textract", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
-    )
+    return offline_client("textract")
 
 
 def s3_client() -> Any:
-    return boto3.client("s3", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
-
-
-class Delays:
-    """Stands in for time.sleep: records what the back-off asked for, waits for nothing."""
-
-    def __init__(self) -> None:
-        self.asked: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.asked.append(seconds)
+    return offline_client("s3")
 
 
 class Aws:

@@ -3,14 +3,20 @@
 import copy
 import subprocess
 import sys
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.token_claims.handler import AccountNotProvisioned, handler
 from shared.domain.auth import COLLECTIONS_CLAIM, TENANT_CLAIM, parse_collections, principal_from_claims
 from shared.local.http_api import LocalLambdaContext
 from tests.conftest import load_event
+
+
+def local_context() -> LambdaContext:
+    # The attributes of Lambda's context the handler reads; its type names powertools' class.
+    return cast(LambdaContext, LocalLambdaContext())
 
 
 def sample_event(**attributes: str | None) -> dict[str, Any]:
@@ -26,7 +32,7 @@ def sample_event(**attributes: str | None) -> dict[str, Any]:
 
 
 def access_token_claims(event: dict[str, Any]) -> dict[str, Any]:
-    response = handler(event, LocalLambdaContext())
+    response = handler(event, local_context())
     overrides: dict[str, Any] = response["response"]["claimsAndScopeOverrideDetails"]
     assert "idTokenGeneration" not in overrides or not overrides["idTokenGeneration"].get("claimsToAddOrOverride")
     claims: dict[str, Any] = overrides["accessTokenGeneration"]["claimsToAddOrOverride"]
@@ -84,7 +90,7 @@ def test_a_user_with_no_collections_gets_a_token_without_the_claim() -> None:
 @pytest.mark.parametrize("tenant", [None, ""])
 def test_a_user_without_a_tenant_gets_no_token(tenant: str | None) -> None:
     with pytest.raises(AccountNotProvisioned, match="no tenant"):
-        handler(sample_event(custom_tenant_id=tenant), LocalLambdaContext())
+        handler(sample_event(custom_tenant_id=tenant), local_context())
 
 
 @pytest.mark.parametrize(
@@ -98,7 +104,7 @@ def test_a_user_without_a_tenant_gets_no_token(tenant: str | None) -> None:
 )
 def test_attributes_the_api_would_refuse_get_no_token(attributes: dict[str, str]) -> None:
     with pytest.raises(AccountNotProvisioned, match="operator must correct"):
-        handler(sample_event(**attributes), LocalLambdaContext())
+        handler(sample_event(**attributes), local_context())
 
 
 def test_the_trigger_imports_neither_the_database_nor_the_composition_root_nor_the_xray_sdk() -> None:

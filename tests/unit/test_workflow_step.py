@@ -1,5 +1,7 @@
 """Which failures the state machine retries: the handlers' error names, decided by one classifier."""
 
+from typing import Any
+
 import psycopg
 import pytest
 from botocore.exceptions import (
@@ -19,7 +21,9 @@ from shared.domain.steps import Claimed, EmbedInput, StepInput, StepOutcome
 
 
 def client_error(code: str, status: int = 400) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "Op")
+    # Only the status of the metadata is read; botocore's types want every key of it.
+    metadata: Any = {"HTTPStatusCode": status}
+    return ClientError({"Error": {"Code": code, "Message": code}, "ResponseMetadata": metadata}, "Op")
 
 
 @pytest.mark.parametrize(
