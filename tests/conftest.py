@@ -12,7 +12,9 @@ EVENTS_DIR = REPO_ROOT / "events"
 _SUITES = ("unit", "integration", "infra", "e2e")
 
 # Helpers that assert and were moved out of test modules keep pytest's detailed assertion messages.
-pytest.register_assert_rewrite("tests.builders", "tests.integration.api_steps", "tests.infra.template")
+pytest.register_assert_rewrite(
+    "tests.builders", "tests.contracts", "tests.integration.api_steps", "tests.infra.template"
+)
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")

@@ -1,5 +1,6 @@
 """`quire up`, `quire down`, `quire status`: the local stack seen from the outside."""
 
+import contextlib
 import fcntl
 import json
 import os
@@ -109,12 +110,14 @@ def _stop(paths: StackPaths) -> bool:
     stopped = False
     # A supervisor of this stack, whether or not its state file survived (killed mid-start, say).
     for pid in find_processes(*supervisor_arguments(paths)):
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-        while is_running(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if is_our_process(pid, *supervisor_arguments(paths)):
-            os.kill(pid, signal.SIGKILL)
+        # It may exit between the listing and the signal (a supervisor already stopping): gone is stopped.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+            while is_running(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if is_our_process(pid, *supervisor_arguments(paths)):
+                os.kill(pid, signal.SIGKILL)
         stopped = True
     # Whatever happened to the supervisor, no PostgreSQL of this stack may outlive `down`.
     if paths.pgdata.exists():

@@ -119,6 +119,8 @@ class UploadCompletion:
 
     def _refusal(self, key: str, object_version_id: str | None, size: int, version: FileVersionRecord) -> str | None:
         """Why the landed object cannot be this version, or None when it is what was declared."""
+        if size == 0:
+            return f"0 bytes arrived but {version.declared_byte_size} were declared: upload the file again"
         if size > version.declared_byte_size:
             # The policy said at most the declared size, but a store may not enforce its own policy.
             return f"{size} bytes arrived but {version.declared_byte_size} were declared"

@@ -57,6 +57,11 @@ class ContentStoreContract:
         assert store.read_range(key, version_id=first.version_id, start=2, length=3) == b"234"
         assert store.read_range(key, version_id=None, start=8, length=10) == b"ij"
         assert store.read_range(key, version_id=None, start=0, length=0) == b""
+        # Past the end, and anything of an empty object: nothing, not an error.
+        assert store.read_range(key, version_id=None, start=10, length=5) == b""
+        empty = new_prefix() + "empty"
+        store.put(empty, b"", content_type="application/octet-stream")
+        assert store.read_range(empty, version_id=None, start=0, length=8192) == b""
 
     def test_deleting_the_newest_version_brings_the_one_before_back(self, store: FileContentStore) -> None:
         key = new_prefix() + "doc"

@@ -55,6 +55,19 @@ def test_bytes_that_are_not_what_was_declared_are_rejected_with_the_reason() -> 
     assert fakes.workflow.started == []
 
 
+def test_an_empty_object_is_rejected_saying_to_upload_again() -> None:
+    # Given a store that does not enforce the POST policy's size range (moto's does not)
+    fakes = Fakes()
+    upload = ticket(fakes)
+    landed = fakes.content.post(upload.upload, b"")
+    assert fakes.completion().object_created(landed.key, landed.version_id, 0) is Completion.REJECTED
+    found = fakes.metadata.find_version("acme", upload.version_id)
+    assert found is not None
+    assert found[1].state is VersionState.REJECTED
+    assert found[1].rejection_reason == f"0 bytes arrived but {len(PDF)} were declared: upload the file again"
+    assert fakes.workflow.started == []
+
+
 def test_more_bytes_than_declared_are_rejected_naming_both_sizes() -> None:
     fakes = Fakes()
     upload = ticket(fakes, size=10)

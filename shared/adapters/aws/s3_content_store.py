@@ -60,7 +60,13 @@ class S3ContentStore(FileContentStore):
         kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key, "Range": f"bytes={start}-{start + length - 1}"}
         if version_id:
             kwargs["VersionId"] = version_id
-        body: bytes = self.client.get_object(**kwargs)["Body"].read(length)
+        try:
+            body: bytes = self.client.get_object(**kwargs)["Body"].read(length)
+        except ClientError as error:
+            # A range starting at or past the end (an empty object, say) is S3's 416: nothing there to read.
+            if error_code(error) == "InvalidRange":
+                return b""
+            raise
         return body
 
     def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
