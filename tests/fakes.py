@@ -1,6 +1,8 @@
-"""In-memory adapters for the ports the use-case services take: cheap to build, fast, and checked against the
-same contract suites as the real adapters (tests/contracts/, run by tests/unit/test_fake_contracts.py here
-and by tests/integration/test_adapter_contracts.py against PostgreSQL and moto's S3).
+"""In-memory adapters for the ports the use-case services take: cheap to build, fast. The file metadata store
+and the content store are checked against the same contract suites as the real adapters (tests/contracts/,
+run by tests/unit/test_fake_contracts.py here and by tests/integration/test_adapter_contracts.py against
+PostgreSQL and moto's S3); the knowledge store, the usage ledger, the workflow and the embedder have no
+contract suite yet, and follow their adapters' SQL by reading.
 
 They keep the ports' promises as the docstrings in shared/ports.py state them (compare-and-set transitions,
 one attempt at a time, tenant scoping), not the adapters' incidental details: where a fake must choose, it

@@ -12,6 +12,7 @@ import pytest
 from shared.domain.errors import NotFound
 from shared.domain.files import (
     MAX_STALLED_RETRIES,
+    MAX_TIMEOUT_RETRIES,
     ExtractionSummary,
     FailureReason,
     NewVersion,
@@ -338,6 +339,45 @@ class FileMetadataContract:
         # Over: neither a second failure nor an interruption rewrites it.
         assert not store.record_failure(tenant, new.version_id, reason=reason, detail="again", attempt=attempt)
         assert not store.record_interruption(tenant, new.version_id, detail="late", attempt=attempt)
+
+    def test_a_timed_out_extraction_is_requeued_a_bounded_number_of_times_and_no_other_failure_is(
+        self, store: FileMetadataStore
+    ) -> None:
+        tenant = new_tenant()
+        new, attempt = claimed(store, tenant)
+        for _ in range(MAX_TIMEOUT_RETRIES):
+            assert store.record_failure(
+                tenant, new.version_id, reason=FailureReason.TIMED_OUT, detail="slow", attempt=attempt
+            )
+            # A timeout may go differently next time: listed for the sweep, and queued again (not stale-gated).
+            assert new.version_id in {
+                v.version_id for _, v in store.versions_awaiting_processing(tenant, cutoff=future())
+            }
+            requeued = store.queue_processing(tenant, new.version_id, stale_before=datetime.now(UTC) - LATER)
+            assert requeued == attempt + 1
+            attempt = requeued
+            assert store.move_processing(
+                tenant,
+                new.version_id,
+                attempt=attempt,
+                to=ProcessingState.EXTRACTING,
+                expected=[ProcessingState.QUEUED],
+            )
+        # Its timeouts spent, it stays failed.
+        assert store.record_failure(
+            tenant, new.version_id, reason=FailureReason.TIMED_OUT, detail="slow", attempt=attempt
+        )
+        assert store.queue_processing(tenant, new.version_id, stale_before=future()) is None
+        assert store.versions_awaiting_processing(tenant, cutoff=future()) == []
+        # Any other failure is the document's: never requeued, never listed.
+        other, other_attempt = claimed(store, tenant)
+        assert store.record_failure(
+            tenant, other.version_id, reason=FailureReason.ENCRYPTED, detail="locked", attempt=other_attempt
+        )
+        assert store.queue_processing(tenant, other.version_id, stale_before=future()) is None
+        assert other.version_id not in {
+            v.version_id for _, v in store.versions_awaiting_processing(tenant, cutoff=future())
+        }
 
     def test_an_interruption_names_what_failed_and_the_sweep_may_requeue_it(self, store: FileMetadataStore) -> None:
         tenant = new_tenant()
