@@ -39,19 +39,29 @@ def artifact_blocks() -> tuple[Any, ...]:
     return tuple(blocks)
 
 
+def _peak_rss_mb() -> float:
+    """This process's own high-water mark. Not ru_maxrss: Linux keeps that across exec, so a spawned child
+    would report the (much larger) benchmark process it was forked from; VmHWM starts again with the exec."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _render(fmt: str) -> tuple[int, float, float, float]:
     """In a fresh process: pages, seconds, and the process's peak RSS (MB) before and after one render (its
-    imports included: ru_maxrss is a high-water mark, so the render's own growth can hide below the imports')."""
+    imports included: a high-water mark, so the render's own growth can hide below the imports')."""
     from shared.bootstrap import export_renderers
     from shared.domain.exports import ExportFormat, RenderLimits, RenderRequest
 
     request = RenderRequest(title="Operations review", blocks=artifact_blocks(), content_id="0" * 64)
     renderer = export_renderers()[ExportFormat(fmt)]
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before = _peak_rss_mb()
     begun = time.perf_counter()
     rendered = renderer.render(request, RenderLimits())
     seconds = time.perf_counter() - begun
-    return rendered.page_count or 0, seconds, before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return rendered.page_count or 0, seconds, before, _peak_rss_mb()
 
 
 def _in_fresh_process(fmt: str) -> tuple[int, float, float, float]:
