@@ -38,7 +38,7 @@ def _one_run(files: Path) -> tuple[float, float, float]:
         try:
             api = json.loads(quire(workdir, "status", "--json"))["api"]
             pid = int(json.loads((workdir / ".quire" / "state.json").read_text())["pid"])
-            client = ApiClient(api, quire(workdir, "token", "--tenant", "bench", "--collections", "mem").strip())
+            client = ApiClient(api, quire(workdir, "token", "--tenant", "bench", "--write", "mem").strip())
             begun = time.perf_counter()
             after: dict[int, float] = {}
             for serial in range(SECOND):

@@ -89,7 +89,7 @@ def upload_figures(workdir: Path, api: str) -> list[dict[str, Any]]:
     """Browser-path uploads through the local stack: ticket, presigned POST, Object Created, stored."""
     from shared.local.api_client import ApiClient
 
-    token = quire(workdir, "token", "--tenant", "bench", "--collections", "bench").strip()
+    token = quire(workdir, "token", "--tenant", "bench", "--write", "bench").strip()
     client = ApiClient(api, token)
     sample = workdir / "sample.pdf"
     sample.write_bytes(b"%PDF-1.4\n" + os.urandom(1024 * 1024) + b"\n%%EOF\n")
@@ -160,7 +160,7 @@ def main() -> int:
         quire(workdir, "up")
         try:
             state = json.loads((workdir / ".quire" / "state.json").read_text())
-            token = quire(workdir, "token", "--tenant", "bench", "--collections", "a,b").strip()
+            token = quire(workdir, "token", "--tenant", "bench", "--write", "a,b").strip()
             auth = {"Authorization": f"Bearer {token}"}
             me_p50, me_p95, health_p50, rss = [], [], [], []
             for _ in range(3):

@@ -146,7 +146,7 @@ def sweep(
     _quire(workdir, "up")
     status = json.loads(_quire(workdir, "status", "--json"))
     state = json.loads((workdir / ".quire" / "state.json").read_text())
-    client = ApiClient(status["api"], _quire(workdir, "token", "--tenant", TENANT, "--collections", COLLECTION).strip())
+    client = ApiClient(status["api"], _quire(workdir, "token", "--tenant", TENANT, "--write", COLLECTION).strip())
     outcomes: list[Outcome] = []
     memory: dict[str, float] = {}
     try:

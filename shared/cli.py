@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from shared.domain.auth import Role, with_role
 from shared.local.paths import StackPaths
 
 if TYPE_CHECKING:
@@ -88,9 +89,14 @@ def cmd_token(args: argparse.Namespace) -> int:
 
     paths = StackPaths.in_directory()
     paths.ensure()
-    collections = frozenset(c.strip() for c in args.collections.split(",") if c.strip())
     try:
-        principal = Principal(tenant_id=args.tenant, subject=args.sub, collections=collections)
+        principal = Principal(
+            tenant_id=args.tenant,
+            subject=args.sub,
+            collections=_listed(args.collections),
+            writable=_listed(args.write),
+            administered=_listed(args.admin),
+        )
     except ValueError as error:
         print(f"quire token: {error}", file=sys.stderr)
         return 2
@@ -99,13 +105,16 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _listed(option: str) -> frozenset[str]:
+    return frozenset(item.strip() for item in option.split(",") if item.strip())
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Up, ingest a corpus of every format, search it with citations, down (if the demo started it)."""
     from pathlib import Path
 
     from shared.adapters.local.jwt_tokens import LocalTokenIssuer
     from shared.adapters.local.secret_files import read_or_create_secret
-    from shared.domain.auth import Principal
     from shared.local.api_client import ApiClient
     from shared.local.demo import DEMO_COLLECTION, DEMO_QUERIES, DEMO_TENANT, run_demo
     from shared.local.stack import StackError, down, status, up
@@ -131,7 +140,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
             documents = write_demo_corpus(paths.root / "demo-documents")
             queries = args.query or list(DEMO_QUERIES)
-        principal = Principal(tenant_id=DEMO_TENANT, subject="demo", collections=frozenset({DEMO_COLLECTION}))
+        # The demo uploads and exports: the write role in its one collection, no more.
+        principal = with_role(DEMO_TENANT, "demo", {DEMO_COLLECTION}, Role.WRITE)
         token = LocalTokenIssuer(read_or_create_secret(paths.jwt_secret)).issue(principal)
         return run_demo(ApiClient(state["api"], token), documents, queries)
     finally:
@@ -140,13 +150,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print("\nQuire is down (the demo started it, so the demo stopped it).")
 
 
-def _api(args: argparse.Namespace, collections: list[str]) -> "ApiClient":
-    """A client for the running local stack, with the caller's token (minted locally unless given)."""
+def _api(args: argparse.Namespace, collections: list[str], role: Role) -> "ApiClient":
+    """A client for the running local stack, with the caller's token: the one given, or one minted locally
+    with the role the command needs (`role`) in `collections`."""
     import os
 
     from shared.adapters.local.jwt_tokens import LocalTokenIssuer
     from shared.adapters.local.secret_files import read_or_create_secret
-    from shared.domain.auth import Principal
     from shared.local.api_client import ApiClient
     from shared.local.stack import NOT_RUNNING, running_state
 
@@ -156,7 +166,7 @@ def _api(args: argparse.Namespace, collections: list[str]) -> "ApiClient":
         raise SystemExit(f"quire: {NOT_RUNNING}")
     token = args.token or os.environ.get("QUIRE_TOKEN")
     if not token:
-        principal = Principal(tenant_id=args.tenant, subject=args.sub, collections=frozenset(collections))
+        principal = with_role(args.tenant, args.sub, collections, role)
         token = LocalTokenIssuer(read_or_create_secret(paths.jwt_secret)).issue(principal)
     return ApiClient(state["api"], token)
 
@@ -184,9 +194,9 @@ def reports_api_errors(what: str) -> Callable[[Command], Command]:
     return decorate
 
 
-def _client(args: argparse.Namespace) -> "ApiClient":
+def _client(args: argparse.Namespace, role: Role = Role.READ) -> "ApiClient":
     """`_api` for the collections the command's --collections names."""
-    return _api(args, args.collections.split(","))
+    return _api(args, args.collections.split(","), role)
 
 
 def _file_line(record: dict[str, Any]) -> str:
@@ -221,7 +231,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
     from shared.local.api_client import ApiError, progress_bar
 
-    client = _api(args, [args.collection])
+    client = _api(args, [args.collection], Role.WRITE)
     failed = 0
     for name in args.paths:
         path = Path(name)
@@ -276,7 +286,7 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 @reports_api_errors("rm: {file_id}")
 def cmd_rm(args: argparse.Namespace) -> int:
-    client = _client(args)
+    client = _client(args, Role.WRITE)
     client.call("DELETE", f"/v1/files/{args.file_id}")
     print(f"{args.file_id} deleting: gone from listings now; its bytes are swept by the next reconcile")
     return 0
@@ -331,7 +341,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 @reports_api_errors("scan: {file_id}")
 def cmd_scan(args: argparse.Namespace) -> int:
-    client = _client(args)
+    client = _client(args, Role.WRITE)
     started = client.call("POST", f"/v1/files/{args.file_id}/scan")
     print(f"{args.file_id}: OCR of every page queued (attempt {started['attempt']}, {started['engine']})")
     record = client.wait_until_processed(args.file_id)
@@ -379,7 +389,7 @@ def _print_coverage(report: dict[str, Any]) -> None:
 
 @reports_api_errors("reindex")
 def cmd_reindex(args: argparse.Namespace) -> int:
-    client = _client(args)
+    client = _client(args, Role.ADMIN)
     total = 0
     remaining: int | None = None
     while True:
@@ -506,7 +516,13 @@ def build_parser() -> argparse.ArgumentParser:
     status_parser.set_defaults(run=cmd_status)
     token = commands.add_parser("token", help="print a bearer token for the local API")
     token.add_argument("--tenant", required=True)
-    token.add_argument("--collections", default="", help="comma-separated collection ids")
+    token.add_argument("--collections", default="", help="comma-separated collection ids the token may read")
+    token.add_argument(
+        "--write", default="", help="comma-separated collections it may also write to (upload, edit, rescan, export)"
+    )
+    token.add_argument(
+        "--admin", default="", help="comma-separated collections it may administer (delete, approve, re-index)"
+    )
     token.add_argument("--sub", default="local-user", help="the subject (user id)")
     token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds (default 3600)")
     token.set_defaults(run=cmd_token)

@@ -527,13 +527,22 @@ class AuthorizationPolicy(Protocol):
 
     def readable_collections(self, principal: Principal) -> frozenset[str]: ...
 
+    def administered_collections(self, principal: Principal) -> frozenset[str]:
+        """The collections the principal may administer (a subset of the readable ones)."""
+        ...
+
     def ensure_can_read(self, principal: Principal, collection_id: str) -> None:
         """Raise NotFound (not Forbidden) when the principal may not read the collection."""
         ...
 
     def ensure_can_write(self, principal: Principal, collection_id: str) -> None:
-        """Raise NotFound when the principal may not see the collection at all; a refusal to one that may
-        read but not write is the policy's to shape. Every write entry point asks this, once."""
+        """Raise NotFound when the principal may not see the collection at all, Forbidden (naming the role)
+        when it may read but not write there. Every write entry point asks this, once."""
+        ...
+
+    def ensure_can_administer(self, principal: Principal, collection_id: str) -> None:
+        """As ensure_can_write, for the admin role: deleting a collection, approving a replacement,
+        re-indexing."""
         ...
 
 

@@ -21,7 +21,7 @@ from uuid import UUID
 from shared.adapters.local.unavailable import UnavailableOcr, UnavailableVision
 from shared.adapters.parsers.markdown import MarkdownParser
 from shared.adapters.parsers.plain_text import PlainTextParser
-from shared.domain.auth import Principal
+from shared.domain.auth import Principal, Role, with_role
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import BlockKind, ExtractionLimits
 from shared.domain.errors import EmbeddingFailed, NotFound
@@ -1019,5 +1019,6 @@ def text_extractor(max_bytes: int) -> Extractor:
     )
 
 
-def principal(tenant: str = "acme", *collections: str) -> Principal:
-    return Principal(tenant_id=tenant, subject=f"{tenant}-user", collections=frozenset(collections or ("docs",)))
+def principal(tenant: str = "acme", *collections: str, role: Role = Role.ADMIN) -> Principal:
+    """A caller holding `role` (by default every role: most tests are about something else) in `collections`."""
+    return with_role(tenant, f"{tenant}-user", collections or ("docs",), role)

@@ -8,6 +8,7 @@ from shared.domain.artifacts import VersionConflict
 from shared.domain.errors import (
     CapabilityUnavailable,
     Conflict,
+    Forbidden,
     InvalidRequest,
     NotFound,
     NotReady,
@@ -35,6 +36,10 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         if error.field:
             body["field"] = error.field
         return _json(404, body)
+
+    @app.exception_handler(Forbidden)
+    def _forbidden(error: Forbidden) -> Response[str]:
+        return _json(403, {"error": "forbidden", "message": str(error)})
 
     @app.exception_handler(RenderFailed)
     def _unrenderable(error: RenderFailed) -> Response[str]:

@@ -55,6 +55,7 @@ def me() -> CallerView:
         tenant_id=principal.tenant_id,
         subject=principal.subject,
         collections=sorted(container.authorization.readable_collections(principal)),
+        roles=principal.roles(),
     )
 
 

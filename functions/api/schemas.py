@@ -7,6 +7,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from shared.domain.auth import Role
 from shared.domain.errors import InvalidRequest
 from shared.domain.files import (
     FailureReason,
@@ -333,11 +334,13 @@ class SearchRequest(ApiModel):
 
 
 class CallerView(ApiModel):
-    """Who the API takes the caller for: the tenant, the subject, and the collections they may read."""
+    """Who the API takes the caller for: the tenant, the subject, the collections they may read, and their
+    role in each (read, write or admin)."""
 
     tenant_id: str
     subject: str
     collections: list[str]
+    roles: dict[str, Role]
 
 
 class CitedRegionView(ApiModel):

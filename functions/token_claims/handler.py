@@ -1,4 +1,5 @@
-"""Cognito pre-token-generation trigger (event version 2): the caller's tenant and collections into the access token.
+"""Cognito pre-token-generation trigger (event version 2): the caller's tenant, collections and roles into the
+access token.
 
 API Gateway's JWT authorizer verifies the access token and hands its claims to the API function, which reads
 them with shared.domain.auth. Cognito puts custom attributes into ID tokens only, so this trigger copies them
@@ -19,7 +20,15 @@ from aws_lambda_powertools.utilities.data_classes import event_source
 from aws_lambda_powertools.utilities.data_classes.cognito_user_pool_event import PreTokenGenerationV2TriggerEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.domain.auth import COLLECTIONS_CLAIM, SUBJECT_CLAIM, TENANT_CLAIM, Principal, parse_collections
+from shared.domain.auth import (
+    ADMIN_CLAIM,
+    COLLECTIONS_CLAIM,
+    SUBJECT_CLAIM,
+    TENANT_CLAIM,
+    WRITE_CLAIM,
+    Principal,
+    parse_collections,
+)
 from shared.domain.errors import Unauthenticated
 
 # Not shared.observability's: its tracer imports the X-Ray SDK (a quarter of a second) on every cold sign-in.
@@ -42,6 +51,8 @@ def access_token_claims(user_attributes: Mapping[str, str]) -> dict[str, str]:
             tenant_id=tenant,
             subject=user_attributes.get(SUBJECT_CLAIM, ""),
             collections=parse_collections(user_attributes.get(COLLECTIONS_CLAIM)),
+            writable=parse_collections(user_attributes.get(WRITE_CLAIM)),
+            administered=parse_collections(user_attributes.get(ADMIN_CLAIM)),
         )
     except (ValueError, Unauthenticated) as error:
         # The details go to the log for the operator; the person signing in gets one sentence.
@@ -50,9 +61,16 @@ def access_token_claims(user_attributes: Mapping[str, str]) -> dict[str, str]:
             "this account's tenant or collections are not valid identifiers: an operator must correct them"
         ) from None
     claims = {TENANT_CLAIM: principal.tenant_id}
-    # No collections, no claim: the API reads an absent claim as no collections.
-    if principal.collections:
-        claims[COLLECTIONS_CLAIM] = ",".join(sorted(principal.collections))
+    # No collections, no claim: the API reads an absent claim as no collections, an absent role claim as
+    # no role (read only). Each list is the closure (an admin collection is also writable and readable), so
+    # the token says in full what the API will allow.
+    for claim, collections in (
+        (COLLECTIONS_CLAIM, principal.collections),
+        (WRITE_CLAIM, principal.writable),
+        (ADMIN_CLAIM, principal.administered),
+    ):
+        if collections:
+            claims[claim] = ",".join(sorted(collections))
     return claims
 
 

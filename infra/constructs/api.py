@@ -48,6 +48,9 @@ CLAIMS_TRIGGER_HANDLER = "functions.token_claims.handler.handler"
 # (a test holds the two together; infra never imports runtime code).
 TENANT_ATTRIBUTE = "tenant_id"
 COLLECTIONS_ATTRIBUTE = "collections"
+# The collections the user may also write to / administer (shared.domain.auth's WRITE_CLAIM, ADMIN_CLAIM).
+WRITE_COLLECTIONS_ATTRIBUTE = "write_collections"
+ADMIN_COLLECTIONS_ATTRIBUTE = "admin_collections"
 # The scope every authenticated route requires: only access tokens issued to the app client carry it.
 RESOURCE_SERVER = "quire"
 API_SCOPE_NAME = "api"
@@ -230,6 +233,9 @@ class Api(Construct):
                 TENANT_ATTRIBUTE: cognito.StringAttribute(min_len=1, max_len=64, mutable=False),
                 # Comma-separated collection ids the user may read; the operator changes them, the user cannot.
                 COLLECTIONS_ATTRIBUTE: cognito.StringAttribute(min_len=0, max_len=2048, mutable=True),
+                # The same shape: the collections among those the user may also write to, and administer.
+                WRITE_COLLECTIONS_ATTRIBUTE: cognito.StringAttribute(min_len=0, max_len=2048, mutable=True),
+                ADMIN_COLLECTIONS_ATTRIBUTE: cognito.StringAttribute(min_len=0, max_len=2048, mutable=True),
             },
             deletion_protection=settings.retain_data,
             removal_policy=removal,
@@ -283,7 +289,9 @@ class Api(Construct):
             refresh_token_validity=REFRESH_TOKEN_VALIDITY,
             read_attributes=cognito.ClientAttributes()
             .with_standard_attributes(email=True, email_verified=True)
-            .with_custom_attributes(TENANT_ATTRIBUTE, COLLECTIONS_ATTRIBUTE),
+            .with_custom_attributes(
+                TENANT_ATTRIBUTE, COLLECTIONS_ATTRIBUTE, WRITE_COLLECTIONS_ATTRIBUTE, ADMIN_COLLECTIONS_ATTRIBUTE
+            ),
             # Users must not write their own entitlements (UpdateUserAttributes with their access token):
             # the app client may write no custom attribute.
             write_attributes=cognito.ClientAttributes().with_standard_attributes(fullname=True),

@@ -6,14 +6,19 @@ module only interprets claims, it never verifies signatures.
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from shared.domain.errors import Unauthenticated
 
 TENANT_CLAIM = "custom:tenant_id"
 COLLECTIONS_CLAIM = "custom:collections"
+# The collections the caller may also write to, and administer: each a list like COLLECTIONS_CLAIM.
+WRITE_CLAIM = "custom:write_collections"
+ADMIN_CLAIM = "custom:admin_collections"
 SUBJECT_CLAIM = "sub"
 
 # Tenant and collection ids travel in claims, SQL parameters, S3 key prefixes and logs: keep them boring.
@@ -27,14 +32,43 @@ def _check_identifier(value: str, what: str) -> str:
     return value
 
 
+class Role(StrEnum):
+    """What a caller may do in one collection; each role includes the ones before it."""
+
+    READ = "read"  # list, read, search, cite
+    WRITE = "write"  # upload, new version, edit, rescan, export, delete a file
+    ADMIN = "admin"  # delete the collection, approve a replacement, re-index
+
+
 class Principal(BaseModel):
-    """An authenticated caller: one tenant, the collections it may read, and its subject for audit."""
+    """An authenticated caller: one tenant, its role in each collection it may read, and its subject.
+
+    `collections` is every collection the caller may read; `writable` and `administered` are the ones it may
+    also write to and administer. A role implies the ones below it, so a collection named only as
+    administered is writable and readable too; a caller named with collections alone may only read.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     tenant_id: str
     subject: str
     collections: frozenset[str]
+    writable: frozenset[str] = frozenset()
+    administered: frozenset[str] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _roles_include_the_lower_ones(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            administered = frozenset(data.get("administered") or ())
+            writable = frozenset(data.get("writable") or ()) | administered
+            data = {
+                **data,
+                "administered": administered,
+                "writable": writable,
+                "collections": frozenset(data.get("collections") or ()) | writable,
+            }
+        return data
 
     @field_validator("tenant_id")
     @classmethod
@@ -52,6 +86,35 @@ class Principal(BaseModel):
 
     def may_read(self, collection_id: str) -> bool:
         return collection_id in self.collections
+
+    def may_write(self, collection_id: str) -> bool:
+        return collection_id in self.writable
+
+    def may_administer(self, collection_id: str) -> bool:
+        return collection_id in self.administered
+
+    def role_in(self, collection_id: str) -> Role | None:
+        if collection_id in self.administered:
+            return Role.ADMIN
+        if collection_id in self.writable:
+            return Role.WRITE
+        return Role.READ if collection_id in self.collections else None
+
+    def roles(self) -> dict[str, Role]:
+        """Each readable collection and the caller's highest role in it."""
+        return {collection: role for collection in sorted(self.collections) if (role := self.role_in(collection))}
+
+
+def with_role(tenant_id: str, subject: str, collections: Iterable[str], role: Role) -> Principal:
+    """A principal holding `role` in every one of `collections` (the CLI's and the tools' own callers)."""
+    named = frozenset(collections)
+    return Principal(
+        tenant_id=tenant_id,
+        subject=subject,
+        collections=named,
+        writable=named if role in (Role.WRITE, Role.ADMIN) else frozenset(),
+        administered=named if role is Role.ADMIN else frozenset(),
+    )
 
 
 def parse_collections(raw: object) -> frozenset[str]:
@@ -75,7 +138,7 @@ def parse_collections(raw: object) -> frozenset[str]:
 
 
 def principal_from_claims(claims: Mapping[str, object] | None) -> Principal:
-    """Build the principal or raise Unauthenticated; never guesses a tenant."""
+    """Build the principal or raise Unauthenticated; never guesses a tenant or a role."""
     if not claims:
         raise Unauthenticated("no verified claims")
     tenant = claims.get(TENANT_CLAIM)
@@ -84,7 +147,12 @@ def principal_from_claims(claims: Mapping[str, object] | None) -> Principal:
         raise Unauthenticated("token lacks a tenant or a subject")
     try:
         return Principal(
-            tenant_id=tenant, subject=subject, collections=parse_collections(claims.get(COLLECTIONS_CLAIM))
+            tenant_id=tenant,
+            subject=subject,
+            collections=parse_collections(claims.get(COLLECTIONS_CLAIM)),
+            # No role claims, no roles: a token that names collections only may read them and nothing more.
+            writable=parse_collections(claims.get(WRITE_CLAIM)),
+            administered=parse_collections(claims.get(ADMIN_CLAIM)),
         )
     except ValueError as error:
         raise Unauthenticated(f"token claims are invalid: {error}") from error

@@ -26,6 +26,11 @@ class NotFound(QuireError):
         self.field = field
 
 
+class Forbidden(QuireError):
+    """The caller may see the resource but its role there does not allow this: the message names the role
+    needed. Raised only where the resource is visible to the caller; elsewhere a refusal is NotFound."""
+
+
 class Conflict(QuireError):
     """The request was made against a state that has moved on (a stale version): nothing was written."""
 

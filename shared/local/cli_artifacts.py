@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from shared import cli
+from shared.domain.auth import Role
 from shared.domain.exports import ExportFormat
 
 
@@ -55,7 +56,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         "citations": _citations(args),
         "sources": _sources(args),
     }
-    answer = cli._api(args, [args.collection]).call("POST", "/v1/artifacts", body)
+    answer = cli._api(args, [args.collection], Role.WRITE).call("POST", "/v1/artifacts", body)
     _report(args, answer)
     return 0
 
@@ -106,7 +107,7 @@ def _print_versions(versions: list[dict[str, Any]]) -> None:
 
 @cli.reports_api_errors("artifact restore: {artifact_id}")
 def cmd_restore(args: argparse.Namespace) -> int:
-    client = cli._client(args)
+    client = cli._client(args, Role.WRITE)
     latest = args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
     answer = client.call(
         "POST",
@@ -121,7 +122,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def cmd_update(args: argparse.Namespace) -> int:
     """A whole new version from Markdown (an edit by proposal is `quire artifact edit`)."""
 
-    client = cli._client(args)
+    client = cli._client(args, Role.WRITE)
     latest = args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
     answer = client.call(
         "POST",
@@ -196,7 +197,7 @@ def _finish_export(args: argparse.Namespace, client: Any, claimed: dict[str, Any
 
 @cli.reports_api_errors("artifact export: {artifact_id}")
 def cmd_export(args: argparse.Namespace) -> int:
-    client = cli._client(args)
+    client = cli._client(args, Role.WRITE)
     version = args.version or _latest(client, args.artifact_id)
     claimed = client.call(
         "POST", f"/v1/artifacts/{args.artifact_id}/versions/{version}/exports", {"format": args.format}
@@ -206,7 +207,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 @cli.reports_api_errors("convert: {file_id}")
 def cmd_convert(args: argparse.Namespace) -> int:
-    client = cli._client(args)
+    client = cli._client(args, Role.WRITE)
     body: dict[str, Any] = {"format": args.to}
     if args.version_id:
         body["versionId"] = args.version_id
@@ -218,7 +219,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_edit(args: argparse.Namespace) -> int:
     """Apply an edit proposal (a JSON list of operations, or {"operations": [...]}) to a version."""
 
-    client = cli._client(args)
+    client = cli._client(args, Role.WRITE)
     try:
         raw = json.loads(_read_markdown(args.operations))
     except (OSError, ValueError) as error:
@@ -254,7 +255,7 @@ def _pdf_source(text: str) -> dict[str, str]:
 
 @cli.reports_api_errors("pdf {tool}")
 def cmd_pdf(args: argparse.Namespace) -> int:
-    client = cli._client(args)
+    client = cli._client(args, Role.WRITE)
     if args.tool == "merge":
         body: dict[str, Any] = {"sources": [_pdf_source(source) for source in args.sources]}
     elif args.tool == "compose":

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.bootstrap import Container
-from shared.domain.auth import Principal
+from shared.domain.auth import Role, with_role
 from shared.domain.citations import excerpt_is_at_location
 from shared.domain.document import Block, BlockCollector, BlockKind, ExtractedDocument, ExtractionLimits, Location
 from shared.domain.files import NewVersion, ProcessingState
@@ -190,7 +190,7 @@ class Evaluation:
     def check_citations(self, dataset: Dataset, sample: int = 50) -> tuple[int, int]:
         """Run the product's search for `sample` queries; every hit's citation must point at text that
         contains its excerpt. Returns (checked, failed)."""
-        principal = Principal(tenant_id=self.tenant, subject="quire-eval", collections=frozenset({COLLECTION}))
+        principal = with_role(self.tenant, "quire-eval", {COLLECTION}, Role.WRITE)
         checked = failed = 0
         for text in list(dataset.queries.values())[:sample]:
             outcome = self._container.retrieval.search(principal, SearchQuery(text=text, limit=10))

@@ -87,7 +87,8 @@ class DocumentTools:
         """OCR every page of the current version again (a scan whose OCR failed or read poorly, or a PDF
         whose text layer is garbage), as a new processing attempt; search keeps the old chunks until the
         new ones replace them."""
-        record = self._files.get_file(principal, file_id)
+        # A rescan spends OCR on the tenant's account: the write role, not read.
+        record = self._files.writable_file(principal, file_id)
         version = record.current
         if version.state is not VersionState.STORED:
             raise NotReady(f"this version is {version.state.value}: there is nothing to scan")

@@ -257,7 +257,7 @@ class DocumentWriter:
     def approve(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
         """Record the approval, then make the staged bytes the file's next version through the upload path.
         Approving again after a crash finishes what the first approval started."""
-        found = self._writable_replacement(principal, replacement_id)
+        found = self._decidable_replacement(principal, replacement_id)
         if found.state is ReplacementState.PENDING:
             if self._clock() >= found.expires_at:
                 self._replacements.decide(
@@ -285,7 +285,7 @@ class DocumentWriter:
         return found
 
     def reject(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
-        self._writable_replacement(principal, replacement_id)
+        self._decidable_replacement(principal, replacement_id)
         decided = self._replacements.decide(
             principal.tenant_id, replacement_id, state=ReplacementState.REJECTED, decided_by=principal.subject
         )
@@ -294,12 +294,12 @@ class DocumentWriter:
             raise ReplacementAlreadyDecided(again.state if again else ReplacementState.EXPIRED)
         return decided
 
-    def _writable_replacement(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
+    def _decidable_replacement(self, principal: Principal, replacement_id: UUID) -> ReplacementRecord:
         found = self._replacements.get(principal.tenant_id, replacement_id)
         if found is None:
             raise NotFound("not found")
-        # Approving a replacement changes a file: the write decision (an admin one, once roles exist).
-        self._policy.ensure_can_write(principal, found.collection_id)
+        # A writer proposes a replacement; deciding it (the bytes others cite change) is the admin's.
+        self._policy.ensure_can_administer(principal, found.collection_id)
         return found
 
     def _apply(self, principal: Principal, approved: ReplacementRecord) -> None:

@@ -95,7 +95,7 @@ class FileService:
     def start_upload(
         self, principal: Principal, *, collection_id: str, filename: str, media_type: str, byte_size: int
     ) -> UploadTicket:
-        self._policy.ensure_can_read(principal, collection_id)
+        self._policy.ensure_can_write(principal, collection_id)
         return self._ticket(
             principal,
             self._new_id(),
@@ -109,7 +109,7 @@ class FileService:
     def start_new_version(
         self, principal: Principal, file_id: UUID, *, filename: str, media_type: str, byte_size: int
     ) -> UploadTicket:
-        record = self.get_file(principal, file_id)
+        record = self.writable_file(principal, file_id)
         if record.current.export_id is not None:
             # An export's file is the rendering of its source: its bytes change only by exporting again.
             raise InvalidRequest(EXPORTS_ARE_RENDERINGS)
@@ -167,6 +167,12 @@ class FileService:
         self._policy.ensure_can_read(principal, record.collection_id)
         return record
 
+    def writable_file(self, principal: Principal, file_id: UUID) -> FileRecord:
+        """The file, if the caller may change it: 404 where it cannot see it, 403 where it only reads it."""
+        record = self.get_file(principal, file_id)
+        self._policy.ensure_can_write(principal, record.collection_id)
+        return record
+
     def list_files(
         self, principal: Principal, *, collection_id: str | None, limit: int, cursor: str | None
     ) -> FilePage:
@@ -220,9 +226,9 @@ class FileService:
 
     def delete_collection_files(self, principal: Principal, collection_id: str) -> int:
         """Every file of the collection, a pending upload included, leaves at once; returns versions moved."""
-        self._policy.ensure_can_read(principal, collection_id)
+        self._policy.ensure_can_administer(principal, collection_id)
         return self._catalog.begin_delete_collection(principal.tenant_id, collection_id)
 
     def delete_file(self, principal: Principal, file_id: UUID) -> None:
-        self.get_file(principal, file_id)
+        self.writable_file(principal, file_id)
         self._catalog.begin_delete_file(principal.tenant_id, file_id)

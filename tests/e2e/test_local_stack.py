@@ -75,10 +75,28 @@ def test_up_status_down_and_objects_survive_a_restart(workdir: Path) -> None:
     assert report["vision"] == {**report["vision"], "available": False}
 
     # And the API serves the handler, with tokens from `quire token`
-    token = quire(workdir, "token", "--tenant", "acme", "--collections", "hr,legal", "--sub", "ann").stdout.strip()
+    token = quire(
+        workdir,
+        "token",
+        "--tenant",
+        "acme",
+        "--collections",
+        "hr,legal",
+        "--write",
+        "hr",
+        "--admin",
+        "ops",
+        "--sub",
+        "ann",
+    ).stdout.strip()
     request = urllib.request.Request(f"{report['api']}/v1/me", headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(request, timeout=10) as response:
-        assert json.load(response) == {"tenantId": "acme", "subject": "ann", "collections": ["hr", "legal"]}
+        assert json.load(response) == {
+            "tenantId": "acme",
+            "subject": "ann",
+            "collections": ["hr", "legal", "ops"],
+            "roles": {"hr": "write", "legal": "read", "ops": "admin"},
+        }
 
     # And a second `up` finds the running stack instead of starting another
     assert "already running" in quire(workdir, "up").stdout

@@ -42,7 +42,7 @@ def test_the_stacks_memory_stays_flat_as_files_are_ingested(tmp_path: Path) -> N
         quire(workdir, "up")
         api = json.loads(quire(workdir, "status", "--json", check=False).stdout)["api"]
         pid = int(json.loads((workdir / ".quire" / "state.json").read_text())["pid"])
-        client = ApiClient(api, quire(workdir, "token", "--tenant", "acme", "--collections", "ledger").stdout.strip())
+        client = ApiClient(api, quire(workdir, "token", "--tenant", "acme", "--write", "ledger").stdout.strip())
         ingest(client, files, range(WARM_UP_FILES))
         warm = resident_mb(pid)
 

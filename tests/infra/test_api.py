@@ -13,13 +13,15 @@ import pytest
 from aws_cdk.assertions import Template
 
 from infra.constructs.api import (
+    ADMIN_COLLECTIONS_ATTRIBUTE,
     COLLECTIONS_ATTRIBUTE,
     PUBLIC_ROUTES,
     TENANT_ATTRIBUTE,
+    WRITE_COLLECTIONS_ATTRIBUTE,
     redirect_urls,
 )
 from infra.environments import settings_for
-from shared.domain.auth import COLLECTIONS_CLAIM, TENANT_CLAIM
+from shared.domain.auth import ADMIN_CLAIM, COLLECTIONS_CLAIM, TENANT_CLAIM, WRITE_CLAIM
 from tests.infra.template import API_HANDLER, as_list, function_with_handler, only, role_statements
 
 TRIGGER_HANDLER = "functions.token_claims.handler.handler"
@@ -64,6 +66,8 @@ def routes(template: Template) -> dict[str, dict[str, Any]]:
 def test_the_custom_attributes_become_the_claims_the_api_reads() -> None:
     assert f"custom:{TENANT_ATTRIBUTE}" == TENANT_CLAIM
     assert f"custom:{COLLECTIONS_ATTRIBUTE}" == COLLECTIONS_CLAIM
+    assert f"custom:{WRITE_COLLECTIONS_ATTRIBUTE}" == WRITE_CLAIM
+    assert f"custom:{ADMIN_COLLECTIONS_ATTRIBUTE}" == ADMIN_CLAIM
 
 
 def test_the_authorizer_checks_cognito_access_tokens_for_the_browser_client(synthesized: tuple[str, Template]) -> None:
@@ -183,7 +187,7 @@ def test_users_cannot_write_their_own_tenant_or_collections(synthesized: tuple[s
     _, template = synthesized
     client = browser_client(template)["Properties"]
     assert not [attribute for attribute in client["WriteAttributes"] if attribute.startswith("custom:")]
-    assert {TENANT_CLAIM, COLLECTIONS_CLAIM} <= set(client["ReadAttributes"])
+    assert {TENANT_CLAIM, COLLECTIONS_CLAIM, WRITE_CLAIM, ADMIN_CLAIM} <= set(client["ReadAttributes"])
 
 
 def test_the_browser_client_uses_the_code_flow_without_a_secret_and_redirects_to_the_environments_origins(

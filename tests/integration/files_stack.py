@@ -12,7 +12,7 @@ import urllib3
 
 from shared.adapters.local.jwt_tokens import LocalTokenIssuer
 from shared.bootstrap import Container
-from shared.domain.auth import Principal
+from shared.domain.auth import Role, with_role
 from shared.local.events import EventDispatcher
 
 SECRET = b"files-api-secret-0123456789abcdef"
@@ -44,10 +44,15 @@ class Stack:
     events: EventDispatcher
     container: Container
 
-    def token(self, tenant: str = "acme", collections: tuple[str, ...] = ("docs",), sub: str = "ann") -> str:
-        return LocalTokenIssuer(SECRET).issue(
-            Principal(tenant_id=tenant, subject=sub, collections=frozenset(collections))
-        )
+    def token(
+        self,
+        tenant: str = "acme",
+        collections: tuple[str, ...] = ("docs",),
+        sub: str = "ann",
+        role: Role = Role.ADMIN,
+    ) -> str:
+        """A token holding `role` in `collections` (by default every role: most tests are about something else)."""
+        return LocalTokenIssuer(SECRET).issue(with_role(tenant, sub, collections, role))
 
     def call(self, method: str, path: str, token: str | None, body: Any = None) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json"}

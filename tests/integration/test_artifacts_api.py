@@ -269,9 +269,9 @@ def test_content_over_a_limit_is_refused_naming_it(stack: Stack) -> None:
 
 
 def principal(stack: Stack, tenant: str) -> Any:
-    from shared.domain.auth import Principal
+    from shared.domain.auth import Role, with_role
 
-    return Principal(tenant_id=tenant, subject="ann", collections=frozenset({"docs"}))
+    return with_role(tenant, "ann", {"docs"}, Role.ADMIN)
 
 
 def content_input(markdown: str) -> Any:

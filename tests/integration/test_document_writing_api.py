@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from shared.domain.auth import Principal
+from shared.domain.auth import Role, with_role
 from shared.services.artifacts import ContentInput
 from tests.integration.api_steps import REPORT, create, indexed, search
 from tests.integration.files_stack import Stack
@@ -247,7 +247,7 @@ def test_reconciliation_accounts_for_artifact_content_and_staged_replacements_an
     monkeypatch.setattr(store, "add_version", crash)
     with pytest.raises(ConnectionError):
         stack.container.artifacts.add_version(
-            Principal(tenant_id="reconciled", subject="ann", collections=frozenset({"docs"})),
+            with_role("reconciled", "ann", {"docs"}, Role.ADMIN),
             uuid.UUID(artifact_id),
             expected_latest=1,
             body=ContentInput(markdown="# Orphaned\n"),

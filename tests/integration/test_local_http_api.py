@@ -72,7 +72,10 @@ def test_protected_routes_need_a_valid_token(api_url: str) -> None:
     )
     assert get(f"{api_url}/v1/me") == (401, {"message": "Unauthorized"})
     assert get(f"{api_url}/v1/me", forged) == (401, {"message": "Unauthorized"})
-    assert get(f"{api_url}/v1/me", good) == (200, {"tenantId": "acme", "subject": "ann", "collections": ["hr"]})
+    assert get(f"{api_url}/v1/me", good) == (
+        200,
+        {"tenantId": "acme", "subject": "ann", "collections": ["hr"], "roles": {"hr": "read"}},
+    )
 
 
 def raw_exchange(base_url: str, request: bytes) -> bytes:

@@ -223,6 +223,6 @@ def test_scan_refuses_what_it_cannot_scan_and_hides_what_the_caller_may_not_see(
 
 
 def _principal(scanned: dict[str, Any]) -> Any:
-    from shared.domain.auth import Principal
+    from shared.domain.auth import Role, with_role
 
-    return Principal(tenant_id=scanned["tenant"], subject="ann", collections=frozenset({"docs"}))
+    return with_role(scanned["tenant"], "ann", {"docs"}, Role.ADMIN)

@@ -9,7 +9,7 @@ import psycopg
 from shared.adapters.local.unavailable import UnavailableEmbedder
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
-from shared.domain.auth import Principal
+from shared.domain.auth import Role, with_role
 from shared.domain.chunking import StructuralChunker
 from shared.domain.document import Block, BlockCollector, BlockKind, ExtractionLimits, Location
 from shared.domain.knowledge import ChunkDraft, ChunkLocation
@@ -38,7 +38,7 @@ def search(database: Database, tenant_id: str, query: str) -> Citation:
         embedder=UnavailableEmbedder("no model in this test", dimension=DIMENSION),
         tuning=RetrievalTuning(),
     )
-    principal = Principal(tenant_id=tenant_id, subject="ann", collections=frozenset({"docs"}))
+    principal = with_role(tenant_id, "ann", {"docs"}, Role.ADMIN)
     outcome = retrieval.search(principal, SearchQuery(text=query))
     assert isinstance(outcome, Found), outcome
     return outcome.hits[0].citation

@@ -34,7 +34,7 @@ from shared.adapters.aws.step_functions_workflow import StepFunctionsWorkflow
 from shared.adapters.local.rapid_ocr import RapidOcr
 from shared.bootstrap import Container
 from shared.config import Settings
-from shared.domain.auth import Principal
+from shared.domain.auth import Role, with_role
 from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState
 from shared.domain.recognition import RecognitionJob, RecognitionResult
 from shared.domain.search import SearchQuery
@@ -50,7 +50,7 @@ from tests.integration.conftest import drop_role
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
-PRINCIPAL = Principal(tenant_id="acme", subject="ann", collections=frozenset({"docs"}))
+PRINCIPAL = with_role("acme", "ann", {"docs"}, Role.ADMIN)
 OBJECT_CREATED = "functions.on_object_created.handler"
 
 

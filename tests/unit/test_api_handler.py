@@ -29,7 +29,20 @@ def test_me_reports_the_caller_from_the_authorizer_claims(api: Any) -> None:
         "tenantId": "acme",
         "subject": "8e3f1c2a-1111-4a4a-9b9b-0123456789ab",
         "collections": ["contracts", "handbooks"],
+        "roles": {"contracts": "read", "handbooks": "read"},
     }
+
+
+def test_me_reports_the_role_in_each_collection_the_role_claims_name(api: Any) -> None:
+    event = copy.deepcopy(load_event("apigw_http_v2_get_me.json"))
+    claims = event["requestContext"]["authorizer"]["jwt"]["claims"]
+    claims["custom:write_collections"] = "contracts,drafts"
+    claims["custom:admin_collections"] = "drafts"
+    status, body = call(api, event)
+    assert status == 200
+    # A role implies the lower ones: an administered collection is readable without being listed twice.
+    assert body["collections"] == ["contracts", "drafts", "handbooks"]
+    assert body["roles"] == {"contracts": "write", "drafts": "admin", "handbooks": "read"}
 
 
 def test_a_request_without_claims_is_unauthorized_with_the_authorizers_body(api: Any) -> None:

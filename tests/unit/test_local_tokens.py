@@ -4,7 +4,7 @@ import jwt
 import pytest
 
 from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifier
-from shared.domain.auth import Principal, principal_from_claims
+from shared.domain.auth import ADMIN_CLAIM, WRITE_CLAIM, Principal, Role, principal_from_claims
 from shared.domain.errors import Unauthenticated
 
 SECRET = b"k" * 32
@@ -17,6 +17,18 @@ def test_a_local_token_yields_the_claims_the_aws_authorizer_would() -> None:
     # API Gateway hands every claim over as a string; so does the local adapter.
     assert all(isinstance(value, str) for value in claims.values())
     assert principal_from_claims(claims) == ALICE
+
+
+def test_the_roles_travel_in_the_token_and_a_token_without_them_only_reads() -> None:
+    editor = Principal(
+        tenant_id="acme", subject="ed", collections=frozenset({"hr"}), writable={"legal"}, administered={"ops"}
+    )
+    claims = LocalTokenVerifier(SECRET).verify(LocalTokenIssuer(SECRET).issue(editor))
+    assert claims[WRITE_CLAIM] == "legal,ops" and claims[ADMIN_CLAIM] == "ops"
+    assert principal_from_claims(claims).roles() == {"hr": Role.READ, "legal": Role.WRITE, "ops": Role.ADMIN}
+    plain = LocalTokenVerifier(SECRET).verify(LocalTokenIssuer(SECRET).issue(ALICE))
+    assert WRITE_CLAIM not in plain and ADMIN_CLAIM not in plain
+    assert not principal_from_claims(plain).writable and not principal_from_claims(plain).administered
 
 
 def test_a_token_signed_with_another_secret_is_refused() -> None:

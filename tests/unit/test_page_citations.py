@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.domain.auth import Principal
+from shared.domain.auth import Role, with_role
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.chunking import StructuralChunker
 from shared.domain.citations import regions_are_blocks
@@ -120,7 +120,7 @@ def cite(document: ExtractedDocument, query: str, mode: SearchMode = SearchMode.
         tuning=RetrievalTuning(),
         clock=lambda: NOW,
     )
-    principal = Principal(tenant_id="acme", subject="ann", collections=frozenset({"docs"}))
+    principal = with_role("acme", "ann", {"docs"}, Role.ADMIN)
     outcome = retrieval.search(principal, SearchQuery(text=query, mode=mode))
     assert isinstance(outcome, Found)
     return outcome.hits[0].citation

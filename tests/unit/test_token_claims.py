@@ -9,7 +9,14 @@ import pytest
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.token_claims.handler import AccountNotProvisioned, handler
-from shared.domain.auth import COLLECTIONS_CLAIM, TENANT_CLAIM, parse_collections, principal_from_claims
+from shared.domain.auth import (
+    ADMIN_CLAIM,
+    COLLECTIONS_CLAIM,
+    TENANT_CLAIM,
+    WRITE_CLAIM,
+    parse_collections,
+    principal_from_claims,
+)
 from shared.local.http_api import LocalLambdaContext
 from tests.conftest import load_event
 
@@ -74,6 +81,30 @@ def test_what_api_gateway_hands_the_api_becomes_the_users_principal() -> None:
 )
 def test_an_array_claim_as_api_gateway_flattens_it_is_read_too(delivered: str, expected: set[str]) -> None:
     assert parse_collections(delivered) == expected
+
+
+def test_the_role_attributes_go_into_the_access_token_closed_under_the_roles_they_imply() -> None:
+    claims = access_token_claims(sample_event(custom_write_collections="drafts", custom_admin_collections="ops"))
+    assert claims == {
+        TENANT_CLAIM: "acme",
+        COLLECTIONS_CLAIM: "contracts,drafts,handbooks,ops",
+        WRITE_CLAIM: "drafts,ops",
+        ADMIN_CLAIM: "ops",
+    }
+    principal = principal_from_claims({"sub": "u", **claims})
+    assert principal.may_write("drafts") and not principal.may_administer("drafts") and principal.may_administer("ops")
+    assert not principal.may_write("contracts")
+
+
+def test_a_user_without_role_attributes_gets_no_role_claims_and_only_reads() -> None:
+    claims = access_token_claims(sample_event())
+    assert WRITE_CLAIM not in claims and ADMIN_CLAIM not in claims
+    assert not principal_from_claims({"sub": "u", **claims}).writable
+
+
+def test_an_invalid_role_attribute_refuses_the_sign_in() -> None:
+    with pytest.raises(AccountNotProvisioned, match="not valid identifiers"):
+        access_token_claims(sample_event(custom_write_collections="ok,../../etc"))
 
 
 def test_loose_spacing_in_the_attribute_is_normalised() -> None:

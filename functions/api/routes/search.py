@@ -16,6 +16,7 @@ from functions.api.schemas import (
     UsageView,
     search_view,
 )
+from shared.domain.errors import Forbidden
 from shared.domain.usage import usage_window
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
@@ -56,13 +57,15 @@ def coverage() -> CoverageView:
 
 @router.post("/v1/reindex")
 def reindex(limit: Annotated[int, Query(ge=1, le=20)] = 5) -> ReindexView:
-    """One batch of the caller's collections; call again while `remaining` is above zero.
+    """One batch of the collections the caller administers; call again while `remaining` is above zero.
 
     Only stale or keyword-only versions are taken, so calling it when nothing is stale costs nothing, and
     small batches keep each call well inside API Gateway's 29-second limit."""
     principal = current_principal(router)
     wired = container()
-    report = wired.reindexer.run_batch(
-        principal.tenant_id, wired.authorization.readable_collections(principal), limit=limit
-    )
+    administered = wired.authorization.administered_collections(principal)
+    if not administered:
+        # Re-indexing spends embeddings on every stale version of a collection: the admin role's call.
+        raise Forbidden("re-indexing needs the admin role in a collection; this token administers none")
+    report = wired.reindexer.run_batch(principal.tenant_id, administered, limit=limit)
     return ReindexView.model_validate(report.model_dump())

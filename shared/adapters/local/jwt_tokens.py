@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import jwt
 
-from shared.domain.auth import COLLECTIONS_CLAIM, SUBJECT_CLAIM, TENANT_CLAIM, Principal
+from shared.domain.auth import ADMIN_CLAIM, COLLECTIONS_CLAIM, SUBJECT_CLAIM, TENANT_CLAIM, WRITE_CLAIM, Principal
 from shared.domain.errors import Unauthenticated
 from shared.ports import TokenVerifier
 
@@ -34,6 +34,11 @@ class LocalTokenIssuer:
             TENANT_CLAIM: principal.tenant_id,
             COLLECTIONS_CLAIM: ",".join(sorted(principal.collections)),
         }
+        # Role claims only where there are roles: a read-only token looks as it did before roles existed.
+        if principal.writable:
+            claims[WRITE_CLAIM] = ",".join(sorted(principal.writable))
+        if principal.administered:
+            claims[ADMIN_CLAIM] = ",".join(sorted(principal.administered))
         return jwt.encode(claims, self._secret, algorithm=_ALGORITHM)
 
 
