@@ -22,6 +22,10 @@ _ADVISORY_LOCK = 7_251_120_411
 _FILENAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 _ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+# The owner connects to Aurora's writer directly (not through RDS Proxy, whose certificate is publicly trusted):
+# its certificate is signed by an RDS certificate authority, which no public trust store holds, so the
+# authorities ship with the package (their source is written at the top of the file).
+RDS_CA_BUNDLE = MIGRATIONS_DIR / "certificates" / "rds-ca-bundle.pem"
 
 
 class MigrationError(Exception):
@@ -55,11 +59,19 @@ class MigrationReport:
     already_applied: list[str]
 
 
-def owner_url(*, host: str, port: int, dbname: str, user: str, password: str) -> str:
-    """The owner's URL for `apply_migrations`, over TLS (`sslmode=require`: the connection is refused
-    unencrypted). User and password are percent-encoded, whatever characters a generated password holds."""
+def owner_url(*, host: str, port: int, dbname: str, user: str, password: str, ca_bundle: Path = RDS_CA_BUNDLE) -> str:
+    """The owner's URL for `apply_migrations` on AWS, `sslmode=verify-full`: encrypted, and the server must
+    present a certificate that chains to `ca_bundle` and names `host`, so the password goes to the writer
+    and nobody else. User and password are percent-encoded, whatever characters a generated password holds.
+    (Locally the embedded server has no TLS; its owner URL is its own, from shared/local/embedded_postgres.py.)"""
+    if not ca_bundle.is_file():
+        raise MigrationError(
+            f"the database server's certificate is verified against {ca_bundle}, which is missing: put the RDS"
+            " certificate bundle (global-bundle.pem, from the RDS user guide) there before packaging"
+        )
     credentials = f"{quote(user, safe='')}:{quote(password, safe='')}"
-    return f"postgresql://{credentials}@{host}:{port}/{quote(dbname, safe='')}?sslmode=require"
+    tls = f"sslmode=verify-full&sslrootcert={quote(str(ca_bundle), safe='/')}"
+    return f"postgresql://{credentials}@{host}:{port}/{quote(dbname, safe='')}?{tls}"
 
 
 def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:

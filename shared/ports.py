@@ -54,7 +54,8 @@ class FileContentStore(Protocol):
     """
 
     def put(self, key: str, body: bytes, *, content_type: str) -> StoredObject:
-        """Store bytes as a new version of `key` and report the version the store assigned."""
+        """Store bytes as a new version of `key` and report the version the store assigned. The object's
+        Content-Type is `domain.uploads.stored_content_type(content_type)`: never one a browser renders as a page."""
         ...
 
     def get(self, key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
@@ -90,7 +91,8 @@ class FileContentStore(Protocol):
         ...
 
     def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
-        """A browser POST whose policy pins exactly `key`, exactly `content_type` and 1..`max_bytes` bytes.
+        """A browser POST whose policy pins exactly `key`, exactly `stored_content_type(content_type)` and
+        1..`max_bytes` bytes.
 
         A store may not enforce its own policy (moto does not): whoever handles the stored object
         verifies what landed.

@@ -42,6 +42,7 @@ from shared.domain.files import (
 )
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite
 from shared.domain.search import ChunkSnapshot
+from shared.domain.uploads import stored_content_type
 from shared.domain.usage import Usage, UsageTotal
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.ports import (
@@ -616,8 +617,9 @@ class FakeContentStore(FileContentStore):
         with self._lock:
             self._next_version += 1
             version_id = f"v{self._next_version:06d}"
-            self._objects.setdefault(key, []).append(_Object(version_id, bytes(body), content_type))
-        return StoredObject(key=key, version_id=version_id, byte_size=len(body), content_type=content_type)
+            stored_type = stored_content_type(content_type)
+            self._objects.setdefault(key, []).append(_Object(version_id, bytes(body), stored_type))
+        return StoredObject(key=key, version_id=version_id, byte_size=len(body), content_type=stored_type)
 
     def get(self, key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
         return self._read(key, version_id, max_bytes).body
@@ -674,7 +676,7 @@ class FakeContentStore(FileContentStore):
         seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
         return PresignedUpload(
             url=f"{SIGNED_HOST}/upload",
-            fields={"key": key, "Content-Type": content_type, "policy": f"1..{max_bytes} bytes"},
+            fields={"key": key, "Content-Type": stored_content_type(content_type), "policy": f"1..{max_bytes} bytes"},
             expires_at=datetime.now(UTC) + timedelta(seconds=seconds),
         )
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.domain.errors import refuse_nul
+from shared.domain.errors import InvalidRequest, refuse_nul
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -22,7 +22,11 @@ def refuse_nul_anywhere(resolver: APIGatewayHttpResolver, next_middleware: NextM
         refuse_nul(value, f"the path parameter {name}")
     for name, value in (event.query_string_parameters or {}).items():
         refuse_nul(value, f"the query parameter {name}")
-    body = event.decoded_body or ""
+    _refuse_nul_in_body(event.decoded_body or "")
+    return next_middleware(resolver)
+
+
+def _refuse_nul_in_body(body: str) -> None:
     # JSON spells NUL and lone surrogates only as escapes (raw ones are not JSON, or not UTF-8): parsed a second
     # time only when such an escape is there.
     if "\\u0000" in body or "\x00" in body or _SURROGATE_ESCAPE.search(body):
@@ -32,7 +36,6 @@ def refuse_nul_anywhere(resolver: APIGatewayHttpResolver, next_middleware: NextM
             refuse_nul(body, "the body")
         else:
             refuse_nul(parsed, "the body")
-    return next_middleware(resolver)
 
 
 def resolve_refusing_unreadable_bodies(
@@ -40,7 +43,7 @@ def resolve_refusing_unreadable_bodies(
 ) -> dict[str, Any]:
     """The resolver's response, or a 400 for a body it would fail on (as a 500) before any route runs."""
     try:
-        return _undecodable_body(event) or app.resolve(event, context)
+        return _undecodable_body(event) or _body_that_is_not_text(event) or app.resolve(event, context)
     except RecursionError:
         # JSON nested past the parser's recursion limit (the resolver's own body parsing hits it first).
         body = {"error": "invalid_request", "message": "the body nests too deeply to be read: flatten it"}
@@ -57,4 +60,17 @@ def _undecodable_body(event: dict[str, Any]) -> dict[str, Any] | None:
     except (ValueError, UnicodeDecodeError):
         body = {"error": "invalid_request", "message": "the body is not UTF-8 text: send JSON"}
         return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+    return None
+
+
+def _body_that_is_not_text(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A body holding NUL or half a surrogate pair, refused naming where before the resolver: its request
+    validation runs before any middleware, and answers a lone surrogate with a bare 422 naming neither."""
+    raw = event.get("body") or ""
+    body = base64.b64decode(raw).decode("utf-8") if event.get("isBase64Encoded") else raw
+    try:
+        _refuse_nul_in_body(body)
+    except InvalidRequest as refusal:
+        answer = {"error": "invalid_request", "message": str(refusal)}
+        return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "body": json.dumps(answer)}
     return None

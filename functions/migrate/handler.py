@@ -1,9 +1,9 @@
 """Deploy-time schema migrations: the on-event handler of a CloudFormation custom resource (CDK Provider
 framework). Wiring only.
 
-Create and Update bring the schema up to date as its owner, directly against the cluster writer over TLS;
-Delete does nothing, because a deploy never drops data. A MigrationError is not caught: the framework
-fails the deployment with its message.
+Create and Update bring the schema up to date as its owner, directly against the cluster writer over TLS that
+verifies the writer's certificate (migrations/certificates/rds-ca-bundle.pem); Delete does nothing, because a
+deploy never drops data. A MigrationError is not caught: the framework fails the deployment with its message.
 """
 
 from typing import Any

@@ -112,6 +112,14 @@ def _shorten(name: str, limit: int) -> str:
 SAFE_DOWNLOAD_TYPE = "application/octet-stream"
 
 
+def stored_content_type(media_type: str) -> str:
+    """The Content-Type an object is stored with: its media type, except one a browser renders as a page that
+    can run script (HTML, or any XML: XHTML, SVG), stored as SAFE_DOWNLOAD_TYPE. The version's row keeps the
+    real media type; the store's header is what a URL to the object would serve, were it ever opened inline."""
+    essence = media_type.split(";", 1)[0].strip().lower()
+    return SAFE_DOWNLOAD_TYPE if essence == "text/html" or essence.endswith(("/xml", "+xml")) else media_type
+
+
 def attachment_disposition(filename: str) -> str:
     """`attachment` with an ASCII fallback and the RFC 6266 UTF-8 form; no quotes or CR/LF can escape.
 

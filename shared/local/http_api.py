@@ -25,6 +25,9 @@ LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # API Gateway refuses request bodies over 10 MB; Lambda's synchronous payload limit is 6 MB.
 MAX_REQUEST_BYTES = 6 * 1024 * 1024
 _TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded")
+# C0 and C1 control characters written as \xNN, as CPython's own log_message does: a request line is the
+# caller's bytes, and an ESC sequence in it must not reach a terminal reading the log.
+_CONTROL_CHARACTERS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
 _log = logging.getLogger(__name__)
 
 
@@ -232,7 +235,7 @@ class LocalHttpApi:
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve  # noqa: N815
 
             def log_message(self, format: str, *args: Any) -> None:
-                _log.info("%s %s", self.address_string(), format % args)
+                _log.info("%s %s", self.address_string(), (format % args).translate(_CONTROL_CHARACTERS))
 
         return RequestHandler
 

@@ -31,14 +31,14 @@ class ContentStoreContract:
         assert store.get_versioned(key, max_bytes=100) == (b"second!", second.version_id)
 
     def test_head_reports_what_is_stored_and_none_for_nothing(self, store: FileContentStore) -> None:
-        key = new_prefix() + "page.html"
-        first = store.put(key, b"<p>one</p>", content_type="text/html")
-        store.put(key, b"<p>two, longer</p>", content_type="text/html")
+        key = new_prefix() + "notes.md"
+        first = store.put(key, b"# one", content_type="text/markdown")
+        store.put(key, b"# two, longer", content_type="text/markdown")
         newest = store.head(key)
         assert newest is not None
-        assert (newest.key, newest.byte_size, newest.content_type) == (key, 18, "text/html")
+        assert (newest.key, newest.byte_size, newest.content_type) == (key, 13, "text/markdown")
         old = store.head(key, version_id=first.version_id)
-        assert old is not None and (old.version_id, old.byte_size) == (first.version_id, 10)
+        assert old is not None and (old.version_id, old.byte_size) == (first.version_id, 5)
         assert store.head(new_prefix() + "missing") is None
 
     def test_a_read_past_the_limit_is_refused_not_truncated(self, store: FileContentStore) -> None:
@@ -108,6 +108,19 @@ class ContentStoreContract:
         assert signed.url.startswith(("http://", "https://"))
         assert signed.expires_at <= datetime.now(UTC) + MAX_SIGNED_READ_LIFETIME + timedelta(seconds=5)
         assert signed.expires_at > datetime.now(UTC)
+
+    @pytest.mark.parametrize("page_type", ["text/html", "text/html; charset=utf-8", "image/svg+xml", "text/xml"])
+    def test_a_type_a_browser_renders_as_a_page_is_stored_as_opaque_bytes(
+        self, store: FileContentStore, page_type: str
+    ) -> None:
+        # An object stored as text/html would be a page on any URL that opened it inline: stored XSS.
+        key = new_prefix() + "page"
+        stored = store.put(key, b"<script>alert(1)</script>", content_type=page_type)
+        head = store.head(key)
+        assert head is not None
+        assert stored.content_type == head.content_type == "application/octet-stream"
+        upload = store.signed_upload(key, content_type=page_type, max_bytes=1000, lifetime=timedelta(minutes=5))
+        assert upload.fields["Content-Type"] == "application/octet-stream"
 
     def test_a_signed_upload_pins_the_key_and_the_type(self, store: FileContentStore) -> None:
         key = new_prefix() + "upload.pdf"

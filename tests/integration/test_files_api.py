@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from shared.adapters.aws.s3_content_store import S3ContentStore
 from shared.adapters.local.jwt_tokens import LocalTokenIssuer
 from shared.domain.auth import Principal
 from shared.domain.errors import NotFound
@@ -290,6 +291,21 @@ def test_a_store_that_cannot_sign_has_its_bytes_proxied_as_an_attachment(
         assert response.headers["Content-Type"] == "application/octet-stream"
         assert response.headers["Content-Disposition"].startswith('attachment; filename="page.html"')
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_an_html_original_is_stored_as_opaque_bytes_and_keeps_its_media_type_on_the_record(stack: Stack) -> None:
+    # Given an HTML upload (the signed GET forces an attachment, but an object stored as text/html would be a
+    # page on any URL that ever opened it inline)
+    token = stack.token()
+    ticket = stack.upload(token, "page.html", "text/html", b"<html><script>alert(1)</script></html>")
+    # Then the object in the bucket is not HTML to a browser
+    store = stack.container.content
+    assert isinstance(store, S3ContentStore)
+    stored = store.client.head_object(Bucket=stack.bucket, Key=ticket["upload"]["fields"]["key"])
+    assert stored["ContentType"] == "application/octet-stream"
+    # And the file is still HTML to Quire
+    status, file = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
+    assert status == 200 and file["current"]["mediaType"] == "text/html", file
 
 
 def test_a_new_version_cannot_bring_back_a_file_deleted_after_it_was_looked_up(stack: Stack) -> None:

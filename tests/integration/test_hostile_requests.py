@@ -72,3 +72,27 @@ def test_a_nul_in_a_new_versions_filename_is_a_400(stack: Stack) -> None:
     )
     assert status == 400, answer
     assert "NUL" in json.dumps(answer), answer
+
+
+LONE_SURROGATE = "\ud800"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/search", {"query": f"quarterly{LONE_SURROGATE}", "limit": 3}),
+        ("/v1/search", {"query": "quarterly", "mode": "keyword", "filters": {"filename": f"a{LONE_SURROGATE}"}}),
+        ("/v1/search", {"query": "quarterly", "filters": {"mediaTypes": [f"application/pdf{LONE_SURROGATE}"]}}),
+        (
+            "/v1/uploads",
+            {"collectionId": "docs", "filename": f"{LONE_SURROGATE}.txt", "mediaType": "text/plain", "byteSize": 10},
+        ),
+    ],
+)
+def test_half_a_surrogate_pair_in_a_request_body_is_a_400_that_names_it(
+    stack: Stack, path: str, body: dict[str, object]
+) -> None:
+    # json.dumps writes the lone surrogate as the escape \ud800, as a hostile client would send it.
+    status, answer = stack.json("POST", path, stack.token(), body)
+    assert status == 400, (path, body, answer)
+    assert "surrogate" in answer["message"], answer

@@ -104,3 +104,15 @@ def test_a_chunked_body_is_refused_and_never_read_as_a_second_request(api_url: s
 def test_a_negative_content_length_is_refused_without_waiting_for_the_stream_to_end(api_url: str) -> None:
     response = raw_exchange(api_url, b"POST /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\nabc")
     assert response.startswith(b"HTTP/1.1 400")
+
+
+def test_control_bytes_in_a_request_line_reach_the_log_escaped_never_raw(
+    api_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a request line carrying an ANSI escape sequence (it would recolour a terminal tailing the log)
+    with caplog.at_level("INFO", logger="shared.local.http_api"):
+        raw_exchange(api_url, b"GET /v1/health\x1b[31mX\x9b2J HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    # Then the request is logged, with every control character written as \xNN
+    [line] = [record.getMessage() for record in caplog.records if "/v1/health" in record.getMessage()]
+    assert "\\x1b[31mX\\x9b2J" in line
+    assert not any(character in line for character in "\x1b\x9b\r\n")

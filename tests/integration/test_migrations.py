@@ -6,8 +6,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from migrations.runner import MIGRATIONS_DIR, MigrationError, apply_migrations, discover
+from shared.adapters.postgres.database import Database
+from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
+from shared.local.supervisor import app_url_from_owner, set_app_role_password
 from tests.integration.conftest import drop_role
 
 ALL = [f"{m.version}_{m.name}" for m in discover()]
@@ -153,3 +157,39 @@ def test_create_on_public_is_revoked_even_where_the_server_grants_it(new_databas
         assert row == (False,)
     finally:
         drop_role(url, role)
+
+
+def test_an_owner_that_is_no_superuser_still_lists_every_tenant_for_the_sweeps(new_database: Callable[[], str]) -> None:
+    # On Aurora the owner is no superuser and has no BYPASSRLS: FORCE ROW LEVEL SECURITY binds it too, so the
+    # sweeps' listing function (which runs as the owner) must not come back empty there.
+    superuser_url = new_database()
+    owner, app_role = f"quire_owner_{secrets.token_hex(3)}", f"quire_app_owned_{secrets.token_hex(3)}"
+    password = secrets.token_urlsafe(12)
+    with psycopg.connect(superuser_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEROLE PASSWORD {}").format(sql.Identifier(owner), password))
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(conn.info.dbname), sql.Identifier(owner))
+        )
+        conn.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(sql.Identifier(owner)))
+        # pgvector is no trusted extension: on Aurora rds_superuser creates it; here the superuser does.
+        conn.execute("CREATE EXTENSION vector")
+    try:
+        owner_url = app_url_from_owner(superuser_url, password, role=owner)
+        apply_migrations(owner_url, embedding_dimension=384, app_role=app_role)
+        set_app_role_password(owner_url, password, role=app_role)
+        app = Database(app_url_from_owner(superuser_url, password, role=app_role), max_size=1)
+        try:
+            for tenant in ("owned-a", "owned-b"):
+                with app.tenant_transaction(tenant) as conn:
+                    conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (tenant,))
+            with app.unscoped_transaction() as conn:
+                assert conn.execute("SELECT count(*) FROM tenants").fetchone() == (0,)
+            assert PostgresFileMetadataStore(app).tenant_ids() == ["owned-a", "owned-b"]
+        finally:
+            app.close()
+    finally:
+        drop_role(superuser_url, app_role)
+        with psycopg.connect(superuser_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("REASSIGN OWNED BY {} TO CURRENT_USER").format(sql.Identifier(owner)))
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(owner)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))

@@ -1,6 +1,8 @@
 """Upload → Object Created → the in-process pipeline (inspect, extract) → a readable, windowed document."""
 
+import io
 import uuid
+import zipfile
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -250,3 +252,29 @@ def test_ingesting_a_file_lists_no_object_versions_and_leaves_no_work_behind(sta
     for record_ in (text, mixed):
         derived = f"derived/tenants/acme/files/{record_['fileId']}/"
         assert [o.key for o in stack.container.content.object_versions(derived) if "/work-" in o.key] == []
+
+
+def test_a_damaged_docx_or_pdf_fails_with_a_fixed_sentence_never_the_librarys_words(stack: Stack) -> None:
+    # Given files that pass the upload's sniffing but that their libraries cannot read (lxml and PDFium would
+    # say where and what they expected)
+    token = stack.token()
+    package = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(word_document())) as source, zipfile.ZipFile(package, "w") as damaged:
+        for info in source.infolist():
+            body = source.read(info.filename)
+            damaged.writestr(
+                info, b"<w:document xmlns:w='urn:w'><w:body></w:document>" if "document.xml" in info.filename else body
+            )
+    docx = processed(stack, token, "damaged.docx", DOCX_TYPE, package.getvalue())
+    pdf = processed(
+        stack, token, "damaged.pdf", "application/pdf", b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nnot a PDF\n"
+    )
+    # Then each is malformed, and what the owner reads is the fix, not the library's exception
+    assert docx["current"]["failure"]["reason"] == "malformed"
+    assert docx["current"]["failure"]["detail"] == (
+        "not a readable DOCX: open it in the program that made it, save it again and upload it again"
+    )
+    assert pdf["current"]["failure"]["reason"] == "malformed"
+    assert pdf["current"]["failure"]["detail"] == (
+        "the PDF is damaged and cannot be opened: save or print it to a new PDF and upload that"
+    )

@@ -7,6 +7,7 @@ import pytest
 from psycopg import errors
 
 from shared.adapters.postgres.database import Database
+from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
 from tests.integration.conftest import MigratedDatabase
 
 # Every table holding tenant rows; the keyword statistics are written by triggers on knowledge_chunks.
@@ -98,6 +99,47 @@ def test_tenant_a_never_reads_tenant_bs_rows(app_database: Database) -> None:
     assert by_id == [] and by_tenant == []
 
 
+def register(database: Database, *tenants: str) -> None:
+    for tenant in tenants:
+        with database.tenant_transaction(tenant) as conn:
+            conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (tenant,))
+
+
+def test_the_tenant_registry_shows_the_application_only_its_current_tenant(app_database: Database) -> None:
+    # Given two registered tenants
+    register(app_database, "registry-a", "registry-b")
+    # When the application role reads the registry as A, then only A is there; with no tenant, nothing is
+    with app_database.tenant_transaction("registry-a") as conn:
+        as_a = conn.execute("SELECT * FROM tenants").fetchall()
+    with app_database.unscoped_transaction() as conn:
+        unscoped = conn.execute("SELECT * FROM tenants").fetchall()
+    assert [row[0] for row in as_a] == ["registry-a"]
+    assert unscoped == []
+
+
+def test_the_sweeps_still_list_every_tenant_id_and_nothing_else(app_database: Database) -> None:
+    register(app_database, "registry-a", "registry-b")
+    with app_database.unscoped_transaction() as conn:
+        listed = conn.execute("SELECT * FROM tenant_ids_for_sweeps()")
+        columns = [column.name for column in listed.description or []]
+        ids = {row[0] for row in listed}
+    assert columns == ["tenant_id"]
+    assert {"registry-a", "registry-b"} <= ids
+    assert {"registry-a", "registry-b"} <= set(PostgresFileMetadataStore(app_database).tenant_ids())
+
+
+def test_the_listing_function_cannot_be_handed_the_callers_own_table(app_database: Database) -> None:
+    # A SECURITY DEFINER function that resolved names through the caller's search_path would read a temporary
+    # table the caller made (pg_temp is searched first for tables unless the path says otherwise).
+    register(app_database, "registry-a")
+    with app_database.unscoped_transaction() as conn:
+        conn.execute("CREATE TEMPORARY TABLE tenants (tenant_id text) ON COMMIT DROP")
+        conn.execute("INSERT INTO pg_temp.tenants VALUES ('planted-by-the-caller')")
+        conn.execute("SET LOCAL search_path = pg_temp, public")
+        ids = {row[0] for row in conn.execute("SELECT tenant_id FROM public.tenant_ids_for_sweeps()")}
+    assert "registry-a" in ids and "planted-by-the-caller" not in ids
+
+
 def test_tenant_a_cannot_write_into_or_change_tenant_bs_rows(app_database: Database) -> None:
     theirs = add_file(app_database, "tenant-b")
     mine = add_file(app_database, "tenant-a")
@@ -156,9 +198,10 @@ def test_a_tenant_id_that_is_not_an_identifier_never_reaches_sql(app_database: D
 
 
 TENANT_POLICY = "(tenant_id = current_tenant())"
-# The one deliberate exception: the tenant registry's ids (no content) are listed so sweeps can walk them.
+# The registry: a tenant reads and registers only itself; the owner alone lists every id, which the sweeps
+# read through tenant_ids_for_sweeps() (migrations/0014).
 REGISTRY_POLICIES = {
-    ("tenant_ids_are_listed", "SELECT", "true", None),
+    ("tenant_reads_itself", "SELECT", TENANT_POLICY, None),
     ("tenant_registers_itself", "INSERT", None, TENANT_POLICY),
 }
 
@@ -169,8 +212,12 @@ def test_every_policy_on_a_tenant_table_is_exactly_the_tenant_match(owner_connec
         "SELECT p.tablename, p.policyname, p.cmd, p.qual, p.with_check, p.permissive, p.roles FROM pg_policies p"
         " WHERE p.schemaname = 'public'"
     ).fetchall()
+    owner = owner_connection.execute("SELECT tableowner FROM pg_tables WHERE tablename = 'tenants'").fetchone()
     by_table: dict[str, set[tuple[object, ...]]] = {}
     for table, name, command, qual, with_check, permissive, roles in rows:
+        if (table, name) == ("tenants", "owner_lists_tenant_ids"):
+            assert (command, qual, roles) == ("SELECT", "true", [owner[0] if owner else None])
+            continue
         assert permissive == "PERMISSIVE" and roles == ["public"], (table, name)
         by_table.setdefault(table, set()).add((name, command, qual, with_check))
     assert by_table.pop("tenants") == REGISTRY_POLICIES

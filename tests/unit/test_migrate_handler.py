@@ -5,16 +5,19 @@ replaced by a recorder; Secrets Manager is moto's, in process."""
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.parameters import base as parameters_base
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from moto import mock_aws
 from psycopg.conninfo import conninfo_to_dict
 
 import functions.migrate.handler as migrate
-from migrations.runner import MigrationError, MigrationReport
+from migrations.runner import RDS_CA_BUNDLE, MigrationError, MigrationReport, owner_url
 from shared.bootstrap import ConfigurationError
 from shared.config import Settings
 from shared.local.http_api import LocalLambdaContext
@@ -80,11 +83,12 @@ def cfn_event(request_type: str) -> dict[str, Any]:
     return event
 
 
-def test_create_migrates_as_the_owner_over_tls_with_the_deployed_dimension(runner: RecordingRunner) -> None:
+def test_create_migrates_as_the_owner_verifying_the_writer_with_the_deployed_dimension(runner: RecordingRunner) -> None:
     # Given the owner's credentials in their secret and the writer's address in the environment
     # When CloudFormation creates the resource
     response = migrate.handler(cfn_event("Create"), LocalLambdaContext())
-    # Then the runner ran once, as the owner, against the writer, encrypted, with the deployed dimension
+    # Then the runner ran once, as the owner, against the writer, with the deployed dimension, over TLS that
+    # verifies the writer's certificate and name against the RDS authorities shipped with the package
     [(url, dimension)] = runner.calls
     assert conninfo_to_dict(url) == {
         "user": "quire_owner",
@@ -92,7 +96,8 @@ def test_create_migrates_as_the_owner_over_tls_with_the_deployed_dimension(runne
         "host": WRITER,
         "port": "5432",
         "dbname": "quire",
-        "sslmode": "require",
+        "sslmode": "verify-full",
+        "sslrootcert": str(RDS_CA_BUNDLE),
     }
     assert dimension == 1024
     assert response == {"PhysicalResourceId": "quire-schema", "Data": {"Applied": "1"}}
@@ -138,3 +143,21 @@ def test_a_missing_setting_is_named(runner: RecordingRunner, monkeypatch: pytest
     with pytest.raises(ConfigurationError, match=r"QUIRE_DATABASE_OWNER_SECRET_ARN.*QUIRE_DATABASE_HOST"):
         migrate.handler(cfn_event("Create"), LocalLambdaContext())
     assert runner.calls == []
+
+
+def test_without_the_certificate_bundle_the_owner_url_is_refused_naming_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "rds-ca-bundle.pem"
+    with pytest.raises(MigrationError, match=r"rds-ca-bundle\.pem, which is missing.*RDS certificate bundle"):
+        owner_url(host=WRITER, port=5432, dbname="quire", user="quire_owner", password=PASSWORD, ca_bundle=missing)
+
+
+def test_the_shipped_bundle_holds_only_rds_authorities_including_every_g1_root_of_the_main_regions() -> None:
+    certificates = x509.load_pem_x509_certificates(RDS_CA_BUNDLE.read_bytes())
+    assert len(certificates) > 100
+    organizations = {str(c.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)[0].value) for c in certificates}
+    common_names = {str(c.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value) for c in certificates}
+    assert organizations == {"Amazon Web Services, Inc."}
+    assert all(name.startswith("Amazon RDS ") for name in common_names)
+    for region in ("us-east-1", "us-east-2", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-2"):
+        for algorithm in ("RSA2048", "RSA4096", "ECC384"):
+            assert f"Amazon RDS {region} Root CA {algorithm} G1" in common_names

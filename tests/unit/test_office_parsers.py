@@ -482,3 +482,26 @@ def test_a_header_part_that_is_not_xml_costs_the_document_nothing_else() -> None
     outcome = DocxParser().parse(header_part_renamed("word/header1.dat", b"\x00\x01 not xml"), LIMITS)
     # When parsed, then the body is read
     assert "Tell your manager." in [block.text for block in parsed(outcome).blocks]
+
+
+def with_member(package: bytes, name: str, content: bytes) -> bytes:
+    """The same Office package with one member's bytes replaced."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(package)) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            target.writestr(info, content if info.filename == name else source.read(info.filename))
+    return out.getvalue()
+
+
+def test_a_damaged_office_part_is_malformed_with_a_fixed_sentence_and_the_librarys_words_only_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given a Word package whose document part is not well-formed XML (lxml says where and what it expected)
+    damaged = with_member(word_document(), "word/document.xml", b"<w:document xmlns:w='urn:w'><w:body></w:document>")
+    with caplog.at_level("WARNING", logger="shared.adapters.parsers.ooxml_guard"):
+        outcome = DocxParser().parse(damaged, LIMITS)
+    assert isinstance(outcome, ExtractionFailure) and outcome.reason is FailureReason.MALFORMED
+    assert (
+        outcome.detail == "not a readable DOCX: open it in the program that made it, save it again and upload it again"
+    )
+    assert "XMLSyntaxError" in caplog.text and "line 1" in caplog.text

@@ -216,3 +216,13 @@ def test_a_box_is_measured_from_the_visible_page_wherever_its_origin_sits() -> N
     assert plain is not None and shifted is not None
     assert abs(plain.left - shifted.left) < 0.01 and abs(plain.top - shifted.top) < 0.01
     assert 0.1 < plain.left < 0.15 and 0.05 < plain.top < 0.12
+
+
+def test_a_pdf_pdfium_cannot_open_is_malformed_with_a_fixed_sentence_and_pdfiums_words_only_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="shared.adapters.parsers.pdf"):
+        outcome = PdfParser().parse(b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nthis is not a PDF\n", LIMITS)
+    assert isinstance(outcome, ExtractionFailure) and outcome.reason is FailureReason.MALFORMED
+    assert outcome.detail == "the PDF is damaged and cannot be opened: save or print it to a new PDF and upload that"
+    assert "PDFium could not open a PDF: Failed to load document" in caplog.text

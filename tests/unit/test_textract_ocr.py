@@ -16,7 +16,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from botocore.stub import ANY, Stubber
 
-from shared.adapters.aws.textract_ocr import SYNC_MAX_BYTES, TextractOcr, request_token
+from shared.adapters.aws.textract_ocr import OCR_NOT_PERMITTED, SYNC_MAX_BYTES, TextractOcr, request_token
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed
 from shared.domain.recognition import RecognitionJob, RecognitionResult
 from shared.ports import OcrProvider, OcrSource
@@ -886,7 +886,7 @@ def test_a_connection_closed_mid_call_is_retried() -> None:
         ("UnsupportedDocumentException", r"JPEG, PNG, TIFF and PDF"),
         ("BadDocumentException", r"Re-save or re-scan"),
         ("DocumentTooLargeException", r"10 MB.*500 MB and 3,000 pages"),
-        ("InvalidS3ObjectException", r"s3:GetObject"),
+        ("InvalidS3ObjectException", r"Scan the file again"),
         ("InvalidParameterException", r"invalid"),
     ],
 )
@@ -901,24 +901,42 @@ def test_a_refused_document_is_a_recognition_failure_naming_the_fix_and_never_re
         aws.ocr.start(source("image/png"))
     aws.assert_all_called()
     assert KEY not in raised.value.detail  # a storage key never reaches the file's owner
+    assert not re.search(r"\b(s3|textract|kms):", raised.value.detail)  # nor an IAM action
     assert aws.delays.asked == []
 
 
-def test_a_missing_textract_permission_makes_ocr_unavailable_naming_the_action(aws: Aws) -> None:
+def test_a_missing_textract_permission_makes_ocr_unavailable_and_only_the_log_names_the_action(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
     aws.textract_stub.add_client_error(
         "start_document_analysis", service_error_code="AccessDeniedException", http_status_code=400
     )
-    with pytest.raises(CapabilityUnavailable) as raised:
+    with (
+        caplog.at_level("ERROR", logger="shared.adapters.aws.textract_ocr"),
+        pytest.raises(CapabilityUnavailable) as raised,
+    ):
         aws.ocr.start(source(page_count=2))
     assert raised.value.capability == "ocr"
-    assert "textract:StartDocumentAnalysis" in raised.value.reason
+    # The reason becomes the version's ocr.detail, which the file's owner reads: the fix is the operator's.
+    assert raised.value.reason == (
+        "OCR is not permitted for this deployment yet: an operator must grant the OCR function the access it needs"
+        " (the refused action is in its log)."
+    )
+    assert "grant textract:StartDocumentAnalysis to the function's role" in caplog.text
     assert aws.delays.asked == []
 
 
-def test_a_missing_permission_to_stage_pages_names_the_s3_action(aws: Aws) -> None:
+def test_a_missing_permission_to_stage_pages_is_logged_naming_the_s3_action(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
     aws.s3_stub.add_client_error("put_object", service_error_code="AccessDenied", http_status_code=403)
-    with pytest.raises(CapabilityUnavailable, match=r"s3:PutObject"):
+    with (
+        caplog.at_level("ERROR", logger="shared.adapters.aws.textract_ocr"),
+        pytest.raises(CapabilityUnavailable) as raised,
+    ):
         aws.ocr.start(source(pages=(1,), page_count=2, content=pdf_of_widths(100, 200)))
+    assert raised.value.reason == OCR_NOT_PERMITTED
+    assert "AWS refused s3:PutObject (AccessDenied)" in caplog.text
 
 
 def test_an_original_gone_from_storage_is_a_document_problem(aws: Aws) -> None:

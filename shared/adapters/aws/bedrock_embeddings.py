@@ -15,6 +15,7 @@ Request and response shapes are those of the Bedrock user guide, "Amazon Titan E
 """
 
 import json
+import logging
 import math
 import random as _random
 import re
@@ -38,6 +39,8 @@ from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.usage import Usage
 from shared.ports import EmbeddingProvider
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
@@ -236,9 +239,8 @@ class BedrockTitanEmbedder(EmbeddingProvider):
                     raise CapabilityUnavailable(Capability.EMBEDDER.value, self._not_enabled(client, code)) from error
                 if code not in _RETRYABLE_CODES:
                     # ValidationException (too long, empty), ModelErrorException, ServiceQuotaExceededException…
-                    raise EmbeddingFailed(
-                        f"{self._base_model_id} refused text {index}: {code or 'error'}: {message}"
-                    ) from error
+                    _log.warning("Bedrock refused text %d: %s: %s", index, code, message)
+                    raise EmbeddingFailed(f"{self._base_model_id} refused text {index} ({code or 'error'})") from error
                 last_error = code
             except _RETRYABLE_TRANSPORT as error:
                 last_error = type(error).__name__
@@ -252,11 +254,18 @@ class BedrockTitanEmbedder(EmbeddingProvider):
         )
 
     def _not_enabled(self, client: BedrockRuntimeClient, code: str) -> str:
+        # The reason reaches API callers (a search's 503, a version's embedding gap); the fix is the operator's.
         region = client.meta.region_name
+        _log.error(
+            "Bedrock answered %s for %s in %s. Enable model access for it in the Amazon Bedrock console (Model"
+            " access) and check that the function's role is allowed bedrock:InvokeModel on it",
+            code,
+            self._base_model_id,
+            region,
+        )
         return (
-            f"Bedrock answered {code} for {self._base_model_id} in {region}. Enable model access for"
-            f" {self._base_model_id} in the Amazon Bedrock console (Model access) in region {region}, and"
-            " check that the function's role is allowed bedrock:InvokeModel on it."
+            f"the embedding model {self._base_model_id} is not enabled for this deployment: an operator must"
+            " enable access to it (the cause is in the function's log)"
         )
 
     def _vector(self, index: int, payload: bytes) -> list[float]:

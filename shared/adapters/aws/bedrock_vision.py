@@ -18,6 +18,7 @@ and the pipeline retries the step.
 """
 
 import io
+import logging
 import math
 import random as _random
 import time
@@ -33,6 +34,8 @@ from shared.domain.errors import CapabilityUnavailable, VisionFailed
 from shared.domain.recognition import ImageDescription
 from shared.domain.usage import Usage
 from shared.ports import VisionProvider
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
@@ -230,7 +233,8 @@ class BedrockConverseVision(VisionProvider):
                     raise CapabilityUnavailable(
                         Capability.VISION.value, self._not_invocable(client, message)
                     ) from error
-                raise VisionFailed(f"{self._model_id} refused the image: {message or code}") from error
+                _log.warning("Bedrock refused an image: %s: %s", code, message)
+                raise VisionFailed(f"{self._model_id} refused the image as invalid input ({code})") from error
             # ModelErrorException, ServiceQuotaExceededException and codes Bedrock adds later are not
             # retried here; they go up unchanged for the caller to retry or record as it sees fit.
 
@@ -243,21 +247,28 @@ class BedrockConverseVision(VisionProvider):
             refuse=refuse,
         )
 
+    # The file's owner reads the reason; AWS's own words (account ids, role ARNs, the action to grant) are
+    # logged for the operator.
     def _not_enabled(self, client: BedrockRuntimeClient, code: str, message: str) -> str:
         region = client.meta.region_name
+        _log.error(
+            "Bedrock answered %s for %s in %s: %s. Enable model access for it in the Amazon Bedrock console"
+            " (Model access) and grant the function's role bedrock:InvokeModel on it",
+            code,
+            self._model_id,
+            region,
+            message,
+        )
         return (
-            f"Bedrock answered {code} for {self._model_id} in {region}"
-            f"{f' ({message})' if message else ''}. Enable model access for {self._model_id} in the Amazon"
-            f" Bedrock console (Model access) for region {region}, and grant the function's role"
-            f" bedrock:InvokeModel on it."
+            f"the vision model {self._model_id} is not enabled for this deployment: an operator must enable"
+            " access to it (the cause is in the function's log)"
         )
 
     def _not_invocable(self, client: BedrockRuntimeClient, message: str) -> str:
-        region = client.meta.region_name
+        _log.error("Bedrock cannot invoke %s in %s: %s", self._model_id, client.meta.region_name, message)
         return (
-            f"Bedrock cannot invoke {self._model_id} in {region}: {message} Configure the vision model as an"
-            " image-capable model id, or the id of an inference profile that contains one, enabled in"
-            f" region {region}."
+            f"the vision model {self._model_id} cannot be invoked as configured: an operator must configure an"
+            " image-capable model, or an inference profile that contains one (the cause is in the function's log)"
         )
 
     def _description(self, response: "ConverseResponseTypeDef") -> ImageDescription:
@@ -318,7 +329,8 @@ def prepare_image(
     except Image.DecompressionBombError as error:
         raise _too_many_pixels(None, max_pixels) from error
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as error:
-        raise VisionFailed(f"the image is not a readable {pillow_format}: {error}") from error
+        _log.warning("Pillow could not open a %s: %s", pillow_format, error)
+        raise VisionFailed(f"the image is not a readable {pillow_format}") from error
     with opened:
         width, height = opened.size
         if width < 1 or height < 1:
@@ -331,7 +343,8 @@ def prepare_image(
         try:
             return _reencoded(opened, keep_lossless=as_is != "jpeg", max_bytes=max_bytes, max_side=max_side)
         except (OSError, SyntaxError, ValueError, EOFError) as error:
-            raise VisionFailed(f"the image could not be decoded as {pillow_format}: {error}") from error
+            _log.warning("Pillow could not decode a %s: %s", pillow_format, error)
+            raise VisionFailed(f"the image could not be decoded as {pillow_format}") from error
 
 
 def _too_many_pixels(size: tuple[int, int] | None, max_pixels: int) -> VisionFailed:

@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 
 from shared.adapters.aws.retrying import LazyClient, error_code
 from shared.domain.files import PresignedUpload, SignedRead, StoredObject
-from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
+from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition, stored_content_type
 from shared.ports import MAX_SIGNED_READ_LIFETIME, FileContentStore
 
 if TYPE_CHECKING:
@@ -29,9 +29,10 @@ class S3ContentStore(FileContentStore):
         return self._client.get()
 
     def put(self, key: str, body: bytes, *, content_type: str) -> StoredObject:
-        response = self.client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=content_type)
+        stored_type = stored_content_type(content_type)
+        response = self.client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=stored_type)
         return StoredObject(
-            key=key, version_id=response.get("VersionId"), byte_size=len(body), content_type=content_type
+            key=key, version_id=response.get("VersionId"), byte_size=len(body), content_type=stored_type
         )
 
     def get(self, key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
@@ -117,14 +118,15 @@ class S3ContentStore(FileContentStore):
 
     def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
         seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
+        stored_type = stored_content_type(content_type)
         post = self.client.generate_presigned_post(
             Bucket=self._bucket,
             Key=key,
-            Fields={"Content-Type": content_type},
+            Fields={"Content-Type": stored_type},
             Conditions=[
                 {"bucket": self._bucket},
                 ["eq", "$key", key],
-                ["eq", "$Content-Type", content_type],
+                ["eq", "$Content-Type", stored_type],
                 ["content-length-range", 1, max_bytes],
             ],
             ExpiresIn=seconds,

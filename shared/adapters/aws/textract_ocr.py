@@ -26,7 +26,8 @@ This adapter owns the retrying, as the embedder does: throttling, an internal er
 limit and transport failures are retried with exponential back-off and full jitter, up to `max_attempts`
 calls; then the last error is raised for the workflow to retry. Create the clients with botocore's own
 retries off (`from_region` does). A refusal of the document itself raises RecognitionFailed (recorded,
-never retried); a missing permission raises CapabilityUnavailable naming the action to grant.
+never retried); a missing permission raises CapabilityUnavailable with OCR_NOT_PERMITTED and logs the
+action to grant.
 
 IAM for the function's role: textract:DetectDocumentText, textract:StartDocumentAnalysis,
 textract:GetDocumentAnalysis, textract:StartDocumentTextDetection, textract:GetDocumentTextDetection;
@@ -118,9 +119,7 @@ _DOCUMENT_PROBLEMS = {
         " 500 MB and 3,000 pages. Split it or reduce its resolution and upload it again."
     ),
     "InvalidS3ObjectException": (
-        "Textract could not read the stored original: check that it still exists, that the bucket is in"
-        " Textract's region, and that the function's role may s3:GetObject and s3:GetObjectVersion it (and"
-        " kms:Decrypt when the bucket uses a KMS key)."
+        "Textract could not read the stored original. Scan the file again; if it fails again, upload it again."
     ),
     "InvalidParameterException": (
         "Textract refused the request for this document as invalid (a page or image size it does not accept,"
@@ -128,6 +127,11 @@ _DOCUMENT_PROBLEMS = {
     ),
 }
 _GONE_CODES = frozenset({"NoSuchKey", "NoSuchVersion", "404"})
+# What the file's owner reads when AWS refuses this function an action; the action itself is logged.
+OCR_NOT_PERMITTED = (
+    "OCR is not permitted for this deployment yet: an operator must grant the OCR function the access it needs"
+    " (the refused action is in its log)."
+)
 
 _log = logging.getLogger(__name__)
 
@@ -425,9 +429,9 @@ class TextractOcr(OcrProvider):
         def refuse(error: ClientError) -> None:
             code = error_code(error)
             if code in _ACCESS_DENIED_CODES:
-                raise CapabilityUnavailable(
-                    Capability.OCR.value, f"AWS refused {action} ({code}): grant {action} to the function's role."
-                ) from error
+                # The action to grant is the operator's to read, in the log: never the file owner's.
+                _log.error("AWS refused %s (%s): grant %s to the function's role", action, code, action)
+                raise CapabilityUnavailable(Capability.OCR.value, OCR_NOT_PERMITTED) from error
             if code in _DOCUMENT_PROBLEMS:
                 _log.info("textract refused the document: %s: %s", code, error_message(error))
                 raise RecognitionFailed(_DOCUMENT_PROBLEMS[code]) from error

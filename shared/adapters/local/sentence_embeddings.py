@@ -5,6 +5,7 @@ at run time (HF_HUB_OFFLINE is forced). torch and the model load on the first ca
 `quire status` and the API's cold start never pay for them.
 """
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -15,6 +16,8 @@ from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.usage import Usage
 from shared.ports import EmbeddingProvider
+
+_log = logging.getLogger(__name__)
 
 MINILM_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_DIMENSION = 384
@@ -110,5 +113,8 @@ class SentenceTransformerEmbedder(EmbeddingProvider):
                 show_progress_bar=False,
             )
         except (RuntimeError, ValueError) as error:
-            raise EmbeddingFailed(f"the local model failed: {error}") from error
+            _log.warning("the local embedding model failed: %s", error)
+            raise EmbeddingFailed(
+                "the local embedding model failed on these texts (the cause is in the log)"
+            ) from error
         return [[float(value) for value in vector] for vector in vectors]

@@ -5,6 +5,7 @@ when the collector does: a huge file costs what is kept, not what it holds."""
 
 import csv
 import io
+import logging
 from collections.abc import Iterator
 from itertools import chain, islice
 
@@ -21,6 +22,8 @@ from shared.domain.document import (
 )
 from shared.domain.layout import looks_like_header
 from shared.ports import DocumentParser
+
+_log = logging.getLogger(__name__)
 
 MAX_FIELD_CHARS = 1024 * 1024
 DELIMITERS = ",;\t|"
@@ -81,7 +84,11 @@ def _rows(text: str, delimiter: str, collector: BlockCollector, warnings: list[s
                 kept += 1
                 yield number, collector.kept_columns(cell.strip() for cell in row)
     except csv.Error as error:
-        warnings.append(f"the CSV is damaged after row {kept}: {error}")
+        _log.warning("a CSV is damaged after row %d: %s", kept, error)
+        warnings.append(
+            f"the CSV is damaged after row {kept} (a quote left open, or a field over the size limit):"
+            " the rows after it were not read"
+        )
 
 
 def _tables(rows: Iterator[Row], collector: BlockCollector) -> None:

@@ -6,12 +6,15 @@ thousands). Only the header is read here; the pixels are decoded by OCR, inside 
 """
 
 import io
+import logging
 from typing import Any
 
 from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.files import FailureReason
 from shared.domain.recognition import MAX_OCR_PAGES
 from shared.ports import DocumentParser
+
+_log = logging.getLogger(__name__)
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/tiff"})
 # What Pillow calls the formats it opens: a phone's JPEG with an embedded preview is "MPO", one picture.
@@ -40,8 +43,10 @@ class ImageParser(DocumentParser):
         except Exception as error:
             # A damaged header surfaces from Pillow's readers as almost any exception (OSError, but also
             # TypeError, KeyError, struct.error): each one means the same thing here.
+            _log.warning("an image could not be read: %s: %s", type(error).__name__, error)
             return ExtractionFailure(
-                reason=FailureReason.MALFORMED, detail=f"the image could not be read ({type(error).__name__}: {error})"
+                reason=FailureReason.MALFORMED,
+                detail="the image could not be read: it is damaged or not the format its name says",
             )
 
 

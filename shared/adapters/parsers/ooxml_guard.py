@@ -81,7 +81,11 @@ def check_office_zip(content: bytes, limits: ExtractionLimits) -> ExtractionFail
         ValueError,
         RuntimeError,  # zipfile's "is encrypted, password required" for a flagged member
     ) as error:
-        return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"the archive is damaged: {error}")
+        # The library's words (member names, offsets) are the operator's, in the log; the owner gets the fix.
+        _log.warning("an Office archive is damaged: %s: %s", type(error).__name__, error)
+        return ExtractionFailure(
+            reason=FailureReason.MALFORMED, detail="the archive is damaged: save the file again and upload it again"
+        )
     return None
 
 
@@ -100,6 +104,11 @@ def _ole_failure(content: bytes) -> ExtractionFailure:
     )
 
 
+def unreadable_office_detail(label: str) -> str:
+    """What the file's owner is told of an Office file its library could not read: never the library's words."""
+    return f"not a readable {label}: open it in the program that made it, save it again and upload it again"
+
+
 def read_office(
     content: bytes, limits: ExtractionLimits, label: str, read: Callable[[], ExtractionOutcome]
 ) -> ExtractionOutcome:
@@ -116,7 +125,6 @@ def read_office(
         if _raised_by_our_code(error):
             # Still the user's answer (the document cannot be read), but a bug of ours to fix: say so.
             _log.warning("the %s parser's own code raised on a document", label, exc_info=error)
-        return ExtractionFailure(
-            reason=FailureReason.MALFORMED,
-            detail=f"not a readable {label} ({type(error).__name__}: {str(error)[:200]})",
-        )
+        else:
+            _log.warning("a %s could not be read: %s: %s", label, type(error).__name__, str(error)[:500])
+        return ExtractionFailure(reason=FailureReason.MALFORMED, detail=unreadable_office_detail(label))

@@ -10,6 +10,7 @@ document with every page listed). Before PDFium opens the file, its streams are 
 decode (pdf_inflation.py).
 """
 
+import logging
 import math
 import statistics
 from collections.abc import Iterator
@@ -32,6 +33,8 @@ from shared.domain.layout import Cell, LayoutRules, TextLine, layout_blocks
 from shared.domain.recognition import BoundingBox
 from shared.domain.recognized_layout import NO_TEXT_LAYER_WARNING_PREFIX
 from shared.ports import DocumentParser
+
+_log = logging.getLogger(__name__)
 
 PDF_TYPE = "application/pdf"
 # Fewer visible characters than this on a page: no usable text layer (a page number, a stray mark).
@@ -73,9 +76,8 @@ class PdfParser(DocumentParser):
                 try:
                     page_lines, page_marks = _read_page(document[number - 1], number, form, warnings)
                 except pdfium.PdfiumError as error:
-                    return ExtractionFailure(
-                        reason=FailureReason.MALFORMED, detail=f"page {number} is damaged: {error}"
-                    )
+                    _log.warning("PDFium could not read page %d: %s", number, error)
+                    return ExtractionFailure(reason=FailureReason.MALFORMED, detail=damaged_page_detail(number))
                 # A form's values are the page's text as much as what its content draws; comments are not.
                 typed = sum(_visible(mark.block.text) for mark in page_marks if mark.typed)
                 if sum(_visible(line.text) for line in page_lines) + typed < MIN_PAGE_CHARACTERS:
@@ -97,6 +99,14 @@ class PdfParser(DocumentParser):
         )
 
 
+# What the file's owner is told; PDFium's own words go to the log.
+UNOPENABLE_PDF_DETAIL = "the PDF is damaged and cannot be opened: save or print it to a new PDF and upload that"
+
+
+def damaged_page_detail(number: int) -> str:
+    return f"page {number} is damaged: save or print the PDF to a new one and upload that"
+
+
 def _open(content: bytes, limits: ExtractionLimits) -> Any:
     """The PDFium document, or the failure that stops it before any page is read."""
     import pypdfium2 as pdfium
@@ -114,7 +124,8 @@ def _open(content: bytes, limits: ExtractionLimits) -> Any:
             return ExtractionFailure(
                 reason=FailureReason.ENCRYPTED, detail="the PDF is protected by a security handler PDFium cannot open"
             )
-        return ExtractionFailure(reason=FailureReason.MALFORMED, detail=f"PDFium could not open it: {error}")
+        _log.warning("PDFium could not open a PDF: %s", error)
+        return ExtractionFailure(reason=FailureReason.MALFORMED, detail=UNOPENABLE_PDF_DETAIL)
 
 
 def _pages(numbers: list[int]) -> str:

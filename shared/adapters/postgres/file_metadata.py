@@ -482,4 +482,6 @@ class PostgresFileMetadataStore(FileMetadataStore):
 
     def tenant_ids(self) -> list[str]:
         with self._database.unscoped_transaction() as conn:
-            return [row[0] for row in conn.execute("SELECT tenant_id FROM tenants ORDER BY tenant_id")]
+            # The registry shows a role only its current tenant (migrations/0014); the sweeps list every id
+            # through the one function that may.
+            return [row[0] for row in conn.execute("SELECT tenant_id FROM tenant_ids_for_sweeps() ORDER BY tenant_id")]
