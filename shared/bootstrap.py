@@ -60,7 +60,7 @@ from shared.services.indexing import Indexer
 from shared.services.pdf_tools import PdfTools
 from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import Recognizers
-from shared.services.reconciliation import Reconciler, ReconcileThresholds
+from shared.services.reconciliation import ReconcileBudget, Reconciler, ReconcileThresholds
 from shared.services.reindexing import Reindexer
 from shared.services.retrieval import Retrieval
 from shared.services.upload_completion import UploadCompletion
@@ -379,6 +379,8 @@ class Container:
 
     @cached_property
     def reconciler(self) -> Reconciler:
+        from shared.adapters.postgres.sweep_progress import PostgresSweepProgress
+
         return Reconciler(
             self.file_metadata,
             self.file_metadata,
@@ -387,6 +389,11 @@ class Container:
             ReconcileThresholds(
                 pending_after=timedelta(seconds=self.settings.reconcile_pending_after_seconds),
                 stuck_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
+            ),
+            progress=PostgresSweepProgress(self.database),
+            budget=ReconcileBudget(
+                tenants=timedelta(seconds=self.settings.reconcile_tenants_budget_seconds),
+                per_tenant=timedelta(seconds=self.settings.reconcile_tenant_turn_seconds),
             ),
             renders=self.exports,
             derived_owners=(self.artifacts, self.document_writer),

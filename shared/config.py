@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     # Reconciliation: how long an upload may stay pending, and processing may stall, before it acts.
     reconcile_pending_after_seconds: int = Field(default=3600, ge=0)
     reconcile_stuck_after_seconds: int = Field(default=3600, ge=1)
+    # Fairness: the tenants share this much of a run (the Lambda has 900 s; the object scan gets 120 s after),
+    # and one tenant's turn takes at most `turn`; the next run resumes each tenant where its turn stopped.
+    reconcile_tenants_budget_seconds: float = Field(default=600, gt=0, le=720)
+    reconcile_tenant_turn_seconds: float = Field(default=60, gt=0, le=720)
     # Extraction bounds that differ by deployment (the rest are ExtractionLimits' defaults).
     extraction_timeout_seconds: float = Field(default=120, gt=0, le=900)
     extraction_max_pages: int = Field(default=2000, ge=1)

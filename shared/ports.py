@@ -59,7 +59,8 @@ class FileContentStore(Protocol):
         ...
 
     def get(self, key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
-        """Read at most `max_bytes`; a larger object raises ValueError naming the limit (never truncates)."""
+        """Read at most `max_bytes`; a larger object raises ValueError naming the limit (never truncates), one
+        that is not there (a deleted version, say) raises FileNotFoundError."""
         ...
 
     def get_versioned(self, key: str, *, max_bytes: int) -> tuple[bytes, str | None]:
@@ -88,6 +89,16 @@ class FileContentStore(Protocol):
 
     def delete_all_versions(self, key: str) -> int:
         """Remove every version (and delete marker) of `key`; returns how many were removed."""
+        ...
+
+    def withdraw(self, objects: Sequence[tuple[str, str | None]]) -> int:
+        """End access to these (key, object version) pairs now, presigned GETs already issued included.
+
+        Each is first tagged `quire:deleted=true` (on AWS a bucket policy denies GetObject on tagged objects, so
+        a link dies even if the removal fails), then removed; an object with no version id loses every version.
+        What is already gone is not an error. Returns how many pairs were removed. One call per object at
+        least: callers bound how many they pass.
+        """
         ...
 
     def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
@@ -162,6 +173,13 @@ class FileCatalog(Protocol):
 
     def begin_delete_collection(self, tenant_id: str, collection_id: str) -> int:
         """The same for every file of a collection, a pending upload included."""
+        ...
+
+    def deleting_versions_with_bytes(
+        self, tenant_id: str, *, file_id: UUID | None = None, collection_id: str | None = None, limit: int
+    ) -> tuple[list[FileVersionRecord], int]:
+        """Versions of the file (or the collection) in `deleting` that were stored, so links to their bytes may
+        be out: at most `limit`, newest first, and how many there are in all."""
         ...
 
 
@@ -257,6 +275,27 @@ class ReconciliationQueries(Protocol):
         self, tenant_id: str, *, cutoff: datetime, after: tuple[datetime, UUID] | None = None, limit: int = 500
     ) -> list[tuple[UUID, FileVersionRecord]]:
         """Unprocessed versions past `cutoff` whose attempts are spent: the sweep will not ask again."""
+        ...
+
+
+class SweepProgress(Protocol):
+    """Where each tenant's sweeps stopped, kept between runs (the schedule starts each run with no state), so a
+    run resumes a tenant where its turn ran out and starts with the tenants visited least recently."""
+
+    def tenants_in_turn(self) -> list[str]:
+        """Every tenant, the one whose turn is longest ago (or never was) first."""
+        ...
+
+    def resume_point(self, tenant_id: str, sweep: str) -> tuple[datetime, UUID] | None:
+        """The keyset (updated_at, version_id) `sweep` stopped after in this tenant, None to start at the top."""
+        ...
+
+    def save_resume_point(self, tenant_id: str, sweep: str, after: tuple[datetime, UUID] | None) -> None:
+        """Record where `sweep` stopped (None: it reached the end, so the next turn starts at the top)."""
+        ...
+
+    def end_turn(self, tenant_id: str) -> None:
+        """The tenant had its turn now: it goes to the back of `tenants_in_turn`."""
         ...
 
 

@@ -12,6 +12,7 @@ does what the real adapter does.
 import hashlib
 import math
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -51,6 +52,7 @@ from shared.ports import (
     FileContentStore,
     FileMetadataStore,
     KnowledgeStore,
+    SweepProgress,
     UsageLedger,
     Workflow,
 )
@@ -61,7 +63,7 @@ from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
 from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import Recognizers
-from shared.services.reconciliation import Reconciler, ReconcileThresholds
+from shared.services.reconciliation import ReconcileBudget, Reconciler, ReconcileThresholds
 from shared.services.reindexing import Reindexer
 from shared.services.upload_completion import UploadCompletion
 
@@ -268,6 +270,24 @@ class FakeFileMetadataStore(FileMetadataStore):
             for remove in self._on_delete:
                 remove(tenant_id, file_ids)
             return moved
+
+    def deleting_versions_with_bytes(
+        self, tenant_id: str, *, file_id: UUID | None = None, collection_id: str | None = None, limit: int
+    ) -> tuple[list[FileVersionRecord], int]:
+        if (file_id is None) == (collection_id is None):
+            raise ValueError("name the file or the collection, not both")
+        with self._lock:
+            matching = [
+                v.record
+                for (t, _), v in self._versions.items()
+                if t == tenant_id
+                and v.record.state is VersionState.DELETING
+                and v.record.stored_at is not None
+                and (file_id is None or v.file_id == file_id)
+                and (collection_id is None or self._files[(t, v.file_id)].collection_id == collection_id)
+            ]
+        matching.sort(key=lambda r: (-r.updated_at.timestamp(), r.version_id))
+        return matching[:limit], len(matching)
 
     # --- ReconciliationQueries -----------------------------------------------------------------------------
 
@@ -612,6 +632,8 @@ class FakeContentStore(FileContentStore):
         self._objects: dict[str, list[_Object]] = {}  # oldest first
         self._next_version = 0
         self._lock = threading.RLock()
+        # What `withdraw` tagged quire:deleted=true, as (key, version id): S3 keeps tags with the version.
+        self.tagged_deleted: set[tuple[str, str | None]] = set()
 
     def put(self, key: str, body: bytes, *, content_type: str) -> StoredObject:
         with self._lock:
@@ -672,6 +694,16 @@ class FakeContentStore(FileContentStore):
         with self._lock:
             return len(self._objects.pop(key, []))
 
+    def withdraw(self, objects: Sequence[tuple[str, str | None]]) -> int:
+        with self._lock:
+            for key, version_id in objects:
+                self.tagged_deleted.add((key, version_id))
+                if version_id is None:
+                    self.delete_all_versions(key)
+                else:
+                    self.delete_version(key, version_id)
+        return len(objects)
+
     def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
         seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
         return PresignedUpload(
@@ -704,6 +736,40 @@ class FakeContentStore(FileContentStore):
             if version_id is None:
                 return versions[-1] if versions else None
             return next((o for o in versions if o.version_id == version_id), None)
+
+
+# --- reconciliation ---------------------------------------------------------------------------------------
+
+
+class FakeSweepProgress(SweepProgress):
+    """Where each tenant's sweeps stopped, and the order of their turns (oldest first, never-had first)."""
+
+    def __init__(self, metadata: FakeFileMetadataStore) -> None:
+        self._metadata = metadata
+        self._points: dict[tuple[str, str], tuple[datetime, UUID]] = {}
+        self._turns: dict[str, int] = {}
+        self._turn_count = 0
+        self._lock = threading.Lock()
+
+    def tenants_in_turn(self) -> list[str]:
+        with self._lock:
+            return sorted(self._metadata.tenant_ids(), key=lambda t: (t in self._turns, self._turns.get(t, 0), t))
+
+    def resume_point(self, tenant_id: str, sweep: str) -> tuple[datetime, UUID] | None:
+        with self._lock:
+            return self._points.get((tenant_id, sweep))
+
+    def save_resume_point(self, tenant_id: str, sweep: str, after: tuple[datetime, UUID] | None) -> None:
+        with self._lock:
+            if after is None:
+                self._points.pop((tenant_id, sweep), None)
+            else:
+                self._points[(tenant_id, sweep)] = after
+
+    def end_turn(self, tenant_id: str) -> None:
+        with self._lock:
+            self._turn_count += 1
+            self._turns[tenant_id] = self._turn_count
 
 
 # --- usage, workflow -----------------------------------------------------------------------------------------
@@ -976,9 +1042,6 @@ class Fakes:
     embedder: FakeEmbedder = field(default_factory=FakeEmbedder)
     max_bytes: int = 1024 * 1024
 
-    def __post_init__(self) -> None:
-        self.knowledge = FakeKnowledgeStore(self.metadata)
-
     def files(self) -> FileService:
         return FileService(
             self.metadata, self.content, ClaimsAuthorizationPolicy(), UploadLimits(max_bytes=self.max_bytes)
@@ -1002,9 +1065,26 @@ class Fakes:
             sleep=lambda seconds: None,
         )
 
-    def reconciler(self, thresholds: ReconcileThresholds | None = None) -> Reconciler:
+    def __post_init__(self) -> None:
+        self.knowledge = FakeKnowledgeStore(self.metadata)
+        self.progress = FakeSweepProgress(self.metadata)
+
+    def reconciler(
+        self,
+        thresholds: ReconcileThresholds | None = None,
+        *,
+        budget: ReconcileBudget | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> Reconciler:
         return Reconciler(
-            self.metadata, self.metadata, self.content, self.completion(), thresholds or ReconcileThresholds()
+            self.metadata,
+            self.metadata,
+            self.content,
+            self.completion(),
+            thresholds or ReconcileThresholds(),
+            progress=self.progress,
+            budget=budget or ReconcileBudget(),
+            clock=clock or time.monotonic,
         )
 
     def reindexer(self, embedder: EmbeddingProvider | None = None) -> Reindexer:

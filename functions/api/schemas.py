@@ -243,11 +243,14 @@ class SignedReadView(ApiModel):
 class DeletionView(ApiModel):
     file_id: UUID
     state: str = "deleting"
+    # Stored versions whose bytes were not removed before this answer (links to them work until the sweep).
+    bytes_left_to_sweep: int = 0
 
 
 class CollectionDeletionView(ApiModel):
     collection_id: str
     versions_deleting: int
+    bytes_left_to_sweep: int = 0
 
 
 class DocumentWindowView(ApiModel):

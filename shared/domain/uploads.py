@@ -188,3 +188,22 @@ def parse_document_key(key: str) -> StorageKeyParts | None:
         return None
     original, _, name = key[len(DERIVED_PREFIX) :].rpartition("/")
     return parse_storage_key(original) if re.fullmatch(r"document-\d+(-text-layer)?\.json", name) else None
+
+
+OCR_STAGING_PREFIX = "ocr-staging/"
+# Whatever is kept on behalf of one original lives under a prefix that names it, so deleting the original can
+# find (and remove) everything else that holds its content.
+_ON_BEHALF_OF = re.compile(
+    rf"^(?:{DERIVED_PREFIX}|{OCR_STAGING_PREFIX})(?P<original>tenants/[^/]+/files/[^/]+/versions/[^/]+)/"
+)
+
+
+def ocr_staging_prefix(original_key: str) -> str:
+    """Where copies of an original's pages wait for an OCR engine that reads storage (Textract)."""
+    return f"{OCR_STAGING_PREFIX}{original_key}/"
+
+
+def original_behind(key: str) -> StorageKeyParts | None:
+    """The original a derived object or an OCR staging copy was made from, by its key; None for other keys."""
+    match = _ON_BEHALF_OF.match(key)
+    return parse_storage_key(match["original"]) if match else None

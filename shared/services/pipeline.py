@@ -160,16 +160,27 @@ class IngestionPipeline:
             return self._fail_extraction(
                 request, version, FailureReason.UNSUPPORTED_TYPE, f"{version.media_type} is not extracted"
             )
-        try:
-            content = self._content.get(
-                version.storage_key, version_id=version.storage_version_id, max_bytes=self._extractor.max_bytes
-            )
-        except ValueError as error:
-            return self._fail_extraction(request, version, FailureReason.TOO_LARGE, str(error))
+        content = self._original(request, version)
+        if isinstance(content, Extracted):
+            return content
         outcome = self._extractor.extract(content, version.media_type)
         if isinstance(outcome, ExtractionFailure):
             return self._fail_extraction(request, version, outcome.reason, outcome.detail)
         return self._with_text_layer(request, found, outcome, original=content)
+
+    def _original(self, request: ProcessVersion, version: FileVersionRecord) -> bytes | Extracted:
+        """The original's bytes, or how the step ends without them."""
+        try:
+            return self._content.get(
+                version.storage_key, version_id=version.storage_version_id, max_bytes=self._extractor.max_bytes
+            )
+        except ValueError as error:
+            return self._fail_extraction(request, version, FailureReason.TOO_LARGE, str(error))
+        except FileNotFoundError:
+            # Deleting a file removes its bytes in the request: an attempt under way ends here, not in retries.
+            if self._claims.stored(request) is None:
+                return Extracted.halted(request, Halt.NOT_STORED)
+            raise
 
     def _fail_extraction(
         self, request: ProcessVersion, version: FileVersionRecord, reason: FailureReason, detail: str

@@ -124,10 +124,16 @@ class PageRecognition:
             read=original,
             run_id=f"{version.version_id}-{request.attempt}",
         )
+        progress: RecognitionResult | RecognitionJob | RecognitionFailed | CapabilityUnavailable
         try:
             progress = self._ocr.start(source)
         except (RecognitionFailed, CapabilityUnavailable) as refusal:
-            return self.finish(request, held, document, plan, ocr=refusal, original=original)
+            progress = refusal
+        except FileNotFoundError:
+            # The file was deleted while OCR started (its bytes go in the delete request): nothing left to do.
+            if self._claims.held(request, ProcessingState.RECOGNIZING) is None:
+                return Recognized.halted(request, Halt.NOT_STORED)
+            raise
         if isinstance(progress, RecognitionJob):
             return Recognized.going_on(request, ocr_job=progress)
         return self.finish(request, held, document, plan, ocr=progress, original=original)

@@ -2,19 +2,25 @@
 
 Runs on a schedule (EventBridge Scheduler → functions/reconcile) and on demand (`quire reconcile`).
 It walks tenants one at a time, inside their own tenant transactions, so row-level security is never
-bypassed. What it does:
+bypassed. Each tenant gets a turn of bounded time (its share of the run's budget, at most `per_tenant`),
+the tenants whose last turn is longest ago first, and each sweep resumes where that tenant's last turn
+stopped (SweepProgress keeps it: the schedule starts every run with no state). So one tenant's backlog
+(thousands of stale tickets, a bulk deletion) delays only its own work, never another tenant's deletions.
+What it does:
 
-* versions moved to `deleting` get their bytes removed (every object version), then become `deleted`
-  (a deletion was asked for: that is not suspicion);
+* versions moved to `deleting` get their bytes removed (every object version, what was derived from it,
+  and its OCR staging copies), then become `deleted` (a deletion was asked for: that is not suspicion);
 * a `pending` version past the threshold whose bytes did land (the event was lost) is completed exactly
   as the event would have completed it; one whose bytes never came (its upload URL long expired) is
   reported and becomes `rejected` with that reason, so it is reported once, not forever;
 * a stored version whose processing never started, stalled past the threshold, or was interrupted by the
   infrastructure, is asked for again; one whose attempts are spent is reported as stuck (an operator's problem);
-* objects under the tenants' prefix that no version row accounts for are reported, not removed.
+* objects under the tenants' prefix that no version row accounts for are reported, not removed; those of
+  a version already `deleted` (written late, by an attempt still running when it was swept) are removed.
 """
 
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import chain
@@ -23,9 +29,18 @@ from uuid import UUID
 
 from shared.domain.attempt_work import WorkKeyParts, parse_work_key
 from shared.domain.files import FileVersionRecord, ProcessingState, StoredObject, VersionState
-from shared.domain.uploads import DERIVED_PREFIX, derived_prefix, parse_document_key, parse_storage_key, storage_key
+from shared.domain.uploads import (
+    DERIVED_PREFIX,
+    OCR_STAGING_PREFIX,
+    derived_prefix,
+    ocr_staging_prefix,
+    original_behind,
+    parse_document_key,
+    parse_storage_key,
+    storage_key,
+)
 from shared.observability import logger
-from shared.ports import FileCatalog, FileContentStore, ReconciliationQueries
+from shared.ports import FileCatalog, FileContentStore, ReconciliationQueries, SweepProgress
 from shared.services.upload_completion import UploadCompletion
 
 TENANTS_PREFIX = "tenants/"
@@ -38,6 +53,20 @@ class ReconcileThresholds:
     pending_after: timedelta = timedelta(hours=1)
     stuck_after: timedelta = timedelta(hours=1)
     max_objects: int = 100_000
+
+
+@dataclass(frozen=True)
+class ReconcileBudget:
+    """How long one run works: the tenants share `tenants`, each turn at most `per_tenant` (a turn always
+    handles at least one row, so a tenant progresses however small its share); then the object scan, `scan`."""
+
+    tenants: timedelta = timedelta(minutes=10)
+    per_tenant: timedelta = timedelta(minutes=1)
+    scan: timedelta = timedelta(minutes=2)
+
+
+Row = tuple[UUID, FileVersionRecord]
+Keyset = tuple[datetime, UUID]
 
 
 @dataclass
@@ -55,6 +84,13 @@ class ReconcileReport:
     renders_resubmitted: int = 0
     objects_scanned: int = 0
     objects_truncated: bool = False
+    # Objects of versions already deleted (written after their sweep): removed.
+    leftovers_removed: int = 0
+    # Tenants whose turn ended before their work did (resumed next run), and those no turn was left for (first
+    # next run); rows whose handling raised (logged, skipped until the sweep comes round again).
+    tenants_unfinished: list[str] = field(default_factory=list)
+    tenants_waiting: list[str] = field(default_factory=list)
+    failed_rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def orphaned(self) -> bool:
@@ -86,6 +122,10 @@ class ReconcileReport:
             "rendersResubmitted": self.renders_resubmitted,
             "objectsScanned": self.objects_scanned,
             "objectsTruncated": self.objects_truncated,
+            "leftoversRemoved": self.leftovers_removed,
+            "tenantsUnfinished": self.tenants_unfinished,
+            "tenantsWaiting": self.tenants_waiting,
+            "failedRows": self.failed_rows,
             "orphaned": self.orphaned,
         }
 
@@ -111,139 +151,243 @@ class Reconciler:
         completion: UploadCompletion,
         thresholds: ReconcileThresholds,
         *,
+        progress: SweepProgress,
+        budget: ReconcileBudget = ReconcileBudget(),
         renders: StalledRenders | None = None,
         derived_owners: Sequence[DerivedOwner] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._catalog = catalog
         self._queries = queries
         self._content = content
         self._completion = completion
         self._thresholds = thresholds
+        self._progress = progress
+        self._budget = budget
         self._renders = renders
         self._derived_owners = tuple(derived_owners)
+        self._clock = clock
 
     def run(self, now: datetime) -> ReconcileReport:
         report = ReconcileReport()
-        for tenant_id in self._queries.tenant_ids():
-            self._sweep_deletions(tenant_id, now, report)
-            self._recover_pending(tenant_id, now, report)
-            self._request_stuck_processing(tenant_id, now, report)
-            if self._renders is not None:
-                report.renders_resubmitted += self._renders.resubmit_stalled(tenant_id, now)
-        self._find_unexplained_objects(report)
-        logger.info("reconciled", extra={"counts": report.counts()})
+        tenants = self._progress.tenants_in_turn()
+        walk_ends = self._clock() + self._budget.tenants.total_seconds()
+        for index, tenant_id in enumerate(tenants):
+            left = walk_ends - self._clock()
+            if left <= 0:
+                # Not visited: their last turn stays the oldest, so they go first next run.
+                report.tenants_waiting.extend(tenants[index:])
+                break
+            # An equal share of what is left, so the tenants after a slow one still get theirs.
+            share = min(self._budget.per_tenant.total_seconds(), left / (len(tenants) - index))
+            if not self._turn(tenant_id, now, report, deadline=self._clock() + share):
+                report.tenants_unfinished.append(tenant_id)
+        self._find_unexplained_objects(report, deadline=self._clock() + self._budget.scan.total_seconds())
+        logger.info(
+            "reconciled",
+            extra={
+                "counts": report.counts(),
+                "tenantsUnfinished": len(report.tenants_unfinished),
+                "tenantsWaiting": len(report.tenants_waiting),
+                "failedRows": len(report.failed_rows),
+            },
+        )
         return report
 
-    def _pages(
-        self, fetch: Callable[[tuple[datetime, UUID] | None], list[tuple[UUID, FileVersionRecord]]]
-    ) -> Iterator[tuple[UUID, FileVersionRecord]]:
-        """Every row a keyset-paged query yields, page after page: old rows cannot hide newer ones."""
-        after: tuple[datetime, UUID] | None = None
+    def _turn(self, tenant_id: str, now: datetime, report: ReconcileReport, *, deadline: float) -> bool:
+        """One tenant's turn: its sweeps in order (deletions first), each from where it stopped, until the
+        deadline; True when every sweep reached its end."""
+        pending_cutoff = now - self._thresholds.pending_after
+        stuck_cutoff = now - self._thresholds.stuck_after
+        queries = self._queries
+        sweeps: list[tuple[str, Callable[[Keyset | None], list[Row]], Callable[[str, Row, ReconcileReport], None]]] = [
+            (
+                "deleting",
+                lambda after: queries.versions_in_states(
+                    tenant_id, [VersionState.DELETING], updated_before=now, after=after, limit=_PAGE
+                ),
+                self._sweep_deletion,
+            ),
+            (
+                "pending",
+                lambda after: queries.versions_in_states(
+                    tenant_id, [VersionState.PENDING], updated_before=pending_cutoff, after=after, limit=_PAGE
+                ),
+                self._recover_pending,
+            ),
+            (
+                "awaiting_processing",
+                lambda after: queries.versions_awaiting_processing(
+                    tenant_id, cutoff=stuck_cutoff, after=after, limit=_PAGE
+                ),
+                self._request_processing,
+            ),
+            (
+                "given_up",
+                lambda after: queries.versions_given_up(tenant_id, cutoff=stuck_cutoff, after=after, limit=_PAGE),
+                self._report_given_up,
+            ),
+        ]
+        try:
+            for sweep, fetch, handle in sweeps:
+                if not self._walk(tenant_id, sweep, fetch, handle, report, deadline=deadline):
+                    return False
+            if self._renders is not None:
+                report.renders_resubmitted += self._renders.resubmit_stalled(tenant_id, now)
+            return True
+        finally:
+            self._progress.end_turn(tenant_id)
+
+    def _walk(
+        self,
+        tenant_id: str,
+        sweep: str,
+        fetch: Callable[[Keyset | None], list[Row]],
+        handle: Callable[[str, Row, ReconcileReport], None],
+        report: ReconcileReport,
+        *,
+        deadline: float,
+    ) -> bool:
+        """Every row a keyset-paged query yields, page after page, from where this sweep last stopped, until the
+        deadline (old rows cannot hide newer ones, and rows left as they were cannot hold the sweep at the top).
+        True when it reached the end (the next turn starts at the top again, for the rows before the cursor)."""
+        after = self._progress.resume_point(tenant_id, sweep)
         while True:
             page = fetch(after)
-            yield from page
+            for row in page:
+                try:
+                    handle(tenant_id, row, report)
+                except Exception as error:
+                    # One row must not stop the tenants after it: logged, passed over until the sweep comes round.
+                    logger.exception("a row of the sweep failed", extra={"tenantId": tenant_id, "sweep": sweep})
+                    report.failed_rows.append(
+                        {
+                            "tenantId": tenant_id,
+                            "sweep": sweep,
+                            "versionId": str(row[1].version_id),
+                            "error": repr(error)[:300],
+                        }
+                    )
+                    self._progress.save_resume_point(tenant_id, sweep, _keyset(row))
+                    return False
+                after = _keyset(row)
+                if self._clock() >= deadline:
+                    self._progress.save_resume_point(tenant_id, sweep, after)
+                    return False
             if len(page) < _PAGE:
-                return
-            after = (page[-1][1].updated_at, page[-1][1].version_id)
+                self._progress.save_resume_point(tenant_id, sweep, None)
+                return True
 
-    def _sweep_deletions(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
-        deleting = list(
-            self._pages(
-                lambda after: self._queries.versions_in_states(
-                    tenant_id, [VersionState.DELETING], updated_before=now, after=after, limit=_PAGE
-                )
-            )
-        )
-        for _, version in deleting:
-            # Bytes first (the original and what was derived from it), then the row: a crash between the
-            # two leaves a `deleting` row, swept again.
-            self._content.delete_all_versions(version.storage_key)
-            # Every document any attempt derived from it, not only the one the row points at.
-            derived = {stored.key for stored in self._content.object_versions(derived_prefix(version.storage_key))}
-            for key in sorted(derived | ({version.document_key} if version.document_key else set())):
-                self._content.delete_all_versions(key)
-            if self._catalog.mark_deleted(tenant_id, version.version_id):
-                report.deleted_versions += 1
+    def _sweep_deletion(self, tenant_id: str, row: Row, report: ReconcileReport) -> None:
+        version = row[1]
+        # Bytes first (the original, what was derived from it, the copies OCR read), then the row: a crash
+        # between the two leaves a `deleting` row, swept again.
+        self._content.delete_all_versions(version.storage_key)
+        # Every document any attempt derived from it, not only the one the row points at.
+        held = {
+            stored.key
+            for prefix in (derived_prefix(version.storage_key), ocr_staging_prefix(version.storage_key))
+            for stored in self._content.object_versions(prefix)
+        }
+        for key in sorted(held | ({version.document_key} if version.document_key else set())):
+            self._content.delete_all_versions(key)
+        if self._catalog.mark_deleted(tenant_id, version.version_id):
+            report.deleted_versions += 1
 
-    def _recover_pending(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
-        cutoff = now - self._thresholds.pending_after
-        pending = list(
-            self._pages(
-                lambda after: self._queries.versions_in_states(
-                    tenant_id, [VersionState.PENDING], updated_before=cutoff, after=after, limit=_PAGE
-                )
-            )
-        )
-        for file_id, version in pending:
-            if version.export_id is not None:
-                continue  # a render in progress: the export sweep finishes it (its renderer writes the bytes)
-            where = {"tenantId": tenant_id, "fileId": str(file_id), "versionId": str(version.version_id)}
-            landed = self._content.head(version.storage_key)
-            if landed is None:
-                # Its upload URL expired long ago, so no byte can still come: the version is rejected with
-                # that reason (shown to its owner), and nothing is deleted.
-                if self._catalog.mark_rejected(
-                    tenant_id, version.version_id, reason=NEVER_ARRIVED, byte_size=0, storage_version_id=None
-                ):
-                    report.pending_without_bytes.append({**where, "since": version.created_at.isoformat()})
-                continue
-            outcome = self._completion.object_created(version.storage_key, landed.version_id, landed.byte_size)
-            report.completed_uploads.append({**where, "outcome": outcome.value})
+    def _recover_pending(self, tenant_id: str, row: Row, report: ReconcileReport) -> None:
+        file_id, version = row
+        if version.export_id is not None:
+            return  # a render in progress: the export sweep finishes it (its renderer writes the bytes)
+        where = {"tenantId": tenant_id, "fileId": str(file_id), "versionId": str(version.version_id)}
+        landed = self._content.head(version.storage_key)
+        if landed is None:
+            # Its upload URL expired long ago, so no byte can still come: the version is rejected with
+            # that reason (shown to its owner), and nothing is deleted.
+            if self._catalog.mark_rejected(
+                tenant_id, version.version_id, reason=NEVER_ARRIVED, byte_size=0, storage_version_id=None
+            ):
+                report.pending_without_bytes.append({**where, "since": version.created_at.isoformat()})
+            return
+        outcome = self._completion.object_created(version.storage_key, landed.version_id, landed.byte_size)
+        report.completed_uploads.append({**where, "outcome": outcome.value})
 
-    def _request_stuck_processing(self, tenant_id: str, now: datetime, report: ReconcileReport) -> None:
-        cutoff = now - self._thresholds.stuck_after
-        waiting = list(
-            self._pages(
-                lambda after: self._queries.versions_awaiting_processing(
-                    tenant_id, cutoff=cutoff, after=after, limit=_PAGE
-                )
-            )
+    def _request_processing(self, tenant_id: str, row: Row, report: ReconcileReport) -> None:
+        file_id, version = row
+        outcome = self._completion.request_processing(tenant_id, file_id, version)
+        report.processing_requested.append(
+            {"tenantId": tenant_id, "fileId": str(file_id), "versionId": str(version.version_id), "outcome": outcome}
         )
-        for file_id, version in waiting:
-            outcome = self._completion.request_processing(tenant_id, file_id, version)
-            report.processing_requested.append(
-                {
-                    "tenantId": tenant_id,
-                    "fileId": str(file_id),
-                    "versionId": str(version.version_id),
-                    "outcome": outcome,
-                }
-            )
-        given_up = self._pages(
-            lambda after: self._queries.versions_given_up(tenant_id, cutoff=cutoff, after=after, limit=_PAGE)
-        )
-        for file_id, version in given_up:
-            report.stuck_versions.append(
-                {
-                    "tenantId": tenant_id,
-                    "fileId": str(file_id),
-                    "versionId": str(version.version_id),
-                    "processingState": version.processing_state.value,
-                    "attempts": version.processing_attempt,
-                    "detail": version.failure_detail,
-                }
-            )
 
-    def _find_unexplained_objects(self, report: ReconcileReport) -> None:
+    def _report_given_up(self, tenant_id: str, row: Row, report: ReconcileReport) -> None:
+        file_id, version = row
+        report.stuck_versions.append(
+            {
+                "tenantId": tenant_id,
+                "fileId": str(file_id),
+                "versionId": str(version.version_id),
+                "processingState": version.processing_state.value,
+                "attempts": version.processing_attempt,
+                "detail": version.failure_detail,
+            }
+        )
+
+    def _find_unexplained_objects(self, report: ReconcileReport, *, deadline: float) -> None:
         for stored in chain(
-            self._content.object_versions(TENANTS_PREFIX), self._content.object_versions(DERIVED_PREFIX)
+            self._content.object_versions(TENANTS_PREFIX),
+            self._content.object_versions(DERIVED_PREFIX),
+            self._content.object_versions(OCR_STAGING_PREFIX),
         ):
-            if report.objects_scanned >= self._thresholds.max_objects:
+            if report.objects_scanned >= self._thresholds.max_objects or self._clock() >= deadline:
                 report.objects_truncated = True
                 return
             report.objects_scanned += 1
             work = parse_work_key(stored.key)
             if work is not None:
                 self._sweep_work(stored, work, report)
+            elif stored.key.startswith(OCR_STAGING_PREFIX):
+                # A copy of a job still running is its job's; an old-layout copy the lifecycle rule expires.
+                if self._of_deleted_version(stored.key):
+                    self._remove(stored)
+                    report.leftovers_removed += 1
             elif stored.key.startswith(DERIVED_PREFIX):
-                if not self._derived_accounted_for(stored.key):
+                if self._derived_accounted_for(stored.key):
+                    continue
+                if self._of_deleted_version(stored.key):
+                    self._remove(stored)
+                    report.leftovers_removed += 1
+                else:
                     report.bytes_without_row.append(
                         {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
                     )
             elif not self._accounted_for(stored.key, stored.version_id):
-                report.bytes_without_row.append(
-                    {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
-                )
+                if self._of_deleted_version(stored.key):
+                    self._remove(stored)
+                    report.leftovers_removed += 1
+                else:
+                    report.bytes_without_row.append(
+                        {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
+                    )
+
+    def _of_deleted_version(self, key: str) -> bool:
+        """Whether `key` holds (or was made from) an original whose version is deleted: a deletion was asked
+        for and swept, so whatever of it is still here was written late and goes, with certainty."""
+        if any(owner.accounts_for(key) is not None for owner in self._derived_owners):
+            return False  # another owner's key: it decides
+        parts = parse_storage_key(key) or original_behind(key)
+        if parts is None:
+            return False
+        found = self._catalog.find_version(parts.tenant_id, parts.version_id)
+        return (
+            found is not None
+            and found[1].state is VersionState.DELETED
+            and found[1].storage_key == storage_key(parts.tenant_id, parts.file_id, parts.version_id)
+        )
+
+    def _remove(self, stored: StoredObject) -> None:
+        if stored.version_id is None:
+            self._content.delete_all_versions(stored.key)
+        else:
+            self._content.delete_version(stored.key, stored.version_id)
 
     def _sweep_work(self, stored: StoredObject, work: WorkKeyParts, report: ReconcileReport) -> None:
         """An attempt's indexing work lives while that attempt indexes its version. Once the attempt is over
@@ -262,10 +406,7 @@ class Reconciler:
             and version.processing_state is ProcessingState.INDEXING
         ):
             return
-        if stored.version_id is None:
-            self._content.delete_all_versions(stored.key)
-        else:
-            self._content.delete_version(stored.key, stored.version_id)
+        self._remove(stored)
         report.stale_work_removed += 1
 
     def _derived_accounted_for(self, key: str) -> bool:
@@ -292,6 +433,10 @@ class Reconciler:
         if version.state in (VersionState.PENDING, VersionState.DELETING):
             return True  # its event is on the way, or the deletion sweep is about to remove it
         if version.state is VersionState.DELETED:
-            return False  # bytes that should be gone
+            return False  # bytes that should be gone: the scan removes them
         # A decided version accounts for exactly one object version: the one it recorded.
         return version.storage_version_id == object_version_id
+
+
+def _keyset(row: Row) -> Keyset:
+    return (row[1].updated_at, row[1].version_id)

@@ -85,6 +85,32 @@ class ContentStoreContract:
         assert store.head(prefix + "doc-sibling") is not None  # the same prefix, another key: kept
         assert store.delete_all_versions(key) == 0
 
+    def test_a_read_of_a_version_that_is_gone_raises_file_not_found(self, store: FileContentStore) -> None:
+        key = new_prefix() + "doc"
+        first = store.put(key, b"first", content_type="text/plain")
+        assert first.version_id is not None
+        store.delete_version(key, first.version_id)
+        with pytest.raises(FileNotFoundError):
+            store.get(key, version_id=first.version_id, max_bytes=100)
+        with pytest.raises(FileNotFoundError):
+            store.read_range(key, version_id=first.version_id, start=0, length=3)
+        with pytest.raises(FileNotFoundError):
+            store.get(new_prefix() + "never", max_bytes=100)
+
+    def test_withdrawing_removes_exactly_the_versions_named_and_repeats_safely(self, store: FileContentStore) -> None:
+        prefix = new_prefix()
+        first = store.put(prefix + "a", b"first", content_type="text/plain")
+        second = store.put(prefix + "a", b"second", content_type="text/plain")
+        other = store.put(prefix + "b", b"other", content_type="text/plain")
+        assert first.version_id and other.version_id
+        assert store.withdraw([(prefix + "a", first.version_id), (prefix + "b", other.version_id)]) == 2
+        assert store.head(prefix + "a", version_id=first.version_id) is None
+        assert store.head(prefix + "b") is None
+        assert store.get_versioned(prefix + "a", max_bytes=100) == (b"second", second.version_id)  # not named: kept
+        # Already gone, and nothing at all: not an error.
+        store.withdraw([(prefix + "a", first.version_id)])
+        assert store.withdraw([]) == 0
+
     def test_object_versions_lists_every_version_under_the_prefix_only(self, store: FileContentStore) -> None:
         prefix = new_prefix()
         a1 = store.put(prefix + "a", b"1", content_type="text/plain")

@@ -409,6 +409,28 @@ class FileMetadataContract:
             None,
         )
 
+    def test_the_deleting_versions_with_bytes_are_those_stored_of_the_file_or_collection(
+        self, store: FileMetadataStore
+    ) -> None:
+        tenant = new_tenant()
+        first = stored(store, tenant, collection="hr")
+        second = stored(store, tenant, collection="hr", file_id=first.file_id)
+        never_landed = upload(store, tenant, collection="hr")
+        elsewhere = stored(store, tenant, collection="docs")
+        assert store.deleting_versions_with_bytes(tenant, collection_id="hr", limit=10) == ([], 0)
+        assert store.begin_delete_collection(tenant, "hr") == 3
+        assert store.begin_delete_file(tenant, elsewhere.file_id) == 1
+        listed, total = store.deleting_versions_with_bytes(tenant, collection_id="hr", limit=10)
+        assert total == 2 and {v.version_id for v in listed} == {first.version_id, second.version_id}
+        assert never_landed.version_id not in {v.version_id for v in listed}  # no bytes: no link to end
+        assert all(v.storage_version_id == "object-1" for v in listed)
+        bounded, total = store.deleting_versions_with_bytes(tenant, file_id=first.file_id, limit=1)
+        assert (len(bounded), total) == (1, 2)
+        assert store.deleting_versions_with_bytes(new_tenant(), collection_id="hr", limit=10) == ([], 0)
+        assert [
+            v.version_id for v in store.deleting_versions_with_bytes(tenant, collection_id="docs", limit=10)[0]
+        ] == [elsewhere.version_id]
+
     # --- ReconciliationQueries ------------------------------------------------------------------------------
 
     def test_every_tenant_that_uploaded_is_listed(self, store: FileMetadataStore) -> None:

@@ -6,19 +6,27 @@ import pytest
 from shared.adapters.aws.s3_content_store import S3ContentStore
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
+from shared.adapters.postgres.sweep_progress import PostgresSweepProgress
 from shared.bootstrap import Container
 from shared.config import Settings
 from shared.local.embedded_postgres import free_port
 from shared.local.supervisor import ensure_bucket
-from shared.ports import FileContentStore, FileMetadataStore
+from shared.ports import FileContentStore, FileMetadataStore, SweepProgress
 from tests.contracts.content_store import ContentStoreContract
 from tests.contracts.file_metadata import FileMetadataContract
+from tests.contracts.sweep_progress import SweepProgressContract
 
 
 class TestPostgresFileMetadataStore(FileMetadataContract):
     @pytest.fixture
     def store(self, app_database: Database) -> FileMetadataStore:
         return PostgresFileMetadataStore(app_database)
+
+
+class TestPostgresSweepProgress(SweepProgressContract):
+    @pytest.fixture
+    def stores(self, app_database: Database) -> tuple[FileMetadataStore, SweepProgress]:
+        return PostgresFileMetadataStore(app_database), PostgresSweepProgress(app_database)
 
 
 @pytest.fixture(scope="module")

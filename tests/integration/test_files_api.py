@@ -188,7 +188,7 @@ def test_a_deleted_file_leaves_every_listing_at_once(stack: Stack) -> None:
     ticket = stack.upload(token, "bye.txt", "text/plain", b"bye", collection="gone")
     assert stack.json("DELETE", f"/v1/files/{ticket['fileId']}", token) == (
         202,
-        {"fileId": ticket["fileId"], "state": "deleting"},
+        {"fileId": ticket["fileId"], "state": "deleting", "bytesLeftToSweep": 0},
     )
     assert stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[0] == 404
     assert stack.json("GET", "/v1/files?collectionId=gone", token)[1]["files"] == []
@@ -255,7 +255,7 @@ def test_deleting_a_collection_mid_upload_cannot_miss_the_file_being_uploaded(st
         token, "late.txt", "text/plain", 4, collection="mid"
     )  # metadata written, no bytes yet
     status, answer = stack.json("DELETE", "/v1/collections/mid/files", token)
-    assert (status, answer) == (202, {"collectionId": "mid", "versionsDeleting": 2})
+    assert (status, answer) == (202, {"collectionId": "mid", "versionsDeleting": 2, "bytesLeftToSweep": 0})
     # The bytes land after the deletion: the upload never becomes stored, and the late bytes are discarded.
     stack.post_bytes(in_flight, b"late", "text/plain")
     assert stack.json("GET", "/v1/files?collectionId=mid", token)[1]["files"] == []
@@ -361,3 +361,33 @@ def test_an_empty_body_is_rejected_saying_to_upload_again_not_a_crash(stack: Sta
     _, file = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
     assert file["current"]["state"] == "rejected"
     assert file["current"]["rejectionReason"] == "0 bytes arrived but 10 were declared: upload the file again"
+
+
+def test_a_download_link_issued_before_a_delete_stops_working_when_the_delete_returns(stack: Stack) -> None:
+    token = stack.token(collections=("leak",))
+    ticket = stack.upload(token, "secret.pdf", "application/pdf", PDF, collection="leak")
+    status, read = stack.json("GET", f"/v1/files/{ticket['fileId']}/content", token)
+    assert status == 200
+    with urllib.request.urlopen(read["url"], timeout=10) as response:
+        assert response.read() == PDF  # the link works before the delete
+    assert stack.json("DELETE", f"/v1/files/{ticket['fileId']}", token) == (
+        202,
+        {"fileId": ticket["fileId"], "state": "deleting", "bytesLeftToSweep": 0},
+    )
+    # No sweep in between: the request itself ended access (the version's bytes are gone, and tagged on AWS).
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(read["url"], timeout=10)
+    assert 400 <= refused.value.code < 500
+    assert stack.container.content.head(ticket["upload"]["fields"]["key"]) is None
+
+
+def test_deleting_a_collection_ends_its_links_and_says_how_many_bytes_are_left_to_the_sweep(stack: Stack) -> None:
+    token = stack.token(collections=("links",))
+    tickets = [stack.upload(token, f"f{i}.pdf", "application/pdf", PDF, collection="links") for i in range(3)]
+    links = [stack.json("GET", f"/v1/files/{t['fileId']}/content", token)[1]["url"] for t in tickets]
+    status, answer = stack.json("DELETE", "/v1/collections/links/files", token)
+    assert (status, answer) == (202, {"collectionId": "links", "versionsDeleting": 3, "bytesLeftToSweep": 0})
+    for link in links:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(link, timeout=10)
+        assert 400 <= refused.value.code < 500

@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from shared.adapters.postgres.sweep_progress import PostgresSweepProgress
+from shared.bootstrap import Container
 from shared.domain.attempt_work import work_prefix
 from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState
-from shared.domain.uploads import storage_key
+from shared.domain.uploads import derived_prefix, document_key, ocr_staging_prefix, storage_key
 from shared.services.reconciliation import NEVER_ARRIVED
 from tests.integration.api_steps import EventLost
 from tests.integration.files_stack import PDF, Stack
@@ -77,8 +79,9 @@ def test_crash_after_deleting_before_the_bytes_went_finishes_the_deletion(stack:
     token = stack.token()
     ticket = stack.upload(token, "rm.pdf", "application/pdf", PDF)
     key = ticket["upload"]["fields"]["key"]
-    assert stack.call("DELETE", f"/v1/files/{ticket['fileId']}", token)[0] == 202
-    assert stack.container.content.head(key) is not None  # the crash: bytes still there
+    # The deletion is recorded, then the crash: the request never got to remove the bytes.
+    assert stack.container.file_metadata.begin_delete_file("acme", uuid.UUID(ticket["fileId"])) == 1
+    assert stack.container.content.head(key) is not None
     reconcile(stack)
     assert stack.container.content.head(key) is None
     found = stack.container.file_metadata.find_version("acme", uuid.UUID(ticket["versionId"]))
@@ -192,3 +195,142 @@ def test_the_work_of_an_attempt_that_is_over_is_removed(stack: Stack) -> None:
     assert stack.container.content.head(f"{live}chunks-00000.json") is not None
     assert f"{live}chunks-00000.json" not in {entry["key"] for entry in report["bytesWithoutRow"]}
     stack.container.content.delete_all_versions(f"{live}chunks-00000.json")
+
+
+def stale_tickets(stack: Stack, tenant: str, count: int) -> list[uuid.UUID]:
+    """Upload tickets asked for and never used, as a flood of POST /v1/uploads leaves them."""
+    made = []
+    for _ in range(count):
+        file_id, version_id = uuid.uuid4(), uuid.uuid4()
+        stack.container.file_metadata.create_version(
+            NewVersion(
+                tenant_id=tenant,
+                file_id=file_id,
+                version_id=version_id,
+                collection_id="docs",
+                filename="x.pdf",
+                media_type="application/pdf",
+                declared_byte_size=10,
+                storage_key=storage_key(tenant, file_id, version_id),
+                created_by="flooder",
+            ),
+            new_file=True,
+        )
+        made.append(version_id)
+    return made
+
+
+def test_a_tenant_holding_2000_stale_tickets_cannot_keep_another_tenants_deletion_from_being_swept(
+    stack: Stack,
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    flood, victim = f"aaa-{suffix}", f"zzz-{suffix}"  # the flood's turn comes first
+    backlog = stale_tickets(stack, flood, 2000)
+    token = stack.token(tenant=victim)
+    ticket = stack.upload(token, "gone.pdf", "application/pdf", PDF)
+    key = ticket["upload"]["fields"]["key"]
+    # Deleted, its bytes left to the sweep (as past the request's bound).
+    assert stack.container.file_metadata.begin_delete_file(victim, uuid.UUID(ticket["fileId"])) == 1
+    # Budgets far too small for 2,000 rows (each a HEAD on S3 and an UPDATE), as 900 s are for a big enough flood.
+    settings = stack.container.settings.model_copy(
+        update={"reconcile_tenants_budget_seconds": 4.0, "reconcile_tenant_turn_seconds": 0.4}
+    )
+    small = Container(settings)
+    try:
+        first = small.reconciler.run(datetime.now(UTC) + LATER).as_dict()
+        found = stack.container.file_metadata.find_version(victim, uuid.UUID(ticket["versionId"]))
+        assert found is not None and found[1].state.value == "deleted"
+        assert stack.container.content.head(key) is None
+        assert flood in first["tenantsUnfinished"] and victim not in first["tenantsUnfinished"]
+        swept_first = {e["versionId"] for e in first["pendingWithoutBytes"] if e["tenantId"] == flood}
+        assert 0 < len(swept_first) < len(backlog)
+        # Where the flood's turn stopped is in the database, for the next run (a new process, no state).
+        resume = PostgresSweepProgress(small.database).resume_point(flood, "pending")
+        assert resume is not None
+        second = small.reconciler.run(datetime.now(UTC) + LATER).as_dict()
+        swept_second = {e["versionId"] for e in second["pendingWithoutBytes"] if e["tenantId"] == flood}
+        assert swept_second and not swept_second & swept_first
+        # It resumed after the last row of the first turn: every row it handled was created after those.
+        order = {str(version_id): index for index, version_id in enumerate(backlog)}
+        assert min(order[v] for v in swept_second) > max(order[v] for v in swept_first)
+    finally:
+        small.database.close()
+
+
+def two_page_pdf() -> bytes:
+    import io
+
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument.new()
+    for width in (200, 300):
+        document.new_page(width, 400)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def stage_ocr_copy(stack: Stack, key: str, object_version: str | None, content: bytes, run_id: str) -> str:
+    """What the recognize step does on AWS for a PDF with one page to OCR: Textract's adapter copies that page
+    into the bucket for the job (Textract served by the same moto server as S3)."""
+    import boto3
+
+    from shared.adapters.aws.textract_ocr import TextractOcr
+    from shared.domain.recognition import RecognitionJob
+    from shared.ports import OcrSource
+
+    endpoint = stack.container.settings.s3_endpoint_url
+    ocr = TextractOcr(
+        boto3.client("textract", endpoint_url=endpoint, region_name="us-east-1"),
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"),
+        bucket=stack.bucket,
+    )
+    source = OcrSource(
+        media_type="application/pdf",
+        pages=(2,),
+        page_count=2,
+        storage_key=key,
+        storage_version_id=object_version,
+        read=lambda: content,
+        run_id=run_id,
+    )
+    job = ocr.start(source)
+    assert isinstance(job, RecognitionJob) and job.staged_key is not None
+    assert stack.container.content.head(job.staged_key) is not None
+    return job.staged_key
+
+
+def held_for(stack: Stack, key: str) -> list[str]:
+    """Every object version in the bucket made from the original `key` (derived, or staged for OCR)."""
+    content = stack.container.content
+    return sorted(
+        {o.key for prefix in (derived_prefix(key), ocr_staging_prefix(key)) for o in content.object_versions(prefix)}
+        | {o.key for o in content.object_versions(key) if o.key == key}
+    )
+
+
+def test_the_ocr_copies_and_derived_objects_of_a_deleted_version_are_removed_not_only_reported(
+    stack: Stack, lost_events: None
+) -> None:
+    token = stack.token()
+    pdf = two_page_pdf()
+    ticket = stack.upload(token, "scan.pdf", "application/pdf", pdf)
+    key, version_id = ticket["upload"]["fields"]["key"], uuid.UUID(ticket["versionId"])
+    landed = stack.container.content.head(key)
+    assert landed is not None
+    staged = stage_ocr_copy(stack, key, landed.version_id, pdf, run_id=f"{version_id}-1")
+    document = document_key("acme", uuid.UUID(ticket["fileId"]), version_id, 1)
+    stack.container.content.put(document, b"{}", content_type="application/json")
+    assert stack.call("DELETE", f"/v1/files/{ticket['fileId']}", token)[0] == 202
+    reconcile(stack)
+    assert held_for(stack, key) == [] and stack.container.content.head(staged) is None
+    found = stack.container.file_metadata.find_version("acme", version_id)
+    assert found is not None and found[1].state.value == "deleted"
+    # An attempt still running when the version was swept writes after it: found by the scan, and removed.
+    late_copy = stage_ocr_copy(stack, key, landed.version_id, pdf, run_id=f"{version_id}-2")
+    late_document = document_key("acme", uuid.UUID(ticket["fileId"]), version_id, 2)
+    stack.container.content.put(late_document, b"{}", content_type="application/json")
+    report = reconcile(stack)
+    assert held_for(stack, key) == []
+    assert report["leftoversRemoved"] >= 2
+    assert not {late_copy, late_document} & {entry["key"] for entry in report["bytesWithoutRow"]}

@@ -21,6 +21,7 @@ TENANT_TABLES = [
     "artifacts",
     "exports",
     "file_replacements",
+    "sweep_progress",
 ]
 # Updated by the application (their state moves on) but never deleted by it.
 NEVER_DELETED_TABLES = ["exports", "file_replacements"]
@@ -203,6 +204,8 @@ TENANT_POLICY = "(tenant_id = current_tenant())"
 REGISTRY_POLICIES = {
     ("tenant_reads_itself", "SELECT", TENANT_POLICY, None),
     ("tenant_registers_itself", "INSERT", None, TENANT_POLICY),
+    # Its own row only, and only `last_turn_at` (a column grant): when the sweep last gave it a turn.
+    ("tenant_records_its_turn", "UPDATE", TENANT_POLICY, TENANT_POLICY),
 }
 
 
@@ -279,6 +282,11 @@ def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
             "INSERT INTO exports (tenant_id, export_id, collection_id, kind, format, artifact_id, version, created_by)"
             " VALUES (%s, gen_random_uuid(), 'c', 'artifact', 'pdf', %s, 1, 's')",
             (tenant, file_id),
+        )
+        conn.execute(
+            "INSERT INTO sweep_progress (tenant_id, sweep, after_updated_at, after_version_id)"
+            " VALUES (%s, 'pending', now(), %s)",
+            (tenant, version_id),
         )
         conn.execute(
             "INSERT INTO file_replacements (tenant_id, replacement_id, file_id, collection_id, base_version_id,"
@@ -362,3 +370,15 @@ def test_no_tenant_table_lets_one_tenant_read_or_change_anothers_rows(app_databa
     with app_database.tenant_transaction(theirs) as conn:
         counted = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
         assert counted is not None and counted >= (1,)
+
+
+def test_a_tenant_records_only_its_own_turn_and_nothing_else_of_the_registry(app_database: Database) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    mine, theirs = f"a-{suffix}", f"b-{suffix}"
+    seed_tenant(app_database, mine)
+    seed_tenant(app_database, theirs)
+    with app_database.tenant_transaction(mine) as conn:
+        assert conn.execute("UPDATE tenants SET last_turn_at = now() WHERE tenant_id = %s", (theirs,)).rowcount == 0
+        assert conn.execute("UPDATE tenants SET last_turn_at = now() WHERE tenant_id = %s", (mine,)).rowcount == 1
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), app_database.tenant_transaction(mine) as conn:
+        conn.execute("UPDATE tenants SET tenant_id = 'elsewhere' WHERE tenant_id = %s", (mine,))

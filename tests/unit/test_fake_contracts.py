@@ -3,10 +3,11 @@
 
 import pytest
 
-from shared.ports import FileContentStore, FileMetadataStore
+from shared.ports import FileContentStore, FileMetadataStore, SweepProgress
 from tests.contracts.content_store import ContentStoreContract
 from tests.contracts.file_metadata import FileMetadataContract
-from tests.fakes import FakeContentStore, FakeFileMetadataStore
+from tests.contracts.sweep_progress import SweepProgressContract
+from tests.fakes import FakeContentStore, FakeFileMetadataStore, FakeSweepProgress
 
 
 class TestFakeFileMetadataStore(FileMetadataContract):
@@ -19,3 +20,10 @@ class TestFakeContentStore(ContentStoreContract):
     @pytest.fixture
     def store(self) -> FileContentStore:
         return FakeContentStore()
+
+
+class TestFakeSweepProgress(SweepProgressContract):
+    @pytest.fixture
+    def stores(self) -> tuple[FileMetadataStore, SweepProgress]:
+        metadata = FakeFileMetadataStore()
+        return metadata, FakeSweepProgress(metadata)

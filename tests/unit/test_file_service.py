@@ -157,6 +157,6 @@ def test_deleting_a_collection_takes_its_pending_uploads_and_needs_entitlement()
         )
     with pytest.raises(NotFound):
         service.delete_collection_files(principal("acme", "hr"), "docs")
-    assert service.delete_collection_files(caller, "docs") == 2
+    assert service.delete_collection_files(caller, "docs").versions_deleting == 2
     listed = service.list_files(caller, collection_id=None, limit=10, cursor=None)
     assert [f.collection_id for f in listed.files] == ["hr"]

@@ -113,3 +113,22 @@ def test_a_deleted_version_is_not_processed() -> None:
     assert fakes.knowledge.chunks == {}
     found = fakes.metadata.find_version("acme", ticket.version_id)
     assert found is not None and found[1].processing_state is ProcessingState.QUEUED  # never claimed
+
+
+def test_a_file_deleted_while_its_attempt_reads_the_bytes_ends_that_attempt_cleanly() -> None:
+    fakes = Fakes()
+    ticket, request = uploaded(fakes)
+    pipeline = fakes.pipeline()
+    assert pipeline.inspect(request).proceed
+    deleting = fakes.files()
+    original_get = fakes.content.get
+
+    def deleted_just_before(key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
+        # The DELETE request lands between the step's check of the row and its read: it removes the bytes.
+        deleting.delete_file(principal("acme", "docs"), ticket.file_id)
+        return original_get(key, version_id=version_id, max_bytes=max_bytes)
+
+    fakes.content.get = deleted_just_before  # type: ignore[method-assign]
+    outcome = pipeline.extract(request)
+    # A halt, not an error the workflow would retry (and record as an interruption).
+    assert (outcome.proceed, outcome.why) == (False, Halt.NOT_STORED)

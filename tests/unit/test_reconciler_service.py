@@ -3,13 +3,15 @@ and interrupted versions are asked for again a bounded number of times (tests/in
 runs the same on the real stack)."""
 
 from datetime import UTC, datetime, timedelta
-from uuid import UUID
+from unittest.mock import patch
+from uuid import UUID, uuid4
 
-from shared.domain.files import MAX_STALLED_RETRIES, ProcessingState, VersionState
+from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState, StoredObject, VersionState
+from shared.domain.uploads import storage_key
 from shared.domain.workflow import ProcessVersion
-from shared.services.reconciliation import NEVER_ARRIVED
+from shared.services.reconciliation import NEVER_ARRIVED, ReconcileBudget
 from shared.services.upload_completion import Completion
-from tests.fakes import Clock, FakeFileMetadataStore, Fakes, RecordingWorkflow, principal
+from tests.fakes import Clock, FakeContentStore, FakeFileMetadataStore, Fakes, RecordingWorkflow, principal
 
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
 
@@ -114,3 +116,192 @@ def test_an_interrupted_version_is_asked_for_again_a_bounded_number_of_times() -
     assert [s["versionId"] for s in stuck] == [str(ticket.version_id)]
     assert stuck[0]["processingState"] == ProcessingState.INTERRUPTED.value
     assert stuck[0]["attempts"] == MAX_STALLED_RETRIES + 1
+
+
+class SteppingClock:
+    """Monotonic seconds that move on by one each time they are read: a sweep's pace, without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+class LambdaTimeout(Exception):
+    """What the Lambda runtime does to a reconcile run past its limit: the run is gone mid-sweep."""
+
+
+class TimedContentStore(FakeContentStore):
+    """The fake store, on a clock that a Lambda's time limit is checked against at every call."""
+
+    def __init__(self, clock: SteppingClock, limit: float) -> None:
+        super().__init__()
+        self._clock, self._limit = clock, limit
+
+    def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
+        if self._clock() > self._limit:
+            raise LambdaTimeout(f"the run passed its {self._limit:g} s")
+        return super().head(key, version_id=version_id)
+
+
+def stale_tickets(fakes: Fakes, tenant: str, count: int) -> list[UUID]:
+    """Upload tickets asked for and never used (their URLs long expired)."""
+    return [
+        fakes.files()
+        .start_upload(
+            principal(tenant, "docs"), collection_id="docs", filename="x.pdf", media_type="application/pdf", byte_size=9
+        )
+        .version_id
+        for _ in range(count)
+    ]
+
+
+def deleted_file(fakes: Fakes, tenant: str) -> tuple[UUID, str]:
+    """A stored file whose deletion was recorded but whose bytes the request did not remove (past its bound)."""
+    ticket = fakes.files().start_upload(
+        principal(tenant, "docs"),
+        collection_id="docs",
+        filename="b.pdf",
+        media_type="application/pdf",
+        byte_size=len(PDF),
+    )
+    landed = fakes.content.post(ticket.upload, PDF)
+    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    assert fakes.metadata.begin_delete_file(tenant, ticket.file_id) == 1
+    return ticket.version_id, landed.key
+
+
+def state_of(fakes: Fakes, tenant: str, version_id: UUID) -> VersionState:
+    found = fakes.metadata.find_version(tenant, version_id)
+    assert found is not None
+    return found[1].state
+
+
+def test_a_tenant_with_a_backlog_cannot_keep_another_tenants_deletion_from_being_swept() -> None:
+    clock = SteppingClock()
+    fakes = Fakes(metadata=FakeFileMetadataStore(Clock(behind=timedelta(hours=3))))
+    # Every head of the backlog costs time; a run that walks all of it is killed before it reaches tenant bbb.
+    fakes.content = TimedContentStore(clock, limit=100)
+    backlog = stale_tickets(fakes, "aaa", 200)
+    deleted, key = deleted_file(fakes, "bbb")
+    fakes.metadata.clock.advance(timedelta(hours=3))
+    budget = ReconcileBudget(tenants=timedelta(seconds=60), per_tenant=timedelta(seconds=20))
+    report = fakes.reconciler(budget=budget, clock=clock).run(datetime.now(UTC))
+    assert state_of(fakes, "bbb", deleted) is VersionState.DELETED and fakes.content.head(key) is None
+    assert report.tenants_unfinished == ["aaa"]
+    rejected = [v for v in backlog if state_of(fakes, "aaa", v) is VersionState.REJECTED]
+    assert 0 < len(rejected) < len(backlog)
+
+
+def test_the_next_run_resumes_a_tenant_where_its_turn_stopped_not_at_the_top() -> None:
+    clock = SteppingClock()
+    fakes = aged()
+    # Rows the sweep passes over and leaves as they are (renders in progress), older than a lost upload.
+    for _ in range(30):
+        file_id, version_id = uuid4(), uuid4()
+        fakes.metadata.create_version(
+            NewVersion(
+                tenant_id="acme",
+                file_id=file_id,
+                version_id=version_id,
+                collection_id="docs",
+                filename="export.pdf",
+                media_type="application/pdf",
+                declared_byte_size=9,
+                storage_key=storage_key("acme", file_id, version_id),
+                created_by="renderer",
+                export_id=uuid4(),
+            ),
+            new_file=True,
+        )
+    lost = fakes.files().start_upload(
+        principal("acme", "docs"),
+        collection_id="docs",
+        filename="lost.pdf",
+        media_type="application/pdf",
+        byte_size=len(PDF),
+    )
+    fakes.content.post(lost.upload, PDF)  # its bytes landed; the event never came
+    fakes.metadata.clock.advance(timedelta(hours=3))
+    budget = ReconcileBudget(tenants=timedelta(seconds=60), per_tenant=timedelta(seconds=5))
+    runs = 0
+    while state_of(fakes, "acme", lost.version_id) is VersionState.PENDING and runs < 10:
+        fakes.reconciler(budget=budget, clock=clock).run(datetime.now(UTC))
+        runs += 1
+    # Each turn walks a few rows; started at the top every time, it would never get past the renders.
+    assert state_of(fakes, "acme", lost.version_id) is VersionState.STORED
+    assert runs > 1
+
+
+def test_a_row_that_fails_is_passed_over_and_the_tenants_after_it_are_still_swept() -> None:
+    fakes = aged()
+    (poison,) = stale_tickets(fakes, "aaa", 1)
+    deleted, key = deleted_file(fakes, "bbb")
+    poisoned = storage_key("aaa", fakes.metadata.find_version("aaa", poison)[0].file_id, poison)  # type: ignore[index]
+
+    class Failing(FakeContentStore):
+        def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
+            if key == poisoned:
+                raise ConnectionResetError("the store hung up")
+            return super().head(key, version_id=version_id)
+
+    failing = Failing()
+    failing.put(key, PDF, content_type="application/pdf")
+    fakes.content = failing
+    fakes.metadata.clock.advance(timedelta(hours=3))
+    report = fakes.reconciler().run(datetime.now(UTC))
+    assert state_of(fakes, "bbb", deleted) is VersionState.DELETED and failing.head(key) is None
+    assert [(f["tenantId"], f["versionId"]) for f in report.failed_rows] == [("aaa", str(poison))]
+
+
+def test_tenants_no_turn_was_left_for_go_first_in_the_next_run() -> None:
+    clock = SteppingClock()
+    fakes = aged()
+    for tenant in ("t1", "t2", "t3"):
+        stale_tickets(fakes, tenant, 20)
+    fakes.metadata.clock.advance(timedelta(hours=3))
+    budget = ReconcileBudget(tenants=timedelta(seconds=8), per_tenant=timedelta(seconds=4))
+    first = fakes.reconciler(budget=budget, clock=clock).run(datetime.now(UTC))
+    assert first.tenants_waiting and set(first.tenants_waiting) < {"t1", "t2", "t3"}
+    assert fakes.progress.tenants_in_turn()[: len(first.tenants_waiting)] == first.tenants_waiting
+
+
+def test_a_delete_removes_the_stored_bytes_in_the_request_tagged_first() -> None:
+    fakes = Fakes()
+    ticket = fakes.files().start_upload(
+        principal("acme", "docs"),
+        collection_id="docs",
+        filename="r.pdf",
+        media_type="application/pdf",
+        byte_size=len(PDF),
+    )
+    landed = fakes.content.post(ticket.upload, PDF)
+    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    deletion = fakes.files().delete_file(principal("acme", "docs"), ticket.file_id)
+    assert (deletion.versions_deleting, deletion.bytes_left_to_sweep) == (1, 0)
+    assert fakes.content.head(landed.key) is None
+    assert (landed.key, landed.version_id) in fakes.content.tagged_deleted
+    # The row stays `deleting` until the sweep has removed what was derived too.
+    assert state_of(fakes, "acme", ticket.version_id) is VersionState.DELETING
+
+
+def test_a_collection_delete_removes_bytes_up_to_its_bound_and_says_how_many_are_left() -> None:
+    fakes = Fakes()
+    for _ in range(3):
+        ticket = fakes.files().start_upload(
+            principal("acme", "docs"),
+            collection_id="docs",
+            filename="r.pdf",
+            media_type="application/pdf",
+            byte_size=len(PDF),
+        )
+        landed = fakes.content.post(ticket.upload, PDF)
+        assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    with patch("shared.services.files.MAX_WITHDRAWN_IN_REQUEST", 2):
+        deletion = fakes.files().delete_collection_files(principal("acme", "docs"), "docs")
+    assert (deletion.versions_deleting, deletion.bytes_left_to_sweep) == (3, 1)
+    assert len(list(fakes.content.object_versions("tenants/acme/"))) == 1
+    fakes.reconciler().run(datetime.now(UTC) + timedelta(seconds=1))
+    assert list(fakes.content.object_versions("tenants/acme/")) == []

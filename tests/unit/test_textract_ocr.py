@@ -19,6 +19,7 @@ from botocore.stub import ANY, Stubber
 from shared.adapters.aws.textract_ocr import OCR_NOT_PERMITTED, SYNC_MAX_BYTES, TextractOcr, request_token
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed
 from shared.domain.recognition import RecognitionJob, RecognitionResult
+from shared.domain.uploads import ocr_staging_prefix
 from shared.ports import OcrProvider, OcrSource
 from tests.builders.aws import Delays, offline_client
 
@@ -696,7 +697,8 @@ def test_only_the_pages_asked_for_are_staged_read_and_numbered_as_in_the_origina
     original = pdf_of_widths(100, 200, 300, 400)
     wanted = source(pages=(2, 4), page_count=4, content=original)
     token = request_token(wanted, analysis=True)
-    staged_key = f"ocr-staging/{token}.pdf"
+    # Under the original's key: deleting the original finds the copy (shared/domain/uploads.ocr_staging_prefix).
+    staged_key = f"{ocr_staging_prefix(wanted.storage_key)}{token}.pdf"
     put: list[dict[str, Any]] = []
     aws.s3.meta.events.register("before-parameter-build.s3.PutObject", lambda params, **_: put.append(dict(params)))
     aws.s3_stub.add_response(
@@ -775,7 +777,7 @@ def test_pages_that_are_every_page_of_a_pdf_of_unknown_length_are_read_from_the_
 
 def test_a_staged_copy_is_removed_when_textract_refuses_the_job(aws: Aws) -> None:
     wanted = source(pages=(1,), page_count=3, content=pdf_of_widths(100, 200, 300))
-    staged_key = f"ocr-staging/{request_token(wanted, analysis=True)}.pdf"
+    staged_key = f"{ocr_staging_prefix(wanted.storage_key)}{request_token(wanted, analysis=True)}.pdf"
     aws.s3_stub.add_response("put_object", {}, {"Bucket": BUCKET, "Key": staged_key, "Body": ANY, "ContentType": ANY})
     aws.textract_stub.add_client_error(
         "start_document_analysis", service_error_code="BadDocumentException", http_status_code=400

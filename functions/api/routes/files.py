@@ -136,11 +136,18 @@ def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=1
 @router.delete("/v1/files/<file_id>")
 def delete_file(file_id: str) -> Response[DeletionView]:
     parsed = parse_id(file_id)
-    container().files.delete_file(current_principal(router), parsed)
-    return json_response(202, DeletionView(file_id=parsed))
+    deletion = container().files.delete_file(current_principal(router), parsed)
+    return json_response(202, DeletionView(file_id=parsed, bytes_left_to_sweep=deletion.bytes_left_to_sweep))
 
 
 @router.delete("/v1/collections/<collection_id>/files")
 def delete_collection_files(collection_id: str) -> Response[CollectionDeletionView]:
-    moved = container().files.delete_collection_files(current_principal(router), collection_id)
-    return json_response(202, CollectionDeletionView(collection_id=collection_id, versions_deleting=moved))
+    deletion = container().files.delete_collection_files(current_principal(router), collection_id)
+    return json_response(
+        202,
+        CollectionDeletionView(
+            collection_id=collection_id,
+            versions_deleting=deletion.versions_deleting,
+            bytes_left_to_sweep=deletion.bytes_left_to_sweep,
+        ),
+    )

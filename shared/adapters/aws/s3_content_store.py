@@ -1,6 +1,7 @@
 """FileContentStore over S3 (and over moto's S3 server locally: same boto3 code, real presigned URLs)."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,12 @@ else:
     S3Client = Any
 
 _NOT_FOUND_CODES = {"404", "NoSuchKey", "NoSuchVersion", "NotFound"}
+# The agreed convention with the bucket policy (infra): GetObject is denied on an object version tagged so.
+DELETED_TAG = {"Key": "quire:deleted", "Value": "true"}
+# DeleteObjects takes at most 1,000 keys a call; tags have no batch call, so they go a few at a time (as many
+# as botocore's default connection pool holds).
+_DELETE_BATCH = 1000
+_WITHDRAW_CONCURRENCY = 10
 
 
 class S3ContentStore(FileContentStore):
@@ -45,7 +52,12 @@ class S3ContentStore(FileContentStore):
         kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
         if version_id:
             kwargs["VersionId"] = version_id
-        response = self.client.get_object(**kwargs)
+        try:
+            response = self.client.get_object(**kwargs)
+        except ClientError as error:
+            if error_code(error) in _NOT_FOUND_CODES:
+                raise FileNotFoundError(f"no object {key!r} (version {version_id})") from error
+            raise
         if response["ContentLength"] > max_bytes:
             response["Body"].close()
             raise ValueError(f"object is {response['ContentLength']} bytes; the limit is {max_bytes}")
@@ -67,6 +79,8 @@ class S3ContentStore(FileContentStore):
             # A range starting at or past the end (an empty object, say) is S3's 416: nothing there to read.
             if error_code(error) == "InvalidRange":
                 return b""
+            if error_code(error) in _NOT_FOUND_CODES:
+                raise FileNotFoundError(f"no object {key!r} (version {version_id})") from error
             raise
         return body
 
@@ -115,6 +129,40 @@ class S3ContentStore(FileContentStore):
                 self.delete_version(key, stored.version_id)
                 removed += 1
         return removed
+
+    def withdraw(self, objects: Sequence[tuple[str, str | None]]) -> int:
+        pinned = [(key, version_id) for key, version_id in objects if version_id]
+        # The tags first, concurrently (one call each): the bucket policy denies the reads from then on.
+        with ThreadPoolExecutor(max_workers=_WITHDRAW_CONCURRENCY) as pool:
+            list(pool.map(lambda pair: self._tag_deleted(*pair), pinned))
+        removed = 0
+        for start in range(0, len(pinned), _DELETE_BATCH):
+            batch = pinned[start : start + _DELETE_BATCH]
+            response = self.client.delete_objects(
+                Bucket=self._bucket,
+                Delete={"Objects": [{"Key": key, "VersionId": version} for key, version in batch], "Quiet": True},
+            )
+            failed = [e for e in response.get("Errors", []) if e.get("Code") not in _NOT_FOUND_CODES]
+            if failed:
+                raise RuntimeError(f"S3 kept {len(failed)} of {len(batch)} object versions: {failed[0]}")
+            removed += len(batch)
+        # An unversioned bucket's object (no version id): every version of its key, the null one included.
+        for key, version_id in objects:
+            if not version_id:
+                self._tag_deleted(key, None)
+                self.delete_all_versions(key)
+                removed += 1
+        return removed
+
+    def _tag_deleted(self, key: str, version_id: str | None) -> None:
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": key, "Tagging": {"TagSet": [DELETED_TAG]}}
+        if version_id:
+            kwargs["VersionId"] = version_id
+        try:
+            self.client.put_object_tagging(**kwargs)
+        except ClientError as error:
+            if error_code(error) not in _NOT_FOUND_CODES:
+                raise
 
     def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
         seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))

@@ -299,7 +299,8 @@ class TextractOcr(OcrProvider):
         if source.media_type == PDF and source.pages is not None and not _covers_every_page(source):
             subset = _pdf_of_pages(source.read(), source.pages)
             if subset is not None:
-                staged_key = f"{self._staging_prefix}{token}.pdf"
+                # Under the original's key, so deleting the original finds (and removes) the copy of its pages.
+                staged_key = f"{self._staging_prefix}{source.storage_key}/{token}.pdf"
                 self._call(
                     "s3:PutObject",
                     self._s3.get().put_object,

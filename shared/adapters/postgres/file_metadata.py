@@ -254,6 +254,28 @@ class PostgresFileMetadataStore(FileMetadataStore):
             )
         return moved
 
+    def deleting_versions_with_bytes(
+        self, tenant_id: str, *, file_id: UUID | None = None, collection_id: str | None = None, limit: int
+    ) -> tuple[list[FileVersionRecord], int]:
+        if (file_id is None) == (collection_id is None):
+            raise ValueError("name the file or the collection, not both")
+        with (
+            self._database.tenant_transaction(tenant_id) as conn,
+            conn.cursor(row_factory=dict_row) as cursor,
+        ):
+            rows = cursor.execute(
+                f"SELECT {', '.join(f'v.{c.strip()}' for c in _VERSION_COLUMNS.split(','))},"  # noqa: S608 - constant columns
+                " count(*) OVER () AS total FROM file_versions v JOIN files f"
+                " ON f.tenant_id = v.tenant_id AND f.file_id = v.file_id"
+                " WHERE v.tenant_id = %(tenant)s AND v.state = 'deleting' AND v.stored_at IS NOT NULL"
+                " AND (%(file)s::uuid IS NULL OR v.file_id = %(file)s)"
+                " AND (%(collection)s::text IS NULL OR f.collection_id = %(collection)s)"
+                " ORDER BY v.updated_at DESC, v.version_id LIMIT %(limit)s",
+                {"tenant": tenant_id, "file": file_id, "collection": collection_id, "limit": limit},
+            ).fetchall()
+        total = int(rows[0]["total"]) if rows else 0
+        return [_version({k: v for k, v in row.items() if k != "total"}) for row in rows], total
+
     def versions_in_states(
         self,
         tenant_id: str,
