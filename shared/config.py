@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     bucket: str = "quire-local"
     # Set locally to the moto server; unset on AWS.
     s3_endpoint_url: str | None = None
+    # On AWS, the role this function assumes per tenant (session tag tenant=<id>) for every S3 and Textract call
+    # on tenant data (infra/constructs/tenant_data.py); unset, the function's own role makes them.
+    tenant_data_role_arn: str | None = None
     region: str = Field(
         default="us-east-1", validation_alias=AliasChoices("QUIRE_REGION", "AWS_REGION", "AWS_DEFAULT_REGION")
     )

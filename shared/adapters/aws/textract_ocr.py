@@ -56,6 +56,7 @@ from shared.domain.recognition import (
     RecognitionJob,
     RecognitionResult,
 )
+from shared.domain.uploads import parse_storage_key
 from shared.domain.usage import Usage
 from shared.ports import OcrProvider, OcrSource
 
@@ -172,8 +173,11 @@ class TextractOcr(OcrProvider):
         max_attempts: int = 5,
         connect_timeout: float = 5.0,
         read_timeout: float = 60.0,
+        scoped: Callable[[Callable[..., Any]], Callable[[], Any]] = lambda build: build,
     ) -> "TextractOcr":
-        """An adapter whose clients are built on first use, with botocore's retries off (this class retries)."""
+        """An adapter whose clients are built on first use, with botocore's retries off (this class retries).
+        `scoped` turns a client builder (taking credentials) into the factory used: on AWS, one making each call
+        with the acting tenant's session, since Textract reads the pages from S3 as its caller."""
 
         def config() -> Any:
             from botocore.config import Config
@@ -184,19 +188,42 @@ class TextractOcr(OcrProvider):
                 read_timeout=read_timeout,
             )
 
-        def build_textract() -> TextractClient:
+        # Built with the session's keys when scoped, else with the process's own credentials (all None).
+        def build_textract(
+            aws_access_key_id: str | None = None,
+            aws_secret_access_key: str | None = None,
+            aws_session_token: str | None = None,
+        ) -> TextractClient:
             import boto3
 
-            return boto3.client("textract", region_name=region, config=config())
+            return boto3.client(
+                "textract",
+                region_name=region,
+                config=config(),
+                aws_access_key_id=aws_access_key_id,
+                aws_secret_access_key=aws_secret_access_key,
+                aws_session_token=aws_session_token,
+            )
 
-        def build_s3() -> S3Client:
+        def build_s3(
+            aws_access_key_id: str | None = None,
+            aws_secret_access_key: str | None = None,
+            aws_session_token: str | None = None,
+        ) -> S3Client:
             import boto3
 
-            return boto3.client("s3", region_name=region, config=config())
+            return boto3.client(
+                "s3",
+                region_name=region,
+                config=config(),
+                aws_access_key_id=aws_access_key_id,
+                aws_secret_access_key=aws_secret_access_key,
+                aws_session_token=aws_session_token,
+            )
 
         return cls(
-            build_textract,
-            build_s3,
+            scoped(build_textract),
+            scoped(build_s3),
             bucket=bucket,
             staging_prefix=staging_prefix,
             analyze_tables=analyze_tables,
@@ -295,7 +322,7 @@ class TextractOcr(OcrProvider):
         if source.media_type == PDF and source.pages is not None and not _covers_every_page(source):
             subset = _pdf_of_pages(source.read(), source.pages)
             if subset is not None:
-                staged_key = f"{self._staging_prefix}{token}.pdf"
+                staged_key = f"{self._staging_prefix}{_tenant_of(source.storage_key)}{token}.pdf"
                 self._call(
                     "s3:PutObject",
                     self._s3.get().put_object,
@@ -451,6 +478,12 @@ def request_token(source: OcrSource, *, analysis: bool) -> str:
     operation = "analysis" if analysis else "text"
     identity = "\n".join((source.storage_key, source.storage_version_id or "", pages, operation, source.run_id))
     return hashlib.sha256(identity.encode("utf-8")).hexdigest()
+
+
+def _tenant_of(storage_key: str) -> str:
+    """The staged copy's folder: its tenant's (`ocr-staging/{tenant}/`), where that tenant's session may write."""
+    parts = parse_storage_key(storage_key)
+    return f"{parts.tenant_id}/" if parts is not None else ""
 
 
 def _covers_every_page(source: OcrSource) -> bool:
