@@ -68,7 +68,9 @@ class TenantDataAccess(Construct):
                 },
             ),
             max_session_duration=cdk.Duration.hours(SESSION_HOURS),
-            description=f"Quire: {function.node.id}'s access to one tenant's objects (session tag {TENANT_TAG})",
+            # "Api/Function", "Pipeline/ExtractFunction": the function this role serves.
+            description=f"Quire: {'/'.join(function.node.path.split('/')[1:])}'s access to one tenant's objects "
+            f"(session tag {TENANT_TAG})",
         )
         function.add_to_role_policy(
             iam.PolicyStatement(actions=["sts:AssumeRole", "sts:TagSession"], resources=[self.role.role_arn])
