@@ -10,7 +10,7 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from infra.environments import settings_for
+from infra.environments import EnvironmentSettings, settings_for
 from infra.packaging import layer_directory, stage_code
 from infra.stack import QuireStack
 
@@ -21,10 +21,12 @@ def build_app(
     outdir: str | None = None,
     code_dir: Path | None = None,
     layer_dir: Path | None = None,
+    settings: EnvironmentSettings | None = None,
 ) -> tuple[cdk.App, QuireStack]:
+    """The app for `env_name`'s settings, or for `settings` themselves (a variant the tests synthesize)."""
     app = cdk.App(outdir=outdir) if outdir else cdk.App()
     name = env_name or app.node.try_get_context("env") or "dev"
-    settings = settings_for(name)
+    settings = settings or settings_for(name)
     stack = QuireStack(
         app,
         f"Quire-{settings.name}",

@@ -1,6 +1,31 @@
 """Per-environment settings for the CDK app, chosen with `cdk deploy -c env=<name>`."""
 
 from dataclasses import dataclass
+from typing import Literal
+
+# Lambda refuses a reservation that would leave fewer than this many unreserved executions in the account and
+# region (the pool every function without a reservation, and the account's other workloads, share).
+UNRESERVED_CONCURRENCY_MINIMUM = 100
+# Lambda's default concurrency quota per account and region, which the reservations below are sized against.
+DEFAULT_ACCOUNT_CONCURRENCY = 1000
+
+
+@dataclass(frozen=True)
+class ReservedConcurrency:
+    """Concurrent executions set aside for (and capping) each function, so an upload flood fills the pipeline's
+    reservations and queues there (Step Functions retries a throttled task; Lambda's asynchronous queue keeps a
+    throttled event for hours) while the API and sign-in keep their own."""
+
+    api: int
+    # Cognito's pre-token-generation trigger: without it nobody signs in.
+    sign_in: int
+    on_object_created: int
+    # Each of the eight step functions (infra/constructs/pipeline_steps.py) and, when scanning, the malware
+    # verdict's.
+    pipeline_step: int
+    render: int
+    # One sweep at a time: two overlapping sweeps would only repeat each other's work.
+    reconcile: int
 
 
 @dataclass(frozen=True)
@@ -30,6 +55,12 @@ class EnvironmentSettings:
     aurora_failover_reader: bool
     # The Bedrock image model that describes images (Converse); None: images are OCR'd only, and say why.
     vision_model_id: str | None
+    # None: no reservation at all (a new account's concurrency quota is often 10, below the 100 Lambda keeps
+    # unreserved, so any reservation would fail the deployment). Sized against the default quota of 1,000.
+    reserved_concurrency: ReservedConcurrency | None = None
+    # "guardduty": GuardDuty Malware Protection for S3 scans every upload, and its verdict (not the upload
+    # itself) starts processing. Off by default: it is priced per GB scanned.
+    malware_scanning: Literal["off", "guardduty"] = "off"
 
 
 ENVIRONMENTS: dict[str, EnvironmentSettings] = {
@@ -66,6 +97,12 @@ ENVIRONMENTS: dict[str, EnvironmentSettings] = {
         backup_retention_days=30,
         aurora_failover_reader=True,
         vision_model_id="amazon.nova-lite-v1:0",
+        # 200 + 20 + 50 + 9 x 50 + 50 + 1 = 771 of the default 1,000, leaving 229 unreserved (>= 100; a test sums
+        # the template's reservations). The API's
+        # 200 is twice what 500 requests a second at 200 ms need; the stage's throttle turns away the rest.
+        reserved_concurrency=ReservedConcurrency(
+            api=200, sign_in=20, on_object_created=50, pipeline_step=50, render=50, reconcile=1
+        ),
     ),
 }
 

@@ -5,15 +5,18 @@ adapter. Local and AWS differ only here.
 """
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from shared.adapters.local.unavailable import (
     UnavailableEmbedder,
     UnavailableGenerator,
+    UnavailableMalwareScanning,
     UnavailableRenderQueue,
     UnavailableTranscription,
     UnavailableVision,
@@ -27,6 +30,7 @@ from shared.domain.errors import InfrastructureUnavailable
 from shared.domain.exports import ExportFormat, RenderLimits
 from shared.domain.search import IdentifierBooster, RetrievalTuning
 from shared.domain.steps import StepInput, StepOutcome
+from shared.domain.uploads import parse_storage_key
 from shared.ports import (
     ArtifactRenderer,
     ArtifactStore,
@@ -39,6 +43,7 @@ from shared.ports import (
     Generator,
     KeywordIndex,
     KnowledgeStore,
+    MalwareScanning,
     OcrProvider,
     RenderQueue,
     ReplacementStore,
@@ -68,10 +73,16 @@ from shared.services.upload_completion import UploadCompletion
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+    from shared.adapters.aws.tenant_credentials import TenantCredentials
     from shared.adapters.postgres.database import Database
 
 _NO_LOCAL_VISION = "no vision model runs locally; on AWS set QUIRE_VISION_MODEL_ID to a Bedrock image model"
 _NO_VISION_MODEL = "QUIRE_VISION_MODEL_ID is not set, so no image descriptions are made"
+_NO_LOCAL_MALWARE_SCANNER = (
+    "no malware scanner runs locally: uploads are processed unscanned; on AWS an environment's malware_scanning"
+    " setting turns on GuardDuty Malware Protection for S3"
+)
+_MALWARE_SCANNING_OFF = "malware scanning is off in this environment (infra/environments.py malware_scanning)"
 _NO_LOCAL_TRANSCRIPTION = "no transcription engine runs locally; on AWS Amazon Transcribe provides it"
 _NO_TRANSCRIBE = "the Amazon Transcribe adapter is not in this build yet"
 _NO_LOCAL_GENERATOR = "no text generator runs locally: answers are evidence only"
@@ -80,6 +91,38 @@ _NO_BEDROCK_GENERATOR = "the Bedrock generator adapter is not in this build yet:
 
 class ConfigurationError(Exception):
     """Settings that cannot build a working composition; the message names the setting to fix."""
+
+
+# Whose data the current call touches: a request's caller, a step's version, an event's key. On AWS, S3 and
+# Textract calls are made with that tenant's session (QUIRE_TENANT_DATA_ROLE_ARN), and refused without one.
+_acting_tenant: ContextVar[str | None] = ContextVar("quire_acting_tenant", default=None)
+AwsClient = TypeVar("AwsClient")
+
+
+@contextmanager
+def acting_for_tenant(tenant_id: str) -> Iterator[None]:
+    """Within this block, tenant data is touched on behalf of `tenant_id` only."""
+    token = _acting_tenant.set(tenant_id)
+    try:
+        yield
+    finally:
+        _acting_tenant.reset(token)
+
+
+def acting_tenant() -> str | None:
+    return _acting_tenant.get()
+
+
+@contextmanager
+def acting_for_owner_of(storage_key: str) -> Iterator[None]:
+    """For an event that names an object: act for the tenant its key claims (the service then checks the claim
+    against its row). A key Quire never hands out names no tenant, and nothing is read for it."""
+    parts = parse_storage_key(storage_key)
+    if parts is None:
+        yield
+        return
+    with acting_for_tenant(parts.tenant_id):
+        yield
 
 
 @dataclass
@@ -138,9 +181,43 @@ class Container:
     def content(self) -> FileContentStore:
         from shared.adapters.aws.s3_content_store import S3ContentStore
 
-        return S3ContentStore(self._s3_client, self.settings.bucket)
+        return S3ContentStore(self._tenant_scoped(self._s3_client), self.settings.bucket)
 
-    def _s3_client(self) -> "S3Client":
+    def _tenant_scoped(self, build: Callable[..., AwsClient]) -> Callable[[], AwsClient]:
+        """`build` itself, or on AWS with a tenant data role, a factory of a client that makes each call with
+        the acting tenant's session (`build` given that session's credentials)."""
+        if self._local or self.settings.tenant_data_role_arn is None:
+            return build
+        from shared.adapters.aws.tenant_credentials import TenantClients, TenantRoutedClient
+
+        clients = TenantClients(
+            self._tenant_credentials, lambda session: build(**session.client_credentials()), acting_tenant
+        )
+        # It answers every attribute the client would, with the acting tenant's client's.
+        return lambda: cast(AwsClient, TenantRoutedClient(clients))
+
+    @cached_property
+    def _tenant_credentials(self) -> "TenantCredentials":
+        from shared.adapters.aws.tenant_credentials import TenantCredentials
+
+        assert self.settings.tenant_data_role_arn is not None
+        return TenantCredentials(
+            self._sts_client, self.settings.tenant_data_role_arn, session_name=f"quire-{self.settings.environment}"
+        )
+
+    def _sts_client(self) -> object:
+        import boto3
+
+        # The regional endpoint, which the VPC's STS interface endpoint answers.
+        region = self.settings.region
+        return boto3.client("sts", region_name=region, endpoint_url=f"https://sts.{region}.amazonaws.com")
+
+    def _s3_client(
+        self,
+        aws_access_key_id: str | None = None,
+        aws_secret_access_key: str | None = None,
+        aws_session_token: str | None = None,
+    ) -> "S3Client":
         import boto3
         from botocore.config import Config
 
@@ -148,6 +225,10 @@ class Container:
         return boto3.client(
             "s3",
             region_name=self.settings.region,
+            # The acting tenant's session when tenant-scoped; else (all None) the process's own credentials.
+            aws_access_key_id=aws_access_key_id,
+            aws_secret_access_key=aws_secret_access_key,
+            aws_session_token=aws_session_token,
             # On AWS the regional endpoint, named: left to itself botocore signs presigned POSTs and GETs for
             # the global `bucket.s3.amazonaws.com`, which newer regions refuse and others answer with a
             # redirect a browser's upload (and a signature over the host) does not survive.
@@ -374,6 +455,7 @@ class Container:
             self.file_metadata,
             self.content,
             self.workflow,
+            self.malware_scanning,
             stale_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
         )
 
@@ -431,7 +513,7 @@ class Container:
             return RapidOcr()
         from shared.adapters.aws.textract_ocr import TextractOcr
 
-        return TextractOcr.from_region(self.settings.region, bucket=self.settings.bucket)
+        return TextractOcr.from_region(self.settings.region, bucket=self.settings.bucket, scoped=self._tenant_scoped)
 
     @cached_property
     def vision(self) -> VisionProvider:
@@ -448,6 +530,16 @@ class Container:
         return UnavailableTranscription(_NO_LOCAL_TRANSCRIPTION if self._local else _NO_TRANSCRIBE)
 
     @cached_property
+    def malware_scanning(self) -> MalwareScanning:
+        if self._local:
+            return UnavailableMalwareScanning(_NO_LOCAL_MALWARE_SCANNER)
+        if self.settings.malware_scanning == "off":
+            return UnavailableMalwareScanning(_MALWARE_SCANNING_OFF)
+        from shared.adapters.aws.guardduty_scanning import GuardDutyMalwareScanning
+
+        return GuardDutyMalwareScanning()
+
+    @cached_property
     def generator(self) -> Generator:
         return UnavailableGenerator(_NO_LOCAL_GENERATOR if self._local else _NO_BEDROCK_GENERATOR)
 
@@ -458,6 +550,7 @@ class Container:
             Capability.VISION: self.vision.capability(),
             Capability.TRANSCRIPTION: self.transcription.capability(),
             Capability.GENERATOR: self.generator.capability(),
+            Capability.MALWARE_SCANNING: self.malware_scanning.capability(),
         }
 
 
@@ -478,7 +571,9 @@ def workflow_step(reads: type[StepRequest]) -> Callable[[Callable[[StepRequest, 
         @functools.wraps(handler)
         def step(event: dict[str, Any], context: Any) -> dict[str, Any]:
             try:
-                return handler(reads.of(event), context).to_state()
+                request = reads.of(event)
+                with acting_for_tenant(request.tenant_id):
+                    return handler(request, context).to_state()
             except InfrastructureUnavailable:
                 raise
             except Exception as error:

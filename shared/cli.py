@@ -42,7 +42,7 @@ def _print_status(report: dict[str, Any]) -> None:
     line("database", database["ok"], detail)
     s3 = report["s3"]
     line("s3", s3["ok"], f"{s3['endpoint']} bucket {s3['bucket']}" if s3["ok"] else s3.get("reason", ""))
-    for capability in ("embedder", "ocr", "vision", "transcription", "generator"):
+    for capability in ("embedder", "ocr", "vision", "transcription", "generator", "malware_scanning"):
         entry = report[capability]
         line(capability, entry["available"], entry["provider"] if entry["available"] else entry["reason"])
 

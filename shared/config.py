@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     bucket: str = "quire-local"
     # Set locally to the moto server; unset on AWS.
     s3_endpoint_url: str | None = None
+    # On AWS, the role this function assumes per tenant (session tag tenant=<id>) for every S3 and Textract call
+    # on tenant data (infra/constructs/tenant_data.py); unset, the function's own role makes them.
+    tenant_data_role_arn: str | None = None
     region: str = Field(
         default="us-east-1", validation_alias=AliasChoices("QUIRE_REGION", "AWS_REGION", "AWS_DEFAULT_REGION")
     )
@@ -47,6 +50,9 @@ class Settings(BaseSettings):
     # and one tenant's turn takes at most `turn`; the next run resumes each tenant where its turn stopped.
     reconcile_tenants_budget_seconds: float = Field(default=600, gt=0, le=720)
     reconcile_tenant_turn_seconds: float = Field(default=60, gt=0, le=720)
+    # "guardduty": GuardDuty Malware Protection for S3 scans every upload and only a clean verdict starts
+    # processing (set by the CDK app when the environment turns it on); "off": files are processed unscanned.
+    malware_scanning: Literal["off", "guardduty"] = "off"
     # Extraction bounds that differ by deployment (the rest are ExtractionLimits' defaults).
     extraction_timeout_seconds: float = Field(default=120, gt=0, le=900)
     extraction_max_pages: int = Field(default=2000, ge=1)

@@ -29,6 +29,7 @@ from shared.domain.files import (
     FailureReason,
     FileRecord,
     FileVersionRecord,
+    MalwareScan,
     NewVersion,
     PresignedUpload,
     ProcessingState,
@@ -173,6 +174,15 @@ class FileCatalog(Protocol):
 
     def begin_delete_collection(self, tenant_id: str, collection_id: str) -> int:
         """The same for every file of a collection, a pending upload included."""
+        ...
+
+    def record_malware_scan(
+        self, tenant_id: str, version_id: UUID, verdict: MalwareScan, *, storage_version_id: str | None
+    ) -> FileVersionRecord | None:
+        """A scanner's verdict on the version's object, recorded while the version is pending or stored (and,
+        where `storage_version_id` is given and the row has one, only for that object). A verdict that rejects
+        (MalwareScan.rejection) also moves it to `rejected` with that reason, unless processing has begun.
+        Returns the version as it is now, or None when the verdict was not for a live version's object."""
         ...
 
     def deleting_versions_with_bytes(
@@ -540,6 +550,15 @@ class TranscriptionProvider(CapabilityPort, Protocol):
     """Audio/video → text (Amazon Transcribe). Locally there is none."""
 
     def transcribe(self, content: bytes, media_type: str) -> Transcript: ...
+
+
+class MalwareScanning(CapabilityPort, Protocol):
+    """Whether a malware scanner checks every upload before it is processed (GuardDuty Malware Protection for
+    S3 on AWS, when the environment turns it on). Its verdicts arrive as events; this port says only whether
+    processing must wait for one. Locally there is none, and files are processed unscanned (and say so)."""
+
+    @property
+    def gates_processing(self) -> bool: ...
 
 
 class Generator(CapabilityPort, Protocol):

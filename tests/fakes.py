@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from shared.adapters.local.unavailable import UnavailableOcr, UnavailableVision
+from shared.adapters.local.unavailable import UnavailableMalwareScanning, UnavailableOcr, UnavailableVision
 from shared.adapters.parsers.markdown import MarkdownParser
 from shared.adapters.parsers.plain_text import PlainTextParser
 from shared.domain.auth import Principal, Role, with_role
@@ -34,6 +34,7 @@ from shared.domain.files import (
     FailureReason,
     FileRecord,
     FileVersionRecord,
+    MalwareScan,
     NewVersion,
     PresignedUpload,
     ProcessingState,
@@ -52,6 +53,7 @@ from shared.ports import (
     FileContentStore,
     FileMetadataStore,
     KnowledgeStore,
+    MalwareScanning,
     SweepProgress,
     UsageLedger,
     Workflow,
@@ -245,6 +247,27 @@ class FakeFileMetadataStore(FileMetadataStore):
             byte_size=byte_size,
             storage_version_id=storage_version_id,
         )
+
+    def record_malware_scan(
+        self, tenant_id: str, version_id: UUID, verdict: MalwareScan, *, storage_version_id: str | None
+    ) -> FileVersionRecord | None:
+        rejection = verdict.rejection()
+
+        def applies(v: FileVersionRecord) -> bool:
+            return v.state in (VersionState.PENDING, VersionState.STORED) and (
+                storage_version_id is None or v.storage_version_id is None or v.storage_version_id == storage_version_id
+            )
+
+        with self._lock:
+            current = self._get(tenant_id, version_id)
+            if current is None or not applies(current):
+                return None
+            rejects = rejection is not None and current.processing_state is ProcessingState.NOT_STARTED
+            update: dict[str, Any] = {"malware_scan": verdict}
+            if rejects:
+                update |= {"state": VersionState.REJECTED, "rejection_reason": rejection}
+            self._set(tenant_id, version_id, **update, updated_at=self.clock())
+            return self._get(tenant_id, version_id)
 
     def mark_deleted(self, tenant_id: str, version_id: UUID) -> bool:
         return self._change(
@@ -1047,8 +1070,17 @@ class Fakes:
             self.metadata, self.content, ClaimsAuthorizationPolicy(), UploadLimits(max_bytes=self.max_bytes)
         )
 
-    def completion(self, *, stale_after: timedelta = timedelta(hours=1)) -> UploadCompletion:
-        return UploadCompletion(self.metadata, self.metadata, self.content, self.workflow, stale_after=stale_after)
+    def completion(
+        self, *, stale_after: timedelta = timedelta(hours=1), scanning: MalwareScanning | None = None
+    ) -> UploadCompletion:
+        return UploadCompletion(
+            self.metadata,
+            self.metadata,
+            self.content,
+            self.workflow,
+            scanning or UnavailableMalwareScanning("no malware scanner in these tests"),
+            stale_after=stale_after,
+        )
 
     def indexer(self, embedder: EmbeddingProvider | None = None) -> Indexer:
         return Indexer(self.knowledge, embedder or self.embedder, max_chunk_tokens=64)

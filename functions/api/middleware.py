@@ -10,7 +10,9 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.domain.errors import InvalidRequest, refuse_nul
+from shared.bootstrap import acting_for_tenant
+from shared.domain.auth import principal_from_claims
+from shared.domain.errors import InvalidRequest, Unauthenticated, refuse_nul
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -36,6 +38,18 @@ def _refuse_nul_in_body(body: str) -> None:
             refuse_nul(body, "the body")
         else:
             refuse_nul(parsed, "the body")
+
+
+def act_for_the_callers_tenant(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Every route: tenant data is touched on behalf of the verified caller's tenant only (on AWS, with that
+    tenant's session). A request without verified claims acts for nobody; its route refuses it."""
+    authorizer = resolver.current_event.request_context.authorizer
+    try:
+        tenant_id = principal_from_claims(authorizer.jwt_claim if authorizer else None).tenant_id
+    except Unauthenticated:
+        return next_middleware(resolver)
+    with acting_for_tenant(tenant_id):
+        return next_middleware(resolver)
 
 
 def resolve_refusing_unreadable_bodies(

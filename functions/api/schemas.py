@@ -134,6 +134,9 @@ class VersionView(ApiModel):
     ocr: OcrView | None = None
     vision: VisionView | None = None
     # The export that rendered this version (its processing is `skipped`: Quire wrote it, nobody extracts it).
+    # The malware scanner's verdict on the bytes (NO_THREATS_FOUND, …), or "not_scanned": no scanner runs in this
+    # deployment (`quire status` says why) or its verdict has not arrived.
+    malware_scan: str = "not_scanned"
     export_id: UUID | None = None
 
     @classmethod
@@ -193,6 +196,7 @@ class VersionView(ApiModel):
             vision=VisionView(state=version.vision_state, model=version.vision_model, detail=version.vision_detail)
             if version.vision_state
             else None,
+            malware_scan=version.malware_scan.value if version.malware_scan else "not_scanned",
             export_id=version.export_id,
         )
 

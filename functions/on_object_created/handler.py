@@ -6,7 +6,7 @@ from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import S3EventNotificationEventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container
+from shared.bootstrap import Container, acting_for_owner_of
 from shared.config import load_settings
 from shared.observability import logger, tracer
 
@@ -18,6 +18,7 @@ container = Container(load_settings())
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, str]:
     notification = parse(event=event, model=S3EventNotificationEventBridgeModel)
     created = notification.detail.object
-    outcome = container.upload_completion.object_created(created.key, created.version_id, int(created.size or 0))
+    with acting_for_owner_of(created.key):
+        outcome = container.upload_completion.object_created(created.key, created.version_id, int(created.size or 0))
     logger.info("object created handled", extra={"outcome": outcome.value, "bucket_event": notification.id})
     return {"outcome": outcome.value}

@@ -5,7 +5,7 @@ from uuid import UUID
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container
+from shared.bootstrap import Container, acting_for_tenant
 from shared.config import load_settings
 from shared.domain.exports import RenderJob
 from shared.observability import logger, tracer
@@ -17,5 +17,6 @@ container = Container(load_settings())
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     job = RenderJob(tenant_id=str(event["tenantId"]), export_id=UUID(str(event["exportId"])))
-    outcome = container.exports.render(job)
+    with acting_for_tenant(job.tenant_id):
+        outcome = container.exports.render(job)
     return {"exportId": str(job.export_id), "state": outcome.value if outcome else "already-done"}

@@ -38,7 +38,8 @@ from infra.constructs.functions import (
     acknowledge,
     log_retention,
 )
-from infra.constructs.storage import Storage
+from infra.constructs.storage import DELETE_OBJECTS, READ_OBJECTS, TAG_OBJECTS, Storage
+from infra.constructs.tenant_data import TenantDataAccess
 from infra.environments import EnvironmentSettings
 
 API_HANDLER = "functions.api.handler.handler"
@@ -57,8 +58,8 @@ API_SCOPE_NAME = "api"
 # Served without a token (the API function answers them without a principal).
 # Where artifact content lives (shared/domain/artifacts.py's artifact_content_key), and where a file
 # replacement waits for its approval (shared/services/document_writing.py).
-ARTIFACT_CONTENT_PATTERN = "derived/tenants/*/artifacts/*"
-REPLACEMENTS_PATTERN = "derived/tenants/*/replacements/*"
+ARTIFACT_CONTENT_PREFIX = "derived/tenants/*/artifacts/"
+REPLACEMENTS_PREFIX = "derived/tenants/*/replacements/"
 PUBLIC_ROUTES = (("GET", "/v1/health"), ("GET", "/v1/openapi.json"))
 # Every method the API function routes; anything else never reaches it.
 AUTHENTICATED_METHODS = (apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST, apigwv2.HttpMethod.DELETE)
@@ -142,6 +143,7 @@ class Api(Construct):
             timeout=API_TIMEOUT,
             # Room for the bounded children a request may start (reading Markdown, rendering a replacement).
             memory_size=API_MEMORY_MB,
+            reserved_concurrency=settings.reserved_concurrency.api if settings.reserved_concurrency else None,
             environment={
                 "QUIRE_BUCKET": bucket.bucket_name,
                 # POST /v1/files/{id}/scan starts a processing attempt.
@@ -149,29 +151,20 @@ class Api(Construct):
             },
             database=database,
         )
-        tenant_objects = bucket.arn_for_objects(f"{ORIGINALS_PREFIX}*")
-        derived_objects = bucket.arn_for_objects(f"{DERIVED_PREFIX}*")
-        # Presigned POSTs for uploads are signed with this role: the upload is this role's PutObject.
-        function.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[tenant_objects]))
-        # Presigned and proxied reads of an original, by version id.
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=["s3:GetObject", "s3:GetObjectVersion"], resources=[tenant_objects])
-        )
-        # Extracted documents (GET /v1/files/{id}/document, reindex). No delete anywhere: a deletion is a row
-        # moved to `deleting`; the reconciliation sweep removes the bytes.
-        function.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[derived_objects]))
+        # Every object grant is on the function's tenant data role, for one tenant per session: the caller's.
+        data = TenantDataAccess(self, "TenantData", storage=storage, function=function)
+        # Presigned POSTs for uploads are signed with the caller's tenant session: the upload is its PutObject.
+        # Presigned and proxied reads of an original, by version id; a deletion tags the version deleted and
+        # removes it in the request (shared/services/files.py), so a link issued before stops working at once.
+        data.grant_objects(("s3:PutObject", *READ_OBJECTS, *TAG_OBJECTS, *DELETE_OBJECTS), (ORIGINALS_PREFIX,))
+        # Extracted documents (GET /v1/files/{id}/document, reindex). Never deleted here: what was derived from a
+        # deleted original is the reconciliation sweep's to remove.
+        data.grant_objects(("s3:GetObject",), (DERIVED_PREFIX,))
         # Artifact content (POST /v1/artifacts and its versions): written before the row that refers to it,
-        # under the artifacts' own prefix only.
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["s3:PutObject"],
-                resources=[
-                    bucket.arn_for_objects(pattern) for pattern in (ARTIFACT_CONTENT_PATTERN, REPLACEMENTS_PATTERN)
-                ],
-            )
-        )
+        # under the artifacts' own prefix only; file replacements wait under theirs for their approval.
+        data.grant_objects(("s3:PutObject",), (ARTIFACT_CONTENT_PREFIX, REPLACEMENTS_PREFIX))
         # "This document is gone" (which reindex acts on) must be a 404, not a 403.
-        storage.grant_missing_is_not_found(function)
+        data.grant_missing_is_not_found()
         # Query embeddings for search and re-embedding on reindex, from this model only.
         function.add_to_role_policy(
             iam.PolicyStatement(
@@ -187,20 +180,6 @@ class Api(Construct):
             )
         )
         state_machine.grant_start_execution(function)
-        bucket_id = cdk.Stack.of(self).resolve(cdk.Stack.of(self).get_logical_id(bucket.node.default_child))  # type: ignore[arg-type]
-        for prefix, what in (
-            (ORIGINALS_PREFIX, "originals: put by presigned POST and read by version, by tenant and file id"),
-            (DERIVED_PREFIX, "extracted documents: read only"),
-            (ARTIFACT_CONTENT_PATTERN.removesuffix("*"), "artifact content, written by the API before its row"),
-            (REPLACEMENTS_PATTERN.removesuffix("*"), "file replacements staged until they are approved"),
-        ):
-            acknowledge(
-                function.role,  # type: ignore[arg-type]
-                f"IAM5[Resource::<{bucket_id}.Arn>/{prefix}*]",
-                f"Objects under {prefix} in the originals bucket ({what}). Keys are made from ids at run time, "
-                "so the prefix is the narrowest resource that can be named here; tenant isolation is enforced "
-                "by the API, which builds every key from the caller's verified tenant.",
-            )
         return function
 
     def _user_pool(
@@ -248,6 +227,7 @@ class Api(Construct):
             # Cognito waits at most 5 seconds for a trigger; a sign-in should not.
             timeout=cdk.Duration.seconds(5),
             memory_size=512,
+            reserved_concurrency=settings.reserved_concurrency.sign_in if settings.reserved_concurrency else None,
         )
         pool.add_trigger(
             cognito.UserPoolOperation.PRE_TOKEN_GENERATION_CONFIG, token_claims, cognito.LambdaVersion.V2_0

@@ -208,6 +208,9 @@ class Database(Construct):
                     "s3:DeleteObjectVersion",
                     "s3:ListBucket",
                     "s3:ListBucketVersions",
+                    # A deletion tags the version it deletes (infra/constructs/storage.py's DELETED_TAG_KEY).
+                    "s3:PutObjectTagging",
+                    "s3:PutObjectVersionTagging",
                 ],
                 resources=["*"],
                 conditions={"StringEquals": {"aws:ResourceAccount": cdk.Stack.of(self).account}},
@@ -218,6 +221,8 @@ class Database(Construct):
             "StepFunctionsEndpoint": ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS,
             "TextractEndpoint": ec2.InterfaceVpcEndpointAwsService.TEXTRACT,
             "BedrockRuntimeEndpoint": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
+            # Tenant-scoped sessions (infra/constructs/tenant_data.py) are assumed from inside the VPC.
+            "StsEndpoint": ec2.InterfaceVpcEndpointAwsService.STS,
         }
         for construct_id, service in interface_services.items():
             self.vpc.add_interface_endpoint(

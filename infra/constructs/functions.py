@@ -76,6 +76,7 @@ class LambdaPackage(Construct):
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         dead_letter_queue: sqs.IQueue | None = None,
         ephemeral_storage_mib: int = 512,
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         """A function running `handler` (a dotted path: infra names handlers by string, never imports them).
         With `database`, it runs in the database's network and connects as the application role."""
@@ -126,6 +127,7 @@ class LambdaPackage(Construct):
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED) if vpc else None,
             security_groups=list(security_groups) if security_groups else None,
             dead_letter_queue=dead_letter_queue,
+            reserved_concurrent_executions=reserved_concurrency,
         )
         acknowledge(
             role,

@@ -11,11 +11,12 @@ records the interruption on the version and the execution FAILS (reconciliation 
 EventBridge Scheduler runs reconcile on the environment's schedule.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
+from aws_cdk import aws_guardduty as guardduty
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
@@ -40,11 +41,14 @@ from infra.constructs.pipeline_steps import (
 from infra.constructs.storage import (
     DELETE_OBJECTS,
     DERIVED_PREFIX,
+    OCR_STAGING_PREFIX,
     ORIGINALS_PREFIX,
     READ_OBJECTS,
+    TAG_OBJECTS,
     WRITE_OBJECTS,
     Storage,
 )
+from infra.constructs.tenant_data import TenantDataAccess
 from infra.environments import EnvironmentSettings
 from shared.domain.steps import (
     DONE,
@@ -61,6 +65,8 @@ from shared.domain.steps import (
     wire_name,
 )
 
+# GuardDuty Malware Protection for S3's result event (events/guardduty_malware_scan_result.json).
+MALWARE_SCAN_RESULT = "GuardDuty Malware Protection Object Scan Result"
 # Where a Catch puts the error it caught: the record-failure step reads it there.
 _CAUGHT_ERROR = f"$.{wire_name(CaughtFailure, 'error')}"
 
@@ -89,14 +95,18 @@ class Pipeline(Construct):
         self._package = package
         self._storage = storage
         self._database = database
+        self.tenant_data: dict[str, TenantDataAccess] = {}
         self.step_functions: dict[str, lambda_.Function] = {step.name: self._step_function(step) for step in STEPS}
         recognize = self.step_functions["Recognize"]
-        recognize.add_to_role_policy(iam.PolicyStatement(actions=list(TEXTRACT_ACTIONS), resources=["*"]))
+        # Textract reads the pages from S3 as its caller: called with the tenant's session, it can read only
+        # that tenant's objects.
+        recognize_data = self.tenant_data["Recognize"]
+        recognize_data.grant(iam.PolicyStatement(actions=list(TEXTRACT_ACTIONS), resources=["*"]))
         acknowledge(
-            recognize.role,  # type: ignore[arg-type]
+            recognize_data.role,
             "IAM5[Resource::*]",
             "Textract's actions have no resource-level permissions; what Textract may read is bounded by this "
-            "role's S3 grants (the originals and the staging prefix).",
+            "role's S3 grants (one tenant's originals and staging prefix).",
         )
         if settings.vision_model_id:
             recognize.add_environment("QUIRE_VISION_MODEL_ID", settings.vision_model_id)
@@ -116,10 +126,13 @@ class Pipeline(Construct):
         self.state_machine = self._state_machine()
         self.dead_letter_queues: list[sqs.Queue] = []
         self.on_object_created = self._event_wiring()
+        plan = storage.malware_protection
+        self.malware_verdict = self._malware_verdicts(plan) if plan is not None else None
         self.reconcile = self._reconcile_schedule()
         self.functions: list[lambda_.IFunction] = [
             *self.step_functions.values(),
             self.on_object_created,
+            *([self.malware_verdict] if self.malware_verdict else []),
             self.reconcile,
         ]
 
@@ -135,6 +148,7 @@ class Pipeline(Construct):
         memory_mb: int,
         ephemeral_mib: int = 512,
         environment: dict[str, str] | None = None,
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         function = self._package.function(
             self,
@@ -146,6 +160,7 @@ class Pipeline(Construct):
             ephemeral_storage_mib=ephemeral_mib,
             environment={"QUIRE_BUCKET": self._storage.originals.bucket_name, **(environment or {})},
             database=self._database,
+            reserved_concurrency=reserved_concurrency,
         )
         return function
 
@@ -157,29 +172,36 @@ class Pipeline(Construct):
             timeout_seconds=step.timeout_seconds,
             memory_mb=step.memory_mb,
             ephemeral_mib=step.ephemeral_mib,
+            reserved_concurrency=self._reserved("pipeline_step"),
         )
-        self._grant_storage(function, read=step.read, write=step.write, delete=step.delete, listing=step.listing)
+        self._grant_tenant_storage(function, read=step.read, write=step.write, delete=step.delete, listing=step.listing)
         return function
 
-    def _grant_storage(
+    def _reserved(self, share: str) -> int | None:
+        reserved = self._settings.reserved_concurrency
+        return None if reserved is None else int(getattr(reserved, share))
+
+    def _grant_tenant_storage(
         self,
-        function: lambda_.IFunction,
+        function: lambda_.Function,
         *,
         read: Sequence[str] = (),
         write: Sequence[str] = (),
         delete: Sequence[str] = (),
         listing: Sequence[str] = (),
+        missing_is_not_found: bool = False,
     ) -> None:
-        if read:
-            self._storage.grant_objects(function, READ_OBJECTS, read)
-        if write:
-            self._storage.grant_objects(function, WRITE_OBJECTS, write)
-        if delete:
-            # Removing every version of a key means listing its versions first.
-            self._storage.grant_objects(function, DELETE_OBJECTS, delete)
-            listing = tuple(dict.fromkeys([*listing, *delete]))
-        if listing:
-            self._storage.grant_listing(function, listing)
+        """The storage grants on the function's tenant data role (one tenant's objects per session), never on
+        the function's own role."""
+        if not (read or write or delete or listing):
+            return
+        access = TenantDataAccess(self, f"{function.node.id}TenantData", storage=self._storage, function=function)
+        self.tenant_data[function.node.id.removesuffix("Function")] = access
+        _grant_storage(
+            access.grant_objects, access.grant_listing, read=read, write=write, delete=delete, listing=listing
+        )
+        if missing_is_not_found:
+            access.grant_missing_is_not_found()
 
     # --- the state machine --------------------------------------------------------------------------------
 
@@ -362,6 +384,7 @@ class Pipeline(Construct):
         retry_attempts: int,
         failures: str,
         max_event_age: cdk.Duration | None = None,
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         """A function invoked asynchronously (by EventBridge or Scheduler) that may start executions; its
         invocations that fail after Lambda's retries land in a dead-letter queue of their own."""
@@ -372,6 +395,7 @@ class Pipeline(Construct):
             timeout_seconds=timeout_seconds,
             memory_mb=memory_mb,
             environment={"QUIRE_STATE_MACHINE_ARN": self.state_machine.state_machine_arn},
+            reserved_concurrency=reserved_concurrency,
         )
         self.state_machine.grant_start_execution(function)
         function.configure_async_invoke(
@@ -391,11 +415,16 @@ class Pipeline(Construct):
             retry_attempts=2,
             max_event_age=cdk.Duration.hours(6),
             failures="uploads whose handler failed after Lambda's own retries",
+            reserved_concurrency=self._reserved("on_object_created"),
         )
         # Sniffing reads the original; a rejected upload's bytes are removed; an event that outran its object
         # (or came after its removal) finds it missing, not forbidden.
-        self._grant_storage(function, read=(ORIGINALS_PREFIX,), delete=(ORIGINALS_PREFIX,))
-        self._storage.grant_missing_is_not_found(function)
+        self._grant_tenant_storage(
+            function, read=(ORIGINALS_PREFIX,), delete=(ORIGINALS_PREFIX,), missing_is_not_found=True
+        )
+        if self._settings.malware_scanning != "off":
+            # The scan's verdict starts processing (functions/malware_verdict), not the upload itself.
+            function.add_environment("QUIRE_MALWARE_SCANNING", self._settings.malware_scanning)
         undelivered = self._dead_letter_queue("ObjectCreatedUndelivered", "events EventBridge could not deliver")
         events.Rule(
             self,
@@ -420,6 +449,47 @@ class Pipeline(Construct):
         )
         return function
 
+    def _malware_verdicts(self, plan: guardduty.CfnMalwareProtectionPlan) -> lambda_.Function:
+        """GuardDuty's scan result for an upload moves its version on: to processing when no threat was found,
+        to rejected (malware) otherwise. Filtered on this stack's plan and bucket: another bucket's results
+        never reach the function."""
+        function = self._asynchronous_function(
+            "MalwareVerdict",
+            handler="functions.malware_verdict.handler.handler",
+            description="records GuardDuty's scan result for an upload and starts or refuses its processing",
+            timeout_seconds=60,
+            memory_mb=512,
+            retry_attempts=2,
+            max_event_age=cdk.Duration.hours(6),
+            failures="scan results whose handler failed after Lambda's own retries",
+            reserved_concurrency=self._reserved("pipeline_step"),
+        )
+        # An infected upload's bytes are removed, as a refused upload's are.
+        self._grant_tenant_storage(
+            function, read=(ORIGINALS_PREFIX,), delete=(ORIGINALS_PREFIX,), missing_is_not_found=True
+        )
+        undelivered = self._dead_letter_queue("MalwareVerdictUndelivered", "scan results EventBridge could not deliver")
+        events.Rule(
+            self,
+            "MalwareScanResult",
+            description="GuardDuty scanned an upload: record the verdict, then process or refuse it",
+            event_pattern=events.EventPattern(
+                source=["aws.guardduty"],
+                detail_type=[MALWARE_SCAN_RESULT],
+                resources=[plan.attr_arn],
+                detail={"s3ObjectDetails": {"bucketName": [self._storage.originals.bucket_name]}},
+            ),
+            targets=[
+                events_targets.LambdaFunction(
+                    function,
+                    dead_letter_queue=undelivered,
+                    retry_attempts=8,
+                    max_event_age=cdk.Duration.hours(2),
+                )
+            ],
+        )
+        return function
+
     def _reconcile_schedule(self) -> lambda_.Function:
         function = self._asynchronous_function(
             "Reconcile",
@@ -429,13 +499,17 @@ class Pipeline(Construct):
             memory_mb=1024,
             retry_attempts=0,
             failures="reconciliation runs that failed",
+            reserved_concurrency=self._reserved("reconcile"),
         )
         # Deleting a file removes its bytes and what was derived from them; orphans are found by listing both.
-        self._grant_storage(
-            function,
+        # The one function whose own role reaches every tenant's objects: the sweep walks all of them.
+        _grant_storage(
+            lambda actions, prefixes: self._storage.grant_objects(function, actions, prefixes),
+            lambda prefixes: self._storage.grant_listing(function, prefixes),
             read=(ORIGINALS_PREFIX,),
-            delete=(ORIGINALS_PREFIX, DERIVED_PREFIX),
-            listing=(ORIGINALS_PREFIX, DERIVED_PREFIX),
+            # OCR staging copies of a deleted original are removed with it, not left to the lifecycle rule.
+            delete=(ORIGINALS_PREFIX, DERIVED_PREFIX, OCR_STAGING_PREFIX),
+            listing=(ORIGINALS_PREFIX, DERIVED_PREFIX, OCR_STAGING_PREFIX),
         )
         # A pending upload whose bytes never came is found missing, and rejected, rather than failing the sweep.
         self._storage.grant_missing_is_not_found(function)
@@ -468,6 +542,28 @@ class Pipeline(Construct):
             ),
         )
         return function
+
+
+def _grant_storage(
+    grant_objects: Callable[[Sequence[str], Sequence[str]], None],
+    grant_listing: Callable[[Sequence[str]], None],
+    *,
+    read: Sequence[str] = (),
+    write: Sequence[str] = (),
+    delete: Sequence[str] = (),
+    listing: Sequence[str] = (),
+) -> None:
+    if read:
+        grant_objects(READ_OBJECTS, read)
+    if write:
+        grant_objects(WRITE_OBJECTS, write)
+    if delete:
+        # A deletion tags the version deleted before removing it (storage.DELETED_TAG_KEY); removing every
+        # version of a key means listing its versions first.
+        grant_objects((*DELETE_OBJECTS, *TAG_OBJECTS), delete)
+        listing = tuple(dict.fromkeys([*listing, *delete]))
+    if listing:
+        grant_listing(listing)
 
 
 def _foundation_model(model_id: str) -> str:

@@ -20,6 +20,7 @@ from constructs import Construct
 from infra.constructs.database import Database
 from infra.constructs.functions import LambdaPackage, acknowledge
 from infra.constructs.storage import ORIGINALS_PREFIX, READ_OBJECTS, WRITE_OBJECTS, Storage
+from infra.constructs.tenant_data import TenantDataAccess
 from infra.environments import EnvironmentSettings
 
 RENDER_HANDLER = "functions.render.handler.handler"
@@ -63,6 +64,7 @@ class Rendering(Construct):
             description="renders exports, conversions and PDF tools into new files",
             timeout=cdk.Duration.seconds(RENDER_TIMEOUT_SECONDS + 60),
             memory_size=RENDER_MEMORY_MB,
+            reserved_concurrency=settings.reserved_concurrency.render if settings.reserved_concurrency else None,
             environment={
                 "QUIRE_BUCKET": storage.originals.bucket_name,
                 "QUIRE_RENDER_TIMEOUT_SECONDS": str(RENDER_TIMEOUT_SECONDS),
@@ -74,11 +76,13 @@ class Rendering(Construct):
             max_event_age=cdk.Duration.hours(1),
             on_failure=destinations.SqsDestination(self.failures),
         )
-        storage.grant_objects(self.function, ("s3:GetObject",), (ARTIFACT_CONTENT_PREFIX, DOCUMENTS_PREFIX))
-        storage.grant_objects(self.function, READ_OBJECTS, (ORIGINALS_PREFIX,))
-        storage.grant_objects(self.function, WRITE_OBJECTS, (OUTPUT_PREFIX,))
+        # On its tenant data role: a render reads and writes one tenant's objects, the job's.
+        data = TenantDataAccess(self, "TenantData", storage=storage, function=self.function)
+        data.grant_objects(("s3:GetObject",), (ARTIFACT_CONTENT_PREFIX, DOCUMENTS_PREFIX))
+        data.grant_objects(READ_OBJECTS, (ORIGINALS_PREFIX,))
+        data.grant_objects(WRITE_OBJECTS, (OUTPUT_PREFIX,))
         # "The input was deleted" must read as a 404, not a 403.
-        storage.grant_missing_is_not_found(self.function)
+        data.grant_missing_is_not_found()
 
     def grant_submit(self, function: lambda_.Function) -> None:
         """`function` may hand renders to this one (and knows its name): this function only, no version of it."""

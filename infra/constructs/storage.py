@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 
 import aws_cdk as cdk
+from aws_cdk import aws_guardduty as guardduty
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -18,6 +19,13 @@ DERIVED_PREFIX = "derived/"
 READ_OBJECTS = ("s3:GetObject", "s3:GetObjectVersion")
 WRITE_OBJECTS = ("s3:PutObject",)
 DELETE_OBJECTS = ("s3:DeleteObject", "s3:DeleteObjectVersion")
+TAG_OBJECTS = ("s3:PutObjectTagging", "s3:PutObjectVersionTagging")
+# A deletion tags the exact version it deletes with this before it returns; from then on nobody reads it, even
+# with a presigned URL issued earlier (the bucket policy below).
+DELETED_TAG_KEY = "quire:deleted"
+DELETED_TAG_VALUE = "true"
+# Where GuardDuty Malware Protection writes the test object it checks its role with.
+MALWARE_VALIDATION_OBJECT = "malware-protection-resource-validation-object"
 
 
 class Storage(Construct):
@@ -72,6 +80,104 @@ class Storage(Construct):
             removal_policy=removal,
             auto_delete_objects=not settings.retain_data,
         )
+        self._deleted_versions_stay_deleted()
+        self.malware_protection = self._malware_protection() if settings.malware_scanning == "guardduty" else None
+
+    def _deleted_versions_stay_deleted(self) -> None:
+        """Every principal, this account's roles included, is refused a version tagged deleted, and that tag
+        cannot be taken off again (a retagging that drops it, or removing the tags)."""
+        deleted = {f"s3:ExistingObjectTag/{DELETED_TAG_KEY}": DELETED_TAG_VALUE}
+        for actions, conditions in (
+            (READ_OBJECTS, {"StringEquals": deleted}),
+            (
+                TAG_OBJECTS,
+                {
+                    "StringEquals": deleted,
+                    "StringNotEquals": {f"s3:RequestObjectTag/{DELETED_TAG_KEY}": DELETED_TAG_VALUE},
+                },
+            ),
+            (("s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging"), {"StringEquals": deleted}),
+        ):
+            self.originals.add_to_resource_policy(
+                iam.PolicyStatement(
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=list(actions),
+                    resources=[self.originals.arn_for_objects("*")],
+                    conditions=conditions,
+                )
+            )
+
+    def _malware_protection(self) -> guardduty.CfnMalwareProtectionPlan:
+        """GuardDuty Malware Protection for S3 on the originals: each upload under tenants/ is scanned, tagged
+        GuardDutyMalwareScanStatus, and its result published to EventBridge (the verdict rule in pipeline.py).
+        The service role is what GuardDuty's documentation asks for, on this bucket and prefix only."""
+        stack = cdk.Stack.of(self)
+        managed_rules = stack.format_arn(
+            service="events", resource="rule", resource_name="DO-NOT-DELETE-AmazonGuardDutyMalwareProtectionS3*"
+        )
+        role = iam.Role(
+            self,
+            "MalwareProtectionRole",
+            assumed_by=iam.ServicePrincipal(
+                "malware-protection-plan.guardduty.amazonaws.com",
+                conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
+            ),
+            description="GuardDuty Malware Protection: scans and tags uploads to the originals bucket",
+        )
+        for actions, resources, conditions in (
+            # The EventBridge rule GuardDuty manages to hear of uploads.
+            (
+                ("events:PutRule", "events:DeleteRule", "events:PutTargets", "events:RemoveTargets"),
+                [managed_rules],
+                {"StringLike": {"events:ManagedBy": "malware-protection-plan.guardduty.amazonaws.com"}},
+            ),
+            (("events:DescribeRule", "events:ListTargetsByRule"), [managed_rules], None),
+            (
+                ("s3:PutBucketNotification", "s3:GetBucketNotification", "s3:ListBucket"),
+                [self.originals.bucket_arn],
+                None,
+            ),
+            (
+                (
+                    "s3:GetObject",
+                    "s3:GetObjectVersion",
+                    "s3:GetObjectTagging",
+                    "s3:GetObjectVersionTagging",
+                    *TAG_OBJECTS,
+                ),
+                [self.originals.arn_for_objects(f"{ORIGINALS_PREFIX}*")],
+                None,
+            ),
+            (("s3:PutObject",), [self.originals.arn_for_objects(MALWARE_VALIDATION_OBJECT)], None),
+        ):
+            role.add_to_policy(iam.PolicyStatement(actions=list(actions), resources=resources, conditions=conditions))
+        _acknowledge_prefixes(role, self.originals, (ORIGINALS_PREFIX,))
+        cdk.Validations.of(role).acknowledge(
+            cdk.Acknowledgment(
+                id="AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:events:<AWS::Region>:"
+                "<AWS::AccountId>:rule/DO-NOT-DELETE-AmazonGuardDutyMalwareProtectionS3*]",
+                reason="GuardDuty names the EventBridge rule it manages with this prefix and a generated suffix; "
+                "changes to it are further limited to rules GuardDuty manages (events:ManagedBy).",
+            )
+        )
+        plan = guardduty.CfnMalwareProtectionPlan(
+            self,
+            "MalwareProtection",
+            role=role.role_arn,
+            protected_resource=guardduty.CfnMalwareProtectionPlan.CFNProtectedResourceProperty(
+                s3_bucket=guardduty.CfnMalwareProtectionPlan.S3BucketProperty(
+                    bucket_name=self.originals.bucket_name, object_prefixes=[ORIGINALS_PREFIX]
+                )
+            ),
+            # The verdict as a tag too: a read can be checked against it, and reconciliation can find it.
+            actions=guardduty.CfnMalwareProtectionPlan.CFNActionsProperty(
+                tagging=guardduty.CfnMalwareProtectionPlan.CFNTaggingProperty(status="ENABLED")
+            ),
+        )
+        # GuardDuty validates the role when the plan is created: its policy must exist by then.
+        plan.node.add_dependency(role)
+        return plan
 
     def grant_objects(self, grantee: iam.IGrantable, actions: Sequence[str], prefixes: Sequence[str]) -> None:
         """Exactly `actions` (named, never wildcards) on the objects under `prefixes` of the originals bucket."""
@@ -109,9 +215,11 @@ def _acknowledge_prefixes(grantee: iam.IGrantable, bucket: s3.IBucket, prefixes:
     stack = cdk.Stack.of(role)
     bucket_id = stack.get_logical_id(bucket.node.default_child)  # type: ignore[arg-type]
     for prefix in prefixes:
+        # cdk-nag names a policy variable ${aws:PrincipalTag/tenant} as <aws:PrincipalTag/tenant>.
+        named = prefix.replace("${", "<").replace("}", ">")
         cdk.Validations.of(role).acknowledge(
             cdk.Acknowledgment(
-                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{prefix}*]",
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{named}*]",
                 reason=f"Keys under {prefix} are generated per tenant, file and version: the prefix is the narrowest "
                 "name for them, and the actions are listed one by one.",
             )

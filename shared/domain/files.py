@@ -186,6 +186,29 @@ class NewVersion(BaseModel):
     export_id: UUID | None = None
 
 
+class MalwareScan(StrEnum):
+    """A malware scanner's verdict on one stored object (GuardDuty Malware Protection for S3's
+    GuardDutyMalwareScanStatus values). Only NO_THREATS_FOUND lets the version be processed."""
+
+    NO_THREATS_FOUND = "NO_THREATS_FOUND"
+    THREATS_FOUND = "THREATS_FOUND"
+    UNSUPPORTED = "UNSUPPORTED"
+    ACCESS_DENIED = "ACCESS_DENIED"
+    FAILED = "FAILED"
+
+    def rejection(self) -> str | None:
+        """The reason a version with this verdict is rejected, or None when it may be processed. A scan that
+        could not finish rejects too: with scanning on, only a file found clean is ever processed."""
+        if self is MalwareScan.NO_THREATS_FOUND:
+            return None
+        if self is MalwareScan.THREATS_FOUND:
+            return "malware: the malware scan found a threat in this file, so it was removed and is not processed"
+        return (
+            f"malware: the malware scan could not check this file ({self.value}), so it is not processed:"
+            " upload it again, or as a format the scanner reads (not encrypted, not password-protected)"
+        )
+
+
 class FileVersionRecord(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -228,6 +251,8 @@ class FileVersionRecord(BaseModel):
     vision_model: str | None = None
     vision_detail: str | None = None
     export_id: UUID | None = None  # the export that rendered these bytes
+    # None: not scanned (no scanner in this deployment, or its verdict has not arrived yet).
+    malware_scan: MalwareScan | None = None
 
     @property
     def recognition(self) -> Recognition:

@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from shared.domain.files import FileRecord, FileVersionRecord, VersionState
+from shared.domain.files import FileRecord, FileVersionRecord, MalwareScan, VersionState
 from shared.domain.sniffing import SNIFF_PREFIX_BYTES, archive_mismatch, is_archive_type, mismatch
 from shared.domain.uploads import accepted_type, parse_storage_key
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.observability import logger
-from shared.ports import FileCatalog, FileContentStore, ProcessingAttempts, Workflow
+from shared.ports import FileCatalog, FileContentStore, MalwareScanning, ProcessingAttempts, Workflow
 
 
 class Completion(StrEnum):
@@ -26,6 +26,19 @@ class Completion(StrEnum):
     NOT_PENDING = "not_pending"
     UNEXPECTED_OBJECT_VERSION = "unexpected_object_version"
     DISCARDED = "discarded"
+
+
+class Verdict(StrEnum):
+    """What a malware scanner's verdict did to the version it names."""
+
+    PROCESSING = "processing"  # found clean: processing was asked for
+    REJECTED = "rejected"  # found malicious, or not checkable: rejected, its bytes removed
+    RECORDED = "recorded"  # recorded on a version whose processing had begun (a verdict repeated)
+    NOT_A_LIVE_VERSION = "not_a_live_version"  # an unknown key, another object, a deleted or decided version
+    UNKNOWN_STATUS = "unknown_status"  # a status this code does not know: nothing changed
+
+
+AWAITING_MALWARE_SCAN = "awaiting the malware scan"
 
 
 class RangedObject(io.RawIOBase):
@@ -76,6 +89,7 @@ class UploadCompletion:
         attempts: ProcessingAttempts,
         content: FileContentStore,
         workflow: Workflow,
+        scanning: MalwareScanning,
         *,
         stale_after: timedelta = timedelta(hours=1),
     ) -> None:
@@ -83,6 +97,7 @@ class UploadCompletion:
         self._attempts = attempts
         self._content = content
         self._workflow = workflow
+        self._scanning = scanning
         self._stale_after = stale_after
 
     def object_created(self, key: str, object_version_id: str | None, size: int) -> Completion:
@@ -173,13 +188,57 @@ class UploadCompletion:
             return Completion.UNKNOWN_KEY
         return self._already_decided(found[0], found[1], object_version_id)
 
+    def record_malware_verdict(self, *, storage_key: str, version_id: str | None, status: str) -> Verdict:
+        """The scanner's verdict on the object at `storage_key` (object version `version_id`): clean starts
+        processing; anything else rejects the version (reason `malware: …`) and removes its bytes."""
+        try:
+            verdict = MalwareScan(status)
+        except ValueError:
+            logger.error("a malware verdict with an unknown status; nothing changed", extra={"status": status})
+            return Verdict.UNKNOWN_STATUS
+        found = self._find(storage_key)
+        if found is None:
+            logger.warning("a malware verdict for a key Quire did not hand out", extra={"status": status})
+            return Verdict.NOT_A_LIVE_VERSION
+        record, version = found
+        updated = self._catalog.record_malware_scan(
+            record.tenant_id, version.version_id, verdict, storage_version_id=version_id
+        )
+        if updated is None:
+            return Verdict.NOT_A_LIVE_VERSION
+        return self._act_on(record, updated, verdict, storage_key, version_id)
+
+    def _act_on(
+        self,
+        record: FileRecord,
+        version: FileVersionRecord,
+        verdict: MalwareScan,
+        storage_key: str,
+        object_version_id: str | None,
+    ) -> Verdict:
+        if version.state is VersionState.REJECTED:
+            # Nobody may read or process what the scanner refused: the object goes now, not at the next sweep.
+            if object_version_id:
+                self._content.withdraw([(storage_key, object_version_id)])
+            return Verdict.REJECTED
+        if verdict is MalwareScan.NO_THREATS_FOUND and version.state is VersionState.STORED:
+            self.request_processing(record.tenant_id, record.file_id, version)
+            return Verdict.PROCESSING
+        # Still pending (the Object Created event will find the verdict), or a verdict repeated for bytes
+        # whose processing had begun.
+        return Verdict.RECORDED
+
     def request_processing(self, tenant_id: str, file_id: object, version: FileVersionRecord) -> str:
         """Ask the workflow to process a stored version; returns what happened, in words for the report.
 
         The database decides who may start it (one new attempt at a time), so duplicate events and
         sweeps never start it twice; a version silent past the stuck threshold gets a new attempt.
         Failing to ask never fails the upload: the bytes and the row are durable, and the sweep asks again.
+        With a malware scanner on, nothing is processed before its verdict says the bytes are clean: this is
+        the one gate every path to processing passes (the upload, the verdict, the sweeps).
         """
+        if self._scanning.gates_processing and not self._found_clean(tenant_id, version):
+            return AWAITING_MALWARE_SCAN
         attempt = self._attempts.queue_processing(
             tenant_id, version.version_id, stale_before=datetime.now(UTC) - self._stale_after
         )
@@ -194,3 +253,8 @@ class UploadCompletion:
             logger.warning("could not start processing; the sweep will ask again", extra={"error": str(error)})
             self._attempts.release_processing(tenant_id, version.version_id, attempt=attempt)
             return "unavailable"
+
+    def _found_clean(self, tenant_id: str, version: FileVersionRecord) -> bool:
+        # Read again: the verdict may have been recorded after the caller read this version.
+        found = self._catalog.find_version(tenant_id, version.version_id)
+        return found is not None and found[1].malware_scan is MalwareScan.NO_THREATS_FOUND

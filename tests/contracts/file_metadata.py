@@ -15,6 +15,7 @@ from shared.domain.files import (
     MAX_TIMEOUT_RETRIES,
     ExtractionSummary,
     FailureReason,
+    MalwareScan,
     NewVersion,
     OcrState,
     ProcessingState,
@@ -173,6 +174,52 @@ class FileMetadataContract:
             VersionState.REJECTED,
             "it is not a PDF",
             7,
+        )
+
+    def test_a_malware_verdict_is_kept_on_its_object_and_one_that_rejects_ends_the_version(
+        self, store: FileMetadataStore
+    ) -> None:
+        tenant = new_tenant()
+        clean = stored(store, tenant)
+        # Another object under the key (a second post) is not this version's: nothing is recorded.
+        assert (
+            store.record_malware_scan(
+                tenant, clean.version_id, MalwareScan.NO_THREATS_FOUND, storage_version_id="object-2"
+            )
+            is None
+        )
+        recorded = store.record_malware_scan(
+            tenant, clean.version_id, MalwareScan.NO_THREATS_FOUND, storage_version_id="object-1"
+        )
+        assert recorded is not None
+        assert (recorded.state, recorded.malware_scan) == (VersionState.STORED, MalwareScan.NO_THREATS_FOUND)
+        infected = stored(store, tenant)
+        rejected = store.record_malware_scan(
+            tenant, infected.version_id, MalwareScan.THREATS_FOUND, storage_version_id="object-1"
+        )
+        assert rejected is not None and rejected.state is VersionState.REJECTED
+        assert rejected.rejection_reason == MalwareScan.THREATS_FOUND.rejection()
+        # Decided: a later verdict changes nothing, and another tenant cannot record one.
+        assert (
+            store.record_malware_scan(
+                tenant, infected.version_id, MalwareScan.NO_THREATS_FOUND, storage_version_id=None
+            )
+            is None
+        )
+        assert (
+            store.record_malware_scan(
+                new_tenant(), clean.version_id, MalwareScan.THREATS_FOUND, storage_version_id=None
+            )
+            is None
+        )
+        # A verdict before the bytes are stored is kept on the pending version.
+        early = upload(store, tenant)
+        pending = store.record_malware_scan(
+            tenant, early.version_id, MalwareScan.NO_THREATS_FOUND, storage_version_id="object-1"
+        )
+        assert pending is not None and (pending.state, pending.malware_scan) == (
+            VersionState.PENDING,
+            MalwareScan.NO_THREATS_FOUND,
         )
 
     def test_files_are_listed_newest_first_by_entitled_collection_page_by_page(self, store: FileMetadataStore) -> None:

@@ -73,6 +73,9 @@ def test_up_status_down_and_objects_survive_a_restart(workdir: Path) -> None:
         assert set(entry) >= {"available", "provider", "reason"}
         assert entry["available"] or entry["reason"], capability
     assert report["vision"] == {**report["vision"], "available": False}
+    # No malware scanner runs locally: status says so, and that uploads are processed unscanned.
+    assert report["malware_scanning"]["available"] is False
+    assert "processed unscanned" in report["malware_scanning"]["reason"]
 
     # And the API serves the handler, with tokens from `quire token`
     token = quire(

@@ -19,7 +19,22 @@ def function_with_handler(template: Template, handler: str) -> tuple[str, Mappin
 
 
 def role_statements(template: Template, function: Mapping[str, Any]) -> list[dict[str, Any]]:
-    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    return statements_of_role(template, function["Properties"]["Role"]["Fn::GetAtt"][0])
+
+
+def tenant_data_role_id(function: Mapping[str, Any]) -> str:
+    """The role the function assumes per tenant (infra/constructs/tenant_data.py), named in its environment."""
+    arn = function["Properties"]["Environment"]["Variables"]["QUIRE_TENANT_DATA_ROLE_ARN"]
+    role_id, attribute = arn["Fn::GetAtt"]
+    assert attribute == "Arn"
+    return str(role_id)
+
+
+def tenant_data_statements(template: Template, function: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return statements_of_role(template, tenant_data_role_id(function))
+
+
+def statements_of_role(template: Template, role_id: str) -> list[dict[str, Any]]:
     statements: list[dict[str, Any]] = []
     for policy in template.find_resources("AWS::IAM::Policy").values():
         if {"Ref": role_id} in policy["Properties"]["Roles"]:

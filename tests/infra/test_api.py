@@ -22,7 +22,15 @@ from infra.constructs.api import (
 )
 from infra.environments import settings_for
 from shared.domain.auth import ADMIN_CLAIM, COLLECTIONS_CLAIM, TENANT_CLAIM, WRITE_CLAIM
-from tests.infra.template import API_HANDLER, as_list, function_with_handler, only, role_statements
+from tests.infra.template import (
+    API_HANDLER,
+    as_list,
+    function_with_handler,
+    only,
+    role_statements,
+    tenant_data_role_id,
+    tenant_data_statements,
+)
 
 TRIGGER_HANDLER = "functions.token_claims.handler.handler"
 
@@ -256,19 +264,43 @@ def test_the_api_role_grants_named_actions_on_named_resources_only(synthesized: 
     for action, resources in granted.items():
         if any(resource == '"*"' for resource in resources):
             assert action.startswith(("xray:", "ec2:")), action
-    s3 = {action: resources for action, resources in granted.items() if action.startswith("s3:")}
-    assert set(s3) == {"s3:PutObject", "s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket"}
-    # Originals (presigned POSTs, approved replacements), artifact content and staged replacements only.
-    assert sorted(
-        re.search(r'(/tenants/\*|/derived/tenants/\*/(artifacts|replacements)/\*)"', resource)[1]  # type: ignore[index]
-        for resource in s3["s3:PutObject"]
-    ) == ["/derived/tenants/*/artifacts/*", "/derived/tenants/*/replacements/*", "/tenants/*"]
+    # No object of any tenant through the function's own role: only through a session of one tenant's.
+    assert not [action for action in granted if action.startswith("s3:")]
+    assert (
+        granted["sts:AssumeRole"]
+        == granted["sts:TagSession"]
+        == [json.dumps({"Fn::GetAtt": [tenant_data_role_id(function), "Arn"]})]
+    )
+    # What each action may name, as the path after the bucket's ARN ("bucket" for the bucket itself).
+    s3: dict[str, set[str]] = {}
+    for statement in tenant_data_statements(template, function):
+        for action in as_list(statement["Action"]):
+            s3.setdefault(action, set()).update(
+                resource["Fn::Join"][1][-1] if "Fn::Join" in resource else "bucket"
+                for resource in as_list(statement["Resource"])
+            )
+    tenant = "${aws:PrincipalTag/tenant}"
+    assert s3 == {
+        # The tenant's originals (presigned POSTs, approved replacements), artifact content, staged replacements.
+        "s3:PutObject": {
+            f"/tenants/{tenant}/*",
+            f"/derived/tenants/{tenant}/artifacts/*",
+            f"/derived/tenants/{tenant}/replacements/*",
+        },
+        # Presigned and proxied reads of originals, by version; extracted documents.
+        "s3:GetObject": {f"/tenants/{tenant}/*", f"/derived/tenants/{tenant}/*"},
+        "s3:GetObjectVersion": {f"/tenants/{tenant}/*"},
+        # A deletion tags the exact version deleted, so a presigned GET issued before it stops working.
+        "s3:PutObjectTagging": {f"/tenants/{tenant}/*"},
+        "s3:PutObjectVersionTagging": {f"/tenants/{tenant}/*"},
+        # ...and removes it in the request (originals only: what was derived from it is the sweep's).
+        "s3:DeleteObject": {f"/tenants/{tenant}/*"},
+        "s3:DeleteObjectVersion": {f"/tenants/{tenant}/*"},
+        "s3:ListBucket": {"bucket"},
+    }
     # Exports are rendered by the render function, invoked by name: that function only.
     (render,) = granted["lambda:InvokeFunction"]
     assert "RenderingFunction" in render and ":*" not in render
-    assert all(re.search(r'/tenants/\*"', resource) for resource in s3["s3:GetObjectVersion"])
-    assert sorted(re.search(r'/(\w+)/\*"', resource)[1] for resource in s3["s3:GetObject"]) == ["derived", "tenants"]  # type: ignore[index]
-    assert not [action for action in granted if action.startswith("s3:Delete")]
     models = [flat_arn(json.loads(resource)) for resource in granted["bedrock:InvokeModel"]]
     assert models == ["arn:<Partition>:bedrock:<Region>::foundation-model/amazon.titan-embed-text-v2:0"]
     assert len(granted["states:StartExecution"]) == 1

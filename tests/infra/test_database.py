@@ -245,7 +245,7 @@ def test_aws_apis_are_reached_through_vpc_endpoints(synthesized: tuple[str, Temp
     }
     assert endpoints["s3"]["VpcEndpointType"] == "Gateway"
     # Exactly the APIs the functions call (nothing calls EventBridge's API: S3 publishes to it itself).
-    interfaces = {"secretsmanager", "states", "textract", "bedrock-runtime"}
+    interfaces = {"secretsmanager", "states", "textract", "bedrock-runtime", "sts"}
     assert set(endpoints) == {"s3", *interfaces}
     # Through the gateway, only this account's buckets: no copying tenants' data to a bucket elsewhere.
     (statement,) = endpoints["s3"]["PolicyDocument"]["Statement"]

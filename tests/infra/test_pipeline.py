@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match, Template
 
 from infra.environments import settings_for
 from tests.infra.synthesis import state_machine_definition
+from tests.infra.template import statements_of_role
 
 RETRIED = {
     "InfrastructureUnavailable",
@@ -21,6 +22,7 @@ RETRIED = {
     "States.Timeout",
     "Lambda.Unknown",
 }
+TENANT = "${aws:PrincipalTag/tenant}"
 DATA_SERVICES = ("s3:", "rds-db:", "rds:", "bedrock:", "secretsmanager:", "kms:", "sqs:", "states:", "textract:")
 
 
@@ -228,8 +230,15 @@ def test_each_step_touches_only_the_storage_it_needs(synthesized: tuple[str, Tem
     _, template = synthesized
 
     def s3_grants(handler: str) -> dict[str, set[str]]:
+        """What a session of one tenant's may do in storage: the function's own role may do nothing there."""
+        function_id = function_logical_id(template, handler)
+        own = [a for s in role_statements(template, function_id) for a in actions(s) if a.startswith("s3:")]
+        assert own == [], handler
+        variables = template.to_json()["Resources"][function_id]["Properties"]["Environment"]["Variables"]
+        if "QUIRE_TENANT_DATA_ROLE_ARN" not in variables:
+            return {}
         grants: dict[str, set[str]] = {}
-        for statement in role_statements(template, function_logical_id(template, handler)):
+        for statement in statements_of_role(template, variables["QUIRE_TENANT_DATA_ROLE_ARN"]["Fn::GetAtt"][0]):
             for action in actions(statement):
                 if not action.startswith("s3:"):
                     continue
@@ -243,21 +252,24 @@ def test_each_step_touches_only_the_storage_it_needs(synthesized: tuple[str, Tem
                     grants.setdefault(action, set()).add(joined.lstrip("/") or "bucket")
         return grants
 
+    originals, derived = f"tenants/{TENANT}/*", f"derived/tenants/{TENANT}/*"
     assert s3_grants("functions.inspect.handler.handler") == {}
     index = s3_grants("functions.index.handler.handler")
     assert index == {
-        "s3:GetObject": {"derived/*"},
-        "s3:GetObjectVersion": {"derived/*"},
-        # Listing (under derived/ only, by condition) makes a missing batch a 404, not a 403.
+        "s3:GetObject": {derived},
+        "s3:GetObjectVersion": {derived},
+        # Listing (under the tenant's derived/ only, by condition) makes a missing batch a 404, not a 403.
         "s3:ListBucket": {"bucket"},
         "s3:ListBucketVersions": {"bucket"},
     }
     extract = s3_grants("functions.extract.handler.handler")
-    assert extract["s3:GetObject"] == {"tenants/*", "derived/*"} and extract["s3:PutObject"] == {"derived/*"}
-    assert "tenants/*" not in extract.get("s3:DeleteObject", set())
+    assert extract["s3:GetObject"] == {originals, derived} and extract["s3:PutObject"] == {derived}
+    assert originals not in extract.get("s3:DeleteObject", set())
     embed = s3_grants("functions.embed.handler.handler")
     assert set(embed) == {"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}
-    assert embed["s3:PutObject"] == {"derived/*"}
+    assert embed["s3:PutObject"] == {derived}
+    recognize = s3_grants("functions.recognize.handler.handler")
+    assert recognize["s3:PutObject"] == {derived, f"ocr-staging/tenants/{TENANT}/*"}
 
 
 def test_only_the_embed_step_may_call_the_embedding_model_and_only_that_model(
@@ -320,8 +332,13 @@ def test_functions_that_look_up_objects_learn_that_a_missing_one_is_missing(synt
     refusal. Uploads (an event that outran its object) and reconciliation (a pending upload whose bytes never
     came) act on "missing"."""
     _, template = synthesized
+    resources_ = template.to_json()["Resources"]
     for handler in ("functions.on_object_created.handler.handler", "functions.reconcile.handler.handler"):
-        statements = role_statements(template, function_logical_id(template, handler))
+        function_id = function_logical_id(template, handler)
+        statements = role_statements(template, function_id)
+        data_role = resources_[function_id]["Properties"]["Environment"]["Variables"].get("QUIRE_TENANT_DATA_ROLE_ARN")
+        if data_role is not None:  # the look-ups are made with the tenant's session
+            statements = statements_of_role(template, data_role["Fn::GetAtt"][0])
         unconditioned = [s for s in statements if "s3:ListBucket" in actions(s) and "Condition" not in s]
         assert len(unconditioned) == 1, handler
         assert json.dumps(unconditioned[0]["Resource"]).count("Arn") == 1, "the bucket itself, not its objects"

@@ -9,14 +9,16 @@ from typing import Any
 from aws_cdk.assertions import Template
 
 from infra.constructs.rendering import RENDER_HANDLER, RENDER_TIMEOUT_SECONDS
-from tests.infra.template import API_HANDLER, as_list, function_with_handler, role_statements
+from tests.infra.template import API_HANDLER, as_list, function_with_handler, role_statements, tenant_data_statements
 
 RECONCILE_HANDLER = "functions.reconcile.handler.handler"
 
 
-def grants(template: Template, function: Mapping[str, Any]) -> dict[str, list[str]]:
+def grants(template: Template, function: Mapping[str, Any], *, tenant_data: bool = False) -> dict[str, list[str]]:
+    """What the function's own role grants, or with `tenant_data`, what a session of one tenant's does."""
     granted: dict[str, list[str]] = {}
-    for statement in role_statements(template, function):
+    statements = tenant_data_statements(template, function) if tenant_data else role_statements(template, function)
+    for statement in statements:
         assert statement["Effect"] == "Allow"
         for action in as_list(statement["Action"]):
             granted.setdefault(action, []).extend(json.dumps(resource) for resource in as_list(statement["Resource"]))
@@ -37,17 +39,21 @@ def test_the_render_function_reads_what_it_renders_and_writes_only_file_versions
     assert properties["Environment"]["Variables"]["QUIRE_RENDER_TIMEOUT_SECONDS"] == str(RENDER_TIMEOUT_SECONDS)
     assert properties["VpcConfig"]["SecurityGroupIds"]  # it reaches the database, in the VPC
     granted = grants(template, function)
-    s3 = {action: resources for action, resources in granted.items() if action.startswith("s3:")}
+    # No tenant's objects through its own role; each render reads and writes through its job's tenant's session.
+    assert not [action for action in granted if action.startswith("s3:")]
+    s3 = grants(template, function, tenant_data=True)
+    tenant = "${aws:PrincipalTag/tenant}"
     assert set(s3) == {"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:ListBucket"}
-    assert prefixes(s3["s3:PutObject"]) == ["/tenants/*/files/*"]
+    assert prefixes(s3["s3:PutObject"]) == [f"/tenants/{tenant}/files/*"]
     assert prefixes(s3["s3:GetObject"]) == [
-        "/derived/tenants/*/artifacts/*",
-        "/derived/tenants/*/files/*",
-        "/tenants/*",
+        f"/derived/tenants/{tenant}/artifacts/*",
+        f"/derived/tenants/{tenant}/files/*",
+        f"/tenants/{tenant}/*",
     ]
-    assert prefixes(s3["s3:GetObjectVersion"]) == ["/tenants/*"]
+    assert prefixes(s3["s3:GetObjectVersion"]) == [f"/tenants/{tenant}/*"]
     # Nothing else: no deletes, no models, no workflow, no other function.
-    assert not [a for a in granted if a.startswith(("s3:Delete", "bedrock:", "states:", "lambda:", "textract:"))]
+    everything = {**granted, **s3}
+    assert not [a for a in everything if a.startswith(("s3:Delete", "bedrock:", "states:", "lambda:", "textract:"))]
     assert "rds-db:connect" in granted
 
 

@@ -40,7 +40,11 @@ def test_any_sequence_of_deliveries_stores_each_delivered_version_once(
         tickets = [stack.upload(token, f"e{i}.pdf", "application/pdf", PDF) for i in range(3)]
     workflow = CountingWorkflow()
     completion = UploadCompletion(
-        stack.container.file_metadata, stack.container.file_metadata, stack.container.content, workflow
+        stack.container.file_metadata,
+        stack.container.file_metadata,
+        stack.container.content,
+        workflow,
+        stack.container.malware_scanning,
     )
     objects = {}
     for ticket in tickets:
@@ -91,7 +95,11 @@ def test_a_redelivered_event_asks_for_processing_the_first_delivery_could_not(st
     assert landed is not None
     workflow = FlakyWorkflow()
     completion = UploadCompletion(
-        stack.container.file_metadata, stack.container.file_metadata, stack.container.content, workflow
+        stack.container.file_metadata,
+        stack.container.file_metadata,
+        stack.container.content,
+        workflow,
+        stack.container.malware_scanning,
     )
     # First delivery: stored, but the workflow could not be reached; the upload is not failed by it.
     assert completion.object_created(key, landed.version_id, landed.byte_size) is Completion.STORED
@@ -135,13 +143,19 @@ def test_a_second_post_racing_the_first_never_displaces_the_recorded_bytes(stack
     # Told apart by size: the first post is the longer one.
     first, second = sorted(stack.container.content.object_versions(key), key=lambda o: o.byte_size, reverse=True)
     winner = UploadCompletion(
-        stack.container.file_metadata, stack.container.file_metadata, stack.container.content, CountingWorkflow()
+        stack.container.file_metadata,
+        stack.container.file_metadata,
+        stack.container.content,
+        CountingWorkflow(),
+        stack.container.malware_scanning,
     )
     racing = RacingMetadata(
         stack.container.file_metadata,
         lambda: winner.object_created(key, second.version_id, second.byte_size),
     )
-    loser = UploadCompletion(racing, racing, stack.container.content, CountingWorkflow())
+    loser = UploadCompletion(
+        racing, racing, stack.container.content, CountingWorkflow(), stack.container.malware_scanning
+    )
     assert loser.object_created(key, first.version_id, first.byte_size) is Completion.UNEXPECTED_OBJECT_VERSION
     # One object is left, it is the recorded one, and it is the file's content.
     remaining = [stored.version_id for stored in stack.container.content.object_versions(key)]

@@ -9,6 +9,7 @@ import io
 import re
 from collections.abc import Iterator
 from typing import Any
+from uuid import uuid4
 
 import boto3
 import pypdfium2 as pdfium
@@ -19,7 +20,7 @@ from botocore.stub import ANY, Stubber
 from shared.adapters.aws.textract_ocr import OCR_NOT_PERMITTED, SYNC_MAX_BYTES, TextractOcr, request_token
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed
 from shared.domain.recognition import RecognitionJob, RecognitionResult
-from shared.domain.uploads import ocr_staging_prefix
+from shared.domain.uploads import ocr_staging_prefix, storage_key
 from shared.ports import OcrProvider, OcrSource
 from tests.builders.aws import Delays, offline_client
 
@@ -1022,3 +1023,40 @@ def test_a_job_nobody_will_collect_has_its_staged_copy_removed(aws: Aws) -> None
 def test_discarding_never_raises_even_when_storage_refuses(aws: Aws) -> None:
     aws.s3_stub.add_client_error("list_object_versions", "AccessDenied", http_status_code=403)
     aws.ocr.discard(job(staged_key="ocr-staging/x.pdf"))  # logged; the lifecycle rule removes it within a day
+
+
+def test_a_staged_copy_goes_under_its_tenants_own_folder_where_that_tenants_session_may_write(aws: Aws) -> None:
+    """The recognize step's tenant session may write `ocr-staging/tenants/{its tenant}/` only (infra/constructs/
+    tenant_data.py): a copy staged anywhere else would be refused."""
+    original = pdf_of_widths(100, 200, 300)
+    key = storage_key("acme", uuid4(), uuid4())
+    wanted = OcrSource(
+        media_type="application/pdf",
+        pages=(2,),
+        page_count=3,
+        storage_key=key,
+        storage_version_id=VERSION,
+        read=lambda: original,
+    )
+    token = request_token(wanted, analysis=True)
+    staged_key = f"{ocr_staging_prefix(key)}{token}.pdf"
+    assert staged_key.startswith("ocr-staging/tenants/acme/")
+    aws.s3_stub.add_response(
+        "put_object",
+        {"VersionId": "staged-v1"},
+        {"Bucket": BUCKET, "Key": staged_key, "Body": ANY, "ContentType": "application/pdf"},
+    )
+    aws.textract_stub.add_response(
+        "start_document_analysis",
+        {"JobId": "tenant-job"},
+        {
+            "DocumentLocation": {"S3Object": {"Bucket": BUCKET, "Name": staged_key}},
+            "FeatureTypes": ["TABLES"],
+            "ClientRequestToken": token,
+        },
+    )
+
+    started = aws.ocr.start(wanted)
+
+    aws.assert_all_called()
+    assert isinstance(started, RecognitionJob) and started.staged_key == staged_key

@@ -176,8 +176,11 @@ class TextractOcr(OcrProvider):
         max_attempts: int = 5,
         connect_timeout: float = 5.0,
         read_timeout: float = 60.0,
+        scoped: Callable[[Callable[..., Any]], Callable[[], Any]] = lambda build: build,
     ) -> "TextractOcr":
-        """An adapter whose clients are built on first use, with botocore's retries off (this class retries)."""
+        """An adapter whose clients are built on first use, with botocore's retries off (this class retries).
+        `scoped` turns a client builder (taking credentials) into the factory used: on AWS, one making each call
+        with the acting tenant's session, since Textract reads the pages from S3 as its caller."""
 
         def config() -> Any:
             from botocore.config import Config
@@ -188,19 +191,42 @@ class TextractOcr(OcrProvider):
                 read_timeout=read_timeout,
             )
 
-        def build_textract() -> TextractClient:
+        # Built with the session's keys when scoped, else with the process's own credentials (all None).
+        def build_textract(
+            aws_access_key_id: str | None = None,
+            aws_secret_access_key: str | None = None,
+            aws_session_token: str | None = None,
+        ) -> TextractClient:
             import boto3
 
-            return boto3.client("textract", region_name=region, config=config())
+            return boto3.client(
+                "textract",
+                region_name=region,
+                config=config(),
+                aws_access_key_id=aws_access_key_id,
+                aws_secret_access_key=aws_secret_access_key,
+                aws_session_token=aws_session_token,
+            )
 
-        def build_s3() -> S3Client:
+        def build_s3(
+            aws_access_key_id: str | None = None,
+            aws_secret_access_key: str | None = None,
+            aws_session_token: str | None = None,
+        ) -> S3Client:
             import boto3
 
-            return boto3.client("s3", region_name=region, config=config())
+            return boto3.client(
+                "s3",
+                region_name=region,
+                config=config(),
+                aws_access_key_id=aws_access_key_id,
+                aws_secret_access_key=aws_secret_access_key,
+                aws_session_token=aws_session_token,
+            )
 
         return cls(
-            build_textract,
-            build_s3,
+            scoped(build_textract),
+            scoped(build_s3),
             bucket=bucket,
             staging_prefix=staging_prefix,
             analyze_tables=analyze_tables,

@@ -16,6 +16,7 @@ from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.ports import (
     EmbeddingProvider,
     Generator,
+    MalwareScanning,
     OcrProvider,
     OcrSource,
     RenderQueue,
@@ -92,6 +93,17 @@ class UnavailableTranscription(_Unavailable, TranscriptionProvider):
 
     def transcribe(self, content: bytes, media_type: str) -> Transcript:
         self._refuse()
+
+
+class UnavailableMalwareScanning(_Unavailable, MalwareScanning):
+    """No scanner: nothing waits for a verdict, and nothing claims one (a file says it was not scanned)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(Capability.MALWARE_SCANNING, reason)
+
+    @property
+    def gates_processing(self) -> bool:
+        return False
 
 
 class UnavailableGenerator(_Unavailable, Generator):

@@ -17,6 +17,7 @@ from shared.domain.files import (
     FailureReason,
     FileRecord,
     FileVersionRecord,
+    MalwareScan,
     NewVersion,
     ProcessingState,
     VersionState,
@@ -31,7 +32,7 @@ _VERSION_COLUMNS = (
     " extraction_warnings, extraction_truncated, document_key, document_version_id, processing_attempt,"
     " processing_retries, chunk_count, embedded_chunk_count, embedding_model, embedding_gap, indexed_at,"
     " ocr_state, ocr_engine, ocr_detail, recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail,"
-    " export_id"
+    " export_id, malware_scan"
 )
 
 
@@ -208,6 +209,32 @@ class PostgresFileMetadataStore(FileMetadataStore):
             " storage_version_id = %(object_version)s",
             {"reason": reason, "size": byte_size, "object_version": storage_version_id},
         )
+
+    def record_malware_scan(
+        self, tenant_id: str, version_id: UUID, verdict: MalwareScan, *, storage_version_id: str | None
+    ) -> FileVersionRecord | None:
+        rejection = verdict.rejection()
+        with self._database.tenant_transaction(tenant_id) as conn:
+            changed = conn.execute(
+                "UPDATE file_versions SET malware_scan = %(verdict)s, updated_at = now(),"
+                # A verdict that rejects ends a version no attempt has taken up; one under way finishes (its
+                # bytes were checked before it was queued, so it can only be a verdict repeated for them).
+                " state = CASE WHEN %(rejects)s AND processing_state = 'not_started' THEN 'rejected' ELSE state END,"
+                " rejection_reason = CASE WHEN %(rejects)s AND processing_state = 'not_started'"
+                " THEN %(reason)s ELSE rejection_reason END"
+                " WHERE tenant_id = %(tenant)s AND version_id = %(version)s AND state IN ('pending', 'stored')"
+                " AND (%(object)s::text IS NULL OR storage_version_id IS NULL OR storage_version_id = %(object)s)",
+                {
+                    "verdict": verdict.value,
+                    "rejects": rejection is not None,
+                    "reason": rejection,
+                    "tenant": tenant_id,
+                    "version": version_id,
+                    "object": storage_version_id,
+                },
+            ).rowcount
+        found = self.find_version(tenant_id, version_id) if changed else None
+        return found[1] if found else None
 
     def mark_deleted(self, tenant_id: str, version_id: UUID) -> bool:
         return self._transition(tenant_id, version_id, VersionState.DELETING, "state = 'deleted'", {})

@@ -21,7 +21,9 @@ class PostgresSweepProgress(SweepProgress):
 
     def tenants_in_turn(self) -> list[str]:
         with self._database.unscoped_transaction() as conn:
-            rows = conn.execute("SELECT tenant_id FROM tenant_turns_for_sweeps() ORDER BY last_turn_at NULLS FIRST, tenant_id")
+            rows = conn.execute(
+                "SELECT tenant_id FROM tenant_turns_for_sweeps() ORDER BY last_turn_at NULLS FIRST, tenant_id"
+            )
             return [row[0] for row in rows]
 
     def resume_point(self, tenant_id: str, sweep: str) -> tuple[datetime, UUID] | None:
