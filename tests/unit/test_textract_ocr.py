@@ -16,6 +16,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from botocore.stub import ANY, Stubber
 
+from shared.adapters.aws import textract_ocr
 from shared.adapters.aws.textract_ocr import SYNC_MAX_BYTES, TextractOcr, request_token
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed
 from shared.domain.recognition import RecognitionJob, RecognitionResult
@@ -1002,3 +1003,20 @@ def test_a_job_nobody_will_collect_has_its_staged_copy_removed(aws: Aws) -> None
 def test_discarding_never_raises_even_when_storage_refuses(aws: Aws) -> None:
     aws.s3_stub.add_client_error("list_object_versions", "AccessDenied", http_status_code=403)
     aws.ocr.discard(job(staged_key="ocr-staging/x.pdf"))  # logged; the lifecycle rule removes it within a day
+
+
+def test_the_pages_are_copied_inside_the_bounded_sandbox_not_in_the_recognize_step(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a copy allowed no memory: in the sandbox's child PDFium cannot run, and the start is a recognition
+    # failure naming the fix; copied in this process (as before), the pages would be staged and a job started.
+    monkeypatch.setattr(textract_ocr, "PAGE_COPY_MEMORY_BYTES", 1, raising=False)
+    wanted = source(pages=(2, 4), page_count=4, content=pdf_of_widths(100, 200, 300, 400))
+    with pytest.raises(RecognitionFailed, match="re-save it and upload it again"):
+        aws.ocr.start(wanted)
+
+
+def test_pages_past_the_end_of_the_pdf_are_a_caller_error_named_from_the_sandbox(aws: Aws) -> None:
+    wanted = source(pages=(2, 9), page_count=4, content=pdf_of_widths(100, 200, 300, 400))
+    with pytest.raises(ValueError, match=re.escape("pages [9] were asked for, but the PDF has 4 pages")):
+        aws.ocr.start(wanted)
