@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
-from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from shared.domain.artifacts import (
     ArtifactCitation,
@@ -35,12 +35,10 @@ from shared.domain.document import (
     MAX_DOCUMENT_BYTES,
     Block,
     ExtractedDocument,
-    ExtractionFailure,
     ExtractionLimits,
-    ExtractionOutcome,
 )
 from shared.domain.errors import InvalidRequest, NotFound, PayloadTooLarge
-from shared.domain.files import FailureReason, VersionState
+from shared.domain.files import VersionState
 from shared.domain.proposals import AppliedProposal
 from shared.domain.search import Citation, excerpt_of
 from shared.ports import (
@@ -51,21 +49,10 @@ from shared.ports import (
     FileContentStore,
     KnowledgeStore,
 )
-from shared.sandbox import TimedOut, run_in_child
+from shared.sandbox import TimedOut, dotted_name, pack, run_in_child
+from shared.services import isolated
 
 MAX_HISTORY_PAGE = 100
-_OUTCOMES: TypeAdapter[list[ExtractionOutcome]] = TypeAdapter(list[ExtractionOutcome])
-
-
-def _parse_all(parser: DocumentParser, contents: Sequence[bytes], limits: ExtractionLimits) -> bytes:
-    """In the child: every text's outcome; a parser that raises is a failure value, never a death."""
-    outcomes: list[ExtractionOutcome] = []
-    for content in contents:
-        try:
-            outcomes.append(parser.parse(content, limits))
-        except Exception as error:
-            outcomes.append(ExtractionFailure(reason=FailureReason.MALFORMED, detail=type(error).__name__))
-    return _OUTCOMES.dump_json(outcomes)
 
 
 class SourceInput(BaseModel):
@@ -358,10 +345,11 @@ class ArtifactService:
             max_text_bytes=self._limits.max_text_bytes,
             max_blocks=self._limits.max_blocks + 1,  # one past, so a document over the limit is refused, not cut
         )
-        contents, parser = [text.encode() for text in texts], self._markdown
+        header = {"parser": dotted_name(type(self._markdown)), "limits": limits.model_dump(mode="json")}
         too_large = PayloadTooLarge("the Markdown is too large to read: send it in smaller parts, or as blocks")
         answer = run_in_child(
-            lambda: _parse_all(parser, contents, limits),
+            isolated.parse_texts,
+            pack(header, *(text.encode() for text in texts)),
             timeout_seconds=self._limits.parse_timeout_seconds,
             memory_limit_bytes=self._limits.parse_memory_bytes,
             max_answer_bytes=MAX_DOCUMENT_BYTES,
@@ -376,7 +364,7 @@ class ArtifactService:
             raise too_large
         try:
             # Validated: never trust the shape of what a process that parsed a caller's bytes sends back.
-            outcomes = _OUTCOMES.validate_json(answer)
+            outcomes = isolated.OUTCOMES.validate_json(answer)
         except ValidationError as error:
             raise too_large from error
         parsed = []

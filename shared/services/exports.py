@@ -52,7 +52,8 @@ from shared.ports import (
     FileContentStore,
     RenderQueue,
 )
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, run_in_child
+from shared.sandbox import AnswerTooLarge, Died, TimedOut, dotted_name, pack, run_in_child
+from shared.services import isolated
 from shared.services.artifacts import ArtifactService
 
 # A render left pending this long without a touch is handed to the worker again by the sweep.
@@ -304,10 +305,14 @@ class ExportService:
     ) -> RenderedFile:
         """The renderer in a child process: a render that loops or runs out of memory ends as a sentence.
         A render on the request path passes tighter bounds than the worker's."""
-        renderer = self._renderers[export_format]
-        limits = self._limits
+        header = {
+            "renderer": dotted_name(type(self._renderers[export_format])),
+            "request": request.model_dump_json(),
+            "limits": self._limits.model_dump(mode="json"),
+        }
         return self.isolated(
-            lambda: renderer.render(request, limits),
+            isolated.render_document,
+            pack(header),
             export_format,
             timeout_seconds=timeout_seconds,
             memory_limit_bytes=memory_limit_bytes,
@@ -315,21 +320,24 @@ class ExportService:
 
     def isolated(
         self,
-        work: Callable[[], RenderedFile],
+        work: Callable[[bytes], bytes],
+        payload: bytes,
         export_format: ExportFormat,
         *,
         timeout_seconds: float | None = None,
         memory_limit_bytes: int | None = None,
     ) -> RenderedFile:
-        """`work` in a child process bounded in time and memory; RenderFailed (raised there or for how it
-        ended) comes back as a sentence."""
+        """`work(payload)` (a module-level function of shared/services/isolated.py answering as a rendering) in
+        a child process bounded in time and memory; RenderFailed (raised there or for how it ended) comes back
+        as a sentence."""
         limits = self._limits
         answer = run_in_child(
-            lambda: _answer(work),
+            work,
+            payload,
             timeout_seconds=timeout_seconds or limits.timeout_seconds,
             memory_limit_bytes=memory_limit_bytes or limits.memory_limit_bytes,
             max_answer_bytes=limits.max_bytes + 1024 * 1024,
-            answer_too_large=_failure_answer("rendering ran out of memory: export a shorter version"),
+            answer_too_large=isolated.failure_answer("rendering ran out of memory: export a shorter version"),
         )
         if isinstance(answer, TimedOut):
             raise RenderFailed(
@@ -393,20 +401,6 @@ def _version_of(record: FileRecord, version_id: UUID | None) -> FileVersionRecor
     if version is None or version.state in (VersionState.DELETING, VersionState.DELETED):
         raise NotFound("not found", field="versionId")
     return version
-
-
-# The child's answer: a JSON header line, then the rendered bytes (never a pickle: the parent validates).
-def _answer(work: Callable[[], RenderedFile]) -> bytes:
-    try:
-        rendered = work()
-    except RenderFailed as failure:
-        return _failure_answer(failure.sentence)
-    header = rendered.model_dump(mode="json", exclude={"content"})
-    return json.dumps({"ok": header}).encode() + b"\n" + rendered.content
-
-
-def _failure_answer(sentence: str) -> bytes:
-    return json.dumps({"failed": sentence}).encode() + b"\n"
 
 
 def _parse_answer(answer: bytes, export_format: ExportFormat) -> RenderedFile:

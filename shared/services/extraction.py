@@ -1,6 +1,7 @@
 """Run the right parser on a document, bounded from the outside.
 
-The parser runs in a child process (shared/sandbox.py): whatever goes wrong inside — an exception, a
+The parser runs in a child process (shared/sandbox.py), a fresh confined interpreter that builds the
+parser again from its class name (`isolated.parse_document`): whatever goes wrong inside — an exception, a
 crash, running out of memory, a hang — comes back as a failure value. A document problem never raises
 out of here.
 """
@@ -12,9 +13,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from shared.domain.document import MAX_DOCUMENT_BYTES, ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.files import FailureReason
-from shared.observability import logger
 from shared.ports import DocumentParser
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, run_in_child
+from shared.sandbox import AnswerTooLarge, Died, TimedOut, dotted_name, pack, run_in_child
+from shared.services import isolated
 
 _OUTCOME: TypeAdapter[ExtractionOutcome] = TypeAdapter(ExtractionOutcome)
 
@@ -28,6 +29,8 @@ class Extractor:
         memory_limit_bytes: int | None = 2 * 1024 * 1024 * 1024,
     ) -> None:
         self._parsers = {media_type: parser for parser in parsers for media_type in parser.media_types}
+        # The child builds each parser again from its class: one that cannot be named fails here, at start.
+        self._parser_names = {id(parser): dotted_name(type(parser)) for parser in parsers}
         self._limits = limits
         self._memory_limit = memory_limit_bytes
 
@@ -55,7 +58,8 @@ class Extractor:
 
     def _isolated(self, parser: DocumentParser, content: bytes) -> ExtractionOutcome:
         answer = run_in_child(
-            lambda: _parse(parser, content, self._limits),
+            isolated.parse_document,
+            pack({"parser": self._parser_names[id(parser)], "limits": self._limits.model_dump(mode="json")}, content),
             timeout_seconds=self._limits.timeout_seconds,
             memory_limit_bytes=self._memory_limit,
             max_answer_bytes=MAX_DOCUMENT_BYTES,
@@ -64,6 +68,10 @@ class Extractor:
             ),
         )
         if isinstance(answer, TimedOut):
+            # Imported here: a child that builds a test's fake parser imports this module, and the tracer
+            # opens a UDP socket at import, which the child's filter refuses.
+            from shared.observability import logger
+
             logger.warning("extraction timed out", extra={"seconds": self._limits.timeout_seconds})
             return ExtractionFailure(
                 reason=FailureReason.TIMED_OUT,
@@ -89,23 +97,6 @@ def _died(exitcode: int | None) -> ExtractionFailure:
     return ExtractionFailure(
         reason=FailureReason.MALFORMED, detail=f"the parser crashed on this document (exit {exitcode})"
     )
-
-
-def _parse(parser: DocumentParser, content: bytes, limits: ExtractionLimits) -> bytes:
-    """In the child: the parser's outcome as JSON, whatever it raised."""
-    try:
-        outcome: ExtractionOutcome = parser.parse(content, limits)
-    except MemoryError:
-        outcome = ExtractionFailure(
-            reason=FailureReason.TOO_LARGE, detail="the document needs more memory than allowed"
-        )
-    except RecursionError:
-        outcome = ExtractionFailure(reason=FailureReason.MALFORMED, detail="the document's structure nests too deeply")
-    except BaseException as error:
-        outcome = ExtractionFailure(
-            reason=FailureReason.MALFORMED, detail=f"the parser could not read it ({type(error).__name__})"
-        )
-    return _json(outcome)
 
 
 def _json(outcome: ExtractionOutcome) -> bytes:

@@ -21,12 +21,13 @@ from shared.domain.pdf_tools import (
     MAX_WATERMARK_CHARS,
     PagePick,
     PdfInput,
-    PdfInputProblem,
     Segments,
     format_pages,
     parse_pages,
 )
 from shared.ports import AuthorizationPolicy, FileCatalog, FileContentStore, PdfOperations
+from shared.sandbox import dotted_name, pack
+from shared.services import isolated
 from shared.services.artifacts import ArtifactService, ArtifactView, ContentInput
 from shared.services.exports import ExportService
 
@@ -150,28 +151,17 @@ class PdfTools:
     def _produce(self, record: ExportRecord) -> RenderedFile:
         operation = record.operation or {}
         inputs, picks = self._load(record.tenant_id, operation)
-        limits = self._exports.limits
-        op = operation.get("op")
-        text = str(operation.get("text", ""))
-        opacity = float(operation.get("opacity", 0.25))  # type: ignore[arg-type]
-
-        def work() -> RenderedFile:
-            try:
-                if op == "watermark":
-                    content, pages = self._operations.watermark(
-                        inputs[0], text, opacity=opacity, max_pages=limits.max_pages
-                    )
-                else:
-                    content, pages = self._operations.compose(
-                        inputs, picks, outline=op == "merge", max_pages=limits.max_pages
-                    )
-            except PdfInputProblem as problem:
-                raise RenderFailed(problem.sentence) from problem
-            if len(content) > limits.max_bytes:
-                raise RenderFailed(f"the result would be {len(content)} bytes; the limit is {limits.max_bytes}")
-            return RenderedFile(content=content, format=ExportFormat.PDF, page_count=pages)
-
-        return self._exports.isolated(work, ExportFormat.PDF)
+        header = {
+            "operations": dotted_name(type(self._operations)),
+            "op": operation.get("op"),
+            "text": str(operation.get("text", "")),
+            "opacity": float(operation.get("opacity", 0.25)),  # type: ignore[arg-type]
+            "names": [source.name for source in inputs],
+            "picks": [{"source": pick.source, "pages": pick.pages} for pick in picks],
+            "limits": self._exports.limits.model_dump(mode="json"),
+        }
+        payload = pack(header, *(source.content for source in inputs))
+        return self._exports.isolated(isolated.pdf_operation, payload, ExportFormat.PDF)
 
     def _load(self, tenant_id: str, operation: dict[str, Any]) -> tuple[list[PdfInput], list[PagePick]]:
         inputs: list[PdfInput] = []

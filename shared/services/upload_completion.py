@@ -6,16 +6,23 @@ version is stored. Duplicate and out-of-order events do the work at most once.
 """
 
 import io
+import json
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from shared.domain.files import FileRecord, FileVersionRecord, MalwareScan, VersionState
-from shared.domain.sniffing import SNIFF_PREFIX_BYTES, archive_mismatch, is_archive_type, mismatch
+from shared.domain.sniffing import SNIFF_PREFIX_BYTES, is_archive_type, mismatch
 from shared.domain.uploads import accepted_type, parse_storage_key
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.observability import logger
 from shared.ports import FileCatalog, FileContentStore, MalwareScanning, ProcessingAttempts, Workflow
+from shared.sandbox import TimedOut, pack, run_in_child
+from shared.services import isolated
+
+# The sandboxed read of an Office file's zip directory: a few MB at most, however the archive is made.
+SNIFF_TIMEOUT_SECONDS = 60.0
+SNIFF_MEMORY_BYTES = 256 * 1024 * 1024
 
 
 class Completion(StrEnum):
@@ -81,6 +88,17 @@ class RangedObject(io.RawIOBase):
         self._position += len(chunk)
         return len(chunk)
 
+    def range(self, start: int, length: int) -> bytes:
+        """`length` bytes from `start` (fewer at the end), for a reader in the sandbox's child: bounded by the
+        object and the budget before anything is allocated, whatever the child asks for."""
+        wanted = min(length, self._size - start)
+        if wanted <= 0:
+            return b""
+        if wanted > self._budget:
+            raise OSError("reading this archive would fetch more than its sniffing budget")
+        self.seek(start)
+        return self.read(wanted) or b""
+
 
 class UploadCompletion:
     def __init__(
@@ -143,9 +161,37 @@ class UploadCompletion:
         prefix = self._content.read_range(key, version_id=object_version_id, start=0, length=SNIFF_PREFIX_BYTES)
         if not is_archive_type(accepted):
             return mismatch(prefix, accepted)
-        # An Office file is a zip whose directory sits at its end: read it through ranged GETs, never whole.
-        stream = io.BufferedReader(RangedObject(self._content, key, object_version_id, size), buffer_size=256 * 1024)
-        return archive_mismatch(stream, size, prefix, accepted)
+        return self._archive_refusal(key, object_version_id, size, version, prefix)
+
+    def _archive_refusal(
+        self, key: str, object_version_id: str | None, size: int, version: FileVersionRecord, prefix: bytes
+    ) -> str | None:
+        """An Office file is a zip whose directory sits at its end: read through ranged GETs, never whole,
+        and parsed (zipfile, the OLE directory) in the sandbox's child, which asks this process for ranges."""
+        accepted = accepted_type(version.media_type, version.filename)
+        ranged = RangedObject(self._content, key, object_version_id, size)
+        header = {"size": size, "media_type": version.media_type, "filename": version.filename}
+        answer = run_in_child(
+            isolated.sniff_office_archive,
+            pack(header, prefix),
+            timeout_seconds=SNIFF_TIMEOUT_SECONDS,
+            memory_limit_bytes=SNIFF_MEMORY_BYTES,
+            max_answer_bytes=64 * 1024,
+            ranges=ranged.range,
+        )
+        unchecked = f"the content could not be checked as {accepted.media_type}"
+        if isinstance(answer, TimedOut):
+            return f"{unchecked}: reading its archive took longer than {answer.seconds:g} seconds; upload it again"
+        if not isinstance(answer, bytes):
+            return f"{unchecked}: its archive could not be read safely; save the file again and upload it"
+        try:
+            # Validated: never trust the shape of what a process that parsed hostile input sends back.
+            found = json.loads(answer)["mismatch"]
+        except (ValueError, KeyError, TypeError):
+            found = False
+        if found is None or isinstance(found, str):
+            return found[:2000] if found else None
+        return f"{unchecked}: its archive could not be read safely; save the file again and upload it"
 
     def _find(self, key: str) -> tuple[FileRecord, FileVersionRecord] | None:
         parts = parse_storage_key(key)

@@ -5,8 +5,8 @@ raises, never hangs past its bound), and the document keeps the limits: at most 
 within max_text_bytes, no table row wider than max_columns, every block located (and where it says it
 is, sane: a page the document has, a box inside the page, a line span that runs forward).
 
-The Office and text examples run their parser in this process: a sandboxed call forks the test
-process (some 25-70 ms, against a few milliseconds for most of these parses), so only a sample of them
+The Office and text examples run their parser in this process: a sandboxed call starts a fresh
+interpreter (some 180 ms, against a few milliseconds for most of these parses), so only a sample of them
 runs through the Extractor as the pipeline does. In this process a hang is cut by a CPU-time alarm
 (SIGPROF: pytest-timeout keeps SIGALRM) and memory by the sandbox's own budget. Every PDF example runs
 through the Extractor: PDFium is native code, whose hangs no alarm interrupts and whose allocations can

@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from botocore.stub import Stubber
 from PIL import Image
 
+from shared.adapters.aws import bedrock_vision
 from shared.adapters.aws.bedrock_vision import (
     CONVERSE_MAX_IMAGE_BYTES,
     CONVERSE_MAX_IMAGE_SIDE,
@@ -424,3 +425,14 @@ def test_from_region_builds_its_client_on_first_use_with_sdk_retries_off(monkeyp
     [client] = built
     assert client.meta.region_name == "eu-west-1"
     assert client.meta.config.retries["total_max_attempts"] == 1
+
+
+def test_the_image_is_decoded_inside_the_bounded_sandbox_not_in_the_recognize_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a decode allowed no memory: in the sandbox's child Pillow cannot run, and the image is refused with
+    # a sentence before any call; decoded in this process (as before), it would be converted and sent.
+    monkeypatch.setattr(bedrock_vision, "PREPARE_MEMORY_BYTES", 1, raising=False)
+    client = bedrock_client()
+    with Stubber(client), pytest.raises(VisionFailed, match="the image decoder failed on this image"):
+        vision(client).describe(encoded(chart_like(), "TIFF"), "image/tiff")

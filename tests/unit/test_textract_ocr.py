@@ -17,6 +17,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from botocore.stub import ANY, Stubber
 
+from shared.adapters.aws import textract_ocr
 from shared.adapters.aws.textract_ocr import OCR_NOT_PERMITTED, SYNC_MAX_BYTES, TextractOcr, request_token
 from shared.domain.errors import CapabilityUnavailable, RecognitionFailed
 from shared.domain.recognition import RecognitionJob, RecognitionResult
@@ -1060,3 +1061,20 @@ def test_a_staged_copy_goes_under_its_tenants_own_folder_where_that_tenants_sess
 
     aws.assert_all_called()
     assert isinstance(started, RecognitionJob) and started.staged_key == staged_key
+
+
+def test_the_pages_are_copied_inside_the_bounded_sandbox_not_in_the_recognize_step(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a copy allowed no memory: in the sandbox's child PDFium cannot run, and the start is a recognition
+    # failure naming the fix; copied in this process (as before), the pages would be staged and a job started.
+    monkeypatch.setattr(textract_ocr, "PAGE_COPY_MEMORY_BYTES", 1, raising=False)
+    wanted = source(pages=(2, 4), page_count=4, content=pdf_of_widths(100, 200, 300, 400))
+    with pytest.raises(RecognitionFailed, match="re-save it and upload it again"):
+        aws.ocr.start(wanted)
+
+
+def test_pages_past_the_end_of_the_pdf_are_a_caller_error_named_from_the_sandbox(aws: Aws) -> None:
+    wanted = source(pages=(2, 9), page_count=4, content=pdf_of_widths(100, 200, 300, 400))
+    with pytest.raises(ValueError, match=re.escape("pages [9] were asked for, but the PDF has 4 pages")):
+        aws.ocr.start(wanted)

@@ -1,12 +1,18 @@
 """UploadCompletion on the fakes: an Object Created event is a claim about a key, checked before a version is
 stored, and acted on at most once (tests/integration/test_event_delivery.py runs the same on the real stack)."""
 
+import io
 import uuid
+import zipfile
 from datetime import timedelta
 
+import pytest
+
 from shared.domain.files import ProcessingState, VersionState
+from shared.services import upload_completion
 from shared.services.files import UploadTicket
 from shared.services.upload_completion import Completion
+from tests.builders.office import word_document
 from tests.fakes import Clock, FakeFileMetadataStore, Fakes, principal
 
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
@@ -147,3 +153,48 @@ def test_a_silent_attempt_past_the_threshold_is_asked_for_again_as_a_new_attempt
     )
     assert completion.request_processing("acme", record.file_id, version) == "started"
     assert [r.attempt for r in fakes.workflow.started] == [1, 2]
+
+
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def test_an_office_upload_is_checked_by_its_zip_directory_and_stored() -> None:
+    fakes = Fakes()
+    document = word_document()
+    upload = ticket(fakes, filename="notes.docx", media_type=DOCX, size=len(document))
+    landed = fakes.content.post(upload.upload, document)
+    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+
+
+def test_a_zip_declared_as_a_word_document_is_rejected_naming_what_it_is() -> None:
+    fakes = Fakes()
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as opened:
+        opened.writestr("readme.txt", "not a document")
+    upload = ticket(fakes, filename="notes.docx", media_type=DOCX, size=len(archive.getvalue()))
+    landed = fakes.content.post(upload.upload, archive.getvalue())
+    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.REJECTED
+    found = fakes.metadata.find_version("acme", upload.version_id)
+    assert found is not None
+    assert found[1].rejection_reason == (
+        f"the content is not a Word document (.docx) as declared ({DOCX}): it looks like a zip archive"
+    )
+
+
+def test_the_zip_directory_is_parsed_inside_the_bounded_sandbox_not_in_the_event_handler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a parse allowed no memory at all: in the sandbox's child it cannot run, and the upload is refused
+    # with a sentence; parsed in this process (as before), the same document would be stored.
+    monkeypatch.setattr(upload_completion, "SNIFF_MEMORY_BYTES", 1, raising=False)
+    fakes = Fakes()
+    document = word_document()
+    upload = ticket(fakes, filename="notes.docx", media_type=DOCX, size=len(document))
+    landed = fakes.content.post(upload.upload, document)
+    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.REJECTED
+    found = fakes.metadata.find_version("acme", upload.version_id)
+    assert found is not None
+    assert found[1].rejection_reason == (
+        f"the content could not be checked as {DOCX}: its archive could not be read safely; save the file again"
+        " and upload it"
+    )

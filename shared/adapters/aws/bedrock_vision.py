@@ -34,6 +34,7 @@ from shared.domain.errors import CapabilityUnavailable, VisionFailed
 from shared.domain.recognition import ImageDescription
 from shared.domain.usage import Usage
 from shared.ports import VisionProvider
+from shared.sandbox import AnswerTooLarge, Died, TimedOut, pack, run_in_child, unpack
 
 _log = logging.getLogger(__name__)
 
@@ -53,6 +54,9 @@ CONVERSE_MAX_IMAGE_SIDE = 8000
 MAX_DECODED_PIXELS = 50_000_000
 
 ACCEPTED_MEDIA_TYPES = ("image/png", "image/jpeg", "image/tiff")
+# The sandboxed decode: 50 megapixels of RGBA, a resized copy and an encoder's buffers fit well inside.
+PREPARE_TIMEOUT_SECONDS = 60.0
+PREPARE_MEMORY_BYTES = 1024 * 1024 * 1024
 
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 20.0
@@ -197,7 +201,7 @@ class BedrockConverseVision(VisionProvider):
         return CapabilityStatus.ready(provider=f"bedrock:{self._model_id}")
 
     def describe(self, image: bytes, media_type: str) -> ImageDescription:
-        prepared = prepare_image(image, media_type)
+        prepared = prepare_image_isolated(image, media_type)
         client = self._client.get()
         response = self._converse(client, prepared)
         return self._description(response)
@@ -297,6 +301,55 @@ class BedrockConverseVision(VisionProvider):
                 output_tokens=usage.get("outputTokens", 0),
             ),
         )
+
+
+def prepare_image_isolated(image: bytes, media_type: str) -> PreparedImage:
+    """`prepare_image` in the sandbox's child: Pillow decodes the tenant's image with no credentials, no
+    socket and no process of its own, bounded in time and memory. The prepared bytes are checked again here."""
+    answer = run_in_child(
+        _prepare_in_child,
+        pack({"media_type": media_type}, image),
+        timeout_seconds=PREPARE_TIMEOUT_SECONDS,
+        memory_limit_bytes=PREPARE_MEMORY_BYTES,
+        max_answer_bytes=max(len(image), CONVERSE_MAX_IMAGE_BYTES) + 64 * 1024,
+        answer_too_large=pack({"failed": "the image needs more memory to decode than is allowed"}),
+    )
+    if isinstance(answer, TimedOut):
+        raise VisionFailed(f"decoding the image took longer than {answer.seconds:g} seconds")
+    if isinstance(answer, Died | AnswerTooLarge):
+        raise VisionFailed("the image decoder failed on this image (it may be damaged): re-save it")
+    unreadable = VisionFailed("the image decoder's answer could not be read")
+    try:
+        # Validated: never trust the shape of what a process that decoded hostile input sends back.
+        header, parts = unpack(answer)
+    except ValueError as error:
+        raise unreadable from error
+    if header.get("failed") is not None:
+        raise VisionFailed(str(header["failed"])[:2000])
+    send_format, width, height = header.get("format"), header.get("width"), header.get("height")
+    if (
+        send_format not in ("png", "jpeg")
+        or len(parts) != 1
+        or len(parts[0]) > CONVERSE_MAX_IMAGE_BYTES
+        or not isinstance(width, int)
+        or not isinstance(height, int)
+        or not (0 < width <= CONVERSE_MAX_IMAGE_SIDE and 0 < height <= CONVERSE_MAX_IMAGE_SIDE)
+    ):
+        raise unreadable
+    return PreparedImage(data=parts[0], format=cast("SendFormat", send_format), width=width, height=height)
+
+
+def _prepare_in_child(payload: bytes) -> bytes:
+    header, (image,) = unpack(payload)
+    try:
+        prepared = prepare_image(image, header["media_type"])
+    except VisionFailed as failure:
+        return pack({"failed": failure.detail})
+    except MemoryError:
+        return pack({"failed": "the image needs more memory to decode than is allowed"})
+    except Exception as error:
+        return pack({"failed": f"the image could not be decoded ({type(error).__name__})"})
+    return pack({"format": prepared.format, "width": prepared.width, "height": prepared.height}, prepared.data)
 
 
 def prepare_image(

@@ -6,8 +6,9 @@
   (StartDocumentAnalysis with TABLES, or StartDocumentTextDetection). `start` returns the job; the
   workflow waits between polls and calls `collect`, which answers None until the job has finished. No
   function sleeps on a job.
-- When only some pages of a PDF need OCR, those pages are copied into a PDF of their own (pypdfium2),
-  staged in the bucket under `staging_prefix`, and only they are read and paid for. A multi-page TIFF
+- When only some pages of a PDF need OCR, those pages are copied into a PDF of their own (pypdfium2, in
+  the sandbox's confined child: the PDF is the tenant's), staged in the bucket under `staging_prefix`, and
+  only they are read and paid for. A multi-page TIFF
   is read whole and the pages not asked for are dropped on collect: cutting a TIFF means re-encoding the
   scan, which costs more than the pages saved.
 
@@ -59,6 +60,7 @@ from shared.domain.recognition import (
 )
 from shared.domain.usage import Usage
 from shared.ports import OcrProvider, OcrSource
+from shared.sandbox import AnswerTooLarge, Died, TimedOut, pack, run_in_child, unpack
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -132,6 +134,9 @@ OCR_NOT_PERMITTED = (
     "OCR is not permitted for this deployment yet: an operator must grant the OCR function the access it needs"
     " (the refused action is in its log)."
 )
+# The sandboxed copy of a PDF's pages: PDFium reads the tenant's file within these bounds.
+PAGE_COPY_TIMEOUT_SECONDS = 60.0
+PAGE_COPY_MEMORY_BYTES = 1024 * 1024 * 1024
 
 _log = logging.getLogger(__name__)
 
@@ -323,7 +328,7 @@ class TextractOcr(OcrProvider):
         location = self._original_location(source)
         job_pages: tuple[int, ...]
         if source.media_type == PDF and source.pages is not None and not _covers_every_page(source):
-            subset = _pdf_of_pages(source.read(), source.pages)
+            subset = _pdf_of_pages_isolated(source.read(), source.pages)
             if subset is not None:
                 # Under the original's key, so deleting the original finds (and removes) the copy of its pages.
                 staged_key = f"{self._staging_prefix}{source.storage_key}/{token}.pdf"
@@ -488,6 +493,59 @@ def _covers_every_page(source: OcrSource) -> bool:
     return source.pages is None or (
         source.page_count is not None and source.pages == tuple(range(1, source.page_count + 1))
     )
+
+
+def _pdf_of_pages_isolated(content: bytes, pages: Sequence[int]) -> bytes | None:
+    """`_pdf_of_pages` in the sandbox's child: PDFium parses the tenant's PDF with no credentials, no socket
+    and no process of its own, bounded in time and memory."""
+    answer = run_in_child(
+        _pdf_of_pages_in_child,
+        pack({"pages": list(pages)}, content),
+        timeout_seconds=PAGE_COPY_TIMEOUT_SECONDS,
+        memory_limit_bytes=PAGE_COPY_MEMORY_BYTES,
+        max_answer_bytes=len(content) * 2 + 1024 * 1024,
+        answer_too_large=pack({"failed": "copying out the pages that need OCR ran out of memory"}),
+    )
+    if isinstance(answer, TimedOut):
+        raise RecognitionFailed(
+            f"Copying out the pages that need OCR took longer than {answer.seconds:g} seconds: re-save the PDF and"
+            " upload it again."
+        )
+    if isinstance(answer, Died | AnswerTooLarge):
+        raise RecognitionFailed(
+            "PDFium failed copying out the pages that need OCR (the PDF may be damaged): re-save it and upload it"
+            " again."
+        )
+    unreadable = "PDFium's answer could not be read: re-save the PDF and upload it again."
+    try:
+        # Validated: never trust the shape of what a process that parsed hostile input sends back.
+        header, parts = unpack(answer)
+    except ValueError as error:
+        raise RecognitionFailed(unreadable) from error
+    if header.get("failed") is not None:
+        raise RecognitionFailed(str(header["failed"])[:2000])
+    if header.get("outside") is not None:
+        raise ValueError(str(header["outside"])[:2000])
+    if header.get("every_page") is True:
+        return None
+    if len(parts) != 1:
+        raise RecognitionFailed(unreadable)
+    return parts[0]
+
+
+def _pdf_of_pages_in_child(payload: bytes) -> bytes:
+    header, (content,) = unpack(payload)
+    try:
+        subset = _pdf_of_pages(content, header["pages"])
+    except RecognitionFailed as failure:
+        return pack({"failed": failure.detail})
+    except ValueError as error:
+        return pack({"outside": str(error)})
+    except MemoryError:
+        return pack({"failed": "copying out the pages that need OCR ran out of memory"})
+    except Exception as error:
+        return pack({"failed": f"PDFium could not copy out the pages ({type(error).__name__}): re-save the PDF"})
+    return pack({"every_page": subset is None}, *([subset] if subset is not None else []))
 
 
 def _pdf_of_pages(content: bytes, pages: Sequence[int]) -> bytes | None:

@@ -8,8 +8,9 @@ turn) and a width-weighted vote of the classifier over its widest lines (→ a h
 mapped back onto the page as it is displayed, normalised, with each line's confidence.
 
 Everything runs in a child process (shared/sandbox.py): a scan is attacker-controlled input to image
-decoders written in C, so it gets a wall clock, a memory limit and no inherited sockets. The models
-load in that child (about half a second) and never in the serving process.
+decoders written in C, so it runs in a fresh confined interpreter (no environment, no socket, no new
+process) with a wall clock and a memory limit. The models load in that child (about half a second), one
+child per document, and never in the serving process.
 """
 
 import io
@@ -33,7 +34,7 @@ from shared.domain.recognition import (
 )
 from shared.domain.usage import Usage
 from shared.ports import OcrProvider, OcrSource
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, run_in_child
+from shared.sandbox import AnswerTooLarge, Died, TimedOut, pack, run_in_child, unpack
 
 ENGINE = "rapidocr"
 PDF_TYPE = "application/pdf"
@@ -87,8 +88,10 @@ class RapidOcr(OcrProvider):
         content = source.read()
         expected = len(pages) if pages is not None else 1
         timeout = max(self._limits.min_timeout_seconds, self._limits.seconds_per_page * expected)
+        header = {"media_type": source.media_type, "pages": pages, "max_pages": self._limits.max_pages}
         answer = run_in_child(
-            lambda: _recognise_in_child(content, source.media_type, pages, self._limits.max_pages),
+            _recognise_in_child,
+            pack(header, content),
             timeout_seconds=timeout,
             memory_limit_bytes=self._limits.memory_limit_bytes,
             answer_too_large=json.dumps({"failed": "the recognised text is too large"}).encode(),
@@ -100,10 +103,14 @@ class RapidOcr(OcrProvider):
             raise RecognitionFailed(f"the OCR engine crashed on this document (exit {answer.exitcode})")
         if isinstance(answer, AnswerTooLarge):
             raise RecognitionFailed("the recognised text is too large")
-        decoded = json.loads(answer)
-        if "failed" in decoded:
-            raise RecognitionFailed(decoded["failed"])
-        return RecognitionResult.model_validate(decoded["result"])
+        try:
+            # Validated: never trust the shape of what a process that read hostile input sends back.
+            decoded = json.loads(answer)
+            if "failed" in decoded:
+                raise RecognitionFailed(str(decoded["failed"])[:2000])
+            return RecognitionResult.model_validate(decoded["result"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise RecognitionFailed("the OCR engine's answer could not be read (recorded for the operators)") from error
 
     def collect(self, job: RecognitionJob) -> RecognitionResult | None:
         raise ValueError(f"{ENGINE} finishes in `start`; job {job.job_id} is not one of its jobs")
@@ -112,9 +119,10 @@ class RapidOcr(OcrProvider):
         return None  # it never holds a job
 
 
-def _recognise_in_child(content: bytes, media_type: str, pages: Sequence[int] | None, max_pages: int) -> bytes:
+def _recognise_in_child(payload: bytes) -> bytes:
+    header, (content,) = unpack(payload)
     try:
-        result = _recognise(content, media_type, pages, max_pages)
+        result = _recognise(content, header["media_type"], header["pages"], header["max_pages"])
     except RecognitionFailed as failure:
         return json.dumps({"failed": failure.detail}).encode()
     except MemoryError:
