@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,10 @@ REQUESTS = 300
 UPLOADS = 20
 
 
-def quire(workdir: Path, *args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+def quire(workdir: Path, *args: str, settings: Mapping[str, str] | None = None) -> str:
+    """`quire <args>` from `workdir`, running this checkout's code; `settings` (QUIRE_* variables) reach the
+    stack a `quire up` starts."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(settings or {})}
     env.pop("DATABASE_URL", None)
     completed = subprocess.run(
         [sys.executable, "-m", "shared.cli", *args], cwd=workdir, env=env, capture_output=True, text=True, check=False
@@ -135,6 +138,14 @@ def component_figures() -> list[dict[str, Any]]:
     ]
 
 
+def stack_workload_figures() -> list[dict[str, Any]]:
+    """Each in a stack of its own: memory as files are ingested, and the isolation probes with search's p95."""
+    from bench.ingest_memory import figures as ingest_memory_figures
+    from bench.isolation import figures as isolation_figures
+
+    return [*ingest_memory_figures(result), *isolation_figures(result)]
+
+
 def main() -> int:
     results: list[dict[str, Any]] = []
     cold: list[float] = []
@@ -178,9 +189,7 @@ def main() -> int:
         finally:
             quire(workdir, "down")
 
-    from bench.ingest_memory import figures as ingest_memory_figures
-
-    results.extend(ingest_memory_figures(result))
+    results.extend(stack_workload_figures())
     results.extend(component_figures())
 
     venv = REPO_ROOT / ".venv"
