@@ -194,6 +194,12 @@ class DocumentWriter:
             raise Conflict("that is not the file's current version: a replacement replaces the current one")
         if base.export_id is not None:
             raise InvalidRequest(EXPORTS_ARE_RENDERINGS)
+        if body.citations or body.sources:
+            # Never dropped in silence: a replacement is the file's own bytes, which carry no citation notes.
+            raise InvalidRequest(
+                "a replacement is the file's new content and carries no citations or sources: send markdown or"
+                " blocks alone (cite in an artifact instead)"
+            )
         target = REPLACEABLE.get(base.media_type)
         if target is None:
             writable = ", ".join(sorted(REPLACEABLE))

@@ -356,3 +356,15 @@ def test_edits_on_an_empty_or_huge_table_and_a_deeply_nested_body_are_4xx_with_b
     except urllib.error.HTTPError as error:
         status = error.code
     assert status == 400
+
+
+def test_a_replacement_refuses_citations_and_sources_instead_of_dropping_them(stack: Stack) -> None:
+    token = stack.token(tenant="replacing-cited")
+    record = indexed(stack, token, "policy.md", b"# Policy\n\nExpenses need approval.\n")
+    for extra in ({"citations": [{"chunkId": "c-1"}]}, {"sources": [{"fileId": str(uuid.uuid4())}]}):
+        status, refused = stack.json(
+            "POST", f"/v1/files/{record['fileId']}/replacements", token, {"markdown": "# Policy\n\nNew.\n", **extra}
+        )
+        assert status == 400 and "carries no citations or sources" in refused["message"], refused
+    status, _ = stack.json("GET", f"/v1/files/{record['fileId']}", token)
+    assert status == 200
