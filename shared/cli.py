@@ -292,6 +292,15 @@ def cmd_rm(args: argparse.Namespace) -> int:
     return 0
 
 
+@reports_api_errors("mv: {file_id}")
+def cmd_mv(args: argparse.Namespace) -> int:
+    # Moving takes the admin role in the collection the file is in and in the one it goes to.
+    client = _api(args, [*args.collections.split(","), args.to], Role.ADMIN)
+    moved = client.call("POST", f"/v1/files/{args.file_id}/move", {"collectionId": args.to})
+    print(_file_line(moved))
+    return 0
+
+
 def cmd_reconcile(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
@@ -463,6 +472,15 @@ def _caller_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token", help="a bearer token to use instead (or QUIRE_TOKEN)")
 
 
+def _add_move_command(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    move = commands.add_parser("mv", help="move a file (every version, and its chunks) to another collection")
+    move.add_argument("file_id")
+    move.add_argument("--to", required=True, help="the collection it goes to")
+    _collections_option(move)
+    _caller_options(move)
+    move.set_defaults(run=cmd_mv)
+
+
 def _add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     search = commands.add_parser("search", help="hybrid search with citations")
     search.add_argument("query")
@@ -552,6 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
     _collections_option(remove)
     _caller_options(remove)
     remove.set_defaults(run=cmd_rm)
+    _add_move_command(commands)
     _add_index_commands(commands)
     from shared.local.cli_artifacts import add_artifact_commands
 

@@ -192,6 +192,12 @@ class FileCatalog(Protocol):
         be out: at most `limit`, newest first, and how many there are in all."""
         ...
 
+    def move_file(self, tenant_id: str, file_id: UUID, *, from_collection: str, to_collection: str) -> bool:
+        """Compare-and-set: while the file is live and still in `from_collection`, put it in `to_collection`, in
+        one transaction with every chunk's subjects, the keyword statistics of both collections and the file's
+        replacements, so no reader ever sees it in both or in neither. True when this call moved it."""
+        ...
+
 
 class ProcessingAttempts(Protocol):
     """The processing state of a stored version, one attempt at a time: queued as a new attempt, moved step by
@@ -338,7 +344,9 @@ class KnowledgeStore(Protocol):
         `indexing`, or, for a re-index with attempt None, still `indexed`), remove every chunk of the
         file, insert these (consumed as they are written: an iterator is never held whole), and record
         `result` on the version (processing becomes `indexed`). A file being deleted, or a version
-        superseded by a newer indexed one, gets no chunks."""
+        superseded by a newer indexed one, gets no chunks. The chunks carry the file's collection as it is at
+        this write (read under the file's lock), not the one they were made with: a file moved while it was
+        processed is indexed where it is now."""
         ...
 
     def versions_to_reindex(

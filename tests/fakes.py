@@ -129,6 +129,8 @@ class FakeFileMetadataStore(FileMetadataStore):
         self._lock = threading.RLock()
         # Told (tenant, file ids) whenever files start being deleted: their chunks leave search at once.
         self._on_delete: list[Callable[[str, set[UUID]], None]] = []
+        # Told (tenant, file id, new collection) when a file moves: its chunks move with it, under the same lock.
+        self._on_move: list[Callable[[str, UUID, str], None]] = []
         self.reachable = True
 
     # --- HealthProbe -------------------------------------------------------------------------------------
@@ -311,6 +313,16 @@ class FakeFileMetadataStore(FileMetadataStore):
             ]
         matching.sort(key=lambda r: (-r.updated_at.timestamp(), r.version_id))
         return matching[:limit], len(matching)
+
+    def move_file(self, tenant_id: str, file_id: UUID, *, from_collection: str, to_collection: str) -> bool:
+        with self._lock:
+            file = self._files.get((tenant_id, file_id))
+            if file is None or not self._live(tenant_id, file_id) or file.collection_id != from_collection:
+                return False
+            file.collection_id = to_collection
+            for move in self._on_move:
+                move(tenant_id, file_id, to_collection)
+            return True
 
     # --- ReconciliationQueries -----------------------------------------------------------------------------
 
@@ -531,6 +543,9 @@ class FakeFileMetadataStore(FileMetadataStore):
 
     def on_delete(self, remove: Callable[[str, set[UUID]], None]) -> None:
         self._on_delete.append(remove)
+
+    def on_move(self, move: Callable[[str, UUID, str], None]) -> None:
+        self._on_move.append(move)
 
     def file_of(self, tenant_id: str, version_id: UUID) -> UUID | None:
         found = self._versions.get((tenant_id, version_id))
@@ -892,6 +907,7 @@ class FakeKnowledgeStore(KnowledgeStore):
         self._metadata = metadata
         self.chunks: dict[tuple[str, str], IndexedChunk] = {}
         metadata.on_delete(self._remove_files)
+        metadata.on_move(self._move_file)
 
     def replace_chunks(
         self,
@@ -919,7 +935,8 @@ class FakeKnowledgeStore(KnowledgeStore):
         self._metadata.forget_chunk_counts(tenant_id, file.file_id, except_version=version_id)
         written = 0
         for chunk in chunks:
-            self.chunks[tenant_id, chunk.chunk_id] = chunk
+            # In the file's collection as it is now, as the real swap reads it under the file's lock.
+            self.chunks[tenant_id, chunk.chunk_id] = chunk.model_copy(update={"collection_id": file.collection_id})
             written += 1
         if written != result.chunk_count:
             raise ValueError(f"{written} chunks were given for a result of {result.chunk_count}")
@@ -992,6 +1009,11 @@ class FakeKnowledgeStore(KnowledgeStore):
     def _remove(self, tenant_id: str, which: Callable[[IndexedChunk], bool]) -> None:
         for key in [k for k, c in self.chunks.items() if k[0] == tenant_id and which(c)]:
             del self.chunks[key]
+
+    def _move_file(self, tenant_id: str, file_id: UUID, collection_id: str) -> None:
+        for key, chunk in list(self.chunks.items()):
+            if key[0] == tenant_id and chunk.file_id == str(file_id):
+                self.chunks[key] = chunk.model_copy(update={"collection_id": collection_id})
 
     def _remove_files(self, tenant_id: str, file_ids: set[UUID]) -> None:
         names = {str(file_id) for file_id in file_ids}

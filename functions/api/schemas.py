@@ -52,6 +52,10 @@ class NewVersionRequest(ApiModel):
     byte_size: int = Field(ge=0)
 
 
+class MoveRequest(ApiModel):
+    collection_id: str = Field(min_length=1, max_length=64)
+
+
 class UploadTarget(ApiModel):
     url: str
     fields: dict[str, str]

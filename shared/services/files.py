@@ -15,7 +15,7 @@ from uuid import UUID, uuid4
 from pydantic import BaseModel, ConfigDict
 
 from shared.domain.auth import Principal
-from shared.domain.errors import InvalidRequest, NotFound, NotReady
+from shared.domain.errors import Conflict, InvalidRequest, NotFound, NotReady
 from shared.domain.files import (
     FilePage,
     FileRecord,
@@ -247,6 +247,32 @@ class FileService:
         self.writable_file(principal, file_id)
         moved = self._catalog.begin_delete_file(principal.tenant_id, file_id)
         return self._withdraw(principal.tenant_id, moved, file_id=file_id)
+
+    def move_file(self, principal: Principal, file_id: UUID, collection_id: str) -> FileRecord:
+        """The file, every version and every chunk, into `collection_id`, for an admin of both collections: once
+        this returns, readers of the old collection no longer find it anywhere, and readers of the new one do.
+        Moving it to the collection it is in changes nothing and answers as a move would (a retry is safe)."""
+        record = self.get_file(principal, file_id)
+        try:
+            self._policy.ensure_can_read(principal, collection_id)
+        except NotFound as error:
+            raise NotFound("not found", field="collectionId") from error
+        self._policy.ensure_can_administer(principal, record.collection_id)
+        self._policy.ensure_can_administer(principal, collection_id)
+        if any(version.export_id is not None for version in record.versions):
+            # An export's file is found through its export, which stays in the collection it was made in.
+            raise InvalidRequest(
+                "this file is an export: it stays in the collection of the export that rendered it; download it"
+                f" and upload it to {collection_id!r} instead"
+            )
+        if not self._catalog.move_file(
+            principal.tenant_id, file_id, from_collection=record.collection_id, to_collection=collection_id
+        ):
+            raise Conflict("the file was moved or deleted while this request ran: read it again, then retry")
+        moved = self._catalog.get_file(principal.tenant_id, file_id)
+        if moved is None:  # deleted the moment after it moved
+            raise NotFound("not found")
+        return moved
 
     def _withdraw(
         self, tenant_id: str, moved: int, *, file_id: UUID | None = None, collection_id: str | None = None

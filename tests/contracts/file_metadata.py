@@ -276,6 +276,36 @@ class FileMetadataContract:
         listed, _ = store.list_files(tenant, frozenset({"docs", "keep"}), collection_id=None, limit=10, after=None)
         assert [r.file_id for r in listed] == [kept.file_id]
 
+    def test_a_moved_file_is_listed_and_read_in_its_new_collection_only_with_every_version(
+        self, store: FileMetadataStore
+    ) -> None:
+        tenant = new_tenant()
+        first = stored(store, tenant)
+        second = upload(store, tenant, file_id=first.file_id)
+        assert store.move_file(tenant, first.file_id, from_collection="docs", to_collection="board")
+        moved = store.get_file(tenant, first.file_id)
+        assert moved is not None and moved.collection_id == "board"
+        assert [v.version_id for v in moved.versions] == [second.version_id, first.version_id]
+        assert store.list_files(tenant, frozenset({"docs"}), collection_id=None, limit=10, after=None) == ([], False)
+        listed, _ = store.list_files(tenant, frozenset({"board"}), collection_id=None, limit=10, after=None)
+        assert [r.file_id for r in listed] == [first.file_id]
+        found = store.find_version(tenant, first.version_id)
+        assert found is not None and found[0].collection_id == "board"
+
+    def test_a_move_is_a_compare_and_set_from_the_collection_the_caller_saw(self, store: FileMetadataStore) -> None:
+        tenant = new_tenant()
+        new = stored(store, tenant)
+        # Another move came first: this one, made against "elsewhere", changes nothing.
+        assert not store.move_file(tenant, new.file_id, from_collection="elsewhere", to_collection="board")
+        assert not store.move_file(new_tenant(), new.file_id, from_collection="docs", to_collection="board")
+        assert not store.move_file(tenant, uuid.uuid4(), from_collection="docs", to_collection="board")
+        record = store.get_file(tenant, new.file_id)
+        assert record is not None and record.collection_id == "docs"
+        # To the collection it is in: nothing to do, and said so as a success (a retried move is safe).
+        assert store.move_file(tenant, new.file_id, from_collection="docs", to_collection="docs")
+        assert store.begin_delete_file(tenant, new.file_id) == 1
+        assert not store.move_file(tenant, new.file_id, from_collection="docs", to_collection="board")
+
     # --- ProcessingAttempts -----------------------------------------------------------------------------------
 
     def test_queueing_hands_out_one_attempt_at_a_time(self, store: FileMetadataStore) -> None:

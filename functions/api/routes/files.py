@@ -1,4 +1,4 @@
-"""Files: upload tickets, listings, reads, the extracted document, rescans and deletion."""
+"""Files: upload tickets, listings, reads, the extracted document, rescans, moves and deletion."""
 
 from typing import Annotated, Any
 
@@ -14,6 +14,7 @@ from functions.api.schemas import (
     FileListView,
     FileSummary,
     FileView,
+    MoveRequest,
     NewVersionRequest,
     NothingToReadView,
     ScanView,
@@ -131,6 +132,13 @@ def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=1
             low_confidence=document.low_confidence,
         ),
     )
+
+
+@router.post("/v1/files/<file_id>/move")
+def move_file(file_id: str, request: MoveRequest) -> FileView:
+    """Into another collection (admin of both): readers of the old one lose it, readers of the new one gain it,
+    in search too, the moment this returns."""
+    return FileView.of(container().files.move_file(current_principal(router), parse_id(file_id), request.collection_id))
 
 
 @router.delete("/v1/files/<file_id>")

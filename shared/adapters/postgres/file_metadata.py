@@ -6,6 +6,7 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
@@ -57,6 +58,34 @@ def _lock_live_file(conn: psycopg.Connection[Any], tenant_id: str, file_id: UUID
         (tenant_id, file_id),
     ).fetchone()
     return bool(row and row[0])
+
+
+def _move_chunks(conn: psycopg.Connection[Any], tenant_id: str, file_id: UUID, to_collection: str) -> None:
+    """Re-insert the file's chunks under `to_collection` in one statement. A chunk's collection is immutable
+    (migrations/0005: the keyword statistics follow inserts and deletes only), so the rows are deleted and
+    written again, which moves their postings and both collections' counts through the same triggers. Every
+    stored column is copied as it is (read from the catalog, so a column added later moves too); only the
+    collection and the subjects change."""
+    columns = [
+        name
+        for (name,) in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'knowledge_chunks'::regclass AND attnum > 0"
+            " AND NOT attisdropped AND attgenerated = '' ORDER BY attnum"
+        ).fetchall()
+    ]
+    replaced = {"collection_id": sql.SQL("%(to)s::text"), "subjects": sql.SQL("ARRAY[%(to)s::text]")}
+    conn.execute(
+        sql.SQL(
+            "WITH moved AS (DELETE FROM knowledge_chunks WHERE tenant_id = %(tenant)s AND file_id = %(file)s"
+            " RETURNING *) INSERT INTO knowledge_chunks ({columns}) SELECT {values} FROM moved"
+        ).format(
+            columns=sql.SQL(", ").join(sql.Identifier(name) for name in columns),
+            values=sql.SQL(", ").join(
+                replaced.get(name, sql.SQL("moved.{}").format(sql.Identifier(name))) for name in columns
+            ),
+        ),
+        {"tenant": tenant_id, "file": file_id, "to": to_collection},
+    )
 
 
 class PostgresFileMetadataStore(FileMetadataStore):
@@ -280,6 +309,37 @@ class PostgresFileMetadataStore(FileMetadataStore):
                 (tenant_id, collection_id),
             )
         return moved
+
+    def move_file(self, tenant_id: str, file_id: UUID, *, from_collection: str, to_collection: str) -> bool:
+        """The file row, its chunks (so their subjects, postings and both collections' BM25 statistics) and its
+        replacements change in this one transaction: a search sees the file in one collection, never two."""
+        with self._database.tenant_transaction(tenant_id) as conn:
+            # Both collections, in one order: serialised with uploads into and deletion of either (a deletion
+            # of the old collection must not mark the file deleting after it left, nor miss it as it arrives).
+            for collection in sorted({from_collection, to_collection}):
+                _lock_collection(conn, tenant_id, collection)
+            # The file row's lock orders this against indexing (replace_chunks) and deleting the file.
+            row = conn.execute(
+                "SELECT f.collection_id, EXISTS (SELECT 1 FROM file_versions v WHERE v.tenant_id = f.tenant_id"
+                " AND v.file_id = f.file_id AND v.state IN ('pending', 'stored', 'rejected')) FROM files f"
+                " WHERE f.tenant_id = %s AND f.file_id = %s FOR UPDATE OF f",
+                (tenant_id, file_id),
+            ).fetchone()
+            if row is None or not row[1] or row[0] != from_collection:
+                return False
+            if from_collection == to_collection:
+                return True
+            conn.execute(
+                "UPDATE files SET collection_id = %s WHERE tenant_id = %s AND file_id = %s",
+                (to_collection, tenant_id, file_id),
+            )
+            _move_chunks(conn, tenant_id, file_id, to_collection)
+            # Who may read or decide a replacement follows the file it would replace.
+            conn.execute(
+                "UPDATE file_replacements SET collection_id = %s WHERE tenant_id = %s AND file_id = %s",
+                (to_collection, tenant_id, file_id),
+            )
+        return True
 
     def deleting_versions_with_bytes(
         self, tenant_id: str, *, file_id: UUID | None = None, collection_id: str | None = None, limit: int

@@ -70,7 +70,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
             # The file's row is locked as deletion locks it: a delete either sees these chunks and removes
             # them, or has already marked the version and this write is refused.
             version = cursor.execute(
-                "SELECT v.file_id, v.state, v.processing_state, v.processing_attempt, v.chunk_count,"
+                "SELECT v.file_id, f.collection_id, v.state, v.processing_state, v.processing_attempt, v.chunk_count,"
                 " (SELECT EXISTS (SELECT 1 FROM file_versions n WHERE n.tenant_id = v.tenant_id"
                 "   AND n.file_id = v.file_id AND n.version_id <> v.version_id AND n.created_at > v.created_at"
                 "   AND n.state = 'stored')) AS superseded"
@@ -102,7 +102,9 @@ class PostgresKnowledgeStore(KnowledgeStore):
             written = 0
             chunk_stream = iter(chunks)
             while rows := list(itertools.islice(chunk_stream, _INSERT_SLICE)):
-                conn.execute(_INSERT_CHUNKS, _columns(tenant_id, rows))
+                # The file's collection now, read under its lock: a file moved while it was processed is
+                # indexed where it is, not where the pipeline found it.
+                conn.execute(_INSERT_CHUNKS, _columns(tenant_id, rows, collection_id=version["collection_id"]))
                 written += len(rows)
             if written != result.chunk_count:
                 raise ValueError(f"{written} chunks were given for a result of {result.chunk_count}")
@@ -208,8 +210,8 @@ def _record(conn: psycopg.Connection[Any], tenant_id: str, version_id: UUID, res
     )
 
 
-def _columns(tenant_id: str, chunks: Sequence[IndexedChunk]) -> dict[str, Any]:
-    """The chunks as one array per column, for _INSERT_CHUNKS."""
+def _columns(tenant_id: str, chunks: Sequence[IndexedChunk], *, collection_id: str) -> dict[str, Any]:
+    """The chunks as one array per column, for _INSERT_CHUNKS, all in `collection_id`."""
     columns: dict[str, list[Any]] = {
         name: []
         for name in (
@@ -243,7 +245,7 @@ def _columns(tenant_id: str, chunks: Sequence[IndexedChunk]) -> dict[str, Any]:
             "file_id": chunk.file_id,
             "version_id": chunk.version_id,
             "ordinal": draft.ordinal,
-            "collection_id": chunk.collection_id,
+            "collection_id": collection_id,
             "content": content,
             "content_hash": chunk.content_hash,
             "embedding": Vector(list(chunk.embedding)) if chunk.embedding is not None else None,
