@@ -77,6 +77,7 @@ WRITES: list[tuple[str, str, Callable[[Ids], Any]]] = [
 ]
 ADMINISTRATION: list[tuple[str, str, Callable[[Ids], Any]]] = [
     ("DELETE", "/v1/collections/{collection}/files", lambda ids: None),
+    ("POST", "/v1/files/{file}/move", lambda ids: {"collectionId": ids["collection"]}),
     ("POST", "/v1/replacements/{replacement}/approve", lambda ids: None),
     ("POST", "/v1/replacements/{replacement}/reject", lambda ids: None),
 ]
