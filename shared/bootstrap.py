@@ -429,7 +429,14 @@ class Container:
 
     @cached_property
     def reindexer(self) -> Reindexer:
-        return Reindexer(self.file_metadata, self.knowledge, self.indexer, self.documents, self.usage_ledger)
+        return Reindexer(
+            self.file_metadata,
+            self.file_metadata,
+            self.knowledge,
+            self.documents,
+            workflow=self.workflow,
+            embedder=self.embedder,
+        )
 
     @cached_property
     def workflow(self) -> Workflow:

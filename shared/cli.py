@@ -403,15 +403,22 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     remaining: int | None = None
     while True:
         batch = client.call("POST", f"/v1/reindex?limit={args.batch}")
-        total += batch["reindexed"] + batch["dropped"]
+        total += batch["queued"] + batch["dropped"]
         print(
-            f"re-indexed {batch['reindexed']}, dropped {batch['dropped']}, skipped {batch['skipped']};"
+            f"queued {batch['queued']}, dropped {batch['dropped']}, skipped {batch['skipped']};"
             f" {batch['remaining']} remaining ({batch['embeddingModel']})"
         )
         # Stop when done, or when a batch did not shrink the work (what remains cannot be re-indexed now).
         if batch["remaining"] == 0 or (remaining is not None and batch["remaining"] >= remaining):
             break
         remaining = batch["remaining"]
+    # The re-indexes run in the stack's worker: wait until none is in progress, so "done" means done.
+    deadline = time.monotonic() + args.wait
+    while (working := sum(entry["inProgress"] for entry in client.call("GET", "/v1/coverage")["collections"])) > 0:
+        if time.monotonic() > deadline:
+            print(f"{working} versions are still being re-indexed: `quire coverage` shows when they are done")
+            return 1
+        time.sleep(1)
     print(f"done: {total} versions re-indexed or dropped")
     return 0
 
@@ -498,7 +505,10 @@ def _add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentP
     coverage.set_defaults(run=cmd_coverage)
     reindex = commands.add_parser("reindex", help="re-embed what another model (or none) embedded, in batches")
     _collections_option(reindex)
-    reindex.add_argument("--batch", type=int, default=5, help="versions per request (at most 20)")
+    reindex.add_argument("--batch", type=int, default=20, help="versions queued per request (at most 100)")
+    reindex.add_argument(
+        "--wait", type=float, default=600, help="seconds to wait for the queued re-indexes to finish (default 600)"
+    )
     _caller_options(reindex)
     reindex.set_defaults(run=cmd_reindex)
     scan = commands.add_parser("scan", help="OCR every page of a PDF or image again, and wait until indexed")

@@ -214,7 +214,14 @@ class ProcessingAttempts(Protocol):
         """indexed, failed or interrupted → queued as a new attempt (a rescan); None while processing is under way."""
         ...
 
-    def release_processing(self, tenant_id: str, version_id: UUID, *, attempt: int) -> None:
+    def queue_reindex(self, tenant_id: str, version_id: UUID) -> int | None:
+        """indexed → queued as a new attempt (a re-index of its stored document); None otherwise, so a version
+        already queued or under way is never queued twice."""
+        ...
+
+    def release_processing(
+        self, tenant_id: str, version_id: UUID, *, attempt: int, back_to: ProcessingState = ProcessingState.NOT_STARTED
+    ) -> None:
         """queued → not_started, when the workflow could not be asked at all."""
         ...
 

@@ -404,6 +404,15 @@ class FakeFileMetadataStore(FileMetadataStore):
                 return None
             return self._queue(tenant_id, version, retries=0)
 
+    def queue_reindex(self, tenant_id: str, version_id: UUID) -> int | None:
+        with self._lock:
+            version = self._get(tenant_id, version_id)
+            if version is None or version.state is not VersionState.STORED:
+                return None
+            if version.processing_state is not ProcessingState.INDEXED:
+                return None
+            return self._queue(tenant_id, version, retries=0)
+
     def _queue(self, tenant_id: str, version: FileVersionRecord, *, retries: int) -> int:
         attempt = version.processing_attempt + 1
         self._change(
@@ -419,13 +428,18 @@ class FakeFileMetadataStore(FileMetadataStore):
         )
         return attempt
 
-    def release_processing(self, tenant_id: str, version_id: UUID, *, attempt: int) -> None:
+    def release_processing(
+        self, tenant_id: str, version_id: UUID, *, attempt: int, back_to: ProcessingState = ProcessingState.NOT_STARTED
+    ) -> None:
+        found = self._get(tenant_id, version_id)
         self._change(
             tenant_id,
             version_id,
             lambda v: v.processing_state is ProcessingState.QUEUED and v.processing_attempt == attempt,
-            processing_state=ProcessingState.NOT_STARTED,
-            processing_requested_at=None,
+            processing_state=back_to,
+            processing_requested_at=None
+            if back_to is ProcessingState.NOT_STARTED
+            else (found.processing_requested_at if found else None),
         )
 
     def move_processing(
@@ -1143,7 +1157,14 @@ class Fakes:
 
     def reindexer(self, embedder: EmbeddingProvider | None = None) -> Reindexer:
         documents = ExtractedDocuments(self.metadata, self.metadata, self.content)
-        return Reindexer(self.metadata, self.knowledge, self.indexer(embedder), documents, self.ledger)
+        return Reindexer(
+            self.metadata,
+            self.metadata,
+            self.knowledge,
+            documents,
+            workflow=self.workflow,
+            embedder=embedder or self.embedder,
+        )
 
 
 def text_extractor(max_bytes: int) -> Extractor:

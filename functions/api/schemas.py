@@ -33,6 +33,7 @@ from shared.domain.search import (
     SearchQuery,
 )
 from shared.domain.usage import UsageTotal
+from shared.services.reindexing import ReindexReport
 
 
 class ApiModel(BaseModel):
@@ -462,11 +463,20 @@ class CoverageView(ApiModel):
 
 
 class ReindexView(ApiModel):
+    """What one call started: `queued` re-indexes run through the workflow (GET /v1/coverage shows them in
+    progress, then indexed with `embeddingModel`); `remaining` stale versions are left for the next call."""
+
     embedding_model: str
+    queued: int
+    # The same number under its name from before re-indexing ran through the workflow: started, not finished.
     reindexed: int
     dropped: int
     skipped: int
     remaining: int
+
+    @classmethod
+    def of(cls, report: ReindexReport) -> "ReindexView":
+        return cls(**report.model_dump(), reindexed=report.queued)
 
 
 class ScanView(ApiModel):

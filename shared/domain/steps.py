@@ -256,7 +256,15 @@ class Graph:
 PIPELINE = Graph(
     first=StepName.INSPECT,
     steps=(
-        StepSpec(StepName.INSPECT, StepInput, Claimed, "Claimed?", ((PROCEEDS, StepName.EXTRACT),)),
+        StepSpec(
+            StepName.INSPECT,
+            StepInput,
+            Claimed,
+            "Claimed?",
+            # A re-index starts from the stored document: nothing is extracted or recognised again.
+            ((HALTED, DONE), (When("reindex", "true"), StepName.CHUNK)),
+            otherwise=StepName.EXTRACT,
+        ),
         StepSpec(
             StepName.EXTRACT,
             StepInput,

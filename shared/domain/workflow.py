@@ -18,6 +18,9 @@ class ProcessVersion(BaseModel):
     attempt: int = 1
     # A rescan: OCR reads every page of the version, in place of its text layer.
     rescan: bool = False
+    # A re-index: the stored document is chunked and embedded again with the current model (no extraction,
+    # no OCR), batch by batch through the same steps as any processing.
+    reindex: bool = False
 
     @classmethod
     def from_step_input(cls, event: Mapping[str, Any]) -> "ProcessVersion":
@@ -28,6 +31,7 @@ class ProcessVersion(BaseModel):
             version_id=str(event["versionId"]),
             attempt=int(event.get("attempt", 1)),
             rescan=bool(event.get("rescan", False)),
+            reindex=bool(event.get("reindex", False)),
         )
 
     def step_input(self) -> dict[str, Any]:
@@ -38,6 +42,7 @@ class ProcessVersion(BaseModel):
             "versionId": self.version_id,
             "attempt": self.attempt,
             "rescan": self.rescan,
+            "reindex": self.reindex,
         }
 
     @property

@@ -140,6 +140,14 @@ class IngestionPipeline:
         if found is None:
             # Deleted or never stored since it was queued: nothing to process, and nothing wrong.
             return Claimed.halted(request, Halt.NOT_STORED)
+        if request.reindex and self.documents.exists(found.version):
+            # Its stored document is chunked and embedded again: the next step is chunk, as after extraction.
+            if not self._claims.claim(request, to=ProcessingState.EXTRACTED, expected=[ProcessingState.QUEUED]):
+                return Claimed.halted(request, Halt.NOT_QUEUED)
+            version = found.version
+            return Claimed.going_on(request, media_type=version.media_type, byte_size=version.byte_size)
+        # (A re-index whose document is gone extracts it again, as any processing does.)
+        request = request.model_copy(update={"reindex": False})
         # Claimed for this attempt only: a superseded attempt, or a version already processed, stops here.
         if not self._claims.claim(request, to=ProcessingState.EXTRACTING, expected=[ProcessingState.QUEUED]):
             logger.info("not claimed", extra={"processing": found.version.processing_state.value})

@@ -1,59 +1,70 @@
 """Re-indexing after an embedding-model change, or after the embedder was down: the work list is derived
-from what is stored (versions whose chunks another model embedded, or none did), one batch at a time.
-An interruption loses at most one batch and no bookkeeping: there is no cursor to persist or lose."""
+from what is stored (versions whose chunks another model embedded, or none did), and each version on it is
+re-indexed by the workflow, not inside the request that asked.
+
+A call queues at most `limit` versions, each as a new processing attempt that starts from its stored document
+(the pipeline's chunk, embed and index steps: the embed Map's batches are metered one by one, as for any
+upload), and returns at once. A queued version leaves the work list, so the next call takes the next ones: a
+version of thousands of chunks never holds up the rest. An interruption loses nothing: what is not re-indexed
+is still on the list."""
+
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
 from shared.domain.errors import CapabilityUnavailable
-from shared.domain.files import FileRecord, FileVersionRecord
-from shared.domain.knowledge import IndexingResult, IndexWrite
-from shared.domain.usage import Usage
+from shared.domain.files import ProcessingState
+from shared.domain.knowledge import IndexingResult
+from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
-from shared.ports import FileCatalog, KnowledgeStore, UsageLedger
+from shared.ports import EmbeddingProvider, FileCatalog, KnowledgeStore, ProcessingAttempts, Workflow
 from shared.services.extracted_documents import ExtractedDocuments
-from shared.services.indexing import Indexer, IndexOutcome, IndexTarget, UnindexableDocument
-from shared.services.metering import Metering
+
+# How many stale versions `remaining` counts up to (the list is derived, never stored).
+REMAINING_COUNTED = 10_000
 
 
 class ReindexReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     embedding_model: str
-    reindexed: int
+    queued: int  # re-indexes started: each runs through the workflow
     dropped: int  # sources that can no longer be reloaded: their chunks are removed, not retried forever
-    skipped: int  # changed under the batch (deleted, re-processing): the next batch sees the truth
-    remaining: int
+    skipped: int  # changed under the batch (deleted, already processing): the next batch sees the truth
+    remaining: int  # stale versions not yet queued
 
 
 class Reindexer:
     def __init__(
         self,
         catalog: FileCatalog,
+        attempts: ProcessingAttempts,
         knowledge: KnowledgeStore,
-        indexer: Indexer,
         documents: ExtractedDocuments,
-        ledger: UsageLedger,
+        *,
+        workflow: Workflow,
+        embedder: EmbeddingProvider,
     ) -> None:
         self._catalog = catalog
+        self._attempts = attempts
         self._knowledge = knowledge
-        self._indexer = indexer
         self._documents = documents
-        self._metering = Metering(ledger)
+        self._workflow = workflow
+        self._embedder = embedder
 
-    def run_batch(self, tenant_id: str, collections: frozenset[str] | None, *, limit: int = 20) -> ReindexReport:
-        status = self._indexer.capability()
+    def start_batch(self, tenant_id: str, collections: frozenset[str], *, limit: int = 20) -> ReindexReport:
+        status = self._embedder.capability()
         if not status.available:
             # Re-indexing without a model would only rewrite the same lexical-only chunks.
             raise CapabilityUnavailable("embedder", status.reason or "unavailable")
-        model = self._indexer.model_id
-        reindexed = dropped = skipped = 0
+        model = self._embedder.model_id
+        queued = dropped = skipped = 0
         for file_id, version_id in self._knowledge.versions_to_reindex(tenant_id, collections, model, limit):
             found = self._catalog.find_version(tenant_id, version_id)
             if found is None or found[0].file_id != file_id:
                 skipped += 1
                 continue
-            file, version = found
-            if not self._documents.exists(version):
+            if not self._documents.exists(found[1]):
                 self._knowledge.replace_chunks(
                     tenant_id,
                     version_id,
@@ -63,32 +74,28 @@ class Reindexer:
                 )
                 dropped += 1
                 continue
-            try:
-                outcome = self._reindex(file, version)
-            except UnindexableDocument:
-                skipped += 1  # the same document cannot be cut now as before; it keeps its chunks
-                continue
-            if outcome.result.embedding_gap is not None:
-                # The model failed at call time (throttled, access withdrawn): going on would only rewrite
-                # more chunks without vectors. Stop, and say why.
-                raise CapabilityUnavailable("embedder", outcome.result.embedding_gap)
-            if outcome.written is IndexWrite.STORED:
-                reindexed += 1
+            if self._start(tenant_id, file_id, version_id):
+                queued += 1
             else:
                 skipped += 1
-        remaining = len(self._knowledge.versions_to_reindex(tenant_id, collections, model, 10_000))
-        logger.info("reindex batch", extra={"reindexed": reindexed, "dropped": dropped, "remaining": remaining})
+        remaining = len(self._knowledge.versions_to_reindex(tenant_id, collections, model, REMAINING_COUNTED))
+        logger.info("reindex batch queued", extra={"queued": queued, "dropped": dropped, "remaining": remaining})
         return ReindexReport(
-            embedding_model=model, reindexed=reindexed, dropped=dropped, skipped=skipped, remaining=remaining
+            embedding_model=model, queued=queued, dropped=dropped, skipped=skipped, remaining=remaining
         )
 
-    def _reindex(self, file: FileRecord, version: FileVersionRecord) -> IndexOutcome:
-        """Index one extracted version from its stored document, outside any processing attempt."""
-        # Its own step for the ledger, per model: re-embedding is paid again.
-        step = f"reembed:{self._indexer.model_id}"
-
-        def record(usage: Usage) -> None:
-            self._metering.record(file, version, step=step, attempt=version.processing_attempt, usage=usage)
-
-        document = self._documents.read(version)
-        return self._indexer.index(IndexTarget.of(file, version), document, attempt=None, on_embedded=record)
+    def _start(self, tenant_id: str, file_id: UUID, version_id: UUID) -> bool:
+        attempt = self._attempts.queue_reindex(tenant_id, version_id)
+        if attempt is None:
+            return False  # processing began meanwhile (an upload of a new version, a rescan)
+        request = ProcessVersion(
+            tenant_id=tenant_id, file_id=str(file_id), version_id=str(version_id), attempt=attempt, reindex=True
+        )
+        try:
+            self._workflow.start(request)
+        except Exception:
+            logger.exception("could not start a re-index")
+            # Back on the list as it was (indexed, with its chunks), for the next call.
+            self._attempts.release_processing(tenant_id, version_id, attempt=attempt, back_to=ProcessingState.INDEXED)
+            raise
+        return True

@@ -222,6 +222,22 @@ class FileMetadataContract:
             MalwareScan.NO_THREATS_FOUND,
         )
 
+    def test_a_reindex_queues_an_indexed_version_only_and_only_once(self, store: FileMetadataStore) -> None:
+        tenant = new_tenant()
+        new, attempt = claimed(store, tenant)
+        # Not indexed yet (extracting): nothing to re-index.
+        assert store.queue_reindex(tenant, new.version_id) is None
+        for to, expected in (
+            (ProcessingState.EXTRACTED, ProcessingState.EXTRACTING),
+            (ProcessingState.INDEXING, ProcessingState.EXTRACTED),
+            (ProcessingState.INDEXED, ProcessingState.INDEXING),
+        ):
+            assert store.move_processing(tenant, new.version_id, attempt=attempt, to=to, expected=[expected])
+        assert store.queue_reindex(tenant, new.version_id) == attempt + 1
+        assert processing(store, tenant, new.version_id) is ProcessingState.QUEUED
+        assert store.queue_reindex(tenant, new.version_id) is None
+        assert store.queue_reindex(new_tenant(), new.version_id) is None
+
     def test_files_are_listed_newest_first_by_entitled_collection_page_by_page(self, store: FileMetadataStore) -> None:
         tenant = new_tenant()
         older = upload(store, tenant)

@@ -89,7 +89,9 @@ def test_the_steps_run_in_order_with_ocr_and_the_embed_map_on_their_branches(
     machine = definition(template)
     s = machine["States"]
     assert machine["StartAt"] == "Inspect" and machine["TimeoutSeconds"] == 6 * 3600
-    assert s["Inspect"]["Next"] == "Claimed?" and s["Claimed?"]["Choices"][0]["Next"] == "Extract"
+    assert s["Inspect"]["Next"] == "Claimed?" and s["Claimed?"]["Default"] == "Extract"
+    # A re-index starts from the stored document: straight to chunking, nothing extracted or OCR'd again.
+    assert {"Variable": "$.reindex", "BooleanEquals": True, "Next": "Chunk"} in s["Claimed?"]["Choices"]
     extracted = s["Extracted?"]["Choices"]
     assert {"Variable": "$.recognize", "BooleanEquals": True, "Next": "Recognize"} in extracted
     assert s["Extracted?"]["Default"] == "Chunk"
@@ -144,6 +146,7 @@ def test_states_pass_references_never_content(synthesized: tuple[str, Template])
                 "versionId.$",
                 "attempt.$",
                 "rescan.$",
+                "reindex.$",
                 "batch.$",
             }
 

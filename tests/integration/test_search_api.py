@@ -3,23 +3,16 @@ embed (the real local MiniLM) → index → cited hits, over HTTP, as tenants an
 
 import re
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from shared.adapters.local.unavailable import UnavailableEmbedder
-from shared.domain.capabilities import CapabilityStatus
 from shared.domain.citations import excerpt_is_at_location, regions_are_blocks
-from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.search import Citation
-from shared.domain.usage import Usage
 from shared.local.api_client import media_type_for
 from shared.local.demo import DEMO_QUERIES
 from shared.local.demo_corpus import write_demo_corpus
 from shared.services.indexing import Indexer, IndexTarget
-from shared.services.reindexing import Reindexer
 from tests.integration.api_steps import RUNBOOK, indexed, search
 from tests.integration.files_stack import Stack
 
@@ -151,50 +144,21 @@ def test_chunks_stored_without_vectors_are_reported_and_embedded_by_a_reindex(st
     # Keyword search still finds it; the semantic lane has nothing embedded to offer.
     assert search(stack, token, "ERR-4021", mode="keyword")["outcome"] == "found"
 
-    # A re-index whose model fails at call time stops at once and says why, instead of rewriting
-    # keyword-only chunks for ever.
-    failing = FailingEmbedder()
-    container = stack.container
-    reindexer = Reindexer(
-        container.file_metadata,
-        container.knowledge,
-        Indexer(container.knowledge, failing),
-        container.documents,
-        container.usage_ledger,
-    )
-    with pytest.raises(CapabilityUnavailable, match="throttled"):
-        reindexer.run_batch(tenant, None)
-
+    # A re-index is started, not done, by the call: it returns with the version queued for the local worker.
+    before = {line["step"]: line["calls"] for line in stack.json("GET", "/v1/usage", token)[1]["lines"]}
     status, batch = stack.json("POST", "/v1/reindex", token)
-    assert status == 200
-    assert (batch["reindexed"], batch["remaining"]) == (1, 0)
-    # Re-embedding is recorded as its own step, per model: it was done (and, on Bedrock, paid for) again.
-    usage = stack.json("GET", "/v1/usage", token)[1]
-    reembedded = [line for line in usage["lines"] if line["step"].startswith("reembed:")]
-    assert len(reembedded) == 1 and reembedded[0]["calls"] == 1 and reembedded[0]["inputTokens"] > 0
+    assert status == 202
+    assert (batch["queued"], batch["remaining"]) == (1, 0)
+    # Queued versions leave the list: asking again starts nothing twice.
+    assert stack.json("POST", "/v1/reindex", token)[1]["queued"] == 0
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    # The embedding ran through the pipeline's embed step, metered (and, on Bedrock, paid for) again.
+    after = {line["step"]: line["calls"] for line in stack.json("GET", "/v1/usage", token)[1]["lines"]}
+    assert after["embed"] > before.get("embed", 0)
+    assert "extract" not in after or after["extract"] == before.get("extract", 0)
     assert stack.json("GET", "/v1/coverage", token)[1]["collections"][0]["lexicalOnly"] == 0
     again = search(stack, token, "why were buyers unable to complete their purchases", mode="semantic")
     assert again["hits"][0]["vectorScore"] is not None
-
-
-class FailingEmbedder:
-    """A fake embedder that reports ready and then fails every call, as a throttled Bedrock does."""
-
-    model_id = "fake-failing"
-    dimension = 384
-    max_tokens = 254
-
-    def capability(self) -> CapabilityStatus:
-        return CapabilityStatus.ready("fake-failing")
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        raise EmbeddingFailed("throttled after 6 attempts")
-
-    def usage(self, tokens: int) -> Usage:
-        return Usage(provider="fake", operation="fake:embed", model=self.model_id, priced=False, input_tokens=tokens)
 
 
 def test_a_malformed_search_gets_a_clear_refusal(stack: Stack) -> None:

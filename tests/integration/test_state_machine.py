@@ -32,6 +32,7 @@ from functions.api.schemas import VersionView
 from migrations.runner import apply_migrations
 from shared.adapters.aws.step_functions_workflow import StepFunctionsWorkflow
 from shared.adapters.local.rapid_ocr import RapidOcr
+from shared.adapters.local.unavailable import UnavailableEmbedder
 from shared.bootstrap import Container
 from shared.config import Settings
 from shared.domain.auth import Role, with_role
@@ -45,6 +46,7 @@ from shared.local.http_api import LocalLambdaContext
 from shared.local.s3_server import LocalS3Server, object_created_event
 from shared.local.supervisor import app_url_from_owner, ensure_bucket, set_app_role_password
 from shared.ports import OcrSource
+from shared.services.indexing import Indexer, IndexTarget
 from tests.infra.synthesis import stand_in_package, state_machine_definition, synthesize
 from tests.integration.conftest import drop_role
 
@@ -528,6 +530,41 @@ def test_a_long_document_is_embedded_by_several_map_tasks_and_swapped_in_at_once
     )
     assert "embed" in {line.step for line in usage} and not [line for line in usage if "#" in line.step]
     assert "harbour-log.pdf" in found(deployment, "vessel3x7 moored at berth 7")
+
+
+def test_a_reindex_runs_through_the_state_machine_from_the_stored_document_batch_by_batch(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shared.services import attempt_work
+
+    monkeypatch.setattr(attempt_work, "CHUNKS_PER_BATCH", 2)
+    version, execution = deployment.run("tide-log.pdf", "application/pdf", sectioned_pdf(5))
+    assert execution["status"] == "SUCCEEDED"
+    # Stale: indexed while the model was down, so keyword-only (as after an outage, or a model change).
+    container = deployment.container
+    found_version = container.file_metadata.find_version("acme", version.version_id)
+    assert found_version is not None
+    down = Indexer(
+        container.knowledge, UnavailableEmbedder("the model was down", dimension=container.embedder.dimension)
+    )
+    down.index(IndexTarget.of(*found_version), container.documents.read(version), attempt=None)
+    assert deployment.version(version.version_id).embedded_chunk_count == 0
+    before = len(deployment.router.calls)
+    report = deployment.container.reindexer.start_batch("acme", frozenset({"docs"}))
+    assert (report.queued, report.remaining) == (1, 0)
+    executions = deployment.executions(str(version.version_id))
+    assert len(executions) == 2
+    newest = max(executions, key=lambda e: e["startDate"])
+    assert deployment.finished(newest["executionArn"])["status"] == "SUCCEEDED"
+    steps = [step for step, _ in deployment.router.calls[before:]]
+    # Inspect goes straight to chunk: nothing is extracted or OCR'd again; the embed Map runs a task per batch.
+    assert "extract" not in steps and "recognize" not in steps
+    reindexed = deployment.version(version.version_id)
+    assert steps.count("embed") == -(-reindexed.chunk_count // 2) and steps[-2:] == ["index", "publish"]
+    assert reindexed.processing_state is ProcessingState.INDEXED
+    assert reindexed.embedded_chunk_count == reindexed.chunk_count > 0
+    assert reindexed.embedding_model == deployment.container.embedder.model_id
+    assert "tide-log.pdf" in found(deployment, "vessel3x7 moored at berth 7")
 
 
 def test_a_batch_the_model_did_not_embed_leaves_the_version_keyword_only_and_says_why(

@@ -26,7 +26,14 @@ def test_a_version_starts_one_execution_named_after_it_with_references_only() ->
             "stateMachineArn": ARN,
             "name": "v-0b8e1c52-7d3f-4f5e-8f0a-1a2b3c4d5e6f-1",
             "input": json.dumps(
-                {"tenantId": "acme", "fileId": "f-1", "versionId": REQUEST.version_id, "attempt": 1, "rescan": False}
+                {
+                    "tenantId": "acme",
+                    "fileId": "f-1",
+                    "versionId": REQUEST.version_id,
+                    "attempt": 1,
+                    "rescan": False,
+                    "reindex": False,
+                }
             ),
         },
     )

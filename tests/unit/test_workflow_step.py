@@ -73,7 +73,7 @@ def test_a_refusal_or_a_bug_is_not_transient(error: Exception) -> None:
     assert not is_transient(error)
 
 
-REFERENCES = {"tenantId": "acme", "fileId": "f-1", "versionId": "v-1", "attempt": 2, "rescan": False}
+REFERENCES = {"tenantId": "acme", "fileId": "f-1", "versionId": "v-1", "attempt": 2, "rescan": False, "reindex": False}
 
 
 def test_a_step_that_meets_an_outage_raises_the_name_the_state_machine_retries() -> None:

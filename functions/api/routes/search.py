@@ -3,10 +3,11 @@
 from datetime import UTC, datetime
 from typing import Annotated
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.routes.context import container, current_principal
+from functions.api.routes.context import container, current_principal, json_response
 from functions.api.schemas import (
     CoverageView,
     ReindexView,
@@ -56,16 +57,16 @@ def coverage() -> CoverageView:
 
 
 @router.post("/v1/reindex")
-def reindex(limit: Annotated[int, Query(ge=1, le=20)] = 5) -> ReindexView:
-    """One batch of the collections the caller administers; call again while `remaining` is above zero.
-
-    Only stale or keyword-only versions are taken, so calling it when nothing is stale costs nothing, and
-    small batches keep each call well inside API Gateway's 29-second limit."""
+def reindex(limit: Annotated[int, Query(ge=1, le=100)] = 20) -> Response[ReindexView]:
+    """Start re-indexing up to `limit` stale or keyword-only versions of the collections the caller administers
+    (202): each runs through the workflow, its embedding metered batch by batch; call again while `remaining`
+    is above zero. Nothing is embedded inside this call, so it returns at once however large the versions."""
     principal = current_principal(router)
     wired = container()
     administered = wired.authorization.administered_collections(principal)
     if not administered:
         # Re-indexing spends embeddings on every stale version of a collection: the admin role's call.
         raise Forbidden("re-indexing needs the admin role in a collection; this token administers none")
-    report = wired.reindexer.run_batch(principal.tenant_id, administered, limit=limit)
-    return ReindexView.model_validate(report.model_dump())
+    return json_response(
+        202, ReindexView.of(wired.reindexer.start_batch(principal.tenant_id, administered, limit=limit))
+    )

@@ -470,14 +470,29 @@ class PostgresFileMetadataStore(FileMetadataStore):
             ).fetchone()
         return int(row[0]) if row else None
 
-    def release_processing(self, tenant_id: str, version_id: UUID, *, attempt: int) -> None:
-        """queued → not_started again, when the workflow could not even be asked (so a redelivery can)."""
+    def queue_reindex(self, tenant_id: str, version_id: UUID) -> int | None:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            row = conn.execute(
+                "UPDATE file_versions SET processing_state = 'queued', processing_requested_at = now(),"
+                " processing_attempt = processing_attempt + 1, processing_retries = 0, updated_at = now()"
+                " WHERE tenant_id = %s AND version_id = %s AND state = 'stored' AND processing_state = 'indexed'"
+                " RETURNING processing_attempt",
+                (tenant_id, version_id),
+            ).fetchone()
+        return int(row[0]) if row else None
+
+    def release_processing(
+        self, tenant_id: str, version_id: UUID, *, attempt: int, back_to: ProcessingState = ProcessingState.NOT_STARTED
+    ) -> None:
+        """queued → not_started again (or `back_to`: indexed, for a re-index), when the workflow could not even
+        be asked (so a redelivery, or the next call, can)."""
         with self._database.tenant_transaction(tenant_id) as conn:
             conn.execute(
-                "UPDATE file_versions SET processing_state = 'not_started', processing_requested_at = NULL,"
+                "UPDATE file_versions SET processing_state = %s,"
+                " processing_requested_at = CASE WHEN %s = 'not_started' THEN NULL ELSE processing_requested_at END,"
                 " updated_at = now() WHERE tenant_id = %s AND version_id = %s AND processing_state = 'queued'"
                 " AND processing_attempt = %s",
-                (tenant_id, version_id, attempt),
+                (back_to.value, back_to.value, tenant_id, version_id, attempt),
             )
 
     def move_processing(
