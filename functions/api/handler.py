@@ -9,7 +9,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api.errors import register_error_handlers
-from functions.api.middleware import refuse_nul_anywhere, resolve_refusing_unreadable_bodies
+from functions.api.middleware import limit_request_rate, refuse_nul_anywhere, resolve_refusing_unreadable_bodies
 from functions.api.routes import artifacts, exports, files, pdf, search, writing
 from functions.api.schemas import CallerView
 from shared.bootstrap import Container
@@ -28,7 +28,7 @@ register_error_handlers(app)
 container = Container(load_settings())
 
 
-app.use(middlewares=[refuse_nul_anywhere])
+app.use(middlewares=[limit_request_rate, refuse_nul_anywhere])
 for resource in (files, search, artifacts, exports, pdf, writing):
     app.include_router(resource.router)
 

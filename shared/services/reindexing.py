@@ -12,6 +12,7 @@ from shared.observability import logger
 from shared.ports import FileCatalog, KnowledgeStore, UsageLedger
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.indexing import Indexer, IndexOutcome, IndexTarget, UnindexableDocument
+from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
 
 
@@ -33,7 +34,10 @@ class Reindexer:
         indexer: Indexer,
         documents: ExtractedDocuments,
         ledger: UsageLedger,
+        *,
+        spend: SpendLimits | None = None,
     ) -> None:
+        self._spend = spend
         self._catalog = catalog
         self._knowledge = knowledge
         self._indexer = indexer
@@ -45,6 +49,11 @@ class Reindexer:
         if not status.available:
             # Re-indexing without a model would only rewrite the same lexical-only chunks.
             raise CapabilityUnavailable("embedder", status.reason or "unavailable")
+        if self._spend is not None:
+            # A batch is refused once the day's tokens are spent (one batch may pass the limit by its own tokens).
+            refusal = self._spend.embedding_refusal(tenant_id, tokens=1)
+            if refusal is not None:
+                raise refusal
         model = self._indexer.model_id
         reindexed = dropped = skipped = 0
         for file_id, version_id in self._knowledge.versions_to_reindex(tenant_id, collections, model, limit):
