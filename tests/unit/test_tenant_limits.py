@@ -12,14 +12,29 @@ from shared.domain.errors import LimitExceeded
 from shared.domain.files import ProcessingState
 from shared.domain.limits import LimitName, TenantLimits, daily_refusal, rescan_refusal
 from shared.domain.usage import Usage
+from shared.domain.workflow import ProcessVersion
 from shared.services.authorization import ClaimsAuthorizationPolicy
-from shared.services.files import FileService, UploadLimits
+from shared.services.files import FileService, UploadLimits, UploadTicket
 from shared.services.limits import SpendLimits
 from shared.services.request_rate import RequestRateLimiter
 from tests.fakes import Fakes, principal
-from tests.unit.test_ingestion_pipeline_service import uploaded
 
 NOW = datetime(2026, 3, 4, 21, 30, tzinfo=UTC)
+NOTES = b"# Checkout runbook\n\nBuyers could not pay: ERR-4021 at payment. Restart the payment gateway.\n"
+
+
+def uploaded(fakes: Fakes) -> tuple[UploadTicket, ProcessVersion]:
+    """A stored markdown version, and the request its Object Created event asked the workflow for."""
+    ticket = fakes.files().start_upload(
+        principal("acme", "docs"),
+        collection_id="docs",
+        filename="notes.md",
+        media_type="text/markdown",
+        byte_size=len(NOTES),
+    )
+    landed = fakes.content.post(ticket.upload, NOTES)
+    fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size)
+    return ticket, fakes.workflow.started[-1]
 
 
 def test_a_daily_refusal_names_the_limit_its_value_and_when_it_resets() -> None:
