@@ -28,6 +28,7 @@ from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.document import ExtractionLimits
 from shared.domain.errors import InfrastructureUnavailable
 from shared.domain.exports import ExportFormat, RenderLimits
+from shared.domain.limits import TenantLimits
 from shared.domain.search import IdentifierBooster, RetrievalTuning
 from shared.domain.steps import StepInput, StepOutcome
 from shared.domain.uploads import parse_storage_key
@@ -62,11 +63,13 @@ from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
+from shared.services.limits import SpendLimits
 from shared.services.pdf_tools import PdfTools
 from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import Recognizers
 from shared.services.reconciliation import ReconcileBudget, Reconciler, ReconcileThresholds
 from shared.services.reindexing import Reindexer
+from shared.services.request_rate import RequestRateLimiter
 from shared.services.retrieval import Retrieval
 from shared.services.upload_completion import UploadCompletion
 
@@ -251,7 +254,28 @@ class Container:
                 max_bytes=self.settings.max_upload_bytes,
                 url_lifetime=timedelta(seconds=self.settings.upload_url_lifetime_seconds),
             ),
+            spend=self.spend_limits,
         )
+
+    @cached_property
+    def spend_limits(self) -> SpendLimits:
+        """The tenants' daily spend limits, checked against the usage ledger and the file versions."""
+        settings = self.settings
+        # 0 in a setting is unlimited.
+        limits = TenantLimits(
+            ocr_pages_per_day=settings.limit_ocr_pages_per_day or None,
+            vision_images_per_day=settings.limit_vision_images_per_day or None,
+            embedding_tokens_per_day=settings.limit_embedding_tokens_per_day or None,
+            upload_bytes_per_day=settings.limit_upload_bytes_per_day or None,
+            rescans_per_file_per_hour=settings.limit_rescans_per_file_per_hour or None,
+        )
+        return SpendLimits(self.usage_ledger, self.file_metadata, limits)
+
+    @cached_property
+    def request_rate(self) -> RequestRateLimiter | None:
+        """Requests per tenant per second in this instance (None: unlimited)."""
+        rate = self.settings.limit_requests_per_second
+        return RequestRateLimiter(rate, burst=self.settings.limit_request_burst) if rate else None
 
     @cached_property
     def extractor(self) -> Extractor:
@@ -301,6 +325,7 @@ class Container:
             self.indexer,
             recognizers=Recognizers(ocr=self.ocr, vision=self.vision),
             ledger=self.usage_ledger,
+            spend=self.spend_limits,
         )
 
     @cached_property
@@ -404,7 +429,9 @@ class Container:
 
     @cached_property
     def document_tools(self) -> DocumentTools:
-        return DocumentTools(self.files, self.file_metadata, self.workflow, self.documents, self.ocr)
+        return DocumentTools(
+            self.files, self.file_metadata, self.workflow, self.documents, self.ocr, spend=self.spend_limits
+        )
 
     @cached_property
     def retrieval(self) -> Retrieval:
@@ -436,6 +463,7 @@ class Container:
             self.documents,
             workflow=self.workflow,
             embedder=self.embedder,
+            spend=self.spend_limits,
         )
 
     @cached_property

@@ -78,6 +78,18 @@ class Settings(BaseSettings):
     render_timeout_seconds: float = Field(default=120.0, gt=0)
     render_max_pages: int = Field(default=2_000, ge=1)
 
+    # Spend and capacity per tenant (docs/configuration.md#limits), 0 meaning unlimited. Checked before the
+    # money is spent; over one, the API answers 429 naming it and the pipeline records why it stopped.
+    limit_ocr_pages_per_day: int = Field(default=5_000, ge=0)
+    limit_vision_images_per_day: int = Field(default=1_000, ge=0)
+    limit_embedding_tokens_per_day: int = Field(default=50_000_000, ge=0)
+    limit_upload_bytes_per_day: int = Field(default=10 * 1024**3, ge=0)
+    limit_rescans_per_file_per_hour: int = Field(default=5, ge=0)
+    # Per Lambda instance (an in-memory token bucket): API Gateway's stage throttle bounds the total. Off unless
+    # set: a default low enough to matter would refuse the test suites' and the CLI's bursts.
+    limit_requests_per_second: float = Field(default=0, ge=0)
+    limit_request_burst: int = Field(default=200, ge=1)
+
     @model_validator(mode="after")
     def _pending_outlives_upload_urls(self) -> "Settings":
         # Reconciliation rejects a pending upload with no bytes: only safe once its URL can no longer be used.

@@ -38,6 +38,7 @@ from shared.domain.files import (
     VersionState,
 )
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite, RankedChunk
+from shared.domain.limits import Spend
 from shared.domain.pdf_tools import PagePick, PdfInput
 from shared.domain.proposals import AppliedProposal, NewReplacement, ReplacementRecord, ReplacementState
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
@@ -129,6 +130,11 @@ class FileCatalog(Protocol):
 
     def create_version(self, new: NewVersion, *, new_file: bool) -> None:
         """Record a `pending` version (and its file when `new_file`) before any byte is uploaded."""
+        ...
+
+    def declared_bytes_since(self, tenant_id: str, since: datetime) -> int:
+        """The declared sizes of the tenant's versions created at or after `since`, whatever became of them
+        (a ticket never used, a rejected or deleted upload counts: it was signed): the daily upload limit."""
         ...
 
     def get_file(self, tenant_id: str, file_id: UUID, *, include_gone: bool = False) -> FileRecord | None:
@@ -558,6 +564,16 @@ class UsageLedger(Protocol):
         self, tenant_id: str, collections: frozenset[str], *, since: datetime, until: datetime
     ) -> list[UsageTotal]:
         """Summed per (step, provider, operation, model) over versions of `collections` in [since, until)."""
+        ...
+
+    def spent_since(self, tenant_id: str, since: datetime) -> Spend:
+        """The tenant's OCR pages, images described and embedding tokens (the input tokens of the embed and
+        re-embed steps) recorded at or after `since`, in every collection, priced or not: the daily limits'
+        source of truth."""
+        ...
+
+    def ocr_runs_since(self, tenant_id: str, file_id: UUID, since: datetime) -> list[datetime]:
+        """When each OCR run of the file's versions recorded at or after `since` was recorded, oldest first."""
         ...
 
 

@@ -43,6 +43,7 @@ from shared.domain.files import (
     VersionState,
 )
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite
+from shared.domain.limits import Spend
 from shared.domain.search import ChunkSnapshot
 from shared.domain.uploads import stored_content_type
 from shared.domain.usage import Usage, UsageTotal
@@ -63,6 +64,7 @@ from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
+from shared.services.limits import SpendLimits
 from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import Recognizers
 from shared.services.reconciliation import ReconcileBudget, Reconciler, ReconcileThresholds
@@ -176,6 +178,14 @@ class FakeFileMetadataStore(FileMetadataStore):
                     processing_requested_at=None,
                     export_id=new.export_id,
                 ),
+            )
+
+    def declared_bytes_since(self, tenant_id: str, since: datetime) -> int:
+        with self._lock:
+            return sum(
+                v.record.declared_byte_size
+                for (tenant, _), v in self._versions.items()
+                if tenant == tenant_id and v.record.created_at >= since
             )
 
     def get_file(self, tenant_id: str, file_id: UUID, *, include_gone: bool = False) -> FileRecord | None:
@@ -887,6 +897,24 @@ class FakeUsageLedger(UsageLedger):
         ]
         return sorted(totals, key=lambda t: (not t.priced, t.step, t.provider, t.operation))
 
+    def spent_since(self, tenant_id: str, since: datetime) -> Spend:
+        rows = [(step, row) for (tenant, _, step, _), row in self.rows.items() if tenant == tenant_id]
+        rows = [(step, row) for step, row in rows if row.recorded_at >= since]
+        return Spend(
+            ocr_pages=sum(row.usage.pages for _, row in rows),
+            vision_images=sum(row.usage.images for _, row in rows),
+            embedding_tokens=sum(
+                row.usage.input_tokens for step, row in rows if step.startswith(("embed#", "reembed:"))
+            ),
+        )
+
+    def ocr_runs_since(self, tenant_id: str, file_id: UUID, since: datetime) -> list[datetime]:
+        return sorted(
+            row.recorded_at
+            for (tenant, _, step, _), row in self.rows.items()
+            if tenant == tenant_id and row.file_id == file_id and step == "ocr" and row.recorded_at >= since
+        )
+
 
 class RecordingWorkflow(Workflow):
     """Records every start; a second start of the same (version, attempt) is ALREADY_STARTED, as a Step
@@ -1121,7 +1149,9 @@ class Fakes:
     def indexer(self, embedder: EmbeddingProvider | None = None) -> Indexer:
         return Indexer(self.knowledge, embedder or self.embedder, max_chunk_tokens=64)
 
-    def pipeline(self, *, extractor: Extractor | None = None, indexer: Indexer | None = None) -> IngestionPipeline:
+    def pipeline(
+        self, *, extractor: Extractor | None = None, indexer: Indexer | None = None, spend: SpendLimits | None = None
+    ) -> IngestionPipeline:
         return IngestionPipeline(
             self.metadata,
             self.metadata,
@@ -1131,6 +1161,7 @@ class Fakes:
             recognizers=Recognizers(ocr=UnavailableOcr("no OCR in unit tests"), vision=UnavailableVision("none")),
             ledger=self.ledger,
             sleep=lambda seconds: None,
+            spend=spend,
         )
 
     def __post_init__(self) -> None:

@@ -10,6 +10,7 @@ from shared.domain.errors import (
     Conflict,
     Forbidden,
     InvalidRequest,
+    LimitExceeded,
     NotFound,
     NotReady,
     PayloadTooLarge,
@@ -69,6 +70,16 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(UnsupportedMediaType)
     def _unsupported(error: UnsupportedMediaType) -> Response[str]:
         return _json(415, {"error": "unsupported_media_type", "message": str(error)})
+
+    @app.exception_handler(LimitExceeded)
+    def _limited(error: LimitExceeded) -> Response[str]:
+        body = {"error": "limit_exceeded", "limit": error.limit, "message": str(error)}
+        return Response(
+            status_code=429,
+            content_type=content_types.APPLICATION_JSON,
+            body=json.dumps(body),
+            headers={"Retry-After": str(error.retry_after_seconds)},
+        )
 
     @app.exception_handler(CapabilityUnavailable)
     def _unavailable(error: CapabilityUnavailable) -> Response[str]:

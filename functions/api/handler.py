@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from functions.api.errors import register_error_handlers
 from functions.api.middleware import (
     act_for_the_callers_tenant,
+    limit_request_rate,
     refuse_nul_anywhere,
     resolve_refusing_unreadable_bodies,
 )
@@ -32,7 +33,7 @@ register_error_handlers(app)
 container = Container(load_settings())
 
 
-app.use(middlewares=[refuse_nul_anywhere, act_for_the_callers_tenant])
+app.use(middlewares=[limit_request_rate, refuse_nul_anywhere, act_for_the_callers_tenant])
 for resource in (files, search, artifacts, exports, pdf, writing):
     app.include_router(resource.router)
 

@@ -1,5 +1,6 @@
-"""What every request passes through before its route: NULs and lone surrogates refused as the caller's 400,
-and bodies no route could read (not UTF-8, nested past the parser's limit) refused before the resolver."""
+"""What every request passes through before its route: the tenant's request rate (a 429 past it), NULs and lone
+surrogates refused as the caller's 400, and bodies no route could read (not UTF-8, nested past the parser's
+limit) refused before the resolver."""
 
 import base64
 import json
@@ -10,11 +11,26 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.api.routes.context import container
 from shared.bootstrap import acting_for_tenant
-from shared.domain.auth import principal_from_claims
+from shared.domain.auth import TENANT_CLAIM, principal_from_claims
 from shared.domain.errors import InvalidRequest, Unauthenticated, refuse_nul
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def limit_request_rate(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Every authenticated route: one token from the tenant's bucket, or a 429 with Retry-After. A request
+    without a tenant (a public route, or one the route refuses as 401) is not counted here."""
+    limiter = container().request_rate
+    authorizer = resolver.current_event.request_context.authorizer
+    claims = authorizer.jwt_claim if authorizer else None
+    tenant = claims.get(TENANT_CLAIM) if claims else None
+    if limiter is not None and isinstance(tenant, str) and tenant:
+        refusal = limiter.refusal(tenant)
+        if refusal is not None:
+            raise refusal
+    return next_middleware(resolver)
 
 
 def refuse_nul_anywhere(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:

@@ -47,6 +47,16 @@ class PayloadTooLarge(QuireError):
     """A declared size over a limit; the message names the limit."""
 
 
+class LimitExceeded(QuireError):
+    """A tenant's spend or capacity limit would be passed: refused before anything is spent (a 429). `limit`
+    names the setting, the message says its value and when it resets, `retry_after_seconds` when to try again."""
+
+    def __init__(self, limit: str, message: str, *, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.retry_after_seconds = max(1, retry_after_seconds)
+
+
 class UnsupportedMediaType(QuireError):
     """A media type or extension outside the exact allow-list; the message names what is accepted."""
 

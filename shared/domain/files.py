@@ -77,6 +77,7 @@ class FailureReason(StrEnum):
     MALFORMED = "malformed"
     OCR_FAILED = "ocr-failed"
     NO_TEXT_FOUND = "no-text-found"
+    SPEND_LIMIT = "spend-limit"
 
     @property
     def user_sentence(self) -> str:
@@ -97,6 +98,10 @@ _USER_SENTENCES: dict[FailureReason, str] = {
     FailureReason.NO_TEXT_FOUND: (
         "Text recognition found no words in this document: a picture without text has nothing to search. If it"
         " does show text, scan it again at a higher resolution."
+    ),
+    FailureReason.SPEND_LIMIT: (
+        "The tenant's daily text-recognition limit was spent before this document was read: scan it again after"
+        " 00:00 UTC."
     ),
 }
 

@@ -14,11 +14,13 @@ from shared.domain.chunking import block_text
 from shared.domain.document import Block, BlockKind, ExtractedDocument, Location
 from shared.domain.errors import CapabilityUnavailable, InvalidRequest, NotReady
 from shared.domain.files import DOCUMENT_READY, FileVersionRecord, Recognition, VersionState
+from shared.domain.recognition import MAX_OCR_PAGES
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
 from shared.ports import OcrProvider, ProcessingAttempts, Workflow
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.files import FileService
+from shared.services.limits import SpendLimits
 from shared.services.recognition import IMAGE_TYPES
 
 SCANNABLE_TYPES = IMAGE_TYPES | {"application/pdf"}
@@ -76,12 +78,15 @@ class DocumentTools:
         workflow: Workflow,
         documents: ExtractedDocuments,
         ocr: OcrProvider,
+        *,
+        spend: SpendLimits | None = None,
     ) -> None:
         self._files = files
         self._attempts = attempts
         self._workflow = workflow
         self._documents = documents
         self._ocr = ocr
+        self._spend = spend
 
     def scan_document(self, principal: Principal, file_id: UUID) -> ScanStarted:
         """OCR every page of the current version again (a scan whose OCR failed or read poorly, or a PDF
@@ -97,6 +102,10 @@ class DocumentTools:
         status = self._ocr.capability()
         if not status.available:
             raise CapabilityUnavailable("ocr", status.reason or "no OCR engine is configured")
+        if self._spend is not None:
+            # Refused here, with a 429, before an attempt is queued: a rescan OCRs every page.
+            pages = min(version.page_count or 1, MAX_OCR_PAGES)
+            self._spend.ensure_rescan_allowed(principal.tenant_id, file_id, pages=pages)
         attempt = self._attempts.queue_rescan(principal.tenant_id, version.version_id)
         if attempt is None:
             raise NotReady(

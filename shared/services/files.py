@@ -28,6 +28,7 @@ from shared.domain.files import (
 from shared.domain.uploads import accepted_type, check_declared_size, clean_filename, storage_key
 from shared.observability import logger
 from shared.ports import MAX_SIGNED_READ_LIFETIME, AuthorizationPolicy, FileCatalog, FileContentStore
+from shared.services.limits import SpendLimits
 
 MAX_PAGE_SIZE = 100
 EXPORTS_ARE_RENDERINGS = (
@@ -98,12 +99,15 @@ class FileService:
         policy: AuthorizationPolicy,
         limits: UploadLimits,
         new_id: Callable[[], UUID] = uuid4,
+        *,
+        spend: SpendLimits | None = None,
     ) -> None:
         self._catalog = catalog
         self._content = content
         self._policy = policy
         self._limits = limits
         self._new_id = new_id
+        self._spend = spend
 
     def start_upload(
         self, principal: Principal, *, collection_id: str, filename: str, media_type: str, byte_size: int
@@ -151,6 +155,8 @@ class FileService:
         check_declared_size(byte_size, self._limits.max_bytes)
         name = clean_filename(filename)
         accepted = accepted_type(media_type, name)
+        if self._spend is not None:
+            self._spend.ensure_upload_fits(principal.tenant_id, byte_size)
         version_id = self._new_id()
         key = storage_key(principal.tenant_id, file_id, version_id)
         # Metadata first: a crash after this leaves a pending row that reconciliation can see.

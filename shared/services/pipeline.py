@@ -46,6 +46,7 @@ from shared.services.attempts import AttemptClaims, Held
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
 from shared.services.indexing import Indexer, IndexTarget, UnindexableDocument, embedded_tokens
+from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
 from shared.services.recognition import PageRecognition, Recognizers, recognition_plan
 
@@ -65,7 +66,9 @@ class IngestionPipeline:
         recognizers: Recognizers,
         ledger: UsageLedger,
         sleep: Callable[[float], None] = time.sleep,
+        spend: SpendLimits | None = None,
     ) -> None:
+        self._spend = spend
         self._attempts = attempts
         self._content = content
         self._extractor = extractor
@@ -82,6 +85,7 @@ class IngestionPipeline:
             content=content,
             metering=self._metering,
             limits=extractor.limits,
+            spend=spend,
         )
 
     # --- the local runner ----------------------------------------------------------------------------------
@@ -249,12 +253,19 @@ class IngestionPipeline:
         if not self._claims.heartbeat(request, ProcessingState.INDEXING):
             return Embedded.halted(request, Halt.NOT_HELD, batch=batch)
         chunks = self._work.chunks(request, batch)
+        tokens = embedded_tokens(chunks.drafts)
+        refusal = (
+            self._spend.embedding_refusal(request.tenant_id, tokens=tokens, then="re-index") if self._spend else None
+        )
+        if refusal is not None:
+            # Over the tenant's daily embedding limit: indexed for the keyword lane only, the gap saying why.
+            self._work.store_vectors(request, EmbeddedBatch.missing(batch, len(chunks.drafts), str(refusal)))
+            return Embedded.going_on(request, batch=batch, embedded=0)
         vectors, gap = self._indexer.embed([draft.content for draft in chunks.drafts])
         if vectors is None:
             missing = EmbeddedBatch.missing(batch, len(chunks.drafts), gap or "the embedding model gave no vectors")
             self._work.store_vectors(request, missing)
             return Embedded.going_on(request, batch=batch, embedded=0)
-        tokens = embedded_tokens(chunks.drafts)
         found = self._claims.find(request)
         if found is not None:
             # Paid for now, whatever happens to the attempt: recorded before the vectors are stored, once per

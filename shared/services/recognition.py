@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shared.domain.document import ExtractedDocument, ExtractionLimits
-from shared.domain.errors import CapabilityUnavailable, RecognitionFailed, VisionFailed
+from shared.domain.errors import CapabilityUnavailable, LimitExceeded, RecognitionFailed, VisionFailed
 from shared.domain.files import FailureReason, FileVersionRecord, OcrState, ProcessingState, Recognition, VisionState
 from shared.domain.recognition import MAX_OCR_PAGES, ImageDescription, RecognitionJob, RecognitionResult
 from shared.domain.recognized_layout import with_recognition
@@ -24,6 +24,7 @@ from shared.observability import logger
 from shared.ports import FileContentStore, OcrProvider, OcrSource, VisionProvider
 from shared.services.attempts import AttemptClaims, Held
 from shared.services.extracted_documents import ExtractedDocuments
+from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
 
 IMAGE_TYPES = frozenset(accepted.media_type for accepted in ACCEPTED_TYPES if accepted.media_type.startswith("image/"))
@@ -62,8 +63,9 @@ def recognition_plan(
 # Polls of one OCR job before it is given up as failed (with the workflow's 10-second Wait: about an hour).
 MAX_OCR_POLLS = 360
 
-# What OCR made of the pages it was asked to read: a result, a refusal, or nothing (no engine was asked).
-OcrOutcome = RecognitionResult | RecognitionFailed | CapabilityUnavailable | None
+# What OCR made of the pages it was asked to read: a result, a refusal, or nothing (no engine was asked, or the
+# tenant's daily OCR limit kept it from being asked).
+OcrOutcome = RecognitionResult | RecognitionFailed | CapabilityUnavailable | LimitExceeded | None
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,9 @@ class PageRecognition:
         content: FileContentStore,
         metering: Metering,
         limits: ExtractionLimits,
+        spend: SpendLimits | None = None,
     ) -> None:
+        self._spend = spend
         self._ocr = recognizers.ocr
         self._vision = recognizers.vision
         self._claims = claims
@@ -113,8 +117,10 @@ class PageRecognition:
         original = self._reader(version)  # read at most once, whether OCR or vision asks first
         document = self._documents.read(version)
         plan = recognition_plan(version.media_type, document, every_page=request.rescan)
-        if not plan.ocr_pages or not self._ocr.capability().available:
-            return self.finish(request, held, document, plan, ocr=None, original=original)
+        # Before the engine is asked: over the tenant's OCR limit the pages stay unread, said so on the version.
+        over_limit = self._over_ocr_limit(request, plan)
+        if not plan.ocr_pages or not self._ocr.capability().available or over_limit is not None:
+            return self.finish(request, held, document, plan, ocr=over_limit, original=original)
         source = OcrSource(
             media_type=version.media_type,
             pages=plan.ocr_pages,
@@ -137,6 +143,11 @@ class PageRecognition:
         if isinstance(progress, RecognitionJob):
             return Recognized.going_on(request, ocr_job=progress)
         return self.finish(request, held, document, plan, ocr=progress, original=original)
+
+    def _over_ocr_limit(self, request: ProcessVersion, plan: RecognitionPlan) -> LimitExceeded | None:
+        if self._spend is None or not plan.ocr_pages or not self._ocr.capability().available:
+            return None
+        return self._spend.ocr_refusal(request.tenant_id, pages=len(plan.ocr_pages), then="scan the file again")
 
     def collect(self, request: ProcessVersion, job: RecognitionJob, *, polls: int = 0) -> Recognized:
         """One poll of a running OCR job (the workflow waits between polls; nothing sleeps on a job). `polls`
@@ -195,6 +206,9 @@ class PageRecognition:
             recognition = Recognition(
                 ocr_state=OcrState.FAILED, ocr_engine=self._ocr.capability().provider, ocr_detail=ocr.detail
             )
+        elif isinstance(ocr, LimitExceeded):
+            notes.append(f"pages {_listed(plan.ocr_pages)} were not read by OCR: {ocr}")
+            recognition = Recognition(ocr_state=OcrState.UNAVAILABLE, ocr_detail=str(ocr))
         elif plan.ocr_pages:
             reason = ocr.reason if isinstance(ocr, CapabilityUnavailable) else self._ocr.capability().reason
             reason = reason or "no OCR engine is configured"
@@ -231,6 +245,10 @@ class PageRecognition:
         status = self._vision.capability()
         if not status.available:
             return None, Recognition(vision_state=VisionState.UNAVAILABLE, vision_detail=status.reason)
+        if self._spend is not None:
+            refusal = self._spend.vision_refusal(held.file.tenant_id, then="scan the file again")
+            if refusal is not None:
+                return None, Recognition(vision_state=VisionState.UNAVAILABLE, vision_detail=str(refusal))
         image = original()  # a storage failure is the infrastructure's: retried, not recorded
         try:
             description = self._vision.describe(image, held.version.media_type)
@@ -265,6 +283,8 @@ def _nothing_read(document: ExtractedDocument, ocr: OcrOutcome, recognition: Rec
     """Why a document that needed OCR ended with no text at all: never an empty success."""
     pages = document.page_count or 1
     where = "the page" if pages == 1 else f"any of its {pages} pages"
+    if isinstance(ocr, LimitExceeded):
+        return FailureReason.SPEND_LIMIT, str(ocr)
     if isinstance(ocr, RecognitionFailed):
         return FailureReason.OCR_FAILED, f"OCR failed: {ocr.detail}"
     if isinstance(ocr, RecognitionResult):

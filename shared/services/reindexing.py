@@ -19,6 +19,7 @@ from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
 from shared.ports import EmbeddingProvider, FileCatalog, KnowledgeStore, ProcessingAttempts, Workflow
 from shared.services.extracted_documents import ExtractedDocuments
+from shared.services.limits import SpendLimits
 
 # How many stale versions `remaining` counts up to (the list is derived, never stored).
 REMAINING_COUNTED = 10_000
@@ -44,7 +45,9 @@ class Reindexer:
         *,
         workflow: Workflow,
         embedder: EmbeddingProvider,
+        spend: SpendLimits | None = None,
     ) -> None:
+        self._spend = spend
         self._catalog = catalog
         self._attempts = attempts
         self._knowledge = knowledge
@@ -57,6 +60,11 @@ class Reindexer:
         if not status.available:
             # Re-indexing without a model would only rewrite the same lexical-only chunks.
             raise CapabilityUnavailable("embedder", status.reason or "unavailable")
+        if self._spend is not None:
+            # A batch is refused once the day's tokens are spent (one batch may pass the limit by its own tokens).
+            refusal = self._spend.embedding_refusal(tenant_id, tokens=1)
+            if refusal is not None:
+                raise refusal
         model = self._embedder.model_id
         queued = dropped = skipped = 0
         for file_id, version_id in self._knowledge.versions_to_reindex(tenant_id, collections, model, limit):

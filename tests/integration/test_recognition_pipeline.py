@@ -106,6 +106,12 @@ class DownLedger:
     def totals(self, *args: object, **kwargs: object) -> list[Any]:
         return []
 
+    def spent_since(self, *args: object, **kwargs: object) -> Any:
+        raise ConnectionError("the ledger's database is unreachable")
+
+    def ocr_runs_since(self, *args: object, **kwargs: object) -> list[Any]:
+        raise ConnectionError("the ledger's database is unreachable")
+
 
 def pipeline(stack: Stack, *, ocr: Any, vision: Any = None, ledger: UsageLedger | None = None) -> IngestionPipeline:
     container = stack.container

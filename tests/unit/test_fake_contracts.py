@@ -3,11 +3,12 @@
 
 import pytest
 
-from shared.ports import FileContentStore, FileMetadataStore, SweepProgress
+from shared.ports import FileContentStore, FileMetadataStore, SweepProgress, UsageLedger
 from tests.contracts.content_store import ContentStoreContract
 from tests.contracts.file_metadata import FileMetadataContract
+from tests.contracts.spend import SpendContract
 from tests.contracts.sweep_progress import SweepProgressContract
-from tests.fakes import FakeContentStore, FakeFileMetadataStore, FakeSweepProgress
+from tests.fakes import FakeContentStore, FakeFileMetadataStore, FakeSweepProgress, FakeUsageLedger
 
 
 class TestFakeFileMetadataStore(FileMetadataContract):
@@ -27,3 +28,9 @@ class TestFakeSweepProgress(SweepProgressContract):
     def stores(self) -> tuple[FileMetadataStore, SweepProgress]:
         metadata = FakeFileMetadataStore()
         return metadata, FakeSweepProgress(metadata)
+
+
+class TestFakeSpend(SpendContract):
+    @pytest.fixture
+    def stores(self) -> tuple[FileMetadataStore, UsageLedger]:
+        return FakeFileMetadataStore(), FakeUsageLedger()

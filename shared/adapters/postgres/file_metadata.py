@@ -129,6 +129,16 @@ class PostgresFileMetadataStore(FileMetadataStore):
                 ),
             )
 
+    def declared_bytes_since(self, tenant_id: str, since: datetime) -> int:
+        # Counted at ticket time, so a flood of tickets is refused before a URL is signed (index of 0016).
+        with self._database.tenant_transaction(tenant_id) as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(declared_byte_size), 0) FROM file_versions"
+                " WHERE tenant_id = %s AND created_at >= %s",
+                (tenant_id, since),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
     def get_file(self, tenant_id: str, file_id: UUID, *, include_gone: bool = False) -> FileRecord | None:
         with self._database.tenant_transaction(tenant_id) as conn:
             records = self._records(conn, tenant_id, [file_id])

@@ -7,6 +7,7 @@ from uuid import UUID
 from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
+from shared.domain.limits import Spend
 from shared.domain.usage import Usage, UsageTotal
 from shared.ports import UsageLedger
 
@@ -69,3 +70,23 @@ class PostgresUsageLedger(UsageLedger):
                 (tenant_id, sorted(collections), since, until),
             ).fetchall()
         return [UsageTotal.model_validate(row) for row in rows]
+
+    # Only OCR records pages and only vision images; the embedding steps are `embed#<batch>` and `reembed:<model>`.
+    def spent_since(self, tenant_id: str, since: datetime) -> Spend:
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
+            row = cursor.execute(
+                "SELECT coalesce(sum(pages), 0) AS ocr_pages, coalesce(sum(images), 0) AS vision_images,"
+                " coalesce(sum(input_tokens) FILTER (WHERE step LIKE 'embed#%%' OR step LIKE 'reembed:%%'), 0)"
+                " AS embedding_tokens FROM usage_records WHERE tenant_id = %s AND recorded_at >= %s",
+                (tenant_id, since),
+            ).fetchone()
+        return Spend.model_validate(row)
+
+    def ocr_runs_since(self, tenant_id: str, file_id: UUID, since: datetime) -> list[datetime]:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            rows = conn.execute(
+                "SELECT recorded_at FROM usage_records WHERE tenant_id = %s AND file_id = %s AND step = 'ocr'"
+                " AND recorded_at >= %s ORDER BY recorded_at",
+                (tenant_id, file_id, since),
+            ).fetchall()
+        return [row[0] for row in rows]

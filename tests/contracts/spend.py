@@ -1,0 +1,84 @@
+"""What the tenant limits read (shared/ports.py): the usage ledger's spend since a moment (OCR pages, images,
+embedding tokens of the embed and re-embed steps only), a file's OCR runs, and the declared bytes of the versions
+created since a moment. Each test works in tenants of its own, so the suite can run against one shared database."""
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from shared.domain.limits import Spend
+from shared.domain.usage import Usage
+from shared.ports import FileMetadataStore, UsageLedger
+from tests.contracts.file_metadata import new_tenant, upload
+
+
+def _usage(**amounts: int) -> Usage:
+    return Usage(provider="engine", operation="engine:call", priced=True, **amounts)
+
+
+def _ago(**delta: float) -> datetime:
+    return datetime.now(UTC) - timedelta(**delta)
+
+
+class SpendContract:
+    @pytest.fixture
+    def stores(self) -> tuple[FileMetadataStore, UsageLedger]:
+        raise NotImplementedError("a contract's subclass provides the implementation")
+
+    def test_spend_sums_pages_images_and_only_the_embedding_steps_tokens_of_one_tenant(
+        self, stores: tuple[FileMetadataStore, UsageLedger]
+    ) -> None:
+        _, ledger = stores
+        tenant, other = new_tenant(), new_tenant()
+        file_id, version_id = uuid.uuid4(), uuid.uuid4()
+
+        def record(tenant_id: str, step: str, usage: Usage, collection: str = "docs") -> None:
+            assert ledger.record(tenant_id, file_id, version_id, collection, step=step, attempt=1, usage=usage)
+
+        since = _ago(minutes=1)
+        record(tenant, "ocr", _usage(pages=7))
+        record(tenant, "vision", _usage(images=1, input_tokens=1_200, output_tokens=40))
+        record(tenant, "embed#00000", _usage(input_tokens=300))
+        record(tenant, "embed#00001", _usage(input_tokens=200), collection="elsewhere")
+        record(tenant, "reembed:model-b", _usage(input_tokens=50))
+        record(other, "ocr", _usage(pages=1_000))
+
+        assert ledger.spent_since(tenant, since) == Spend(ocr_pages=7, vision_images=1, embedding_tokens=550)
+        assert ledger.spent_since(tenant, _ago(minutes=-5)) == Spend()  # nothing recorded after a later moment
+        assert ledger.spent_since(new_tenant(), since) == Spend()
+
+    def test_a_files_ocr_runs_are_listed_oldest_first_and_no_other_files(
+        self, stores: tuple[FileMetadataStore, UsageLedger]
+    ) -> None:
+        _, ledger = stores
+        tenant = new_tenant()
+        file_id, other_file = uuid.uuid4(), uuid.uuid4()
+        since = _ago(minutes=1)
+        for attempt in (1, 2):
+            ledger.record(tenant, file_id, uuid.uuid4(), "docs", step="ocr", attempt=attempt, usage=_usage(pages=1))
+        ledger.record(tenant, file_id, uuid.uuid4(), "docs", step="vision", attempt=1, usage=_usage(images=1))
+        ledger.record(tenant, other_file, uuid.uuid4(), "docs", step="ocr", attempt=1, usage=_usage(pages=1))
+
+        runs = ledger.ocr_runs_since(tenant, file_id, since)
+        assert len(runs) == 2 and runs == sorted(runs) and all(run >= since for run in runs)
+        assert ledger.ocr_runs_since(tenant, file_id, _ago(minutes=-5)) == []
+        assert ledger.ocr_runs_since(new_tenant(), file_id, since) == []
+
+    def test_declared_bytes_count_every_version_created_since_whatever_became_of_it(
+        self, stores: tuple[FileMetadataStore, UsageLedger]
+    ) -> None:
+        metadata, _ = stores
+        tenant, other = new_tenant(), new_tenant()
+        since = _ago(minutes=1)
+        first = upload(metadata, tenant)
+        upload(metadata, tenant, file_id=first.file_id)  # a second version of the same file
+        rejected = upload(metadata, tenant)
+        assert metadata.mark_rejected(
+            tenant, rejected.version_id, reason="larger than declared", byte_size=900, storage_version_id=None
+        )
+        upload(metadata, other)
+
+        assert metadata.declared_bytes_since(tenant, since) == 300  # each declares 100 bytes
+        assert metadata.declared_bytes_since(tenant, _ago(minutes=-5)) == 0
+        assert metadata.declared_bytes_since(new_tenant(), since) == 0
