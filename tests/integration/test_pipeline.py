@@ -125,7 +125,7 @@ def test_the_step_functions_tasks_take_and_return_references_only(stack: Stack) 
         # Already extracted by the local runner: inspect says so and does not proceed.
         inspected = inspect_step.handler(event, LocalLambdaContext())
         assert inspected["proceed"] is False
-        references = {"tenantId", "fileId", "versionId", "attempt", "rescan"}
+        references = {"tenantId", "fileId", "versionId", "attempt", "rescan", "reindex"}
         assert set(inspected) <= references | {"proceed", "why", "mediaType", "byteSize"}
         deleted = {**event, "versionId": str(uuid.uuid4())}
         assert extract_step.handler(deleted, LocalLambdaContext())["proceed"] is False
