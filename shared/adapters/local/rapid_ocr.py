@@ -16,6 +16,7 @@ child per document, and never in the serving process.
 import io
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,7 +129,9 @@ def _recognise_in_child(payload: bytes) -> bytes:
     except MemoryError:
         return json.dumps({"failed": "the page needs more memory than OCR allows"}).encode()
     except Exception as error:
-        return json.dumps({"failed": f"the OCR engine could not read it ({type(error).__name__}: {error})"}).encode()
+        # The library's words go to the log (the child's stderr), never into the detail the file's owner reads.
+        print(f"OCR failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return json.dumps({"failed": f"the OCR engine could not read it ({type(error).__name__})"}).encode()
     return json.dumps({"result": result.model_dump(mode="json")}).encode()
 
 
@@ -170,7 +173,8 @@ def _pdf_pages(content: bytes, pages: Sequence[int] | None, max_pages: int) -> A
     try:
         document = pdfium.PdfDocument(content)
     except pdfium.PdfiumError as error:
-        raise RecognitionFailed(f"PDFium could not open it: {error}") from error
+        print(f"PDFium could not open the PDF: {error}", file=sys.stderr)
+        raise RecognitionFailed("the PDF could not be opened for OCR: re-save it and upload it again") from error
     try:
         total = len(document)
         for number in pages if pages is not None else range(1, min(total, max_pages) + 1):
@@ -221,7 +225,10 @@ def _image_pages(content: bytes, pages: Sequence[int] | None, max_pages: int) ->
             f"the image declares more pixels than the limit of {MAX_IMAGE_PIXELS // 1_000_000} megapixels"
         ) from error
     except (OSError, SyntaxError, ValueError) as error:
-        raise RecognitionFailed(f"the image could not be decoded: {error}") from error
+        print(f"the image could not be decoded: {type(error).__name__}: {error}", file=sys.stderr)
+        raise RecognitionFailed(
+            "the image could not be decoded: re-save it as PNG or JPEG and upload it again"
+        ) from error
 
 
 def _bgr(image: Any) -> Any:
