@@ -13,6 +13,7 @@ from shared.adapters.local.unavailable import UnavailableOcr, UnavailableVision
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import RecognitionFailed, VisionFailed
 from shared.domain.files import FailureReason, OcrState, ProcessingState, VisionState
+from shared.domain.limits import TenantLimits
 from shared.domain.recognition import (
     BoundingBox,
     ImageDescription,
@@ -27,6 +28,7 @@ from shared.domain.workflow import ProcessVersion
 from shared.local import scan_corpus
 from shared.ports import OcrSource, UsageLedger
 from shared.services.indexing import Indexer
+from shared.services.limits import SpendLimits
 from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import Recognizers
 from tests.integration.files_stack import Stack
@@ -113,7 +115,9 @@ class DownLedger:
         raise ConnectionError("the ledger's database is unreachable")
 
 
-def pipeline(stack: Stack, *, ocr: Any, vision: Any = None, ledger: UsageLedger | None = None) -> IngestionPipeline:
+def pipeline(
+    stack: Stack, *, ocr: Any, vision: Any = None, ledger: UsageLedger | None = None, spend: SpendLimits | None = None
+) -> IngestionPipeline:
     container = stack.container
     return IngestionPipeline(
         container.file_metadata,
@@ -124,6 +128,7 @@ def pipeline(stack: Stack, *, ocr: Any, vision: Any = None, ledger: UsageLedger 
         recognizers=Recognizers(ocr=ocr, vision=vision or UnavailableVision("no vision model in this test")),
         ledger=ledger or container.usage_ledger,
         sleep=lambda seconds: None,
+        spend=spend,
     )
 
 
@@ -261,6 +266,38 @@ def test_an_image_is_transcribed_and_described_and_the_description_is_cited_as_o
     )
     vision = [total for total in totals if total.step == "vision"]
     assert len(vision) == 1 and (vision[0].images, vision[0].input_tokens, vision[0].output_tokens) == (1, 1200, 40)
+
+
+def test_past_the_daily_vision_limit_the_model_is_not_called_and_the_file_says_why(
+    stack: Stack, uploaded: dict[str, Any]
+) -> None:
+    tenant = uploaded["tenant"]
+    file_id = uploaded["files"]["returns-dashboard.png"]
+    record = stack.container.file_metadata.get_file(tenant, uuid.UUID(file_id))
+    assert record is not None
+    # Earlier today the tenant's one image a day was described.
+    described_today = Usage(provider="fake-vision", operation="fake:describe", priced=True, images=1)
+    stack.container.usage_ledger.record(
+        tenant, uuid.uuid4(), uuid.uuid4(), "docs", step="vision", attempt=1, usage=described_today
+    )
+
+    class Counting(FakeVision):
+        calls = 0
+
+        def describe(self, image: bytes, media_type: str) -> ImageDescription:
+            Counting.calls += 1
+            return super().describe(image, media_type)
+
+    spend = SpendLimits(
+        stack.container.usage_ledger, stack.container.file_metadata, TenantLimits(vision_images_per_day=1)
+    )
+    run = pipeline(stack, ocr=stack.container.ocr, vision=Counting(), spend=spend).run
+    version = reprocess(stack, tenant, file_id, run)["version"]
+    assert Counting.calls == 0
+    assert version.vision_state is VisionState.UNAVAILABLE
+    assert version.vision_detail is not None and "daily vision limit of 1 image is spent" in version.vision_detail
+    # What OCR read is still indexed: the limit costs the description only.
+    assert version.processing_state is ProcessingState.INDEXED and version.ocr_state is OcrState.RECOGNIZED
 
 
 def test_a_refused_description_is_recorded_and_the_transcription_still_indexed(
