@@ -139,11 +139,13 @@ def component_figures() -> list[dict[str, Any]]:
 
 
 def stack_workload_figures() -> list[dict[str, Any]]:
-    """Each in a stack of its own: memory as files are ingested, and the isolation probes with search's p95."""
+    """Each in a stack of its own: memory as files are ingested, the isolation probes with search's p95, and a
+    3,000-chunk version re-indexed through the worker."""
     from bench.ingest_memory import figures as ingest_memory_figures
     from bench.isolation import figures as isolation_figures
+    from bench.reindex import figures as reindex_figures
 
-    return [*ingest_memory_figures(result), *isolation_figures(result)]
+    return [*ingest_memory_figures(result), *isolation_figures(result), *reindex_figures(result)]
 
 
 def main() -> int:

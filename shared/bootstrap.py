@@ -255,6 +255,7 @@ class Container:
                 url_lifetime=timedelta(seconds=self.settings.upload_url_lifetime_seconds),
             ),
             spend=self.spend_limits,
+            scanning=self.malware_scanning,
         )
 
     @cached_property

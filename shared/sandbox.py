@@ -426,6 +426,10 @@ def _child_main() -> None:
 def _confine(spec: Mapping[str, Any]) -> dict[str, Any]:
     problems: list[str] = []
     _prctl(_PR_SET_PDEATHSIG, 9)
+    # Non-dumpable, as the parent is: another child (another tenant's document, parsed at the same time) must not
+    # read this one's /proc/<pid>/environ or mem, nor this one theirs.
+    if _prctl(_PR_SET_DUMPABLE, 0) != 0:
+        problems.append(f"PR_SET_DUMPABLE refused (errno {ctypes.get_errno()})")
     _lower_limit(resource.RLIMIT_CORE, 0)
     _lower_limit(resource.RLIMIT_CPU, int(spec["cpu_seconds"]))
     memory_limited = False

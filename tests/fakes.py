@@ -154,6 +154,8 @@ class FakeFileMetadataStore(FileMetadataStore):
                 )
             elif not self._live(new.tenant_id, new.file_id):
                 raise NotFound("not found")  # deleted since the caller looked: no new version brings it back
+            elif self._files[new.tenant_id, new.file_id].collection_id != new.collection_id:
+                raise NotFound("not found")  # moved since the caller's role was checked where it saw the file
             self._tenants.add(new.tenant_id)
             self._versions[new.tenant_id, new.version_id] = _Version(
                 new.file_id,
@@ -275,7 +277,7 @@ class FakeFileMetadataStore(FileMetadataStore):
             if current is None or not applies(current):
                 return None
             rejects = rejection is not None and current.processing_state is ProcessingState.NOT_STARTED
-            update: dict[str, Any] = {"malware_scan": verdict}
+            update: dict[str, Any] = {"malware_scan": verdict, "malware_scan_object": storage_version_id}
             if rejects:
                 update |= {"state": VersionState.REJECTED, "rejection_reason": rejection}
             self._set(tenant_id, version_id, **update, updated_at=self.clock())

@@ -121,6 +121,9 @@ class LambdaPackage(Construct):
                 "QUIRE_ENVIRONMENT": settings.name,
                 "QUIRE_BEDROCK_EMBEDDING_MODEL_ID": EMBEDDING_MODEL_ID,
                 "QUIRE_EMBEDDING_DIMENSION": str(EMBEDDING_DIMENSION),
+                # Every function, not only the upload's: processing is asked for from the upload event, the
+                # verdict, the sweeps and the API, and each must hold it back until the scanner says clean.
+                "QUIRE_MALWARE_SCANNING": settings.malware_scanning,
                 **(environment or {}),
             },
             vpc=vpc,

@@ -422,9 +422,8 @@ class Pipeline(Construct):
         self._grant_tenant_storage(
             function, read=(ORIGINALS_PREFIX,), delete=(ORIGINALS_PREFIX,), missing_is_not_found=True
         )
-        if self._settings.malware_scanning != "off":
-            # The scan's verdict starts processing (functions/malware_verdict), not the upload itself.
-            function.add_environment("QUIRE_MALWARE_SCANNING", self._settings.malware_scanning)
+        # With malware scanning on (QUIRE_MALWARE_SCANNING, on every function: infra/constructs/functions.py),
+        # the scan's verdict starts processing (functions/malware_verdict), not the upload itself.
         undelivered = self._dead_letter_queue("ObjectCreatedUndelivered", "events EventBridge could not deliver")
         events.Rule(
             self,

@@ -5,7 +5,7 @@ tenant). Its code calls sts:AssumeRole on its companion role with the session ta
 (shared/adapters/aws/tenant_credentials.py), and that role's policies name objects only through
 `${aws:PrincipalTag/tenant}`: a session for tenant A is refused tenant B's keys by IAM itself, whatever key the
 code built. One companion role per function keeps each function's own least privilege (the extract step still
-cannot write originals, the API still cannot delete).
+cannot write originals; the API deletes only originals, the versions a deletion withdraws in the request).
 
 What this does not bound: the function's own credentials may assume its companion role for any tenant, so
 code that runs with them (rather than with a tenant session) can still pick a tenant. It does bound code that

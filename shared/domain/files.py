@@ -258,6 +258,18 @@ class FileVersionRecord(BaseModel):
     export_id: UUID | None = None  # the export that rendered these bytes
     # None: not scanned (no scanner in this deployment, or its verdict has not arrived yet).
     malware_scan: MalwareScan | None = None
+    # The storage object version that verdict was for (None: the store keeps no versions).
+    malware_scan_object: str | None = None
+
+    @property
+    def found_clean(self) -> bool:
+        """The scanner found these very bytes clean: the verdict is NO_THREATS_FOUND and for the stored object
+        (a verdict for another object posted under the key says nothing of this one)."""
+        return self.malware_scan is MalwareScan.NO_THREATS_FOUND and (
+            self.malware_scan_object is None
+            or self.storage_version_id is None
+            or self.malware_scan_object == self.storage_version_id
+        )
 
     @property
     def recognition(self) -> Recognition:

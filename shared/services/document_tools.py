@@ -22,6 +22,7 @@ from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.files import FileService
 from shared.services.limits import SpendLimits
 from shared.services.recognition import IMAGE_TYPES
+from shared.services.reindexing import WORKFLOW_UNREACHABLE
 
 SCANNABLE_TYPES = IMAGE_TYPES | {"application/pdf"}
 
@@ -120,10 +121,10 @@ class DocumentTools:
         )
         try:
             self._workflow.start(request)
-        except Exception:
+        except Exception as error:
             logger.exception("could not start a rescan")
             self._attempts.release_processing(principal.tenant_id, version.version_id, attempt=attempt)
-            raise
+            raise CapabilityUnavailable("workflow", WORKFLOW_UNREACHABLE) from error
         return ScanStarted(file_id=file_id, version_id=version.version_id, attempt=attempt, engine=status.provider)
 
     def analyze_image(self, principal: Principal, file_id: UUID) -> ImageAnalysis:

@@ -27,7 +27,13 @@ from shared.domain.files import (
 )
 from shared.domain.uploads import accepted_type, check_declared_size, clean_filename, storage_key
 from shared.observability import logger
-from shared.ports import MAX_SIGNED_READ_LIFETIME, AuthorizationPolicy, FileCatalog, FileContentStore
+from shared.ports import (
+    MAX_SIGNED_READ_LIFETIME,
+    AuthorizationPolicy,
+    FileCatalog,
+    FileContentStore,
+    MalwareScanning,
+)
 from shared.services.limits import SpendLimits
 
 MAX_PAGE_SIZE = 100
@@ -101,6 +107,7 @@ class FileService:
         new_id: Callable[[], UUID] = uuid4,
         *,
         spend: SpendLimits | None = None,
+        scanning: MalwareScanning | None = None,
     ) -> None:
         self._catalog = catalog
         self._content = content
@@ -108,6 +115,7 @@ class FileService:
         self._limits = limits
         self._new_id = new_id
         self._spend = spend
+        self._scanning = scanning
 
     def start_upload(
         self, principal: Principal, *, collection_id: str, filename: str, media_type: str, byte_size: int
@@ -210,6 +218,9 @@ class FileService:
         self, principal: Principal, file_id: UUID, *, version_id: UUID | None, lifetime: timedelta
     ) -> SignedRead | ProxiedContent:
         version = self._readable_version(self.get_file(principal, file_id), version_id)
+        if self._scanning is not None and self._scanning.gates_processing and not version.found_clean:
+            # With a scanner on, no one downloads bytes it has not found clean (nor any it refused: rejected).
+            raise NotReady("this version is awaiting its malware scan: its bytes are served once they are found clean")
         signed = self._content.signed_read(
             version.storage_key,
             version_id=version.storage_version_id,

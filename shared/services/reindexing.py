@@ -21,6 +21,8 @@ from shared.ports import EmbeddingProvider, FileCatalog, KnowledgeStore, Process
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.limits import SpendLimits
 
+# The caller's 503 when the workflow cannot be asked (an outage): the work is back on the list, nothing lost.
+WORKFLOW_UNREACHABLE = "the workflow could not be asked to start the work: nothing was started, try again shortly"
 # How many stale versions `remaining` counts up to (the list is derived, never stored).
 REMAINING_COUNTED = 10_000
 
@@ -101,9 +103,9 @@ class Reindexer:
         )
         try:
             self._workflow.start(request)
-        except Exception:
+        except Exception as error:
             logger.exception("could not start a re-index")
             # Back on the list as it was (indexed, with its chunks), for the next call.
             self._attempts.release_processing(tenant_id, version_id, attempt=attempt, back_to=ProcessingState.INDEXED)
-            raise
+            raise CapabilityUnavailable("workflow", WORKFLOW_UNREACHABLE) from error
         return True

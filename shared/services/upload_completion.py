@@ -303,4 +303,4 @@ class UploadCompletion:
     def _found_clean(self, tenant_id: str, version: FileVersionRecord) -> bool:
         # Read again: the verdict may have been recorded after the caller read this version.
         found = self._catalog.find_version(tenant_id, version.version_id)
-        return found is not None and found[1].malware_scan is MalwareScan.NO_THREATS_FOUND
+        return found is not None and found[1].found_clean

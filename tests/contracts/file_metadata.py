@@ -193,6 +193,7 @@ class FileMetadataContract:
         )
         assert recorded is not None
         assert (recorded.state, recorded.malware_scan) == (VersionState.STORED, MalwareScan.NO_THREATS_FOUND)
+        assert recorded.malware_scan_object == "object-1" and recorded.found_clean
         infected = stored(store, tenant)
         rejected = store.record_malware_scan(
             tenant, infected.version_id, MalwareScan.THREATS_FOUND, storage_version_id="object-1"
@@ -221,6 +222,19 @@ class FileMetadataContract:
             VersionState.PENDING,
             MalwareScan.NO_THREATS_FOUND,
         )
+        # Another object stored under the key afterwards is not the one found clean.
+        assert store.mark_stored(tenant, early.version_id, byte_size=90, storage_version_id="object-2")
+        found = store.find_version(tenant, early.version_id)
+        assert found is not None and not found[1].found_clean
+
+    def test_a_new_version_for_the_collection_the_file_left_is_refused(self, store: FileMetadataStore) -> None:
+        tenant = new_tenant()
+        first = stored(store, tenant, collection="drafts")
+        assert store.move_file(tenant, first.file_id, from_collection="drafts", to_collection="board")
+        # A writer of `drafts` checked before the move: its new version must not land in `board`.
+        with pytest.raises(NotFound):
+            upload(store, tenant, collection="drafts", file_id=first.file_id)
+        upload(store, tenant, collection="board", file_id=first.file_id)
 
     def test_a_reindex_queues_an_indexed_version_only_and_only_once(self, store: FileMetadataStore) -> None:
         tenant = new_tenant()

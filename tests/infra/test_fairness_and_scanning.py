@@ -94,8 +94,11 @@ def test_scanning_is_off_by_default_everywhere(synthesized: tuple[str, Template]
     assert settings_for(env).malware_scanning == "off"
     assert template.find_resources("AWS::GuardDuty::MalwareProtectionPlan") == {}
     assert VERDICT_HANDLER not in reservations(template)
-    _, created = function_with_handler(template, OBJECT_CREATED_HANDLER)
-    assert "QUIRE_MALWARE_SCANNING" not in created["Properties"]["Environment"]["Variables"]
+    # Off is said to every function, so none of them holds processing back for a verdict that never comes.
+    for function in template.find_resources("AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        if "QUIRE_RUNTIME" in variables:
+            assert variables["QUIRE_MALWARE_SCANNING"] == "off", function["Properties"].get("Handler")
 
 
 def test_with_scanning_on_guardduty_scans_the_originals_under_tenants_and_tags_its_verdict(scanning: Template) -> None:
@@ -129,8 +132,21 @@ def test_with_scanning_on_guardduty_scans_the_originals_under_tenants_and_tags_i
 def test_with_scanning_on_the_verdict_starts_processing_and_the_upload_does_not(scanning: Template) -> None:
     verdict_id, verdict = function_with_handler(scanning, VERDICT_HANDLER)
     _, created = function_with_handler(scanning, OBJECT_CREATED_HANDLER)
-    # on_object_created records the upload but leaves starting its processing to the verdict.
+    # on_object_created records the upload but leaves starting its processing to the verdict; and so does every
+    # other function that may ask for processing (the sweeps, the API, the verdict itself, the steps): one that
+    # did not know would start it unscanned.
     assert created["Properties"]["Environment"]["Variables"]["QUIRE_MALWARE_SCANNING"] == "guardduty"
+    quire_functions = {
+        function["Properties"]["Handler"]: function["Properties"]["Environment"]["Variables"]
+        for function in scanning.find_resources("AWS::Lambda::Function").values()
+        if "QUIRE_RUNTIME" in function["Properties"].get("Environment", {}).get("Variables", {})
+    }
+    assert {"functions.reconcile.handler.handler", "functions.api.handler.handler", VERDICT_HANDLER} <= set(
+        quire_functions
+    )
+    assert {handler: v["QUIRE_MALWARE_SCANNING"] for handler, v in quire_functions.items()} == dict.fromkeys(
+        quire_functions, "guardduty"
+    )
     plan_id = next(iter(scanning.find_resources("AWS::GuardDuty::MalwareProtectionPlan")))
     rules: list[Mapping[str, Any]] = [
         rule["Properties"]

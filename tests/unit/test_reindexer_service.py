@@ -119,7 +119,7 @@ def test_a_workflow_that_cannot_be_asked_leaves_the_version_indexed_and_listed()
     fakes = Fakes(embedder=FakeEmbedder(name="old-model"))
     ticket = indexed(fakes)
     fakes.workflow.unreachable = True
-    with pytest.raises(ConnectionError):
+    with pytest.raises(CapabilityUnavailable, match="workflow could not be asked"):
         fakes.reindexer(FakeEmbedder(name="new-model")).start_batch("acme", frozenset({"docs"}))
     fakes.workflow.unreachable = False
     found = fakes.metadata.find_version("acme", ticket.version_id)

@@ -158,6 +158,41 @@ def parent_memory_seen(payload: bytes) -> bytes:
     return json.dumps({"secret": PARENT_SECRET, "maps": attempt(parent_maps), "mem": attempt(parent_memory)}).encode()
 
 
+def napping(payload: bytes) -> bytes:
+    time.sleep(float(payload.decode()))
+    return b"rested"
+
+
+def siblings_read(payload: bytes) -> bytes:
+    """Every other sandbox child of this one's parent it can find in /proc, and what reading its environment and
+    memory gave (children of other processes on the machine, as another test run's, are not this test's)."""
+    own, parent = os.getpid(), os.getppid()
+    found: dict[str, dict[str, str]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (own, parent):
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as cmdline:
+                if b"s._child_main()" not in cmdline.read():
+                    continue
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                if int(stat.read().rsplit(b")", 1)[1].split()[1]) != parent:
+                    continue
+        except (OSError, ValueError, IndexError):
+            continue
+
+        def environ(pid: str = name) -> None:
+            with open(f"/proc/{pid}/environ", "rb") as environment:
+                environment.read()
+
+        def memory(pid: str = name) -> None:
+            with open(f"/proc/{pid}/mem", "rb") as mem:
+                mem.read(1)
+
+        found[name] = {"environ": attempt(environ), "mem": attempt(memory)}
+    return json.dumps(found).encode()
+
+
 def signals_sent(payload: bytes) -> bytes:
     return json.dumps(
         {"parent": attempt(lambda: os.kill(os.getppid(), 0)), "everyone": attempt(lambda: os.kill(-1, 0))}
@@ -289,3 +324,19 @@ def test_the_parent_knows_the_child_confined_itself() -> None:
     confinement = last_confinement()
     assert confinement is not None
     assert (confinement.complete, confinement.memory_limited, confinement.detail) == (True, True, "")
+
+
+@pytest.mark.skipif(not CONFINED_PLATFORM, reason="the sandbox's confinement is built for Linux on x86_64 and aarch64")
+def test_a_child_cannot_read_another_childs_environment_or_memory() -> None:
+    # Given another child at work at the same time (another document, maybe another tenant's)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        sibling = pool.submit(run, napping, b"8")
+        time.sleep(2)
+        # When a second child looks for it in /proc
+        seen = answer_of(siblings_read)
+        assert sibling.result() == b"rested"
+    # Then it finds it, and reading its environment or memory is refused
+    assert seen, "the sibling child was not found: the probe saw nothing"
+    for pid, reads in seen.items():
+        assert isinstance(reads, dict)
+        assert reads["environ"] != "ok" and reads["mem"] != "ok", (pid, reads)

@@ -33,7 +33,7 @@ _VERSION_COLUMNS = (
     " extraction_warnings, extraction_truncated, document_key, document_version_id, processing_attempt,"
     " processing_retries, chunk_count, embedded_chunk_count, embedding_model, embedding_gap, indexed_at,"
     " ocr_state, ocr_engine, ocr_detail, recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail,"
-    " export_id, malware_scan"
+    " export_id, malware_scan, malware_scan_object"
 )
 
 
@@ -58,6 +58,13 @@ def _lock_live_file(conn: psycopg.Connection[Any], tenant_id: str, file_id: UUID
         (tenant_id, file_id),
     ).fetchone()
     return bool(row and row[0])
+
+
+def _collection_of(conn: psycopg.Connection[Any], tenant_id: str, file_id: UUID) -> str | None:
+    row = conn.execute(
+        "SELECT collection_id FROM files WHERE tenant_id = %s AND file_id = %s", (tenant_id, file_id)
+    ).fetchone()
+    return str(row[0]) if row else None
 
 
 def _move_chunks(conn: psycopg.Connection[Any], tenant_id: str, file_id: UUID, to_collection: str) -> None:
@@ -109,6 +116,10 @@ class PostgresFileMetadataStore(FileMetadataStore):
                 )
             elif not _lock_live_file(conn, new.tenant_id, new.file_id):
                 # Deleted since the caller looked: a new version must not bring it back.
+                raise NotFound("not found")
+            elif _collection_of(conn, new.tenant_id, new.file_id) != new.collection_id:
+                # Moved since the caller's role was checked in the collection it saw: as far as that check
+                # goes, the file is gone from there (the file's lock orders this against the move).
                 raise NotFound("not found")
             conn.execute(
                 "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type,"
@@ -255,7 +266,8 @@ class PostgresFileMetadataStore(FileMetadataStore):
         rejection = verdict.rejection()
         with self._database.tenant_transaction(tenant_id) as conn:
             changed = conn.execute(
-                "UPDATE file_versions SET malware_scan = %(verdict)s, updated_at = now(),"
+                "UPDATE file_versions SET malware_scan = %(verdict)s, malware_scan_object = %(object)s,"
+                " updated_at = now(),"
                 # A verdict that rejects ends a version no attempt has taken up; one under way finishes (its
                 # bytes were checked before it was queued, so it can only be a verdict repeated for them).
                 " state = CASE WHEN %(rejects)s AND processing_state = 'not_started' THEN 'rejected' ELSE state END,"
