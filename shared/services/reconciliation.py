@@ -195,8 +195,10 @@ class Reconciler:
         return report
 
     def _turn(self, tenant_id: str, now: datetime, report: ReconcileReport, *, deadline: float) -> bool:
-        """One tenant's turn: its sweeps in order (deletions first), each from where it stopped, until the
-        deadline; True when every sweep reached its end."""
+        """One tenant's turn: its sweeps in order (deletions first), each from where it stopped, each with an equal
+        share of what is left of the turn (a sweep that ends early leaves its share to the next), so a backlog in
+        one (a bulk deletion) cannot keep the tenant's lost uploads and stalled processing from being recovered;
+        True when every sweep reached its end."""
         pending_cutoff = now - self._thresholds.pending_after
         stuck_cutoff = now - self._thresholds.stuck_after
         queries = self._queries
@@ -229,12 +231,15 @@ class Reconciler:
             ),
         ]
         try:
-            for sweep, fetch, handle in sweeps:
-                if not self._walk(tenant_id, sweep, fetch, handle, report, deadline=deadline):
-                    return False
+            finished = True
+            for index, (sweep, fetch, handle) in enumerate(sweeps):
+                started = self._clock()
+                until = started + max(deadline - started, 0.0) / (len(sweeps) - index)
+                walked = self._walk(tenant_id, sweep, fetch, handle, report, deadline=until)
+                finished = finished and walked
             if self._renders is not None:
                 report.renders_resubmitted += self._renders.resubmit_stalled(tenant_id, now)
-            return True
+            return finished
         finally:
             self._progress.end_turn(tenant_id)
 

@@ -227,7 +227,7 @@ def test_the_next_run_resumes_a_tenant_where_its_turn_stopped_not_at_the_top() -
     fakes.metadata.clock.advance(timedelta(hours=3))
     budget = ReconcileBudget(tenants=timedelta(seconds=60), per_tenant=timedelta(seconds=5))
     runs = 0
-    while state_of(fakes, "acme", lost.version_id) is VersionState.PENDING and runs < 10:
+    while state_of(fakes, "acme", lost.version_id) is VersionState.PENDING and runs < 60:
         fakes.reconciler(budget=budget, clock=clock).run(datetime.now(UTC))
         runs += 1
     # Each turn walks a few rows; started at the top every time, it would never get past the renders.
@@ -305,3 +305,27 @@ def test_a_collection_delete_removes_bytes_up_to_its_bound_and_says_how_many_are
     assert len(list(fakes.content.object_versions("tenants/acme/"))) == 1
     fakes.reconciler().run(datetime.now(UTC) + timedelta(seconds=1))
     assert list(fakes.content.object_versions("tenants/acme/")) == []
+
+
+def test_a_tenants_deletion_backlog_cannot_keep_its_own_lost_upload_from_being_recovered() -> None:
+    # Given a tenant deleting hundreds of files (its deletions come first in its turn) and one lost upload
+    clock = SteppingClock()
+    fakes = aged()
+    backlog = stale_tickets(fakes, "acme", 300)
+    for version_id in backlog:
+        found = fakes.metadata.find_version("acme", version_id)
+        assert found is not None
+        fakes.metadata.begin_delete_file("acme", found[0].file_id)
+    lost = fakes.files().start_upload(
+        principal("acme", "docs"), collection_id="docs", filename="lost.pdf", media_type="application/pdf",
+        byte_size=len(PDF),
+    )  # fmt: skip
+    fakes.content.post(lost.upload, PDF)  # its bytes landed; the event never came
+    fakes.metadata.clock.advance(timedelta(hours=3))
+    # When one run's turn is far too short for the deletions
+    budget = ReconcileBudget(tenants=timedelta(seconds=60), per_tenant=timedelta(seconds=40))
+    report = fakes.reconciler(budget=budget, clock=clock).run(datetime.now(UTC)).as_dict()
+    # Then the deletions are unfinished, and the lost upload was recovered in the same turn all the same
+    assert "acme" in report["tenantsUnfinished"]
+    assert 0 < report["deletedVersions"] < len(backlog)
+    assert state_of(fakes, "acme", lost.version_id) is VersionState.STORED
