@@ -17,6 +17,7 @@ from shared.domain.document import ExtractionFailure, ExtractionLimits, Extracti
 from shared.domain.exports import ExportFormat, RenderedFile, RenderFailed, RenderLimits, RenderRequest
 from shared.domain.files import FailureReason
 from shared.domain.pdf_tools import PagePick, PdfInput, PdfInputProblem
+from shared.domain.ranged_reads import RangedReader
 from shared.domain.sniffing import archive_mismatch
 from shared.domain.uploads import accepted_type
 from shared.sandbox import parent_range, resolve, unpack
@@ -105,35 +106,11 @@ def sniff_office_archive(payload: bytes) -> bytes:
     return json.dumps({"mismatch": archive_mismatch(stream, size, prefix, accepted)}).encode()
 
 
-class _ParentObject(io.RawIOBase):
+class _ParentObject(RangedReader):
     """A seekable view of the object the parent serves by range (the child has no network to fetch it)."""
 
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._position = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
-        self._position = max(0, base + offset)
-        return self._position
-
-    def readinto(self, buffer: Any) -> int:
-        wanted = min(len(buffer), self._size - self._position)
-        if wanted <= 0:
-            return 0
-        chunk = parent_range(self._position, wanted)
-        buffer[: len(chunk)] = chunk
-        self._position += len(chunk)
-        return len(chunk)
+    def _fetch(self, start: int, length: int) -> bytes:
+        return parent_range(start, length)
 
 
 # A rendering's answer: a JSON header line, then the rendered bytes (the parent validates both).

@@ -5,13 +5,12 @@ out, for a version that exists, and the bytes must be what was declared (size an
 version is stored. Duplicate and out-of-order events do the work at most once.
 """
 
-import io
 import json
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
 
 from shared.domain.files import FileRecord, FileVersionRecord, MalwareScan, VersionState
+from shared.domain.ranged_reads import RangedReader
 from shared.domain.sniffing import SNIFF_PREFIX_BYTES, is_archive_type, mismatch
 from shared.domain.uploads import accepted_type, parse_storage_key
 from shared.domain.workflow import ProcessVersion, StartOutcome
@@ -48,45 +47,24 @@ class Verdict(StrEnum):
 AWAITING_MALWARE_SCAN = "awaiting the malware scan"
 
 
-class RangedObject(io.RawIOBase):
+class RangedObject(RangedReader):
     """A seekable, read-only view of one stored object version, fetched range by range."""
 
     def __init__(
         self, content: FileContentStore, key: str, version_id: str | None, size: int, *, budget: int = 16 * 1024 * 1024
     ) -> None:
+        super().__init__(size)
         self._content = content
         self._key = key
         self._version_id = version_id
-        self._size = size
-        self._position = 0
         # However a crafted archive points its parser around, no more than this is ever fetched.
         self._budget = budget
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
-        self._position = max(0, base + offset)
-        return self._position
-
-    def readinto(self, buffer: Any) -> int:
-        wanted = min(len(buffer), self._size - self._position)
-        if wanted <= 0:
-            return 0
-        if wanted > self._budget:
+    def _fetch(self, start: int, length: int) -> bytes:
+        if length > self._budget:
             raise OSError("reading this archive would fetch more than its sniffing budget")
-        self._budget -= wanted
-        chunk = self._content.read_range(self._key, version_id=self._version_id, start=self._position, length=wanted)
-        buffer[: len(chunk)] = chunk
-        self._position += len(chunk)
-        return len(chunk)
+        self._budget -= length
+        return self._content.read_range(self._key, version_id=self._version_id, start=start, length=length)
 
     def range(self, start: int, length: int) -> bytes:
         """`length` bytes from `start` (fewer at the end), for a reader in the sandbox's child: bounded by the
