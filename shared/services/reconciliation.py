@@ -198,7 +198,7 @@ class Reconciler:
         """One tenant's turn: its sweeps in order (deletions first), each from where it stopped, each with an equal
         share of what is left of the turn (a sweep that ends early leaves its share to the next), so a backlog in
         one (a bulk deletion) cannot keep the tenant's lost uploads and stalled processing from being recovered;
-        True when every sweep reached its end."""
+        then what the others left goes back to those that ran out. True when every sweep reached its end."""
         pending_cutoff = now - self._thresholds.pending_after
         stuck_cutoff = now - self._thresholds.stuck_after
         queries = self._queries
@@ -231,15 +231,20 @@ class Reconciler:
             ),
         ]
         try:
-            finished = True
+            ran_out = []
             for index, (sweep, fetch, handle) in enumerate(sweeps):
                 started = self._clock()
                 until = started + max(deadline - started, 0.0) / (len(sweeps) - index)
-                walked = self._walk(tenant_id, sweep, fetch, handle, report, deadline=until)
-                finished = finished and walked
+                if not self._walk(tenant_id, sweep, fetch, handle, report, deadline=until):
+                    ran_out.append((sweep, fetch, handle))
+            for sweep, fetch, handle in list(ran_out):
+                if self._clock() >= deadline:
+                    break
+                if self._walk(tenant_id, sweep, fetch, handle, report, deadline=deadline):
+                    ran_out.remove((sweep, fetch, handle))
             if self._renders is not None:
                 report.renders_resubmitted += self._renders.resubmit_stalled(tenant_id, now)
-            return finished
+            return not ran_out
         finally:
             self._progress.end_turn(tenant_id)
 
@@ -276,7 +281,8 @@ class Reconciler:
                     self._progress.save_resume_point(tenant_id, sweep, _keyset(row))
                     return False
                 after = _keyset(row)
-                if self._clock() >= deadline:
+                last_of_all = row is page[-1] and len(page) < _PAGE
+                if not last_of_all and self._clock() >= deadline:
                     self._progress.save_resume_point(tenant_id, sweep, after)
                     return False
             if len(page) < _PAGE:
