@@ -424,12 +424,11 @@ class Pipeline(Construct):
         )
         # With malware scanning on (QUIRE_MALWARE_SCANNING, on every function: infra/constructs/functions.py),
         # the scan's verdict starts processing (functions/malware_verdict), not the upload itself.
-        undelivered = self._dead_letter_queue("ObjectCreatedUndelivered", "events EventBridge could not deliver")
-        events.Rule(
-            self,
+        self._deliver_events(
+            function,
             "ObjectCreated",
             description="An upload landed in the originals bucket: record it and start processing",
-            event_pattern=events.EventPattern(
+            pattern=events.EventPattern(
                 source=["aws.s3"],
                 detail_type=["Object Created"],
                 detail={
@@ -437,16 +436,35 @@ class Pipeline(Construct):
                     "object": {"key": [{"prefix": ORIGINALS_PREFIX}]},
                 },
             ),
+            undelivered=("ObjectCreatedUndelivered", "events EventBridge could not deliver"),
+        )
+        return function
+
+    def _deliver_events(
+        self,
+        function: lambda_.Function,
+        rule_id: str,
+        *,
+        description: str,
+        pattern: events.EventPattern,
+        undelivered: tuple[str, str],
+    ) -> None:
+        """An EventBridge rule for `pattern` to `function`, retried for two hours, then kept in a dead-letter
+        queue (named `undelivered`: its id and what it holds) for the operator."""
+        events.Rule(
+            self,
+            rule_id,
+            description=description,
+            event_pattern=pattern,
             targets=[
                 events_targets.LambdaFunction(
                     function,
-                    dead_letter_queue=undelivered,
+                    dead_letter_queue=self._dead_letter_queue(*undelivered),
                     retry_attempts=8,
                     max_event_age=cdk.Duration.hours(2),
                 )
             ],
         )
-        return function
 
     def _malware_verdicts(self, plan: guardduty.CfnMalwareProtectionPlan) -> lambda_.Function:
         """GuardDuty's scan result for an upload moves its version on: to processing when no threat was found,
@@ -467,25 +485,17 @@ class Pipeline(Construct):
         self._grant_tenant_storage(
             function, read=(ORIGINALS_PREFIX,), delete=(ORIGINALS_PREFIX,), missing_is_not_found=True
         )
-        undelivered = self._dead_letter_queue("MalwareVerdictUndelivered", "scan results EventBridge could not deliver")
-        events.Rule(
-            self,
+        self._deliver_events(
+            function,
             "MalwareScanResult",
             description="GuardDuty scanned an upload: record the verdict, then process or refuse it",
-            event_pattern=events.EventPattern(
+            pattern=events.EventPattern(
                 source=["aws.guardduty"],
                 detail_type=[MALWARE_SCAN_RESULT],
                 resources=[plan.attr_arn],
                 detail={"s3ObjectDetails": {"bucketName": [self._storage.originals.bucket_name]}},
             ),
-            targets=[
-                events_targets.LambdaFunction(
-                    function,
-                    dead_letter_queue=undelivered,
-                    retry_attempts=8,
-                    max_event_age=cdk.Duration.hours(2),
-                )
-            ],
+            undelivered=("MalwareVerdictUndelivered", "scan results EventBridge could not deliver"),
         )
         return function
 

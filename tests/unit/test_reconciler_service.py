@@ -9,6 +9,7 @@ from uuid import UUID, uuid4
 from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState, StoredObject, VersionState
 from shared.domain.uploads import storage_key
 from shared.domain.workflow import ProcessVersion
+from shared.services.files import UploadTicket
 from shared.services.reconciliation import NEVER_ARRIVED, ReconcileBudget
 from shared.services.upload_completion import Completion
 from tests.fakes import Clock, FakeContentStore, FakeFileMetadataStore, Fakes, RecordingWorkflow, principal
@@ -25,14 +26,7 @@ def aged(workflow: RecordingWorkflow | None = None) -> Fakes:
 
 def test_a_pending_upload_past_the_threshold_is_completed_or_rejected_once() -> None:
     fakes = aged()
-    lost = fakes.files().start_upload(
-        principal("acme", "docs"),
-        collection_id="docs",
-        filename="lost.pdf",
-        media_type="application/pdf",
-        byte_size=len(PDF),
-    )
-    fakes.content.post(lost.upload, PDF)  # the bytes landed; the event never came
+    lost = lost_upload(fakes)
     never = fakes.files().start_upload(
         principal("acme", "docs"), collection_id="docs", filename="never.pdf", media_type="application/pdf", byte_size=9
     )
@@ -146,6 +140,19 @@ class TimedContentStore(FakeContentStore):
         return super().head(key, version_id=version_id)
 
 
+def lost_upload(fakes: Fakes) -> UploadTicket:
+    """An upload whose bytes landed and whose Object Created event never came."""
+    lost = fakes.files().start_upload(
+        principal("acme", "docs"),
+        collection_id="docs",
+        filename="lost.pdf",
+        media_type="application/pdf",
+        byte_size=len(PDF),
+    )
+    fakes.content.post(lost.upload, PDF)
+    return lost
+
+
 def stale_tickets(fakes: Fakes, tenant: str, count: int) -> list[UUID]:
     """Upload tickets asked for and never used (their URLs long expired)."""
     return [
@@ -216,14 +223,7 @@ def test_the_next_run_resumes_a_tenant_where_its_turn_stopped_not_at_the_top() -
             ),
             new_file=True,
         )
-    lost = fakes.files().start_upload(
-        principal("acme", "docs"),
-        collection_id="docs",
-        filename="lost.pdf",
-        media_type="application/pdf",
-        byte_size=len(PDF),
-    )
-    fakes.content.post(lost.upload, PDF)  # its bytes landed; the event never came
+    lost = lost_upload(fakes)
     fakes.metadata.clock.advance(timedelta(hours=3))
     budget = ReconcileBudget(tenants=timedelta(seconds=60), per_tenant=timedelta(seconds=5))
     runs = 0
@@ -316,11 +316,7 @@ def test_a_tenants_deletion_backlog_cannot_keep_its_own_lost_upload_from_being_r
         found = fakes.metadata.find_version("acme", version_id)
         assert found is not None
         fakes.metadata.begin_delete_file("acme", found[0].file_id)
-    lost = fakes.files().start_upload(
-        principal("acme", "docs"), collection_id="docs", filename="lost.pdf", media_type="application/pdf",
-        byte_size=len(PDF),
-    )  # fmt: skip
-    fakes.content.post(lost.upload, PDF)  # its bytes landed; the event never came
+    lost = lost_upload(fakes)
     fakes.metadata.clock.advance(timedelta(hours=3))
     # When one run's turn is far too short for the deletions
     budget = ReconcileBudget(tenants=timedelta(seconds=60), per_tenant=timedelta(seconds=40))
