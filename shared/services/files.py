@@ -15,7 +15,7 @@ from uuid import UUID, uuid4
 from pydantic import BaseModel, ConfigDict
 
 from shared.domain.auth import Principal
-from shared.domain.errors import Conflict, InvalidRequest, NotFound, NotReady
+from shared.domain.errors import Conflict, InvalidRequest, NotFound, NotReady, UnsupportedMediaType
 from shared.domain.files import (
     FilePage,
     FileRecord,
@@ -25,6 +25,7 @@ from shared.domain.files import (
     SignedRead,
     VersionState,
 )
+from shared.domain.text_reads import TEXT_READ_MEDIA_TYPES, TextSlice, clamp_read, decode_slice
 from shared.domain.uploads import accepted_type, check_declared_size, clean_filename, storage_key
 from shared.observability import logger
 from shared.ports import (
@@ -233,6 +234,40 @@ class FileService:
             version.storage_key, version_id=version.storage_version_id, max_bytes=self._limits.max_bytes
         )
         return ProxiedContent(content=content, filename=version.filename, media_type=version.media_type)
+
+    def read_text(
+        self, principal: Principal, file_id: UUID, *, version_id: UUID | None, offset: int, limit: int
+    ) -> tuple[FileVersionRecord, TextSlice]:
+        """At most MAX_TEXT_READ_BYTES of a text file's own bytes from `offset`, through the same entitlement and
+        malware gate as a download; any other type is refused naming its extracted document."""
+        version = self._readable_version(self.get_file(principal, file_id), version_id)
+        if version.media_type not in TEXT_READ_MEDIA_TYPES:
+            raise UnsupportedMediaType(
+                f"{version.media_type} is not read as text here (only {', '.join(sorted(TEXT_READ_MEDIA_TYPES))}):"
+                " read its extracted document instead"
+            )
+        if self._scanning is not None and self._scanning.gates_processing and not version.found_clean:
+            raise NotReady("this version is awaiting its malware scan: its bytes are served once they are found clean")
+        total = version.byte_size or 0
+        try:
+            start, length = clamp_read(offset, limit, total)
+        except ValueError as error:
+            raise InvalidRequest(str(error)) from error
+        raw = (
+            self._content.read_range(
+                version.storage_key, version_id=version.storage_version_id, start=start, length=length
+            )
+            if length
+            else b""
+        )
+        return version, decode_slice(raw, offset=offset, limit=limit, total_bytes=total)
+
+    def readable_version(
+        self, principal: Principal, file_id: UUID, version_id: UUID | None
+    ) -> tuple[FileRecord, FileVersionRecord]:
+        """A stored version (the newest when `version_id` is None) and its file, entitlement checked."""
+        record = self.get_file(principal, file_id)
+        return record, self._readable_version(record, version_id)
 
     @staticmethod
     def _readable_version(record: FileRecord, version_id: UUID | None) -> FileVersionRecord:

@@ -1,0 +1,603 @@
+"""The fifteen agent tools (seeds/000 "Initial tools"), each a thin call of the service its HTTP route calls, so
+the authorization decision is the route's: an unentitled id is the same not-found as a missing one.
+
+Each tool reports the collections it acted in (for the audit) and fences whatever text a document supplied."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from functions.api.artifact_schemas import ArtifactSummaryView, ArtifactVersionView
+from functions.api.routes.artifacts import content_input
+from functions.api.schemas import FileListView, FileSummary, FileView, ScanView, SearchFiltersBody, SearchRequest
+from functions.tools import models as m
+from shared.domain.auth import Principal
+from shared.domain.document import Block, BlockKind, ExtractedDocument
+from shared.domain.document_diff import compare_blocks
+from shared.domain.errors import InvalidRequest, NotFound
+from shared.domain.exports import ExportRecord
+from shared.domain.fencing import Fence
+from shared.domain.files import DOCUMENT_READY, FileRecord, FileVersionRecord, VersionState
+from shared.domain.outline import outline
+from shared.domain.reading import window
+from shared.domain.rendering import render_block, render_markdown
+from shared.domain.search import Empty
+from shared.domain.text_reads import TEXT_READ_MEDIA_TYPES
+from shared.services.recognition import IMAGE_TYPES
+
+if TYPE_CHECKING:
+    from shared.bootstrap import Container
+
+Params = TypeVar("Params", bound=BaseModel)
+Result = TypeVar("Result", bound=BaseModel)
+
+# A window of tables: as many as fit in the document window's character bound, at most this many.
+MAX_TABLES_PER_CALL = 20
+MAX_TABLE_CHARACTERS = 24_000
+
+
+class ToolRefused(Exception):
+    """A refusal particular to one tool, naming the tool to call instead."""
+
+    def __init__(self, error: str, message: str, *, next_tool: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.next_tool = next_tool
+
+
+@dataclass
+class ToolContext:
+    principal: Principal
+    container: "Container"
+    fence: Fence
+    # The collections the call acted in once authorized: the audit's record of what it touched.
+    touched: set[str] = field(default_factory=set)
+
+    def fenced(self, text: str) -> str:
+        return self.fence.wrap(text)
+
+    def file(self, file_id: UUID) -> FileRecord:
+        record = self.container.files.get_file(self.principal, file_id)
+        self.touched.add(record.collection_id)
+        return record
+
+    def document(self, file_id: UUID, version_id: UUID | None) -> tuple[FileVersionRecord, ExtractedDocument]:
+        """A stored version's extracted document, entitlement checked as GET /v1/files/{id}/document does."""
+        record, version = self.container.files.readable_version(self.principal, file_id, version_id)
+        self.touched.add(record.collection_id)
+        if version.processing_state not in DOCUMENT_READY or version.document_key is None:
+            raise ToolRefused(
+                "not_ready",
+                f"the document is {version.processing_state.value.replace('_', ' ')}: there is no text to read yet;"
+                " get_file_processing_status shows its progress",
+                next_tool="get_file_processing_status",
+            )
+        return version, self.container.documents.read(version)
+
+
+@dataclass(frozen=True)
+class Tool(Generic[Params, Result]):
+    name: str
+    title: str
+    description: str
+    parameters: type[Params]
+    result: type[Result]
+    run: Callable[[ToolContext, Params], Result]
+    read_only: bool = True
+    # Text a document supplied can be in the result (fenced).
+    carries_document_text: bool = False
+
+    def input_schema(self) -> dict[str, Any]:
+        return self.parameters.model_json_schema(by_alias=True, mode="validation")
+
+    def output_schema(self) -> dict[str, Any]:
+        return self.result.model_json_schema(by_alias=True, mode="serialization")
+
+
+# --- files ----------------------------------------------------------------------------------------------------
+
+
+def list_files(ctx: ToolContext, params: m.ListFilesParams) -> FileListView:
+    page = ctx.container.files.list_files(
+        ctx.principal, collection_id=params.collection_id, limit=params.limit, cursor=params.cursor
+    )
+    ctx.touched.update(record.collection_id for record in page.files)
+    return FileListView(files=[FileSummary.of(record) for record in page.files], next_cursor=page.next_cursor)
+
+
+def read_file(ctx: ToolContext, params: m.ReadFileParams) -> m.TextRead:
+    record = ctx.file(params.file_id)
+    version = _named_version(record, params.version_id)
+    if version.media_type not in TEXT_READ_MEDIA_TYPES:
+        raise ToolRefused(
+            "not_text",
+            f"read_file reads the bytes of text files ({', '.join(sorted(TEXT_READ_MEDIA_TYPES))}); this file is"
+            f" {version.media_type}: call extract_text to read its extracted document in windows",
+            next_tool="extract_text",
+        )
+    version, read = ctx.container.files.read_text(
+        ctx.principal, params.file_id, version_id=params.version_id, offset=params.offset, limit=params.limit
+    )
+    return m.TextRead(
+        untrusted=ctx.fence.notice,
+        file_id=params.file_id,
+        version_id=version.version_id,
+        media_type=version.media_type,
+        encoding=read.encoding,
+        offset=read.offset,
+        byte_length=read.byte_length,
+        next_offset=read.next_offset,
+        total_bytes=read.total_bytes,
+        content=ctx.fenced(read.text),
+    )
+
+
+def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResult:
+    filters = SearchFiltersBody(collections=[params.collection_id]) if params.collection_id else None
+    query = SearchRequest(query=params.query, limit=params.limit, mode=params.mode, filters=filters).to_query()
+    retrieval = ctx.container.retrieval
+    ctx.touched.update(retrieval.searchable_collections(ctx.principal, query))
+    outcome = retrieval.search(ctx.principal, query)
+    if isinstance(outcome, Empty):
+        return m.SearchResult(
+            outcome=outcome.outcome.value, message=outcome.message, vector_available=outcome.vector_available
+        )
+    hits = [
+        m.SearchHitResult(
+            chunk_id=hit.chunk_id,
+            score=hit.score,
+            section=ctx.fenced(" › ".join(hit.citation.heading_path)) if hit.citation.heading_path else None,
+            excerpt=ctx.fenced(hit.excerpt),
+            citation=m.ToolCitation.model_validate(
+                hit.citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at", "box", "shape"})
+            ),
+        )
+        for hit in outcome.hits
+    ]
+    return m.SearchResult(
+        untrusted=ctx.fence.notice,
+        outcome="found",
+        vector_available=outcome.vector_available,
+        truncated_by_budget=outcome.truncated_by_budget,
+        hits=hits,
+    )
+
+
+def get_file_processing_status(ctx: ToolContext, params: m.FileRef) -> FileView:
+    return FileView.of(ctx.file(params.file_id))
+
+
+# --- documents --------------------------------------------------------------------------------------------------
+
+
+def scan_document(ctx: ToolContext, params: m.FileRef) -> ScanView:
+    started = ctx.container.document_tools.scan_document(ctx.principal, params.file_id)
+    ctx.touched.add(ctx.file(params.file_id).collection_id)
+    return ScanView.model_validate(started.model_dump())
+
+
+def analyze_image(ctx: ToolContext, params: m.FileRef) -> m.ImageAnalysisResult:
+    record = ctx.file(params.file_id)
+    if record.current.media_type not in IMAGE_TYPES:
+        raise ToolRefused(
+            "not_an_image",
+            f"analyze_image reads images; this file is {record.current.media_type}: call extract_text"
+            " (or extract_tables) to read it",
+            next_tool="extract_text",
+        )
+    analysis = ctx.container.document_tools.analyze_image(ctx.principal, params.file_id)
+    recognition = analysis.recognition
+    return m.ImageAnalysisResult(
+        untrusted=ctx.fence.notice,
+        file_id=analysis.file_id,
+        version_id=analysis.version_id,
+        transcription=ctx.fenced("\n".join(line.text for line in analysis.transcription))
+        if analysis.transcription
+        else None,
+        lines=[
+            _block_ref(index, line.kind, line.location, line.confidence)
+            for index, line in enumerate(analysis.transcription)
+        ],
+        description=ctx.fenced(analysis.description) if analysis.description else None,
+        confidence=analysis.confidence,
+        low_confidence=analysis.low_confidence,
+        ocr_state=recognition.ocr_state.value if recognition.ocr_state else None,
+        vision_state=recognition.vision_state.value if recognition.vision_state else None,
+        vision_detail=recognition.vision_detail,
+    )
+
+
+def extract_text(ctx: ToolContext, params: m.ExtractTextParams) -> m.TextWindow:
+    version, document = ctx.document(params.file_id, params.version_id)
+    shown = _window(document.blocks, params.offset)
+    return m.TextWindow(
+        untrusted=ctx.fence.notice,
+        file_id=params.file_id,
+        version_id=version.version_id,
+        offset=shown.start,
+        next_offset=shown.next_start,
+        total_blocks=shown.total_blocks,
+        content=ctx.fenced(render_markdown(shown.blocks)),
+        blocks=[_ref(shown.start + index, block) for index, block in enumerate(shown.blocks)],
+        warnings=list(document.warnings),
+        recognized_pages=list(document.recognized_pages),
+        confidence=document.confidence,
+        low_confidence=document.low_confidence,
+    )
+
+
+def extract_tables(ctx: ToolContext, params: m.ExtractTablesParams) -> m.TablesWindow:
+    version, document = ctx.document(params.file_id, params.version_id)
+    tables = [
+        (index, block)
+        for index, block in enumerate(document.blocks)
+        if block.kind is BlockKind.TABLE and block.table is not None
+    ]
+    if params.offset > len(tables):
+        raise InvalidRequest(f"offset {params.offset} is past the document's {len(tables)} tables")
+    shown: list[m.TableRead] = []
+    characters = 0
+    for position in range(params.offset, min(len(tables), params.offset + MAX_TABLES_PER_CALL)):
+        index, block = tables[position]
+        section = " › ".join(block.heading_path)
+        text = (f"Section: {section}\n\n" if section else "") + render_block(block)
+        if shown and characters + len(text) > MAX_TABLE_CHARACTERS:
+            break
+        characters += len(text)
+        rows = block.table.rows if block.table else ()
+        shown.append(
+            m.TableRead(
+                index=position,
+                location=_ref(index, block),
+                header_rows=block.table.header_rows if block.table else 0,
+                row_count=len(rows),
+                column_count=max((len(row) for row in rows), default=0),
+                confidence=block.confidence,
+                content=ctx.fenced(text),
+            )
+        )
+    end = params.offset + len(shown)
+    return m.TablesWindow(
+        untrusted=ctx.fence.notice if shown else None,
+        file_id=params.file_id,
+        version_id=version.version_id,
+        offset=params.offset,
+        next_offset=end if end < len(tables) else None,
+        total_tables=len(tables),
+        tables=shown,
+    )
+
+
+def summarize_document(ctx: ToolContext, params: m.VersionedFileRef) -> m.SummaryResult:
+    version, document = ctx.document(params.file_id, params.version_id)
+    generator = ctx.container.generator.capability()
+    # A generated summary needs a generator that cites the blocks it used (Bedrock Converse with citations, the
+    # grounded-answers work); until one is configured the summary is the document's own sentences, labelled so.
+    drawn = outline(document.blocks)
+    lines: list[str] = []
+    for section in drawn.sections:
+        if section.heading:
+            lines.append(f"{'#' * min(section.level or 1, 6)} {section.heading}")
+        lines.extend(f"- {sentence.text} [b{sentence.block_index}]" for sentence in section.sentences)
+        lines.append("")
+    return m.SummaryResult(
+        untrusted=ctx.fence.notice,
+        file_id=params.file_id,
+        version_id=version.version_id,
+        method=drawn.method,
+        generator=None if generator.available else (generator.reason or "no generator is configured"),
+        content=ctx.fenced("\n".join(lines).strip()),
+        sections=[
+            m.OutlineSectionRef(
+                level=section.level,
+                sentences=[
+                    m.OutlineSentenceRef(
+                        block_index=sentence.block_index, page=sentence.location.page, clipped=sentence.clipped
+                    )
+                    for sentence in section.sentences
+                ],
+            )
+            for section in drawn.sections
+        ],
+        truncated=drawn.truncated,
+    )
+
+
+def compare_documents(ctx: ToolContext, params: m.CompareDocumentsParams) -> m.ComparisonResult:
+    before_ref, after_ref = _comparison_sides(ctx, params)
+    before_version, before = ctx.document(*before_ref)
+    after_version, after = ctx.document(*after_ref)
+    diff = compare_blocks(before.blocks, after.blocks)
+    return m.ComparisonResult(
+        untrusted=ctx.fence.notice,
+        before=m.DiffSide(
+            file_id=before_ref[0],
+            version_id=before_version.version_id,
+            filename=before_version.filename,
+            total_blocks=len(before.blocks),
+        ),
+        after=m.DiffSide(
+            file_id=after_ref[0],
+            version_id=after_version.version_id,
+            filename=after_version.filename,
+            total_blocks=len(after.blocks),
+        ),
+        identical=diff.identical,
+        sections_added=len(diff.sections_added),
+        sections_removed=len(diff.sections_removed),
+        sections_changed=len(diff.sections_changed),
+        unchanged_sections=diff.unchanged_sections,
+        tables_changed=len(diff.tables_changed),
+        content=ctx.fenced(diff.markdown()),
+        truncated=diff.truncated,
+        details=diff.structure(),
+    )
+
+
+def _comparison_sides(
+    ctx: ToolContext, params: m.CompareDocumentsParams
+) -> tuple[tuple[UUID, UUID | None], tuple[UUID, UUID | None]]:
+    """(before, after): the named version (or the newest) against the other one named; with no other named, the
+    file's previous stored version against it."""
+    if params.other_file_id is not None or params.other_version_id is not None:
+        return (params.file_id, params.version_id), (params.other_file_id or params.file_id, params.other_version_id)
+    record = ctx.file(params.file_id)
+    stored = [version for version in record.versions if version.state is VersionState.STORED]
+    named = _named_version(record, params.version_id)
+    older = [version for version in stored if version.created_at < named.created_at]
+    if not older:
+        raise ToolRefused(
+            "nothing_to_compare",
+            "this file has no earlier stored version: name otherFileId (another file) or otherVersionId",
+            next_tool="list_files",
+        )
+    previous = max(older, key=lambda version: version.created_at)
+    return (params.file_id, previous.version_id), (params.file_id, named.version_id)
+
+
+# --- artifacts and exports --------------------------------------------------------------------------------------
+
+
+def create_artifact(ctx: ToolContext, params: m.CreateArtifactParams) -> m.ArtifactWritten:
+    view = ctx.container.artifacts.create(
+        ctx.principal,
+        collection_id=params.collection_id,
+        name=params.name,
+        body=content_input(params),
+        producer="tool create_artifact",
+    )
+    ctx.touched.add(view.artifact.collection_id)
+    return m.ArtifactWritten(
+        artifact=ArtifactSummaryView.of(view.artifact), version=ArtifactVersionView.of(view.version)
+    )
+
+
+def update_artifact(ctx: ToolContext, params: m.UpdateArtifactParams) -> m.ArtifactWritten:
+    view = ctx.container.artifacts.add_version(
+        ctx.principal,
+        params.artifact_id,
+        expected_latest=params.expected_latest_version,
+        body=content_input(params),
+        producer="tool update_artifact",
+    )
+    ctx.touched.add(view.artifact.collection_id)
+    return m.ArtifactWritten(
+        artifact=ArtifactSummaryView.of(view.artifact), version=ArtifactVersionView.of(view.version)
+    )
+
+
+def export_artifact(ctx: ToolContext, params: m.ExportArtifactParams) -> m.ToolExport:
+    artifacts = ctx.container.artifacts
+    version = params.version or artifacts.writable(ctx.principal, params.artifact_id).latest_version
+    record, _ = ctx.container.exports.export_artifact(
+        ctx.principal, params.artifact_id, version=version, export_format=params.format
+    )
+    return _export(ctx, record)
+
+
+def create_pdf(ctx: ToolContext, params: m.CreatePdfParams) -> m.PdfCreated:
+    view, record = ctx.container.pdf_tools.create(
+        ctx.principal, collection_id=params.collection_id, name=params.name, body=content_input(params)
+    )
+    return m.PdfCreated(
+        artifact=ArtifactSummaryView.of(view.artifact),
+        version=ArtifactVersionView.of(view.version),
+        export=_export(ctx, record),
+    )
+
+
+def convert_file(ctx: ToolContext, params: m.ConvertFileParams) -> m.ToolExport:
+    record, _ = ctx.container.exports.convert_file(
+        ctx.principal, params.file_id, version_id=params.version_id, export_format=params.format
+    )
+    return _export(ctx, record)
+
+
+def _export(ctx: ToolContext, record: ExportRecord) -> m.ToolExport:
+    ctx.touched.add(record.collection_id)
+    return m.ToolExport.model_validate(
+        record.model_dump(include=set(m.ToolExport.model_fields) - {"failure"})
+        | {"failure": record.failure_reason}
+    )
+
+
+# --- helpers ------------------------------------------------------------------------------------------------------
+
+
+def _named_version(record: FileRecord, version_id: UUID | None) -> FileVersionRecord:
+    if version_id is None:
+        return record.current
+    for version in record.versions:
+        if version.version_id == version_id and version.state not in (VersionState.DELETING, VersionState.DELETED):
+            return version
+    raise NotFound("not found", field="versionId")
+
+
+def _window(blocks: tuple[Block, ...], offset: int) -> Any:
+    try:
+        return window(blocks, offset)
+    except ValueError as error:
+        raise InvalidRequest(f"offset {offset} is past the document's {len(blocks)} blocks") from error
+
+
+def _ref(index: int, block: Block) -> m.BlockRef:
+    return _block_ref(index, block.kind, block.location, block.confidence)
+
+
+def _block_ref(index: int, kind: BlockKind, location: Any, confidence: float | None) -> m.BlockRef:
+    return m.BlockRef(
+        index=index,
+        kind=kind.value,
+        confidence=confidence,
+        **location.model_dump(include={"page", "box", "sheet", "cell_range", "slide", "paragraph_index",
+                                        "table_index", "line_start", "line_end"}),
+    )
+
+
+TOOLS: Sequence[Tool[Any, Any]] = (
+    Tool(
+        "list_files",
+        "List files",
+        "The files the caller may read (newest first), with each one's processing state; page with nextCursor.",
+        m.ListFilesParams,
+        FileListView,
+        list_files,
+    ),
+    Tool(
+        "read_file",
+        "Read a text file",
+        "Up to 32 KiB of a text file's own bytes (plain text, Markdown, CSV) from offset; continue from nextOffset."
+        " Other formats are read with extract_text.",
+        m.ReadFileParams,
+        m.TextRead,
+        read_file,
+        carries_document_text=True,
+    ),
+    Tool(
+        "search_files",
+        "Search files",
+        "Hybrid (semantic + keyword) search over the files the caller may read; every hit has an exact citation"
+        " (file, version, page or cells).",
+        m.SearchFilesParams,
+        m.SearchResult,
+        search_files,
+        carries_document_text=True,
+    ),
+    Tool(
+        "scan_document",
+        "OCR a document again",
+        "Queue OCR of every page of a PDF or image's newest version (needs the write role); its progress shows in"
+        " get_file_processing_status.",
+        m.FileRef,
+        ScanView,
+        scan_document,
+        read_only=False,
+    ),
+    Tool(
+        "analyze_image",
+        "Analyze an image",
+        "What OCR read off an image (with confidence) and, separately, what a vision model said it shows.",
+        m.FileRef,
+        m.ImageAnalysisResult,
+        analyze_image,
+        carries_document_text=True,
+    ),
+    Tool(
+        "extract_text",
+        "Read a document",
+        "A window of a file's extracted document (at most 50 blocks or 24,000 characters) as Markdown, with each"
+        " block's location; continue from nextOffset.",
+        m.ExtractTextParams,
+        m.TextWindow,
+        extract_text,
+        carries_document_text=True,
+    ),
+    Tool(
+        "extract_tables",
+        "Extract tables",
+        "The tables of a file's extracted document, each with its location and rows as Markdown; continue from"
+        " nextOffset.",
+        m.ExtractTablesParams,
+        m.TablesWindow,
+        extract_tables,
+        carries_document_text=True,
+    ),
+    Tool(
+        "summarize_document",
+        "Summarize a document",
+        "An outline of a document: its headings and each section's leading sentences, verbatim and cited by block"
+        " (method says how it was made; nothing is invented).",
+        m.VersionedFileRef,
+        m.SummaryResult,
+        summarize_document,
+        carries_document_text=True,
+    ),
+    Tool(
+        "compare_documents",
+        "Compare documents",
+        "A structural diff of two versions of a file, or of two files: sections added, removed and changed, and"
+        " table cells changed.",
+        m.CompareDocumentsParams,
+        m.ComparisonResult,
+        compare_documents,
+        carries_document_text=True,
+    ),
+    Tool(
+        "create_artifact",
+        "Create an artifact",
+        "A new artifact (Markdown or blocks, with citations to chunks) in a collection the caller may write.",
+        m.CreateArtifactParams,
+        m.ArtifactWritten,
+        create_artifact,
+        read_only=False,
+    ),
+    Tool(
+        "update_artifact",
+        "Update an artifact",
+        "A new version of an artifact; expectedLatestVersion must be its latest version (a stale one is refused"
+        " with the latest).",
+        m.UpdateArtifactParams,
+        m.ArtifactWritten,
+        update_artifact,
+        read_only=False,
+    ),
+    Tool(
+        "export_artifact",
+        "Export an artifact",
+        "Render one version of an artifact as PDF, DOCX, HTML or Markdown (a new file, made in the background).",
+        m.ExportArtifactParams,
+        m.ToolExport,
+        export_artifact,
+        read_only=False,
+    ),
+    Tool(
+        "create_pdf",
+        "Create a PDF report",
+        "A PDF report from Markdown or blocks with citations: an artifact (history, provenance) and its PDF export.",
+        m.CreatePdfParams,
+        m.PdfCreated,
+        create_pdf,
+        read_only=False,
+    ),
+    Tool(
+        "convert_file",
+        "Convert a file",
+        "Render a stored file's extracted document in another format (PDF, DOCX, HTML, Markdown) as a new file.",
+        m.ConvertFileParams,
+        m.ToolExport,
+        convert_file,
+        read_only=False,
+    ),
+    Tool(
+        "get_file_processing_status",
+        "File processing status",
+        "A file's versions and where each is in processing (extracted, OCR'd, indexed), or why it failed.",
+        m.FileRef,
+        FileView,
+        get_file_processing_status,
+    ),
+)
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -1,0 +1,208 @@
+"""One dispatcher for both tool surfaces (MCP at /mcp, and GET/POST /v1/tools): the arguments validated against the
+tool's parameter model, the call made for the caller's tenant, every refusal turned into a result the model can
+read (what was wrong, what to call instead), and the call recorded in the tenant's audit."""
+
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from functions.tools.catalog import TOOLS, TOOLS_BY_NAME, Tool, ToolContext, ToolRefused
+from functions.tools.models import Refusal
+from shared.bootstrap import acting_for_tenant
+from shared.domain.artifacts import VersionConflict
+from shared.domain.audit import ToolCall
+from shared.domain.auth import Principal
+from shared.domain.errors import (
+    CapabilityUnavailable,
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    LimitExceeded,
+    NotFound,
+    NotReady,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
+from shared.domain.exports import RenderFailed
+from shared.domain.fencing import Fence
+from shared.observability import logger
+
+if TYPE_CHECKING:
+    from shared.bootstrap import Container
+
+Surface = Literal["mcp", "http"]
+# One sentence for "does not exist" and "not yours", as the HTTP API's 404: a refusal never confirms an id.
+NOT_FOUND = (
+    "Not found: nothing with this id is visible to this caller (it does not exist, or it is in a collection the"
+    " token does not grant). list_files and search_files show what is."
+)
+_MAX_RECORDED_IDS = 16
+
+
+class UnknownTool(LookupError):
+    pass
+
+
+class ToolOutcome(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    is_error: bool
+    # The result (camelCase JSON) or, for a refusal, the refusal.
+    content: dict[str, Any]
+
+    def wire(self) -> dict[str, Any]:
+        """The body of POST /v1/tools/{name}: the result, or the refusal under `error`."""
+        if self.is_error:
+            return {"tool": self.tool, "isError": True, "error": self.content}
+        return {"tool": self.tool, "isError": False, "result": self.content}
+
+
+class ToolDispatcher:
+    def __init__(self, container: "Container") -> None:
+        self._container = container
+
+    @staticmethod
+    def tools() -> tuple[Tool[Any, Any], ...]:
+        return tuple(TOOLS)
+
+    @staticmethod
+    def tool(name: str) -> Tool[Any, Any]:
+        try:
+            return TOOLS_BY_NAME[name]
+        except KeyError:
+            raise UnknownTool(name) from None
+
+    def call(
+        self, principal: Principal, name: str, arguments: Mapping[str, Any] | None, *, surface: Surface
+    ) -> ToolOutcome:
+        tool = self.tool(name)
+        started = time.monotonic()
+        context = ToolContext(principal=principal, container=self._container, fence=Fence.new())
+        recorded_ids = _argument_ids(arguments)
+        with acting_for_tenant(principal.tenant_id):
+            try:
+                if surface == "mcp":
+                    # HTTP calls were counted by the API's middleware; an MCP call is counted here.
+                    self._count_request(principal)
+                params = tool.parameters.model_validate(dict(arguments or {}))
+                result = tool.run(context, params)
+                content = result.model_dump(mode="json", by_alias=True)
+                outcome = ToolOutcome(tool=name, is_error=False, content=content)
+            except Exception as error:  # every failure becomes a result the model can read
+                refusal = refusal_for(error)
+                if refusal.error == "internal_error":
+                    logger.exception("tool failed", extra={"tool": name})
+                outcome = ToolOutcome(tool=name, is_error=True, content=refusal.model_dump(by_alias=True))
+            self._audit(
+                principal,
+                name,
+                surface,
+                recorded_ids,
+                context.touched if not outcome.is_error or outcome.content["error"] != "not_found" else set(),
+                "ok" if not outcome.is_error else str(outcome.content["error"]),
+                started,
+            )
+        return outcome
+
+    def _count_request(self, principal: Principal) -> None:
+        limiter = self._container.request_rate
+        if limiter is not None:
+            refusal = limiter.refusal(principal.tenant_id)
+            if refusal is not None:
+                raise refusal
+
+    def _audit(
+        self,
+        principal: Principal,
+        tool: str,
+        surface: Surface,
+        argument_ids: dict[str, str],
+        touched: set[str],
+        outcome: str,
+        started: float,
+    ) -> None:
+        call = ToolCall(
+            tenant_id=principal.tenant_id,
+            subject=principal.subject,
+            tool=tool,
+            surface=surface,
+            argument_ids=argument_ids,
+            collection_ids=tuple(sorted(touched)),
+            outcome=outcome,
+            duration_ms=round((time.monotonic() - started) * 1000),
+            called_at=datetime.now(UTC),
+        )
+        try:
+            self._container.tool_audit.record(call)
+        except Exception:
+            # The caller still gets its answer: the failure is logged (and alarmed on as an error log line).
+            logger.exception("a tool call was not audited", extra={"tool": tool})
+
+
+def _argument_ids(arguments: Mapping[str, Any] | None) -> dict[str, str]:
+    """The id-valued arguments (fileId, versionId, artifactId, collectionId, …), never free text."""
+    ids: dict[str, str] = {}
+    for name, value in (arguments or {}).items():
+        if len(ids) >= _MAX_RECORDED_IDS:
+            break
+        if isinstance(name, str) and name.endswith("Id") and len(name) <= 64 and isinstance(value, str):
+            ids[name] = value[:128]
+    return ids
+
+
+def refusal_for(error: Exception) -> Refusal:
+    """The result a model reads for a failed call: the same decision the HTTP route's status code states."""
+    match error:
+        case ToolRefused():
+            return Refusal(error=error.error, message=str(error), next_tool=error.next_tool)
+        case ValidationError():
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
+                for problem in error.errors()[:10]
+            )
+            return Refusal(error="invalid_arguments", message=f"the arguments do not fit this tool's schema: {problems}")
+        case NotFound():
+            return Refusal(error="not_found", message=NOT_FOUND, next_tool="list_files")
+        case Forbidden():
+            return Refusal(error="forbidden", message=str(error))
+        case VersionConflict():
+            return Refusal(
+                error="version_conflict",
+                message=f"{error}: read the latest version, then call update_artifact again with"
+                f" expectedLatestVersion={error.latest_version}",
+                next_tool="update_artifact",
+                latest_version=error.latest_version,
+            )
+        case NotReady():
+            return Refusal(
+                error="not_ready", message=str(error), next_tool="get_file_processing_status", retryable=True
+            )
+        case LimitExceeded():
+            return Refusal(
+                error="limit_exceeded",
+                message=str(error),
+                retryable=True,
+                retry_after_seconds=error.retry_after_seconds,
+            )
+        case CapabilityUnavailable():
+            return Refusal(error="capability_unavailable", message=error.reason, capability=error.capability)
+        case RenderFailed():
+            return Refusal(error="cannot_render", message=error.sentence, retryable=error.retryable)
+        case UnsupportedMediaType():
+            return Refusal(error="unsupported_media_type", message=str(error), next_tool="extract_text")
+        case PayloadTooLarge():
+            return Refusal(error="too_large", message=str(error))
+        case Conflict():
+            return Refusal(error="conflict", message=str(error))
+        case InvalidRequest():
+            return Refusal(error="invalid_arguments", message=str(error))
+        case _:
+            return Refusal(
+                error="internal_error",
+                message="the tool failed on Quire's side (it is logged); try again shortly",
+                retryable=True,
+            )

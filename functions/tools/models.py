@@ -1,0 +1,302 @@
+"""The agent tools' parameters and results: pydantic models, camelCase on the wire as the HTTP API names things.
+Their JSON Schemas are the tools' input and output schemas on both surfaces (MCP and /v1/tools).
+
+No field holds a storage key, a bucket or a presigned URL: files, versions, artifacts and exports are referred
+to by id. Text a document supplied (extracted, OCR'd, described) is only ever inside a fence (shared.domain.fencing),
+and a result that carries some says so in `untrusted`."""
+
+from typing import Any
+from uuid import UUID
+
+from pydantic import Field
+
+from functions.api.artifact_schemas import (
+    ArtifactSummaryView,
+    ArtifactVersionView,
+    CreateArtifactRequest,
+    NewArtifactVersionRequest,
+)
+from functions.api.schemas import ApiModel, CitedRegionView
+from shared.domain.exports import ExportFormat, ExportKind, ExportState
+from shared.domain.recognition import BoundingBox
+from shared.domain.search import MAX_QUERY_CHARACTERS, MAX_RESULTS, CitedKind, SearchMode
+from shared.domain.text_reads import MAX_TEXT_READ_BYTES
+from shared.services.files import MAX_PAGE_SIZE
+
+# --- parameters ---------------------------------------------------------------------------------------------
+
+_ID = "the id as the API returned it"
+
+
+class FileRef(ApiModel):
+    file_id: UUID = Field(description=f"The file: {_ID} (list_files, search_files).")
+
+
+class VersionedFileRef(FileRef):
+    version_id: UUID | None = Field(default=None, description="One version of the file; the newest when omitted.")
+
+
+class ListFilesParams(ApiModel):
+    collection_id: str | None = Field(default=None, min_length=1, max_length=64, description="Only this collection.")
+    limit: int = Field(default=20, ge=1, le=MAX_PAGE_SIZE)
+    cursor: str | None = Field(default=None, max_length=512, description="nextCursor of the previous page.")
+
+
+class ReadFileParams(VersionedFileRef):
+    offset: int = Field(default=0, ge=0, description="Byte offset to read from: nextOffset of the previous read.")
+    limit: int = Field(
+        default=MAX_TEXT_READ_BYTES,
+        ge=1,
+        le=2**31,
+        description=f"Bytes to read; a larger request is clamped to {MAX_TEXT_READ_BYTES}.",
+    )
+
+
+class SearchFilesParams(ApiModel):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS)
+    collection_id: str | None = Field(default=None, min_length=1, max_length=64, description="Only this collection.")
+    limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
+    mode: SearchMode = SearchMode.HYBRID
+
+
+class ExtractTextParams(VersionedFileRef):
+    offset: int = Field(default=0, ge=0, description="Block to continue from: nextOffset of the previous call.")
+
+
+class ExtractTablesParams(VersionedFileRef):
+    offset: int = Field(default=0, ge=0, description="Table to continue from: nextOffset of the previous call.")
+
+
+class CompareDocumentsParams(VersionedFileRef):
+    other_file_id: UUID | None = Field(
+        default=None, description="The file to compare with; the same file (another version) when omitted."
+    )
+    other_version_id: UUID | None = Field(
+        default=None,
+        description="The version to compare with. With neither other field, the file's previous version is"
+        " compared with the one named (or the newest).",
+    )
+
+
+class UpdateArtifactParams(NewArtifactVersionRequest):
+    artifact_id: UUID
+
+
+class ExportArtifactParams(ApiModel):
+    artifact_id: UUID
+    version: int | None = Field(default=None, ge=1, description="The version to export; the latest when omitted.")
+    format: ExportFormat
+
+
+class ConvertFileParams(VersionedFileRef):
+    format: ExportFormat
+
+
+# Creating an artifact and a PDF report take exactly the body POST /v1/artifacts takes.
+CreateArtifactParams = CreateArtifactRequest
+CreatePdfParams = CreateArtifactRequest
+
+
+# --- results ------------------------------------------------------------------------------------------------
+
+
+class Refusal(ApiModel):
+    """Why a call did nothing, as a result the model reads: what was wrong and what to call instead."""
+
+    error: str
+    message: str
+    next_tool: str | None = Field(default=None, description="The tool to call instead, when one would help.")
+    retryable: bool = False
+    retry_after_seconds: int | None = None
+    latest_version: int | None = None
+    capability: str | None = None
+
+
+class Fenced(ApiModel):
+    # The reminder, one line: the fenced text is data, not instructions (its markers carry this response's nonce).
+    untrusted: str | None = None
+
+
+class TextRead(Fenced):
+    file_id: UUID
+    version_id: UUID
+    media_type: str
+    encoding: str
+    offset: int
+    byte_length: int
+    next_offset: int | None = Field(description="Where the next read continues; null at the end of the file.")
+    total_bytes: int
+    content: str
+
+
+class BlockRef(ApiModel):
+    """Where one block of a window is (its text is in the window's fenced content)."""
+
+    index: int
+    kind: str
+    page: int | None = None
+    box: BoundingBox | None = None
+    sheet: str | None = None
+    cell_range: str | None = None
+    slide: int | None = None
+    paragraph_index: int | None = None
+    table_index: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    confidence: float | None = None
+
+
+class TextWindow(Fenced):
+    file_id: UUID
+    version_id: UUID
+    offset: int
+    next_offset: int | None = Field(description="The block to continue from; null at the end of the document.")
+    total_blocks: int
+    content: str = Field(description="The window's blocks as Markdown, fenced.")
+    blocks: list[BlockRef]
+    warnings: list[str]
+    recognized_pages: list[int]
+    confidence: float | None
+    low_confidence: bool
+
+
+class TableRead(ApiModel):
+    index: int
+    location: BlockRef
+    header_rows: int
+    row_count: int
+    column_count: int
+    confidence: float | None
+    content: str = Field(description="The section it is in and the table as Markdown, fenced.")
+
+
+class TablesWindow(Fenced):
+    file_id: UUID
+    version_id: UUID
+    offset: int
+    next_offset: int | None
+    total_tables: int
+    tables: list[TableRead]
+
+
+class ToolCitation(ApiModel):
+    file_id: str
+    version_id: str
+    filename: str
+    media_type: str
+    collection_id: str
+    page: int | None
+    page_end: int | None
+    sheet: str | None
+    cells: str | None
+    slide: int | None
+    line_start: int | None
+    line_end: int | None
+    paragraph_start: int | None
+    paragraph_end: int | None
+    table_index: int | None
+    regions: list[CitedRegionView]
+    kind: CitedKind
+    ocr_confidence: float | None
+
+
+class SearchHitResult(ApiModel):
+    chunk_id: str
+    score: float
+    section: str | None = Field(description="The heading path, fenced.")
+    excerpt: str = Field(description="The cited text, fenced.")
+    citation: ToolCitation
+
+
+class SearchResult(Fenced):
+    outcome: str = Field(description="found, or why nothing was (no_access, no_matches, …).")
+    message: str | None = None
+    vector_available: bool
+    truncated_by_budget: bool = False
+    hits: list[SearchHitResult] = Field(default_factory=list)
+
+
+class ImageAnalysisResult(Fenced):
+    file_id: UUID
+    version_id: UUID
+    transcription: str | None = Field(description="What OCR read off the image, line by line, fenced.")
+    lines: list[BlockRef]
+    description: str | None = Field(description="A vision model's reading of the image (an inference), fenced.")
+    confidence: float | None
+    low_confidence: bool
+    ocr_state: str | None
+    vision_state: str | None
+    vision_detail: str | None
+
+
+class OutlineSentenceRef(ApiModel):
+    block_index: int
+    page: int | None = None
+    clipped: bool = False
+
+
+class OutlineSectionRef(ApiModel):
+    level: int | None
+    sentences: list[OutlineSentenceRef]
+
+
+class SummaryResult(Fenced):
+    file_id: UUID
+    version_id: UUID
+    method: str = Field(description="extractive: the document's own sentences, each cited; never a model's words.")
+    generator: str | None = Field(description="Why no model wrote the summary, when none did.")
+    content: str = Field(description="The outline as Markdown, fenced; [b12] cites block 12 (extract_text).")
+    sections: list[OutlineSectionRef]
+    truncated: bool
+
+
+class DiffSide(ApiModel):
+    file_id: UUID
+    version_id: UUID
+    filename: str
+    total_blocks: int
+
+
+class ComparisonResult(Fenced):
+    before: DiffSide
+    after: DiffSide
+    identical: bool
+    sections_added: int
+    sections_removed: int
+    sections_changed: int
+    unchanged_sections: int
+    tables_changed: int
+    content: str = Field(description="The differences as Markdown, fenced.")
+    truncated: bool
+    details: dict[str, Any] = Field(description="The structural diff (block indexes, table cells) as data.")
+
+
+class ArtifactWritten(ApiModel):
+    artifact: ArtifactSummaryView
+    version: ArtifactVersionView
+
+
+class ToolExport(ApiModel):
+    """An export or conversion: its state now; the file it makes (fileId) once rendered. Download it from
+    GET /v1/exports/{exportId}: no link is handed to the model."""
+
+    export_id: UUID
+    state: ExportState
+    kind: ExportKind
+    format: ExportFormat
+    collection_id: str
+    artifact_id: UUID | None = None
+    version: int | None = None
+    source_file_id: UUID | None = None
+    source_version_id: UUID | None = None
+    file_id: UUID | None = None
+    failure: str | None = None
+    unsupported_characters: list[str]
+    page_count: int | None = None
+    byte_size: int | None = None
+
+
+class PdfCreated(ApiModel):
+    artifact: ArtifactSummaryView
+    version: ArtifactVersionView
+    export: ToolExport
