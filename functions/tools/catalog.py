@@ -3,9 +3,11 @@ the authorization decision is the route's: an unentitled id is the same not-foun
 
 Each tool reports the collections it acted in (for the audit) and fences whatever text a document supplied."""
 
+import copy
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -91,10 +93,16 @@ class Tool(Generic[Params, Result]):
     carries_document_text: bool = False
 
     def input_schema(self) -> dict[str, Any]:
-        return self.parameters.model_json_schema(by_alias=True, mode="validation")
+        return copy.deepcopy(_schema(self.parameters, "validation"))
 
     def output_schema(self) -> dict[str, Any]:
-        return self.result.model_json_schema(by_alias=True, mode="serialization")
+        return copy.deepcopy(_schema(self.result, "serialization"))
+
+
+@functools.cache
+def _schema(model: type[BaseModel], mode: Literal["validation", "serialization"]) -> dict[str, Any]:
+    # Generated once per process: each call's audit reads the tool's id parameters from it.
+    return model.model_json_schema(by_alias=True, mode=mode)
 
 
 # --- files ----------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from functions.tools.catalog import TOOLS, TOOLS_BY_NAME, Tool, ToolContext, Too
 from functions.tools.models import Refusal
 from shared.bootstrap import acting_for_tenant
 from shared.domain.artifacts import VersionConflict
-from shared.domain.audit import ToolCall
+from shared.domain.audit import ToolCall, id_arguments
 from shared.domain.auth import Principal
 from shared.domain.errors import (
     CapabilityUnavailable,
@@ -39,7 +39,6 @@ NOT_FOUND = (
     "Not found: nothing with this id is visible to this caller (it does not exist, or it is in a collection the"
     " token does not grant). list_files and search_files show what is."
 )
-_MAX_RECORDED_IDS = 16
 
 
 class UnknownTool(LookupError):
@@ -82,7 +81,7 @@ class ToolDispatcher:
         tool = self.tool(name)
         started = time.monotonic()
         context = ToolContext(principal=principal, container=self._container, fence=Fence.new())
-        recorded_ids = _argument_ids(arguments)
+        recorded_ids = id_arguments(arguments or {}, _id_parameters(tool))
         with acting_for_tenant(principal.tenant_id):
             try:
                 if surface == "mcp":
@@ -136,22 +135,13 @@ class ToolDispatcher:
             duration_ms=round((time.monotonic() - started) * 1000),
             called_at=datetime.now(UTC),
         )
-        try:
-            self._container.tool_audit.record(call)
-        except Exception:
-            # The caller still gets its answer: the failure is logged (and alarmed on as an error log line).
-            logger.exception("a tool call was not audited", extra={"tool": tool})
+        # A failed write is logged with the whole record and counted; the call already ran, so its answer stands.
+        self._container.audit_log.record(call)
 
 
-def _argument_ids(arguments: Mapping[str, Any] | None) -> dict[str, str]:
-    """The id-valued arguments (fileId, versionId, artifactId, collectionId, …), never free text."""
-    ids: dict[str, str] = {}
-    for name, value in (arguments or {}).items():
-        if len(ids) >= _MAX_RECORDED_IDS:
-            break
-        if isinstance(name, str) and name.endswith("Id") and len(name) <= 64 and isinstance(value, str):
-            ids[name] = value[:128]
-    return ids
+def _id_parameters(tool: Tool[Any, Any]) -> list[str]:
+    """The tool's id-valued parameters (fileId, versionId, artifactId, collectionId, …): never free text."""
+    return [name for name in tool.input_schema()["properties"] if name.endswith("Id")]
 
 
 def refusal_for(error: Exception) -> Refusal:
