@@ -67,7 +67,9 @@ def decode_slice(raw: bytes, *, offset: int, limit: int, total_bytes: int, encod
     bom = _bom_length(encoding) if offset == 0 else 0
     if encoding.startswith("utf-16"):
         if offset % 2:
-            raise ValueError(f"offset {offset} is inside a character of this UTF-16 file: use an offset a read reported")
+            raise ValueError(
+                f"offset {offset} is inside a character of this UTF-16 file: use an offset a read reported"
+            )
         used = _utf16_boundary(raw, wanted, big_endian=encoding.endswith("be"))
     elif encoding.startswith("utf-8"):
         used = _utf8_boundary(raw, wanted)

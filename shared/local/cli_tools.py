@@ -17,7 +17,7 @@ def _arguments(raw: str | None) -> dict[str, Any]:
     except ValueError as error:
         raise SystemExit(f"quire tools call: the arguments are not JSON ({error}): pass an object") from None
     if not isinstance(arguments, dict):
-        raise SystemExit("quire tools call: the arguments must be a JSON object, e.g. '{\"fileId\": \"…\"}'")
+        raise SystemExit('quire tools call: the arguments must be a JSON object, e.g. \'{"fileId": "…"}\'')
     return arguments
 
 

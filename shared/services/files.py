@@ -260,6 +260,7 @@ class FileService:
             start, length = clamp_read(offset, limit, total)
         except ValueError as error:
             raise InvalidRequest(str(error)) from error
+
         def fetch(begin: int, size: int) -> bytes:
             if not size:
                 return b""

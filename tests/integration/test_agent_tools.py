@@ -18,6 +18,8 @@ from shared.local import scan_corpus
 from tests.integration.api_steps import REPORT, RUNBOOK, drain, indexed
 from tests.integration.files_stack import Stack
 
+# The real start marker (its brackets cannot appear unescaped inside a fence).
+NONCE = re.compile(r"⟦quire-data ([0-9a-f]{16,64})⟧")
 TENANT = "tools-acme"
 OTHER_TENANT = "tools-globex"
 INJECTION = """# Vendor onboarding
@@ -32,7 +34,7 @@ The onboarding checklist has three steps.
 """
 
 
-def tool(stack: Stack, token: str, name: str, **arguments: Any) -> dict[str, Any]:
+def tool(stack: Stack, token: str, name: str, /, **arguments: Any) -> dict[str, Any]:
     status, answer = stack.json("POST", f"/v1/tools/{name}", token, arguments)
     assert status == 200, answer
     definition = TOOLS_BY_NAME[name]
@@ -41,13 +43,13 @@ def tool(stack: Stack, token: str, name: str, **arguments: Any) -> dict[str, Any
     return answer  # type: ignore[no-any-return]
 
 
-def result(stack: Stack, token: str, name: str, **arguments: Any) -> dict[str, Any]:
+def result(stack: Stack, token: str, name: str, /, **arguments: Any) -> dict[str, Any]:
     answer = tool(stack, token, name, **arguments)
     assert not answer["isError"], answer
     return answer["result"]  # type: ignore[no-any-return]
 
 
-def refusal(stack: Stack, token: str, name: str, **arguments: Any) -> dict[str, Any]:
+def refusal(stack: Stack, token: str, name: str, /, **arguments: Any) -> dict[str, Any]:
     answer = tool(stack, token, name, **arguments)
     assert answer["isError"], answer
     return answer["error"]  # type: ignore[no-any-return]
@@ -57,7 +59,7 @@ def fenced_text(fenced: str) -> str:
     """What a fence holds, checked to be exactly one fence with one nonce."""
     from shared.domain.fencing import Fence
 
-    nonces = set(re.findall(r"quire-data ([0-9a-f]{16,})", fenced))
+    nonces = set(NONCE.findall(fenced))
     assert len(nonces) == 1, fenced
     return Fence(nonce=nonces.pop()).unwrap(fenced)
 
@@ -230,13 +232,13 @@ def test_injected_instructions_come_back_fenced_and_unchanged(stack: Stack, file
     ):
         assert sentence in held
     # The forged markers did not end the fence: the real end marker is the last line, once.
-    nonce = re.findall(r"quire-data ([0-9a-f]{16,})", content)[0]
+    nonce = NONCE.findall(content)[0]
     assert content.rstrip().splitlines()[-1].endswith(f"{nonce}⟧")
     assert content.count(nonce) == 2
     assert "data" in window["untrusted"] and "instructions" in window["untrusted"]
     # Each response draws its own nonce.
     again = result(stack, files["token"], "extract_text", fileId=files["injection"])
-    assert re.findall(r"quire-data ([0-9a-f]{16,})", again["content"])[0] != nonce
+    assert NONCE.findall(again["content"])[0] != nonce
 
 
 def test_writing_tools_make_artifacts_versions_and_exports(stack: Stack, files: dict[str, Any]) -> None:
@@ -253,7 +255,9 @@ def test_writing_tools_make_artifacts_versions_and_exports(stack: Stack, files: 
     stale = refusal(
         stack, token, "update_artifact", artifactId=artifact_id, expectedLatestVersion=1, markdown="# Stale\n"
     )
-    assert stale["error"] == "version_conflict" and stale["latestVersion"] == 2 and stale["nextTool"] == "update_artifact"
+    assert (
+        stale["error"] == "version_conflict" and stale["latestVersion"] == 2 and stale["nextTool"] == "update_artifact"
+    )
     exported = result(stack, token, "export_artifact", artifactId=artifact_id, format="docx")
     assert exported["version"] == 2 and exported["state"] == "pending"
     pdf = result(stack, token, "create_pdf", collectionId="docs", name="Report", markdown=REPORT)
@@ -315,9 +319,7 @@ def test_another_tenants_file_is_the_same_not_found_as_a_missing_one(
     assert unentitled == missing
 
 
-def test_another_tenants_artifact_and_collection_are_refused_the_same_way(
-    stack: Stack, files: dict[str, Any]
-) -> None:
+def test_another_tenants_artifact_and_collection_are_refused_the_same_way(stack: Stack, files: dict[str, Any]) -> None:
     other = files["foreign_token"]
     theirs = result(stack, other, "create_artifact", collectionId="docs", name="Theirs", markdown="# Theirs\n")
     their_id = theirs["artifact"]["artifactId"]

@@ -66,7 +66,7 @@ def list_tools() -> ToolListView:
 
 
 @router.post("/v1/tools/<name>")
-def call_tool(name: str) -> Response[ToolCallView]:
+def call_tool(name: str) -> Response[Any]:
     """Call one tool; the body is its arguments (a JSON object, camelCase as in its inputSchema)."""
     raw = router.current_event.decoded_body or ""
     try:
