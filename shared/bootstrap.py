@@ -48,6 +48,7 @@ from shared.ports import (
     OcrProvider,
     RenderQueue,
     ReplacementStore,
+    TokenVerifier,
     ToolCallAudit,
     TranscriptionProvider,
     UsageLedger,
@@ -534,6 +535,31 @@ class Container:
     def authorization(self) -> AuthorizationPolicy:
         return ClaimsAuthorizationPolicy()
 
+    @cached_property
+    def token_verifier(self) -> TokenVerifier:
+        """Bearer tokens verified in the function (the MCP server's; the REST API's are verified by the gateway
+        on AWS): Cognito access tokens with the gateway authorizer's checks on AWS, the local stack's own tokens
+        locally (the key shared/local/supervisor.py hands the local API)."""
+        settings = self.settings
+        if self._local:
+            from shared.adapters.local.jwt_tokens import LocalTokenVerifier
+            from shared.adapters.local.secret_files import read_or_create_secret
+
+            if settings.jwt_secret_file is None:
+                raise ConfigurationError("QUIRE_JWT_SECRET_FILE is not set (the local stack's token key)")
+            return LocalTokenVerifier(read_or_create_secret(settings.jwt_secret_file))
+        issuer, client_ids = settings.cognito_issuer_url, settings.cognito_client_ids
+        if issuer is None or not client_ids:
+            raise ConfigurationError("verifying tokens needs QUIRE_COGNITO_ISSUER_URL and QUIRE_COGNITO_CLIENT_IDS")
+        from shared.adapters.aws.cognito_tokens import CognitoTokenVerifier
+
+        try:
+            return CognitoTokenVerifier.for_user_pool(
+                issuer, client_ids, settings.cognito_required_scope, jwks_snapshot=settings.cognito_jwks
+            )
+        except ValueError as error:
+            raise ConfigurationError(f"QUIRE_COGNITO_*: {error}") from error
+
     @property
     def _local(self) -> bool:
         return self.settings.runtime == "local"
@@ -634,6 +660,14 @@ def workflow_step(reads: type[StepRequest]) -> Callable[[Callable[[StepRequest, 
         return step
 
     return decorate
+
+
+def cognito_signing_keys(issuer_url: str) -> str:
+    """A user pool's public signing keys, read from its JWKS endpoint now, as the JSON QUIRE_COGNITO_JWKS holds
+    (the deploy-time snapshot functions/cognito_keys takes)."""
+    from shared.adapters.aws.cognito_tokens import snapshot_signing_keys
+
+    return snapshot_signing_keys(issuer_url)
 
 
 def export_renderers() -> dict[ExportFormat, ArtifactRenderer]:

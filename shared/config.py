@@ -1,10 +1,11 @@
 """Typed settings, read once at the edge (a handler's import, the CLI's start) and passed inward."""
 
 from functools import lru_cache
-from typing import Literal
+from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # pgvector's HNSW index accepts `vector` columns up to 2,000 dimensions.
 MAX_INDEXED_DIMENSION = 2000
@@ -77,6 +78,17 @@ class Settings(BaseSettings):
     render_function_name: str | None = None
     render_timeout_seconds: float = Field(default=120.0, gt=0)
     render_max_pages: int = Field(default=2_000, ge=1)
+    # Bearer tokens a function verifies itself (the MCP function: its routes have no gateway authorizer), on AWS
+    # with API Gateway's JWT authorizer's checks (shared/adapters/aws/cognito_tokens.py): the user pool's issuer
+    # (https://cognito-idp.<region>.amazonaws.com/<pool id>), the app client ids a token's aud (else client_id)
+    # must name (comma-separated), the scope it must carry, and the pool's public signing keys as a JWKS
+    # document taken at deploy time (unset: fetched from the issuer, which needs a route to Cognito).
+    cognito_issuer_url: str | None = None
+    cognito_client_ids: Annotated[tuple[str, ...], NoDecode] = ()
+    cognito_required_scope: str = "quire/api"
+    cognito_jwks: str | None = None
+    # Locally: the key the stack signs its tokens with (.quire/jwt.key; set by the local supervisor).
+    jwt_secret_file: Path | None = None
 
     # Spend and capacity per tenant (docs/configuration.md#limits), 0 meaning unlimited. Checked before the
     # money is spent; over one, the API answers 429 naming it and the pipeline records why it stopped.
@@ -89,6 +101,13 @@ class Settings(BaseSettings):
     # set: a default low enough to matter would refuse the test suites' and the CLI's bursts.
     limit_requests_per_second: float = Field(default=0, ge=0)
     limit_request_burst: int = Field(default=200, ge=1)
+
+    @field_validator("cognito_client_ids", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(client.strip() for client in value.split(",") if client.strip())
+        return value
 
     @model_validator(mode="after")
     def _pending_outlives_upload_urls(self) -> "Settings":
