@@ -39,9 +39,7 @@ def test_quire_tools_lists_and_calls_the_tools(workdir: Path) -> None:
     assert read["nextOffset"] == read["byteLength"] and read["totalBytes"] == note.stat().st_size
     assert read["content"].startswith("⟦quire-data ") and "The okapi was seen at dawn" in read["content"]
     last = json.loads(
-        quire(
-            workdir, "tools", "call", "read_file", json.dumps({"fileId": file_id, "offset": 128_000}), *CALLER
-        ).stdout
+        quire(workdir, "tools", "call", "read_file", json.dumps({"fileId": file_id, "offset": 128_000}), *CALLER).stdout
     )
     assert last["nextOffset"] is None
 
