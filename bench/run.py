@@ -140,12 +140,18 @@ def component_figures() -> list[dict[str, Any]]:
 
 def stack_workload_figures() -> list[dict[str, Any]]:
     """Each in a stack of its own: memory as files are ingested, the isolation probes with search's p95, and a
-    3,000-chunk version re-indexed through the worker."""
+    3,000-chunk version re-indexed through the worker; a tool call over MCP, its HTTP twin and the route."""
     from bench.ingest_memory import figures as ingest_memory_figures
     from bench.isolation import figures as isolation_figures
     from bench.reindex import figures as reindex_figures
+    from bench.tools import figures as tool_figures
 
-    return [*ingest_memory_figures(result), *isolation_figures(result), *reindex_figures(result)]
+    return [
+        *ingest_memory_figures(result),
+        *isolation_figures(result),
+        *reindex_figures(result),
+        *tool_figures(result),
+    ]
 
 
 def main() -> int:
