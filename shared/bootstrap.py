@@ -23,7 +23,7 @@ from shared.adapters.local.unavailable import (
     UnavailableWorkflow,
 )
 from shared.adapters.transient import is_transient
-from shared.config import Settings
+from shared.config import Settings, comma_list
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.document import ExtractionLimits
 from shared.domain.errors import InfrastructureUnavailable
@@ -48,6 +48,7 @@ from shared.ports import (
     OcrProvider,
     RenderQueue,
     ReplacementStore,
+    TokenVerifier,
     TranscriptionProvider,
     UsageLedger,
     VectorIndex,
@@ -410,6 +411,25 @@ class Container:
             exports, self.artifacts, self.file_metadata, self.content, self.authorization, operations=PypdfOperations()
         )
         return exports, tools
+
+    @cached_property
+    def mcp_token_verifier(self) -> TokenVerifier:
+        """The MCP function's bearer check: the user pool's access tokens, as the API's authorizer checks them."""
+        settings = self.settings
+        if self._local:
+            raise ConfigurationError(
+                "QUIRE_RUNTIME=local: the local stack (`quire up`) serves /mcp itself, checking the tokens"
+                " `quire token` mints"
+            )
+        client_ids = frozenset(comma_list(settings.mcp_token_client_ids))
+        if settings.mcp_issuer_url is None or not client_ids:
+            raise ConfigurationError(
+                "QUIRE_MCP_ISSUER_URL (the user pool's issuer) and QUIRE_MCP_TOKEN_CLIENT_IDS (its app clients) are"
+                " needed to check the MCP endpoint's bearer tokens"
+            )
+        from shared.adapters.aws.cognito_tokens import CognitoTokenVerifier
+
+        return CognitoTokenVerifier(settings.mcp_issuer_url, client_ids, required_scope=settings.mcp_token_scope)
 
     @cached_property
     def replacement_store(self) -> ReplacementStore:

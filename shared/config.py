@@ -90,6 +90,19 @@ class Settings(BaseSettings):
     limit_requests_per_second: float = Field(default=0, ge=0)
     limit_request_burst: int = Field(default=200, ge=1)
 
+    # The MCP endpoint (functions/mcp, docs/mcp.md), an OAuth resource server that checks bearer tokens itself: API
+    # Gateway's JWT authorizer cannot answer a refused token with the WWW-Authenticate an MCP client follows.
+    # The Host (and Origin) headers it serves, comma-separated, "name:*" for any port; any other Host gets 421.
+    mcp_allowed_hosts: str = "127.0.0.1:*,localhost:*,[::1]:*"
+    mcp_allowed_origins: str = "http://127.0.0.1:*,http://localhost:*,http://[::1]:*"
+    # Its public URL (https://<api domain>/mcp) and the authorization server its tokens come from (the Cognito
+    # user pool's issuer, https://cognito-idp.<region>.amazonaws.com/<pool id>). The local stack sets both.
+    mcp_resource_url: str | None = None
+    mcp_issuer_url: str | None = None
+    # On AWS, the access tokens accepted: issued to one of these app clients, carrying this scope (the API's).
+    mcp_token_client_ids: str = ""
+    mcp_token_scope: str | None = None
+
     @model_validator(mode="after")
     def _pending_outlives_upload_urls(self) -> "Settings":
         # Reconciliation rejects a pending upload with no bytes: only safe once its URL can no longer be used.
@@ -105,6 +118,11 @@ class Settings(BaseSettings):
                 f" ({self.extraction_timeout_seconds:g})"
             )
         return self
+
+
+def comma_list(value: str) -> tuple[str, ...]:
+    """A comma-separated setting's items, blanks dropped."""
+    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 @lru_cache(maxsize=1)
