@@ -49,6 +49,7 @@ from shared.ports import (
     RenderQueue,
     ReplacementStore,
     TokenVerifier,
+    ToolCallAudit,
     TranscriptionProvider,
     UsageLedger,
     VectorIndex,
@@ -56,6 +57,7 @@ from shared.ports import (
     Workflow,
 )
 from shared.services.artifacts import ArtifactService
+from shared.services.audit import ToolAuditLog
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.document_tools import DocumentTools
 from shared.services.document_writing import DocumentWriter
@@ -316,6 +318,17 @@ class Container:
         from shared.adapters.postgres.usage import PostgresUsageLedger
 
         return PostgresUsageLedger(self.database)
+
+    @cached_property
+    def tool_audit(self) -> ToolCallAudit:
+        from shared.adapters.postgres.tool_calls import PostgresToolCallAudit
+
+        return PostgresToolCallAudit(self.database)
+
+    @cached_property
+    def audit_log(self) -> ToolAuditLog:
+        """Agent tool calls recorded as they end, and read back by the collections' admins."""
+        return ToolAuditLog(self.tool_audit, self.authorization)
 
     @cached_property
     def pipeline(self) -> IngestionPipeline:

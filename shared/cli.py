@@ -585,6 +585,9 @@ def build_parser() -> argparse.ArgumentParser:
     from shared.local.cli_artifacts import add_artifact_commands
 
     add_artifact_commands(commands)
+    from shared.local.cli_tools import add_tool_commands
+
+    add_tool_commands(commands)
     reconcile = commands.add_parser("reconcile", help="sweep deletions, complete lost uploads, report orphans")
     reconcile.add_argument("--json", action="store_true")
     reconcile.set_defaults(run=cmd_reconcile)

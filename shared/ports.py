@@ -12,6 +12,7 @@ from typing import Protocol
 from uuid import UUID
 
 from shared.domain.artifacts import ArtifactRecord, ArtifactVersionRecord, NewArtifactVersion
+from shared.domain.audit import ToolCall, ToolCallRecord
 from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import ExtractionLimits, ExtractionOutcome
@@ -763,4 +764,27 @@ class PdfOperations(Protocol):
 
     def watermark(self, source: PdfInput, text: str, *, opacity: float, max_pages: int) -> tuple[bytes, int]:
         """`text` across every page, upright as each page is displayed (rotated pages included)."""
+        ...
+
+
+class ToolCallAudit(Protocol):
+    """The audit record of agent tool calls, tenant-scoped and RLS-forced: appended, never changed or removed
+    (the application role may only INSERT and SELECT)."""
+
+    def record(self, call: ToolCall) -> None:
+        """Append the call (its call id is made here); raises when it could not be written."""
+        ...
+
+    def recent(
+        self,
+        tenant_id: str,
+        *,
+        visible_collections: frozenset[str],
+        limit: int,
+        before: tuple[datetime, UUID] | None,
+    ) -> tuple[list[ToolCallRecord], bool]:
+        """The tenant's calls newest first (by called_at, then call_id), from the one after `before`'s keyset:
+        only those whose collection_ids all lie within `visible_collections` (a call with none, refused before
+        any collection was known, is visible too: it reveals no collection's content). The page, and whether
+        more follow."""
         ...

@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from shared.adapters.local.unavailable import UnavailableMalwareScanning, UnavailableOcr, UnavailableVision
 from shared.adapters.parsers.markdown import MarkdownParser
 from shared.adapters.parsers.plain_text import PlainTextParser
+from shared.domain.audit import ToolCall, ToolCallRecord
 from shared.domain.auth import Principal, Role, with_role
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import BlockKind, ExtractionLimits
@@ -56,6 +57,7 @@ from shared.ports import (
     KnowledgeStore,
     MalwareScanning,
     SweepProgress,
+    ToolCallAudit,
     UsageLedger,
     Workflow,
 )
@@ -916,6 +918,40 @@ class FakeUsageLedger(UsageLedger):
             for (tenant, _, step, _), row in self.rows.items()
             if tenant == tenant_id and row.file_id == file_id and step == "ocr" and row.recorded_at >= since
         )
+
+
+class FakeToolCallAudit(ToolCallAudit):
+    """Tool calls appended per tenant; `unreachable` makes writes fail as an outage would."""
+
+    def __init__(self) -> None:
+        self.rows: list[ToolCallRecord] = []
+        self.unreachable = False
+        self._lock = threading.Lock()
+
+    def record(self, call: ToolCall) -> None:
+        if self.unreachable:
+            raise ConnectionError("the audit store is unreachable")
+        with self._lock:
+            self.rows.append(ToolCallRecord(**call.model_dump(), call_id=uuid4()))
+
+    def recent(
+        self,
+        tenant_id: str,
+        *,
+        visible_collections: frozenset[str],
+        limit: int,
+        before: tuple[datetime, UUID] | None,
+    ) -> tuple[list[ToolCallRecord], bool]:
+        with self._lock:
+            rows = [
+                row
+                for row in self.rows
+                if row.tenant_id == tenant_id
+                and set(row.collection_ids) <= visible_collections
+                and (before is None or (row.called_at, row.call_id) < before)
+            ]
+        rows.sort(key=lambda row: (row.called_at, row.call_id), reverse=True)
+        return rows[:limit], len(rows) > limit
 
 
 class RecordingWorkflow(Workflow):

@@ -3,9 +3,11 @@ the authorization decision is the route's: an unentitled id is the same not-foun
 
 Each tool reports the collections it acted in (for the audit) and fences whatever text a document supplied."""
 
+import copy
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -16,7 +18,7 @@ from functions.api.schemas import FileListView, FileSummary, FileView, ScanView,
 from functions.tools import models as m
 from shared.domain.auth import Principal
 from shared.domain.document import Block, BlockKind, ExtractedDocument
-from shared.domain.document_diff import compare_blocks
+from shared.domain.document_diff import BlockChangeKind, DocumentDiff, SectionDiff, compare_blocks
 from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.exports import ExportRecord
 from shared.domain.fencing import Fence
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 Params = TypeVar("Params", bound=BaseModel)
 Result = TypeVar("Result", bound=BaseModel)
 
+HEADING_SEPARATOR = " > "
 # A window of tables: as many as fit in the document window's character bound, at most this many.
 MAX_TABLES_PER_CALL = 20
 MAX_TABLE_CHARACTERS = 24_000
@@ -91,10 +94,16 @@ class Tool(Generic[Params, Result]):
     carries_document_text: bool = False
 
     def input_schema(self) -> dict[str, Any]:
-        return self.parameters.model_json_schema(by_alias=True, mode="validation")
+        return copy.deepcopy(_schema(self.parameters, "validation"))
 
     def output_schema(self) -> dict[str, Any]:
-        return self.result.model_json_schema(by_alias=True, mode="serialization")
+        return copy.deepcopy(_schema(self.result, "serialization"))
+
+
+@functools.cache
+def _schema(model: type[BaseModel], mode: Literal["validation", "serialization"]) -> dict[str, Any]:
+    # Generated once per process: each call's audit reads the tool's id parameters from it.
+    return model.model_json_schema(by_alias=True, mode=mode)
 
 
 # --- files ----------------------------------------------------------------------------------------------------
@@ -149,7 +158,9 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
         m.SearchHitResult(
             chunk_id=hit.chunk_id,
             score=hit.score,
-            section=ctx.fenced(" › ".join(hit.citation.heading_path)) if hit.citation.heading_path else None,
+            section=ctx.fenced(HEADING_SEPARATOR.join(hit.citation.heading_path))
+            if hit.citation.heading_path
+            else None,
             excerpt=ctx.fenced(hit.excerpt),
             citation=m.ToolCitation.model_validate(
                 hit.citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at", "box", "shape"})
@@ -242,7 +253,7 @@ def extract_tables(ctx: ToolContext, params: m.ExtractTablesParams) -> m.TablesW
     characters = 0
     for position in range(params.offset, min(len(tables), params.offset + MAX_TABLES_PER_CALL)):
         index, block = tables[position]
-        section = " › ".join(block.heading_path)
+        section = HEADING_SEPARATOR.join(block.heading_path)
         text = (f"Section: {section}\n\n" if section else "") + render_block(block)
         if shown and characters + len(text) > MAX_TABLE_CHARACTERS:
             break
@@ -331,10 +342,87 @@ def compare_documents(ctx: ToolContext, params: m.CompareDocumentsParams) -> m.C
         sections_changed=len(diff.sections_changed),
         unchanged_sections=diff.unchanged_sections,
         tables_changed=len(diff.tables_changed),
-        content=ctx.fenced(diff.markdown()),
+        content=ctx.fenced(diff_markdown(diff)),
         truncated=diff.truncated,
-        details=diff.structure(),
+        details=diff_structure(diff),
     )
+
+
+def diff_markdown(diff: DocumentDiff) -> str:
+    """The differences for a reader: each section by its heading path, what changed in it, and table cells."""
+    if diff.identical:
+        return "The two documents have the same blocks."
+    lines: list[str] = []
+
+    def section_title(section: SectionDiff) -> str:
+        return HEADING_SEPARATOR.join(section.heading_path) or "(before the first heading)"
+
+    for label, sections in (("Added", diff.sections_added), ("Removed", diff.sections_removed)):
+        for section in sections:
+            lines.append(f"- {label} section: {section_title(section)}")
+    for section in diff.sections_changed:
+        lines.append(f"- Changed section: {section_title(section)}{' (moved)' if section.moved else ''}")
+        for change in section.changes:
+            if change.kind is BlockKind.TABLE and change.change is BlockChangeKind.CHANGED:
+                continue  # its cells are listed below
+            before = f" «{change.before_text}»" if change.before_text else ""
+            after = f" → «{change.after_text}»" if change.after_text else ""
+            lines.append(f"  - {change.change.value} {change.kind.value}:{before}{after}")
+    for table in diff.tables_changed:
+        where = HEADING_SEPARATOR.join(table.heading_path) or "(before the first heading)"
+        lines.append(f"- Table in {where} (block {table.before_index} → {table.after_index}):")
+        lines.extend(
+            f"  - row {cell.row + 1}, column {cell.column + 1}: «{cell.before}» → «{cell.after}»"
+            for cell in table.cells_changed
+        )
+        if table.rows_added:
+            lines.append(f"  - rows added: {', '.join(str(row + 1) for row in table.rows_added)}")
+        if table.rows_removed:
+            lines.append(f"  - rows removed: {', '.join(str(row + 1) for row in table.rows_removed)}")
+    if diff.truncated:
+        lines.append("- (more differences than shown: the diff is capped)")
+    return "\n".join(lines)
+
+
+def diff_structure(diff: DocumentDiff) -> dict[str, Any]:
+    """The diff as data without the document's words (those are in the fenced content): block ranges and indexes,
+    change kinds, table cell positions."""
+
+    def section(entry: SectionDiff) -> dict[str, Any]:
+        return {
+            "before": entry.before.model_dump() if entry.before else None,
+            "after": entry.after.model_dump() if entry.after else None,
+            "moved": entry.moved,
+            "changes": [
+                {
+                    "change": change.change.value,
+                    "kind": change.kind.value,
+                    "beforeIndex": change.before_index,
+                    "afterIndex": change.after_index,
+                }
+                for change in entry.changes
+            ],
+        }
+
+    return {
+        "sectionsAdded": [section(entry) for entry in diff.sections_added],
+        "sectionsRemoved": [section(entry) for entry in diff.sections_removed],
+        "sectionsChanged": [section(entry) for entry in diff.sections_changed],
+        "tablesChanged": [
+            {
+                "beforeIndex": table.before_index,
+                "afterIndex": table.after_index,
+                "matchedBy": table.matched_by,
+                "cellsChanged": [
+                    {"row": cell.row, "beforeRow": cell.before_row, "column": cell.column}
+                    for cell in table.cells_changed
+                ],
+                "rowsAdded": list(table.rows_added),
+                "rowsRemoved": list(table.rows_removed),
+            }
+            for table in diff.tables_changed
+        ],
+    }
 
 
 def _comparison_sides(
@@ -419,8 +507,7 @@ def convert_file(ctx: ToolContext, params: m.ConvertFileParams) -> m.ToolExport:
 def _export(ctx: ToolContext, record: ExportRecord) -> m.ToolExport:
     ctx.touched.add(record.collection_id)
     return m.ToolExport.model_validate(
-        record.model_dump(include=set(m.ToolExport.model_fields) - {"failure"})
-        | {"failure": record.failure_reason}
+        record.model_dump(include=set(m.ToolExport.model_fields) - {"failure"}) | {"failure": record.failure_reason}
     )
 
 
@@ -452,8 +539,19 @@ def _block_ref(index: int, kind: BlockKind, location: Any, confidence: float | N
         index=index,
         kind=kind.value,
         confidence=confidence,
-        **location.model_dump(include={"page", "box", "sheet", "cell_range", "slide", "paragraph_index",
-                                        "table_index", "line_start", "line_end"}),
+        **location.model_dump(
+            include={
+                "page",
+                "box",
+                "sheet",
+                "cell_range",
+                "slide",
+                "paragraph_index",
+                "table_index",
+                "line_start",
+                "line_end",
+            }
+        ),
     )
 
 

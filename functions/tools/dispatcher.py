@@ -13,7 +13,7 @@ from functions.tools.catalog import TOOLS, TOOLS_BY_NAME, Tool, ToolContext, Too
 from functions.tools.models import Refusal
 from shared.bootstrap import acting_for_tenant
 from shared.domain.artifacts import VersionConflict
-from shared.domain.audit import ToolCall
+from shared.domain.audit import ToolCall, id_arguments
 from shared.domain.auth import Principal
 from shared.domain.errors import (
     CapabilityUnavailable,
@@ -39,7 +39,6 @@ NOT_FOUND = (
     "Not found: nothing with this id is visible to this caller (it does not exist, or it is in a collection the"
     " token does not grant). list_files and search_files show what is."
 )
-_MAX_RECORDED_IDS = 16
 
 
 class UnknownTool(LookupError):
@@ -82,7 +81,7 @@ class ToolDispatcher:
         tool = self.tool(name)
         started = time.monotonic()
         context = ToolContext(principal=principal, container=self._container, fence=Fence.new())
-        recorded_ids = _argument_ids(arguments)
+        recorded_ids = id_arguments(arguments or {}, _id_parameters(tool))
         with acting_for_tenant(principal.tenant_id):
             try:
                 if surface == "mcp":
@@ -99,12 +98,13 @@ class ToolDispatcher:
                 outcome = ToolOutcome(tool=name, is_error=True, content=refusal.model_dump(by_alias=True))
             self._audit(
                 principal,
-                name,
-                surface,
-                recorded_ids,
-                context.touched if not outcome.is_error or outcome.content["error"] != "not_found" else set(),
-                "ok" if not outcome.is_error else str(outcome.content["error"]),
-                started,
+                tool=name,
+                surface=surface,
+                argument_ids=recorded_ids,
+                # A not-found reached no collection: recording one would say where the id is.
+                touched=set() if outcome.is_error and outcome.content["error"] == "not_found" else context.touched,
+                outcome=str(outcome.content["error"]) if outcome.is_error else "ok",
+                started=started,
             )
         return outcome
 
@@ -118,6 +118,7 @@ class ToolDispatcher:
     def _audit(
         self,
         principal: Principal,
+        *,
         tool: str,
         surface: Surface,
         argument_ids: dict[str, str],
@@ -136,25 +137,27 @@ class ToolDispatcher:
             duration_ms=round((time.monotonic() - started) * 1000),
             called_at=datetime.now(UTC),
         )
-        try:
-            self._container.tool_audit.record(call)
-        except Exception:
-            # The caller still gets its answer: the failure is logged (and alarmed on as an error log line).
-            logger.exception("a tool call was not audited", extra={"tool": tool})
+        # A failed write is logged with the whole record and counted; the call already ran, so its answer stands.
+        self._container.audit_log.record(call)
 
 
-def _argument_ids(arguments: Mapping[str, Any] | None) -> dict[str, str]:
-    """The id-valued arguments (fileId, versionId, artifactId, collectionId, …), never free text."""
-    ids: dict[str, str] = {}
-    for name, value in (arguments or {}).items():
-        if len(ids) >= _MAX_RECORDED_IDS:
-            break
-        if isinstance(name, str) and name.endswith("Id") and len(name) <= 64 and isinstance(value, str):
-            ids[name] = value[:128]
-    return ids
+def _id_parameters(tool: Tool[Any, Any]) -> list[str]:
+    """The tool's id-valued parameters (fileId, versionId, artifactId, collectionId, …): never free text."""
+    return [name for name in tool.input_schema()["properties"] if name.endswith("Id")]
 
 
-def refusal_for(error: Exception) -> Refusal:
+# The refusals that are the error's own sentence: (error, the tool to call instead, whether a retry could help).
+_PLAIN_REFUSALS: tuple[tuple[type[Exception], str, str | None, bool], ...] = (
+    (Forbidden, "forbidden", None, False),
+    (NotReady, "not_ready", "get_file_processing_status", True),
+    (UnsupportedMediaType, "unsupported_media_type", "extract_text", False),
+    (PayloadTooLarge, "too_large", None, False),
+    (Conflict, "conflict", None, False),
+    (InvalidRequest, "invalid_arguments", None, False),
+)
+
+
+def refusal_for(error: Exception) -> Refusal:  # noqa: PLR0911 - one answer per kind of refusal
     """The result a model reads for a failed call: the same decision the HTTP route's status code states."""
     match error:
         case ToolRefused():
@@ -164,11 +167,11 @@ def refusal_for(error: Exception) -> Refusal:
                 f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
                 for problem in error.errors()[:10]
             )
-            return Refusal(error="invalid_arguments", message=f"the arguments do not fit this tool's schema: {problems}")
+            return Refusal(
+                error="invalid_arguments", message=f"the arguments do not fit this tool's schema: {problems}"
+            )
         case NotFound():
             return Refusal(error="not_found", message=NOT_FOUND, next_tool="list_files")
-        case Forbidden():
-            return Refusal(error="forbidden", message=str(error))
         case VersionConflict():
             return Refusal(
                 error="version_conflict",
@@ -176,10 +179,6 @@ def refusal_for(error: Exception) -> Refusal:
                 f" expectedLatestVersion={error.latest_version}",
                 next_tool="update_artifact",
                 latest_version=error.latest_version,
-            )
-        case NotReady():
-            return Refusal(
-                error="not_ready", message=str(error), next_tool="get_file_processing_status", retryable=True
             )
         case LimitExceeded():
             return Refusal(
@@ -192,17 +191,11 @@ def refusal_for(error: Exception) -> Refusal:
             return Refusal(error="capability_unavailable", message=error.reason, capability=error.capability)
         case RenderFailed():
             return Refusal(error="cannot_render", message=error.sentence, retryable=error.retryable)
-        case UnsupportedMediaType():
-            return Refusal(error="unsupported_media_type", message=str(error), next_tool="extract_text")
-        case PayloadTooLarge():
-            return Refusal(error="too_large", message=str(error))
-        case Conflict():
-            return Refusal(error="conflict", message=str(error))
-        case InvalidRequest():
-            return Refusal(error="invalid_arguments", message=str(error))
-        case _:
-            return Refusal(
-                error="internal_error",
-                message="the tool failed on Quire's side (it is logged); try again shortly",
-                retryable=True,
-            )
+    for kind, code, next_tool, retryable in _PLAIN_REFUSALS:
+        if isinstance(error, kind):
+            return Refusal(error=code, message=str(error), next_tool=next_tool, retryable=retryable)
+    return Refusal(
+        error="internal_error",
+        message="the tool failed on Quire's side (it is logged); try again shortly",
+        retryable=True,
+    )

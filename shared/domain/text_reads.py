@@ -1,18 +1,27 @@
 """Bounded reads of a text file's own bytes (seeds/000 "Attachments in context"): at most 32 KiB a call, a larger
 request clamped rather than refused, the offset to continue from reported, and only an exact list of media types
-decoded as text. Everything else is read through its extracted document, which the refusal names."""
+decoded as text. Everything else is read through its extracted document, which the refusal names.
+
+A slice never ends inside a character: the offset a read reports is always where the next character starts."""
 
 import codecs
 
-from charset_normalizer import from_bytes
 from pydantic import BaseModel, ConfigDict
 
 MAX_TEXT_READ_BYTES = 32 * 1024
 # Types whose bytes are the text a reader wants. HTML is text too, but its markup is not what it says: it is read
 # through its extracted document, like PDFs, Office files and images.
 TEXT_READ_MEDIA_TYPES = frozenset({"text/plain", "text/markdown", "text/csv"})
-# A UTF-8 character is at most four bytes: a slice ending inside one gives back at most three.
+# Enough of the file's start to tell its encoding (a byte-order mark, or whether it is UTF-8).
+ENCODING_PROBE_BYTES = 4096
+# A character is at most four bytes (UTF-8) or one surrogate pair (UTF-16): a cut gives back at most three.
 _MAX_PARTIAL_CHARACTER = 3
+# Fetched past the bound: a whole character after a byte-order mark, for a bound smaller than both.
+_FETCH_ROOM = 3 + 4
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+# What an 8-bit file that is not UTF-8 is read as here (every byte is a character, so any cut is a boundary). The
+# extracted document (extract_text) holds the detected encoding's reading.
+SINGLE_BYTE_FALLBACK = "cp1252"
 
 
 class TextSlice(BaseModel):
@@ -34,18 +43,42 @@ def clamp_read(offset: int, limit: int, total_bytes: int) -> tuple[int, int]:
     if offset > total_bytes:
         raise ValueError(f"offset {offset} is past the end of the file ({total_bytes} bytes)")
     length = min(limit, MAX_TEXT_READ_BYTES)
-    return offset, min(length + _MAX_PARTIAL_CHARACTER, total_bytes - offset)
+    return offset, min(length + _FETCH_ROOM, total_bytes - offset)
 
 
-def decode_slice(raw: bytes, *, offset: int, limit: int, total_bytes: int) -> TextSlice:
-    """The text of `raw` (read from `offset`), ending on a character boundary at or before the bound."""
+def detect_encoding(head: bytes, *, whole_file: bool) -> str:
+    """The encoding of a file from its first bytes: a byte-order mark, else UTF-8 when they are UTF-8 (a character
+    cut at the end of a probe is allowed), else the single-byte fallback."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
+    try:
+        decoder.decode(head, final=whole_file)
+    except UnicodeDecodeError:
+        return SINGLE_BYTE_FALLBACK
+    return "utf-8"
+
+
+def decode_slice(raw: bytes, *, offset: int, limit: int, total_bytes: int, encoding: str) -> TextSlice:
+    """The text of `raw` (read from `offset`), ending on a character boundary at or before the bound; a bound
+    smaller than one character takes that character whole, so reading always advances."""
     wanted = min(limit, MAX_TEXT_READ_BYTES, len(raw))
-    text, used, encoding = _decode_utf8(raw, wanted)
-    if text is None:
-        # Not UTF-8: a single-byte guess for the slice (every byte is a character, so any cut is a boundary).
-        encoding = _single_byte_encoding(raw[:wanted])
+    bom = _bom_length(encoding) if offset == 0 else 0
+    if encoding.startswith("utf-16"):
+        if offset % 2:
+            raise ValueError(
+                f"offset {offset} is inside a character of this UTF-16 file: use an offset a read reported"
+            )
+        used = _utf16_boundary(raw, wanted, big_endian=encoding.endswith("be"))
+    elif encoding.startswith("utf-8"):
+        used = _utf8_boundary(raw, wanted)
+    else:
         used = wanted
-        text = raw[:used].decode(encoding, errors="replace")
+    if used <= bom and len(raw) > bom:
+        used = bom + _whole_character(raw[bom:], encoding)
+    codec = "utf-8" if encoding == "utf-8-sig" else encoding
+    text = raw[bom:used].decode(codec, errors="replace")
     end = offset + used
     return TextSlice(
         text=text,
@@ -57,36 +90,35 @@ def decode_slice(raw: bytes, *, offset: int, limit: int, total_bytes: int) -> Te
     )
 
 
-def _decode_utf8(raw: bytes, wanted: int) -> tuple[str | None, int, str]:
-    """UTF-8 text up to the last whole character within `wanted` bytes (None when the bytes are not UTF-8). A
-    bound smaller than one character takes that one character whole, so reading always advances."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
-    try:
-        text = decoder.decode(raw[:wanted], final=False)
-        pending = len(decoder.getstate()[0])
-        if pending and not text:
-            end = _character_length(raw[0])
-            return raw[:end].decode("utf-8"), end, "utf-8"
-        if pending and wanted == len(raw):
-            # The file ends inside a character: that is not UTF-8.
-            return None, 0, "utf-8"
-        return text, wanted - pending, "utf-8"
-    except UnicodeDecodeError:
-        return None, 0, "utf-8"
+def _bom_length(encoding: str) -> int:
+    return {"utf-8-sig": 3, "utf-16-le": 2, "utf-16-be": 2}.get(encoding, 0)
 
 
-def _character_length(lead: int) -> int:
-    return 2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else 4
+def _utf8_boundary(raw: bytes, wanted: int) -> int:
+    """The last character boundary at or before `wanted` (a continuation byte is 0b10xxxxxx)."""
+    end = wanted
+    if end >= len(raw):
+        return end
+    while end > 0 and wanted - end < _MAX_PARTIAL_CHARACTER + 1 and raw[end] & 0xC0 == 0x80:
+        end -= 1
+    return end
 
 
-def _single_byte_encoding(raw: bytes) -> str:
-    best = from_bytes(raw).best()
-    if best is not None and codecs.lookup(best.encoding).name in _SINGLE_BYTE:
-        return codecs.lookup(best.encoding).name
-    return "cp1252"
+def _utf16_boundary(raw: bytes, wanted: int, *, big_endian: bool) -> int:
+    end = wanted - wanted % 2
+    if end >= len(raw) or end < 2:
+        return end
+    last = raw[end - 2 : end]
+    unit = int.from_bytes(last, "big" if big_endian else "little")
+    # A high surrogate's pair is cut: leave both halves for the next read.
+    return end - 2 if 0xD800 <= unit <= 0xDBFF else end
 
 
-_SINGLE_BYTE = frozenset(
-    codecs.lookup(name).name
-    for name in ("cp1252", "latin_1", "iso8859_15", "cp1250", "cp1251", "iso8859_2", "iso8859_5", "koi8_r", "mac_roman")
-)
+def _whole_character(raw: bytes, encoding: str) -> int:
+    if encoding.startswith("utf-16"):
+        unit = int.from_bytes(raw[:2], "big" if encoding.endswith("be") else "little")
+        return min(len(raw), 4 if 0xD800 <= unit <= 0xDBFF else 2)
+    if encoding.startswith("utf-8"):
+        lead = raw[0]
+        return min(len(raw), 1 if lead < 0xC0 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4)
+    return 1

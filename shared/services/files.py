@@ -25,7 +25,14 @@ from shared.domain.files import (
     SignedRead,
     VersionState,
 )
-from shared.domain.text_reads import TEXT_READ_MEDIA_TYPES, TextSlice, clamp_read, decode_slice
+from shared.domain.text_reads import (
+    ENCODING_PROBE_BYTES,
+    TEXT_READ_MEDIA_TYPES,
+    TextSlice,
+    clamp_read,
+    decode_slice,
+    detect_encoding,
+)
 from shared.domain.uploads import accepted_type, check_declared_size, clean_filename, storage_key
 from shared.observability import logger
 from shared.ports import (
@@ -253,14 +260,22 @@ class FileService:
             start, length = clamp_read(offset, limit, total)
         except ValueError as error:
             raise InvalidRequest(str(error)) from error
-        raw = (
-            self._content.read_range(
-                version.storage_key, version_id=version.storage_version_id, start=start, length=length
+
+        def fetch(begin: int, size: int) -> bytes:
+            if not size:
+                return b""
+            return self._content.read_range(
+                version.storage_key, version_id=version.storage_version_id, start=begin, length=size
             )
-            if length
-            else b""
-        )
-        return version, decode_slice(raw, offset=offset, limit=limit, total_bytes=total)
+
+        probe = min(ENCODING_PROBE_BYTES, total)
+        encoding = detect_encoding(fetch(0, probe), whole_file=probe == total)
+        try:
+            return version, decode_slice(
+                fetch(start, length), offset=offset, limit=limit, total_bytes=total, encoding=encoding
+            )
+        except ValueError as error:
+            raise InvalidRequest(str(error)) from error
 
     def readable_version(
         self, principal: Principal, file_id: UUID, version_id: UUID | None

@@ -7,16 +7,18 @@ from shared.adapters.aws.s3_content_store import S3ContentStore
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
 from shared.adapters.postgres.sweep_progress import PostgresSweepProgress
+from shared.adapters.postgres.tool_calls import PostgresToolCallAudit
 from shared.adapters.postgres.usage import PostgresUsageLedger
 from shared.bootstrap import Container
 from shared.config import Settings
 from shared.local.embedded_postgres import free_port
 from shared.local.supervisor import ensure_bucket
-from shared.ports import FileContentStore, FileMetadataStore, SweepProgress, UsageLedger
+from shared.ports import FileContentStore, FileMetadataStore, SweepProgress, ToolCallAudit, UsageLedger
 from tests.contracts.content_store import ContentStoreContract
 from tests.contracts.file_metadata import FileMetadataContract
 from tests.contracts.spend import SpendContract
 from tests.contracts.sweep_progress import SweepProgressContract
+from tests.contracts.tool_calls import ToolCallAuditContract
 
 
 class TestPostgresFileMetadataStore(FileMetadataContract):
@@ -35,6 +37,12 @@ class TestPostgresSpend(SpendContract):
     @pytest.fixture
     def stores(self, app_database: Database) -> tuple[FileMetadataStore, UsageLedger]:
         return PostgresFileMetadataStore(app_database), PostgresUsageLedger(app_database)
+
+
+class TestPostgresToolCallAudit(ToolCallAuditContract):
+    @pytest.fixture
+    def audit(self, app_database: Database) -> ToolCallAudit:
+        return PostgresToolCallAudit(app_database)
 
 
 @pytest.fixture(scope="module")

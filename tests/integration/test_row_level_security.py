@@ -25,8 +25,8 @@ TENANT_TABLES = [
 ]
 # Updated by the application (their state moves on) but never deleted by it.
 NEVER_DELETED_TABLES = ["exports", "file_replacements"]
-# Append-only for the application: read and insert, never rewrite what was charged.
-APPEND_ONLY_TABLES = ["usage_records", "artifact_versions", "artifact_proposals"]
+# Append-only for the application: read and insert, never rewrite what was charged or what an agent did.
+APPEND_ONLY_TABLES = ["usage_records", "artifact_versions", "artifact_proposals", "tool_calls"]
 
 
 def add_file(database: Database, tenant: str, collection: str = "docs") -> uuid.UUID:

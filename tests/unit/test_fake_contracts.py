@@ -3,12 +3,19 @@
 
 import pytest
 
-from shared.ports import FileContentStore, FileMetadataStore, SweepProgress, UsageLedger
+from shared.ports import FileContentStore, FileMetadataStore, SweepProgress, ToolCallAudit, UsageLedger
 from tests.contracts.content_store import ContentStoreContract
 from tests.contracts.file_metadata import FileMetadataContract
 from tests.contracts.spend import SpendContract
 from tests.contracts.sweep_progress import SweepProgressContract
-from tests.fakes import FakeContentStore, FakeFileMetadataStore, FakeSweepProgress, FakeUsageLedger
+from tests.contracts.tool_calls import ToolCallAuditContract
+from tests.fakes import (
+    FakeContentStore,
+    FakeFileMetadataStore,
+    FakeSweepProgress,
+    FakeToolCallAudit,
+    FakeUsageLedger,
+)
 
 
 class TestFakeFileMetadataStore(FileMetadataContract):
@@ -34,3 +41,9 @@ class TestFakeSpend(SpendContract):
     @pytest.fixture
     def stores(self) -> tuple[FileMetadataStore, UsageLedger]:
         return FakeFileMetadataStore(), FakeUsageLedger()
+
+
+class TestFakeToolCallAudit(ToolCallAuditContract):
+    @pytest.fixture
+    def audit(self) -> ToolCallAudit:
+        return FakeToolCallAudit()

@@ -1,0 +1,101 @@
+"""The agent tools' definitions: the fifteen of seeds/000, parameters named as the HTTP API names them, and every
+input and output schema pinned by a snapshot so a change to what an agent sees is deliberate
+(`QUIRE_UPDATE_TOOL_SCHEMAS=1 pytest tests/unit/test_tool_definitions.py` rewrites it, for review in the diff)."""
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from functions.tools.catalog import TOOLS
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "tool_schemas.json"
+SEED_TOOLS = {
+    "list_files",
+    "read_file",
+    "search_files",
+    "scan_document",
+    "analyze_image",
+    "extract_text",
+    "extract_tables",
+    "summarize_document",
+    "compare_documents",
+    "create_artifact",
+    "update_artifact",
+    "export_artifact",
+    "create_pdf",
+    "convert_file",
+    "get_file_processing_status",
+}
+# The HTTP API's names for what the tools take (the issue's contract), and the others a tool may take.
+CONTRACT_PARAMETERS = {
+    "fileId",
+    "versionId",
+    "collectionId",
+    "query",
+    "offset",
+    "limit",
+    "format",
+    "artifactId",
+    "expectedLatestVersion",
+}
+OTHER_PARAMETERS = {
+    "cursor",
+    "mode",
+    "otherFileId",
+    "otherVersionId",
+    "version",
+    "name",
+    "markdown",
+    "blocks",
+    "citations",
+    "sources",
+}
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    return {tool.name: {"input": tool.input_schema(), "output": tool.output_schema()} for tool in TOOLS}
+
+
+def property_names(schema: Any) -> Iterator[str]:
+    if isinstance(schema, dict):
+        for name, value in schema.items():
+            if name == "properties" and isinstance(value, dict):
+                yield from value
+            yield from property_names(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from property_names(value)
+
+
+def test_the_catalog_is_the_seeds_fifteen_tools() -> None:
+    assert {tool.name for tool in TOOLS} == SEED_TOOLS
+    assert len(TOOLS) == 15
+
+
+def test_every_schema_matches_the_snapshot() -> None:
+    current = schemas()
+    if os.environ.get("QUIRE_UPDATE_TOOL_SCHEMAS"):
+        SNAPSHOT.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    assert current == json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+
+
+def test_parameters_are_named_as_the_http_api_names_them() -> None:
+    for tool in TOOLS:
+        top_level = set(tool.input_schema()["properties"])
+        assert top_level <= CONTRACT_PARAMETERS | OTHER_PARAMETERS, (tool.name, top_level)
+        assert tool.input_schema()["type"] == "object" and tool.output_schema()["type"] == "object"
+        assert tool.input_schema().get("additionalProperties") is False, tool.name
+
+
+def test_no_result_has_a_field_for_a_key_a_bucket_or_a_url() -> None:
+    for tool in TOOLS:
+        names = {name.lower() for name in property_names(tool.output_schema())}
+        assert not names & {"url", "key", "bucket", "storagekey", "documentkey", "contentkey", "expiresat"}, tool.name
+
+
+def test_tools_that_carry_document_text_say_it_is_untrusted() -> None:
+    for tool in TOOLS:
+        if tool.carries_document_text:
+            assert "untrusted" in tool.output_schema()["properties"], tool.name
