@@ -60,7 +60,11 @@ def test_an_access_token_of_the_pool_gives_its_claims_as_strings_as_the_authoriz
     assert claims["cognito:groups"] == "[staff hr]"
     assert claims["iat"] == str(claims["auth_time"])
     principal = principal_from_claims(claims)
-    assert (principal.tenant_id, principal.subject, principal.collections) == ("acme", "0b4c-ann", frozenset({"hr", "legal"}))
+    assert (principal.tenant_id, principal.subject, principal.collections) == (
+        "acme",
+        "0b4c-ann",
+        frozenset({"hr", "legal"}),
+    )
 
 
 @pytest.mark.parametrize(

@@ -221,7 +221,7 @@ def test_the_token_verifier_refuses_what_the_port_refuses_and_claims_that_name_n
     assert verify({**ACME_ANN, TENANT_CLAIM: "../other"}) is None
 
 
-def test_the_server_lists_no_tool_twice_and_resolves_input_schemas_without_a_listing() -> None:
+def test_a_calls_input_schema_is_resolved_from_the_catalog_without_a_listing() -> None:
     server = build_server(FakeToolDispatcher())
     assert server.get_tool_input_schema is not None
     schema: Any = server.get_tool_input_schema("echo_file")
