@@ -17,6 +17,8 @@ class ReservedConcurrency:
     throttled event for hours) while the API and sign-in keep their own."""
 
     api: int
+    # The MCP server (infra/constructs/mcp.py): the agent tools, its own share so agents cannot take the API's.
+    mcp: int
     # Cognito's pre-token-generation trigger: without it nobody signs in.
     sign_in: int
     on_object_created: int
@@ -97,11 +99,12 @@ ENVIRONMENTS: dict[str, EnvironmentSettings] = {
         backup_retention_days=30,
         aurora_failover_reader=True,
         vision_model_id="amazon.nova-lite-v1:0",
-        # 200 + 20 + 50 + 9 x 50 + 50 + 1 = 771 of the default 1,000, leaving 229 unreserved (>= 100; a test sums
-        # the template's reservations). The API's
-        # 200 is twice what 500 requests a second at 200 ms need; the stage's throttle turns away the rest.
+        # 200 + 50 + 20 + 50 + 9 x 50 + 50 + 1 = 821 of the default 1,000, leaving 179 unreserved (>= 100; a test
+        # sums the template's reservations). The API's
+        # 200 is twice what 500 requests a second at 200 ms need; the stage's throttle turns away the rest. The
+        # MCP server's 50: an agent's calls are sequential, and its tools are the API's services.
         reserved_concurrency=ReservedConcurrency(
-            api=200, sign_in=20, on_object_created=50, pipeline_step=50, render=50, reconcile=1
+            api=200, mcp=50, sign_in=20, on_object_created=50, pipeline_step=50, render=50, reconcile=1
         ),
     ),
 }

@@ -8,6 +8,7 @@ from constructs import Construct
 from infra.constructs.api import Api
 from infra.constructs.database import Database
 from infra.constructs.functions import LambdaPackage
+from infra.constructs.mcp import McpServer
 from infra.constructs.migrations import Migrations
 from infra.constructs.observability import Observability
 from infra.constructs.pipeline import Pipeline
@@ -57,8 +58,21 @@ class QuireStack(cdk.Stack):
             state_machine=self.pipeline.state_machine,
         )
         self.api.node.add_dependency(self.migrations)
-        # The API hands exports to the render function; the sweep hands it what was left pending.
+        self.mcp = McpServer(
+            self,
+            "Mcp",
+            settings=settings,
+            package=self.package,
+            storage=self.storage,
+            database=self.database,
+            state_machine=self.pipeline.state_machine,
+            api=self.api,
+        )
+        self.mcp.node.add_dependency(self.migrations)
+        # The API and the MCP server's tools hand exports to the render function; the sweep hands it what was
+        # left pending.
         self.rendering.grant_submit(self.api.function)
+        self.rendering.grant_submit(self.mcp.function)
         self.rendering.grant_submit(self.pipeline.reconcile)
         self.observability = Observability(
             self,
@@ -70,6 +84,8 @@ class QuireStack(cdk.Stack):
                 *self.pipeline.functions,
                 self.api.function,
                 self.api.token_claims_function,
+                self.mcp.function,
+                self.mcp.signing_keys_function,
                 self.migrations.function,
                 self.rendering.function,
             ],

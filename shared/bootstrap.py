@@ -23,7 +23,7 @@ from shared.adapters.local.unavailable import (
     UnavailableWorkflow,
 )
 from shared.adapters.transient import is_transient
-from shared.config import Settings, comma_list
+from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.document import ExtractionLimits
 from shared.domain.errors import InfrastructureUnavailable
@@ -426,25 +426,6 @@ class Container:
         return exports, tools
 
     @cached_property
-    def mcp_token_verifier(self) -> TokenVerifier:
-        """The MCP function's bearer check: the user pool's access tokens, as the API's authorizer checks them."""
-        settings = self.settings
-        if self._local:
-            raise ConfigurationError(
-                "QUIRE_RUNTIME=local: the local stack (`quire up`) serves /mcp itself, checking the tokens"
-                " `quire token` mints"
-            )
-        client_ids = frozenset(comma_list(settings.mcp_token_client_ids))
-        if settings.mcp_issuer_url is None or not client_ids:
-            raise ConfigurationError(
-                "QUIRE_MCP_ISSUER_URL (the user pool's issuer) and QUIRE_MCP_TOKEN_CLIENT_IDS (its app clients) are"
-                " needed to check the MCP endpoint's bearer tokens"
-            )
-        from shared.adapters.aws.cognito_tokens import CognitoTokenVerifier
-
-        return CognitoTokenVerifier(settings.mcp_issuer_url, client_ids, required_scope=settings.mcp_token_scope)
-
-    @cached_property
     def replacement_store(self) -> ReplacementStore:
         from shared.adapters.postgres.replacements import PostgresReplacementStore
 
@@ -554,6 +535,31 @@ class Container:
     def authorization(self) -> AuthorizationPolicy:
         return ClaimsAuthorizationPolicy()
 
+    @cached_property
+    def token_verifier(self) -> TokenVerifier:
+        """Bearer tokens verified in the function (the MCP server's; the REST API's are verified by the gateway
+        on AWS): Cognito access tokens with the gateway authorizer's checks on AWS, the local stack's own tokens
+        locally (the key shared/local/supervisor.py hands the local API)."""
+        settings = self.settings
+        if self._local:
+            from shared.adapters.local.jwt_tokens import LocalTokenVerifier
+            from shared.adapters.local.secret_files import read_or_create_secret
+
+            if settings.jwt_secret_file is None:
+                raise ConfigurationError("QUIRE_JWT_SECRET_FILE is not set (the local stack's token key)")
+            return LocalTokenVerifier(read_or_create_secret(settings.jwt_secret_file))
+        issuer, client_ids = settings.cognito_issuer_url, settings.cognito_client_ids
+        if issuer is None or not client_ids:
+            raise ConfigurationError("verifying tokens needs QUIRE_COGNITO_ISSUER_URL and QUIRE_COGNITO_CLIENT_IDS")
+        from shared.adapters.aws.cognito_tokens import CognitoTokenVerifier
+
+        try:
+            return CognitoTokenVerifier.for_user_pool(
+                issuer, client_ids, settings.cognito_required_scope, jwks_snapshot=settings.cognito_jwks
+            )
+        except ValueError as error:
+            raise ConfigurationError(f"QUIRE_COGNITO_*: {error}") from error
+
     @property
     def _local(self) -> bool:
         return self.settings.runtime == "local"
@@ -654,6 +660,14 @@ def workflow_step(reads: type[StepRequest]) -> Callable[[Callable[[StepRequest, 
         return step
 
     return decorate
+
+
+def cognito_signing_keys(issuer_url: str) -> str:
+    """A user pool's public signing keys, read from its JWKS endpoint now, as the JSON QUIRE_COGNITO_JWKS holds
+    (the deploy-time snapshot functions/cognito_keys takes)."""
+    from shared.adapters.aws.cognito_tokens import snapshot_signing_keys
+
+    return snapshot_signing_keys(issuer_url)
 
 
 def export_renderers() -> dict[ExportFormat, ArtifactRenderer]:

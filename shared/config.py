@@ -1,10 +1,11 @@
 """Typed settings, read once at the edge (a handler's import, the CLI's start) and passed inward."""
 
 from functools import lru_cache
-from typing import Literal
+from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # pgvector's HNSW index accepts `vector` columns up to 2,000 dimensions.
 MAX_INDEXED_DIMENSION = 2000
@@ -77,6 +78,17 @@ class Settings(BaseSettings):
     render_function_name: str | None = None
     render_timeout_seconds: float = Field(default=120.0, gt=0)
     render_max_pages: int = Field(default=2_000, ge=1)
+    # Bearer tokens a function verifies itself (the MCP function: its routes have no gateway authorizer), on AWS
+    # with API Gateway's JWT authorizer's checks (shared/adapters/aws/cognito_tokens.py): the user pool's issuer
+    # (https://cognito-idp.<region>.amazonaws.com/<pool id>), the app client ids a token's aud (else client_id)
+    # must name (comma-separated), the scope it must carry, and the pool's public signing keys as a JWKS
+    # document taken at deploy time (unset: fetched from the issuer, which needs a route to Cognito).
+    cognito_issuer_url: str | None = None
+    cognito_client_ids: Annotated[tuple[str, ...], NoDecode] = ()
+    cognito_required_scope: str = "quire/api"
+    cognito_jwks: str | None = None
+    # Locally: the key the stack signs its tokens with (.quire/jwt.key; set by the local supervisor).
+    jwt_secret_file: Path | None = None
 
     # Spend and capacity per tenant (docs/configuration.md#limits), 0 meaning unlimited. Checked before the
     # money is spent; over one, the API answers 429 naming it and the pipeline records why it stopped.
@@ -90,18 +102,25 @@ class Settings(BaseSettings):
     limit_requests_per_second: float = Field(default=0, ge=0)
     limit_request_burst: int = Field(default=200, ge=1)
 
-    # The MCP endpoint (functions/mcp, docs/mcp.md), an OAuth resource server that checks bearer tokens itself: API
-    # Gateway's JWT authorizer cannot answer a refused token with the WWW-Authenticate an MCP client follows.
-    # The Host (and Origin) headers it serves, comma-separated, "name:*" for any port; any other Host gets 421.
-    mcp_allowed_hosts: str = "127.0.0.1:*,localhost:*,[::1]:*"
-    mcp_allowed_origins: str = "http://127.0.0.1:*,http://localhost:*,http://[::1]:*"
-    # Its public URL (https://<api domain>/mcp) and the authorization server its tokens come from (the Cognito
-    # user pool's issuer, https://cognito-idp.<region>.amazonaws.com/<pool id>). The local stack sets both.
+    # The MCP endpoint (functions/mcp, docs/agent-tools.md#the-mcp-server), an OAuth resource server: the Host (and
+    # Origin) headers it serves, comma-separated, "name:*" for any port (any other Host is answered 421); its
+    # public URL (https://<api domain>/mcp); and the authorization server its tokens come from (on AWS the user
+    # pool's issuer). The local stack sets the URLs to its API's.
+    mcp_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+    mcp_allowed_origins: Annotated[tuple[str, ...], NoDecode] = (
+        "http://127.0.0.1:*",
+        "http://localhost:*",
+        "http://[::1]:*",
+    )
     mcp_resource_url: str | None = None
     mcp_issuer_url: str | None = None
-    # On AWS, the access tokens accepted: issued to one of these app clients, carrying this scope (the API's).
-    mcp_token_client_ids: str = ""
-    mcp_token_scope: str | None = None
+
+    @field_validator("cognito_client_ids", "mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(client.strip() for client in value.split(",") if client.strip())
+        return value
 
     @model_validator(mode="after")
     def _pending_outlives_upload_urls(self) -> "Settings":
@@ -118,11 +137,6 @@ class Settings(BaseSettings):
                 f" ({self.extraction_timeout_seconds:g})"
             )
         return self
-
-
-def comma_list(value: str) -> tuple[str, ...]:
-    """A comma-separated setting's items, blanks dropped."""
-    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 @lru_cache(maxsize=1)

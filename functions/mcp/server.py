@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from shared.bootstrap import ConfigurationError
-from shared.config import Settings, comma_list
+from shared.config import Settings
 from shared.domain.auth import Principal, principal_from_claims
 from shared.domain.errors import Unauthenticated
 from shared.observability import logger
@@ -44,7 +44,7 @@ SERVER_NAME = "quire"
 SERVER_VERSION = "0.1.0"
 MCP_PATH = "/mcp"
 # What the Lambda Web Adapter polls before it sends the first request (AWS_LWA_READINESS_CHECK_PATH).
-HEALTH_PATH = "/mcp/health"
+HEALTH_PATH = "/mcp/healthz"
 INSTRUCTIONS = (
     "Quire's documents, in the collections your token grants: find files (list_files, search_files), read them, and"
     " write cited artifacts and exports. A refusal is a result with isError; its nextTool says what to call instead."
@@ -102,6 +102,9 @@ class Endpoint:
     # Host (and Origin) header values served; any other Host is answered 421 (DNS rebinding protection).
     allowed_hosts: tuple[str, ...]
     allowed_origins: tuple[str, ...]
+    # The scopes a token must carry, advertised in the metadata (scopes_supported) so that a client signing in asks
+    # for them; the port's verifier checks them too.
+    scopes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # The metadata route is derived from the resource URL's path, and the endpoint is served at MCP_PATH.
@@ -122,8 +125,10 @@ def endpoint_of(settings: Settings) -> Endpoint:
         return Endpoint(
             resource_url=settings.mcp_resource_url,
             issuer_url=settings.mcp_issuer_url,
-            allowed_hosts=comma_list(settings.mcp_allowed_hosts),
-            allowed_origins=comma_list(settings.mcp_allowed_origins),
+            allowed_hosts=settings.mcp_allowed_hosts,
+            allowed_origins=settings.mcp_allowed_origins,
+            # On AWS the tokens are the user pool's, for the API's scope; the local stack's carry no scope.
+            scopes=(settings.cognito_required_scope,) if settings.runtime == "aws" else (),
         )
     except ValueError as error:
         raise ConfigurationError(str(error)) from error
@@ -260,7 +265,7 @@ def create_app(
     tools: ToolSurface, verifier: TokenVerifier, endpoint: Endpoint, *, max_concurrent_calls: int = 4
 ) -> Starlette:
     """The ASGI app: POST /mcp (Streamable HTTP, stateless, JSON responses) behind the bearer check, the RFC 9728
-    metadata at /.well-known/oauth-protected-resource/mcp, and GET /mcp/health for the Lambda Web Adapter.
+    metadata at /.well-known/oauth-protected-resource/mcp, and GET /mcp/healthz for the Lambda Web Adapter.
 
     Its lifespan (the session manager's task group, the server's `_Process`) must run once per process: serve it
     with uvicorn (the Lambda Web Adapter on AWS, a thread locally), never with an adapter that runs the lifespan
@@ -281,6 +286,7 @@ def create_app(
             resource_server_url=endpoint.resource_url,
             # The port checks the audience (or the app client) itself; Quire's tokens carry no RFC 8707 resource.
             validate_token_resource=False,
+            required_scopes=list(endpoint.scopes) or None,
         ),
         token_verifier=ClaimsTokenVerifier(verifier),
         custom_starlette_routes=[Route(HEALTH_PATH, _health, methods=["GET"])],

@@ -45,10 +45,11 @@ MAX_TABLE_CHARACTERS = 24_000
 class ToolRefused(Exception):
     """A refusal particular to one tool, naming the tool to call instead."""
 
-    def __init__(self, error: str, message: str, *, next_tool: str | None = None) -> None:
+    def __init__(self, error: str, message: str, *, next_tool: str | None = None, retryable: bool = False) -> None:
         super().__init__(message)
         self.error = error
         self.next_tool = next_tool
+        self.retryable = retryable
 
 
 @dataclass
@@ -77,6 +78,7 @@ class ToolContext:
                 f"the document is {version.processing_state.value.replace('_', ' ')}: there is no text to read yet;"
                 " get_file_processing_status shows its progress",
                 next_tool="get_file_processing_status",
+                retryable=True,
             )
         return version, self.container.documents.read(version)
 

@@ -161,7 +161,7 @@ def refusal_for(error: Exception) -> Refusal:  # noqa: PLR0911 - one answer per 
     """The result a model reads for a failed call: the same decision the HTTP route's status code states."""
     match error:
         case ToolRefused():
-            return Refusal(error=error.error, message=str(error), next_tool=error.next_tool)
+            return Refusal(error=error.error, message=str(error), next_tool=error.next_tool, retryable=error.retryable)
         case ValidationError():
             problems = "; ".join(
                 f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"

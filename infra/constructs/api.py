@@ -10,9 +10,10 @@ signature, the expiry and, for an access token, `client_id` against the app clie
 turns away ID tokens (they carry no `scope`), which would otherwise pass the audience check too.
 
 Every route needs a token except GET /v1/health and GET /v1/openapi.json (functions/api/handler.py's
-UNAUTHENTICATED_ROUTES). The catch-all routes name their methods rather than ANY: an ANY route would also
-match the browser's CORS preflight (OPTIONS, sent without a token) and refuse it, where a method-less
-preflight is answered by API Gateway from the CORS configuration.
+UNAUTHENTICATED_ROUTES) and the MCP server's (infra/constructs/mcp.py), which verifies the same tokens itself.
+The catch-all routes name their methods rather than ANY: an ANY route would also match the browser's CORS
+preflight (OPTIONS, sent without a token) and refuse it, where a method-less preflight is answered by API Gateway
+from the CORS configuration.
 """
 
 import json
@@ -90,6 +91,47 @@ def redirect_urls(origins: tuple[str, ...], path: str) -> list[str]:
     return urls
 
 
+def serve_tenants(
+    scope: Construct, function: lambda_.Function, *, storage: Storage, state_machine: sfn.IStateMachine
+) -> TenantDataAccess:
+    """What a function serving the API's callers may do, on their behalf: the API function, and the MCP
+    function, whose tools are calls of the same services (functions/tools/catalog.py). Its tenant data role
+    (`TenantData` under `scope`) carries every object grant, for one tenant per session: the caller's."""
+    bucket = storage.originals
+    function.add_environment("QUIRE_BUCKET", bucket.bucket_name)
+    # POST /v1/files/{id}/scan starts a processing attempt.
+    function.add_environment("QUIRE_STATE_MACHINE_ARN", state_machine.state_machine_arn)
+    data = TenantDataAccess(scope, "TenantData", storage=storage, function=function)
+    # Presigned POSTs for uploads are signed with the caller's tenant session: the upload is its PutObject.
+    # Presigned and proxied reads of an original, by version id; a deletion tags the version deleted and
+    # removes it in the request (shared/services/files.py), so a link issued before stops working at once.
+    data.grant_objects(("s3:PutObject", *READ_OBJECTS, *TAG_OBJECTS, *DELETE_OBJECTS), (ORIGINALS_PREFIX,))
+    # Extracted documents (GET /v1/files/{id}/document, reindex). Never deleted here: what was derived from a
+    # deleted original is the reconciliation sweep's to remove.
+    data.grant_objects(("s3:GetObject",), (DERIVED_PREFIX,))
+    # Artifact content (POST /v1/artifacts and its versions): written before the row that refers to it,
+    # under the artifacts' own prefix only; file replacements wait under theirs for their approval.
+    data.grant_objects(("s3:PutObject",), (ARTIFACT_CONTENT_PREFIX, REPLACEMENTS_PREFIX))
+    # "This document is gone" (which reindex acts on) must be a 404, not a 403.
+    data.grant_missing_is_not_found()
+    # Query embeddings for search and re-embedding on reindex, from this model only.
+    function.add_to_role_policy(
+        iam.PolicyStatement(
+            actions=["bedrock:InvokeModel"],
+            resources=[
+                cdk.Stack.of(scope).format_arn(
+                    service="bedrock",
+                    account="",
+                    resource="foundation-model",
+                    resource_name=EMBEDDING_MODEL_ID,
+                )
+            ],
+        )
+    )
+    state_machine.grant_start_execution(function)
+    return data
+
+
 class Api(Construct):
     def __init__(
         self,
@@ -113,6 +155,9 @@ class Api(Construct):
             "ResourceServer", identifier=RESOURCE_SERVER, scopes=[self._scope_definition]
         )
         self.api_scope = f"{RESOURCE_SERVER}/{API_SCOPE_NAME}"
+        # The issuer the JWT authorizer checks (HttpUserPoolAuthorizer's own expression), for a function that
+        # verifies the same tokens itself (the MCP server).
+        self.issuer_url = f"https://cognito-idp.{cdk.Stack.of(self).region}.amazonaws.com/{self.user_pool.user_pool_id}"
         self.user_pool_client = self._browser_client(settings)
         self.domain = self.user_pool.add_domain(
             "Domain",
@@ -134,7 +179,6 @@ class Api(Construct):
         database: DatabaseAccess,
         state_machine: sfn.IStateMachine,
     ) -> lambda_.Function:
-        bucket = storage.originals
         function = package.function(
             self,
             "Function",
@@ -144,42 +188,9 @@ class Api(Construct):
             # Room for the bounded children a request may start (reading Markdown, rendering a replacement).
             memory_size=API_MEMORY_MB,
             reserved_concurrency=settings.reserved_concurrency.api if settings.reserved_concurrency else None,
-            environment={
-                "QUIRE_BUCKET": bucket.bucket_name,
-                # POST /v1/files/{id}/scan starts a processing attempt.
-                "QUIRE_STATE_MACHINE_ARN": state_machine.state_machine_arn,
-            },
             database=database,
         )
-        # Every object grant is on the function's tenant data role, for one tenant per session: the caller's.
-        data = TenantDataAccess(self, "TenantData", storage=storage, function=function)
-        # Presigned POSTs for uploads are signed with the caller's tenant session: the upload is its PutObject.
-        # Presigned and proxied reads of an original, by version id; a deletion tags the version deleted and
-        # removes it in the request (shared/services/files.py), so a link issued before stops working at once.
-        data.grant_objects(("s3:PutObject", *READ_OBJECTS, *TAG_OBJECTS, *DELETE_OBJECTS), (ORIGINALS_PREFIX,))
-        # Extracted documents (GET /v1/files/{id}/document, reindex). Never deleted here: what was derived from a
-        # deleted original is the reconciliation sweep's to remove.
-        data.grant_objects(("s3:GetObject",), (DERIVED_PREFIX,))
-        # Artifact content (POST /v1/artifacts and its versions): written before the row that refers to it,
-        # under the artifacts' own prefix only; file replacements wait under theirs for their approval.
-        data.grant_objects(("s3:PutObject",), (ARTIFACT_CONTENT_PREFIX, REPLACEMENTS_PREFIX))
-        # "This document is gone" (which reindex acts on) must be a 404, not a 403.
-        data.grant_missing_is_not_found()
-        # Query embeddings for search and re-embedding on reindex, from this model only.
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["bedrock:InvokeModel"],
-                resources=[
-                    cdk.Stack.of(self).format_arn(
-                        service="bedrock",
-                        account="",
-                        resource="foundation-model",
-                        resource_name=EMBEDDING_MODEL_ID,
-                    )
-                ],
-            )
-        )
-        state_machine.grant_start_execution(function)
+        serve_tenants(self, function, storage=storage, state_machine=state_machine)
         return function
 
     def _user_pool(

@@ -36,13 +36,12 @@ def local_mcp_app(
     itself unless QUIRE_MCP_ISSUER_URL says otherwise."""
     from functions.mcp.server import Endpoint, create_app
     from functions.tools.dispatcher import ToolDispatcher
-    from shared.config import comma_list
 
     endpoint = Endpoint(
         resource_url=f"{api_base_url}/mcp",
         issuer_url=settings.mcp_issuer_url or api_base_url,
-        allowed_hosts=comma_list(settings.mcp_allowed_hosts),
-        allowed_origins=comma_list(settings.mcp_allowed_origins),
+        allowed_hosts=settings.mcp_allowed_hosts,
+        allowed_origins=settings.mcp_allowed_origins,
     )
     return create_app(ToolDispatcher(container), verifier, endpoint, max_concurrent_calls=settings.database_pool_size)
 

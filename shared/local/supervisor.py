@@ -179,6 +179,8 @@ class Supervisor:
                 "QUIRE_S3_ENDPOINT_URL": s3_endpoint,
                 "QUIRE_BUCKET": LOCAL_BUCKET,
                 "QUIRE_EMBEDDING_DIMENSION": str(self.embedding_dimension),
+                # The key the local API's verifier (below) and the container's token_verifier check tokens with.
+                "QUIRE_JWT_SECRET_FILE": str(self.paths.jwt_secret),
                 "POWERTOOLS_TRACE_DISABLED": "true",
             }
         )

@@ -7,6 +7,14 @@ from typing import Any
 from aws_cdk.assertions import Template
 
 API_HANDLER = "functions.api.handler.handler"
+# The MCP function's handler is a path its Lambda Web Adapter wrapper executes, not a dotted name.
+MCP_HANDLER = "functions/mcp/run.sh"
+
+
+def is_quire_handler(handler: object) -> bool:
+    """A handler of Quire's own code (a dotted path under functions/, or the MCP server's script), not one of the
+    CDK's helper functions."""
+    return isinstance(handler, str) and (handler.startswith("functions.") or handler == MCP_HANDLER)
 
 
 def only(resources: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:

@@ -20,10 +20,12 @@ from infra.constructs.api import (
     WRITE_COLLECTIONS_ATTRIBUTE,
     redirect_urls,
 )
+from infra.constructs.mcp import MCP_ROUTES
 from infra.environments import settings_for
 from shared.domain.auth import ADMIN_CLAIM, COLLECTIONS_CLAIM, TENANT_CLAIM, WRITE_CLAIM
 from tests.infra.template import (
     API_HANDLER,
+    MCP_HANDLER,
     as_list,
     function_with_handler,
     only,
@@ -94,12 +96,20 @@ def test_the_authorizer_checks_cognito_access_tokens_for_the_browser_client(synt
     assert pool_id in issuer
 
 
-def test_every_route_but_health_and_openapi_needs_an_access_token_with_the_api_scope(
+def test_every_route_but_health_openapi_and_the_mcp_servers_needs_an_access_token_with_the_api_scope(
     synthesized: tuple[str, Template],
 ) -> None:
+    """The MCP server verifies the same tokens itself (tests/infra/test_mcp_function.py)."""
     _, template = synthesized
-    public = {f"{method} {path}" for method, path in PUBLIC_ROUTES}
-    assert public == {"GET /v1/health", "GET /v1/openapi.json"}
+    public = {f"{method} {path}" for method, path in (*PUBLIC_ROUTES, *MCP_ROUTES)}
+    assert public == {
+        "GET /v1/health",
+        "GET /v1/openapi.json",
+        "GET /mcp",
+        "POST /mcp",
+        "DELETE /mcp",
+        "GET /.well-known/oauth-protected-resource/mcp",
+    }
     found = routes(template)
     assert public <= set(found)
     for key, route in found.items():
@@ -123,17 +133,27 @@ def test_the_catch_all_routes_name_their_methods_so_cors_preflights_are_answered
     assert not any(key.startswith(("ANY ", "OPTIONS ")) or key == "$default" for key in keys)
 
 
-def test_every_route_goes_to_the_api_function(synthesized: tuple[str, Template]) -> None:
+def test_every_route_goes_to_the_api_function_but_the_mcp_servers_to_the_mcp_function(
+    synthesized: tuple[str, Template],
+) -> None:
     _, template = synthesized
-    function_id, _ = function_with_handler(template, API_HANDLER)
+    function_for = {
+        function_id: handler
+        for handler in (API_HANDLER, MCP_HANDLER)
+        for function_id in [function_with_handler(template, handler)[0]]
+    }
     integrations = template.find_resources("AWS::ApiGatewayV2::Integration")
-    for integration in integrations.values():
+    handler_of: dict[str, str] = {}
+    for integration_id, integration in integrations.items():
         assert integration["Properties"]["IntegrationType"] == "AWS_PROXY"
         assert integration["Properties"]["PayloadFormatVersion"] == "2.0"
-        assert function_id in json.dumps(integration["Properties"]["IntegrationUri"])
-    for route in routes(template).values():
+        uri = json.dumps(integration["Properties"]["IntegrationUri"])
+        (handler_of[integration_id],) = [handler for function_id, handler in function_for.items() if function_id in uri]
+    mcp = {f"{method} {path}" for method, path in MCP_ROUTES}
+    for key, route in routes(template).items():
         target = json.dumps(route["Target"])
-        assert any(integration_id in target for integration_id in integrations)
+        (handler,) = [handler for integration_id, handler in handler_of.items() if integration_id in target]
+        assert handler == (MCP_HANDLER if key in mcp else API_HANDLER), key
 
 
 def test_the_stage_throttles_to_the_environments_limits_and_logs_every_request(

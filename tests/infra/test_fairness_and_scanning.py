@@ -17,7 +17,14 @@ from infra.environments import (
     UNRESERVED_CONCURRENCY_MINIMUM,
     settings_for,
 )
-from tests.infra.template import API_HANDLER, function_with_handler, role_statements, tenant_data_statements
+from tests.infra.template import (
+    API_HANDLER,
+    MCP_HANDLER,
+    function_with_handler,
+    is_quire_handler,
+    role_statements,
+    tenant_data_statements,
+)
 
 VERDICT_HANDLER = "functions.malware_verdict.handler.handler"
 OBJECT_CREATED_HANDLER = "functions.on_object_created.handler.handler"
@@ -36,7 +43,7 @@ def reservations(template: Template) -> dict[str, int | None]:
     return {
         function["Properties"]["Handler"]: function["Properties"].get("ReservedConcurrentExecutions")
         for function in template.find_resources("AWS::Lambda::Function").values()
-        if str(function["Properties"].get("Handler", "")).startswith("functions.")
+        if is_quire_handler(function["Properties"].get("Handler"))
     }
 
 
@@ -62,6 +69,7 @@ def test_prod_reserves_concurrency_for_the_api_sign_in_and_every_pipeline_functi
         assert set(found.values()) == {None}
         return
     assert found[API_HANDLER] == reserved.api
+    assert found[MCP_HANDLER] == reserved.mcp
     assert found["functions.token_claims.handler.handler"] == reserved.sign_in
     for handler in PIPELINE_HANDLERS:
         assert found[handler] is not None, handler

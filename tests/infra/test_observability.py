@@ -8,11 +8,12 @@ import json
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Template
 
 from infra.constructs.observability import METRICS_NAMESPACE, RECONCILE_METRICS, reconcile_window
 from infra.environments import settings_for
 from shared.local.http_api import LocalLambdaContext
+from tests.infra.template import is_quire_handler
 
 
 def alarms(template: Template) -> list[dict[str, Any]]:
@@ -29,14 +30,14 @@ def topic_id(template: Template) -> str:
 
 
 def quire_functions(template: Template) -> dict[str, Any]:
-    """Quire's own functions (named by a `functions.` handler), not the CDK's helper functions; without the
-    migration runner, which runs only while a deployment waits on it (its failure fails the deployment)."""
+    """Quire's own functions (named by a `functions.` handler, or the MCP server's script), not the CDK's helper
+    functions; without the migration runner, which runs only while a deployment waits on it (its failure fails
+    the deployment)."""
     return {
         logical_id: function
-        for logical_id, function in template.find_resources(
-            "AWS::Lambda::Function", {"Properties": {"Handler": Match.string_like_regexp("^functions\\.")}}
-        ).items()
-        if not function["Properties"]["Handler"].startswith("functions.migrate.")
+        for logical_id, function in template.find_resources("AWS::Lambda::Function").items()
+        if is_quire_handler(function["Properties"].get("Handler"))
+        and not function["Properties"]["Handler"].startswith("functions.migrate.")
     }
 
 

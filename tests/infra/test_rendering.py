@@ -9,7 +9,14 @@ from typing import Any
 from aws_cdk.assertions import Template
 
 from infra.constructs.rendering import RENDER_HANDLER, RENDER_TIMEOUT_SECONDS
-from tests.infra.template import API_HANDLER, as_list, function_with_handler, role_statements, tenant_data_statements
+from tests.infra.template import (
+    API_HANDLER,
+    MCP_HANDLER,
+    as_list,
+    function_with_handler,
+    role_statements,
+    tenant_data_statements,
+)
 
 RECONCILE_HANDLER = "functions.reconcile.handler.handler"
 
@@ -66,7 +73,9 @@ def test_renders_are_asynchronous_with_retries_and_a_dead_letter_queue(synthesiz
     assert "OnFailure" in config["Properties"]["DestinationConfig"]
 
 
-def test_the_api_and_the_sweep_may_hand_it_renders_and_nothing_else_may(synthesized: tuple[str, Template]) -> None:
+def test_the_api_the_mcp_server_and_the_sweep_may_hand_it_renders_and_nothing_else_may(
+    synthesized: tuple[str, Template],
+) -> None:
     _, template = synthesized
     render_id, _ = function_with_handler(template, RENDER_HANDLER)
     callers = []
@@ -78,4 +87,4 @@ def test_the_api_and_the_sweep_may_hand_it_renders_and_nothing_else_may(synthesi
                 "Ref": render_id
             }
             assert function_id != render_id
-    assert sorted(callers) == sorted([API_HANDLER, RECONCILE_HANDLER])
+    assert sorted(callers) == sorted([API_HANDLER, MCP_HANDLER, RECONCILE_HANDLER])

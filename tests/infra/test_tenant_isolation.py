@@ -14,13 +14,14 @@ from aws_cdk.assertions import Template
 from infra.constructs.tenant_data import SESSION_HOURS, TENANT_TAG
 from tests.infra.policy_evaluation import Request, allowed, object_arn, role_arn
 from tests.infra.policy_evaluation import Template as Policies
-from tests.infra.template import as_list, tenant_data_role_id
+from tests.infra.template import MCP_HANDLER, as_list, is_quire_handler, tenant_data_role_id
 
 TENANT = "${aws:PrincipalTag/tenant}"
 RECONCILE = "functions.reconcile.handler.handler"
 # Every function that touches a tenant's bytes, and so has a tenant data role.
 TENANT_DATA_HANDLERS = {
     "functions.api.handler.handler",
+    MCP_HANDLER,
     "functions.render.handler.handler",
     "functions.on_object_created.handler.handler",
     *(
@@ -56,7 +57,7 @@ def functions(template: Template) -> dict[str, Mapping[str, Any]]:
     return {
         function["Properties"]["Handler"]: function
         for function in template.find_resources("AWS::Lambda::Function").values()
-        if "Handler" in function["Properties"] and function["Properties"]["Handler"].startswith("functions.")
+        if is_quire_handler(function["Properties"].get("Handler"))
     }
 
 

@@ -381,3 +381,30 @@ def test_every_tool_in_the_catalog_is_exercised_here() -> None:
         "create_pdf",
     }
     assert exercised == {entry.name for entry in TOOLS}
+
+
+def test_every_call_is_audited_for_the_tenants_admins(stack: Stack, files: dict[str, Any]) -> None:
+    admin = stack.token(TENANT, ("docs", "finance"), sub="auditor", role=Role.ADMIN)
+    missing = str(uuid.uuid4())
+    result(stack, files["token"], "extract_text", fileId=files["report"])
+    refusal(stack, files["token"], "extract_text", fileId=missing)
+    refusal(stack, files["token"], "extract_text", fileId=files["foreign"])
+    result(stack, files["token"], "search_files", query="okapi budget")
+    status, page = stack.json("GET", "/v1/audit?limit=100", admin)
+    assert status == 200, page
+    calls = page["calls"]
+    read = next(call for call in calls if call["argumentIds"].get("fileId") == files["report"])
+    assert read["tool"] == "extract_text" and read["surface"] == "http" and read["outcome"] == "ok"
+    assert read["collectionIds"] == ["docs"] and read["subject"] == "ann" and read["durationMs"] >= 0
+    probe = next(call for call in calls if call["argumentIds"].get("fileId") == missing)
+    assert probe["outcome"] == "not_found" and probe["collectionIds"] == []
+    # A probe of another tenant's id is recorded exactly like one of a random id, and only in this tenant.
+    foreign_probe = next(call for call in calls if call["argumentIds"].get("fileId") == files["foreign"])
+    assert foreign_probe["outcome"] == "not_found" and foreign_probe["collectionIds"] == []
+    searched = next(call for call in calls if call["tool"] == "search_files")
+    assert searched["argumentIds"] == {} and "okapi" not in json.dumps(searched)
+    # The other tenant's admin sees none of it; a reader sees no audit at all.
+    theirs = stack.json("GET", "/v1/audit?limit=100", stack.token(OTHER_TENANT, ("docs",), role=Role.ADMIN))[1]
+    assert all(call["argumentIds"].get("fileId") != files["report"] for call in theirs["calls"])
+    reader = stack.token(TENANT, ("docs",), role=Role.READ)
+    assert stack.json("GET", "/v1/audit", reader)[0] == 403

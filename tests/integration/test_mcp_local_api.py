@@ -152,7 +152,7 @@ def test_every_other_path_is_still_the_api_functions_behind_the_jwt_check(local:
 
 
 def test_the_readiness_path_is_forwarded_and_a_stopped_endpoint_is_a_bad_gateway(local: LocalEndpoint) -> None:
-    assert request("GET", f"{local.api}/mcp/health")[::2] == (200, b'{"status":"ok"}')
+    assert request("GET", f"{local.api}/mcp/healthz")[::2] == (200, b'{"status":"ok"}')
     local.mcp.stop()
-    status, _, body = request("GET", f"{local.api}/mcp/health")
+    status, _, body = request("GET", f"{local.api}/mcp/healthz")
     assert (status, body) == (502, b'{"message":"Bad Gateway"}')

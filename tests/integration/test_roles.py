@@ -191,6 +191,43 @@ def test_the_roles_do_what_they_grant_and_a_token_without_roles_only_reads(stack
 # test of the grants calls (re-indexing covers every collection the caller administers: no single resource).
 READS_BY_POST = {"POST /v1/search"}
 TESTED_BY_THE_GRANTS = {"POST /v1/reindex"}
+# The tools' HTTP twin: its writing tools are called by a reader below (a refusal there is a result, not a 403).
+TESTED_AS_TOOLS = {"POST /v1/tools/{name}"}
+TOOL_WRITES: dict[str, Callable[[Ids], Any]] = {
+    "scan_document": lambda ids: {"fileId": ids["pdf"]},
+    "create_artifact": lambda ids: {"collectionId": ids["collection"], "name": "x", "markdown": "# x\n"},
+    "update_artifact": lambda ids: {"artifactId": ids["artifact"], "expectedLatestVersion": 1, "markdown": "# y\n"},
+    "export_artifact": lambda ids: {"artifactId": ids["artifact"], "format": "pdf"},
+    "create_pdf": lambda ids: {"collectionId": ids["collection"], "name": "r", "markdown": "# r\n"},
+    "convert_file": lambda ids: {"fileId": ids["file"], "format": "pdf"},
+}
+
+
+def test_the_writing_tools_are_the_ones_a_reader_is_refused_below() -> None:
+    from functions.tools.catalog import TOOLS
+
+    assert set(TOOL_WRITES) == {tool.name for tool in TOOLS if not tool.read_only}
+
+
+@pytest.mark.parametrize("tool", sorted(TOOL_WRITES))
+def test_a_reader_is_refused_every_writing_tool_naming_the_role_and_nothing_changes(
+    stack: Stack, seeded: dict[str, str], tool: str
+) -> None:
+    admin = stack.token(tenant=TENANT, role=Role.ADMIN)
+    reader = stack.token(tenant=TENANT, sub="rita", role=Role.READ)
+    before = state_of(stack, admin, seeded)
+    status, body = stack.json("POST", f"/v1/tools/{tool}", reader, TOOL_WRITES[tool](real_ids(seeded)))
+    assert status == 200 and body["isError"], body
+    error = body["error"]
+    assert error["error"] == "forbidden" and "the write role in collection 'docs'" in error["message"], error
+    assert state_of(stack, admin, seeded) == before
+    if tool in ("create_artifact", "create_pdf"):
+        return  # they name a collection, not an id: another tenant's "docs" is its own
+    # Another tenant's caller, whatever its role, gets the answer a random id gets.
+    outsider = stack.token(tenant="roles-elsewhere", role=Role.ADMIN)
+    foreign = stack.json("POST", f"/v1/tools/{tool}", outsider, TOOL_WRITES[tool](real_ids(seeded)))
+    random = stack.json("POST", f"/v1/tools/{tool}", outsider, TOOL_WRITES[tool](random_ids()))
+    assert foreign == random
 
 
 def test_every_route_that_is_not_a_read_is_called_by_these_tests(stack: Stack) -> None:
@@ -219,6 +256,6 @@ def test_every_route_that_is_not_a_read_is_called_by_these_tests(stack: Stack) -
     missing = {
         route
         for route, alias in named.items()
-        if alias not in called and route not in READS_BY_POST | TESTED_BY_THE_GRANTS
+        if alias not in called and route not in READS_BY_POST | TESTED_BY_THE_GRANTS | TESTED_AS_TOOLS
     }
     assert missing == set(), f"routes no role test calls: {sorted(missing)}"

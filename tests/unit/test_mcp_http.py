@@ -116,7 +116,7 @@ def test_a_browser_origin_is_served_only_when_configured(http: TestClient) -> No
 
 
 def test_the_readiness_path_answers_without_a_token(http: TestClient) -> None:
-    response = http.get("/mcp/health")
+    response = http.get("/mcp/healthz")
     assert (response.status_code, response.json()) == (200, {"status": "ok"})
 
 
@@ -183,4 +183,27 @@ def test_the_endpoint_comes_from_the_settings_and_is_refused_without_its_urls() 
     with pytest.raises(ConfigurationError, match="must end in /mcp"):
         endpoint_of(Settings(mcp_resource_url="https://api.example.com/", mcp_issuer_url=ISSUER))
     with pytest.raises(ConfigurationError, match="421"):
-        endpoint_of(settings.model_copy(update={"mcp_allowed_hosts": " , "}))
+        endpoint_of(
+            Settings(mcp_resource_url="https://api.example.com/mcp", mcp_issuer_url=ISSUER, mcp_allowed_hosts=",")
+        )
+    # On AWS the tokens are the user pool's, for the API's scope: the endpoint asks for it
+    assert endpoint.scopes == ()
+    assert endpoint_of(settings.model_copy(update={"runtime": "aws"})).scopes == ("quire/api",)
+
+
+def test_a_scope_the_endpoint_requires_is_advertised_and_a_token_without_it_is_refused(
+    dispatcher: FakeToolDispatcher,
+) -> None:
+    scoped = Endpoint(
+        resource_url=f"{BASE}/mcp",
+        issuer_url=ISSUER,
+        allowed_hosts=("testserver",),
+        allowed_origins=(),
+        scopes=("quire/api",),
+    )
+    with TestClient(create_app(dispatcher, LocalTokenVerifier(SECRET), scoped), base_url=BASE) as http:
+        assert http.get("/.well-known/oauth-protected-resource/mcp").json()["scopes_supported"] == ["quire/api"]
+        refused = http.post("/mcp", json=LIST_TOOLS, headers=bearer(token()))  # the local tokens carry no scope
+    assert refused.status_code == 403
+    assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+    assert dispatcher.calls == []

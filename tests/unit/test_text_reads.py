@@ -37,7 +37,7 @@ def read_all(content: bytes, limit: int) -> tuple[str, int, str]:
     return "".join(pieces), calls, encoding
 
 
-TEXT = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=300)
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=300)
 
 
 @settings(max_examples=200, deadline=None)
