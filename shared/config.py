@@ -102,7 +102,20 @@ class Settings(BaseSettings):
     limit_requests_per_second: float = Field(default=0, ge=0)
     limit_request_burst: int = Field(default=200, ge=1)
 
-    @field_validator("cognito_client_ids", mode="before")
+    # The MCP endpoint (functions/mcp, docs/agent-tools.md#the-mcp-server), an OAuth resource server: the Host (and
+    # Origin) headers it serves, comma-separated, "name:*" for any port (any other Host is answered 421); its
+    # public URL (https://<api domain>/mcp); and the authorization server its tokens come from (on AWS the user
+    # pool's issuer). The local stack sets the URLs to its API's.
+    mcp_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+    mcp_allowed_origins: Annotated[tuple[str, ...], NoDecode] = (
+        "http://127.0.0.1:*",
+        "http://localhost:*",
+        "http://[::1]:*",
+    )
+    mcp_resource_url: str | None = None
+    mcp_issuer_url: str | None = None
+
+    @field_validator("cognito_client_ids", "mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         if isinstance(value, str):

@@ -3,9 +3,14 @@
 It plays API Gateway's part: the JWT authorizer (verify the bearer token, hand the claims to the
 function as strings, answer 401 itself when a protected route gets no valid token) and the payload
 limit. Everything else is the handler's business, exactly as on AWS.
+
+Paths another function serves over HTTP on AWS (the MCP endpoint, behind the Lambda Web Adapter) are forwarded
+as they are to the local server standing in for it (`Forwarding`), with no JWT check: that server is its own
+OAuth resource server, as the MCP route has no gateway authorizer.
 """
 
 import base64
+import http.client
 import json
 import logging
 import threading
@@ -46,6 +51,51 @@ class LocalLambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+# Headers about one connection, never passed on by a proxy (RFC 9110 §7.6.1); the length is set again for the hop.
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length"}
+)
+_BAD_GATEWAY = (502, [("content-type", "application/json")], b'{"message":"Bad Gateway"}')
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """Paths (each with everything under it) another local HTTP server answers: method, target, headers and body
+    passed to it as they came; its status, headers and body passed back."""
+
+    paths: tuple[str, ...]
+    host: str
+    port: int
+    # API Gateway's integration timeout.
+    timeout_seconds: float = 29
+
+    def matches(self, path: str) -> bool:
+        return any(path == prefix or path.startswith(f"{prefix}/") for prefix in self.paths)
+
+    def send(
+        self, method: str, target: str, headers: Iterable[tuple[str, str]], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_seconds)
+        try:
+            # The caller's Host goes on as it was sent: the server behind checks it (421 for one it does not serve).
+            connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers:
+                if name.lower() not in _HOP_BY_HOP:
+                    connection.putheader(name, value)
+            if body or method in {"POST", "PUT", "PATCH"}:
+                connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body or None)
+            response = connection.getresponse()
+            payload = response.read()
+            passed = [(name, value) for name, value in response.getheaders() if name.lower() not in _HOP_BY_HOP]
+            return response.status, passed, payload
+        except (OSError, http.client.HTTPException):
+            _log.exception("the server behind %s did not answer", self.paths)
+            return _BAD_GATEWAY
+        finally:
+            connection.close()
 
 
 def body_refusal(content_lengths: list[str], transfer_encodings: list[str]) -> tuple[int, str] | None:
@@ -138,11 +188,13 @@ class LocalHttpApi:
         *,
         public_routes: frozenset[tuple[str, str]],
         port: int,
+        forwarding: Forwarding | None = None,
     ) -> None:
         self._handler = handler
         self._verifier = verifier
         self._public_routes = public_routes
         self._port = port
+        self._forwarding = forwarding
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -176,6 +228,8 @@ class LocalHttpApi:
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         headers = list(headers)
         path = urlsplit(target).path
+        if self._forwarding is not None and self._forwarding.matches(path):
+            return self._forwarding.send(method, target, headers, body)
         # Header names are case-insensitive; take the first Authorization, as API Gateway does.
         authorization = next((value for name, value in headers if name.lower() == "authorization"), None)
         try:

@@ -162,6 +162,7 @@ def status(paths: StackPaths) -> dict[str, Any]:
     report: dict[str, Any] = {"running": state is not None, "stateDir": str(paths.root)}
     if state is None:
         report["api"] = None
+        report["mcp"] = None
         report["apiHealth"] = {"ok": False, "reason": NOT_RUNNING}
         report["database"] = {
             "ok": False,
@@ -179,6 +180,8 @@ def status(paths: StackPaths) -> dict[str, Any]:
         settings = settings_for(state)
         container = Container(settings)
         report["api"] = state["api"]
+        # Served on the API's base URL (a stack started before the endpoint existed has none).
+        report["mcp"] = state.get("mcp")
         report["apiHealth"] = _probe_api(state["api"])
         report["database"] = _probe_database(container, state)
         report["s3"] = _probe_s3(container, state)

@@ -1,4 +1,5 @@
-"""The local stack's long-lived process: PostgreSQL, the S3 server and the HTTP API, up and down together.
+"""The local stack's long-lived process: PostgreSQL, the S3 server, the HTTP API and the MCP endpoint behind it, up
+and down together.
 
 `quire up` starts this in its own session and returns once `state.json` says ready; `quire down`
 sends SIGTERM, and everything stops in reverse order (the S3 snapshot is written before moto goes).
@@ -25,7 +26,8 @@ from shared.adapters.local.jwt_tokens import LocalTokenVerifier
 from shared.adapters.local.secret_files import read_or_create_secret
 from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port
 from shared.local.events import EventDispatcher
-from shared.local.http_api import LocalHttpApi
+from shared.local.http_api import Forwarding, LocalHttpApi
+from shared.local.mcp_server import LocalMcpServer, local_mcp_app
 from shared.local.paths import (
     LOCAL_AWS_ENVIRONMENT,
     LOCAL_BUCKET,
@@ -92,6 +94,7 @@ class Supervisor:
         self._postgres: EmbeddedPostgres | None = None
         self._s3: LocalS3Server | None = None
         self._api: LocalHttpApi | None = None
+        self._mcp: LocalMcpServer | None = None
         self._events: EventDispatcher | None = None
 
     def run(self) -> None:
@@ -111,7 +114,10 @@ class Supervisor:
             restored = self._s3.start()
             versioning = ensure_bucket(self._s3.endpoint, LOCAL_BUCKET)
             api_port = free_port(ports.get("api"))
-            self._api = self._start_api(api_port)
+            verifier = LocalTokenVerifier(read_or_create_secret(self.paths.jwt_secret))
+            # Served on the API's base URL, as API Gateway routes /mcp to the MCP function.
+            self._mcp = self._start_mcp(f"http://127.0.0.1:{api_port}", verifier)
+            self._api = self._start_api(api_port, verifier, self._mcp.forwarding())
             write_private_json(self.paths.ports, {"postgres": database.port, "s3": s3_port, "api": api_port})
             if self.stop_requested.is_set():
                 return  # asked to stop while starting: never announce a stack that is going away
@@ -122,6 +128,7 @@ class Supervisor:
                     "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "readySeconds": round(time.monotonic() - started, 2),
                     "api": self._api.base_url,
+                    "mcp": f"{self._api.base_url}/mcp",
                     "database": {
                         "url": database.app_url,
                         "embedded": database.embedded,
@@ -178,21 +185,32 @@ class Supervisor:
             }
         )
 
-    def _start_api(self, port: int) -> LocalHttpApi:
+    def _start_api(self, port: int, verifier: LocalTokenVerifier, forwarding: Forwarding) -> LocalHttpApi:
         from functions.api.handler import UNAUTHENTICATED_ROUTES, handler
 
-        verifier = LocalTokenVerifier(read_or_create_secret(self.paths.jwt_secret))
-        api = LocalHttpApi(handler, verifier, public_routes=UNAUTHENTICATED_ROUTES, port=port)
+        api = LocalHttpApi(handler, verifier, public_routes=UNAUTHENTICATED_ROUTES, port=port, forwarding=forwarding)
         api.start()
         return api
+
+    def _start_mcp(self, api_base_url: str, verifier: LocalTokenVerifier) -> LocalMcpServer:
+        from shared.bootstrap import Container
+        from shared.config import load_settings
+
+        # Its own container, as the MCP function has its own on AWS (and its own connection pool).
+        settings = load_settings()
+        server = LocalMcpServer(local_mcp_app(Container(settings), verifier, api_base_url, settings))
+        server.start()
+        return server
 
     def shutdown(self) -> None:
         """Stop in reverse order; each step runs even if an earlier one failed (PostgreSQL always stops)."""
         self.paths.state.unlink(missing_ok=True)
-        api, s3, events, postgres = self._api, self._s3, self._events, self._postgres
-        self._api = self._s3 = self._events = self._postgres = None
+        api, mcp, s3, events, postgres = self._api, self._mcp, self._s3, self._events, self._postgres
+        self._api = self._mcp = self._s3 = self._events = self._postgres = None
         if api is not None:
             _attempt("stop the local API", api.stop)
+        if mcp is not None:
+            _attempt("stop the MCP endpoint", mcp.stop)
         if s3 is not None:
             # Stop serving first, so no request changes the buckets while they are written out.
             _attempt("stop the S3 server", s3.stop)

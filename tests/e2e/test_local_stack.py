@@ -12,9 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import boto3
+import httpx2
 import pytest
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
 
+from functions.tools.catalog import TOOLS
 from tests.conftest import REPO_ROOT
 from tests.e2e.cli import quire
 
@@ -40,6 +45,17 @@ def stack_processes(workdir: Path) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def mcp_tool_names(url: str, token: str) -> list[str]:
+    async def main() -> list[str]:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http_client,
+            Client(streamable_http_client(url, http_client=http_client)) as client,
+        ):
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+    return anyio.run(main)
 
 
 @pytest.fixture
@@ -100,6 +116,10 @@ def test_up_status_down_and_objects_survive_a_restart(workdir: Path) -> None:
             "collections": ["hr", "legal", "ops"],
             "roles": {"hr": "write", "legal": "read", "ops": "admin"},
         }
+
+    # And the MCP endpoint is on the same base URL: the SDK's client lists the fifteen tools with that token
+    assert report["mcp"] == f"{report['api']}/mcp"
+    assert mcp_tool_names(report["mcp"], token) == [tool.name for tool in TOOLS]
 
     # And a second `up` finds the running stack instead of starting another
     assert "already running" in quire(workdir, "up").stdout

@@ -19,6 +19,13 @@ def test_the_asset_holds_the_handlers_the_shared_code_and_the_migrations(staged:
     assert (staged / "migrations" / "runner.py").is_file()
 
 
+def test_the_mcp_functions_start_script_is_packaged_executable(staged: Path) -> None:
+    # The Lambda Web Adapter runs the handler as a command: without its mode bits the function never starts.
+    script = staged / "functions" / "mcp" / "run.sh"
+    assert script.is_file()
+    assert script.stat().st_mode & 0o111 == 0o111
+
+
 def test_the_local_runtime_and_the_cli_are_never_packaged(staged: Path) -> None:
     assert not (staged / "shared" / "local").exists()
     assert not (staged / "shared" / "cli.py").exists()
