@@ -62,6 +62,16 @@ LAMBDA_ENVIRONMENT = {
     "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
     "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
 }
+# What the stack hands the MCP function (infra/constructs/mcp.py), with a copy of a made-up pool's keys
+# (_bench_jwks): its app is built at import, as uvicorn imports it behind the Lambda Web Adapter.
+_POOL = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_bench"
+MCP_ENVIRONMENT = {
+    "QUIRE_COGNITO_ISSUER_URL": _POOL,
+    "QUIRE_COGNITO_CLIENT_IDS": "bench-client",
+    "QUIRE_MCP_ISSUER_URL": _POOL,
+    "QUIRE_MCP_RESOURCE_URL": "https://bench.execute-api.us-east-1.amazonaws.com/mcp",
+    "QUIRE_MCP_ALLOWED_HOSTS": "bench.execute-api.us-east-1.amazonaws.com",
+}
 _PROBE = "import time\nbegun = time.perf_counter()\nimport {module}\nprint(time.perf_counter() - begun)\n"
 _IMPORTTIME = re.compile(r"import time:\s+(\d+)\s+\|\s+(\d+)\s+\|( *)(\S+)")
 _MARK = "-- the handler's import starts here --"
@@ -70,11 +80,15 @@ _OWN = ("functions", "shared", "migrations")
 
 
 def handler_modules(root: Path = REPO_ROOT) -> dict[str, str]:
-    """Each function (a folder of functions/ with a handler.py) and its handler module."""
-    return {
+    """Each function (a folder of functions/ with a handler.py) and its handler module; the MCP function's is its
+    ASGI app, which uvicorn imports behind the Lambda Web Adapter."""
+    modules = {
         path.parent.name: f"functions.{path.parent.name}.handler"
         for path in sorted(root.glob("functions/*/handler.py"))
     }
+    if (root / "functions" / "mcp" / "app.py").exists():
+        modules["mcp"] = "functions.mcp.app"
+    return dict(sorted(modules.items()))
 
 
 def tree_bytes(directory: Path) -> int:
@@ -98,12 +112,24 @@ def lambda_environment(function: str, task_root: Path, pycache: Path) -> dict[st
     return {
         **environment,
         **LAMBDA_ENVIRONMENT,
+        **({**MCP_ENVIRONMENT, "QUIRE_COGNITO_JWKS": _bench_jwks()} if function == "mcp" else {}),
         "AWS_LAMBDA_FUNCTION_NAME": f"quire-bench-{function}",
         "LAMBDA_TASK_ROOT": str(task_root),
         "PYTHONPATH": str(REPO_ROOT),
         # Bytecode is read from (and written to) this tree only: the repository's and .venv's caches are not used.
         "PYTHONPYCACHEPREFIX": str(pycache),
     }
+
+
+def _bench_jwks() -> str:
+    """A JWKS document of one freshly made RS256 public key, as the deploy-time copy of a pool's keys."""
+    import json
+
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    key = json.loads(RSAAlgorithm.to_jwk(rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()))
+    return json.dumps({"keys": [{**key, "kid": "bench", "alg": "RS256", "use": "sig"}]})
 
 
 def prime_bytecode(module: str, environment: dict[str, str]) -> None:
@@ -260,7 +286,19 @@ def figures(result: Callable[..., dict[str, Any]]) -> list[dict[str, Any]]:
     modules = handler_modules()
     with tempfile.TemporaryDirectory(prefix="quire-bench-code-") as scratch:
         shipped = ships_bytecode(stage_code(Path(scratch) / "code")) and ships_bytecode(layer_directory())
-    return [*size_figures(result, list(modules)), *import_figures(result, modules, bytecode_shipped=shipped)]
+    imports = import_figures(result, modules, bytecode_shipped=shipped)
+    _against_the_api(imports)
+    return [*size_figures(result, list(modules)), *imports]
+
+
+def _against_the_api(imports: list[dict[str, Any]]) -> None:
+    """The MCP function's cold import with the API function's as its baseline (issue 17 asks for the two side by
+    side: both answer a caller's request, one as an ASGI app behind the Web Adapter)."""
+    by_module = {figure["name"].split()[2]: figure for figure in imports}
+    api, mcp = by_module.get("functions.api.handler"), by_module.get("functions.mcp.app")
+    if api and mcp and api["value"]:
+        mcp["baseline"] = api["value"]
+        mcp["ratio"] = round(mcp["value"] / api["value"], 2)
 
 
 def _timed_main() -> None:  # pragma: no cover - `python -m bench.packages`: these figures alone
