@@ -18,6 +18,7 @@ from shared.adapters.local.unavailable import (
     UnavailableGenerator,
     UnavailableMalwareScanning,
     UnavailableRenderQueue,
+    UnavailableSummarizer,
     UnavailableTranscription,
     UnavailableVision,
     UnavailableWorkflow,
@@ -37,6 +38,7 @@ from shared.ports import (
     ArtifactStore,
     AuthorizationPolicy,
     DocumentParser,
+    DocumentSummarizer,
     EmbeddingProvider,
     ExportStore,
     FileContentStore,
@@ -93,6 +95,8 @@ _NO_LOCAL_TRANSCRIPTION = "no transcription engine runs locally; on AWS Amazon T
 _NO_TRANSCRIBE = "the Amazon Transcribe adapter is not in this build yet"
 _NO_LOCAL_GENERATOR = "no text generator runs locally: answers are evidence only"
 _NO_BEDROCK_GENERATOR = "the Bedrock generator adapter is not in this build yet: answers are evidence only"
+_NO_LOCAL_SUMMARIZER = "no text generator runs locally: summaries are extractive outlines"
+_NO_SUMMARY_MODEL = "QUIRE_SUMMARY_MODEL_ID is not set: summaries are extractive outlines"
 
 
 class ConfigurationError(Exception):
@@ -618,6 +622,17 @@ class Container:
     def generator(self) -> Generator:
         return UnavailableGenerator(_NO_LOCAL_GENERATOR if self._local else _NO_BEDROCK_GENERATOR)
 
+    @cached_property
+    def summarizer(self) -> DocumentSummarizer:
+        """A model's cited summary of one document (summarize_document); without one, the tool's outline."""
+        if self._local:
+            return UnavailableSummarizer(_NO_LOCAL_SUMMARIZER)
+        if self.settings.summary_model_id is None:
+            return UnavailableSummarizer(_NO_SUMMARY_MODEL)
+        from shared.adapters.aws.bedrock_summaries import BedrockConverseSummarizer
+
+        return BedrockConverseSummarizer.from_region(self.settings.region, self.settings.summary_model_id)
+
     def capabilities(self) -> dict[Capability, CapabilityStatus]:
         return {
             Capability.EMBEDDER: self.embedder.capability(),
@@ -625,6 +640,7 @@ class Container:
             Capability.VISION: self.vision.capability(),
             Capability.TRANSCRIPTION: self.transcription.capability(),
             Capability.GENERATOR: self.generator.capability(),
+            Capability.SUMMARIZER: self.summarizer.capability(),
             Capability.MALWARE_SCANNING: self.malware_scanning.capability(),
         }
 

@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     search_identifier_boost: bool = True
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None
+    # A Bedrock model (or inference profile) that cites documents, for summarize_document; unset means summaries
+    # are extractive outlines and say so.
+    summary_model_id: str | None = None
     state_machine_arn: str | None = None
     # The render function exports are handed to on AWS (asynchronous invocation); unset there, none start.
     render_function_name: str | None = None

@@ -44,6 +44,7 @@ from shared.domain.pdf_tools import PagePick, PdfInput
 from shared.domain.proposals import AppliedProposal, NewReplacement, ReplacementRecord, ReplacementState
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
 from shared.domain.search import ChunkSnapshot, SearchFilters
+from shared.domain.summaries import GeneratedSummary
 from shared.domain.usage import Usage, UsageTotal
 from shared.domain.workflow import ProcessVersion, StartOutcome
 
@@ -787,4 +788,20 @@ class ToolCallAudit(Protocol):
         only those whose collection_ids all lie within `visible_collections` (a call with none, refused before
         any collection was known, is visible too: it reveals no collection's content). The page, and whether
         more follow."""
+        ...
+
+
+class DocumentSummarizer(CapabilityPort, Protocol):
+    """One document's blocks → a summary a model wrote from them alone, every sentence citing the blocks that
+    bear it out (Bedrock Converse with citations). Locally there is none: summaries are extractive outlines."""
+
+    def summarize(self, blocks: Sequence[str], *, max_sentences: int) -> GeneratedSummary:
+        """At most `max_sentences` sentences, each citing indexes into `blocks` with the spans it quoted: only
+        what `validated_summary` (shared/domain/summaries.py) keeps. The summary says how many of `blocks` were
+        sent (an adapter bounds what one call reads).
+
+        Raises CapabilityUnavailable when it cannot: no model, throttled or timed out past its retries, the
+        model refused or a guardrail withheld the answer, or no sentence of it survived validation. It never
+        returns an invented or unchecked summary; the caller falls back to an extractive outline and says why.
+        """
         ...

@@ -11,6 +11,7 @@ class Capability(StrEnum):
     VISION = "vision"
     TRANSCRIPTION = "transcription"
     GENERATOR = "generator"
+    SUMMARIZER = "summarizer"
     MALWARE_SCANNING = "malware_scanning"
 
 

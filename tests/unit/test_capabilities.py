@@ -46,3 +46,25 @@ def test_local_ocr_is_a_real_engine_and_aws_ocr_is_textract() -> None:
 def test_a_missing_database_url_names_the_setting() -> None:
     with pytest.raises(ConfigurationError, match="QUIRE_DATABASE_URL"):
         _ = Container(Settings(runtime="aws")).database
+
+
+def test_no_summary_model_runs_locally_and_summaries_are_extractive_outlines() -> None:
+    summarizer = Container(Settings(runtime="local", summary_model_id="anthropic.claude-x")).summarizer
+    status = summarizer.capability()
+    assert not status.available
+    assert status.reason == "no text generator runs locally: summaries are extractive outlines"
+    with pytest.raises(CapabilityUnavailable, match="summarizer"):
+        summarizer.summarize(["Some text."], max_sentences=3)
+
+
+def test_on_aws_the_summary_model_is_named_by_quire_summary_model_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    unset = Container(Settings(runtime="aws")).capabilities()[Capability.SUMMARIZER]
+    assert not unset.available
+    assert unset.reason == "QUIRE_SUMMARY_MODEL_ID is not set: summaries are extractive outlines"
+
+    monkeypatch.setenv("QUIRE_SUMMARY_MODEL_ID", "us.anthropic.claude-sonnet-4-20250514-v1:0")
+    container = Container(Settings(runtime="aws"))
+    # Ready without a call (and without a client: it is built on the first summary).
+    assert container.capabilities()[Capability.SUMMARIZER] == CapabilityStatus.ready(
+        "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"
+    )

@@ -11,9 +11,11 @@ from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
 from shared.domain.exports import RenderJob
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
+from shared.domain.summaries import GeneratedSummary
 from shared.domain.usage import Usage
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.ports import (
+    DocumentSummarizer,
     EmbeddingProvider,
     Generator,
     MalwareScanning,
@@ -111,6 +113,16 @@ class UnavailableGenerator(_Unavailable, Generator):
         super().__init__(Capability.GENERATOR, reason)
 
     def generate(self, instructions: str, evidence: Sequence[str]) -> str:
+        self._refuse()
+
+
+class UnavailableSummarizer(_Unavailable, DocumentSummarizer):
+    """No model writes summaries here: the caller makes an extractive outline and passes this reason on."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(Capability.SUMMARIZER, reason)
+
+    def summarize(self, blocks: Sequence[str], *, max_sentences: int) -> GeneratedSummary:
         self._refuse()
 
 
