@@ -63,6 +63,9 @@ class EnvironmentSettings:
     # "guardduty": GuardDuty Malware Protection for S3 scans every upload, and its verdict (not the upload
     # itself) starts processing. Off by default: it is priced per GB scanned.
     malware_scanning: Literal["off", "guardduty"] = "off"
+    # The Bedrock model that writes summarize_document's cited summaries (Converse with citations: a Claude model
+    # that supports them, its access enabled in the account). None: summaries are extractive outlines, and say so.
+    summary_model_id: str | None = None
 
 
 ENVIRONMENTS: dict[str, EnvironmentSettings] = {

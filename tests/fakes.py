@@ -26,7 +26,7 @@ from shared.domain.audit import ToolCall, ToolCallRecord
 from shared.domain.auth import Principal, Role, with_role
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import BlockKind, ExtractionLimits
-from shared.domain.errors import EmbeddingFailed, NotFound
+from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, NotFound
 from shared.domain.files import (
     LIVE_STATES,
     MAX_STALLED_RETRIES,
@@ -46,6 +46,7 @@ from shared.domain.files import (
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite
 from shared.domain.limits import Spend
 from shared.domain.search import ChunkSnapshot
+from shared.domain.summaries import DraftCitation, DraftSentence, GeneratedSummary, validated_summary
 from shared.domain.uploads import stored_content_type
 from shared.domain.usage import Usage, UsageTotal
 from shared.domain.workflow import ProcessVersion, StartOutcome
@@ -1248,3 +1249,39 @@ def text_extractor(max_bytes: int) -> Extractor:
 def principal(tenant: str = "acme", *collections: str, role: Role = Role.ADMIN) -> Principal:
     """A caller holding `role` (by default every role: most tests are about something else) in `collections`."""
     return with_role(tenant, f"{tenant}-user", collections or ("docs",), role)
+
+
+class FakeSummarizer:
+    """Fake DocumentSummarizer, a scripted model: one sentence per non-empty block (up to the limit) quoting the
+    block's first words, plus one citing a block that was never sent, all through the real validation. With
+    `refusal` set it refuses as the Bedrock adapter does (throttled, no valid citation)."""
+
+    def __init__(self, refusal: str | None = None) -> None:
+        self._refusal = refusal
+        self.calls: list[list[str]] = []
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready("fake-summarizer")
+
+    def summarize(self, blocks: Sequence[str], *, max_sentences: int) -> GeneratedSummary:
+
+        self.calls.append(list(blocks))
+        if self._refusal is not None:
+            raise CapabilityUnavailable("summarizer", self._refusal)
+        drafts = [
+            DraftSentence(
+                text=f"It says: {' '.join(text.split()[:6])}.",
+                citations=(DraftCitation(block_indexes=(index,), quotes=(" ".join(text.split()[:6]),)),),
+            )
+            for index, text in enumerate(blocks)
+            if text.strip()
+        ][: max_sentences - 1]
+        drafts.append(
+            DraftSentence(
+                text="An invented finding.", citations=(DraftCitation(block_indexes=(10**6,), quotes=("x",)),)
+            )
+        )
+        checked = validated_summary(drafts, blocks, max_sentences=max_sentences)
+        return GeneratedSummary(
+            sentences=checked.sentences, model="fake-summarizer", dropped=checked.dropped, blocks_sent=len(blocks)
+        )

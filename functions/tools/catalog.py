@@ -19,7 +19,7 @@ from functions.tools import models as m
 from shared.domain.auth import Principal
 from shared.domain.document import Block, BlockKind, ExtractedDocument
 from shared.domain.document_diff import BlockChangeKind, DocumentDiff, SectionDiff, compare_blocks
-from shared.domain.errors import InvalidRequest, NotFound
+from shared.domain.errors import CapabilityUnavailable, InvalidRequest, NotFound
 from shared.domain.exports import ExportRecord
 from shared.domain.fencing import Fence
 from shared.domain.files import DOCUMENT_READY, FileRecord, FileVersionRecord, VersionState
@@ -27,6 +27,7 @@ from shared.domain.outline import outline
 from shared.domain.reading import window
 from shared.domain.rendering import render_block, render_markdown
 from shared.domain.search import Empty
+from shared.domain.summaries import GeneratedSummary
 from shared.domain.text_reads import TEXT_READ_MEDIA_TYPES
 from shared.services.recognition import IMAGE_TYPES
 
@@ -37,6 +38,7 @@ Params = TypeVar("Params", bound=BaseModel)
 Result = TypeVar("Result", bound=BaseModel)
 
 HEADING_SEPARATOR = " > "
+MAX_SUMMARY_SENTENCES = 12
 # A window of tables: as many as fit in the document window's character bound, at most this many.
 MAX_TABLES_PER_CALL = 20
 MAX_TABLE_CHARACTERS = 24_000
@@ -286,9 +288,30 @@ def extract_tables(ctx: ToolContext, params: m.ExtractTablesParams) -> m.TablesW
 
 def summarize_document(ctx: ToolContext, params: m.VersionedFileRef) -> m.SummaryResult:
     version, document = ctx.document(params.file_id, params.version_id)
-    generator = ctx.container.generator.capability()
-    # A generated summary needs a generator that cites the blocks it used (Bedrock Converse with citations, the
-    # grounded-answers work); until one is configured the summary is the document's own sentences, labelled so.
+    generated, reason = _generated_summary(ctx, document.blocks)
+    if generated is not None:
+        return m.SummaryResult(
+            untrusted=ctx.fence.notice,
+            file_id=params.file_id,
+            version_id=version.version_id,
+            method="generated",
+            generator=None,
+            model=generated.model,
+            content=ctx.fenced(
+                "\n".join(
+                    f"- {sentence.text} {''.join(f'[b{index}]' for index in sentence.block_indexes)}"
+                    for sentence in generated.sentences
+                )
+            ),
+            sections=[],
+            sentences=[
+                m.GeneratedSentenceRef(block_indexes=list(sentence.block_indexes)) for sentence in generated.sentences
+            ],
+            dropped=generated.dropped,
+            truncated=generated.omitted > 0
+            or generated.last_block_clipped
+            or generated.blocks_sent < len(document.blocks),
+        )
     drawn = outline(document.blocks)
     lines: list[str] = []
     for section in drawn.sections:
@@ -301,7 +324,7 @@ def summarize_document(ctx: ToolContext, params: m.VersionedFileRef) -> m.Summar
         file_id=params.file_id,
         version_id=version.version_id,
         method=drawn.method,
-        generator=None if generator.available else (generator.reason or "no generator is configured"),
+        generator=reason,
         content=ctx.fenced("\n".join(lines).strip()),
         sections=[
             m.OutlineSectionRef(
@@ -315,8 +338,24 @@ def summarize_document(ctx: ToolContext, params: m.VersionedFileRef) -> m.Summar
             )
             for section in drawn.sections
         ],
+        sentences=[],
         truncated=drawn.truncated,
     )
+
+
+def _generated_summary(ctx: ToolContext, blocks: Sequence[Block]) -> tuple[GeneratedSummary | None, str | None]:
+    """A model's cited summary (checked against the blocks), or None and why there is none: no summarizer is
+    configured, or it could not give one (throttled, refused, no valid citation). The caller falls back to the
+    extractive outline; a summary is never invented."""
+    summarizer = ctx.container.summarizer
+    status = summarizer.capability()
+    if not status.available:
+        return None, status.reason or "no summarizer is configured"
+    texts = [render_block(block) if block.kind is BlockKind.TABLE else block.text for block in blocks]
+    try:
+        return summarizer.summarize(texts, max_sentences=MAX_SUMMARY_SENTENCES), None
+    except CapabilityUnavailable as refused:
+        return None, f"{refused.reason}: this is the extractive outline instead"
 
 
 def compare_documents(ctx: ToolContext, params: m.CompareDocumentsParams) -> m.ComparisonResult:

@@ -5,7 +5,7 @@ No field holds a storage key, a bucket or a presigned URL: files, versions, arti
 to by id. Text a document supplied (extracted, OCR'd, described) is only ever inside a fence (shared.domain.fencing),
 and a result that carries some says so in `untrusted`."""
 
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import Field
@@ -240,13 +240,24 @@ class OutlineSectionRef(ApiModel):
     sentences: list[OutlineSentenceRef]
 
 
+class GeneratedSentenceRef(ApiModel):
+    block_indexes: list[int] = Field(description="The blocks the sentence rests on (extract_text shows them).")
+
+
 class SummaryResult(Fenced):
     file_id: UUID
     version_id: UUID
-    method: str = Field(description="extractive: the document's own sentences, each cited; never a model's words.")
+    method: Literal["generated", "extractive"] = Field(
+        description="generated: a model's sentences, each citing the blocks it rests on, checked against them;"
+        " extractive: the document's own sentences, each cited. Nothing is invented either way."
+    )
     generator: str | None = Field(description="Why no model wrote the summary, when none did.")
-    content: str = Field(description="The outline as Markdown, fenced; [b12] cites block 12 (extract_text).")
-    sections: list[OutlineSectionRef]
+    model: str | None = None
+    content: str = Field(description="The summary as Markdown, fenced; [b12] cites block 12 (extract_text).")
+    sections: list[OutlineSectionRef] = Field(description="The outline's sections (extractive).")
+    sentences: list[GeneratedSentenceRef] = Field(description="Each generated sentence's blocks (generated).")
+    # Generated sentences the server rejected (a citation outside the document, a quote or figure not in it).
+    dropped: int = 0
     truncated: bool
 
 

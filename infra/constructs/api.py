@@ -92,7 +92,12 @@ def redirect_urls(origins: tuple[str, ...], path: str) -> list[str]:
 
 
 def serve_tenants(
-    scope: Construct, function: lambda_.Function, *, storage: Storage, state_machine: sfn.IStateMachine
+    scope: Construct,
+    function: lambda_.Function,
+    *,
+    storage: Storage,
+    state_machine: sfn.IStateMachine,
+    summary_model_id: str | None,
 ) -> TenantDataAccess:
     """What a function serving the API's callers may do, on their behalf: the API function, and the MCP
     function, whose tools are calls of the same services (functions/tools/catalog.py). Its tenant data role
@@ -128,6 +133,19 @@ def serve_tenants(
             ],
         )
     )
+    if summary_model_id:
+        # summarize_document's cited summaries (Converse), from this model only; without it they are outlines.
+        function.add_environment("QUIRE_SUMMARY_MODEL_ID", summary_model_id)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["bedrock:InvokeModel"],
+                resources=[
+                    cdk.Stack.of(scope).format_arn(
+                        service="bedrock", account="", resource="foundation-model", resource_name=summary_model_id
+                    )
+                ],
+            )
+        )
     state_machine.grant_start_execution(function)
     return data
 
@@ -190,7 +208,9 @@ class Api(Construct):
             reserved_concurrency=settings.reserved_concurrency.api if settings.reserved_concurrency else None,
             database=database,
         )
-        serve_tenants(self, function, storage=storage, state_machine=state_machine)
+        serve_tenants(
+            self, function, storage=storage, state_machine=state_machine, summary_model_id=settings.summary_model_id
+        )
         return function
 
     def _user_pool(

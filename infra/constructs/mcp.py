@@ -116,7 +116,13 @@ class McpServer(Construct):
         self.function.add_layers(
             lambda_.LayerVersion.from_layer_version_arn(self, "WebAdapter", web_adapter_layer_arn(stack.region))
         )
-        self.tenant_data = serve_tenants(self, self.function, storage=storage, state_machine=state_machine)
+        self.tenant_data = serve_tenants(
+            self,
+            self.function,
+            storage=storage,
+            state_machine=state_machine,
+            summary_model_id=settings.summary_model_id,
+        )
         self._routes(api)
 
     def _routes(self, api: Api) -> None:

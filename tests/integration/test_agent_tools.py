@@ -6,6 +6,7 @@ the offset they report, no storage key, bucket or presigned URL reaches a result
 import json
 import re
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
@@ -15,6 +16,7 @@ from functions.tools.catalog import TOOLS, TOOLS_BY_NAME
 from shared.domain.auth import Role
 from shared.domain.text_reads import MAX_TEXT_READ_BYTES
 from shared.local import scan_corpus
+from tests.fakes import FakeSummarizer
 from tests.integration.api_steps import REPORT, RUNBOOK, drain, indexed
 from tests.integration.files_stack import Stack
 
@@ -408,3 +410,42 @@ def test_every_call_is_audited_for_the_tenants_admins(stack: Stack, files: dict[
     assert all(call["argumentIds"].get("fileId") != files["report"] for call in theirs["calls"])
     reader = stack.token(TENANT, ("docs",), role=Role.READ)
     assert stack.json("GET", "/v1/audit", reader)[0] == 403
+
+
+@pytest.fixture
+def summarizer(stack: Stack) -> Iterator[FakeSummarizer]:
+    """A scripted model behind the summarizer port (a named fake; nothing runs one locally by default)."""
+    fake = FakeSummarizer()
+    stack.container.__dict__["summarizer"] = fake
+    try:
+        yield fake
+    finally:
+        del stack.container.__dict__["summarizer"]
+
+
+def test_a_configured_summarizer_writes_a_cited_summary_checked_against_the_blocks(
+    stack: Stack, files: dict[str, Any], summarizer: FakeSummarizer
+) -> None:
+    summary = result(stack, files["token"], "summarize_document", fileId=files["report"])
+    assert summary["method"] == "generated" and summary["model"] == "fake-summarizer"
+    assert summary["generator"] is None and summary["sections"] == []
+    # The sentence that cited a block never sent was rejected, not kept.
+    assert summary["dropped"] == 1
+    text = fenced_text(summary["content"])
+    assert "An invented finding" not in text and "[b0]" in text
+    window = result(stack, files["token"], "extract_text", fileId=files["report"])
+    assert {index for entry in summary["sentences"] for index in entry["blockIndexes"]} <= {
+        block["index"] for block in window["blocks"]
+    }
+    # The model was given the document's blocks, the table as a table.
+    assert any("| North | 14 |" in block for block in summarizer.calls[-1])
+
+
+def test_a_summarizer_that_refuses_leaves_the_extractive_outline(stack: Stack, files: dict[str, Any]) -> None:
+    stack.container.__dict__["summarizer"] = FakeSummarizer(refusal="Bedrock throttled the summary")
+    try:
+        summary = result(stack, files["token"], "summarize_document", fileId=files["report"])
+    finally:
+        del stack.container.__dict__["summarizer"]
+    assert summary["method"] == "extractive" and "Bedrock throttled the summary" in summary["generator"]
+    assert "Revenue grew in every region." in fenced_text(summary["content"])
