@@ -21,9 +21,9 @@ class ConversionRequest(ApiModel):
     version_id: UUID | None = None
 
 
-class ExportView(ApiModel):
-    """The export of one exact source; `url` (a signed GET, at most 15 minutes) once rendered, `failure` (a
-    sentence) when it could not be."""
+class ExportSummary(ApiModel):
+    """The export of one exact source, without its download: what an agent's tool is told (the model is handed
+    no link; the user downloads it from GET /v1/exports/{id})."""
 
     export_id: UUID
     state: ExportState
@@ -35,8 +35,6 @@ class ExportView(ApiModel):
     source_file_id: UUID | None = None
     source_version_id: UUID | None = None
     file_id: UUID | None = None
-    url: str | None = None
-    expires_at: datetime | None = None
     failure: str | None = None
     # Characters the format's font cannot draw, left out of the file (never drawn as blanks or "?").
     unsupported_characters: list[str]
@@ -46,7 +44,7 @@ class ExportView(ApiModel):
     rendered_at: datetime | None = None
 
     @classmethod
-    def of(cls, export: Export) -> "ExportView":
+    def of(cls, export: Export) -> "ExportSummary":
         record = export.record
         return cls(
             export_id=record.export_id,
@@ -59,14 +57,28 @@ class ExportView(ApiModel):
             source_file_id=record.source_file_id,
             source_version_id=record.source_version_id,
             file_id=record.file_id,
-            url=export.download.url if export.download else None,
-            expires_at=export.download.expires_at if export.download else None,
             failure=record.failure_reason or export.gone,
             unsupported_characters=list(record.unsupported_characters),
             page_count=record.page_count,
             byte_size=record.byte_size,
             created_at=record.created_at,
             rendered_at=record.rendered_at,
+        )
+
+
+class ExportView(ExportSummary):
+    """The export of one exact source; `url` (a signed GET, at most 15 minutes) once rendered, `failure` (a
+    sentence) when it could not be."""
+
+    url: str | None = None
+    expires_at: datetime | None = None
+
+    @classmethod
+    def of(cls, export: Export) -> "ExportView":
+        return cls(
+            **ExportSummary.of(export).model_dump(),
+            url=export.download.url if export.download else None,
+            expires_at=export.download.expires_at if export.download else None,
         )
 
 

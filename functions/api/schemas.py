@@ -371,7 +371,10 @@ class CitedRegionView(ApiModel):
     table_index: int | None
 
 
-class CitationView(ApiModel):
+class CitationPlace(ApiModel):
+    """Where a citation points: the file version and the place in it, without the cited words (an agent's tool
+    gets those fenced, apart)."""
+
     file_id: str
     version_id: str
     filename: str
@@ -392,11 +395,14 @@ class CitationView(ApiModel):
     # Where the words that matched are (page and box are the first of them); every block's place when none
     # matched; empty for chunks indexed before regions were kept.
     regions: list[CitedRegionView]
-    heading_path: list[str]
     # quote (the document's words), transcription (OCR's reading, with its confidence) or description
     # (a vision model's reading of an image, never to be presented as the document's words).
     kind: CitedKind
     ocr_confidence: float | None
+
+
+class CitationView(CitationPlace):
+    heading_path: list[str]
     excerpt: str
     retrieved_at: datetime
 

@@ -14,7 +14,15 @@ from pydantic import BaseModel
 
 from functions.api.artifact_schemas import ArtifactSummaryView, ArtifactVersionView
 from functions.api.routes.artifacts import content_input
-from functions.api.schemas import FileListView, FileSummary, FileView, ScanView, SearchFiltersBody, SearchRequest
+from functions.api.schemas import (
+    CitationPlace,
+    FileListView,
+    FileSummary,
+    FileView,
+    ScanView,
+    SearchFiltersBody,
+    SearchRequest,
+)
 from functions.tools import models as m
 from shared.domain.auth import Principal
 from shared.domain.document import Block, BlockKind, ExtractedDocument
@@ -29,6 +37,7 @@ from shared.domain.rendering import render_block, render_markdown
 from shared.domain.search import Empty
 from shared.domain.summaries import GeneratedSummary
 from shared.domain.text_reads import TEXT_READ_MEDIA_TYPES
+from shared.services.exports import ExportView as Export
 from shared.services.recognition import IMAGE_TYPES
 
 if TYPE_CHECKING:
@@ -166,8 +175,8 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
             if hit.citation.heading_path
             else None,
             excerpt=ctx.fenced(hit.excerpt),
-            citation=m.ToolCitation.model_validate(
-                hit.citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at", "box", "shape"})
+            citation=CitationPlace.model_validate(
+                hit.citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at"})
             ),
         )
         for hit in outcome.hits
@@ -547,9 +556,7 @@ def convert_file(ctx: ToolContext, params: m.ConvertFileParams) -> m.ToolExport:
 
 def _export(ctx: ToolContext, record: ExportRecord) -> m.ToolExport:
     ctx.touched.add(record.collection_id)
-    return m.ToolExport.model_validate(
-        record.model_dump(include=set(m.ToolExport.model_fields) - {"failure"}) | {"failure": record.failure_reason}
-    )
+    return m.ToolExport.of(Export(record=record))
 
 
 # --- helpers ------------------------------------------------------------------------------------------------------

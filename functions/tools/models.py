@@ -16,10 +16,11 @@ from functions.api.artifact_schemas import (
     CreateArtifactRequest,
     NewArtifactVersionRequest,
 )
-from functions.api.schemas import ApiModel, CitedRegionView
-from shared.domain.exports import ExportFormat, ExportKind, ExportState
+from functions.api.export_schemas import ExportSummary
+from functions.api.schemas import ApiModel, CitationPlace
+from shared.domain.exports import ExportFormat
 from shared.domain.recognition import BoundingBox
-from shared.domain.search import MAX_QUERY_CHARACTERS, MAX_RESULTS, CitedKind, SearchMode
+from shared.domain.search import MAX_QUERY_CHARACTERS, MAX_RESULTS, SearchMode
 from shared.domain.text_reads import MAX_TEXT_READ_BYTES
 from shared.services.files import MAX_PAGE_SIZE
 
@@ -179,33 +180,12 @@ class TablesWindow(Fenced):
     tables: list[TableRead]
 
 
-class ToolCitation(ApiModel):
-    file_id: str
-    version_id: str
-    filename: str
-    media_type: str
-    collection_id: str
-    page: int | None
-    page_end: int | None
-    sheet: str | None
-    cells: str | None
-    slide: int | None
-    line_start: int | None
-    line_end: int | None
-    paragraph_start: int | None
-    paragraph_end: int | None
-    table_index: int | None
-    regions: list[CitedRegionView]
-    kind: CitedKind
-    ocr_confidence: float | None
-
-
 class SearchHitResult(ApiModel):
     chunk_id: str
     score: float
     section: str | None = Field(description="The heading path, fenced.")
     excerpt: str = Field(description="The cited text, fenced.")
-    citation: ToolCitation
+    citation: CitationPlace
 
 
 class SearchResult(Fenced):
@@ -287,24 +267,9 @@ class ArtifactWritten(ApiModel):
     version: ArtifactVersionView
 
 
-class ToolExport(ApiModel):
-    """An export or conversion: its state now; the file it makes (fileId) once rendered. Download it from
-    GET /v1/exports/{exportId}: no link is handed to the model."""
-
-    export_id: UUID
-    state: ExportState
-    kind: ExportKind
-    format: ExportFormat
-    collection_id: str
-    artifact_id: UUID | None = None
-    version: int | None = None
-    source_file_id: UUID | None = None
-    source_version_id: UUID | None = None
-    file_id: UUID | None = None
-    failure: str | None = None
-    unsupported_characters: list[str]
-    page_count: int | None = None
-    byte_size: int | None = None
+# An export or conversion: its state now, and the file it makes (fileId) once rendered. No link is handed to the
+# model: the user downloads it from GET /v1/exports/{exportId}.
+ToolExport = ExportSummary
 
 
 class PdfCreated(ApiModel):

@@ -17,6 +17,7 @@ from shared.domain.auth import Role
 from shared.domain.text_reads import MAX_TEXT_READ_BYTES
 from shared.local import scan_corpus
 from tests.fakes import FakeSummarizer
+from tests.unit.test_tool_definitions import SEED_TOOLS
 from tests.integration.api_steps import REPORT, RUNBOOK, drain, indexed
 from tests.integration.files_stack import Stack
 
@@ -104,23 +105,7 @@ def test_the_fifteen_tools_are_listed_with_their_schemas(stack: Stack, files: di
     status, answer = stack.json("GET", "/v1/tools", files["token"])
     assert status == 200
     names = [entry["name"] for entry in answer["tools"]]
-    assert names == [
-        "list_files",
-        "read_file",
-        "search_files",
-        "scan_document",
-        "analyze_image",
-        "extract_text",
-        "extract_tables",
-        "summarize_document",
-        "compare_documents",
-        "create_artifact",
-        "update_artifact",
-        "export_artifact",
-        "create_pdf",
-        "convert_file",
-        "get_file_processing_status",
-    ]
+    assert names == [tool.name for tool in TOOLS] and set(names) == SEED_TOOLS
     for entry in answer["tools"]:
         assert entry["inputSchema"]["type"] == "object" and entry["outputSchema"]["type"] == "object"
     writes = {entry["name"] for entry in answer["tools"] if not entry["annotations"]["readOnlyHint"]}
