@@ -35,7 +35,7 @@ def summarizing(tmp_path_factory: pytest.TempPathFactory, package_dirs: tuple[Pa
 
 
 def bedrock_models(template: Template, function: Any) -> set[str]:
-    found = set()
+    found: set[str] = set()
     for statement in role_statements(template, function):
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         if "bedrock:InvokeModel" in actions:
