@@ -17,9 +17,9 @@ from shared.domain.auth import Role
 from shared.domain.text_reads import MAX_TEXT_READ_BYTES
 from shared.local import scan_corpus
 from tests.fakes import FakeSummarizer
-from tests.unit.test_tool_definitions import SEED_TOOLS
 from tests.integration.api_steps import REPORT, RUNBOOK, drain, indexed
 from tests.integration.files_stack import Stack
+from tests.unit.test_tool_definitions import SEED_TOOLS
 
 # The real start marker (its brackets cannot appear unescaped inside a fence).
 NONCE = re.compile(r"⟦quire-data ([0-9a-f]{16,64})⟧")
