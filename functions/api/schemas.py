@@ -1,7 +1,7 @@
 """The API's request and response bodies (camelCase on the wire). No storage key or bucket is a field."""
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -235,7 +235,7 @@ class FileView(FileSummary):
     versions: list[VersionView]
 
     @classmethod
-    def of(cls, record: FileRecord) -> "FileView":
+    def of(cls, record: FileRecord) -> Self:
         return cls(**FileSummary.of(record).model_dump(), versions=[VersionView.of(v) for v in record.versions])
 
 
@@ -294,6 +294,14 @@ class NothingToReadView(ApiModel):
                 reason=version.failure_reason.value,
                 # Only a timeout may go differently next time; the same bytes give the same answer otherwise.
                 retryable=version.failure_reason is FailureReason.TIMED_OUT,
+                processing_state=version.processing_state.value,
+            )
+        if version.processing_state is ProcessingState.SKIPPED:
+            return cls(
+                error="not_extracted",
+                message="this file is an export Quire rendered: it is never extracted, so read what it was rendered"
+                " from (its export's source file or artifact) instead",
+                retryable=False,
                 processing_state=version.processing_state.value,
             )
         if version.processing_state is ProcessingState.INTERRUPTED:

@@ -16,27 +16,26 @@ from functions.api.artifact_schemas import ArtifactSummaryView, ArtifactVersionV
 from functions.api.routes.artifacts import content_input
 from functions.api.schemas import (
     CitationPlace,
-    FileListView,
     FileSummary,
-    FileView,
+    NothingToReadView,
     ScanView,
     SearchFiltersBody,
     SearchRequest,
 )
 from functions.tools import models as m
+from shared.domain.artifacts import ArtifactRecord
 from shared.domain.auth import Principal
 from shared.domain.document import Block, BlockKind, ExtractedDocument
 from shared.domain.document_diff import BlockChangeKind, DocumentDiff, SectionDiff, compare_blocks
-from shared.domain.errors import CapabilityUnavailable, InvalidRequest, NotFound
+from shared.domain.errors import CapabilityUnavailable, Forbidden, InvalidRequest, NotFound
 from shared.domain.exports import ExportRecord
 from shared.domain.fencing import Fence
 from shared.domain.files import DOCUMENT_READY, FileRecord, FileVersionRecord, VersionState
 from shared.domain.outline import outline
-from shared.domain.reading import window
+from shared.domain.reading import Part, is_oversized, part_of, window
 from shared.domain.rendering import render_block, render_markdown
 from shared.domain.search import Empty
 from shared.domain.summaries import GeneratedSummary
-from shared.domain.text_reads import TEXT_READ_MEDIA_TYPES
 from shared.services.exports import ExportView as Export
 from shared.services.recognition import IMAGE_TYPES
 
@@ -80,18 +79,29 @@ class ToolContext:
         return record
 
     def document(self, file_id: UUID, version_id: UUID | None) -> tuple[FileVersionRecord, ExtractedDocument]:
-        """A stored version's extracted document, entitlement checked as GET /v1/files/{id}/document does."""
+        """A stored version's extracted document, entitlement checked as GET /v1/files/{id}/document does, and
+        refused as it refuses: retryable only where trying again could change the answer."""
         record, version = self.container.files.readable_version(self.principal, file_id, version_id)
         self.touched.add(record.collection_id)
         if version.processing_state not in DOCUMENT_READY or version.document_key is None:
+            nothing = NothingToReadView.of(version)
             raise ToolRefused(
-                "not_ready",
-                f"the document is {version.processing_state.value.replace('_', ' ')}: there is no text to read yet;"
-                " get_file_processing_status shows its progress",
-                next_tool="get_file_processing_status",
-                retryable=True,
+                nothing.error,
+                nothing.message,
+                next_tool="get_file_processing_status" if nothing.retryable else None,
+                retryable=nothing.retryable,
             )
         return version, self.container.documents.read(version)
+
+    def artifact(self, artifact_id: UUID) -> ArtifactRecord:
+        """An artifact the caller may read (the same not-found as a missing one otherwise), its collection noted."""
+        record = self.container.artifacts.readable(self.principal, artifact_id)
+        self.touched.add(record.collection_id)
+        return record
+
+    def collection(self, collection_id: str) -> None:
+        """A collection the call names: recorded before the service decides, so a refusal is audited in it."""
+        self.touched.add(collection_id)
 
 
 @dataclass(frozen=True)
@@ -122,29 +132,22 @@ def _schema(model: type[BaseModel], mode: Literal["validation", "serialization"]
 # --- files ----------------------------------------------------------------------------------------------------
 
 
-def list_files(ctx: ToolContext, params: m.ListFilesParams) -> FileListView:
+def list_files(ctx: ToolContext, params: m.ListFilesParams) -> m.FileList:
+    if params.collection_id:
+        ctx.collection(params.collection_id)
     page = ctx.container.files.list_files(
         ctx.principal, collection_id=params.collection_id, limit=params.limit, cursor=params.cursor
     )
     ctx.touched.update(record.collection_id for record in page.files)
-    return FileListView(files=[FileSummary.of(record) for record in page.files], next_cursor=page.next_cursor)
+    return m.FileList(files=[FileSummary.of(record) for record in page.files], next_cursor=page.next_cursor)
 
 
 def read_file(ctx: ToolContext, params: m.ReadFileParams) -> m.TextRead:
-    record = ctx.file(params.file_id)
-    version = _named_version(record, params.version_id)
-    if version.media_type not in TEXT_READ_MEDIA_TYPES:
-        raise ToolRefused(
-            "not_text",
-            f"read_file reads the bytes of text files ({', '.join(sorted(TEXT_READ_MEDIA_TYPES))}); this file is"
-            f" {version.media_type}: call extract_text to read its extracted document in windows",
-            next_tool="extract_text",
-        )
+    ctx.file(params.file_id)
     version, read = ctx.container.files.read_text(
         ctx.principal, params.file_id, version_id=params.version_id, offset=params.offset, limit=params.limit
     )
     return m.TextRead(
-        untrusted=ctx.fence.notice,
         file_id=params.file_id,
         version_id=version.version_id,
         media_type=version.media_type,
@@ -182,7 +185,6 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
         for hit in outcome.hits
     ]
     return m.SearchResult(
-        untrusted=ctx.fence.notice,
         outcome="found",
         vector_available=outcome.vector_available,
         truncated_by_budget=outcome.truncated_by_budget,
@@ -190,16 +192,16 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
     )
 
 
-def get_file_processing_status(ctx: ToolContext, params: m.FileRef) -> FileView:
-    return FileView.of(ctx.file(params.file_id))
+def get_file_processing_status(ctx: ToolContext, params: m.FileRef) -> m.FileStatus:
+    return m.FileStatus.of(ctx.file(params.file_id))
 
 
 # --- documents --------------------------------------------------------------------------------------------------
 
 
 def scan_document(ctx: ToolContext, params: m.FileRef) -> ScanView:
+    ctx.file(params.file_id)
     started = ctx.container.document_tools.scan_document(ctx.principal, params.file_id)
-    ctx.touched.add(ctx.file(params.file_id).collection_id)
     return ScanView.model_validate(started.model_dump())
 
 
@@ -215,7 +217,6 @@ def analyze_image(ctx: ToolContext, params: m.FileRef) -> m.ImageAnalysisResult:
     analysis = ctx.container.document_tools.analyze_image(ctx.principal, params.file_id)
     recognition = analysis.recognition
     return m.ImageAnalysisResult(
-        untrusted=ctx.fence.notice,
         file_id=analysis.file_id,
         version_id=analysis.version_id,
         transcription=ctx.fenced("\n".join(line.text for line in analysis.transcription))
@@ -236,16 +237,35 @@ def analyze_image(ctx: ToolContext, params: m.FileRef) -> m.ImageAnalysisResult:
 
 def extract_text(ctx: ToolContext, params: m.ExtractTextParams) -> m.TextWindow:
     version, document = ctx.document(params.file_id, params.version_id)
-    shown = _window(document.blocks, params.offset)
+    blocks = document.blocks
+    oversized = params.offset < len(blocks) and is_oversized(blocks[params.offset])
+    if params.part and not oversized:
+        raise InvalidRequest(f"part continues a block larger than one window; block {params.offset} is not one")
+    if oversized:
+        # One block larger than a window comes in parts (rows of a table, characters of anything else).
+        piece = _part(blocks[params.offset], params.part)
+        shown_blocks: tuple[Block, ...] = (blocks[params.offset],)
+        content, next_part = piece.markdown, piece.next_part
+        following = params.offset + 1 if params.offset + 1 < len(blocks) else None
+        next_offset = params.offset if next_part is not None else following
+    else:
+        shown = _window(blocks, params.offset)
+        shown_blocks, content, next_part, next_offset = (
+            shown.blocks,
+            render_markdown(shown.blocks),
+            None,
+            shown.next_start,
+        )
     return m.TextWindow(
-        untrusted=ctx.fence.notice,
         file_id=params.file_id,
         version_id=version.version_id,
-        offset=shown.start,
-        next_offset=shown.next_start,
-        total_blocks=shown.total_blocks,
-        content=ctx.fenced(render_markdown(shown.blocks)),
-        blocks=[_ref(shown.start + index, block) for index, block in enumerate(shown.blocks)],
+        offset=params.offset,
+        part=params.part,
+        next_offset=next_offset,
+        next_part=next_part,
+        total_blocks=len(blocks),
+        content=ctx.fenced(content),
+        blocks=[_ref(params.offset + index, block) for index, block in enumerate(shown_blocks)],
         warnings=list(document.warnings),
         recognized_pages=list(document.recognized_pages),
         confidence=document.confidence,
@@ -262,45 +282,67 @@ def extract_tables(ctx: ToolContext, params: m.ExtractTablesParams) -> m.TablesW
     ]
     if params.offset > len(tables):
         raise InvalidRequest(f"offset {params.offset} is past the document's {len(tables)} tables")
+    oversized = params.offset < len(tables) and is_oversized(tables[params.offset][1])
+    if params.part and not oversized:
+        raise InvalidRequest(f"part continues a table larger than one window; table {params.offset} is not one")
     shown: list[m.TableRead] = []
+    next_part = None
     characters = 0
     for position in range(params.offset, min(len(tables), params.offset + MAX_TABLES_PER_CALL)):
         index, block = tables[position]
+        if oversized:
+            # A table larger than a window: its header rows and the next rows that fit, then the rest in parts.
+            piece = _part(block, params.part)
+            rendered, next_part = piece.markdown, piece.next_part
+        else:
+            rendered = render_block(block)
         section = HEADING_SEPARATOR.join(block.heading_path)
-        text = (f"Section: {section}\n\n" if section else "") + render_block(block)
-        if shown and characters + len(text) > MAX_TABLE_CHARACTERS:
+        text = (f"Section: {section}\n\n" if section else "") + rendered
+        if shown and (characters + len(text) > MAX_TABLE_CHARACTERS or is_oversized(block)):
             break
         characters += len(text)
-        rows = block.table.rows if block.table else ()
-        shown.append(
-            m.TableRead(
-                index=position,
-                location=_ref(index, block),
-                header_rows=block.table.header_rows if block.table else 0,
-                row_count=len(rows),
-                column_count=max((len(row) for row in rows), default=0),
-                confidence=block.confidence,
-                content=ctx.fenced(text),
-            )
-        )
+        shown.append(_table_read(ctx, position, index, block, text))
+        if oversized:
+            break
     end = params.offset + len(shown)
+    following = end if end < len(tables) else None
     return m.TablesWindow(
-        untrusted=ctx.fence.notice if shown else None,
         file_id=params.file_id,
         version_id=version.version_id,
         offset=params.offset,
-        next_offset=end if end < len(tables) else None,
+        part=params.part,
+        next_offset=params.offset if next_part is not None else following,
+        next_part=next_part,
         total_tables=len(tables),
         tables=shown,
     )
 
 
+def _table_read(ctx: ToolContext, position: int, index: int, block: Block, text: str) -> m.TableRead:
+    rows = block.table.rows if block.table else ()
+    return m.TableRead(
+        index=position,
+        location=_ref(index, block),
+        header_rows=block.table.header_rows if block.table else 0,
+        row_count=len(rows),
+        column_count=max((len(row) for row in rows), default=0),
+        confidence=block.confidence,
+        content=ctx.fenced(text),
+    )
+
+
+def _part(block: Block, part: int) -> Part:
+    try:
+        return part_of(block, part)
+    except ValueError as error:
+        raise InvalidRequest(str(error)) from error
+
+
 def summarize_document(ctx: ToolContext, params: m.VersionedFileRef) -> m.SummaryResult:
     version, document = ctx.document(params.file_id, params.version_id)
-    generated, reason = _generated_summary(ctx, document.blocks)
+    generated, reason = _generated_summary(ctx, document.blocks, ctx.file(params.file_id).collection_id)
     if generated is not None:
         return m.SummaryResult(
-            untrusted=ctx.fence.notice,
             file_id=params.file_id,
             version_id=version.version_id,
             method="generated",
@@ -329,7 +371,6 @@ def summarize_document(ctx: ToolContext, params: m.VersionedFileRef) -> m.Summar
         lines.extend(f"- {sentence.text} [b{sentence.block_index}]" for sentence in section.sentences)
         lines.append("")
     return m.SummaryResult(
-        untrusted=ctx.fence.notice,
         file_id=params.file_id,
         version_id=version.version_id,
         method=drawn.method,
@@ -352,7 +393,9 @@ def summarize_document(ctx: ToolContext, params: m.VersionedFileRef) -> m.Summar
     )
 
 
-def _generated_summary(ctx: ToolContext, blocks: Sequence[Block]) -> tuple[GeneratedSummary | None, str | None]:
+def _generated_summary(
+    ctx: ToolContext, blocks: Sequence[Block], collection: str
+) -> tuple[GeneratedSummary | None, str | None]:
     """A model's cited summary (checked against the blocks), or None and why there is none: no summarizer is
     configured, or it could not give one (throttled, refused, no valid citation). The caller falls back to the
     extractive outline; a summary is never invented."""
@@ -360,6 +403,11 @@ def _generated_summary(ctx: ToolContext, blocks: Sequence[Block]) -> tuple[Gener
     status = summarizer.capability()
     if not status.available:
         return None, status.reason or "no summarizer is configured"
+    try:
+        # A model's summary spends the tenant's Bedrock tokens, as a rescan spends its OCR: the write role's call.
+        ctx.container.authorization.ensure_can_write(ctx.principal, collection)
+    except Forbidden as refused:
+        return None, f"a model-written summary spends the tenant's model tokens: {refused}; this is the outline"
     texts = [render_block(block) if block.kind is BlockKind.TABLE else block.text for block in blocks]
     try:
         return summarizer.summarize(texts, max_sentences=MAX_SUMMARY_SENTENCES), None
@@ -373,7 +421,6 @@ def compare_documents(ctx: ToolContext, params: m.CompareDocumentsParams) -> m.C
     after_version, after = ctx.document(*after_ref)
     diff = compare_blocks(before.blocks, after.blocks)
     return m.ComparisonResult(
-        untrusted=ctx.fence.notice,
         before=m.DiffSide(
             file_id=before_ref[0],
             version_id=before_version.version_id,
@@ -485,11 +532,18 @@ def _comparison_sides(
     record = ctx.file(params.file_id)
     stored = [version for version in record.versions if version.state is VersionState.STORED]
     named = _named_version(record, params.version_id)
-    older = [version for version in stored if version.created_at < named.created_at]
+    # The previous version there is a document of: one whose extraction failed has nothing to compare.
+    older = [
+        version
+        for version in stored
+        if version.created_at < named.created_at
+        and version.processing_state in DOCUMENT_READY
+        and version.document_key is not None
+    ]
     if not older:
         raise ToolRefused(
             "nothing_to_compare",
-            "this file has no earlier stored version: name otherFileId (another file) or otherVersionId",
+            "this file has no earlier version with a document: name otherFileId (another file) or otherVersionId",
             next_tool="list_files",
         )
     previous = max(older, key=lambda version: version.created_at)
@@ -500,6 +554,7 @@ def _comparison_sides(
 
 
 def create_artifact(ctx: ToolContext, params: m.CreateArtifactParams) -> m.ArtifactWritten:
+    ctx.collection(params.collection_id)
     view = ctx.container.artifacts.create(
         ctx.principal,
         collection_id=params.collection_id,
@@ -514,6 +569,7 @@ def create_artifact(ctx: ToolContext, params: m.CreateArtifactParams) -> m.Artif
 
 
 def update_artifact(ctx: ToolContext, params: m.UpdateArtifactParams) -> m.ArtifactWritten:
+    ctx.artifact(params.artifact_id)
     view = ctx.container.artifacts.add_version(
         ctx.principal,
         params.artifact_id,
@@ -528,8 +584,7 @@ def update_artifact(ctx: ToolContext, params: m.UpdateArtifactParams) -> m.Artif
 
 
 def export_artifact(ctx: ToolContext, params: m.ExportArtifactParams) -> m.ToolExport:
-    artifacts = ctx.container.artifacts
-    version = params.version or artifacts.writable(ctx.principal, params.artifact_id).latest_version
+    version = params.version or ctx.artifact(params.artifact_id).latest_version
     record, _ = ctx.container.exports.export_artifact(
         ctx.principal, params.artifact_id, version=version, export_format=params.format
     )
@@ -537,6 +592,7 @@ def export_artifact(ctx: ToolContext, params: m.ExportArtifactParams) -> m.ToolE
 
 
 def create_pdf(ctx: ToolContext, params: m.CreatePdfParams) -> m.PdfCreated:
+    ctx.collection(params.collection_id)
     view, record = ctx.container.pdf_tools.create(
         ctx.principal, collection_id=params.collection_id, name=params.name, body=content_input(params)
     )
@@ -548,6 +604,7 @@ def create_pdf(ctx: ToolContext, params: m.CreatePdfParams) -> m.PdfCreated:
 
 
 def convert_file(ctx: ToolContext, params: m.ConvertFileParams) -> m.ToolExport:
+    ctx.file(params.file_id)
     record, _ = ctx.container.exports.convert_file(
         ctx.principal, params.file_id, version_id=params.version_id, export_format=params.format
     )
@@ -609,7 +666,7 @@ TOOLS: Sequence[Tool[Any, Any]] = (
         "List files",
         "The files the caller may read (newest first), with each one's processing state; page with nextCursor.",
         m.ListFilesParams,
-        FileListView,
+        m.FileList,
         list_files,
     ),
     Tool(
@@ -674,8 +731,9 @@ TOOLS: Sequence[Tool[Any, Any]] = (
     Tool(
         "summarize_document",
         "Summarize a document",
-        "An outline of a document: its headings and each section's leading sentences, verbatim and cited by block"
-        " (method says how it was made; nothing is invented).",
+        "A summary of a document, every sentence cited by block: a model's, checked against the blocks, where a"
+        " summarizer is configured; else an outline of its headings and each section's leading sentences, verbatim"
+        " (method says which; nothing is invented).",
         m.VersionedFileRef,
         m.SummaryResult,
         summarize_document,
@@ -742,7 +800,7 @@ TOOLS: Sequence[Tool[Any, Any]] = (
         "File processing status",
         "A file's versions and where each is in processing (extracted, OCR'd, indexed), or why it failed.",
         m.FileRef,
-        FileView,
+        m.FileStatus,
         get_file_processing_status,
     ),
 )

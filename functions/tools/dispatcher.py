@@ -2,6 +2,7 @@
 tool's parameter model, the call made for the caller's tenant, every refusal turned into a result the model can
 read (what was wrong, what to call instead), and the call recorded in the tenant's audit."""
 
+import re
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 Surface = Literal["mcp", "http"]
 # One sentence for "does not exist" and "not yours", as the HTTP API's 404: a refusal never confirms an id.
+MAX_SUBJECT_CHARS = 255
+_NOT_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 NOT_FOUND = (
     "Not found: nothing with this id is visible to this caller (it does not exist, or it is in a collection the"
     " token does not grant). list_files and search_files show what is."
@@ -78,42 +81,42 @@ class ToolDispatcher:
     def call(
         self, principal: Principal, name: str, arguments: Mapping[str, Any] | None, *, surface: Surface
     ) -> ToolOutcome:
+        """The tool's result or its refusal. Requests are counted against the tenant's rate by each surface (the
+        API's middleware, the MCP server's), once per HTTP request."""
         tool = self.tool(name)
         started = time.monotonic()
         context = ToolContext(principal=principal, container=self._container, fence=Fence.new())
-        recorded_ids = id_arguments(arguments or {}, _id_parameters(tool))
         with acting_for_tenant(principal.tenant_id):
-            try:
-                if surface == "mcp":
-                    # HTTP calls were counted by the API's middleware; an MCP call is counted here.
-                    self._count_request(principal)
-                params = tool.parameters.model_validate(dict(arguments or {}))
-                result = tool.run(context, params)
-                content = result.model_dump(mode="json", by_alias=True)
-                outcome = ToolOutcome(tool=name, is_error=False, content=content)
-            except Exception as error:  # every failure becomes a result the model can read
-                refusal = refusal_for(error)
-                if refusal.error == "internal_error":
-                    logger.exception("tool failed", extra={"tool": name})
-                outcome = ToolOutcome(tool=name, is_error=True, content=refusal.model_dump(by_alias=True))
+            outcome = self._run(tool, context, arguments)
             self._audit(
                 principal,
                 tool=name,
                 surface=surface,
-                argument_ids=recorded_ids,
-                # A not-found reached no collection: recording one would say where the id is.
-                touched=set() if outcome.is_error and outcome.content["error"] == "not_found" else context.touched,
+                argument_ids=id_arguments(arguments or {}, _id_parameters(tool)),
+                # Whatever the outcome: the collections the call was authorized in (none when it never was).
+                touched=context.touched,
                 outcome=str(outcome.content["error"]) if outcome.is_error else "ok",
                 started=started,
             )
         return outcome
 
-    def _count_request(self, principal: Principal) -> None:
-        limiter = self._container.request_rate
-        if limiter is not None:
-            refusal = limiter.refusal(principal.tenant_id)
-            if refusal is not None:
-                raise refusal
+    @staticmethod
+    def _run(tool: Tool[Any, Any], context: ToolContext, arguments: Mapping[str, Any] | None) -> ToolOutcome:
+        try:
+            params = tool.parameters.model_validate(dict(arguments or {}))
+        except ValidationError as error:
+            return ToolOutcome(tool=tool.name, is_error=True, content=_dumped(invalid_arguments(error)))
+        try:
+            result = tool.run(context, params)
+            content = fence_supplied_text(result.model_dump(mode="json", by_alias=True), context.fence)
+            if "untrusted" in content:
+                content["untrusted"] = context.fence.notice
+            return ToolOutcome(tool=tool.name, is_error=False, content=content)
+        except Exception as error:  # every failure becomes a result the model can read
+            refusal = refusal_for(error)
+            if refusal.error == "internal_error":
+                logger.exception("tool failed", extra={"tool": tool.name})
+            return ToolOutcome(tool=tool.name, is_error=True, content=_dumped(refusal))
 
     def _audit(
         self,
@@ -126,19 +129,51 @@ class ToolDispatcher:
         outcome: str,
         started: float,
     ) -> None:
-        call = ToolCall(
-            tenant_id=principal.tenant_id,
-            subject=principal.subject,
-            tool=tool,
-            surface=surface,
-            argument_ids=argument_ids,
-            collection_ids=tuple(sorted(touched)),
-            outcome=outcome,
-            duration_ms=round((time.monotonic() - started) * 1000),
-            called_at=datetime.now(UTC),
-        )
+        try:
+            call = ToolCall(
+                tenant_id=principal.tenant_id,
+                subject=_NOT_TEXT.sub("\ufffd", principal.subject)[:MAX_SUBJECT_CHARS],
+                tool=tool,
+                surface=surface,
+                argument_ids=argument_ids,
+                collection_ids=tuple(sorted(touched)),
+                outcome=outcome,
+                duration_ms=round((time.monotonic() - started) * 1000),
+                called_at=datetime.now(UTC),
+            )
+        except ValidationError:
+            # A principal the record cannot hold (no identity provider of ours issues one): logged, answer kept.
+            logger.exception("a tool call could not be recorded", extra={"auditWriteFailed": True, "tool": tool})
+            return
         # A failed write is logged with the whole record and counted; the call already ran, so its answer stands.
         self._container.audit_log.record(call)
+
+
+def _dumped(refusal: Refusal) -> dict[str, Any]:
+    return refusal.model_dump(mode="json", by_alias=True)
+
+
+# Strings an uploader or a document chose that travel in a result's structure rather than in its fenced content:
+# each is fenced where it stands (a filename, a sheet's or a shape's name, an extraction warning naming them).
+SUPPLIED_TEXT_FIELDS = frozenset({"filename", "sheet", "shape"})
+SUPPLIED_TEXT_LISTS = frozenset({"warnings"})
+
+
+def fence_supplied_text(content: Any, fence: Fence) -> Any:
+    """`content` with every SUPPLIED_TEXT_FIELDS string (and SUPPLIED_TEXT_LISTS item) fenced, at any depth."""
+    if isinstance(content, dict):
+        fenced: dict[str, Any] = {}
+        for key, value in content.items():
+            if key in SUPPLIED_TEXT_FIELDS and isinstance(value, str):
+                fenced[key] = fence.wrap(value)
+            elif key in SUPPLIED_TEXT_LISTS and isinstance(value, list):
+                fenced[key] = [fence.wrap(item) if isinstance(item, str) else item for item in value]
+            else:
+                fenced[key] = fence_supplied_text(value, fence)
+        return fenced
+    if isinstance(content, list):
+        return [fence_supplied_text(item, fence) for item in content]
+    return content
 
 
 def _id_parameters(tool: Tool[Any, Any]) -> list[str]:
@@ -155,6 +190,14 @@ _PLAIN_REFUSALS: tuple[tuple[type[Exception], str, str | None, bool], ...] = (
     (Conflict, "conflict", None, False),
     (InvalidRequest, "invalid_arguments", None, False),
 )
+
+
+def invalid_arguments(error: ValidationError) -> Refusal:
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
+        for problem in error.errors()[:10]
+    )
+    return Refusal(error="invalid_arguments", message=f"the arguments do not fit this tool's schema: {problems}")
 
 
 def refusal_for(error: Exception) -> Refusal:  # noqa: PLR0911 - one answer per kind of refusal

@@ -17,7 +17,7 @@ from functions.api.artifact_schemas import (
     NewArtifactVersionRequest,
 )
 from functions.api.export_schemas import ExportSummary
-from functions.api.schemas import ApiModel, CitationPlace
+from functions.api.schemas import ApiModel, CitationPlace, FileListView, FileView
 from shared.domain.exports import ExportFormat
 from shared.domain.recognition import BoundingBox
 from shared.domain.search import MAX_QUERY_CHARACTERS, MAX_RESULTS, SearchMode
@@ -60,12 +60,20 @@ class SearchFilesParams(ApiModel):
     mode: SearchMode = SearchMode.HYBRID
 
 
+_PART = (
+    "Within the block at offset, for a block larger than one window: nextPart of the previous call (a row of a"
+    " table, a character of any other block)."
+)
+
+
 class ExtractTextParams(VersionedFileRef):
     offset: int = Field(default=0, ge=0, description="Block to continue from: nextOffset of the previous call.")
+    part: int = Field(default=0, ge=0, description=_PART)
 
 
 class ExtractTablesParams(VersionedFileRef):
     offset: int = Field(default=0, ge=0, description="Table to continue from: nextOffset of the previous call.")
+    part: int = Field(default=0, ge=0, description=_PART.replace("block", "table"))
 
 
 class CompareDocumentsParams(VersionedFileRef):
@@ -118,6 +126,14 @@ class Fenced(ApiModel):
     untrusted: str | None = None
 
 
+class FileList(FileListView, Fenced):
+    """The caller's files; each filename (the uploader's text) fenced."""
+
+
+class FileStatus(FileView, Fenced):
+    """A file's versions and processing; each filename fenced."""
+
+
 class TextRead(Fenced):
     file_id: UUID
     version_id: UUID
@@ -151,7 +167,9 @@ class TextWindow(Fenced):
     file_id: UUID
     version_id: UUID
     offset: int
+    part: int
     next_offset: int | None = Field(description="The block to continue from; null at the end of the document.")
+    next_part: int | None = Field(description="With nextOffset: where in that block to continue (a block in parts).")
     total_blocks: int
     content: str = Field(description="The window's blocks as Markdown, fenced.")
     blocks: list[BlockRef]
@@ -175,7 +193,9 @@ class TablesWindow(Fenced):
     file_id: UUID
     version_id: UUID
     offset: int
+    part: int
     next_offset: int | None
+    next_part: int | None = Field(description="With nextOffset: the row to continue from (a table in parts).")
     total_tables: int
     tables: list[TableRead]
 

@@ -130,7 +130,7 @@ def id_arguments(arguments: Mapping[str, object], names: Iterable[str]) -> dict[
 
     def add(key: str, value: object) -> None:
         if key and len(picked) < MAX_ARGUMENT_IDS and isinstance(value, str):
-            picked[_fit(key, MAX_ARGUMENT_KEY_CHARS)] = _fit(value, MAX_ARGUMENT_VALUE_CHARS)
+            picked[_fit(key, MAX_ARGUMENT_KEY_CHARS)] = _as_id(value)
 
     for name in names:
         value = arguments.get(name)
@@ -140,6 +140,19 @@ def id_arguments(arguments: Mapping[str, object], names: Iterable[str]) -> dict[
         else:
             add(name, value)
     return picked
+
+
+# What is recorded for a value in an id's place that is no id: the caller's text is never kept (a "fileId" can
+# hold anything a caller types, and the audit is read by the tenant's admins).
+NOT_AN_ID = "(not an id)"
+
+
+def _as_id(value: str) -> str:
+    """A UUID as its canonical text, a collection-style identifier as it is, anything else NOT_AN_ID."""
+    try:
+        return str(UUID(value)) if len(value) <= 64 else NOT_AN_ID
+    except ValueError:
+        return value if IDENTIFIER_PATTERN.fullmatch(value) else NOT_AN_ID
 
 
 def _fit(value: str, limit: int) -> str:

@@ -72,11 +72,14 @@ def decode_slice(raw: bytes, *, offset: int, limit: int, total_bytes: int, encod
             )
         used = _utf16_boundary(raw, wanted, big_endian=encoding.endswith("be"))
     elif encoding.startswith("utf-8"):
+        if raw[:1] and raw[0] & 0xC0 == 0x80:
+            raise ValueError(f"offset {offset} is inside a character of this UTF-8 file: use an offset a read reported")
         used = _utf8_boundary(raw, wanted)
     else:
         used = wanted
-    if used <= bom and len(raw) > bom:
-        used = bom + _whole_character(raw[bom:], encoding)
+    if used <= bom:
+        # Nothing whole within the bound: the mark and one whole character (or the mark alone, at the end).
+        used = bom + _whole_character(raw[bom:], encoding) if len(raw) > bom else len(raw)
     codec = "utf-8" if encoding == "utf-8-sig" else encoding
     text = raw[bom:used].decode(codec, errors="replace")
     end = offset + used

@@ -198,6 +198,10 @@ class ArtifactService:
     def writable(self, principal: Principal, artifact_id: UUID) -> ArtifactRecord:
         return self._writable(principal, artifact_id)
 
+    def readable(self, principal: Principal, artifact_id: UUID) -> ArtifactRecord:
+        """The artifact's record, if the caller may read it (the not-found of a missing one otherwise)."""
+        return self._readable(principal, artifact_id)
+
     def record_of(self, tenant_id: str, artifact_id: UUID) -> ArtifactRecord | None:
         """For the worker, which acts on a job already authorized when it was requested."""
         return self._store.get(tenant_id, artifact_id)

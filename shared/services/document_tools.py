@@ -1,5 +1,5 @@
-"""Operations on one document that the API and the later tool surface expose: scan_document (OCR again),
-analyze_image (what OCR read off an image and what a vision model said it shows) and extract_tables.
+"""Operations on one document that the API and the agent tools expose: scan_document (OCR again) and
+analyze_image (what OCR read off an image and what a vision model said it shows).
 
 Each checks entitlement first (an unentitled caller gets the same NotFound as a missing file) and reads
 the stored document, never the engines directly: what they return is what search cites.
@@ -58,17 +58,6 @@ class ImageAnalysis(BaseModel):
     confidence: float | None
     low_confidence: bool
     recognition: Recognition
-
-
-class ExtractedTable(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    location: Location
-    heading_path: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    header_rows: int
-    # Set when OCR recognised the table (a scan or a screenshot): its cells may hold misread characters.
-    confidence: float | None
 
 
 class DocumentTools:
@@ -142,22 +131,6 @@ class DocumentTools:
             low_confidence=document.low_confidence,
             recognition=version.recognition,
         )
-
-    def extract_tables(self, principal: Principal, file_id: UUID) -> list[ExtractedTable]:
-        """Every table of the current version, whatever the format: DOCX and PPTX tables, spreadsheet
-        ranges, tables recovered from a PDF's aligned text, and tables OCR found in a scan or screenshot."""
-        _, document = self._document(principal, file_id)
-        return [
-            ExtractedTable(
-                location=block.location,
-                heading_path=block.heading_path,
-                rows=block.table.rows,
-                header_rows=block.table.header_rows,
-                confidence=block.confidence,
-            )
-            for block in document.blocks
-            if block.kind is BlockKind.TABLE and block.table is not None
-        ]
 
     def _document(self, principal: Principal, file_id: UUID) -> tuple[FileVersionRecord, ExtractedDocument]:
         version = self._files.readable_document(principal, file_id)

@@ -127,11 +127,13 @@ def test_a_screenshot_table_is_read_as_a_table_and_the_missing_vision_model_is_s
     assert "Kamchatka | 611 | 8 | 15.8%" in hit["excerpt"]
     assert "Region | Orders | Returns | Margin" in hit["excerpt"]  # the header row repeated with its rows
 
-    # The tool functions read what search cites: the stored document.
+    # The agent tools read what search cites: the stored document.
     file_id = scanned["records"]["returns-dashboard.png"]["fileId"]
-    tables = stack.container.document_tools.extract_tables(_principal(scanned), uuid.UUID(file_id))
-    assert len(tables) == 1 and tables[0].rows[0] == ("Region", "Orders", "Returns", "Margin")
-    assert tables[0].confidence is not None
+    status, answer = stack.json("POST", "/v1/tools/extract_tables", scanned["token"], {"fileId": file_id})
+    assert status == 200 and not answer["isError"], answer
+    tables = answer["result"]["tables"]
+    assert len(tables) == 1 and "| Region | Orders | Returns | Margin |" in tables[0]["content"]
+    assert tables[0]["confidence"] is not None
     analysis = stack.container.document_tools.analyze_image(_principal(scanned), uuid.UUID(file_id))
     assert analysis.description is None and analysis.recognition.vision_state == "unavailable"
     assert any("Zanzibar" in piece.text for piece in analysis.transcription)

@@ -87,3 +87,15 @@ def test_an_offset_past_the_end_or_inside_a_utf16_character_is_refused() -> None
 def test_an_empty_file_reads_as_nothing_and_ends() -> None:
     piece = decode_slice(b"", offset=0, limit=100, total_bytes=0, encoding="utf-8")
     assert piece.text == "" and piece.next_offset is None
+
+
+@pytest.mark.parametrize(("content", "limit"), [(codecs.BOM_UTF8, 2), (codecs.BOM_UTF16_LE, 1), (b"", 1)])
+def test_a_file_that_is_only_a_byte_order_mark_ends_instead_of_repeating_its_offset(content: bytes, limit: int) -> None:
+    joined, calls, _ = read_all(content, limit)
+    assert joined == "" and calls == 1
+
+
+def test_a_utf8_offset_inside_a_character_is_refused() -> None:
+    content = "é東".encode()
+    with pytest.raises(ValueError, match="inside a character"):
+        decode_slice(content[1:], offset=1, limit=10, total_bytes=len(content), encoding="utf-8")

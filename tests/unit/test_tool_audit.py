@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from functions.api.errors import register_error_handlers
 from functions.api.routes import audit as audit_route
-from shared.domain.audit import MAX_ARGUMENT_IDS, ToolCall, id_arguments
+from shared.domain.audit import MAX_ARGUMENT_IDS, NOT_AN_ID, ToolCall, id_arguments
 from shared.domain.auth import Role, with_role
 from shared.domain.errors import Forbidden, InvalidRequest
 from shared.local.http_api import LocalLambdaContext
@@ -88,17 +88,24 @@ def test_the_time_is_kept_in_utc_and_the_collections_sorted_once_each() -> None:
 
 def test_only_the_named_id_arguments_are_picked_never_free_text() -> None:
     arguments = {
-        "fileId": "0b8e1c52",
+        "fileId": "0B8E1C52-0000-4000-8000-000000000001",
         "query": "salaries of the board",
         "fileIds": ["a", "b", 3],
         "artifactId": None,
         "limit": 5,
     }
     assert id_arguments(arguments, ["fileId", "fileIds", "artifactId", "missing"]) == {
-        "fileId": "0b8e1c52",
+        "fileId": "0b8e1c52-0000-4000-8000-000000000001",
         "fileIds[0]": "a",
         "fileIds[1]": "b",
     }
+
+
+def test_text_in_an_ids_place_is_not_kept() -> None:
+    picked = id_arguments(
+        {"fileId": "Q3 layoffs: Bob, Carol, Dan (confidential)", "collectionId": "hr"}, ["fileId", "collectionId"]
+    )
+    assert picked == {"fileId": NOT_AN_ID, "collectionId": "hr"}
 
 
 def test_a_hostile_id_argument_is_cut_and_cleaned_not_refused() -> None:
@@ -110,8 +117,8 @@ def test_a_hostile_id_argument_is_cut_and_cleaned_not_refused() -> None:
             "ids",
         ],
     )
-    assert picked["fileId"] == "x" * 127 + "…"
-    assert picked["artifactId"] == "a\ufffdb\ufffd"
+    assert picked["fileId"] == NOT_AN_ID
+    assert picked["artifactId"] == NOT_AN_ID
     assert len(picked) == MAX_ARGUMENT_IDS
 
 

@@ -42,6 +42,7 @@ CONTRACT_PARAMETERS = {
 }
 OTHER_PARAMETERS = {
     "cursor",
+    "part",
     "mode",
     "otherFileId",
     "otherVersionId",
