@@ -6,14 +6,15 @@ that turns each API Gateway event into an HTTP request to the app on AWS_LWA_POR
 (/opt/bootstrap) runs the handler, a path under the code root (functions/mcp/run.sh), instead of Lambda's
 Python runtime. The app's packages (mcp, uvicorn) come from the same dependency layer as every function's.
 
-Routes: GET, POST and DELETE /mcp (the streamable HTTP transport's methods, named rather than ANY so the
-browser's CORS preflight is answered by API Gateway, as for the REST routes) and
-GET /.well-known/oauth-protected-resource/mcp (RFC 9728 metadata), all without the gateway's JWT authorizer:
-the server is an OAuth resource server that must answer a missing or bad token with 401 and
-`WWW-Authenticate: Bearer resource_metadata=...`, which is how an MCP client finds the authorization server (the
-user pool); the authorizer's own 401 carries no such header. The function verifies the same Cognito access
-tokens itself, with the authorizer's checks (shared/adapters/aws/cognito_tokens.py), against the same issuer,
-app client and scope (QUIRE_COGNITO_*).
+Routes: POST /mcp, the one method of the stateless streamable HTTP transport (a GET would open an event stream
+the server never writes to, holding a sandbox for the function's 29 s: API Gateway has no route for it and
+answers 404 itself, and the app answers any method but POST 405), named rather than ANY so the browser's CORS
+preflight is answered by API Gateway, as for the REST routes; and GET /.well-known/oauth-protected-resource/mcp
+(RFC 9728 metadata). Both go without the gateway's JWT authorizer: the server is an OAuth resource server that
+must answer a missing or bad token with 401 and `WWW-Authenticate: Bearer resource_metadata=...`, which is how an
+MCP client finds the authorization server (the user pool); the authorizer's own 401 carries no such header. The
+function verifies the same Cognito access tokens itself, with the authorizer's checks
+(shared/adapters/aws/cognito_tokens.py), against the same issuer, app client and scope (QUIRE_COGNITO_*).
 
 The pool's signing keys: the function runs in the database's isolated subnets (it queries as the application
 role), which reach AWS only through VPC endpoints, and Cognito's JWKS is on its public endpoint (a user pool
@@ -55,11 +56,10 @@ APP_PORT = 8080
 READINESS_PATH = "/mcp/healthz"
 MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
-# Served without the gateway's authorizer; every other route keeps it.
+# Served without the gateway's authorizer; every other route keeps it. No GET or DELETE /mcp: the server offers no
+# stream and no session to end (it answers both 405), and API Gateway answers a method without a route itself.
 MCP_ROUTES = (
-    ("GET", MCP_PATH),
     ("POST", MCP_PATH),
-    ("DELETE", MCP_PATH),
     ("GET", METADATA_PATH),
 )
 # Bump to read the pool's signing keys again on the next deployment (after Cognito rotated them).
@@ -140,7 +140,8 @@ class McpServer(Construct):
                 f"{method} {path} has no gateway authorizer on purpose: the MCP server is an OAuth resource server "
                 "that verifies the same Cognito access tokens itself (issuer, app client, scope, signature, expiry: "
                 "shared/adapters/aws/cognito_tokens.py) and must answer a missing or bad one with 401 and "
-                "WWW-Authenticate: Bearer resource_metadata=..., which the gateway's 401 cannot carry; the "
+                "WWW-Authenticate: Bearer resource_metadata=..., which the gateway's 401 cannot carry; each "
+                "request it serves counts against its tenant's request rate (429) under the stage's throttle; the "
                 "metadata route names no tenant data.",
             )
 

@@ -33,7 +33,8 @@ def local_mcp_app(
     """The MCP app for a local API at `api_base_url`: its resource URL is `<api>/mcp`, as a client reaches it.
 
     There is no local OAuth authorization server (tokens come from `quire token`); the metadata names the API
-    itself unless QUIRE_MCP_ISSUER_URL says otherwise."""
+    itself unless QUIRE_MCP_ISSUER_URL says otherwise. Each request is one of its tenant's against the
+    container's request rate, as on AWS."""
     from functions.mcp.server import Endpoint, create_app
     from functions.tools.dispatcher import ToolDispatcher
 
@@ -43,7 +44,13 @@ def local_mcp_app(
         allowed_hosts=settings.mcp_allowed_hosts,
         allowed_origins=settings.mcp_allowed_origins,
     )
-    return create_app(ToolDispatcher(container), verifier, endpoint, max_concurrent_calls=settings.database_pool_size)
+    return create_app(
+        ToolDispatcher(container),
+        verifier,
+        endpoint,
+        request_rate=container.request_rate,
+        max_concurrent_calls=settings.database_pool_size,
+    )
 
 
 class LocalMcpServer:

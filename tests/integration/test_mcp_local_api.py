@@ -23,9 +23,11 @@ from shared.domain.auth import Principal
 from shared.local.embedded_postgres import free_port
 from shared.local.http_api import LocalHttpApi
 from shared.local.mcp_server import LocalMcpServer
+from shared.services.request_rate import RequestRateLimiter
 from tests.fake_tools import FakeToolDispatcher
 
 SECRET = b"mcp-local-api-secret-0123456789ab"
+BURST = 10
 
 
 @dataclass
@@ -59,7 +61,9 @@ def local() -> Iterator[LocalEndpoint]:
     endpoint = Endpoint(
         resource_url=f"{base}/mcp", issuer_url=base, allowed_hosts=("127.0.0.1:*", "localhost:*"), allowed_origins=()
     )
-    mcp = LocalMcpServer(create_app(dispatcher, LocalTokenVerifier(SECRET), endpoint))
+    # A burst of BURST requests per tenant, then (at a hundredth of a request a second) no more for this test
+    rate = RequestRateLimiter(0.01, burst=BURST)
+    mcp = LocalMcpServer(create_app(dispatcher, LocalTokenVerifier(SECRET), endpoint, request_rate=rate))
     mcp.start()
     handler = RecordingHandler()
     api = LocalHttpApi(
@@ -82,12 +86,12 @@ def token(tenant: str = "acme") -> str:
 
 
 def request(
-    method: str, url: str, headers: dict[str, str] | None = None, body: Any = None
+    method: str, url: str, headers: dict[str, str] | None = None, body: Any = None, *, timeout: float = 20
 ) -> tuple[int, dict[str, str], bytes]:
     data = json.dumps(body).encode() if body is not None else None
     sent = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
     try:
-        with urllib.request.urlopen(sent, timeout=20) as response:
+        with urllib.request.urlopen(sent, timeout=timeout) as response:
             return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
     except urllib.error.HTTPError as error:
         return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
@@ -134,10 +138,37 @@ def test_without_a_token_the_endpoint_itself_answers_401_naming_its_metadata(loc
     assert local.handler.events == []
 
 
-def test_a_host_the_endpoint_does_not_serve_is_421_through_the_api(local: LocalEndpoint) -> None:
+def test_a_host_the_endpoint_does_not_serve_is_421_through_the_api_token_or_not(local: LocalEndpoint) -> None:
     headers = {**MCP_POST, "Authorization": f"Bearer {token()}"}
     assert request("POST", f"{local.api}/mcp", headers, LIST_TOOLS)[0] == 200
     assert request("POST", f"{local.api}/mcp", {**headers, "Host": "rebound.example"}, LIST_TOOLS)[0] == 421
+    assert request("POST", f"{local.api}/mcp", {**MCP_POST, "Host": "rebound.example"}, LIST_TOOLS)[0] == 421
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_a_get_or_delete_of_the_endpoint_is_405_through_the_api_at_once(local: LocalEndpoint, method: str) -> None:
+    # A GET asking for the event stream a stateless server never writes to would otherwise hang until the timeout
+    headers = {"Accept": "text/event-stream", "Authorization": f"Bearer {token()}"}
+    status, answered, _ = request(method, f"{local.api}/mcp", headers, timeout=5)
+    assert (status, answered["allow"]) == (405, "POST")
+    assert local.handler.events == [] and local.dispatcher.calls == []
+
+
+def test_a_tenant_past_its_request_rate_is_429_with_retry_after_through_the_api(local: LocalEndpoint) -> None:
+    acme = {**MCP_POST, "Authorization": f"Bearer {token()}"}
+    assert {request("POST", f"{local.api}/mcp", acme, LIST_TOOLS)[0] for _ in range(BURST)} == {200}
+    status, headers, body = request("POST", f"{local.api}/mcp", acme, LIST_TOOLS)
+    assert (status, json.loads(body)["error"], json.loads(body)["limit"]) == (
+        429,
+        "limit_exceeded",
+        "requests_per_second",
+    )
+    assert int(headers["retry-after"]) >= 1
+    # Another tenant's bucket is its own
+    assert (
+        request("POST", f"{local.api}/mcp", {**acme, "Authorization": f"Bearer {token('globex')}"}, LIST_TOOLS)[0]
+        == 200
+    )
 
 
 def test_every_other_path_is_still_the_api_functions_behind_the_jwt_check(local: LocalEndpoint) -> None:

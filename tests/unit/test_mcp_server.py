@@ -18,9 +18,9 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
 
-from functions.mcp.server import ClaimsTokenVerifier, build_server
+from functions.mcp.server import ClaimsTokenVerifier, SigningKeysUnavailable, build_server
 from shared.domain.auth import COLLECTIONS_CLAIM, SUBJECT_CLAIM, TENANT_CLAIM
-from shared.domain.errors import Unauthenticated
+from shared.domain.errors import InfrastructureUnavailable, Unauthenticated
 from tests.fake_tools import FAKE_TOOLS, NOT_FOUND_REFUSAL, FakeToolDispatcher
 
 MODES = ("auto", "legacy")  # 2026-07-28 (direct, no handshake) and the initialize handshake
@@ -186,6 +186,8 @@ class _Port:
         self._claims = claims
 
     def verify(self, token: str) -> Mapping[str, object]:
+        if token == "keys-unreachable":
+            raise InfrastructureUnavailable("the user pool's signing keys are unreachable: timed out")
         if self._claims is None or token != "good":
             raise Unauthenticated("invalid token: signature")
         return self._claims
@@ -219,6 +221,13 @@ def test_the_token_verifier_refuses_what_the_port_refuses_and_claims_that_name_n
     assert verify(ACME_ANN, presented="forged") is None
     assert verify({k: v for k, v in ACME_ANN.items() if k != TENANT_CLAIM}) is None
     assert verify({**ACME_ANN, TENANT_CLAIM: "../other"}) is None
+
+
+def test_the_token_verifier_tells_keys_it_could_not_read_from_a_refused_token() -> None:
+    # Not None (a 401: the caller's fault) but the authentication middleware's error, which the app answers 503
+    with pytest.raises(SigningKeysUnavailable, match="signing keys are unreachable") as raised:
+        verify(ACME_ANN, presented="keys-unreachable")
+    assert isinstance(raised.value.__cause__, InfrastructureUnavailable)
 
 
 def test_a_calls_input_schema_is_resolved_from_the_catalog_without_a_listing() -> None:
