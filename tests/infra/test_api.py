@@ -105,9 +105,7 @@ def test_every_route_but_health_openapi_and_the_mcp_servers_needs_an_access_toke
     assert public == {
         "GET /v1/health",
         "GET /v1/openapi.json",
-        "GET /mcp",
         "POST /mcp",
-        "DELETE /mcp",
         "GET /.well-known/oauth-protected-resource/mcp",
     }
     found = routes(template)

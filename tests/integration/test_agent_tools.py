@@ -447,7 +447,8 @@ def test_a_block_larger_than_a_window_is_read_in_parts(stack: Stack, files: dict
     document = f"# Census\n\n| Site | Count |\n| --- | --- |\n{rows}\n{paragraph}\n\nThe end.\n"
     big = indexed(stack, token, "census.md", document.encode())
     tables = result(stack, token, "extract_tables", fileId=big["fileId"])
-    seen, part = [], 0
+    seen: list[str] = []
+    part = 0
     while True:
         window = result(stack, token, "extract_tables", fileId=big["fileId"], part=part)
         text = fenced_text(window["tables"][0]["content"])
@@ -458,7 +459,9 @@ def test_a_block_larger_than_a_window_is_read_in_parts(stack: Stack, files: dict
         assert window["nextOffset"] == 0
         part = window["nextPart"]
     assert tables["totalTables"] == 1 and len(seen) == 1200 and len(set(seen)) == 1200
-    pieces, offset, part = [], 0, 0
+    pieces: list[tuple[int, str]] = []
+    offset: int | None = 0
+    part = 0
     while offset is not None:
         window = result(stack, token, "extract_text", fileId=big["fileId"], offset=offset, part=part)
         assert len(window["content"]) <= 24_000 + 200, len(window["content"])
