@@ -2,6 +2,7 @@
 tool's parameter model, the call made for the caller's tenant, every refusal turned into a result the model can
 read (what was wrong, what to call instead), and the call recorded in the tenant's audit."""
 
+import functools
 import re
 import time
 from collections.abc import Mapping
@@ -176,9 +177,18 @@ def fence_supplied_text(content: Any, fence: Fence) -> Any:
     return content
 
 
-def _id_parameters(tool: Tool[Any, Any]) -> list[str]:
+def _id_parameters(tool: Tool[Any, Any]) -> tuple[str, ...]:
     """The tool's id-valued parameters (fileId, versionId, artifactId, collectionId, …): never free text."""
-    return [name for name in tool.input_schema()["properties"] if name.endswith("Id")]
+    parameters: type[BaseModel] = tool.parameters
+    return _id_fields(parameters)
+
+
+@functools.cache
+def _id_fields(parameters: type[BaseModel]) -> tuple[str, ...]:
+    # Once per parameter model: every call's audit reads them.
+    return tuple(
+        name for name in (field.alias or key for key, field in parameters.model_fields.items()) if name.endswith("Id")
+    )
 
 
 # The refusals that are the error's own sentence: (error, the tool to call instead, whether a retry could help).
