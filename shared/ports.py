@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 from uuid import UUID
 
+from shared.domain.answers import AnswerFeedback, EvidenceBlock, GeneratedDraft, StoredAnswer
 from shared.domain.artifacts import ArtifactRecord, ArtifactVersionRecord, NewArtifactVersion
 from shared.domain.audit import ToolCall, ToolCallRecord
 from shared.domain.auth import Principal
@@ -595,9 +596,51 @@ class MalwareScanning(CapabilityPort, Protocol):
 
 
 class Generator(CapabilityPort, Protocol):
-    """Grounded text from evidence (Bedrock Converse). Absent → evidence-only answers."""
+    """A structured answer draft from retrieved evidence (Bedrock Converse). Absent → evidence-only answers.
 
-    def generate(self, instructions: str, evidence: Sequence[str]) -> str: ...
+    The evidence is document text and untrusted: the adapter fences every block as data and its system rules
+    forbid following instructions inside it. The draft it returns is not trusted either: the answer service
+    validates every claim against the evidence it sent (shared/domain/grounding.py).
+    """
+
+    @property
+    def model_id(self) -> str:
+        """The model that drafts (part of the answer cache key)."""
+        ...
+
+    @property
+    def prompt_version(self) -> str:
+        """Changes whenever the instructions change (part of the answer cache key)."""
+        ...
+
+    def generate(self, question: str, evidence: Sequence[EvidenceBlock]) -> GeneratedDraft:
+        """Raise CapabilityUnavailable for every way of not getting a draft (no model, throttled, timed out,
+        a response that is not the requested structure), with a sentence for the caller."""
+        ...
+
+
+class AnswerStore(Protocol):
+    """Questions, answers, claims, citations and feedback, per tenant, under forced row-level security."""
+
+    def index_version(self, tenant_id: str, collections: frozenset[str]) -> str:
+        """A short string that changes whenever anything searchable in `collections` changes (a version indexed,
+        re-indexed or deleted, a file renamed or moved): part of the answer cache key, so a cached answer is
+        never served after a relevant document changed."""
+        ...
+
+    def save(self, stored: StoredAnswer) -> None: ...
+
+    def cached(self, tenant_id: str, cache_key: str, *, not_before: datetime) -> StoredAnswer | None:
+        """The newest answer saved under `cache_key` at or after `not_before`, if any."""
+        ...
+
+    def get(self, tenant_id: str, subject: str, answer_id: str) -> StoredAnswer | None:
+        """The answer `subject` asked (None for anyone else's, or an unknown id: the same not-found)."""
+        ...
+
+    def add_feedback(self, tenant_id: str, subject: str, answer_id: str, feedback: AnswerFeedback) -> str | None:
+        """Record feedback on the caller's own answer; its id, or None when the answer is not theirs or unknown."""
+        ...
 
 
 class TokenVerifier(Protocol):

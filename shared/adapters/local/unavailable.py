@@ -7,6 +7,7 @@ step can record "no vision model configured" on the file instead of an empty or 
 from collections.abc import Sequence
 from typing import NoReturn
 
+from shared.domain.answers import EvidenceBlock, GeneratedDraft
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
 from shared.domain.exports import RenderJob
@@ -112,7 +113,15 @@ class UnavailableGenerator(_Unavailable, Generator):
     def __init__(self, reason: str) -> None:
         super().__init__(Capability.GENERATOR, reason)
 
-    def generate(self, instructions: str, evidence: Sequence[str]) -> str:
+    @property
+    def model_id(self) -> str:
+        return "none"
+
+    @property
+    def prompt_version(self) -> str:
+        return "none"
+
+    def generate(self, question: str, evidence: Sequence[EvidenceBlock]) -> GeneratedDraft:
         self._refuse()
 
 
