@@ -34,6 +34,7 @@ from shared.domain.search import IdentifierBooster, RetrievalTuning
 from shared.domain.steps import StepInput, StepOutcome
 from shared.domain.uploads import parse_storage_key
 from shared.ports import (
+    AnswerStore,
     ArtifactRenderer,
     ArtifactStore,
     AuthorizationPolicy,
@@ -328,6 +329,12 @@ class Container:
         from shared.adapters.postgres.tool_calls import PostgresToolCallAudit
 
         return PostgresToolCallAudit(self.database)
+
+    @cached_property
+    def answer_store(self) -> AnswerStore:
+        from shared.adapters.postgres.answers import PostgresAnswerStore
+
+        return PostgresAnswerStore(self.database)
 
     @cached_property
     def audit_log(self) -> ToolAuditLog:

@@ -26,7 +26,19 @@ TENANT_TABLES = [
 # Updated by the application (their state moves on) but never deleted by it.
 NEVER_DELETED_TABLES = ["exports", "file_replacements"]
 # Append-only for the application: read and insert, never rewrite what was charged or what an agent did.
-APPEND_ONLY_TABLES = ["usage_records", "artifact_versions", "artifact_proposals", "tool_calls"]
+APPEND_ONLY_TABLES = [
+    "usage_records",
+    "artifact_versions",
+    "artifact_proposals",
+    "tool_calls",
+    "answers",
+    "answer_claims",
+    "answer_citations",
+    "answer_claim_citations",
+    "answer_feedback",
+]
+# Read only for the application: written by a trigger on knowledge_chunks, as the owner (migrations/0020).
+TRIGGER_WRITTEN_TABLES = ["collection_index_generations"]
 
 
 def add_file(database: Database, tenant: str, collection: str = "docs") -> uuid.UUID:
@@ -72,7 +84,7 @@ def test_every_tenant_table_has_forced_row_level_security(owner_connection: psyc
         " FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped"
         " WHERE c.relkind IN ('r', 'p') AND c.relnamespace = 'public'::regnamespace"
     ).fetchall()
-    assert {row[0] for row in rows} >= set(TENANT_TABLES + APPEND_ONLY_TABLES)
+    assert {row[0] for row in rows} >= set(TENANT_TABLES + APPEND_ONLY_TABLES + TRIGGER_WRITTEN_TABLES)
     for name, enabled, forced, policies in rows:
         assert (enabled, forced, policies >= 1) == (True, True, True), name
 
