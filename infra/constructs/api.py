@@ -98,6 +98,7 @@ def serve_tenants(
     storage: Storage,
     state_machine: sfn.IStateMachine,
     summary_model_id: str | None,
+    answer_model_id: str | None,
 ) -> TenantDataAccess:
     """What a function serving the API's callers may do, on their behalf: the API function, and the MCP
     function, whose tools are calls of the same services (functions/tools/catalog.py). Its tenant data role
@@ -133,19 +134,25 @@ def serve_tenants(
             ],
         )
     )
-    if summary_model_id:
+    for variable, model_id in (
         # summarize_document's cited summaries (Converse), from this model only; without it they are outlines.
-        function.add_environment("QUIRE_SUMMARY_MODEL_ID", summary_model_id)
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["bedrock:InvokeModel"],
-                resources=[
-                    cdk.Stack.of(scope).format_arn(
-                        service="bedrock", account="", resource="foundation-model", resource_name=summary_model_id
-                    )
-                ],
+        ("QUIRE_SUMMARY_MODEL_ID", summary_model_id),
+        # POST /v1/answer's drafts (Converse with a forced tool), from this model only; without it answers are
+        # evidence only.
+        ("QUIRE_ANSWER_MODEL_ID", answer_model_id),
+    ):
+        if model_id:
+            function.add_environment(variable, model_id)
+            function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["bedrock:InvokeModel"],
+                    resources=[
+                        cdk.Stack.of(scope).format_arn(
+                            service="bedrock", account="", resource="foundation-model", resource_name=model_id
+                        )
+                    ],
+                )
             )
-        )
     state_machine.grant_start_execution(function)
     return data
 
@@ -209,7 +216,12 @@ class Api(Construct):
             database=database,
         )
         serve_tenants(
-            self, function, storage=storage, state_machine=state_machine, summary_model_id=settings.summary_model_id
+            self,
+            function,
+            storage=storage,
+            state_machine=state_machine,
+            summary_model_id=settings.summary_model_id,
+            answer_model_id=settings.answer_model_id,
         )
         return function
 
