@@ -22,9 +22,13 @@ SUMMARY_MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 PROFILE = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 
 
-def synthesized_with(root: Path, package_dirs: tuple[Path, Path], **models: str) -> Template:
-    """The dev stack with these model settings, synthesized with the cdk-nag checks (a finding raises)."""
-    settings = dataclasses.replace(settings_for("dev"), **models)
+def synthesized_with(
+    root: Path, package_dirs: tuple[Path, Path], *, answer_model_id: str, summary_model_id: str | None = None
+) -> Template:
+    """The dev stack with these models, synthesized with the cdk-nag checks (a finding raises)."""
+    settings = dataclasses.replace(
+        settings_for("dev"), answer_model_id=answer_model_id, summary_model_id=summary_model_id
+    )
     code_dir, layer_dir = package_dirs
     app, stack = build_app("dev", outdir=str(root), code_dir=code_dir, layer_dir=layer_dir, settings=settings)
     app.synth()
