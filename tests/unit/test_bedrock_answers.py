@@ -1,6 +1,8 @@
 """BedrockConverseGenerator against a scripted model (tests/scripted_converse.py): a real bedrock-runtime client
 whose Converse calls botocore's Stubber answers, every request validated against the service model first."""
 
+import hashlib
+import json
 import logging
 import re
 from typing import Any
@@ -12,8 +14,10 @@ from botocore.validate import ParamValidator
 
 from shared.adapters.aws.bedrock_answers import (
     DRAFT_SCHEMA,
+    INSTRUCTION,
     PROMPT_VERSION,
     SYSTEM_PROMPT,
+    TOOL_DESCRIPTION,
     TOOL_NAME,
     BedrockConverseGenerator,
     evidence_to_send,
@@ -76,6 +80,18 @@ def test_it_is_a_generator_ready_without_calling_the_model_and_names_its_model_a
         (as_port.model_id, as_port.prompt_version) == (SCRIPTED_MODEL, PROMPT_VERSION) == (SCRIPTED_MODEL, "answers-1")
     )
     assert model.requests == []
+
+
+# What the model is told, as of PROMPT_VERSION. A change to any of it changes answers, so the version is part of
+# the answer cache key: change the text, bump PROMPT_VERSION, then update this digest.
+INSTRUCTIONS_DIGEST = ("answers-1", "ec4ecbdc1a66d6adeb54d53efc3326c44a66d3d19eaeaaffeb08969b930a145b")
+
+
+def test_the_instructions_are_those_of_the_prompt_version() -> None:
+    told = json.dumps([SYSTEM_PROMPT, INSTRUCTION, TOOL_DESCRIPTION, DRAFT_SCHEMA, TOOL_NAME], sort_keys=True)
+    assert (PROMPT_VERSION, hashlib.sha256(told.encode()).hexdigest()) == INSTRUCTIONS_DIGEST, (
+        "the instructions changed: bump PROMPT_VERSION and update INSTRUCTIONS_DIGEST"
+    )
 
 
 def test_a_submitted_draft_becomes_a_generated_draft_with_its_usage() -> None:

@@ -154,13 +154,13 @@ submit_answer.
 
 Answer only by calling submit_answer once, in the structure it defines."""
 
-_INSTRUCTION = (
+INSTRUCTION = (
     "Answer the question from the evidence above by calling submit_answer, following your rules: claims only"
     " from the evidence, each naming its evidence ids and quoting its span; unanswerable if the evidence does not"
     " answer it."
 )
 
-_TOOL_DESCRIPTION = (
+TOOL_DESCRIPTION = (
     "Submit the answer to the question, drafted only from the evidence given: every claim names the evidence ids"
     " it rests on and quotes the exact span of that evidence."
 )
@@ -378,7 +378,7 @@ class BedrockConverseGenerator(Generator):
         )
         content: list[dict[str, Any]] = [{"text": _evidence_text(block, evidence_fence)} for block in sent.blocks]
         content.append({"text": f"Question:\n{question_fence.wrap(question)}"})
-        content.append({"text": _INSTRUCTION})
+        content.append({"text": INSTRUCTION})
         return {
             "modelId": self._model_id,
             "system": [{"text": SYSTEM_PROMPT}, {"text": notices}],
@@ -390,7 +390,7 @@ class BedrockConverseGenerator(Generator):
                     {
                         "toolSpec": {
                             "name": TOOL_NAME,
-                            "description": _TOOL_DESCRIPTION,
+                            "description": TOOL_DESCRIPTION,
                             "inputSchema": {"json": DRAFT_SCHEMA},
                         }
                     }
