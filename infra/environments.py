@@ -66,6 +66,9 @@ class EnvironmentSettings:
     # The Bedrock model that writes summarize_document's cited summaries (Converse with citations: a Claude model
     # that supports them, its access enabled in the account). None: summaries are extractive outlines, and say so.
     summary_model_id: str | None = None
+    # The Bedrock model that drafts POST /v1/answer's answers (Converse with a forced tool: Claude 3 or later, or
+    # Amazon Nova, its access enabled in the account). None: answers are evidence only, and say so.
+    answer_model_id: str | None = None
 
 
 ENVIRONMENTS: dict[str, EnvironmentSettings] = {

@@ -95,7 +95,7 @@ _MALWARE_SCANNING_OFF = "malware scanning is off in this environment (infra/envi
 _NO_LOCAL_TRANSCRIPTION = "no transcription engine runs locally; on AWS Amazon Transcribe provides it"
 _NO_TRANSCRIBE = "the Amazon Transcribe adapter is not in this build yet"
 _NO_LOCAL_GENERATOR = "no text generator runs locally: answers are evidence only"
-_NO_BEDROCK_GENERATOR = "the Bedrock generator adapter is not in this build yet: answers are evidence only"
+_NO_ANSWER_MODEL = "QUIRE_ANSWER_MODEL_ID is not set: answers are evidence only"
 _NO_LOCAL_SUMMARIZER = "no text generator runs locally: summaries are extractive outlines"
 _NO_SUMMARY_MODEL = "QUIRE_SUMMARY_MODEL_ID is not set: summaries are extractive outlines"
 
@@ -627,7 +627,14 @@ class Container:
 
     @cached_property
     def generator(self) -> Generator:
-        return UnavailableGenerator(_NO_LOCAL_GENERATOR if self._local else _NO_BEDROCK_GENERATOR)
+        """A model's structured draft of an answer (POST /v1/answer); without one, answers are evidence only."""
+        if self._local:
+            return UnavailableGenerator(_NO_LOCAL_GENERATOR)
+        if self.settings.answer_model_id is None:
+            return UnavailableGenerator(_NO_ANSWER_MODEL)
+        from shared.adapters.aws.bedrock_answers import BedrockConverseGenerator
+
+        return BedrockConverseGenerator.from_region(self.settings.region, self.settings.answer_model_id)
 
     @cached_property
     def summarizer(self) -> DocumentSummarizer:

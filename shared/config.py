@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     # A Bedrock model (or inference profile) that cites documents, for summarize_document; unset means summaries
     # are extractive outlines and say so.
     summary_model_id: str | None = None
+    # A Bedrock model (or inference profile) that takes a forced tool (Anthropic Claude 3 or later, Amazon Nova),
+    # for POST /v1/answer's drafts; unset means answers are evidence only and say so.
+    answer_model_id: str | None = None
     state_machine_arn: str | None = None
     # The render function exports are handed to on AWS (asynchronous invocation); unset there, none start.
     render_function_name: str | None = None

@@ -17,6 +17,7 @@ from the CORS configuration.
 """
 
 import json
+import re
 from urllib.parse import urlsplit
 
 import aws_cdk as cdk
@@ -91,6 +92,52 @@ def redirect_urls(origins: tuple[str, ...], path: str) -> list[str]:
     return urls
 
 
+# A system-defined cross-region inference profile's id: a geography, then the id of the model it routes to.
+_INFERENCE_PROFILE = re.compile(r"^(?:us|eu|apac|us-gov|ca|jp|au|global)\.(?P<model>[a-z0-9-]+\..+)$")
+
+
+def grant_invoke_model(function: lambda_.Function, model_id: str) -> None:
+    """bedrock:InvokeModel (which Converse needs) on one model: a foundation model in this region, or a
+    cross-region inference profile and the model it routes to, in whichever region it routes to, through that
+    profile only (the `bedrock:InferenceProfileArn` condition)."""
+    stack = cdk.Stack.of(function)
+    profile = _INFERENCE_PROFILE.match(model_id)
+    if profile is None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["bedrock:InvokeModel"],
+                resources=[
+                    stack.format_arn(service="bedrock", account="", resource="foundation-model", resource_name=model_id)
+                ],
+            )
+        )
+        return
+    profile_arn = stack.format_arn(service="bedrock", resource="inference-profile", resource_name=model_id)
+    function.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[profile_arn]))
+    function.add_to_role_policy(
+        iam.PolicyStatement(
+            actions=["bedrock:InvokeModel"],
+            resources=[
+                stack.format_arn(
+                    service="bedrock",
+                    region="*",
+                    account="",
+                    resource="foundation-model",
+                    resource_name=profile.group("model"),
+                )
+            ],
+            conditions={"StringEquals": {"bedrock:InferenceProfileArn": profile_arn}},
+        )
+    )
+    assert function.role is not None
+    acknowledge(
+        function.role,
+        f"IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{profile.group('model')}]",
+        f"The inference profile {model_id} routes to its model in regions it chooses; the model may be invoked"
+        " in them only through that profile.",
+    )
+
+
 def serve_tenants(
     scope: Construct,
     function: lambda_.Function,
@@ -98,6 +145,7 @@ def serve_tenants(
     storage: Storage,
     state_machine: sfn.IStateMachine,
     summary_model_id: str | None,
+    answer_model_id: str | None,
 ) -> TenantDataAccess:
     """What a function serving the API's callers may do, on their behalf: the API function, and the MCP
     function, whose tools are calls of the same services (functions/tools/catalog.py). Its tenant data role
@@ -133,19 +181,16 @@ def serve_tenants(
             ],
         )
     )
-    if summary_model_id:
+    for variable, model_id in (
         # summarize_document's cited summaries (Converse), from this model only; without it they are outlines.
-        function.add_environment("QUIRE_SUMMARY_MODEL_ID", summary_model_id)
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["bedrock:InvokeModel"],
-                resources=[
-                    cdk.Stack.of(scope).format_arn(
-                        service="bedrock", account="", resource="foundation-model", resource_name=summary_model_id
-                    )
-                ],
-            )
-        )
+        ("QUIRE_SUMMARY_MODEL_ID", summary_model_id),
+        # POST /v1/answer's drafts (Converse with a forced tool), from this model only; without it answers are
+        # evidence only.
+        ("QUIRE_ANSWER_MODEL_ID", answer_model_id),
+    ):
+        if model_id:
+            function.add_environment(variable, model_id)
+            grant_invoke_model(function, model_id)
     state_machine.grant_start_execution(function)
     return data
 
@@ -209,7 +254,12 @@ class Api(Construct):
             database=database,
         )
         serve_tenants(
-            self, function, storage=storage, state_machine=state_machine, summary_model_id=settings.summary_model_id
+            self,
+            function,
+            storage=storage,
+            state_machine=state_machine,
+            summary_model_id=settings.summary_model_id,
+            answer_model_id=settings.answer_model_id,
         )
         return function
 

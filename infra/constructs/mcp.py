@@ -122,6 +122,7 @@ class McpServer(Construct):
             storage=storage,
             state_machine=state_machine,
             summary_model_id=settings.summary_model_id,
+            answer_model_id=settings.answer_model_id,
         )
         self._routes(api)
 

@@ -68,3 +68,27 @@ def test_on_aws_the_summary_model_is_named_by_quire_summary_model_id(monkeypatch
     assert container.capabilities()[Capability.SUMMARIZER] == CapabilityStatus.ready(
         "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"
     )
+
+
+def test_no_answer_model_runs_locally_and_answers_are_evidence_only() -> None:
+    generator = Container(Settings(runtime="local", answer_model_id="anthropic.claude-x")).generator
+    status = generator.capability()
+    assert not status.available
+    assert status.reason == "no text generator runs locally: answers are evidence only"
+    with pytest.raises(CapabilityUnavailable, match="generator"):
+        generator.generate("What is the refund period?", [])
+
+
+def test_on_aws_the_answer_model_is_named_by_quire_answer_model_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    unset = Container(Settings(runtime="aws")).generator
+    assert not unset.capability().available
+    assert unset.capability().reason == "QUIRE_ANSWER_MODEL_ID is not set: answers are evidence only"
+
+    monkeypatch.setenv("QUIRE_ANSWER_MODEL_ID", "us.anthropic.claude-sonnet-4-20250514-v1:0")
+    container = Container(Settings(runtime="aws"))
+    # Ready without a call (and without a client: it is built on the first answer).
+    assert container.capabilities()[Capability.GENERATOR] == CapabilityStatus.ready(
+        "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"
+    )
+    assert container.generator.model_id == "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    assert container.generator.prompt_version == "answers-1"
