@@ -59,6 +59,7 @@ from shared.ports import (
     VisionProvider,
     Workflow,
 )
+from shared.services.answers import AnswerService
 from shared.services.artifacts import ArtifactService
 from shared.services.audit import ToolAuditLog
 from shared.services.authorization import ClaimsAuthorizationPolicy
@@ -478,6 +479,18 @@ class Container:
                 bm25_b=settings.search_bm25_b,
             ),
             reranker=IdentifierBooster() if settings.search_identifier_boost else None,
+        )
+
+    @cached_property
+    def answers(self) -> AnswerService:
+        """Grounded answers over the caller's collections: generated when a model is configured, else extractive."""
+        return AnswerService(
+            authorization=self.authorization,
+            retrieval=self.retrieval,
+            knowledge=self.knowledge,
+            embedder=self.embedder,
+            generator=self.generator,
+            store=self.answer_store,
         )
 
     @cached_property

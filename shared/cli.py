@@ -116,7 +116,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from shared.adapters.local.jwt_tokens import LocalTokenIssuer
     from shared.adapters.local.secret_files import read_or_create_secret
     from shared.local.api_client import ApiClient
-    from shared.local.demo import DEMO_COLLECTION, DEMO_QUERIES, DEMO_TENANT, run_demo
+    from shared.local.demo import DEMO_COLLECTION, DEMO_QUERIES, DEMO_QUESTIONS, DEMO_TENANT, run_demo
     from shared.local.stack import StackError, down, status, up
 
     paths = StackPaths.in_directory()
@@ -135,15 +135,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.docs:
             documents = sorted(path for path in Path(args.docs).iterdir() if path.is_file())
             queries = args.query or None
+            questions = list(args.query or ())
         else:
             from shared.local.demo_corpus import write_demo_corpus
 
             documents = write_demo_corpus(paths.root / "demo-documents")
             queries = args.query or list(DEMO_QUERIES)
+            questions = list(args.query or DEMO_QUESTIONS)
         # The demo uploads and exports: the write role in its one collection, no more.
         principal = with_role(DEMO_TENANT, "demo", {DEMO_COLLECTION}, Role.WRITE)
         token = LocalTokenIssuer(read_or_create_secret(paths.jwt_secret)).issue(principal)
-        return run_demo(ApiClient(state["api"], token), documents, queries)
+        return run_demo(ApiClient(state["api"], token), documents, queries, questions)
     finally:
         if started:
             down(paths)
@@ -348,6 +350,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+@reports_api_errors("ask")
+def cmd_ask(args: argparse.Namespace) -> int:
+    from shared.local.search_output import print_answer
+
+    client = _client(args)
+    body: dict[str, Any] = {"question": args.question, "mode": args.mode}
+    if args.in_collections:
+        body["filters"] = {"collections": args.in_collections.split(",")}
+    result = client.call("POST", "/v1/answer", body)
+    _print_answer(args, result, print_answer)
+    return 0
+
+
 @reports_api_errors("scan: {file_id}")
 def cmd_scan(args: argparse.Namespace) -> int:
     client = _client(args, Role.WRITE)
@@ -498,6 +513,15 @@ def _add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentP
     search.add_argument("--in", dest="in_collections", help="only these collections (comma-separated)")
     _caller_options(search)
     search.set_defaults(run=cmd_search)
+
+    ask = commands.add_parser("ask", help="a grounded answer: every claim cited from your documents")
+    ask.add_argument("question")
+    ask.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    ask.add_argument("--json", action="store_true", help="the API's answer as it is")
+    _collections_option(ask)
+    ask.add_argument("--in", dest="in_collections", help="only these collections (comma-separated)")
+    _caller_options(ask)
+    ask.set_defaults(run=cmd_ask)
     coverage = commands.add_parser("coverage", help="files, indexed, failed, stale and lexical-only per collection")
     _collections_option(coverage)
     coverage.add_argument("--json", action="store_true")

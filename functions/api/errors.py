@@ -1,8 +1,11 @@
 """Domain errors → HTTP, in exactly one place."""
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from shared.domain.artifacts import VersionConflict
 from shared.domain.errors import (
@@ -24,7 +27,43 @@ def _json(status: int, body: dict[str, object]) -> Response[str]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body))
 
 
+# A validation error's limits that are safe to repeat (numbers the schema publishes anyway), and their sentence.
+_LIMITS = {
+    "max_length": "at most {} long",
+    "min_length": "at least {} long",
+    "le": "at most {}",
+    "ge": "at least {}",
+    "lt": "below {}",
+    "gt": "above {}",
+}
+
+
+def _problem(error: Mapping[str, Any]) -> dict[str, object]:
+    """One problem as powertools reports it (where and what kind), plus the limit it broke when it is a number."""
+    problem: dict[str, object] = {"loc": list(error["loc"]), "type": error["type"]}
+    context = error.get("ctx") or {}
+    for name in _LIMITS:
+        if isinstance(context.get(name), int | float):
+            problem[name] = context[name]
+    return problem
+
+
+def _sentence(problem: Mapping[str, object]) -> str:
+    where = ".".join(str(part) for part in problem["loc"] if part != "body") or "body"  # type: ignore[attr-defined]
+    limits = [template.format(problem[name]) for name, template in _LIMITS.items() if name in problem]
+    return f"{where}: {', '.join(limits) if limits else str(problem['type']).replace('_', ' ')}"
+
+
 def register_error_handlers(app: APIGatewayHttpResolver) -> None:
+    @app.exception_handler(RequestValidationError)
+    def _unprocessable(error: RequestValidationError) -> Response[str]:
+        # Powertools' own body (where and what kind, no Pydantic text), with the limit each problem broke.
+        problems = [_problem(problem) for problem in error.errors()]
+        return _json(
+            422,
+            {"statusCode": 422, "detail": problems, "message": "; ".join(_sentence(p) for p in problems)},
+        )
+
     @app.exception_handler(Unauthenticated)
     def _unauthenticated(_: Unauthenticated) -> Response[str]:
         # The body API Gateway's JWT authorizer sends: no hint of what was wrong with the token.

@@ -335,22 +335,21 @@ class SearchRequest(ApiModel):
 
     def to_query(self) -> SearchQuery:
         """The domain's query; a combination the body's schema allows but the query does not is a 400."""
-        filters = self.filters
         try:
-            return SearchQuery(
-                text=self.query,
-                limit=self.limit,
-                mode=self.mode,
-                filters=SearchFilters(
-                    collections=frozenset(filters.collections) if filters and filters.collections is not None else None,
-                    media_types=frozenset(filters.media_types) if filters and filters.media_types else None,
-                    filename=filters.filename if filters else None,
-                    uploaded_after=filters.uploaded_after if filters else None,
-                    uploaded_before=filters.uploaded_before if filters else None,
-                ),
-            )
+            return SearchQuery(text=self.query, limit=self.limit, mode=self.mode, filters=search_filters(self.filters))
         except ValidationError as error:
             raise InvalidRequest("; ".join(str(problem["msg"]) for problem in error.errors())) from error
+
+
+def search_filters(filters: SearchFiltersBody | None) -> SearchFilters:
+    """The domain's filters of a body's (a ValidationError for a combination the schema allows but they do not)."""
+    return SearchFilters(
+        collections=frozenset(filters.collections) if filters and filters.collections is not None else None,
+        media_types=frozenset(filters.media_types) if filters and filters.media_types else None,
+        filename=filters.filename if filters else None,
+        uploaded_after=filters.uploaded_after if filters else None,
+        uploaded_before=filters.uploaded_before if filters else None,
+    )
 
 
 class CallerView(ApiModel):

@@ -1,5 +1,5 @@
-"""The fifteen agent tools (seeds/000 "Initial tools"), each a thin call of the service its HTTP route calls, so
-the authorization decision is the route's: an unentitled id is the same not-found as a missing one.
+"""The agent tools (the fifteen of seeds/000 "Initial tools" and `answer`), each a thin call of the service its
+HTTP route calls, so the authorization decision is the route's: an unentitled id is the same not-found as a missing one.
 
 Each tool reports the collections it acted in (for the audit) and fences whatever text a document supplied."""
 
@@ -12,6 +12,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from functions.api.answer_schemas import AnswerRequestBody, AnswerView
 from functions.api.artifact_schemas import ArtifactSummaryView, ArtifactVersionView
 from functions.api.routes.artifacts import content_input
 from functions.api.schemas import (
@@ -34,7 +35,7 @@ from shared.domain.files import DOCUMENT_READY, FileRecord, FileVersionRecord, V
 from shared.domain.outline import outline
 from shared.domain.reading import Part, is_oversized, part_of, window
 from shared.domain.rendering import render_block, render_markdown
-from shared.domain.search import Empty
+from shared.domain.search import Empty, SearchQuery
 from shared.domain.summaries import GeneratedSummary
 from shared.services.exports import ExportView as Export
 from shared.services.recognition import IMAGE_TYPES
@@ -189,6 +190,52 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
         vector_available=outcome.vector_available,
         truncated_by_budget=outcome.truncated_by_budget,
         hits=hits,
+    )
+
+
+def answer(ctx: ToolContext, params: m.AnswerParams) -> m.AnswerResult:
+    request = AnswerRequestBody(
+        question=params.question,
+        mode=params.mode,
+        filters=SearchFiltersBody(collections=[params.collection_id]) if params.collection_id else None,
+    ).to_request()
+    ctx.touched.update(
+        ctx.container.retrieval.searchable_collections(
+            ctx.principal, SearchQuery(text=request.question, filters=request.filters)
+        )
+    )
+    given = ctx.container.answers.answer(ctx.principal, request)
+    view = AnswerView.of(given)
+    return m.AnswerResult(
+        answer_id=given.answer_id,
+        outcome=given.outcome,
+        method=given.method,
+        claims=[
+            m.AnswerClaimResult(
+                text=ctx.fenced(claim.text), citations=list(claim.citations), supported=claim.supported, kind=claim.kind
+            )
+            for claim in given.claims
+        ],
+        citations=[
+            m.AnswerCitationResult(
+                number=cited.number,
+                chunk_id=cited.chunk_id,
+                score=cited.score,
+                section=ctx.fenced(HEADING_SEPARATOR.join(cited.citation.heading_path))
+                if cited.citation.heading_path
+                else None,
+                excerpt=ctx.fenced(cited.citation.excerpt),
+                citation=CitationPlace.model_validate(
+                    cited.citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at"})
+                ),
+            )
+            for cited in given.citations
+        ],
+        confidence=view.confidence,
+        refusal=view.refusal,
+        withheld=given.withheld,
+        fallback=given.fallback,
+        vector_available=given.vector_available,
     )
 
 
@@ -687,6 +734,17 @@ TOOLS: Sequence[Tool[Any, Any]] = (
         m.SearchFilesParams,
         m.SearchResult,
         search_files,
+        carries_document_text=True,
+    ),
+    Tool(
+        "answer",
+        "Answer a question",
+        "A grounded answer from the files the caller may read: claims each citing numbered sources (file, version,"
+        " page or cells), validated against the stored text; evidence only (quoted sentences) when no model is"
+        " configured; refused, with the reason, when the documents do not answer it. Confidence is computed.",
+        m.AnswerParams,
+        m.AnswerResult,
+        answer,
         carries_document_text=True,
     ),
     Tool(

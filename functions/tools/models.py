@@ -10,6 +10,7 @@ from uuid import UUID
 
 from pydantic import Field
 
+from functions.api.answer_schemas import ConfidenceView, RefusalView
 from functions.api.artifact_schemas import (
     ArtifactSummaryView,
     ArtifactVersionView,
@@ -18,6 +19,7 @@ from functions.api.artifact_schemas import (
 )
 from functions.api.export_schemas import ExportSummary
 from functions.api.schemas import ApiModel, CitationPlace, FileListView, FileView
+from shared.domain.answers import MAX_QUESTION_CHARACTERS, AnswerMethod, AnswerOutcome, ClaimKind
 from shared.domain.exports import ExportFormat
 from shared.domain.recognition import BoundingBox
 from shared.domain.search import MAX_QUERY_CHARACTERS, MAX_RESULTS, SearchMode
@@ -214,6 +216,41 @@ class SearchResult(Fenced):
     vector_available: bool
     truncated_by_budget: bool = False
     hits: list[SearchHitResult] = Field(default_factory=list)
+
+
+class AnswerParams(ApiModel):
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARACTERS)
+    collection_id: str | None = Field(default=None, min_length=1, max_length=64, description="Only this collection.")
+    mode: SearchMode = SearchMode.HYBRID
+
+
+class AnswerClaimResult(ApiModel):
+    text: str = Field(description="The claim, fenced: document text (extractive) or a model's words about it.")
+    citations: list[int] = Field(description="The numbers of the citations that bear it out; empty: unsupported.")
+    supported: bool
+    kind: ClaimKind
+
+
+class AnswerCitationResult(ApiModel):
+    number: int
+    chunk_id: str
+    score: float
+    section: str | None = Field(description="The heading path, fenced.")
+    excerpt: str = Field(description="The cited text, fenced.")
+    citation: CitationPlace
+
+
+class AnswerResult(Fenced):
+    answer_id: str
+    outcome: AnswerOutcome
+    method: AnswerMethod | None
+    claims: list[AnswerClaimResult]
+    citations: list[AnswerCitationResult]
+    confidence: ConfidenceView
+    refusal: RefusalView | None
+    withheld: int = Field(description="Citations left out: the caller can no longer read their source.")
+    fallback: str | None
+    vector_available: bool
 
 
 class ImageAnalysisResult(Fenced):

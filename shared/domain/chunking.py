@@ -88,7 +88,7 @@ def _ends_no_sentence(text: str, end: re.Match[str]) -> bool:
     return word.lower() in _ABBREVIATIONS or _INITIAL.fullmatch(word) is not None
 
 
-def _sentence_spans(text: str) -> list[Span]:
+def sentence_spans(text: str) -> list[Span]:
     spans: list[Span] = []
     start = 0
     for end in _SENTENCE_END.finditer(text):
@@ -422,7 +422,7 @@ class StructuralChunker:
         if not sentences:
             return self._word_atoms(text, 0, len(text), budget)
         atoms: list[CountedSpan] = []
-        for start, end in _sentence_spans(text):
+        for start, end in sentence_spans(text):
             tokens = self._count(text[start:end])
             if tokens <= budget:
                 atoms.append((start, end, tokens))
@@ -481,7 +481,7 @@ class StructuralChunker:
     @staticmethod
     def _halves(text: str, *, sentences: bool) -> tuple[str, str]:
         """The text cut in two at the boundary nearest its middle: between sentences, else between words."""
-        cuts = [start for start, _ in _sentence_spans(text)][1:] if sentences else []
+        cuts = [start for start, _ in sentence_spans(text)][1:] if sentences else []
         cuts = cuts or [start for start, _ in _word_spans(text, 0, len(text))][1:]
         cut = min(cuts, key=lambda position: abs(2 * position - len(text)))
         return text[:cut].rstrip(), text[cut:].lstrip()

@@ -4,12 +4,13 @@
 import re
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from shared.local.api_client import ApiClient, ApiError
 from shared.local.demo_report import run_report
-from shared.local.search_output import print_search_result
+from shared.local.search_output import print_answer, print_search_result
 
 DEMO_TENANT = "demo"
 DEMO_COLLECTION = "demo"
@@ -23,6 +24,11 @@ DEMO_QUERIES = (
     "who certified the pressure vessel and until when",
     "Kamchatka returns margin",
     "recipe for sourdough bread with rye flour",
+)
+# Grounded answers over the generated corpus: one the documents answer, one they cannot.
+DEMO_QUESTIONS = (
+    "Why could customers not pay for their orders in March?",
+    "What is the recipe for sourdough bread with rye flour?",
 )
 
 
@@ -80,7 +86,7 @@ def queries_for(client: ApiClient, file_ids: list[str]) -> list[str]:
     return found[:4] or ["introduction"]
 
 
-def run_demo(client: ApiClient, documents: list[Path], queries: list[str] | None) -> int:
+def run_demo(client: ApiClient, documents: list[Path], queries: list[str] | None, questions: Sequence[str] = ()) -> int:
     print(f"\nIngesting {len(documents)} documents (upload, extract, chunk, embed, index):")
     begun = time.monotonic()
     file_ids: list[str] = []
@@ -110,4 +116,12 @@ def run_demo(client: ApiClient, documents: list[Path], queries: list[str] | None
         results.append((query, result))
     if failures == len(documents):
         return 1
+    for question in questions:
+        print()
+        try:
+            answer = client.call("POST", "/v1/answer", {"question": question})
+        except ApiError as error:
+            print(f"answer failed: {error}", file=sys.stderr)
+            return 1
+        print_answer(answer)
     return run_report(client, DEMO_COLLECTION, results)

@@ -65,3 +65,24 @@ def print_search_result(query: str, result: dict[str, Any], *, excerpt_character
         print(f"     file {citation['fileId']} version {citation['versionId']}")
     if not result["vectorAvailable"]:
         print("  (keyword search only: the semantic lane did not run)")
+
+
+def print_answer(answer: dict[str, Any]) -> None:
+    """An answer as a person reads it: each claim with its citation numbers, then the numbered sources."""
+    print(f'Question: "{answer["question"]}"')
+    confidence = answer["confidence"]
+    if answer["outcome"] == "refused":
+        print(f"  refused ({answer['refusal']['reason'].replace('_', ' ')}): {answer['refusal']['sentence']}")
+    else:
+        label = "answer" if answer["method"] == "generated" else "evidence only (sentences quoted from the sources)"
+        print(f"  {label}, confidence {confidence['band']} ({confidence['score']:.2f})")
+        for claim in answer["claims"]:
+            marks = "".join(f"[{number}]" for number in claim["citations"]) or "[unsupported]"
+            print(f"  - {claim['text']} {marks}")
+    for citation in answer["citations"]:
+        print(f"  [{citation['number']}] {citation['filename']}, {where(citation)}{_provenance(citation)}")
+        print(f"      file {citation['fileId']} version {citation['versionId']}")
+    if answer["withheld"]:
+        print(f"  ({answer['withheld']} citation(s) withheld: you can no longer read their sources)")
+    if answer["fallback"]:
+        print(f"  ({answer['fallback']})")

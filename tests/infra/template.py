@@ -1,6 +1,7 @@
 """Queries on a synthesized template that several infra tests share: one resource, a function by its handler,
 the statements of its role."""
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,3 +53,13 @@ def statements_of_role(template: Template, role_id: str) -> list[dict[str, Any]]
 
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def bedrock_models(template: Template, function: Any) -> set[str]:
+    found: set[str] = set()
+    for statement in role_statements(template, function):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if "bedrock:InvokeModel" in actions:
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            found.update(json.dumps(resource).split("foundation-model/")[-1].strip('"]}') for resource in resources)
+    return found

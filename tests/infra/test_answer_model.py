@@ -14,8 +14,7 @@ from infra.app import build_app
 from infra.constructs.api import API_HANDLER
 from infra.constructs.mcp import MCP_HANDLER
 from infra.environments import settings_for
-from tests.infra.template import as_list, function_with_handler, is_quire_handler, role_statements
-from tests.infra.test_summary_model import bedrock_models
+from tests.infra.template import as_list, bedrock_models, function_with_handler, is_quire_handler, role_statements
 
 ANSWER_MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 SUMMARY_MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"

@@ -3,9 +3,7 @@ summarize_document) get its id and may invoke that model only; without one neith
 embedding model, and summaries are extractive outlines."""
 
 import dataclasses
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
@@ -14,7 +12,7 @@ from infra.app import build_app
 from infra.constructs.api import API_HANDLER
 from infra.constructs.mcp import MCP_HANDLER
 from infra.environments import settings_for
-from tests.infra.template import function_with_handler, role_statements
+from tests.infra.template import bedrock_models, function_with_handler
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
@@ -32,16 +30,6 @@ def summarizing(tmp_path_factory: pytest.TempPathFactory, package_dirs: tuple[Pa
     )
     app.synth()
     return Template.from_stack(stack)
-
-
-def bedrock_models(template: Template, function: Any) -> set[str]:
-    found: set[str] = set()
-    for statement in role_statements(template, function):
-        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        if "bedrock:InvokeModel" in actions:
-            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-            found.update(json.dumps(resource).split("foundation-model/")[-1].strip('"]}') for resource in resources)
-    return found
 
 
 @pytest.mark.parametrize("handler", [API_HANDLER, MCP_HANDLER])

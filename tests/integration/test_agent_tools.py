@@ -1,4 +1,4 @@
-"""The fifteen agent tools through their HTTP twin (POST /v1/tools/{name}) against the local stack: each result fits
+"""The agent tools through their HTTP twin (POST /v1/tools/{name}) against the local stack: each result fits
 its declared output schema, a refusal is a result naming what to call instead, another tenant's or collection's id
 is the same not-found as a missing one (probed for every tool that takes an id), reads are bounded and resume from
 the offset they report, no storage key, bucket or presigned URL reaches a result, and document text is fenced."""
@@ -100,12 +100,12 @@ def files(stack: Stack) -> dict[str, Any]:
     }
 
 
-def test_the_fifteen_tools_are_listed_with_their_schemas(stack: Stack, files: dict[str, Any]) -> None:
+def test_the_tools_are_listed_with_their_schemas(stack: Stack, files: dict[str, Any]) -> None:
     status, answer = stack.json("GET", "/v1/tools", files["token"])
     assert status == 200
     names = [entry["name"] for entry in answer["tools"]]
-    # The catalog is the seed's fifteen (tests/unit/test_tool_definitions.py), in its order.
-    assert names == [tool.name for tool in TOOLS] and len(names) == 15
+    # The catalog is the seed's fifteen and answer (tests/unit/test_tool_definitions.py), in its order.
+    assert names == [tool.name for tool in TOOLS] and len(names) == 16
     for entry in answer["tools"]:
         assert entry["inputSchema"]["type"] == "object" and entry["outputSchema"]["type"] == "object"
     writes = {entry["name"] for entry in answer["tools"] if not entry["annotations"]["readOnlyHint"]}
@@ -177,6 +177,23 @@ def test_search_files_cites_and_fences_every_excerpt(stack: Stack, files: dict[s
     assert "certificate" in fenced_text(top["excerpt"])
     only_docs = result(stack, files["token"], "search_files", query="TLS certificate expired", collectionId="docs")
     assert all(hit["citation"]["collectionId"] == "docs" for hit in only_docs.get("hits", []))
+
+
+def test_answer_cites_numbered_sources_and_fences_every_claim(stack: Stack, files: dict[str, Any]) -> None:
+    given = result(stack, files["token"], "answer", question="Why did checkout fail during incident ERR-4021?")
+    assert given["outcome"] == "evidence_only" and given["method"] == "extractive" and given["untrusted"]
+    assert given["claims"] and all(claim["supported"] for claim in given["claims"])
+    numbers = {citation["number"]: citation for citation in given["citations"]}
+    for claim in given["claims"]:
+        cited = numbers[claim["citations"][0]]
+        assert fenced_text(claim["text"]) in fenced_text(cited["excerpt"])
+    assert numbers[1]["citation"]["fileId"] == files["runbook"]
+    assert "certificate" in fenced_text(given["claims"][0]["text"])
+    assert given["confidence"]["band"] in ("medium", "low")
+    elsewhere = result(stack, files["token"], "answer", question="Why did checkout fail?", collectionId="docs")
+    assert all(citation["citation"]["collectionId"] == "docs" for citation in elsewhere["citations"])
+    foreign = result(stack, files["token"], "answer", question="What are the Globex merger terms?")
+    assert all(citation["citation"]["fileId"] != files["foreign"] for citation in foreign["citations"])
 
 
 def test_summarize_document_is_an_extractive_cited_outline(stack: Stack, files: dict[str, Any]) -> None:
@@ -366,6 +383,7 @@ def test_every_tool_in_the_catalog_is_exercised_here() -> None:
     exercised = set(ID_PROBES) | {
         "list_files",
         "search_files",
+        "answer",
         "create_artifact",
         "update_artifact",
         "export_artifact",

@@ -1,4 +1,4 @@
-"""The fifteen agent tools over MCP, end to end: the SDK's own Streamable HTTP client with a bearer token, at the
+"""The agent tools over MCP, end to end: the SDK's own Streamable HTTP client with a bearer token, at the
 local API's base URL (which forwards /mcp to the MCP app in uvicorn, as the local stack's supervisor wires it),
 the real dispatcher over the integration stack's container (embedded PostgreSQL, moto's S3). Every result the
 client accepts was validated by it against the tool's declared output schema."""
@@ -107,12 +107,12 @@ def fenced_text(fenced: str) -> str:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_the_fifteen_tools_are_listed_with_the_catalogs_schemas_and_annotations(mcp_stack: McpStack, mode: str) -> None:
+def test_the_tools_are_listed_with_the_catalogs_schemas_and_annotations(mcp_stack: McpStack, mode: str) -> None:
     async def session(client: Client) -> list[types.Tool]:
         return (await client.list_tools()).tools
 
     listed = over_mcp(mcp_stack, session, mode=mode)
-    assert len(listed) == 15
+    assert len(listed) == 16
     assert [tool.name for tool in listed] == [tool.name for tool in TOOLS]
     for tool, defined in zip(listed, TOOLS, strict=True):
         assert (tool.title, tool.description) == (defined.title, defined.description)

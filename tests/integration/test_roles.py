@@ -189,7 +189,9 @@ def test_the_roles_do_what_they_grant_and_a_token_without_roles_only_reads(stack
 
 # The routes that change nothing, though they are not GETs (searching reads), and the one whose roles the last
 # test of the grants calls (re-indexing covers every collection the caller administers: no single resource).
-READS_BY_POST = {"POST /v1/search"}
+# Asking is reading too: an answer is stored as the asker's own record, feedback on it likewise, both with the read
+# role only (tests/integration/test_answers_api.py asks and gives feedback as readers of their collections).
+READS_BY_POST = {"POST /v1/search", "POST /v1/answer", "POST /v1/answers/{answer_id}/feedback"}
 TESTED_BY_THE_GRANTS = {"POST /v1/reindex"}
 # The tools' HTTP twin: its writing tools are called by a reader below (a refusal there is a result, not a 403).
 TESTED_AS_TOOLS = {"POST /v1/tools/{name}"}

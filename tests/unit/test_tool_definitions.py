@@ -1,5 +1,5 @@
-"""The agent tools' definitions: the fifteen of seeds/000, parameters named as the HTTP API names them, and every
-input and output schema pinned by a snapshot so a change to what an agent sees is deliberate
+"""The agent tools' definitions: the fifteen of seeds/000 and `answer` (issue 18), parameters named as the HTTP API
+names them, and every input and output schema pinned by a snapshot so a change to what an agent sees is deliberate
 (`QUIRE_UPDATE_TOOL_SCHEMAS=1 pytest tests/unit/test_tool_definitions.py` rewrites it, for review in the diff)."""
 
 import json
@@ -28,6 +28,8 @@ SEED_TOOLS = {
     "convert_file",
     "get_file_processing_status",
 }
+# Issue 18 adds grounded answers as a tool.
+ANSWER_TOOLS = {"answer"}
 # The HTTP API's names for what the tools take (the issue's contract), and the others a tool may take.
 CONTRACT_PARAMETERS = {
     "fileId",
@@ -52,6 +54,7 @@ OTHER_PARAMETERS = {
     "blocks",
     "citations",
     "sources",
+    "question",  # POST /v1/answer names it so
 }
 
 
@@ -70,9 +73,9 @@ def property_names(schema: Any) -> Iterator[str]:
             yield from property_names(value)
 
 
-def test_the_catalog_is_the_seeds_fifteen_tools() -> None:
-    assert {tool.name for tool in TOOLS} == SEED_TOOLS
-    assert len(TOOLS) == 15
+def test_the_catalog_is_the_seeds_fifteen_tools_and_answer() -> None:
+    assert {tool.name for tool in TOOLS} == SEED_TOOLS | ANSWER_TOOLS
+    assert len(TOOLS) == 16
 
 
 def test_every_schema_matches_the_snapshot() -> None:

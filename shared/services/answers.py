@@ -1,0 +1,447 @@
+"""Grounded answers (docs/answers.md): authorization → normalisation → the cache → hybrid retrieval with the title
+lane → overlap deduplication → evidence within a budget → generation (or extraction) → validation → conflicts →
+citations re-checked against the caller's access → deterministic confidence → persistence.
+
+Retrieval always runs first and its evidence is kept whatever happens to generation: a generator that is absent,
+throttled, timed out or returns something that does not validate leaves an extractive answer of the same
+evidence (`evidence_only`), never an error and never model text without evidence behind it.
+"""
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from shared.domain.answers import (
+    Answer,
+    AnswerCitation,
+    AnswerClaim,
+    AnswerFeedback,
+    AnswerMethod,
+    AnswerOutcome,
+    AnswerRequest,
+    ClaimKind,
+    Evidence,
+    GeneratedDraft,
+    Refusal,
+    RefusalReason,
+    StoredAnswer,
+)
+from shared.domain.auth import Principal
+from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, NotFound
+from shared.domain.grounding import (
+    AMBIGUOUS_SUBJECT,
+    Statement,
+    ValidatedClaim,
+    cache_key,
+    confidence,
+    cosine,
+    deduplicated,
+    disagreements,
+    evidence_blocks,
+    extractive_choice,
+    lexical_similarity,
+    numbered_citations,
+    out_of_scope,
+    ranked_sentences,
+    selected,
+    sentences_of,
+    validated_draft,
+    withheld_citations,
+)
+from shared.domain.search import Empty, EmptyReason, SearchQuery
+from shared.observability import logger
+from shared.ports import AnswerStore, AuthorizationPolicy, EmbeddingProvider, Generator, KnowledgeStore
+from shared.services.retrieval import Retrieval
+
+# Raw cosine of the question and a sentence (MiniLM) below which a sentence does not answer the question; with
+# no embedding, the share of the question's words a sentence must hold. Measured on the demo corpus and the
+# SciFact train claims (docs/answers.md).
+SENTENCE_FLOOR = 0.3
+LEXICAL_SENTENCE_FLOOR = 0.3
+CANDIDATE_HITS = 20  # hits asked of retrieval before deduplication and the evidence budget
+CACHE_LIFETIME = timedelta(days=1)
+EXTRACTIVE = "extractive"
+
+_EMPTY_REFUSALS = {
+    EmptyReason.NO_ACCESS: RefusalReason.NO_ACCESS,
+    EmptyReason.NO_MATCH: RefusalReason.NO_MATCH,
+    EmptyReason.BELOW_FLOOR: RefusalReason.BELOW_FLOOR,
+}
+
+
+@dataclass
+class StageTimes:
+    """Milliseconds spent per stage of one answer (the benchmark reads these)."""
+
+    stages: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        begun = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages[name] = self.stages.get(name, 0.0) + (time.perf_counter() - begun) * 1000
+
+
+@dataclass
+class _Composed:
+    outcome: AnswerOutcome
+    method: AnswerMethod | None
+    claims: list[AnswerClaim]
+    citations: list[AnswerCitation]
+    refusal: RefusalReason | None = None
+    assumptions: tuple[str, ...] = ()
+    needs_review: bool = False
+    fallback: str | None = None
+    ambiguous: bool = False
+    lexical_coverage: float = 0.0
+    transient: bool = False  # a fallback that a retry may not need: never cached
+
+
+class AnswerService:
+    def __init__(
+        self,
+        *,
+        authorization: AuthorizationPolicy,
+        retrieval: Retrieval,
+        knowledge: KnowledgeStore,
+        embedder: EmbeddingProvider,
+        generator: Generator,
+        store: AnswerStore,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        cache_lifetime: timedelta = CACHE_LIFETIME,
+    ) -> None:
+        self._authorization = authorization
+        self._retrieval = retrieval
+        self._knowledge = knowledge
+        self._embedder = embedder
+        self._generator = generator
+        self._store = store
+        self._clock = clock
+        self._new_id = new_id
+        self._cache_lifetime = cache_lifetime
+
+    def answer(self, principal: Principal, request: AnswerRequest, times: StageTimes | None = None) -> Answer:
+        times = times or StageTimes()
+        query = SearchQuery(text=request.question, limit=CANDIDATE_HITS, mode=request.mode, filters=request.filters)
+        with times.stage("authorize"):
+            collections = self._retrieval.searchable_collections(principal, query)
+        model = self._generator.model_id if self._generator.capability().available else EXTRACTIVE
+        prompt_version = self._generator.prompt_version if model != EXTRACTIVE else EXTRACTIVE
+        if out_of_scope(request.question):
+            return self._refused(principal, request, RefusalReason.OUT_OF_SCOPE, collections, prompt_version)
+        if not collections:
+            return self._refused(principal, request, RefusalReason.NO_ACCESS, collections, prompt_version)
+        with times.stage("cache"):
+            index_version = self._store.index_version(principal.tenant_id, collections)
+            key = cache_key(
+                tenant_id=principal.tenant_id,
+                collections=collections,
+                question=request.question,
+                filters=request.filters,
+                mode=request.mode.value,
+                index_version=index_version,
+                retrieval_settings=self._retrieval.tuning.model_dump_json() + self._embedder.model_id,
+                prompt_version=prompt_version,
+                model=model,
+            )
+            hit = self._store.cached(principal.tenant_id, key, not_before=self._clock() - self._cache_lifetime)
+            if hit is not None:
+                return self._served_from_cache(principal, hit, key)
+        with times.stage("retrieve"):
+            outcome = self._retrieval.search(principal, query)
+        if isinstance(outcome, Empty):
+            return self._refused(
+                principal,
+                request,
+                _EMPTY_REFUSALS[outcome.outcome],
+                collections,
+                prompt_version,
+                index_version=index_version,
+                key=key,
+                vector_available=outcome.vector_available,
+            )
+        with times.stage("select"):
+            snapshots = {
+                snapshot.chunk_id: snapshot
+                for snapshot in self._knowledge.snapshots(
+                    principal.tenant_id, collections, [hit.chunk_id for hit in outcome.hits]
+                )
+            }
+            candidates = [
+                Evidence(
+                    evidence_id=hit.chunk_id,
+                    snapshot=snapshots[hit.chunk_id],
+                    score=hit.score,
+                    vector_score=hit.vector_score,
+                    lexical_score=hit.lexical_score,
+                    direct_subject=getattr(hit, "direct_subject", False),
+                )
+                for hit in outcome.hits
+                if hit.chunk_id in snapshots
+            ]
+            evidence = selected(deduplicated(candidates))
+        composed = self._composed(request.question, evidence, outcome.vector_available, times)
+        with times.stage("assemble"):
+            # Permission at citation time: what the caller may read now, not when the lanes ran.
+            readable = self._authorization.readable_collections(principal)
+            present = frozenset(
+                snapshot.chunk_id
+                for snapshot in self._knowledge.snapshots(
+                    principal.tenant_id, readable, [citation.chunk_id for citation in composed.citations]
+                )
+            )
+            claims, citations, withheld = withheld_citations(composed.claims, composed.citations, readable, present)
+            if composed.outcome is not AnswerOutcome.REFUSED and not any(claim.supported for claim in claims):
+                composed = _Composed(AnswerOutcome.REFUSED, None, [], [], RefusalReason.INSUFFICIENT_EVIDENCE)
+                claims, citations = [], []
+            answer = Answer(
+                answer_id=self._new_id(),
+                question=request.question,
+                outcome=composed.outcome,
+                method=composed.method,
+                claims=tuple(claims),
+                citations=tuple(citations),
+                assumptions=composed.assumptions,
+                needs_review=composed.needs_review,
+                confidence=confidence(
+                    claims=claims,
+                    citations=citations,
+                    evidence=evidence,
+                    vector_available=outcome.vector_available,
+                    ambiguous=composed.ambiguous,
+                    extractive=composed.method is AnswerMethod.EXTRACTIVE,
+                    lexical_coverage=composed.lexical_coverage,
+                ),
+                refusal=Refusal.of(composed.refusal) if composed.refusal else None,
+                withheld=withheld,
+                fallback=composed.fallback,
+                vector_available=outcome.vector_available,
+                model=model if composed.method is AnswerMethod.GENERATED else None,
+                prompt_version=prompt_version,
+                index_version=index_version,
+                created_at=self._clock(),
+            )
+        with times.stage("persist"):
+            self._store.save(
+                StoredAnswer(
+                    tenant_id=principal.tenant_id,
+                    subject=principal.subject,
+                    # A transient fallback is not cached: the next ask may get the generated answer.
+                    cache_key=f"uncached:{answer.answer_id}" if composed.transient else key,
+                    collections=frozenset(citation.citation.collection_id for citation in citations),
+                    answer=answer,
+                )
+            )
+        return answer
+
+    def stored(self, principal: Principal, answer_id: str) -> Answer:
+        """The caller's own answer, its citations re-checked against what the caller may read now."""
+        stored = self._store.get(principal.tenant_id, principal.subject, answer_id)
+        if stored is None:
+            raise NotFound("no such answer")
+        return self._rechecked(principal, stored.answer)
+
+    def feedback(self, principal: Principal, answer_id: str, feedback: AnswerFeedback) -> str:
+        """The caller's feedback on their own answer (InvalidRequest for a citation number it does not have)."""
+        recorded = self._store.add_feedback(principal.tenant_id, principal.subject, answer_id, feedback)
+        if recorded is None:
+            raise NotFound("no such answer")
+        return recorded
+
+    # --- composing ----------------------------------------------------------------------------------------
+
+    def _composed(self, question: str, evidence: Sequence[Evidence], vector: bool, times: StageTimes) -> _Composed:
+        fallback: str | None = None
+        transient = False
+        if self._generator.capability().available:
+            with times.stage("generate"):
+                try:
+                    draft = self._generator.generate(question, evidence_blocks(evidence))
+                except CapabilityUnavailable as error:
+                    fallback, transient = str(error), True
+                    draft = None
+            if draft is not None:
+                with times.stage("validate"):
+                    generated = self._generated(draft, evidence)
+                if generated is not None:
+                    return generated
+                fallback = "the model's draft did not validate against the evidence: evidence only"
+        else:
+            fallback = self._generator.capability().reason
+        with times.stage("extract"):
+            extracted = self._extracted(question, evidence, vector)
+        extracted.fallback = fallback
+        extracted.transient = transient
+        return extracted
+
+    def _generated(self, draft: GeneratedDraft, evidence: Sequence[Evidence]) -> _Composed | None:
+        by_id = {piece.evidence_id: piece for piece in evidence}
+        if draft.unanswerable:
+            return _Composed(AnswerOutcome.REFUSED, None, [], [], RefusalReason.INSUFFICIENT_EVIDENCE)
+        validated = validated_draft(draft, evidence)
+        if validated.rejected_ids or validated.downgraded:
+            logger.info(
+                "draft claims rejected or downgraded",
+                extra={"rejected_ids": validated.rejected_ids, "downgraded": validated.downgraded},
+            )
+        if not validated.supported:
+            return None
+        conflict = self._conflict(validated.claims, by_id)
+        if conflict is not None:
+            return conflict
+        claims, citations = numbered_citations(validated.claims, by_id, retrieved_at=self._clock())
+        return _Composed(
+            AnswerOutcome.ANSWERED,
+            AnswerMethod.GENERATED,
+            claims,
+            citations,
+            assumptions=tuple(draft.assumptions[:5]),
+            needs_review=draft.needs_review or bool(validated.downgraded),
+            ambiguous=self._ambiguous(validated.claims, by_id),
+        )
+
+    def _extracted(self, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
+        sentences = [sentence for piece in evidence for sentence in sentences_of(piece)]
+        order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
+        similarity: list[float] | None = None
+        floor = LEXICAL_SENTENCE_FLOOR
+        if vector and sentences and self._embedder.capability().available:
+            try:
+                vectors = self._embedder.embed([question] + [sentence.text for sentence in sentences])
+                similarity = [cosine(vectors[0], embedded) for embedded in vectors[1:]]
+                floor = SENTENCE_FLOOR
+            except (CapabilityUnavailable, EmbeddingFailed) as error:
+                logger.warning("sentences could not be embedded; ranked by words", extra={"error": str(error)})
+        if similarity is None:
+            similarity = [lexical_similarity(question, sentence.text) for sentence in sentences]
+        chosen = extractive_choice(ranked_sentences(sentences, similarity, order), floor=floor)
+        by_id = {piece.evidence_id: piece for piece in evidence}
+        coverage = max((lexical_similarity(question, piece.text) for piece in evidence), default=0.0)
+        if not chosen:
+            return _Composed(
+                AnswerOutcome.REFUSED, None, [], [], RefusalReason.INSUFFICIENT_EVIDENCE, lexical_coverage=coverage
+            )
+        claims = [
+            ValidatedClaim(
+                text=sentence.text,
+                evidence_ids=(sentence.evidence_id,),
+                kind=ClaimKind.EXTRACTIVE,
+                quote=sentence.text,
+                rejected_ids=0,
+            )
+            for sentence, _ in chosen
+        ]
+        conflict = self._conflict(claims, by_id)
+        if conflict is not None:
+            return conflict
+        answer_claims, citations = numbered_citations(claims, by_id, retrieved_at=self._clock())
+        return _Composed(
+            AnswerOutcome.EVIDENCE_ONLY,
+            AnswerMethod.EXTRACTIVE,
+            answer_claims,
+            citations,
+            ambiguous=self._ambiguous(claims, by_id),
+            lexical_coverage=coverage,
+        )
+
+    def _statements(self, claims: Sequence[ValidatedClaim], by_id: dict[str, Evidence]) -> list[Statement]:
+        return [
+            Statement(file_id=by_id[evidence_id].snapshot.file_id, evidence_id=evidence_id, text=claim.quote or "")
+            for claim in claims
+            for evidence_id in claim.evidence_ids[:1]
+        ]
+
+    def _conflict(self, claims: Sequence[ValidatedClaim], by_id: dict[str, Evidence]) -> _Composed | None:
+        pairs = disagreements(self._statements(claims, by_id))
+        if not pairs:
+            return None
+        # The refusal shows the disagreeing sources (no answer text): the reader compares them.
+        involved = list(dict.fromkeys(evidence_id for pair in pairs for evidence_id in pair))
+        sources = [
+            ValidatedClaim(text="", evidence_ids=(evidence_id,), kind=ClaimKind.EXTRACTIVE, quote=None, rejected_ids=0)
+            for evidence_id in involved
+        ]
+        _, citations = numbered_citations(sources, by_id, retrieved_at=self._clock())
+        return _Composed(AnswerOutcome.REFUSED, None, [], citations, RefusalReason.CONFLICTING_EVIDENCE)
+
+    def _ambiguous(self, claims: Sequence[ValidatedClaim], by_id: dict[str, Evidence]) -> bool:
+        return bool(disagreements(self._statements(claims, by_id), threshold=AMBIGUOUS_SUBJECT))
+
+    # --- refusals and the cache ---------------------------------------------------------------------------
+
+    def _refused(
+        self,
+        principal: Principal,
+        request: AnswerRequest,
+        reason: RefusalReason,
+        collections: frozenset[str],
+        prompt_version: str,
+        *,
+        index_version: str | None = None,
+        key: str | None = None,
+        vector_available: bool | None = None,
+    ) -> Answer:
+        answer = Answer(
+            answer_id=self._new_id(),
+            question=request.question,
+            outcome=AnswerOutcome.REFUSED,
+            method=None,
+            confidence=confidence(
+                claims=[],
+                citations=[],
+                evidence=[],
+                vector_available=True,
+                ambiguous=False,
+                extractive=False,
+                lexical_coverage=0.0,
+            ),
+            refusal=Refusal.of(reason),
+            vector_available=self._embedder.capability().available if vector_available is None else vector_available,
+            prompt_version=prompt_version,
+            index_version=index_version or self._store.index_version(principal.tenant_id, collections),
+            created_at=self._clock(),
+        )
+        self._store.save(
+            StoredAnswer(
+                tenant_id=principal.tenant_id,
+                subject=principal.subject,
+                cache_key=key or f"uncached:{answer.answer_id}",
+                collections=frozenset(),
+                answer=answer,
+            )
+        )
+        return answer
+
+    def _served_from_cache(self, principal: Principal, hit: StoredAnswer, key: str) -> Answer:
+        """The cached answer as a fresh one of the caller's (its own id, for feedback), re-checked for access; it
+        is stored as an answer like any other and returned marked `cached`."""
+        answer = self._rechecked(principal, hit.answer).model_copy(
+            update={"answer_id": self._new_id(), "created_at": self._clock()}
+        )
+        self._store.save(
+            StoredAnswer(
+                tenant_id=principal.tenant_id,
+                subject=principal.subject,
+                cache_key=key,
+                collections=frozenset(citation.citation.collection_id for citation in answer.citations),
+                answer=answer,
+            )
+        )
+        return answer.model_copy(update={"cached": True})
+
+    def _rechecked(self, principal: Principal, answer: Answer) -> Answer:
+        """A stored answer as the caller may see it now: citations of collections it can no longer read withheld
+        (counted), claims left without citations unsupported. A snapshot of a deleted source stays: it is what
+        was read, and the answer stays auditable."""
+        readable = self._authorization.readable_collections(principal)
+        present = frozenset(citation.chunk_id for citation in answer.citations)
+        claims, citations, withheld = withheld_citations(answer.claims, answer.citations, readable, present)
+        return answer.model_copy(
+            update={"claims": tuple(claims), "citations": tuple(citations), "withheld": answer.withheld + withheld}
+        )
