@@ -1,6 +1,7 @@
 """Spend and capacity limits per tenant (issue 16) on the fakes: the sentences and when they reset, the request
 rate's token bucket, an upload ticket refused before anything is recorded or signed, and the embed step over the
-daily token limit leaving the version keyword-only without calling the model
+daily token limit leaving the version keyword-only without calling the model, the daily generation limit over
+request usage, and a request's tokens shared out over its collections
 (tests/integration/test_tenant_limits.py runs the API's 429s and the OCR limit on the real stack)."""
 
 import uuid
