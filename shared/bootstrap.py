@@ -71,6 +71,7 @@ from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
 from shared.services.limits import SpendLimits
+from shared.services.metering import Metering
 from shared.services.pdf_tools import PdfTools
 from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import Recognizers
@@ -276,6 +277,7 @@ class Container:
             ocr_pages_per_day=settings.limit_ocr_pages_per_day or None,
             vision_images_per_day=settings.limit_vision_images_per_day or None,
             embedding_tokens_per_day=settings.limit_embedding_tokens_per_day or None,
+            generation_tokens_per_day=settings.limit_generation_tokens_per_day or None,
             upload_bytes_per_day=settings.limit_upload_bytes_per_day or None,
             rescans_per_file_per_hour=settings.limit_rescans_per_file_per_hour or None,
         )
@@ -324,6 +326,11 @@ class Container:
         from shared.adapters.postgres.usage import PostgresUsageLedger
 
         return PostgresUsageLedger(self.database)
+
+    @cached_property
+    def metering(self) -> Metering:
+        """The usage ledger's writer for model calls made inside a request (answers, summaries)."""
+        return Metering(self.usage_ledger)
 
     @cached_property
     def tool_audit(self) -> ToolCallAudit:

@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     limit_ocr_pages_per_day: int = Field(default=5_000, ge=0)
     limit_vision_images_per_day: int = Field(default=1_000, ge=0)
     limit_embedding_tokens_per_day: int = Field(default=50_000_000, ge=0)
+    # Input and output tokens of the model calls made inside requests (grounded answers, tool summaries).
+    limit_generation_tokens_per_day: int = Field(default=2_000_000, ge=0)
     limit_upload_bytes_per_day: int = Field(default=10 * 1024**3, ge=0)
     limit_rescans_per_file_per_hour: int = Field(default=5, ge=0)
     # Per Lambda instance (an in-memory token bucket): API Gateway's stage throttle bounds the total. Off unless

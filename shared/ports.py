@@ -46,7 +46,7 @@ from shared.domain.proposals import AppliedProposal, NewReplacement, Replacement
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
 from shared.domain.search import ChunkSnapshot, SearchFilters
 from shared.domain.summaries import GeneratedSummary
-from shared.domain.usage import Usage, UsageTotal
+from shared.domain.usage import RequestKind, Usage, UsageTotal
 from shared.domain.workflow import ProcessVersion, StartOutcome
 
 MAX_SIGNED_READ_LIFETIME = timedelta(minutes=15)
@@ -547,7 +547,8 @@ class VisionProvider(CapabilityPort, Protocol):
 
 class UsageLedger(Protocol):
     """Metered calls per tenant: one row per (file version, step, attempt), so a step delivered twice
-    records once while a real re-run (a new attempt, a rescan) records what it really cost again."""
+    records once while a real re-run (a new attempt, a rescan) records what it really cost again; and the model
+    calls made inside requests, which have no file version, one row per (call, collection)."""
 
     def record(
         self,
@@ -563,16 +564,34 @@ class UsageLedger(Protocol):
         """True when this call added the row (False: already recorded)."""
         ...
 
+    def record_request(
+        self,
+        tenant_id: str,
+        *,
+        kind: RequestKind,
+        collections: frozenset[str],
+        subject: str,
+        usage: Usage,
+        usage_id: UUID | None = None,
+    ) -> None:
+        """A model call made inside a request (no file version: an answer, a tool's summary) by `subject`, its
+        tokens shared out over the `collections` it was spent for (shared/domain/usage.py collection_shares).
+        With `usage_id` (e.g. the answer's id) a second record of the same call adds nothing; without, one is
+        drawn. Raises ValueError for no collection, or pages or images in `usage`."""
+        ...
+
     def totals(
         self, tenant_id: str, collections: frozenset[str], *, since: datetime, until: datetime
     ) -> list[UsageTotal]:
-        """Summed per (step, provider, operation, model) over versions of `collections` in [since, until)."""
+        """Summed per (step, provider, operation, model) over versions of `collections` in [since, until), and
+        the request usage booked to `collections` with its kind as the step: a share booked to a collection
+        outside `collections` is never counted, and a request counts as one call however many shares it has."""
         ...
 
     def spent_since(self, tenant_id: str, since: datetime) -> Spend:
         """The tenant's OCR pages, images described and embedding tokens (the input tokens of the embed and
-        re-embed steps) recorded at or after `since`, in every collection, priced or not: the daily limits'
-        source of truth."""
+        re-embed steps), and generation tokens (input plus output of request usage), recorded at or after
+        `since`, in every collection, priced or not: the daily limits' source of truth."""
         ...
 
     def ocr_runs_since(self, tenant_id: str, file_id: UUID, since: datetime) -> list[datetime]:

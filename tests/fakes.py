@@ -48,7 +48,7 @@ from shared.domain.limits import Spend
 from shared.domain.search import ChunkSnapshot
 from shared.domain.summaries import DraftCitation, DraftSentence, GeneratedSummary, validated_summary
 from shared.domain.uploads import stored_content_type
-from shared.domain.usage import Usage, UsageTotal
+from shared.domain.usage import RequestKind, Usage, UsageTotal, collection_shares
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.ports import (
     MAX_SIGNED_READ_LIFETIME,
@@ -850,12 +850,46 @@ class _UsageRow:
     recorded_at: datetime
 
 
+@dataclass(frozen=True)
+class _RequestUsageRow:
+    kind: RequestKind
+    subject: str
+    usage: Usage  # the share's tokens
+    recorded_at: datetime
+
+
 class FakeUsageLedger(UsageLedger):
-    """One row per (tenant, version, step, attempt), appended once."""
+    """One row per (tenant, version, step, attempt), appended once; request usage one per (tenant, call,
+    collection), appended once."""
 
     def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
         self._clock = clock or (lambda: datetime.now(UTC))
         self.rows: dict[tuple[str, UUID, str, int], _UsageRow] = {}
+        self.request_rows: dict[tuple[str, UUID, str], _RequestUsageRow] = {}
+
+    def record_request(
+        self,
+        tenant_id: str,
+        *,
+        kind: RequestKind,
+        collections: frozenset[str],
+        subject: str,
+        usage: Usage,
+        usage_id: UUID | None = None,
+    ) -> None:
+        shares = collection_shares(collections, usage)
+        call = usage_id or uuid4()
+        now = self._clock()
+        for share in shares:
+            self.request_rows.setdefault(
+                (tenant_id, call, share.collection_id),
+                _RequestUsageRow(
+                    kind,
+                    subject,
+                    usage.model_copy(update={"input_tokens": share.input_tokens, "output_tokens": share.output_tokens}),
+                    now,
+                ),
+            )
 
     def record(
         self,
@@ -900,6 +934,29 @@ class FakeUsageLedger(UsageLedger):
             )
             for (step, provider, operation, model, priced), rows in groups.items()
         ]
+        shares: dict[tuple[str, str, str, str | None, bool], list[tuple[UUID, _RequestUsageRow]]] = {}
+        for (tenant, call, collection), share in self.request_rows.items():
+            if tenant == tenant_id and collection in collections and since <= share.recorded_at < until:
+                usage = share.usage
+                key = (share.kind.value, usage.provider, usage.operation, usage.model, usage.priced)
+                shares.setdefault(key, []).append((call, share))
+        totals += [
+            UsageTotal(
+                step=step,
+                provider=provider,
+                operation=operation,
+                model=model,
+                priced=priced,
+                calls=len({call for call, _ in booked}),
+                pages=0,
+                images=0,
+                input_tokens=sum(share.usage.input_tokens for _, share in booked),
+                output_tokens=sum(share.usage.output_tokens for _, share in booked),
+                first_recorded_at=min(share.recorded_at for _, share in booked),
+                last_recorded_at=max(share.recorded_at for _, share in booked),
+            )
+            for (step, provider, operation, model, priced), booked in shares.items()
+        ]
         return sorted(totals, key=lambda t: (not t.priced, t.step, t.provider, t.operation))
 
     def spent_since(self, tenant_id: str, since: datetime) -> Spend:
@@ -910,6 +967,11 @@ class FakeUsageLedger(UsageLedger):
             vision_images=sum(row.usage.images for _, row in rows),
             embedding_tokens=sum(
                 row.usage.input_tokens for step, row in rows if step.startswith(("embed#", "reembed:"))
+            ),
+            generation_tokens=sum(
+                share.usage.input_tokens + share.usage.output_tokens
+                for (tenant, _, _), share in self.request_rows.items()
+                if tenant == tenant_id and share.recorded_at >= since
             ),
         )
 
@@ -1254,10 +1316,12 @@ def principal(tenant: str = "acme", *collections: str, role: Role = Role.ADMIN) 
 class FakeSummarizer:
     """Fake DocumentSummarizer, a scripted model: one sentence per non-empty block (up to the limit) quoting the
     block's first words, plus one citing a block that was never sent, all through the real validation. With
-    `refusal` set it refuses as the Bedrock adapter does (throttled, no valid citation)."""
+    `refusal` set it refuses as the Bedrock adapter does (throttled, no valid citation). Each summary reports
+    `input_tokens` and `output_tokens`, as Converse's usage does."""
 
-    def __init__(self, refusal: str | None = None) -> None:
+    def __init__(self, refusal: str | None = None, *, input_tokens: int = 0, output_tokens: int = 0) -> None:
         self._refusal = refusal
+        self._tokens = (input_tokens, output_tokens)
         self.calls: list[list[str]] = []
 
     def capability(self) -> CapabilityStatus:
@@ -1283,5 +1347,10 @@ class FakeSummarizer:
         )
         checked = validated_summary(drafts, blocks, max_sentences=max_sentences)
         return GeneratedSummary(
-            sentences=checked.sentences, model="fake-summarizer", dropped=checked.dropped, blocks_sent=len(blocks)
+            sentences=checked.sentences,
+            model="fake-summarizer",
+            dropped=checked.dropped,
+            blocks_sent=len(blocks),
+            input_tokens=self._tokens[0],
+            output_tokens=self._tokens[1],
         )

@@ -37,6 +37,7 @@ from shared.domain.reading import Part, is_oversized, part_of, window
 from shared.domain.rendering import render_block, render_markdown
 from shared.domain.search import Empty, SearchQuery
 from shared.domain.summaries import GeneratedSummary
+from shared.domain.usage import RequestKind, converse_usage
 from shared.services.exports import ExportView as Export
 from shared.services.recognition import IMAGE_TYPES
 
@@ -443,9 +444,10 @@ def summarize_document(ctx: ToolContext, params: m.VersionedFileRef) -> m.Summar
 def _generated_summary(
     ctx: ToolContext, blocks: Sequence[Block], collection: str
 ) -> tuple[GeneratedSummary | None, str | None]:
-    """A model's cited summary (checked against the blocks), or None and why there is none: no summarizer is
-    configured, or it could not give one (throttled, refused, no valid citation). The caller falls back to the
-    extractive outline; a summary is never invented."""
+    """A model's cited summary (checked against the blocks), its tokens metered to the document's collection, or
+    None and why there is none: no summarizer is configured, the tenant's daily generation tokens are spent, or
+    it could not give one (throttled, refused, no valid citation). The caller falls back to the extractive
+    outline; a summary is never invented."""
     summarizer = ctx.container.summarizer
     status = summarizer.capability()
     if not status.available:
@@ -455,11 +457,24 @@ def _generated_summary(
         ctx.container.authorization.ensure_can_write(ctx.principal, collection)
     except Forbidden as refused:
         return None, f"a model-written summary spends the tenant's model tokens: {refused}; this is the outline"
+    # Checked, not reserved (shared/services/limits.py): refused once the day's tokens are spent.
+    over_limit = ctx.container.spend_limits.generation_refusal(
+        ctx.principal.tenant_id, tokens=1, then="ask for the summary again"
+    )
+    if over_limit is not None:
+        return None, f"{over_limit}: this is the extractive outline instead"
     texts = [render_block(block) if block.kind is BlockKind.TABLE else block.text for block in blocks]
     try:
-        return summarizer.summarize(texts, max_sentences=MAX_SUMMARY_SENTENCES), None
+        summary = summarizer.summarize(texts, max_sentences=MAX_SUMMARY_SENTENCES)
     except CapabilityUnavailable as refused:
         return None, f"{refused.reason}: this is the extractive outline instead"
+    ctx.container.metering.record_request(
+        ctx.principal,
+        kind=RequestKind.SUMMARY,
+        collections=frozenset({collection}),
+        usage=converse_usage(summary.model, input_tokens=summary.input_tokens, output_tokens=summary.output_tokens),
+    )
+    return summary, None
 
 
 def compare_documents(ctx: ToolContext, params: m.CompareDocumentsParams) -> m.ComparisonResult:

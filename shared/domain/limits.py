@@ -1,6 +1,6 @@
 """Spend and capacity limits per tenant (issue 16): what one tenant may spend per UTC day (OCR pages, vision
-images, embedding tokens, declared upload bytes), how often one file may be OCR'd per hour, and how many API
-requests per second it may make. Each is a setting; None means unlimited.
+images, embedding tokens, generation tokens of answers and summaries, declared upload bytes), how often one
+file may be OCR'd per hour, and how many API requests per second it may make. Each is a setting; None means unlimited.
 
 Pure: what was spent comes from the usage ledger and the file versions, the time from the caller. A refusal is
 a `LimitExceeded` naming the limit, its value, and when it resets, made before the money is spent.
@@ -26,6 +26,7 @@ class LimitName(StrEnum):
     OCR_PAGES = "ocr_pages_per_day"
     VISION_IMAGES = "vision_images_per_day"
     EMBEDDING_TOKENS = "embedding_tokens_per_day"
+    GENERATION_TOKENS = "generation_tokens_per_day"
     UPLOAD_BYTES = "upload_bytes_per_day"
     RESCANS = "rescans_per_file_per_hour"
     REQUESTS = "requests_per_second"
@@ -38,6 +39,7 @@ class TenantLimits:
     ocr_pages_per_day: int | None = None
     vision_images_per_day: int | None = None
     embedding_tokens_per_day: int | None = None
+    generation_tokens_per_day: int | None = None
     upload_bytes_per_day: int | None = None
     rescans_per_file_per_hour: int | None = None
     requests_per_second: float | None = None
@@ -45,13 +47,15 @@ class TenantLimits:
 
 
 class Spend(BaseModel):
-    """What the ledger says a tenant consumed since a moment: OCR pages, images described, embedding tokens."""
+    """What the ledger says a tenant consumed since a moment: OCR pages, images described, embedding tokens, and
+    generation tokens (input and output of the model calls made inside requests: answers, summaries)."""
 
     model_config = ConfigDict(frozen=True)
 
     ocr_pages: int = Field(default=0, ge=0)
     vision_images: int = Field(default=0, ge=0)
     embedding_tokens: int = Field(default=0, ge=0)
+    generation_tokens: int = Field(default=0, ge=0)
 
 
 # What each daily limit counts, in its sentence: (what is limited, its unit, what was done today).
@@ -59,6 +63,7 @@ _DAILY: dict[LimitName, tuple[str, str, str]] = {
     LimitName.OCR_PAGES: ("OCR", "pages", "read"),
     LimitName.VISION_IMAGES: ("vision", "images", "described"),
     LimitName.EMBEDDING_TOKENS: ("embedding", "tokens", "embedded"),
+    LimitName.GENERATION_TOKENS: ("generation", "tokens", "spent"),
     LimitName.UPLOAD_BYTES: ("upload", "bytes", "declared"),
 }
 

@@ -1,6 +1,7 @@
 """The tenant's spend limits, checked before anything is spent: against the usage ledger (OCR pages, images,
-embedding tokens today; OCR runs of one file in the last hour) and the file versions (declared upload bytes
-today). In a request a refusal is raised (a 429); in the pipeline it is returned, and the step records it.
+embedding tokens, generation tokens today; OCR runs of one file in the last hour) and the file versions
+(declared upload bytes today). In a request a refusal is raised (a 429); in the pipeline and where a model call
+can fall back to what needs none (answers, summaries) it is returned, and the caller says why.
 
 Checked, not reserved: attempts running at once each see what the ledger held when they looked, so together
 they may pass a limit by at most what they spend between the check and the ledger row (one document's OCR,
@@ -54,6 +55,17 @@ class SpendLimits:
         now = self._clock()
         spent = self._ledger.spent_since(tenant_id, day_start(now)).embedding_tokens
         return daily_refusal(LimitName.EMBEDDING_TOKENS, limit=limit, spent=spent, asked=tokens, now=now, then=then)
+
+    def generation_refusal(self, tenant_id: str, *, tokens: int, then: str = "try again") -> LimitExceeded | None:
+        """Whether a model call inside a request (an answer's draft, a summary) that may spend `tokens` more
+        input and output tokens today would pass the tenant's daily generation limit. Returned, not raised:
+        the caller falls back to what needs no model (evidence only, an extractive outline) with its sentence."""
+        limit = self._limits.generation_tokens_per_day
+        if limit is None:
+            return None
+        now = self._clock()
+        spent = self._ledger.spent_since(tenant_id, day_start(now)).generation_tokens
+        return daily_refusal(LimitName.GENERATION_TOKENS, limit=limit, spent=spent, asked=tokens, now=now, then=then)
 
     def ensure_upload_fits(self, tenant_id: str, byte_size: int) -> None:
         """A ticket for `byte_size` more declared bytes today, refused before anything is recorded or signed."""

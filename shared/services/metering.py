@@ -1,7 +1,11 @@
-"""Metered calls (OCR, vision, embeddings) written to the usage ledger, per version, step and attempt."""
+"""Metered calls written to the usage ledger: OCR, vision and embeddings per version, step and attempt; the model
+calls made inside a request (answers, summaries) per call and collection."""
 
+from uuid import UUID
+
+from shared.domain.auth import Principal
 from shared.domain.files import FileRecord, FileVersionRecord
-from shared.domain.usage import Usage
+from shared.domain.usage import RequestKind, Usage
 from shared.observability import logger
 from shared.ports import UsageLedger
 
@@ -25,3 +29,26 @@ class Metering:
             )
         except Exception:
             logger.exception("usage not recorded", extra={"step": step, "operation": usage.operation})
+
+    def record_request(
+        self,
+        principal: Principal,
+        *,
+        kind: RequestKind,
+        collections: frozenset[str],
+        usage: Usage,
+        usage_id: UUID | None = None,
+    ) -> None:
+        """After the model answered, before its result is returned; a failure is logged, never raised (the
+        tokens are spent either way, and the caller's answer is worth more than the ledger row)."""
+        try:
+            self._ledger.record_request(
+                principal.tenant_id,
+                kind=kind,
+                collections=collections,
+                subject=principal.subject,
+                usage=usage,
+                usage_id=usage_id,
+            )
+        except Exception:
+            logger.exception("request usage not recorded", extra={"kind": kind.value, "operation": usage.operation})

@@ -1,6 +1,8 @@
 """What the tenant limits read (shared/ports.py): the usage ledger's spend since a moment (OCR pages, images,
-embedding tokens of the embed and re-embed steps only), a file's OCR runs, and the declared bytes of the versions
-created since a moment. Each test works in tenants of its own, so the suite can run against one shared database."""
+embedding tokens of the embed and re-embed steps only, generation tokens of request usage), a file's OCR runs,
+the declared bytes of the versions created since a moment, and request usage (answers, summaries) shared out
+over its collections and totalled per readable collection. Each test works in tenants of its own, so the suite
+can run against one shared database."""
 
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -8,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared.domain.limits import Spend
-from shared.domain.usage import Usage
+from shared.domain.usage import RequestKind, Usage, converse_usage
 from shared.ports import FileMetadataStore, UsageLedger
 from tests.contracts.file_metadata import new_tenant, upload
 
@@ -82,3 +84,111 @@ class SpendContract:
         assert metadata.declared_bytes_since(tenant, since) == 300  # each declares 100 bytes
         assert metadata.declared_bytes_since(tenant, _ago(minutes=-5)) == 0
         assert metadata.declared_bytes_since(new_tenant(), since) == 0
+
+    def test_request_usage_is_generation_spend_input_and_output_of_one_tenant_and_not_pipeline_tokens(
+        self, stores: tuple[FileMetadataStore, UsageLedger]
+    ) -> None:
+        _, ledger = stores
+        tenant, other = new_tenant(), new_tenant()
+        since = _ago(minutes=1)
+        ledger.record(
+            tenant, uuid.uuid4(), uuid.uuid4(), "docs", step="embed#00000", attempt=1, usage=_usage(input_tokens=9)
+        )
+        ledger.record_request(
+            tenant,
+            kind=RequestKind.ANSWER,
+            collections=frozenset({"docs", "finance"}),
+            subject="ann",
+            usage=converse_usage("model-a", input_tokens=1_001, output_tokens=99),
+        )
+        ledger.record_request(
+            tenant,
+            kind=RequestKind.SUMMARY,
+            collections=frozenset({"docs"}),
+            subject="bob",
+            usage=converse_usage("model-a", input_tokens=300, output_tokens=20),
+        )
+        ledger.record_request(
+            other,
+            kind=RequestKind.ANSWER,
+            collections=frozenset({"docs"}),
+            subject="eve",
+            usage=converse_usage("model-a", input_tokens=10**6, output_tokens=1),
+        )
+
+        assert ledger.spent_since(tenant, since) == Spend(embedding_tokens=9, generation_tokens=1_420)
+        assert ledger.spent_since(tenant, _ago(minutes=-5)) == Spend()
+        assert ledger.spent_since(other, since).generation_tokens == 1_000_001
+
+    def test_request_usage_totals_show_only_the_shares_of_readable_collections_and_count_each_request_once(
+        self, stores: tuple[FileMetadataStore, UsageLedger]
+    ) -> None:
+        _, ledger = stores
+        tenant = new_tenant()
+        since, until = _ago(minutes=1), _ago(minutes=-1)
+        answer_id = uuid.uuid4()
+        for _ in range(2):  # the same answer recorded twice books once
+            ledger.record_request(
+                tenant,
+                kind=RequestKind.ANSWER,
+                collections=frozenset({"docs", "finance", "hr"}),
+                subject="ann",
+                usage=converse_usage("model-a", input_tokens=1_001, output_tokens=100),
+                usage_id=answer_id,
+            )
+        ledger.record_request(
+            tenant,
+            kind=RequestKind.ANSWER,
+            collections=frozenset({"docs"}),
+            subject="ann",
+            usage=converse_usage("model-a", input_tokens=50, output_tokens=5),
+        )
+        ledger.record(tenant, uuid.uuid4(), uuid.uuid4(), "docs", step="ocr", attempt=1, usage=_usage(pages=2))
+
+        def answer_line(collections: set[str]) -> tuple[int, int, int] | None:
+            lines = ledger.totals(tenant, frozenset(collections), since=since, until=until)
+            answers = [line for line in lines if line.step == "answer"]
+            assert len(answers) <= 1
+            if not answers:
+                return None
+            line = answers[0]
+            assert (line.provider, line.operation, line.model, line.priced) == (
+                "bedrock",
+                "bedrock:Converse",
+                "model-a",
+                True,
+            )
+            assert line.pages == line.images == 0
+            return line.calls, line.input_tokens, line.output_tokens
+
+        # Shared out evenly, the remainder to the first collection in id order: 334 + 334 + 333 and 34 + 33 + 33.
+        assert answer_line({"docs", "finance", "hr"}) == (2, 1_001 + 50, 100 + 5)
+        assert answer_line({"finance", "hr"}) == (1, 667, 66)
+        assert answer_line({"hr"}) == (1, 333, 33)
+        assert answer_line({"docs"}) == (2, 334 + 50, 34 + 5)
+        assert answer_line({"elsewhere"}) is None
+        assert ledger.totals(tenant, frozenset(), since=since, until=until) == []
+        # Pipeline lines are unchanged beside them.
+        steps = {line.step: line.pages for line in ledger.totals(tenant, frozenset({"docs"}), since=since, until=until)}
+        assert steps == {"ocr": 2, "answer": 0}
+        assert ledger.totals(tenant, frozenset({"docs"}), since=until, until=_ago(minutes=-2)) == []
+        assert ledger.spent_since(tenant, since).generation_tokens == 1_001 + 100 + 50 + 5
+
+    def test_request_usage_needs_a_collection_and_is_tokens_only(
+        self, stores: tuple[FileMetadataStore, UsageLedger]
+    ) -> None:
+        _, ledger = stores
+        tenant = new_tenant()
+        with pytest.raises(ValueError, match="collection"):
+            ledger.record_request(
+                tenant,
+                kind=RequestKind.SUMMARY,
+                collections=frozenset(),
+                subject="ann",
+                usage=converse_usage("model-a", input_tokens=1, output_tokens=1),
+            )
+        with pytest.raises(ValueError, match="tokens only"):
+            ledger.record_request(
+                tenant, kind=RequestKind.SUMMARY, collections=frozenset({"docs"}), subject="ann", usage=_usage(pages=1)
+            )
+        assert ledger.spent_since(tenant, _ago(minutes=1)) == Spend()

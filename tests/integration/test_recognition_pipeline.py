@@ -105,6 +105,9 @@ class DownLedger:
     def record(self, *args: object, **kwargs: object) -> bool:
         raise ConnectionError("the ledger's database is unreachable")
 
+    def record_request(self, *args: object, **kwargs: object) -> None:
+        raise ConnectionError("the ledger's database is unreachable")
+
     def totals(self, *args: object, **kwargs: object) -> list[Any]:
         return []
 

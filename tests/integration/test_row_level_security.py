@@ -28,6 +28,7 @@ NEVER_DELETED_TABLES = ["exports", "file_replacements"]
 # Append-only for the application: read and insert, never rewrite what was charged or what an agent did.
 APPEND_ONLY_TABLES = [
     "usage_records",
+    "request_usage",
     "artifact_versions",
     "artifact_proposals",
     "tool_calls",
@@ -269,6 +270,12 @@ def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
             (tenant, version_id, file_id),
         )
         conn.execute(
+            "INSERT INTO request_usage (tenant_id, usage_id, collection_id, kind, subject, provider, operation,"
+            " priced, input_tokens, output_tokens)"
+            " VALUES (%s, gen_random_uuid(), 'c', 'answer', 's', 'bedrock', 'bedrock:Converse', true, 40, 2)",
+            (tenant,),
+        )
+        conn.execute(
             "INSERT INTO artifacts (tenant_id, artifact_id, collection_id, name, latest_version, created_by)"
             " VALUES (%s, %s, 'c', 'report', 1, 's')",
             (tenant, file_id),
@@ -360,6 +367,34 @@ def test_the_usage_ledger_is_isolated_and_append_only_for_the_application(app_da
             conn.execute(statement)
     with app_database.tenant_transaction(theirs) as conn:
         assert conn.execute("SELECT sum(pages) FROM usage_records").fetchone() == (3,)
+
+
+def test_request_usage_is_isolated_and_append_only_for_the_application(app_database: Database) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    mine, theirs = f"a-{suffix}", f"b-{suffix}"
+    seed_tenant(app_database, mine)
+    seed_tenant(app_database, theirs)
+    with app_database.tenant_transaction(mine) as conn:
+        assert conn.execute("SELECT count(*) FROM request_usage WHERE tenant_id = %s", (theirs,)).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM request_usage").fetchone() == (1,)
+    # Booking tokens in another tenant's name is refused by the policy's WITH CHECK, and without a tenant nothing.
+    insert = (
+        "INSERT INTO request_usage (tenant_id, usage_id, collection_id, kind, subject, provider, operation, priced)"
+        " VALUES (%s, gen_random_uuid(), 'c', 'summary', 'eve', 'bedrock', 'bedrock:Converse', true)"
+    )
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), app_database.tenant_transaction(mine) as conn:
+        conn.execute(insert, (theirs,))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), app_database.unscoped_transaction() as conn:
+        conn.execute(insert, (theirs,))
+    # A kind the ledger does not know is refused by the schema.
+    with pytest.raises(psycopg.errors.CheckViolation), app_database.tenant_transaction(mine) as conn:
+        conn.execute(insert.replace("'summary'", "'poem'"), (mine,))
+    # Nobody rewrites a charge, not even in their own tenant.
+    for statement in ("UPDATE request_usage SET input_tokens = 0", "DELETE FROM request_usage"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), app_database.tenant_transaction(mine) as conn:
+            conn.execute(statement)
+    with app_database.tenant_transaction(theirs) as conn:
+        assert conn.execute("SELECT sum(input_tokens + output_tokens) FROM request_usage").fetchone() == (42,)
 
 
 @pytest.mark.parametrize("table", TENANT_TABLES)

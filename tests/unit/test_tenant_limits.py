@@ -1,6 +1,7 @@
 """Spend and capacity limits per tenant (issue 16) on the fakes: the sentences and when they reset, the request
 rate's token bucket, an upload ticket refused before anything is recorded or signed, and the embed step over the
-daily token limit leaving the version keyword-only without calling the model
+daily token limit leaving the version keyword-only without calling the model, the daily generation limit over
+request usage, and a request's tokens shared out over its collections
 (tests/integration/test_tenant_limits.py runs the API's 429s and the OCR limit on the real stack)."""
 
 import uuid
@@ -11,7 +12,7 @@ import pytest
 from shared.domain.errors import LimitExceeded
 from shared.domain.files import ProcessingState
 from shared.domain.limits import LimitName, TenantLimits, daily_refusal, rescan_refusal
-from shared.domain.usage import Usage
+from shared.domain.usage import RequestKind, Usage, collection_shares, converse_usage
 from shared.domain.workflow import ProcessVersion
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.files import FileService, UploadLimits, UploadTicket
@@ -123,3 +124,58 @@ def test_the_embed_step_past_the_daily_tokens_leaves_the_version_keyword_only_wi
     assert fakes.embedder.calls == []
     assert fakes.ledger.rows == rows_before
     assert fakes.knowledge.of_version("acme", ticket.version_id) != []  # searchable by keyword
+
+
+def test_generation_past_the_daily_tokens_is_refused_with_its_sentence_and_counts_input_and_output() -> None:
+    fakes = Fakes()
+    ledger = fakes.ledger
+    spend = SpendLimits(ledger, fakes.metadata, TenantLimits(generation_tokens_per_day=1_000), clock=lambda: NOW)
+    assert spend.generation_refusal("acme", tokens=1_000) is None  # nothing spent yet: exactly the limit fits
+    ledger.record_request(
+        "acme",
+        kind=RequestKind.ANSWER,
+        collections=frozenset({"docs"}),
+        subject="ann",
+        usage=converse_usage("model-a", input_tokens=900, output_tokens=80),
+    )
+    # Pipeline tokens are not generation tokens.
+    assert ledger.record(
+        "acme",
+        uuid.uuid4(),
+        uuid.uuid4(),
+        "docs",
+        step="embed#00000",
+        attempt=1,
+        usage=Usage(provider="fake", operation="fake:embed", priced=False, input_tokens=10_000),
+    )
+    assert spend.generation_refusal("acme", tokens=20) is None  # 980 + 20 = 1,000
+    refusal = spend.generation_refusal("acme", tokens=21, then="ask again")
+    assert refusal is not None and refusal.limit == "generation_tokens_per_day"
+    assert refusal.retry_after_seconds == 2 * 3600 + 30 * 60
+    assert str(refusal) == (
+        "the tenant's daily generation limit of 1,000 tokens is spent (980 spent today, 21 more needed);"
+        " ask again after 00:00 UTC (in 2 h 30 min), when the generation_tokens_per_day limit resets"
+    )
+    too_big = spend.generation_refusal("acme", tokens=1_001)
+    assert too_big is not None and "this needs 1,001 tokens, more than the tenant's daily generation limit" in str(
+        too_big
+    )
+    # Another tenant's day is its own, and no limit is no refusal.
+    assert spend.generation_refusal("globex", tokens=1_000) is None
+    unlimited = SpendLimits(ledger, fakes.metadata, TenantLimits(), clock=lambda: NOW)
+    assert unlimited.generation_refusal("acme", tokens=10**9) is None
+
+
+def test_a_request_s_tokens_are_shared_out_over_its_collections_and_add_up_to_the_call() -> None:
+    usage = converse_usage("model-a", input_tokens=10, output_tokens=2)
+    shares = collection_shares(["hr", "docs", "finance", "docs"], usage)
+    assert [(s.collection_id, s.input_tokens, s.output_tokens) for s in shares] == [
+        ("docs", 4, 1),
+        ("finance", 3, 1),
+        ("hr", 3, 0),
+    ]
+    assert collection_shares({"docs"}, usage)[0].input_tokens == 10
+    with pytest.raises(ValueError, match="collection"):
+        collection_shares([], usage)
+    with pytest.raises(ValueError, match="tokens only"):
+        collection_shares({"docs"}, Usage(provider="bedrock", operation="bedrock:Converse", priced=True, images=1))

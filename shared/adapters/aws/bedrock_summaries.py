@@ -27,8 +27,8 @@ at a word if it does not fit; the summary says how far it read); `maxTokens` cap
 has 29 seconds: the client's timeouts are short, botocore's own retries are off, and this class retries a busy
 model only while `retry_window_seconds` of the call have not passed. Every way of not getting a summary is
 CapabilityUnavailable with a sentence for the caller (the cause is logged), so the tool falls back to its
-extractive outline. Usage (input and output tokens) is reported on the summary: the usage ledger is keyed by a
-file version's pipeline step and attempt, which a tool call does not have.
+extractive outline. Usage (input and output tokens) is reported on the summary, and the tool books it as request
+usage (`UsageLedger.record_request`, kind `summary`); a summary refused after the model answered is not booked.
 """
 
 import logging
