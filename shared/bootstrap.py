@@ -498,6 +498,8 @@ class Container:
             embedder=self.embedder,
             generator=self.generator,
             store=self.answer_store,
+            spend=self.spend_limits,
+            metering=self.metering,
         )
 
     @cached_property

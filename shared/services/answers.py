@@ -24,13 +24,14 @@ from shared.domain.answers import (
     AnswerRequest,
     ClaimKind,
     Evidence,
+    EvidenceBlock,
     GeneratedDraft,
     Refusal,
     RefusalReason,
     StoredAnswer,
 )
 from shared.domain.auth import Principal
-from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, NotFound
+from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, LimitExceeded, NotFound
 from shared.domain.grounding import (
     AMBIGUOUS_SUBJECT,
     Statement,
@@ -52,8 +53,11 @@ from shared.domain.grounding import (
     withheld_citations,
 )
 from shared.domain.search import Empty, EmptyReason, SearchQuery
+from shared.domain.usage import RequestKind, converse_usage
 from shared.observability import logger
 from shared.ports import AnswerStore, AuthorizationPolicy, EmbeddingProvider, Generator, KnowledgeStore
+from shared.services.limits import SpendLimits
+from shared.services.metering import Metering
 from shared.services.retrieval import Retrieval
 
 # Raw cosine of the question and a sentence (MiniLM) below which a sentence does not answer the question; with
@@ -63,6 +67,7 @@ SENTENCE_FLOOR = 0.3
 LEXICAL_SENTENCE_FLOOR = 0.3
 CANDIDATE_HITS = 20  # hits asked of retrieval before deduplication and the evidence budget
 CACHE_LIFETIME = timedelta(days=1)
+DRAFT_TOKENS_ESTIMATE = 2_000  # the generator's maxTokens
 EXTRACTIVE = "extractive"
 
 _EMPTY_REFUSALS = {
@@ -99,7 +104,8 @@ class _Composed:
     fallback: str | None = None
     ambiguous: bool = False
     lexical_coverage: float = 0.0
-    transient: bool = False  # a fallback that a retry may not need: never cached
+    # A fallback where a model is configured: the next ask may get a generated answer, so it is never cached.
+    transient: bool = False
 
 
 class AnswerService:
@@ -112,6 +118,8 @@ class AnswerService:
         embedder: EmbeddingProvider,
         generator: Generator,
         store: AnswerStore,
+        spend: SpendLimits | None = None,
+        metering: Metering | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         cache_lifetime: timedelta = CACHE_LIFETIME,
@@ -122,6 +130,8 @@ class AnswerService:
         self._embedder = embedder
         self._generator = generator
         self._store = store
+        self._spend = spend
+        self._metering = metering
         self._clock = clock
         self._new_id = new_id
         self._cache_lifetime = cache_lifetime
@@ -186,7 +196,7 @@ class AnswerService:
                 if hit.chunk_id in snapshots
             ]
             evidence = selected(deduplicated(candidates))
-        composed = self._composed(request.question, evidence, outcome.vector_available, times)
+        composed = self._composed(principal, request.question, evidence, outcome.vector_available, times)
         with times.stage("assemble"):
             # Permission at citation time: what the caller may read now, not when the lanes ran.
             readable = self._authorization.readable_collections(principal)
@@ -256,22 +266,31 @@ class AnswerService:
 
     # --- composing ----------------------------------------------------------------------------------------
 
-    def _composed(self, question: str, evidence: Sequence[Evidence], vector: bool, times: StageTimes) -> _Composed:
+    def _composed(
+        self, principal: Principal, question: str, evidence: Sequence[Evidence], vector: bool, times: StageTimes
+    ) -> _Composed:
         fallback: str | None = None
         transient = False
         if self._generator.capability().available:
             with times.stage("generate"):
-                try:
-                    draft = self._generator.generate(question, evidence_blocks(evidence))
-                except CapabilityUnavailable as error:
-                    fallback, transient = str(error), True
-                    draft = None
+                draft = None
+                blocks = evidence_blocks(evidence)
+                refusal = self._spend_refusal(principal, blocks)
+                if refusal is not None:
+                    fallback, transient = f"{refusal}: evidence only", True
+                else:
+                    try:
+                        draft = self._generator.generate(question, blocks)
+                    except CapabilityUnavailable as error:
+                        fallback, transient = str(error), True
+                    else:
+                        self._metered(principal, draft, evidence)
             if draft is not None:
                 with times.stage("validate"):
                     generated = self._generated(draft, evidence)
                 if generated is not None:
                     return generated
-                fallback = "the model's draft did not validate against the evidence: evidence only"
+                fallback, transient = "the model's draft did not validate against the evidence: evidence only", True
         else:
             fallback = self._generator.capability().reason
         with times.stage("extract"):
@@ -279,6 +298,25 @@ class AnswerService:
         extracted.fallback = fallback
         extracted.transient = transient
         return extracted
+
+    def _spend_refusal(self, principal: Principal, blocks: Sequence[EvidenceBlock]) -> LimitExceeded | None:
+        """The tenant's daily generation limit, checked before the model is called: a refused draft is an
+        evidence-only answer saying why, never an error."""
+        if self._spend is None:
+            return None
+        # A character is about a quarter of a token, and the draft's own tokens come on top.
+        estimate = sum(len(block.text) for block in blocks) // 4 + DRAFT_TOKENS_ESTIMATE
+        return self._spend.generation_refusal(principal.tenant_id, tokens=estimate, then="ask again")
+
+    def _metered(self, principal: Principal, draft: GeneratedDraft, evidence: Sequence[Evidence]) -> None:
+        if self._metering is None:
+            return
+        self._metering.record_request(
+            principal,
+            kind=RequestKind.ANSWER,
+            collections=frozenset(piece.snapshot.collection_id for piece in evidence),
+            usage=converse_usage(draft.model, input_tokens=draft.input_tokens, output_tokens=draft.output_tokens),
+        )
 
     def _generated(self, draft: GeneratedDraft, evidence: Sequence[Evidence]) -> _Composed | None:
         by_id = {piece.evidence_id: piece for piece in evidence}
