@@ -50,6 +50,7 @@ from shared.ports import (
     OcrProvider,
     RenderQueue,
     ReplacementStore,
+    TitleIndex,
     TokenVerifier,
     ToolCallAudit,
     TranscriptionProvider,
@@ -471,7 +472,14 @@ class Container:
                 bm25_b=settings.search_bm25_b,
             ),
             reranker=IdentifierBooster() if settings.search_identifier_boost else None,
+            titles=self.title_index,
         )
+
+    @cached_property
+    def title_index(self) -> TitleIndex:
+        from shared.adapters.postgres.title_lane import PostgresTitleIndex
+
+        return PostgresTitleIndex(self.database)
 
     @cached_property
     def reindexer(self) -> Reindexer:
