@@ -12,10 +12,12 @@ CREATE TABLE document_titles (
   title_key  text NOT NULL CHECK (length(title_key) BETWEEN 1 AND 200),
   file_id    uuid NOT NULL,
   source     text NOT NULL CHECK (source IN ('heading', 'filename')),
-  PRIMARY KEY (tenant_id, version_id, title_key),
+  -- The key the lookup probes: (tenant, title) first.
+  PRIMARY KEY (tenant_id, title_key, version_id),
   FOREIGN KEY (tenant_id, version_id) REFERENCES file_versions (tenant_id, version_id) ON DELETE CASCADE
 );
-CREATE INDEX document_titles_by_key ON document_titles (tenant_id, title_key);
+-- What removes a version's titles (the trigger below, the foreign key's cascade).
+CREATE INDEX document_titles_by_version ON document_titles (tenant_id, version_id);
 ALTER TABLE document_titles ENABLE ROW LEVEL SECURITY;
 ALTER TABLE document_titles FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON document_titles

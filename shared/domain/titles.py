@@ -84,19 +84,23 @@ def document_title_keys(heading: str | None, filename: str) -> dict[str, TitleSo
 
 
 def question_keys(question: str, max_words: int = MAX_TITLE_WORDS) -> list[str]:
-    """Every title key the question could name: its distinct word n-grams of up to `max_words` words (and
-    MAX_TITLE_CHARACTERS characters), in order of first appearance. A question of at most 2,000 characters
-    gives at most a few thousand."""
+    """Every title key the question could name: its distinct word n-grams of up to `max_words` words and
+    MAX_TITLE_CHARACTERS characters that are not all stopwords, in order of first appearance. A question of
+    at most 2,000 characters gives at most a few thousand."""
     words = title_words(question)
+    content = [word not in ENGLISH_STOPWORDS for word in words]
     keys: dict[str, None] = {}
     for start in range(len(words)):
-        length = -1  # the joining spaces
-        for end in range(start + 1, min(start + max_words, len(words)) + 1):
-            length += len(words[end - 1]) + 1
+        length = -1  # no space before the first word
+        meaningful = False
+        for end in range(start, min(start + max_words, len(words))):
+            length += len(words[end]) + 1
             if length > MAX_TITLE_CHARACTERS:
                 break
-            keys.setdefault(" ".join(words[start:end]), None)
-    return [key for key in keys if title_key(key) is not None]
+            meaningful = meaningful or content[end]
+            if meaningful:
+                keys.setdefault(" ".join(words[start : end + 1]), None)
+    return list(keys)
 
 
 @dataclass(frozen=True)

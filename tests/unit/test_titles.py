@@ -70,6 +70,7 @@ def test_the_questions_keys_are_its_word_ngrams_normalised_like_titles() -> None
     assert PLAN in keys and "jlpt n2" in keys and "n2" in keys
     assert "the" not in keys and "what is" not in keys  # stopwords alone name nothing
     assert len(keys) == len(set(keys))
+    assert all(title_key(key) == key for key in keys)  # each is looked up as a stored title would be
     # Bounded by the longest title: a 2,000-character question gives a bounded number of lookups.
     long = question_keys(" ".join(f"w{i}" for i in range(400)))
     assert max(len(key.split(" ")) for key in long) == MAX_TITLE_WORDS
