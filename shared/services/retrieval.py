@@ -138,7 +138,7 @@ class Retrieval:
         lanes = self.lanes(principal.tenant_id, collections, query)
         fused = reciprocal_rank_fusion([lanes.vector, lanes.keyword], self._tuning.rrf_k)
         # The title lane: documents the question names by a complete title join as direct subjects.
-        direct = self._direct_subjects(principal.tenant_id, collections, query, fused, lanes)
+        direct = self.direct_subjects(principal.tenant_id, collections, query, fused, lanes)
         fused = direct.joined(fused)
         if not fused:
             reason = EmptyReason.BELOW_FLOOR if lanes.below_floor else EmptyReason.NO_MATCH
@@ -207,7 +207,7 @@ class Retrieval:
             )
         return Found(hits=tuple(hits), vector_available=lanes.vector_available, truncated_by_budget=truncated)
 
-    def _direct_subjects(
+    def direct_subjects(
         self,
         tenant_id: str,
         collections: frozenset[str],
@@ -215,6 +215,8 @@ class Retrieval:
         fused: Sequence[tuple[str, float]],
         lanes: LaneResults,
     ) -> DirectSubjects:
+        """The title lane for fused candidates `fused` (chunk id, score) of `lanes`: which are direct subjects,
+        and the chunks of named documents none of whose chunks is among them (none without a title index)."""
         if self._titles is None:
             return DirectSubjects()
         return self._titles.direct_subjects(
