@@ -68,7 +68,7 @@ BEGIN
         SELECT 'filename', regexp_replace(f.filename, '(.)\.[^.]*$', '\1')
       ) AS s
     ) AS titles
-    WHERE title_key <> '' AND length(title_key) <= 200
+    WHERE title_key ~ '[[:alpha:]]' AND length(title_key) <= 200
       AND cardinality(string_to_array(title_key, ' ')) <= 20
     ORDER BY version_id, title_key, source = 'filename';
   END LOOP;

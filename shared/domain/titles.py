@@ -47,12 +47,16 @@ def title_words(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(folded))
 
 
+def _names_something(word: str) -> bool:
+    return word not in ENGLISH_STOPWORDS and any(character.isalpha() for character in word)
+
+
 def title_key(text: str) -> str | None:
-    """The key a title is stored and looked up by, or None when `text` is no title: no words, only stopwords
-    (a document called "The" would be named by every question), or longer than MAX_TITLE_WORDS words or
-    MAX_TITLE_CHARACTERS characters."""
+    """The key a title is stored and looked up by, or None when `text` is no title: no word that is neither a
+    stopword nor a bare number (a document called "The", or "2024.pdf", would be named by every question that
+    says the word), or longer than MAX_TITLE_WORDS words or MAX_TITLE_CHARACTERS characters."""
     words = title_words(text)
-    if not words or len(words) > MAX_TITLE_WORDS or all(word in ENGLISH_STOPWORDS for word in words):
+    if not words or len(words) > MAX_TITLE_WORDS or not any(_names_something(word) for word in words):
         return None
     key = " ".join(words)
     return key if len(key) <= MAX_TITLE_CHARACTERS else None
@@ -85,10 +89,10 @@ def document_title_keys(heading: str | None, filename: str) -> dict[str, TitleSo
 
 def question_keys(question: str, max_words: int = MAX_TITLE_WORDS) -> list[str]:
     """Every title key the question could name: its distinct word n-grams of up to `max_words` words and
-    MAX_TITLE_CHARACTERS characters that are not all stopwords, in order of first appearance. A question of
+    MAX_TITLE_CHARACTERS characters that are not all stopwords and numbers, in order of first appearance. A question of
     at most 2,000 characters gives at most a few thousand."""
     words = title_words(question)
-    content = [word not in ENGLISH_STOPWORDS for word in words]
+    content = [_names_something(word) for word in words]
     keys: dict[str, None] = {}
     for start in range(len(words)):
         length = -1  # no space before the first word

@@ -33,6 +33,8 @@ def test_what_is_no_title_has_no_key() -> None:
     assert title_key("") is None
     assert title_key("— ? —") is None
     assert title_key("The") is None  # only stopwords: every question would name it
+    assert title_key("2024") is None and title_key("The 2024") is None  # nor a bare number ("2024.pdf")
+    assert title_key("2024 plan") == "2024 plan"
     assert title_key(" ".join(["word"] * MAX_TITLE_WORDS)) is not None
     assert title_key(" ".join(["word"] * (MAX_TITLE_WORDS + 1))) is None
     assert title_key("x" * MAX_TITLE_CHARACTERS) is not None
@@ -69,6 +71,7 @@ def test_the_questions_keys_are_its_word_ngrams_normalised_like_titles() -> None
     keys = question_keys("What is in the JLPT N2 Window Weekly-Plan?")
     assert PLAN in keys and "jlpt n2" in keys and "n2" in keys
     assert "the" not in keys and "what is" not in keys  # stopwords alone name nothing
+    assert "2" not in question_keys("chapter 2 of it") and "chapter 2" in question_keys("chapter 2 of it")
     assert len(keys) == len(set(keys))
     assert all(title_key(key) == key for key in keys)  # each is looked up as a stored title would be
     # Bounded by the longest title: a 2,000-character question gives a bounded number of lookups.
