@@ -51,6 +51,7 @@ from shared.ports import (
     OcrProvider,
     RenderQueue,
     ReplacementStore,
+    TitleIndex,
     TokenVerifier,
     ToolCallAudit,
     TranscriptionProvider,
@@ -486,6 +487,7 @@ class Container:
                 bm25_b=settings.search_bm25_b,
             ),
             reranker=IdentifierBooster() if settings.search_identifier_boost else None,
+            titles=self.title_index,
         )
 
     @cached_property
@@ -501,6 +503,12 @@ class Container:
             spend=self.spend_limits,
             metering=self.metering,
         )
+
+    @cached_property
+    def title_index(self) -> TitleIndex:
+        from shared.adapters.postgres.title_lane import PostgresTitleIndex
+
+        return PostgresTitleIndex(self.database)
 
     @cached_property
     def reindexer(self) -> Reindexer:

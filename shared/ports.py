@@ -46,6 +46,7 @@ from shared.domain.proposals import AppliedProposal, NewReplacement, Replacement
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
 from shared.domain.search import ChunkSnapshot, SearchFilters
 from shared.domain.summaries import GeneratedSummary
+from shared.domain.titles import DirectChunk, NamedTitle
 from shared.domain.usage import RequestKind, Usage, UsageTotal
 from shared.domain.workflow import ProcessVersion, StartOutcome
 
@@ -416,6 +417,35 @@ class KeywordIndex(Protocol):
     ) -> list[RankedChunk]:
         """Only chunks of `collections` (required) and `filters` are candidates; stopwords are stripped
         from `query`, identifiers (ERR-4021, Q3-2026) kept whole; any query term may match (OR)."""
+        ...
+
+
+class TitleIndex(Protocol):
+    """Indexed documents by their complete titles (first heading, filename without extension), for the title
+    lane: written and removed with a version's chunks by the KnowledgeStore."""
+
+    def named(
+        self, tenant_id: str, collections: frozenset[str], keys: Sequence[str], *, filters: SearchFilters
+    ) -> list[NamedTitle]:
+        """The documents of `collections` (required), under `filters`, with a title whose key is one of `keys`
+        (shared/domain/titles.py), found by key equality: never a scan of the titles."""
+        ...
+
+    def direct_chunks(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        version_ids: Sequence[str],
+        *,
+        candidates: Iterable[str],
+        embedding: Sequence[float] | None,
+        embedding_model: str,
+        per_document: int,
+    ) -> list[DirectChunk]:
+        """The `candidates` (chunk ids the lanes found) that belong to `version_ids`, `found`; then, for each
+        version none of whose chunks is a candidate, its best `per_document` chunks (nearest to `embedding`
+        when given and the version is embedded with `embedding_model`, else its first), in `version_ids`
+        order."""
         ...
 
 

@@ -419,6 +419,7 @@ class HitView(ApiModel):
     score: float
     vector_score: float | None
     lexical_score: float | None
+    direct_subject: bool
     excerpt: str
     citation: CitationView
 

@@ -75,6 +75,9 @@ class ChunkDraft(BaseModel):
     block_end: int  # index of its last block (inclusive)
     parent: int | None  # index of the heading block it sits under, None before the first heading
     token_count: int  # of `content`, in the embedding model's tokens
+    # The document's first heading, on the first chunk only (ordinal 0), for the title lane: heading paths
+    # may be trimmed, so they cannot be relied on to still hold it.
+    document_title: str | None = None
 
     @property
     def content(self) -> str:

@@ -251,6 +251,9 @@ class SearchHit(BaseModel):
     lexical_score: float | None  # BM25, None when the keyword lane did not find it
     excerpt: str
     citation: Citation
+    # The question names this chunk's document by a complete title (the title lane): such hits come first.
+    # A named document's chunk no lane found has a score of 0.
+    direct_subject: bool = False
 
 
 class Found(BaseModel):

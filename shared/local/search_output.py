@@ -56,7 +56,8 @@ def print_search_result(query: str, result: dict[str, Any], *, excerpt_character
             lanes.append(f"semantic {hit['vectorScore']:.2f}")
         if hit["lexicalScore"] is not None:
             lanes.append(f"keyword {hit['lexicalScore']:.1f}")
-        print(f"  {number}. {citation['filename']}, {where(citation)}{' - ' + path if path else ''}")
+        named = " [named in the query]" if hit.get("directSubject") else ""
+        print(f"  {number}. {citation['filename']}, {where(citation)}{' - ' + path if path else ''}{named}")
         print(f"     score {hit['score']:.4f} ({', '.join(lanes)}){_provenance(citation)}")
         text = " ".join(hit["excerpt"].split())
         if len(text) > excerpt_characters:

@@ -190,7 +190,7 @@ class AnswerService:
                     score=hit.score,
                     vector_score=hit.vector_score,
                     lexical_score=hit.lexical_score,
-                    direct_subject=getattr(hit, "direct_subject", False),
+                    direct_subject=hit.direct_subject,
                 )
                 for hit in outcome.hits
                 if hit.chunk_id in snapshots

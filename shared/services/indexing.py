@@ -17,6 +17,7 @@ from shared.domain.document import ExtractedDocument
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.files import FileRecord, FileVersionRecord
 from shared.domain.knowledge import ChunkDraft, IndexedChunk, IndexingResult, IndexWrite
+from shared.domain.titles import first_heading
 from shared.domain.usage import Usage
 from shared.observability import logger
 from shared.ports import EmbeddingProvider, KnowledgeStore
@@ -118,6 +119,8 @@ class Indexer:
             drafts = self._chunker(count, budget).chunk(document)
         except ValueError as error:
             raise UnindexableDocument(str(error)) from error
+        if drafts:
+            drafts[0] = drafts[0].model_copy(update={"document_title": first_heading(document)})
         if len(drafts) > self._max_chunks:
             return drafts[: self._max_chunks], True
         return drafts, False

@@ -4,7 +4,7 @@ The caller's readable collections are computed here and passed to both lanes as 
 an optional filter is a filter someone omits.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -26,8 +26,18 @@ from shared.domain.search import (
     query_terms,
     reciprocal_rank_fusion,
 )
+from shared.domain.titles import DirectSubjects
 from shared.observability import logger
-from shared.ports import AuthorizationPolicy, EmbeddingProvider, KeywordIndex, KnowledgeStore, Reranker, VectorIndex
+from shared.ports import (
+    AuthorizationPolicy,
+    EmbeddingProvider,
+    KeywordIndex,
+    KnowledgeStore,
+    Reranker,
+    TitleIndex,
+    VectorIndex,
+)
+from shared.services.title_lane import TitleLane
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,7 @@ class LaneResults:
     keyword: list[RankedChunk]
     vector_available: bool
     below_floor: int  # vector candidates dropped by the absolute semantic floor
+    query_embedding: list[float] | None = None  # for the title lane's ranking inside a named document
 
 
 class Retrieval:
@@ -51,6 +62,7 @@ class Retrieval:
         embedder: EmbeddingProvider,
         tuning: RetrievalTuning,
         reranker: Reranker | None = None,
+        titles: TitleIndex | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._authorization = authorization
@@ -60,6 +72,7 @@ class Retrieval:
         self._embedder = embedder
         self._tuning = tuning
         self._reranker = reranker
+        self._titles = TitleLane(titles, embedding_model=embedder.model_id) if titles is not None else None
         self._clock = clock
 
     @property
@@ -79,6 +92,7 @@ class Retrieval:
         keyword: list[RankedChunk] = []
         vector_available = False
         below_floor = 0
+        embedding = None
         if query.mode is not SearchMode.KEYWORD:
             embedding = self._embed_query(query.text)
             vector_available = embedding is not None
@@ -105,7 +119,13 @@ class Retrieval:
                 k1=self._tuning.bm25_k1,
                 b=self._tuning.bm25_b,
             )
-        return LaneResults(vector=vector, keyword=keyword, vector_available=vector_available, below_floor=below_floor)
+        return LaneResults(
+            vector=vector,
+            keyword=keyword,
+            vector_available=vector_available,
+            below_floor=below_floor,
+            query_embedding=embedding,
+        )
 
     def search(self, principal: Principal, query: SearchQuery) -> SearchOutcome:
         collections = self.searchable_collections(principal, query)
@@ -117,11 +137,19 @@ class Retrieval:
             )
         lanes = self.lanes(principal.tenant_id, collections, query)
         fused = reciprocal_rank_fusion([lanes.vector, lanes.keyword], self._tuning.rrf_k)
+        # The title lane: documents the question names by a complete title join as direct subjects.
+        direct = self.direct_subjects(principal.tenant_id, collections, query, fused, lanes)
+        fused = direct.joined(fused)
         if not fused:
             reason = EmptyReason.BELOW_FLOOR if lanes.below_floor else EmptyReason.NO_MATCH
             return Empty(outcome=reason, message=reason.sentence, vector_available=lanes.vector_available)
         best = fused[0][1]
-        kept = [(chunk_id, score) for chunk_id, score in fused if score >= self._tuning.fused_floor * best]
+        # A direct subject is named by the question: the relative floor does not drop it.
+        kept = [
+            (chunk_id, score)
+            for chunk_id, score in fused
+            if score >= self._tuning.fused_floor * best or chunk_id in direct.chunk_ids
+        ]
         snapshots = {
             snapshot.chunk_id: snapshot
             for snapshot in self._knowledge.snapshots(
@@ -137,6 +165,8 @@ class Retrieval:
             # empty result that would look like the honest-empty path.
             if reranked and set(reranked) <= set(order):
                 order = reranked + [chunk_id for chunk_id in order if chunk_id not in set(reranked)]
+        # Directly named sources before incidental evidence; the ranking above orders each group.
+        order = direct.first(order)
         scores = dict(kept)
         vector_scores = {hit.chunk_id: hit.score for hit in lanes.vector}
         lexical_scores = {hit.chunk_id: hit.score for hit in lanes.keyword}
@@ -158,6 +188,7 @@ class Retrieval:
                     score=scores[chunk_id],
                     vector_score=vector_scores.get(chunk_id),
                     lexical_score=lexical_scores.get(chunk_id),
+                    direct_subject=chunk_id in direct.chunk_ids,
                     excerpt=excerpt,
                     citation=Citation.of_snapshot(
                         snapshot,
@@ -175,6 +206,26 @@ class Retrieval:
                 vector_available=lanes.vector_available,
             )
         return Found(hits=tuple(hits), vector_available=lanes.vector_available, truncated_by_budget=truncated)
+
+    def direct_subjects(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        query: SearchQuery,
+        fused: Sequence[tuple[str, float]],
+        lanes: LaneResults,
+    ) -> DirectSubjects:
+        """The title lane for fused candidates `fused` (chunk id, score) of `lanes`: which are direct subjects,
+        and the chunks of named documents none of whose chunks is among them (none without a title index)."""
+        if self._titles is None:
+            return DirectSubjects()
+        return self._titles.direct_subjects(
+            tenant_id,
+            collections,
+            query,
+            candidates=[chunk_id for chunk_id, _ in fused],
+            embedding=lanes.query_embedding,
+        )
 
     def _embed_query(self, text: str) -> list[float] | None:
         if not self._embedder.capability().available:

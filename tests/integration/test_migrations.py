@@ -193,3 +193,44 @@ def test_an_owner_that_is_no_superuser_still_lists_every_tenant_for_the_sweeps(n
             conn.execute(sql.SQL("REASSIGN OWNED BY {} TO CURRENT_USER").format(sql.Identifier(owner)))
             conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(owner)))
             conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
+
+
+def test_the_title_index_is_backfilled_from_the_chunks_already_indexed(
+    new_database: Callable[[], str], tmp_path: Path
+) -> None:
+    url = new_database()
+    before = tmp_path / "before_titles"
+    before.mkdir()
+    for migration in MIGRATIONS_DIR.glob("*.sql"):
+        if migration.name < "0019":  # every migration before the title index, none after
+            shutil.copy(migration, before / migration.name)
+    apply_migrations(url, embedding_dimension=384, directory=before)
+    version_id = "00000000-0000-0000-0000-0000000000b1"
+    file_id = "00000000-0000-0000-0000-0000000000f1"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO tenants (tenant_id) VALUES ('acme')")
+        conn.execute(
+            "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by)"
+            " VALUES ('acme', %s, 'docs', 'Q3-Budget.xlsx', 's')",
+            (file_id,),
+        )
+        conn.execute(
+            "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type, declared_byte_size,"
+            " storage_key, created_by) VALUES ('acme', %s, %s, 'Q3-Budget.xlsx', 'text/plain', 1, 'k/1', 's')",
+            (file_id, version_id),
+        )
+        for ordinal, heading_path in ((0, []), (1, ["JLPT N2: Window, Weekly Plan", "Friday"])):
+            conn.execute(
+                "INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects, content,"
+                " content_hash, collection_id, filename, media_type, uploaded_at, block_kind, location,"
+                " heading_path, block_start, block_end, body_offset, token_count) VALUES ('acme', %s, %s, %s, %s,"
+                " ARRAY['docs'], 'words', 'h', 'docs', 'Q3-Budget.xlsx', 'text/plain', now(), 'paragraph', '{}',"
+                " %s, 0, 0, 0, 1)",
+                (f"{version_id}:{ordinal}", file_id, version_id, ordinal, heading_path),
+            )
+
+    assert "0019_document_titles" in apply_migrations(url, embedding_dimension=384).applied
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT title_key, source FROM document_titles ORDER BY title_key").fetchall()
+    assert rows == [("jlpt n2 window weekly plan", "heading"), ("q3 budget", "filename")]

@@ -18,6 +18,7 @@ from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.keyword_lane import PostgresKeywordIndex
+from shared.adapters.postgres.title_lane import write_titles
 from shared.adapters.postgres.vector_lane import PostgresVectorIndex
 from shared.domain.document import BlockKind
 from shared.domain.knowledge import (
@@ -28,6 +29,7 @@ from shared.domain.knowledge import (
     IndexWrite,
 )
 from shared.domain.search import ChunkSnapshot
+from shared.domain.titles import document_title_keys
 from shared.ports import KnowledgeStore
 
 # One INSERT per slice of a version's chunks (COPY is refused under row-level security): the statement
@@ -100,14 +102,20 @@ class PostgresKnowledgeStore(KnowledgeStore):
             # In slices, inside the one transaction: a large version's rows and vectors never all sit in
             # memory (nor in one statement's parameters) at once.
             written = 0
+            first: IndexedChunk | None = None
             chunk_stream = iter(chunks)
             while rows := list(itertools.islice(chunk_stream, _INSERT_SLICE)):
                 # The file's collection now, read under its lock: a file moved while it was processed is
                 # indexed where it is, not where the pipeline found it.
                 conn.execute(_INSERT_CHUNKS, _columns(tenant_id, rows, collection_id=version["collection_id"]))
+                first = first or min(rows, key=lambda chunk: chunk.draft.ordinal)
                 written += len(rows)
             if written != result.chunk_count:
                 raise ValueError(f"{written} chunks were given for a result of {result.chunk_count}")
+            if first is not None:
+                # The file's older titles went with its chunks (the trigger of migrations/0019).
+                titles = document_title_keys(first.draft.document_title, first.filename)
+                write_titles(conn, tenant_id, str(version_id), str(file_id), titles)
             _record(conn, tenant_id, version_id, result)
         return IndexWrite.STORED
 
