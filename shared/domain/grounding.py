@@ -33,6 +33,7 @@ from shared.domain.answers import (
     GeneratedDraft,
 )
 from shared.domain.chunking import BLOCK_SEPARATOR, sentence_spans
+from shared.domain.knowledge import ChunkRegion
 from shared.domain.search import Citation, CitedKind, SearchFilters, excerpt_of, matching_regions, query_terms
 from shared.domain.summaries import normalised, quote_fits, stated_figures
 
@@ -178,11 +179,55 @@ def selected(
 
 
 def evidence_blocks(evidence: Sequence[Evidence], *, budget: int = EVIDENCE_BUDGET_CHARACTERS) -> list[EvidenceBlock]:
-    """What the generator is sent: one block per piece, its id, heading path and text (the first cut to fit)."""
-    return [
-        EvidenceBlock(evidence_id=piece.evidence_id, heading_path=piece.snapshot.heading_path, text=piece.text[:budget])
-        for piece in evidence
-    ]
+    """What the generator is sent: one block per Quire block of each piece (its regions: a paragraph, a table, a
+    slide's shape), id'd `E2.1`, `E2.2`, … (a piece with one region, or none stored, is one block, `E2`), with
+    the piece's heading path; `budget` characters in all, the last block cut to fit."""
+    blocks: list[EvidenceBlock] = []
+    left = budget
+    for piece in evidence:
+        body = piece.text
+        regions = piece.snapshot.location.regions
+        spans = [(region.start, region.end) for region in regions] if len(regions) > 1 else [(0, len(body))]
+        for number, (start, end) in enumerate(spans, start=1):
+            text = body[start:end].strip()
+            if not text or left <= 0:
+                continue
+            evidence_id = f"{piece.evidence_id}.{number}" if len(spans) > 1 else piece.evidence_id
+            blocks.append(
+                EvidenceBlock(evidence_id=evidence_id, heading_path=piece.snapshot.heading_path, text=text[:left])
+            )
+            left -= len(text)
+    return blocks
+
+
+def piece_of(evidence_id: str, evidence: Mapping[str, Evidence]) -> str | None:
+    """The piece an id names: a piece's own id (E2) or one of its blocks' (E2.1); None for anything else."""
+    if evidence_id in evidence:
+        return evidence_id
+    piece, _, block = evidence_id.rpartition(".")
+    if piece in evidence and block.isdigit():
+        regions = evidence[piece].snapshot.location.regions
+        return piece if 1 <= int(block) <= max(len(regions), 1) else None
+    return None
+
+
+def quoted_regions(piece: Evidence, quote: str | None) -> tuple[ChunkRegion, ...]:
+    """The piece's regions (blocks) the quote lies in, found verbatim in its text (white space normalised); none
+    when it cannot be placed, and then the citation names the chunk's regions as search does."""
+    if not quote:
+        return ()
+    body = piece.text
+    start = body.find(quote)
+    end = start + len(quote)
+    if start < 0:
+        # The quote is compared with white space normalised: place it by its words.
+        words = quote.split()
+        pattern = r"\s+".join(re.escape(word) for word in words)
+        match = re.search(pattern, body) if words else None
+        if match is None:
+            return ()
+        start, end = match.span()
+    return tuple(region for region in piece.snapshot.location.regions if region.start < end and start < region.end)
 
 
 # --- validation of a draft ------------------------------------------------------------------------------------
@@ -234,8 +279,9 @@ def validated_claim(draft: DraftClaim, evidence: Mapping[str, Evidence]) -> Vali
     if not any(character.isalnum() for character in text):
         return None
     kind = ClaimKind.DIRECT if draft.direct else ClaimKind.INFERRED
-    known = tuple(dict.fromkeys(evidence_id for evidence_id in draft.evidence_ids if evidence_id in evidence))
-    rejected = len(set(draft.evidence_ids)) - len(known)
+    named = [piece_of(evidence_id, evidence) for evidence_id in dict.fromkeys(draft.evidence_ids)]
+    known = tuple(dict.fromkeys(piece for piece in named if piece is not None))
+    rejected = sum(1 for piece in named if piece is None)
     quote = normalised(draft.quote)
     texts = [evidence[evidence_id].text for evidence_id in known]
     if not known or not quote or not quote_fits(quote, texts):
@@ -407,7 +453,9 @@ def numbered_citations(
                             piece.snapshot,
                             excerpt=excerpt_of(piece.snapshot.body),
                             retrieved_at=retrieved_at,
-                            matched=matching_regions(
+                            # The block the claim quotes: its page and box, not the chunk's first.
+                            matched=quoted_regions(piece, claim.quote)
+                            or matching_regions(
                                 piece.snapshot.location, piece.snapshot.body, query_terms(claim.quote or claim.text)
                             ),
                         ),

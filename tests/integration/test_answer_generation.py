@@ -22,6 +22,7 @@ from tests.scripted_converse import (
     SCRIPTED_MODEL,
     Fails,
     ScriptedConverse,
+    TimesOut,
     claim,
     drafted,
     prose,
@@ -156,14 +157,16 @@ def test_every_way_the_model_fails_is_evidence_only_and_never_cached(stack: Stac
         tool_use({"claims": "not a list of claims"}),
         prose("The checklist has three steps."),  # the structure ignored
         drafted(),  # nothing claimed
+        *[TimesOut("read")] * 3,  # silent through the adapter's three attempts
         drafted(claims=[claim("The onboarding checklist has three steps.", "E1", quote=TRUE_QUOTE)]),
     )
     fallbacks = []
-    for _ in range(4):
+    for _ in range(5):
         answer = ask(stack, model, principal)
         assert answer.outcome is AnswerOutcome.EVIDENCE_ONLY and answer.claims and not answer.cached, answer
         fallbacks.append(answer.fallback)
-    assert all(fallbacks) and len(set(fallbacks)) == 4, fallbacks
+    assert all(fallbacks) and len(set(fallbacks)) == 5, fallbacks
+    assert "did not answer in time" in (fallbacks[-1] or "")
     # None of those was cached (a retry may get a draft): this ask reaches the model, and its answer is cached.
     generated = ask(stack, model, principal)
     assert generated.outcome is AnswerOutcome.ANSWERED and not generated.cached

@@ -20,10 +20,13 @@ from shared.domain.grounding import (
     confidence,
     deduplicated,
     disagreements,
+    evidence_blocks,
     extractive_choice,
     normalised_question,
     numbered_citations,
     out_of_scope,
+    piece_of,
+    quoted_regions,
     ranked_sentences,
     selected,
     sentences_of,
@@ -31,7 +34,7 @@ from shared.domain.grounding import (
     validated_draft,
     withheld_citations,
 )
-from shared.domain.knowledge import ChunkLocation
+from shared.domain.knowledge import ChunkLocation, ChunkRegion
 from shared.domain.search import ChunkSnapshot, SearchFilters
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
@@ -375,3 +378,55 @@ def test_the_cache_key_changes_with_every_part_and_not_with_spacing_or_case() ->
         ("model", "m2"),
     ]:
         assert cache_key(**{**base, field: value}) != key, field  # type: ignore[arg-type]
+
+
+# --- blocks -------------------------------------------------------------------------------------------------
+
+
+def _two_pages() -> Evidence:
+    first, second = "Revenue grew in every region.", "Costs fell by 4 percent on page two."
+    body = f"{first}\n\n{second}"
+    location = ChunkLocation(
+        page_start=1,
+        page_end=2,
+        regions=(
+            ChunkRegion(start=0, end=len(first), page=1),
+            ChunkRegion(start=len(first) + 2, end=len(body), page=2),
+        ),
+    )
+    return piece("E1", body).model_copy(
+        update={"snapshot": piece("E1", body).snapshot.model_copy(update={"location": location})}
+    )
+
+
+def test_each_block_of_a_piece_is_its_own_evidence_block_and_the_budget_cuts_the_last() -> None:
+    evidence = _two_pages()
+    blocks = evidence_blocks([evidence, REFUNDS])
+    assert [(block.evidence_id, block.text[:12]) for block in blocks] == [
+        ("E1.1", "Revenue grew"),
+        ("E1.2", "Costs fell b"),
+        ("E2", "Refunds were"),
+    ]
+    assert [block.text for block in evidence_blocks([evidence], budget=35)] == [
+        "Revenue grew in every region.",
+        "Costs ",
+    ]
+
+
+def test_a_block_id_names_its_piece_and_an_out_of_range_block_is_rejected() -> None:
+    evidence = {"E1": _two_pages()}
+    assert piece_of("E1.2", evidence) == "E1" and piece_of("E1", evidence) == "E1"
+    assert (
+        piece_of("E1.3", evidence) is None and piece_of("E9.1", evidence) is None and piece_of("E1.x", evidence) is None
+    )
+
+
+def test_the_citation_points_at_the_page_of_the_block_the_claim_quotes() -> None:
+    evidence = {"E1": _two_pages()}
+    result = validated_draft(
+        draft(DraftClaim(text="Costs fell by 4 percent.", evidence_ids=("E1.2",), quote="Costs  fell by 4 percent")),
+        list(evidence.values()),
+    )
+    _, [citation] = numbered_citations(result.claims, evidence, retrieved_at=NOW)
+    assert citation.citation.page == 2 and [region.page for region in citation.citation.regions] == [2]
+    assert quoted_regions(evidence["E1"], "nowhere in it") == ()
