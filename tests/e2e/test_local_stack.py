@@ -373,6 +373,19 @@ def test_scans_are_read_found_and_flagged_from_the_cli(workdir: Path) -> None:
     printed = quire(workdir, "search", "Kamchatka returns", *caller).stdout
     assert "1. returns-dashboard.png, p. 1 at (" in printed and "Kamchatka | 611 | 8 | 15.8%" in printed
 
+    # A question answered from the pixels: evidence only (no model runs here), cited to the scanned page, and
+    # marked as OCR's reading, not the document's own words.
+    asked = json.loads(
+        quire(workdir, "ask", "Who certified the pressure vessel and until when?", *caller, "--json").stdout
+    )
+    assert asked["outcome"] == "evidence_only" and asked["method"] == "extractive", asked
+    certified = next(claim for claim in asked["claims"] if "Okonkwo" in claim["text"])
+    cited = asked["citations"][certified["citations"][0] - 1]
+    assert (cited["filename"], cited["page"], cited["kind"]) == ("scanned-remittance.pdf", 2, "transcription")
+    assert certified["text"] in cited["excerpt"]
+    told = quire(workdir, "ask", "Who certified the pressure vessel and until when?", *caller).stdout
+    assert "evidence only (sentences quoted from the sources)" in told and "[1] scanned-remittance.pdf, p. 2" in told
+
     # The degraded scan's listing line says its words may be misread; the others show what OCR read.
     lines = quire(workdir, "files", *caller).stdout.splitlines()
     faded = next(line for line in lines if "faded-delivery-note.pdf" in line)
