@@ -51,6 +51,21 @@ class AnswerCitationView(CitationView):
     score: float
 
 
+class AnswerHitView(ApiModel):
+    """A piece of the evidence the answer was drawn from: where it is and its scores (`citation`: its number)."""
+
+    chunk_id: str
+    file_id: str
+    version_id: str
+    filename: str
+    collection_id: str
+    score: float
+    vector_score: float | None
+    lexical_score: float | None
+    direct_subject: bool
+    citation: int | None
+
+
 class ConfidenceFactorsView(ApiModel):
     top_retrieval_score: float
     direct_claim_coverage: float
@@ -86,6 +101,8 @@ class AnswerView(ApiModel):
     refusal: RefusalView | None
     # Citations left out because the caller can no longer read their source: their claims show as unsupported.
     withheld: int
+    # The selected evidence with its retrieval scores, best first, cited or not.
+    hits: list[AnswerHitView]
     # Why the answer is evidence only although answers may be generated (null when nothing fell back).
     fallback: str | None
     vector_available: bool

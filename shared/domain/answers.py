@@ -13,7 +13,7 @@ citation withheld at assembly (the caller can no longer read its source) leaves 
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.domain.search import ChunkSnapshot, Citation, SearchFilters, SearchMode
 
@@ -80,6 +80,12 @@ class AnswerRequest(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARACTERS)
     filters: SearchFilters = Field(default_factory=SearchFilters)
     mode: SearchMode = SearchMode.HYBRID
+
+    @model_validator(mode="after")
+    def _has_words(self) -> "AnswerRequest":
+        if not any(character.isalnum() for character in self.question):
+            raise ValueError("the question is empty: it needs at least one word")
+        return self
 
 
 class Evidence(BaseModel):
@@ -177,6 +183,24 @@ class AnswerCitation(BaseModel):
     citation: Citation
 
 
+class AnswerHit(BaseModel):
+    """One piece of the evidence the answer was drawn from, with its retrieval scores (cited or not): where it is,
+    never its text (a hit that is cited has its excerpt in the citation)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    file_id: str
+    version_id: str
+    filename: str
+    collection_id: str
+    score: float
+    vector_score: float | None
+    lexical_score: float | None
+    direct_subject: bool = False
+    citation: int | None = None  # its citation's number, when the answer cites it
+
+
 class ConfidenceBand(StrEnum):
     HIGH = "high"
     MEDIUM = "medium"
@@ -221,6 +245,8 @@ class Answer(BaseModel):
     confidence: Confidence
     refusal: Refusal | None = None
     withheld: int = Field(default=0, ge=0)
+    # The selected evidence with its scores, best first (evidence only: what the extractive answer chose from).
+    hits: tuple[AnswerHit, ...] = ()
     # Why a generated answer was not given (the generator was absent, failed, or its draft did not validate).
     fallback: str | None = None
     vector_available: bool = True

@@ -29,7 +29,9 @@ _ABBREVIATIONS = frozenset(
 )
 _OPENERS = "\"'([{«\u201c\u2018"
 _CLOSERS = "\"')]}»\u201d\u2019"
-_SENTENCE_END = re.compile(f"[.!?…]+[{re.escape(_CLOSERS)}]*(?=\\s)")
+# Only from the first mark of a run: otherwise a run of thousands of dots with no space after it is rescanned from
+# each of its marks (quadratic in the run).
+_SENTENCE_END = re.compile(f"(?<![.!?…])[.!?…]+[{re.escape(_CLOSERS)}]*(?=\\s)")
 _WORD = re.compile(r"\S+")
 _INITIAL = re.compile(r"[A-Z]\.")
 _CELL_RANGE = re.compile(r"\$?([A-Za-z]{1,3})\$?(\d+)(?::\$?([A-Za-z]{1,3})\$?(\d+))?")

@@ -73,6 +73,17 @@ class CapabilityUnavailable(QuireError):
         self.reason = reason
 
 
+class GenerationFailed(CapabilityUnavailable):
+    """The model answered, but not with something usable (cut off, withheld, not the requested structure): the
+    tokens it spent are carried so they are metered all the same."""
+
+    def __init__(self, capability: str, reason: str, *, model: str, input_tokens: int, output_tokens: int) -> None:
+        super().__init__(capability, reason)
+        self.model = model
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+
+
 class EmbeddingFailed(QuireError):
     """The embedding model was there but did not answer (throttled past the retries, timed out, refused)."""
 

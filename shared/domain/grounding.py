@@ -21,8 +21,12 @@ from datetime import datetime
 from shared.domain.answers import (
     MAX_CLAIM_CHARACTERS,
     MAX_CLAIMS,
+    Answer,
     AnswerCitation,
     AnswerClaim,
+    AnswerHit,
+    AnswerMethod,
+    AnswerOutcome,
     ClaimKind,
     Confidence,
     ConfidenceBand,
@@ -31,13 +35,18 @@ from shared.domain.answers import (
     Evidence,
     EvidenceBlock,
     GeneratedDraft,
+    Refusal,
+    RefusalReason,
 )
 from shared.domain.chunking import BLOCK_SEPARATOR, sentence_spans
 from shared.domain.knowledge import ChunkRegion
 from shared.domain.search import Citation, CitedKind, SearchFilters, excerpt_of, matching_regions, query_terms
-from shared.domain.summaries import normalised, quote_fits, stated_figures
+from shared.domain.summaries import contains_token, normalised, quote_fits, stated_figures
 
 MAX_EVIDENCE = 8
+# The generator sends at most this many blocks (its own bound, shared/adapters/aws/bedrock_answers.py): what is
+# built here always fits it, so every selected piece reaches the model.
+MAX_EVIDENCE_BLOCKS = 20
 EVIDENCE_BUDGET_CHARACTERS = 12_000
 EXTRACTIVE_SENTENCES = 3
 MAX_SENTENCES_PER_EVIDENCE = 60  # a hostile chunk of a thousand one-word "sentences" is not ranked whole
@@ -50,6 +59,8 @@ NEIGHBOUR_OVERLAP = 0.5
 # the same thing: then different figures in them are a conflict, not two facts.
 SAME_SUBJECT = 0.6
 AMBIGUOUS_SUBJECT = 0.4
+MIN_QUOTE_WORDS = 4
+MIN_CLAIM_OVERLAP = 0.5
 _WORD = re.compile(r"[^\W_]+")
 _FIGURE = re.compile(r"\d")
 
@@ -62,18 +73,20 @@ def normalised_question(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-# Requests that are not questions about the documents: to reveal the instructions or other tenants' data, or
-# to change stored data. Deterministic and narrow on purpose: a false refusal is visible, a leak is not.
+# Requests that are not questions about the documents, in the form an instruction takes: to drop the rules, to
+# reveal the assistant's own prompt, to reach other tenants, or to change stored data (an imperative first word).
+# Deterministic and narrow on purpose: "How do I delete old files?" or "What does the runbook say about the system
+# prompt?" are questions for the documents; retrieval's floors and the model's "unanswerable" handle the rest.
 _OUT_OF_SCOPE = tuple(
     re.compile(pattern, re.I)
     for pattern in (
-        r"\b(?:system|hidden|initial|original)\s+(?:prompt|instructions?|rules)\b",
-        r"\b(?:reveal|show|print|repeat|disclose)\b.{0,40}\b(?:prompt|instructions?)\b",
-        r"\bignore\b.{0,30}\b(?:previous|prior|above|earlier|all)\b.{0,20}\b(?:instructions?|rules|prompts?)\b",
-        r"\b(?:other|another|different|all)\s+(?:tenants?|customers?|organi[sz]ations?)(?:'s|'|s)?\b.{0,40}"
-        r"\b(?:data|documents?|files?|records?|content)\b",
-        r"\b(?:delete|remove|erase|drop|overwrite|modify|rename|upload)\b.{0,40}"
-        r"\b(?:files?|documents?|collections?|tables?|records?|data)\b.{0,20}$",
+        r"^\W*(?:please\s+)?(?:ignore|disregard|forget|override)\b.{0,60}\b(?:instructions?|rules|prompts?|guidelines)\b",
+        r"\b(?:your|the hidden|the initial|the original)\s+(?:system\s+)?(?:prompt|instructions|rules)\b",
+        r"\byour\s+system\s+prompt\b",
+        r"\b(?:instructions|prompt|rules)\s+(?:that\s+)?you\s+(?:were|are|have\s+been)\s+given\b",
+        r"^\W*(?:please\s+)?(?:reveal|print|repeat|disclose|show|output)\b.{0,20}\bsystem\s+prompt\b",
+        r"\b(?:other|another|all|every|different)\s+tenants?(?:'s|')?\b",
+        r"^\W*(?:please\s+)?(?:delete|erase|drop|overwrite|rename|upload|remove|wipe)\b",
     )
 )
 
@@ -178,19 +191,29 @@ def selected(
     return [piece.model_copy(update={"evidence_id": f"E{number}"}) for number, piece in enumerate(chosen, start=1)]
 
 
-def evidence_blocks(evidence: Sequence[Evidence], *, budget: int = EVIDENCE_BUDGET_CHARACTERS) -> list[EvidenceBlock]:
-    """What the generator is sent: one block per Quire block of each piece (its regions: a paragraph, a table, a
-    slide's shape), id'd `E2.1`, `E2.2`, … (a piece with one region, or none stored, is one block, `E2`), with
-    the piece's heading path; `budget` characters in all, the last block cut to fit."""
+def evidence_blocks(
+    evidence: Sequence[Evidence], *, budget: int = EVIDENCE_BUDGET_CHARACTERS, max_blocks: int = MAX_EVIDENCE_BLOCKS
+) -> list[EvidenceBlock]:
+    """What the generator is sent: each piece's Quire blocks (its regions: a paragraph, a table, a slide's shape) as
+    blocks of their own, id'd `E2.1`, `E2.2`, … (a piece with one region, or none stored, is one block, `E2`), with
+    the piece's heading path. At most `max_blocks` in all, shared fairly: a piece with more regions than its share
+    has its adjacent regions joined, so every selected piece is seen. `budget` characters in all, the last cut."""
+    share = max(1, max_blocks // max(1, len(evidence)))
     blocks: list[EvidenceBlock] = []
     left = budget
     for piece in evidence:
         body = piece.text
         regions = piece.snapshot.location.regions
         spans = [(region.start, region.end) for region in regions] if len(regions) > 1 else [(0, len(body))]
+        if len(spans) > share:
+            # Runs of adjacent regions, as even as the share allows, each from the first's start to the last's end.
+            size = -(-len(spans) // share)
+            spans = [
+                (spans[index][0], spans[min(index + size, len(spans)) - 1][1]) for index in range(0, len(spans), size)
+            ]
         for number, (start, end) in enumerate(spans, start=1):
             text = body[start:end].strip()
-            if not text or left <= 0:
+            if not text or left <= 0 or len(blocks) == max_blocks:
                 continue
             evidence_id = f"{piece.evidence_id}.{number}" if len(spans) > 1 else piece.evidence_id
             blocks.append(
@@ -200,15 +223,17 @@ def evidence_blocks(evidence: Sequence[Evidence], *, budget: int = EVIDENCE_BUDG
     return blocks
 
 
-def piece_of(evidence_id: str, evidence: Mapping[str, Evidence]) -> str | None:
-    """The piece an id names: a piece's own id (E2) or one of its blocks' (E2.1); None for anything else."""
+def piece_of(evidence_id: str, evidence: Mapping[str, Evidence], sent: frozenset[str] | None = None) -> str | None:
+    """The piece an id names: a piece's own id (E2) or one of its blocks' (E2.1) among those `sent` (every block
+    id of a sent piece, when not given); None for anything else: an id the model was never given."""
     if evidence_id in evidence:
         return evidence_id
     piece, _, block = evidence_id.rpartition(".")
-    if piece in evidence and block.isdigit():
-        regions = evidence[piece].snapshot.location.regions
-        return piece if 1 <= int(block) <= max(len(regions), 1) else None
-    return None
+    if piece not in evidence or not block.isdigit():
+        return None
+    if sent is not None:
+        return piece if evidence_id in sent else None
+    return piece if 1 <= int(block) <= max(len(evidence[piece].snapshot.location.regions), 1) else None
 
 
 def quoted_regions(piece: Evidence, quote: str | None) -> tuple[ChunkRegion, ...]:
@@ -255,10 +280,6 @@ class ValidatedDraft:
         return sum(1 for claim in self.claims if claim.evidence_ids)
 
 
-def _contains_token(text: str, token: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
-
-
 def _clipped(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -266,39 +287,71 @@ def _clipped(text: str, limit: int) -> str:
     return text[: cut if cut > limit // 2 else limit].rstrip()
 
 
-def validated_claim(draft: DraftClaim, evidence: Mapping[str, Evidence]) -> ValidatedClaim | None:
+def validated_claim(
+    draft: DraftClaim, evidence: Mapping[str, Evidence], sent: frozenset[str] | None = None
+) -> ValidatedClaim | None:
     """One draft claim checked against the evidence sent (None: nothing to say, e.g. an empty text).
 
     - ids not among those sent are rejected, never kept as an unresolved citation;
-    - the quote must be a verbatim span (white space normalised) of the evidence its remaining ids name;
-    - every number and identifier the claim states must appear, as a whole token, in that evidence (a page or a
+    - the quote must be a verbatim span (white space normalised) of one piece its remaining ids name, and of at
+      least MIN_QUOTE_WORDS words (or the whole of a shorter piece): "the" bears out nothing;
+    - most of the claim's content words (at least MIN_CLAIM_OVERLAP of them) must be in the pieces that hold the
+      quote: a true quote does not carry a claim about something else;
+    - every number and identifier the claim states must appear, as a whole token, in those pieces (a page or a
       figure the model supplied that the evidence does not state is invented);
-    - a claim failing either keeps its text but loses its evidence: it is shown unsupported, never as cited.
+    - a claim failing any keeps its text but loses its evidence: it is shown unsupported, never as cited.
+    Negation is not caught ("did not fail" quoting "failed"): no rule here reads meaning; the quote is shown.
     """
     text = _clipped(normalised(draft.text), MAX_CLAIM_CHARACTERS)
     if not any(character.isalnum() for character in text):
         return None
     kind = ClaimKind.DIRECT if draft.direct else ClaimKind.INFERRED
-    named = [piece_of(evidence_id, evidence) for evidence_id in dict.fromkeys(draft.evidence_ids)]
+    named = [piece_of(evidence_id, evidence, sent) for evidence_id in dict.fromkeys(draft.evidence_ids)]
     known = tuple(dict.fromkeys(piece for piece in named if piece is not None))
     rejected = sum(1 for piece in named if piece is None)
+    unsupported = ValidatedClaim(text=text, evidence_ids=(), kind=kind, quote=None, rejected_ids=rejected)
     quote = normalised(draft.quote)
-    texts = [evidence[evidence_id].text for evidence_id in known]
-    if not known or not quote or not quote_fits(quote, texts):
-        return ValidatedClaim(text=text, evidence_ids=(), kind=kind, quote=None, rejected_ids=rejected)
     # Only the pieces the quote is in bear the claim out; others the model named alongside are dropped.
-    bearing = tuple(evidence_id for evidence_id in known if quote_fits(quote, [evidence[evidence_id].text])) or known
+    bearing = tuple(evidence_id for evidence_id in known if quote and quote_fits(quote, [evidence[evidence_id].text]))
+    if not bearing:
+        return unsupported
     cited = [normalised(evidence[evidence_id].text).casefold() for evidence_id in bearing]
-    if not all(any(_contains_token(body, figure) for body in cited) for figure in stated_figures(text)):
-        return ValidatedClaim(text=text, evidence_ids=(), kind=kind, quote=None, rejected_ids=rejected)
+    if len(quote.split()) < MIN_QUOTE_WORDS and not any(quote.casefold() == body for body in cited):
+        return unsupported
+    claimed = _content_words(text)
+    if claimed and len(
+        claimed & frozenset().union(*(_content_words(body) for body in cited))
+    ) < MIN_CLAIM_OVERLAP * len(claimed):
+        return unsupported
+    if not all(any(contains_token(body, figure) for body in cited) for figure in stated_figures(text)):
+        return unsupported
     return ValidatedClaim(
         text=text, evidence_ids=bearing, kind=kind, quote=_clipped(quote, MAX_CLAIM_CHARACTERS), rejected_ids=rejected
     )
 
 
-def validated_draft(draft: GeneratedDraft, evidence: Sequence[Evidence]) -> ValidatedDraft:
+def supported_assumptions(
+    assumptions: Sequence[str], evidence: Sequence[Evidence], *, limit: int = 5
+) -> tuple[str, ...]:
+    """The model's assumptions worth showing (its own words, labelled so): none stating a figure the evidence does
+    not (a page, a date, an amount it made up), at most `limit`, each clipped."""
+    bodies = [normalised(piece.text).casefold() for piece in evidence]
+    kept = [
+        _clipped(normalised(assumption), MAX_CLAIM_CHARACTERS)
+        for assumption in assumptions
+        if normalised(assumption)
+        and all(any(contains_token(body, figure) for body in bodies) for figure in stated_figures(assumption))
+    ]
+    return tuple(kept[:limit])
+
+
+def validated_draft(
+    draft: GeneratedDraft, evidence: Sequence[Evidence], sent: Sequence[EvidenceBlock] | None = None
+) -> ValidatedDraft:
+    """Every claim of the draft validated against the evidence; `sent`, the blocks the model was really given."""
     by_id = {piece.evidence_id: piece for piece in evidence}
-    claims = [claim for claim in (validated_claim(item, by_id) for item in draft.claims[:MAX_CLAIMS]) if claim]
+    ids = frozenset(block.evidence_id for block in sent) if sent is not None else None
+    claims = [claim for claim in (validated_claim(item, by_id, ids) for item in draft.claims[:MAX_CLAIMS]) if claim]
     return ValidatedDraft(
         claims=tuple(claims),
         rejected_ids=sum(claim.rejected_ids for claim in claims),
@@ -406,11 +459,22 @@ class Statement:
     text: str
 
 
+# Figures that name which thing a statement is about rather than a value of it: a year, a quarter or half, a
+# dotted version. Two statements with different qualifiers speak of different things ("the 2024 budget" and "the
+# 2025 budget"), whatever their other figures say.
+_QUALIFIER = re.compile(r"(?:1[89]|2[01])\d\d|[qh][1-4]|fy\d{2,4}|v?\d+(?:\.\d+)+")
+
+
+def _qualifiers(figures: frozenset[str]) -> frozenset[str]:
+    return frozenset(figure for figure in figures if _QUALIFIER.fullmatch(figure))
+
+
 def disagreements(statements: Sequence[Statement], *, threshold: float = SAME_SUBJECT) -> list[tuple[str, str]]:
     """Pairs of evidence ids from different documents whose statements speak of the same thing (content words,
-    figures left out, overlap at least `threshold`) but state figures (numbers, dates) neither of which includes
-    the other's: "due 14 March 2026" against "due 21 March 2026" is a conflict; a statement that only adds a
-    figure to the other's is not."""
+    figures left out, overlap at least `threshold`; the same qualifiers: years, quarters, versions) but state
+    values neither of which includes the other's: "due 14 March 2026" against "due 21 March 2026" is a conflict;
+    "the 2024 budget was 5 million" against "the 2025 budget was 6 million" is not, nor is a statement that only
+    adds a figure to the other's."""
     found: list[tuple[str, str]] = []
     for index, first in enumerate(statements):
         first_figures = frozenset(stated_figures(first.text))
@@ -420,7 +484,11 @@ def disagreements(statements: Sequence[Statement], *, threshold: float = SAME_SU
             if second.file_id == first.file_id or second.evidence_id == first.evidence_id:
                 continue
             second_figures = frozenset(stated_figures(second.text))
-            if not second_figures or first_figures <= second_figures or second_figures <= first_figures:
+            if not second_figures or _qualifiers(first_figures) != _qualifiers(second_figures):
+                continue
+            first_values = first_figures - _qualifiers(first_figures)
+            second_values = second_figures - _qualifiers(second_figures)
+            if not first_values or not second_values or first_values <= second_values or second_values <= first_values:
                 continue
             if _jaccard(_content_words(first.text), _content_words(second.text)) >= threshold:
                 found.append((first.evidence_id, second.evidence_id))
@@ -466,6 +534,32 @@ def numbered_citations(
     return answer_claims, citations
 
 
+def answer_hits(evidence: Sequence[Evidence], citations: Sequence[AnswerCitation]) -> tuple[AnswerHit, ...]:
+    """The selected evidence as hits with their scores, each with its citation's number where it is cited."""
+    cited = {citation.chunk_id: citation.number for citation in citations}
+    return tuple(
+        AnswerHit(
+            chunk_id=piece.chunk_id,
+            file_id=piece.snapshot.file_id,
+            version_id=piece.snapshot.version_id,
+            filename=piece.snapshot.filename,
+            collection_id=piece.snapshot.collection_id,
+            score=piece.score,
+            vector_score=piece.vector_score,
+            lexical_score=piece.lexical_score,
+            direct_subject=piece.direct_subject,
+            citation=cited.get(piece.chunk_id),
+        )
+        for piece in evidence
+    )
+
+
+def _kept(
+    citations: Sequence[AnswerCitation], readable: frozenset[str], present: frozenset[str]
+) -> list[AnswerCitation]:
+    return [c for c in citations if c.citation.collection_id in readable and c.chunk_id in present]
+
+
 def withheld_citations(
     claims: Sequence[AnswerClaim],
     citations: Sequence[AnswerCitation],
@@ -473,22 +567,63 @@ def withheld_citations(
     present: frozenset[str],
 ) -> tuple[list[AnswerClaim], list[AnswerCitation], int]:
     """The citations the caller may still read (their collection readable, their chunk still stored), renumbered
-    in order; the claims keep the numbers that survive; the count withheld."""
-    kept = [
-        citation
-        for citation in citations
-        if citation.citation.collection_id in readable and citation.chunk_id in present
-    ]
+    in order, and the count withheld. A claim that named a withheld citation is withheld with it: its words came
+    from that source (verbatim, for an extractive claim), so leaving them would leak what the citation withholds.
+    A claim the validation had already left uncited stays, unsupported."""
+    kept = _kept(citations, readable, present)
     renumber = {citation.number: position for position, citation in enumerate(kept, start=1)}
     return (
         [
-            claim.model_copy(
-                update={"citations": tuple(renumber[number] for number in claim.citations if number in renumber)}
-            )
+            claim.model_copy(update={"citations": tuple(renumber[number] for number in claim.citations)})
             for claim in claims
+            if all(number in renumber for number in claim.citations)
         ],
         [citation.model_copy(update={"number": renumber[citation.number]}) for citation in kept],
         len(citations) - len(kept),
+    )
+
+
+def answer_as_readable(answer: Answer, readable: frozenset[str], present: frozenset[str]) -> Answer:
+    """The answer as a caller who may read `readable` (and whose cited chunks in `present` still exist) may see it:
+    citations withheld and counted, their claims and hits with them, and, when nothing the answer rested on is
+    left, a refusal (no_access: its sources are ones the caller cannot read); confidence recomputed."""
+    claims, citations, withheld = withheld_citations(answer.claims, answer.citations, readable, present)
+    if not withheld:
+        return answer
+    renumbered = {
+        old.number: new.number for old, new in zip(_kept(answer.citations, readable, present), citations, strict=True)
+    }
+    hits = tuple(
+        hit.model_copy(update={"citation": renumbered.get(hit.citation) if hit.citation else None})
+        for hit in answer.hits
+        if hit.collection_id in readable
+    )
+    outcome, method, refusal = answer.outcome, answer.method, answer.refusal
+    left_nothing = (
+        not any(claim.supported for claim in claims) if outcome is not AnswerOutcome.REFUSED else not citations
+    )
+    if left_nothing:
+        outcome, method, refusal = AnswerOutcome.REFUSED, None, Refusal.of(RefusalReason.NO_ACCESS)
+        claims, citations, hits = [], [], ()
+    return answer.model_copy(
+        update={
+            "outcome": outcome,
+            "method": method,
+            "refusal": refusal,
+            "claims": tuple(claims),
+            "citations": tuple(citations),
+            "hits": hits,
+            "assumptions": answer.assumptions if claims else (),
+            "withheld": answer.withheld + withheld,
+            "confidence": confidence_of(
+                top=answer.confidence.factors.top_retrieval_score,
+                vector_available=answer.vector_available,
+                ambiguous=answer.confidence.factors.ambiguous_evidence_penalty > 0,
+                claims=claims,
+                citations=citations,
+                extractive=method is AnswerMethod.EXTRACTIVE,
+            ),
+        }
     )
 
 
@@ -498,15 +633,23 @@ TOP_SCORE_LOW, TOP_SCORE_HIGH = 0.6, 0.85
 HIGH_BAND, MEDIUM_BAND = 0.75, 0.5
 
 
-def confidence(
+def top_retrieval(evidence: Sequence[Evidence], *, lexical_coverage: float) -> float:
+    """The best semantic score mapped onto [0, 1] (keyword only: the share of the question's words in the best
+    piece)."""
+    vector_scores = [piece.vector_score for piece in evidence if piece.vector_score is not None]
+    if not vector_scores:
+        return round(lexical_coverage, 4)
+    return round(min(1.0, max(0.0, (max(vector_scores) - TOP_SCORE_LOW) / (TOP_SCORE_HIGH - TOP_SCORE_LOW))), 4)
+
+
+def confidence_of(
     *,
-    claims: Sequence[AnswerClaim],
-    citations: Sequence[AnswerCitation],
-    evidence: Sequence[Evidence],
+    top: float,
     vector_available: bool,
     ambiguous: bool,
+    claims: Sequence[AnswerClaim],
+    citations: Sequence[AnswerCitation],
     extractive: bool,
-    lexical_coverage: float,
 ) -> Confidence:
     """The band from retrieval and validation facts only (never a model's opinion of itself):
 
@@ -516,11 +659,6 @@ def confidence(
               vision model's description).
     HIGH ≥ 0.75, MEDIUM ≥ 0.5, else LOW; an extractive answer is passages, not a composed answer: at most MEDIUM.
     """
-    vector_scores = [piece.vector_score for piece in evidence if piece.vector_score is not None]
-    if vector_scores:
-        top = min(1.0, max(0.0, (max(vector_scores) - TOP_SCORE_LOW) / (TOP_SCORE_HIGH - TOP_SCORE_LOW)))
-    else:
-        top = lexical_coverage
     total = len(claims)
     supported = [claim for claim in claims if claim.supported]
     direct = [claim for claim in supported if claim.kind is not ClaimKind.INFERRED]
@@ -562,4 +700,25 @@ def confidence(
             ambiguous_evidence_penalty=ambiguous_penalty,
             degraded_index_penalty=round(degraded, 4),
         ),
+    )
+
+
+def confidence(
+    *,
+    claims: Sequence[AnswerClaim],
+    citations: Sequence[AnswerCitation],
+    evidence: Sequence[Evidence],
+    vector_available: bool,
+    ambiguous: bool,
+    extractive: bool,
+    lexical_coverage: float,
+) -> Confidence:
+    """confidence_of, with the top retrieval factor read off the evidence."""
+    return confidence_of(
+        top=top_retrieval(evidence, lexical_coverage=lexical_coverage),
+        vector_available=vector_available,
+        ambiguous=ambiguous,
+        claims=claims,
+        citations=citations,
+        extractive=extractive,
     )

@@ -122,7 +122,7 @@ def stated_figures(text: str) -> list[str]:
     return list(dict.fromkeys(figure.casefold() for figure in figures))
 
 
-def _contains_token(text: str, token: str) -> bool:
+def contains_token(text: str, token: str) -> bool:
     # As a whole token: ERR-402 must not be found inside ERR-4021, nor 12 inside 2012.
     return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
 
@@ -162,7 +162,7 @@ def _validated(draft: DraftSentence, blocks_text: Sequence[str], max_characters:
     if not indexes:
         return None
     cited_texts = [normalised(blocks_text[index]).casefold() for index in dict.fromkeys(indexes)]
-    if not all(any(_contains_token(block, figure) for block in cited_texts) for figure in stated_figures(text)):
+    if not all(any(contains_token(block, figure) for block in cited_texts) for figure in stated_figures(text)):
         return None
     return SummarySentence(text=text, block_indexes=tuple(sorted(set(indexes))), quotes=tuple(dict.fromkeys(quotes)))
 

@@ -31,11 +31,13 @@ from shared.domain.answers import (
     StoredAnswer,
 )
 from shared.domain.auth import Principal
-from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, LimitExceeded, NotFound
+from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, GenerationFailed, LimitExceeded, NotFound
 from shared.domain.grounding import (
     AMBIGUOUS_SUBJECT,
     Statement,
     ValidatedClaim,
+    answer_as_readable,
+    answer_hits,
     cache_key,
     confidence,
     cosine,
@@ -49,10 +51,10 @@ from shared.domain.grounding import (
     ranked_sentences,
     selected,
     sentences_of,
+    supported_assumptions,
     validated_draft,
-    withheld_citations,
 )
-from shared.domain.search import Empty, EmptyReason, SearchQuery
+from shared.domain.search import Empty, EmptyReason, SearchMode, SearchQuery
 from shared.domain.usage import RequestKind, converse_usage
 from shared.observability import logger
 from shared.ports import AnswerStore, AuthorizationPolicy, EmbeddingProvider, Generator, KnowledgeStore
@@ -69,6 +71,9 @@ CANDIDATE_HITS = 20  # hits asked of retrieval before deduplication and the evid
 CACHE_LIFETIME = timedelta(days=1)
 DRAFT_TOKENS_ESTIMATE = 2_000  # the generator's maxTokens
 EXTRACTIVE = "extractive"
+# Part of every cache key: bumped whenever grounding's rules change (selection, validation, extraction,
+# confidence), so an answer computed by older rules is never served.
+GROUNDING_VERSION = "grounding-2"
 
 _EMPTY_REFUSALS = {
     EmptyReason.NO_ACCESS: RefusalReason.NO_ACCESS,
@@ -143,6 +148,7 @@ class AnswerService:
             collections = self._retrieval.searchable_collections(principal, query)
         model = self._generator.model_id if self._generator.capability().available else EXTRACTIVE
         prompt_version = self._generator.prompt_version if model != EXTRACTIVE else EXTRACTIVE
+        prompt_version = f"{prompt_version}+{GROUNDING_VERSION}"
         if out_of_scope(request.question):
             return self._refused(principal, request, RefusalReason.OUT_OF_SCOPE, collections, prompt_version)
         if not collections:
@@ -156,13 +162,13 @@ class AnswerService:
                 filters=request.filters,
                 mode=request.mode.value,
                 index_version=index_version,
-                retrieval_settings=self._retrieval.tuning.model_dump_json() + self._embedder.model_id,
+                retrieval_settings=f"{self._retrieval.fingerprint}|{self._embedder.model_id}",
                 prompt_version=prompt_version,
                 model=model,
             )
             hit = self._store.cached(principal.tenant_id, key, not_before=self._clock() - self._cache_lifetime)
             if hit is not None:
-                return self._served_from_cache(principal, hit, key)
+                return self._served_from_cache(principal, hit, request.question)
         with times.stage("retrieve"):
             outcome = self._retrieval.search(principal, query)
         if isinstance(outcome, Empty):
@@ -196,32 +202,27 @@ class AnswerService:
                 if hit.chunk_id in snapshots
             ]
             evidence = selected(deduplicated(candidates))
-        composed = self._composed(principal, request.question, evidence, outcome.vector_available, times)
-        with times.stage("assemble"):
-            # Permission at citation time: what the caller may read now, not when the lanes ran.
-            readable = self._authorization.readable_collections(principal)
-            present = frozenset(
-                snapshot.chunk_id
-                for snapshot in self._knowledge.snapshots(
-                    principal.tenant_id, readable, [citation.chunk_id for citation in composed.citations]
-                )
+        if not evidence:
+            # Every hit's chunk went between the lanes and this read: nothing to answer from.
+            return self._refused(
+                principal, request, RefusalReason.NO_MATCH, collections, prompt_version, index_version=index_version
             )
-            claims, citations, withheld = withheld_citations(composed.claims, composed.citations, readable, present)
-            if composed.outcome is not AnswerOutcome.REFUSED and not any(claim.supported for claim in claims):
-                composed = _Composed(AnswerOutcome.REFUSED, None, [], [], RefusalReason.INSUFFICIENT_EVIDENCE)
-                claims, citations = [], []
+        composed = self._composed(principal, request.question, evidence, outcome.vector_available, times)
+        # Keyword only where the semantic lane should have run: an outage, not the answer; never cached.
+        degraded = not outcome.vector_available and request.mode is not SearchMode.KEYWORD
+        with times.stage("assemble"):
             answer = Answer(
                 answer_id=self._new_id(),
                 question=request.question,
                 outcome=composed.outcome,
                 method=composed.method,
-                claims=tuple(claims),
-                citations=tuple(citations),
+                claims=tuple(composed.claims),
+                citations=tuple(composed.citations),
                 assumptions=composed.assumptions,
                 needs_review=composed.needs_review,
                 confidence=confidence(
-                    claims=claims,
-                    citations=citations,
+                    claims=composed.claims,
+                    citations=composed.citations,
                     evidence=evidence,
                     vector_available=outcome.vector_available,
                     ambiguous=composed.ambiguous,
@@ -229,22 +230,33 @@ class AnswerService:
                     lexical_coverage=composed.lexical_coverage,
                 ),
                 refusal=Refusal.of(composed.refusal) if composed.refusal else None,
-                withheld=withheld,
                 fallback=composed.fallback,
                 vector_available=outcome.vector_available,
                 model=model if composed.method is AnswerMethod.GENERATED else None,
                 prompt_version=prompt_version,
                 index_version=index_version,
                 created_at=self._clock(),
+                hits=answer_hits(evidence, composed.citations),
             )
+            # Permission at citation time: what the caller may read now, not when the lanes ran.
+            readable = self._authorization.readable_collections(principal)
+            present = frozenset(
+                snapshot.chunk_id
+                for snapshot in self._knowledge.snapshots(
+                    principal.tenant_id, readable, [citation.chunk_id for citation in answer.citations]
+                )
+            )
+            answer = answer_as_readable(answer, readable, present)
         with times.stage("persist"):
             self._store.save(
                 StoredAnswer(
                     tenant_id=principal.tenant_id,
                     subject=principal.subject,
-                    # A transient fallback is not cached: the next ask may get the generated answer.
-                    cache_key=f"uncached:{answer.answer_id}" if composed.transient else key,
-                    collections=frozenset(citation.citation.collection_id for citation in citations),
+                    # A fallback, a degraded index or a withheld source is not cached: the next ask may differ.
+                    cache_key=f"uncached:{answer.answer_id}"
+                    if composed.transient or degraded or answer.withheld
+                    else key,
+                    collections=frozenset(citation.citation.collection_id for citation in answer.citations),
                     answer=answer,
                 )
             )
@@ -281,13 +293,21 @@ class AnswerService:
                 else:
                     try:
                         draft = self._generator.generate(question, blocks)
+                    except GenerationFailed as error:
+                        # The model answered unusably: its tokens were spent all the same.
+                        self._metered(principal, error.model, error.input_tokens, error.output_tokens, evidence)
+                        fallback, transient = str(error), True
                     except CapabilityUnavailable as error:
                         fallback, transient = str(error), True
+                    except Exception:
+                        # An adapter's bug is not the caller's problem: the evidence still answers.
+                        logger.exception("the generator failed unexpectedly")
+                        fallback, transient = "the answer model failed unexpectedly: evidence only", True
                     else:
-                        self._metered(principal, draft, evidence)
+                        self._metered(principal, draft.model, draft.input_tokens, draft.output_tokens, evidence)
             if draft is not None:
                 with times.stage("validate"):
-                    generated = self._generated(draft, evidence)
+                    generated = self._generated(draft, evidence, blocks)
                 if generated is not None:
                     return generated
                 fallback, transient = "the model's draft did not validate against the evidence: evidence only", True
@@ -296,7 +316,7 @@ class AnswerService:
         with times.stage("extract"):
             extracted = self._extracted(question, evidence, vector)
         extracted.fallback = fallback
-        extracted.transient = transient
+        extracted.transient = extracted.transient or transient
         return extracted
 
     def _spend_refusal(self, principal: Principal, blocks: Sequence[EvidenceBlock]) -> LimitExceeded | None:
@@ -308,21 +328,25 @@ class AnswerService:
         estimate = sum(len(block.text) for block in blocks) // 4 + DRAFT_TOKENS_ESTIMATE
         return self._spend.generation_refusal(principal.tenant_id, tokens=estimate, then="ask again")
 
-    def _metered(self, principal: Principal, draft: GeneratedDraft, evidence: Sequence[Evidence]) -> None:
+    def _metered(
+        self, principal: Principal, model: str, input_tokens: int, output_tokens: int, evidence: Sequence[Evidence]
+    ) -> None:
         if self._metering is None:
             return
         self._metering.record_request(
             principal,
             kind=RequestKind.ANSWER,
             collections=frozenset(piece.snapshot.collection_id for piece in evidence),
-            usage=converse_usage(draft.model, input_tokens=draft.input_tokens, output_tokens=draft.output_tokens),
+            usage=converse_usage(model, input_tokens=input_tokens, output_tokens=output_tokens),
         )
 
-    def _generated(self, draft: GeneratedDraft, evidence: Sequence[Evidence]) -> _Composed | None:
+    def _generated(
+        self, draft: GeneratedDraft, evidence: Sequence[Evidence], sent: Sequence[EvidenceBlock]
+    ) -> _Composed | None:
         by_id = {piece.evidence_id: piece for piece in evidence}
         if draft.unanswerable:
             return _Composed(AnswerOutcome.REFUSED, None, [], [], RefusalReason.INSUFFICIENT_EVIDENCE)
-        validated = validated_draft(draft, evidence)
+        validated = validated_draft(draft, evidence, sent)
         if validated.rejected_ids or validated.downgraded:
             logger.info(
                 "draft claims rejected or downgraded",
@@ -339,7 +363,7 @@ class AnswerService:
             AnswerMethod.GENERATED,
             claims,
             citations,
-            assumptions=tuple(draft.assumptions[:5]),
+            assumptions=supported_assumptions(draft.assumptions, evidence),
             needs_review=draft.needs_review or bool(validated.downgraded),
             ambiguous=self._ambiguous(validated.claims, by_id),
         )
@@ -349,6 +373,7 @@ class AnswerService:
         order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
         similarity: list[float] | None = None
         floor = LEXICAL_SENTENCE_FLOOR
+        embedding_failed = False
         if vector and sentences and self._embedder.capability().available:
             try:
                 vectors = self._embedder.embed([question] + [sentence.text for sentence in sentences])
@@ -356,6 +381,7 @@ class AnswerService:
                 floor = SENTENCE_FLOOR
             except (CapabilityUnavailable, EmbeddingFailed) as error:
                 logger.warning("sentences could not be embedded; ranked by words", extra={"error": str(error)})
+                embedding_failed = True
         if similarity is None:
             similarity = [lexical_similarity(question, sentence.text) for sentence in sentences]
         chosen = extractive_choice(ranked_sentences(sentences, similarity, order), floor=floor)
@@ -363,7 +389,13 @@ class AnswerService:
         coverage = max((lexical_similarity(question, piece.text) for piece in evidence), default=0.0)
         if not chosen:
             return _Composed(
-                AnswerOutcome.REFUSED, None, [], [], RefusalReason.INSUFFICIENT_EVIDENCE, lexical_coverage=coverage
+                AnswerOutcome.REFUSED,
+                None,
+                [],
+                [],
+                RefusalReason.INSUFFICIENT_EVIDENCE,
+                lexical_coverage=coverage,
+                transient=embedding_failed,
             )
         claims = [
             ValidatedClaim(
@@ -386,6 +418,7 @@ class AnswerService:
             citations,
             ambiguous=self._ambiguous(claims, by_id),
             lexical_coverage=coverage,
+            transient=embedding_failed,
         )
 
     def _statements(self, claims: Sequence[ValidatedClaim], by_id: dict[str, Evidence]) -> list[Statement]:
@@ -456,17 +489,18 @@ class AnswerService:
         )
         return answer
 
-    def _served_from_cache(self, principal: Principal, hit: StoredAnswer, key: str) -> Answer:
-        """The cached answer as a fresh one of the caller's (its own id, for feedback), re-checked for access; it
-        is stored as an answer like any other and returned marked `cached`."""
+    def _served_from_cache(self, principal: Principal, hit: StoredAnswer, question: str) -> Answer:
+        """The cached answer as a fresh one of the caller's (its own id, for feedback; the caller's own wording of
+        the question), re-checked for access. The copy is stored, but never under the cache key: the cache serves
+        what was computed, and its lifetime runs from the computation, not from the last time it was served."""
         answer = self._rechecked(principal, hit.answer).model_copy(
-            update={"answer_id": self._new_id(), "created_at": self._clock()}
+            update={"answer_id": self._new_id(), "created_at": self._clock(), "question": question}
         )
         self._store.save(
             StoredAnswer(
                 tenant_id=principal.tenant_id,
                 subject=principal.subject,
-                cache_key=key,
+                cache_key=f"uncached:{answer.answer_id}",
                 collections=frozenset(citation.citation.collection_id for citation in answer.citations),
                 answer=answer,
             )
@@ -475,11 +509,7 @@ class AnswerService:
 
     def _rechecked(self, principal: Principal, answer: Answer) -> Answer:
         """A stored answer as the caller may see it now: citations of collections it can no longer read withheld
-        (counted), claims left without citations unsupported. A snapshot of a deleted source stays: it is what
-        was read, and the answer stays auditable."""
+        (counted) with the claims that rest on them, and a refusal when nothing is left. A snapshot of a deleted
+        source stays: it is what was read, and the answer stays auditable."""
         readable = self._authorization.readable_collections(principal)
-        present = frozenset(citation.chunk_id for citation in answer.citations)
-        claims, citations, withheld = withheld_citations(answer.claims, answer.citations, readable, present)
-        return answer.model_copy(
-            update={"claims": tuple(claims), "citations": tuple(citations), "withheld": answer.withheld + withheld}
-        )
+        return answer_as_readable(answer, readable, frozenset(citation.chunk_id for citation in answer.citations))

@@ -79,6 +79,11 @@ class Retrieval:
     def tuning(self) -> RetrievalTuning:
         return self._tuning
 
+    @property
+    def fingerprint(self) -> str:
+        """Everything that decides a ranking besides the index and the query (the answer cache's key has it)."""
+        return f"{self._tuning.model_dump_json()}|{type(self._reranker).__name__ if self._reranker else 'none'}"
+
     def searchable_collections(self, principal: Principal, query: SearchQuery) -> frozenset[str]:
         readable = self._authorization.readable_collections(principal)
         wanted = query.filters.collections

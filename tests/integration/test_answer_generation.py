@@ -189,17 +189,21 @@ def test_the_drafts_tokens_are_metered_and_the_daily_limit_falls_back_to_evidenc
         drafted(claims=[claim("It has three steps.", "E1", quote=TRUE_QUOTE)], input_tokens=1_500, output_tokens=80)
     )
     ask(stack, model, principal)
+    # An answer the model spent tokens on but that was no draft is metered too (documents can provoke those).
+    _, unusable = scripted_generator(prose("I would rather write prose."))
+    unusable_answer = ask(stack, unusable, principal, "Which steps does onboarding have?")
+    assert unusable_answer.outcome is AnswerOutcome.EVIDENCE_ONLY
     wired = stack.container
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    assert wired.usage_ledger.spent_since(principal.tenant_id, today).generation_tokens == 1_580
+    assert wired.usage_ledger.spent_since(principal.tenant_id, today).generation_tokens == 1_580 + 1_350
     lines = wired.usage_ledger.totals(
         principal.tenant_id, frozenset({"docs"}), since=today, until=today + timedelta(days=1)
     )
     assert [
         (line.step, line.model, line.input_tokens, line.output_tokens) for line in lines if line.step == "answer"
-    ] == [("answer", SCRIPTED_MODEL, 1_500, 80)]
+    ] == [("answer", SCRIPTED_MODEL, 1_500 + 1_200, 80 + 150)]
 
-    tight = SpendLimits(wired.usage_ledger, wired.file_metadata, TenantLimits(generation_tokens_per_day=1_600))
+    tight = SpendLimits(wired.usage_ledger, wired.file_metadata, TenantLimits(generation_tokens_per_day=3_000))
     _, unused = scripted_generator()
     limited = service(stack, unused, spend=tight).answer(
         principal, AnswerRequest(question="What are the steps of the onboarding checklist?")

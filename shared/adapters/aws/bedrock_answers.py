@@ -73,7 +73,7 @@ from shared.domain.answers import (
     GeneratedDraft,
 )
 from shared.domain.capabilities import Capability, CapabilityStatus
-from shared.domain.errors import CapabilityUnavailable
+from shared.domain.errors import CapabilityUnavailable, GenerationFailed
 from shared.domain.fencing import Fence
 from shared.ports import Generator
 
@@ -474,25 +474,35 @@ class BedrockConverseGenerator(Generator):
         return CapabilityUnavailable(Capability.GENERATOR.value, reason)
 
     def _draft(self, response: "ConverseResponseTypeDef") -> GeneratedDraft:
+        usage = response.get("usage", {})
+
+        def spent(reason: str) -> GenerationFailed:
+            # The model answered: its tokens are billed whether or not the answer is usable.
+            return GenerationFailed(
+                Capability.GENERATOR.value,
+                reason,
+                model=self._model_id,
+                input_tokens=usage.get("inputTokens", 0),
+                output_tokens=usage.get("outputTokens", 0),
+            )
+
         stop_reason = response.get("stopReason", "")
         if stop_reason in _WITHHELD_STOP_REASONS:
-            raise self._unavailable(f"{self._model_id} withheld its answer ({stop_reason})")
+            raise spent(f"{self._model_id} withheld its answer ({stop_reason})")
         if stop_reason in _FAILED_STOP_REASONS:
-            raise self._unavailable(f"{self._model_id} did not produce a well-formed answer ({stop_reason})")
+            raise spent(f"{self._model_id} did not produce a well-formed answer ({stop_reason})")
         if stop_reason == "model_context_window_exceeded":
-            raise self._unavailable(f"the evidence did not fit {self._model_id}'s context window")
+            raise spent(f"the evidence did not fit {self._model_id}'s context window")
         if stop_reason == "max_tokens":
             # A tool input cut off at the limit is an answer the model did not finish, whatever parses of it.
-            raise self._unavailable(
-                f"{self._model_id}'s answer was cut off at its length limit ({self._max_output_tokens} tokens)"
-            )
+            raise spent(f"{self._model_id}'s answer was cut off at its length limit ({self._max_output_tokens} tokens)")
         content = response.get("output", {}).get("message", {}).get("content", [])
         if not content:
-            raise self._unavailable(f"{self._model_id} returned an empty answer")
+            raise spent(f"{self._model_id} returned an empty answer")
         tool_uses = [block["toolUse"] for block in content if "toolUse" in block]
         if not tool_uses:
             _log.warning("Bedrock's answer had no toolUse block (stop reason %s)", stop_reason)
-            raise self._unavailable(f"{self._model_id} answered in prose, not in the requested structure")
+            raise spent(f"{self._model_id} answered in prose, not in the requested structure")
         tool_use = tool_uses[0]
         try:
             if tool_use.get("name") != TOOL_NAME:
@@ -500,8 +510,7 @@ class BedrockConverseGenerator(Generator):
             fields = parse_draft(tool_use.get("input"))
         except _NotADraft as error:
             _log.warning("Bedrock's answer was not a draft: %s", error)
-            raise self._unavailable("the model's answer was not in the requested structure") from error
-        usage = response.get("usage", {})
+            raise spent("the model's answer was not in the requested structure") from error
         return GeneratedDraft(
             **fields,
             model=self._model_id,

@@ -23,6 +23,7 @@ from shared.domain.answers import (
     AnswerCitation,
     AnswerClaim,
     AnswerFeedback,
+    AnswerHit,
     Confidence,
     Refusal,
     StoredAnswer,
@@ -34,7 +35,7 @@ from shared.ports import AnswerStore
 _ANSWER_COLUMNS = (
     "answer_id, subject, question, cache_key, outcome, method, refusal_reason, refusal_sentence, assumptions,"
     " needs_review, confidence, withheld, fallback, vector_available, model, prompt_version, index_version,"
-    " collection_ids, created_at"
+    " collection_ids, created_at, hits"
 )
 # The version's characters: 16 hex digits of a SHA-256 (64 bits), short enough for a cache key, and a collision
 # between two states of the same collections is not a practical concern.
@@ -82,7 +83,7 @@ class PostgresAnswerStore(AnswerStore):
         with self._database.tenant_transaction(stored.tenant_id) as conn:
             conn.execute(
                 f"INSERT INTO answers (tenant_id, {_ANSWER_COLUMNS})"  # noqa: S608 - a constant column list
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
                     stored.tenant_id,
                     answer_id,
@@ -104,6 +105,7 @@ class PostgresAnswerStore(AnswerStore):
                     answer.index_version,
                     sorted(stored.collections),
                     answer.created_at,
+                    Jsonb([hit.model_dump(mode="json") for hit in answer.hits]),
                 ),
             )
             self._insert_citations(conn, stored.tenant_id, answer_id, answer.citations)
@@ -267,6 +269,7 @@ def _assemble(cursor: psycopg.Cursor[dict[str, Any]], tenant_id: str, row: dict[
         prompt_version=row["prompt_version"],
         index_version=row["index_version"],
         created_at=row["created_at"],
+        hits=tuple(AnswerHit.model_validate(hit) for hit in row["hits"]),
     )
     return StoredAnswer(
         tenant_id=tenant_id,
