@@ -12,7 +12,7 @@ from shared.domain.usage import RequestKind, converse_usage
 from tests.fakes import FakeSummarizer, principal
 from tests.integration.api_steps import REPORT, indexed
 from tests.integration.files_stack import Stack
-from tests.integration.test_tenant_limits import limited
+from tests.integration.limited_stack import limited
 
 
 def new_tenant() -> str:

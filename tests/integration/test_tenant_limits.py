@@ -7,12 +7,9 @@ import json
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.bootstrap import Container
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.files import FailureReason, ProcessingState
 from shared.domain.limits import Spend, day_start
@@ -27,6 +24,7 @@ from shared.domain.usage import Usage
 from shared.local import scan_corpus
 from shared.ports import OcrProvider, OcrSource
 from tests.integration.files_stack import Stack
+from tests.integration.limited_stack import limited
 
 BOX = BoundingBox(left=0.1, top=0.1, width=0.6, height=0.03)
 
@@ -54,25 +52,6 @@ class FakeCountingOcr(OcrProvider):
 
     def discard(self, job: RecognitionJob) -> None:
         raise AssertionError("this engine never hands out a job")
-
-
-@contextmanager
-def limited(stack: Stack, *, ocr: OcrProvider | None = None, **limits: object) -> Iterator[Container]:
-    """The API and the Object Created handler on a Container of their own, with `limits` (QUIRE_LIMIT_* names)."""
-    from functions.api import handler as api_handler
-    from functions.on_object_created import handler as created_handler
-
-    container = Container(stack.container.settings.model_copy(update=limits))
-    if ocr is not None:
-        container.ocr = ocr
-    original_api, original_created = api_handler.container, created_handler.container
-    api_handler.container = created_handler.container = container
-    try:
-        yield container
-    finally:
-        api_handler.container, created_handler.container = original_api, original_created
-        container.workflow.drain()  # type: ignore[attr-defined]
-        container.database.close()
 
 
 def call(stack: Stack, method: str, path: str, token: str, body: Any = None) -> tuple[int, dict[str, str], Any]:

@@ -7,7 +7,7 @@ from shared.domain.search import Found, RetrievalTuning, SearchFilters, SearchQu
 from shared.domain.titles import DirectChunk, NamedTitle
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.retrieval import Retrieval
-from tests.unit.test_retrieval import NOW, FakeEmbedder, FakeLanes, caller
+from tests.unit.retrieval_fakes import NOW, FakeEmbedder, FakeLanes, caller
 
 
 class FakeTitleIndex:

@@ -59,6 +59,7 @@ from shared.adapters.aws.retrying import (
     RETRYABLE_TRANSPORT,
     Backoff,
     LazyClient,
+    bedrock_runtime_factory,
     check_attempts,
     error_code,
     error_message,
@@ -329,16 +330,9 @@ class BedrockConverseGenerator(Generator):
         the connect and read timeouts (the answer is not streamed: the read waits for all of it).
         """
 
-        def build_client() -> BedrockRuntimeClient:
-            import boto3
-            from botocore.config import Config
-
-            config = Config(
-                retries={"total_max_attempts": 1, "mode": "standard"},
-                connect_timeout=connect_timeout,
-                read_timeout=read_timeout,
-            )
-            return boto3.client("bedrock-runtime", region_name=region, config=config)
+        build_client: Callable[[], BedrockRuntimeClient] = bedrock_runtime_factory(
+            region, connect_timeout=connect_timeout, read_timeout=read_timeout
+        )
 
         return cls(build_client, model_id=model_id, max_attempts=max_attempts)
 

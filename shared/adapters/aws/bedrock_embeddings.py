@@ -31,6 +31,7 @@ from shared.adapters.aws.retrying import (
     RETRYABLE_TRANSPORT,
     Backoff,
     LazyClient,
+    bedrock_runtime_factory,
     check_attempts,
     error_code,
     error_message,
@@ -131,17 +132,12 @@ class BedrockTitanEmbedder(EmbeddingProvider):
     ) -> "BedrockTitanEmbedder":
         """An embedder whose client is built on first use, with botocore's retries off (this class retries)."""
 
-        def build_client() -> BedrockRuntimeClient:
-            import boto3
-            from botocore.config import Config
-
-            config = Config(
-                retries={"total_max_attempts": 1, "mode": "standard"},
-                max_pool_connections=max(10, concurrency),
-                connect_timeout=connect_timeout,
-                read_timeout=read_timeout,
-            )
-            return boto3.client("bedrock-runtime", region_name=region, config=config)
+        build_client: Callable[[], BedrockRuntimeClient] = bedrock_runtime_factory(
+            region,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_pool_connections=max(10, concurrency),
+        )
 
         return cls(
             build_client, dimension=dimension, model_id=model_id, concurrency=concurrency, max_attempts=max_attempts

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from botocore.exceptions import ClientError
 
-from shared.adapters.aws.retrying import Backoff, LazyClient, check_attempts, error_code, error_message, retried
+from shared.adapters.aws.retrying import (
+    Backoff,
+    LazyClient,
+    bedrock_runtime_factory,
+    check_attempts,
+    error_code,
+    error_message,
+    retried,
+)
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, VisionFailed
 from shared.domain.recognition import ImageDescription
@@ -178,16 +186,9 @@ class BedrockConverseVision(VisionProvider):
         before the first byte of its answer.
         """
 
-        def build_client() -> BedrockRuntimeClient:
-            import boto3
-            from botocore.config import Config
-
-            config = Config(
-                retries={"total_max_attempts": 1, "mode": "standard"},
-                connect_timeout=connect_timeout,
-                read_timeout=read_timeout,
-            )
-            return boto3.client("bedrock-runtime", region_name=region, config=config)
+        build_client: Callable[[], BedrockRuntimeClient] = bedrock_runtime_factory(
+            region, connect_timeout=connect_timeout, read_timeout=read_timeout
+        )
 
         return cls(build_client, model_id=model_id, max_output_tokens=max_output_tokens, max_attempts=max_attempts)
 

@@ -9,7 +9,7 @@ turns the others into its own refusals (`refuse`); what it neither retries nor r
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
@@ -19,6 +19,27 @@ Result = TypeVar("Result")
 
 # Transport failures: no answer at all (connect), none in time (read), or a connection cut mid-answer.
 RETRYABLE_TRANSPORT: tuple[type[Exception], ...] = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError)
+
+
+def bedrock_runtime_factory(
+    region: str, *, connect_timeout: float, read_timeout: float, max_pool_connections: int = 10
+) -> Callable[[], Any]:
+    """A zero-argument builder of a bedrock-runtime client with botocore's retries off (the adapter retries), for
+    LazyClient: boto3 is imported when the first call needs it, not when a handler module loads."""
+
+    def build_client() -> Any:
+        import boto3
+        from botocore.config import Config
+
+        config = Config(
+            retries={"total_max_attempts": 1, "mode": "standard"},
+            max_pool_connections=max_pool_connections,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+        return boto3.client("bedrock-runtime", region_name=region, config=config)
+
+    return build_client
 
 
 class LazyClient(Generic[Client]):

@@ -1,0 +1,102 @@
+"""Fakes of retrieval's ports (named as fakes) for the unit tests of Retrieval and the title lane: both lanes and
+the store answering from fixed rankings, and an embedder that returns one fixed vector."""
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from shared.domain.auth import Principal
+from shared.domain.capabilities import CapabilityStatus
+from shared.domain.errors import EmbeddingFailed
+from shared.domain.knowledge import ChunkLocation, CollectionCoverage, RankedChunk
+from shared.domain.search import ChunkSnapshot, IdentifierBooster, RetrievalTuning
+from shared.domain.usage import Usage
+from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.retrieval import Retrieval
+
+NOW = datetime(2026, 11, 29, tzinfo=UTC)
+
+
+class FakeEmbedder:
+    def __init__(self, *, available: bool = True, fails: bool = False) -> None:
+        self.available = available
+        self.fails = fails
+
+    model_id = "fake"
+    dimension = 3
+    max_tokens = 100
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready("fake") if self.available else CapabilityStatus.unavailable("fake", "off")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.fails:
+            raise EmbeddingFailed("throttled")
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+    def usage(self, tokens: int) -> Usage:
+        return Usage(provider="fake", operation="fake:embed", model=self.model_id, priced=False, input_tokens=tokens)
+
+
+class FakeLanes:
+    """Both lanes and the store, answering from fixed rankings, recording what they were asked."""
+
+    def __init__(self, vector: list[tuple[str, float]], keyword: list[tuple[str, float]], bodies: dict[str, str]):
+        self.vector = vector
+        self.keyword = keyword
+        self.bodies = bodies
+        self.asked: list[tuple[str, frozenset[str]]] = []
+
+    def nearest(self, tenant_id, collections, embedding, *, embedding_model, limit, filters):  # type: ignore[no-untyped-def]
+        self.asked.append(("vector", collections))
+        return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(self.vector[:limit], start=1)]
+
+    def search(self, tenant_id, collections, query, *, limit, filters, k1, b):  # type: ignore[no-untyped-def]
+        self.asked.append(("keyword", collections))
+        return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(self.keyword[:limit], start=1)]
+
+    def snapshots(self, tenant_id, collections, chunk_ids):  # type: ignore[no-untyped-def]
+        return [
+            ChunkSnapshot(
+                chunk_id=chunk_id,
+                file_id="f",
+                version_id="v",
+                filename="a.pdf",
+                media_type="application/pdf",
+                collection_id="docs",
+                location=ChunkLocation(page_start=2, page_end=2),
+                heading_path=("Intro",),
+                body=self.bodies.get(chunk_id, f"text of {chunk_id}"),
+            )
+            for chunk_id in chunk_ids
+        ]
+
+    def replace_chunks(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("not used")
+
+    def versions_to_reindex(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("not used")
+
+    def coverage(self, *args, **kwargs) -> list[CollectionCoverage]:  # type: ignore[no-untyped-def]
+        raise AssertionError("not used")
+
+
+def retrieval(
+    lanes: FakeLanes, embedder: FakeEmbedder | None = None, reranker: object = None, **tuning: object
+) -> Retrieval:
+    return Retrieval(
+        authorization=ClaimsAuthorizationPolicy(),
+        knowledge=lanes,
+        vectors=lanes,
+        keywords=lanes,
+        embedder=embedder or FakeEmbedder(),
+        tuning=RetrievalTuning.model_validate(tuning),
+        reranker=reranker if reranker is not None else IdentifierBooster(),  # type: ignore[arg-type]
+        clock=lambda: NOW,
+    )
+
+
+def caller(*collections: str) -> Principal:
+    return Principal(tenant_id="acme", subject="ann", collections=frozenset(collections))
