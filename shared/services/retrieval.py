@@ -1,4 +1,5 @@
-"""Hybrid retrieval: two lanes over the same rows, fused by reciprocal rank, floored, cited.
+"""Hybrid retrieval: two lanes over the same rows, fused (z-scores per document, or reciprocal rank), floored,
+cited.
 
 The caller's readable collections are computed here and passed to both lanes as a required argument:
 an optional filter is a filter someone omits.
@@ -22,9 +23,9 @@ from shared.domain.search import (
     SearchOutcome,
     SearchQuery,
     excerpt_of,
+    fuse,
     matching_regions,
     query_terms,
-    reciprocal_rank_fusion,
 )
 from shared.observability import logger
 from shared.ports import AuthorizationPolicy, EmbeddingProvider, KeywordIndex, KnowledgeStore, Reranker, VectorIndex
@@ -116,7 +117,7 @@ class Retrieval:
                 vector_available=self._embedder.capability().available,
             )
         lanes = self.lanes(principal.tenant_id, collections, query)
-        fused = reciprocal_rank_fusion([lanes.vector, lanes.keyword], self._tuning.rrf_k)
+        fused = fuse([lanes.vector, lanes.keyword], self._tuning)
         if not fused:
             reason = EmptyReason.BELOW_FLOOR if lanes.below_floor else EmptyReason.NO_MATCH
             return Empty(outcome=reason, message=reason.sentence, vector_available=lanes.vector_available)
