@@ -87,11 +87,11 @@ class RetrievalTuning(BaseModel):
     # of a runbook line 0.64, while off-topic questions' nearest chunk scores 0.57-0.69: 0.6 keeps every
     # real match and turns the clearly unrelated away. Titan needs its own measurement.
     semantic_floor: float = Field(default=0.6, ge=0, le=1)
-    # Relative to the best fused score, both fusions scoring 0 for a chunk no lane returned: drops the tail of a
-    # good result set (never rejects a poor set; that is the absolute floor's job). 0.2 for z-score fusion is
-    # the highest that cost no nDCG@10 on the SciFact train tune queries (9.6 of 10 hits kept on average;
-    # rrf at its 0.4 kept 9.2 and cost 0.01): docs/adr/0008.
-    fused_floor: float = Field(default=0.2, ge=0, le=1)
+    # Relative to the best fused score (both fusions score every returned chunk above 0): drops the tail of a
+    # good result set (never rejects a poor set; that is the absolute floor's job). For z-score fusion 0.3 is
+    # the highest that cost no nDCG@10 on the SciFact train tune queries, keeping 9.3 of 10 hits on average
+    # as rrf's 0.4 kept 9.2 (docs/adr/0008).
+    fused_floor: float = Field(default=0.3, ge=0, le=1)
     candidates: int = Field(default=50, ge=1, le=1000)  # per lane, before fusion
     context_budget_characters: int = Field(default=12_000, ge=MAX_EXCERPT_CHARACTERS)
     bm25_k1: float = Field(default=0.9, gt=0)
@@ -261,7 +261,9 @@ class SearchHit(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     chunk_id: str
-    score: float  # fused (reciprocal rank); comparable within one result set only
+    # Fused: with z-score fusion (the default) 1 for the best candidate and 0 for what a chunk no lane returned
+    # would score; with rrf, Σ 1/(k + rank). Comparable within one result set only, never across queries.
+    score: float
     vector_score: float | None  # (cosine + 1) / 2, None when the semantic lane did not find it
     lexical_score: float | None  # BM25, None when the keyword lane did not find it
     excerpt: str
@@ -319,8 +321,11 @@ def reciprocal_rank_fusion(lanes: Sequence[Sequence[RankedChunk]], k: int) -> li
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
 
 
-# Standard deviations below a lane's weakest document that a document the lane did not return scores.
-MISSED_BY_A_LANE = 0.5
+# Standard deviations below a lane's weakest document that a document the lane did not return scores: 0 (as
+# the weakest) fused best on the SciFact train tune queries (0.5 and 1 a little lower: docs/adr/0008).
+MISSED_BY_A_LANE = 0.0
+# The fused scale's 0: this many standard deviations below each lane's weakest, so every returned chunk is above it.
+SCALE_ZERO_BELOW_WEAKEST = 1.0
 
 
 def version_of(chunk_id: str) -> str:
@@ -355,15 +360,17 @@ def zscore_fusion(
     the lane returned), fused per document (`group`, by default the file version), then per chunk.
 
     A document's score in a lane is its best chunk's there; a document or chunk the lane did not return
-    scores `missed` standard deviations below the lane's weakest, so being found at all counts. A document's
+    scores `missed` standard deviations below the lane's weakest (more than 0: being found at all counts,
+    which did not help on SciFact). A document's
     fused score is Σ weight * lane score; its best chunk (by the chunk's own fused score) carries it, its
     other chunks their own fused score, never higher: documents rank as their fused scores say, a
     document's chunks in their own order, and a long document's weaker chunks cannot crowd out the next
     document. An empty lane takes no part. Ties keep the order of first appearance (lane order, then rank).
 
-    The result is rescaled per query so that 1 is the best candidate and 0 what a chunk no lane returned
-    would score: every returned chunk is above 0 and a relative floor means what it meant for reciprocal
-    rank (whose unfound chunk scores 0 too). Comparable within one result set only."""
+    The result is rescaled per query so that 1 is the best candidate and 0 lies one standard deviation below
+    each lane's weakest (SCALE_ZERO_BELOW_WEAKEST): every returned chunk is above 0, so a floor relative to
+    the best means what it meant for reciprocal rank, whose scores are above 0 too. Comparable within one
+    result set only."""
     if len(weights) != len(lanes):
         raise ValueError(f"{len(lanes)} lanes need {len(lanes)} weights, not {len(weights)}")
     present = [(_standardised(lane, group), weight) for lane, weight in zip(lanes, weights, strict=True) if lane]
@@ -396,10 +403,8 @@ def zscore_fusion(
             fused[chunk_id] = document_score if chunk_id == best else own[chunk_id]
     position = {chunk_id: index for index, chunk_id in enumerate(appearance)}
     ranked = sorted(fused.items(), key=lambda item: (-item[1], position[item[0]]))
-    zero = sum(weight * absent for (_, weight), absent in zip(present, unfound, strict=True))
+    zero = sum(weight * (min(scores.values()) - SCALE_ZERO_BELOW_WEAKEST) for scores, weight in present)
     top = ranked[0][1] - zero
-    if top <= 0:  # nothing stands out from a chunk no lane found (missed = 0 and no spread)
-        return [(chunk_id, 1.0) for chunk_id, _ in ranked]
     return [(chunk_id, (score - zero) / top) for chunk_id, score in ranked]
 
 

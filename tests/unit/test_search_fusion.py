@@ -56,7 +56,7 @@ def test_a_chunk_a_lane_missed_scores_below_that_lanes_weakest_and_the_scale_run
         "c:0": 0.5 * unfound_vector + 0.5 * 0,
         "d:0": 0.5 * unfound_vector + 0.5 * -s,
     }
-    zero = 0.5 * unfound_vector + 0.5 * unfound_keyword  # what a chunk neither lane returned would score
+    zero = 0.5 * (-1 - 1) + 0.5 * (-s - 1)  # the scale's 0: a standard deviation below each lane's weakest
     fused = zscore_fusion([vector, keyword], [0.5, 0.5], missed=0.5)
     assert order(fused) == ["b:0", "a:0", "c:0", "d:0"]
     assert dict(fused) == pytest.approx({chunk: (value - zero) / (raw["b:0"] - zero) for chunk, value in raw.items()})
@@ -64,10 +64,11 @@ def test_a_chunk_a_lane_missed_scores_below_that_lanes_weakest_and_the_scale_run
     assert all(score > 0 for _, score in fused)
 
 
-def test_being_found_by_a_lane_at_all_counts() -> None:
+def test_by_default_a_lanes_weakest_counts_as_much_as_missed_and_missed_can_count_below_it() -> None:
     vector = lane(("a:0", 0.8), ("b:0", 0.8))  # no spread: both at 0
-    keyword = lane(("b:0", 5.0))  # its only hit: 0 too, but a chunk it missed sits below that
-    assert order(zscore_fusion([vector, keyword], [0.5, 0.5])) == ["b:0", "a:0"]
+    keyword = lane(("b:0", 5.0))  # its only hit: 0 too
+    assert zscore_fusion([vector, keyword], [0.5, 0.5]) == [("a:0", 1.0), ("b:0", 1.0)]
+    assert order(zscore_fusion([vector, keyword], [0.5, 0.5], missed=0.5)) == ["b:0", "a:0"]
 
 
 def test_documents_rank_by_their_best_chunk_per_lane_and_their_chunks_by_their_own_score() -> None:
@@ -104,7 +105,9 @@ def test_one_lane_alone_keeps_its_own_order() -> None:
     assert order(fuse([[], keyword], RetrievalTuning(vector_weight=1.0))) == ["a:0", "b:0", "c:0"]
     # One hit, or equal scores: no spread to standardise by; all are the best.
     assert zscore_fusion([lane(("a:0", 0.7))], [1.0]) == [("a:0", 1.0)]
-    assert zscore_fusion([lane(("b:0", 2.0), ("a:0", 2.0))], [1.0], missed=0.0) == [("b:0", 1.0), ("a:0", 1.0)]
+    assert zscore_fusion([lane(("b:0", 2.0), ("a:0", 2.0))], [1.0]) == [("b:0", 1.0), ("a:0", 1.0)]
+    # Every returned chunk is above the scale's 0, the weakest too.
+    assert all(score > 0 for _, score in zscore_fusion([lane(("a:0", 9.0), ("b:0", 1.0))], [1.0]))
 
 
 def test_no_lane_found_anything() -> None:
