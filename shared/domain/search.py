@@ -324,7 +324,7 @@ def reciprocal_rank_fusion(lanes: Sequence[Sequence[RankedChunk]], k: int) -> li
 # Standard deviations below a lane's weakest document that a document the lane did not return scores: 0 (as
 # the weakest) fused best on the SciFact train tune queries (0.5 and 1 a little lower: docs/adr/0008).
 MISSED_BY_A_LANE = 0.0
-# The fused scale's 0: this many standard deviations below each lane's weakest, so every returned chunk is above it.
+# The fused scale's 0: this many standard deviations below what a lane's miss scores (every returned chunk is above).
 SCALE_ZERO_BELOW_WEAKEST = 1.0
 
 
@@ -360,19 +360,21 @@ def zscore_fusion(
     the lane returned), fused per document (`group`, by default the file version), then per chunk.
 
     A document's score in a lane is its best chunk's there; a document or chunk the lane did not return
-    scores `missed` standard deviations below the lane's weakest (more than 0: being found at all counts,
-    which did not help on SciFact). A document's
-    fused score is Σ weight * lane score; its best chunk (by the chunk's own fused score) carries it, its
-    other chunks their own fused score, never higher: documents rank as their fused scores say, a
-    document's chunks in their own order, and a long document's weaker chunks cannot crowd out the next
-    document. An empty lane takes no part. Ties keep the order of first appearance (lane order, then rank).
+    scores `missed` (>= 0) standard deviations below the lane's weakest (above 0, being found at all counts;
+    that did not help on SciFact). A document's fused score is Σ weight * lane score; its best chunk (by the
+    chunk's own fused score) carries it, its other chunks their own fused score, never higher: documents rank
+    as their fused scores say, a document's chunks in their own order, and a long document's weaker chunks
+    cannot crowd out the next document. An empty lane takes no part. Ties keep the order of first appearance
+    (lane order, then rank).
 
-    The result is rescaled per query so that 1 is the best candidate and 0 lies one standard deviation below
-    each lane's weakest (SCALE_ZERO_BELOW_WEAKEST): every returned chunk is above 0, so a floor relative to
-    the best means what it meant for reciprocal rank, whose scores are above 0 too. Comparable within one
-    result set only."""
+    The result is rescaled per query so that 1 is the best candidate and 0 lies SCALE_ZERO_BELOW_WEAKEST
+    standard deviations below what each lane's miss scores: every returned chunk is above 0, so a floor
+    relative to the best means what it meant for reciprocal rank, whose scores are above 0 too. Comparable
+    within one result set only."""
     if len(weights) != len(lanes):
         raise ValueError(f"{len(lanes)} lanes need {len(lanes)} weights, not {len(weights)}")
+    if missed < 0:
+        raise ValueError(f"missed must be at least 0, not {missed}")
     present = [(_standardised(lane, group), weight) for lane, weight in zip(lanes, weights, strict=True) if lane]
     if not present:
         return []
@@ -403,7 +405,9 @@ def zscore_fusion(
             fused[chunk_id] = document_score if chunk_id == best else own[chunk_id]
     position = {chunk_id: index for index, chunk_id in enumerate(appearance)}
     ranked = sorted(fused.items(), key=lambda item: (-item[1], position[item[0]]))
-    zero = sum(weight * (min(scores.values()) - SCALE_ZERO_BELOW_WEAKEST) for scores, weight in present)
+    zero = sum(
+        weight * (absent - SCALE_ZERO_BELOW_WEAKEST) for (_, weight), absent in zip(present, unfound, strict=True)
+    )
     top = ranked[0][1] - zero
     return [(chunk_id, (score - zero) / top) for chunk_id, score in ranked]
 

@@ -56,7 +56,7 @@ def test_a_chunk_a_lane_missed_scores_below_that_lanes_weakest_and_the_scale_run
         "c:0": 0.5 * unfound_vector + 0.5 * 0,
         "d:0": 0.5 * unfound_vector + 0.5 * -s,
     }
-    zero = 0.5 * (-1 - 1) + 0.5 * (-s - 1)  # the scale's 0: a standard deviation below each lane's weakest
+    zero = 0.5 * (unfound_vector - 1) + 0.5 * (unfound_keyword - 1)  # a standard deviation below a miss
     fused = zscore_fusion([vector, keyword], [0.5, 0.5], missed=0.5)
     assert order(fused) == ["b:0", "a:0", "c:0", "d:0"]
     assert dict(fused) == pytest.approx({chunk: (value - zero) / (raw["b:0"] - zero) for chunk, value in raw.items()})
@@ -115,9 +115,16 @@ def test_no_lane_found_anything() -> None:
     assert zscore_fusion([], []) == []
 
 
-def test_each_lane_needs_a_weight() -> None:
+def test_each_lane_needs_a_weight_and_a_miss_is_never_above_the_weakest() -> None:
     with pytest.raises(ValueError, match="2 lanes need 2 weights"):
         zscore_fusion([lane(("a:0", 1.0)), []], [1.0])
+    with pytest.raises(ValueError, match="missed must be at least 0"):
+        zscore_fusion([lane(("a:0", 1.0))], [1.0], missed=-1)
+    # However far below a miss is put, every returned chunk stays above the scale's 0.
+    disagreeing = zscore_fusion(
+        [lane(("a:0", 0.9), ("b:0", 0.1)), lane(("c:0", 9.0), ("d:0", 1.0))], [0.5, 0.5], missed=3
+    )
+    assert disagreeing[0][1] == 1.0 and all(score > 0 for _, score in disagreeing)
 
 
 def test_fuse_follows_the_tuning_and_keeps_reciprocal_rank_available() -> None:
