@@ -59,11 +59,13 @@ synth: $(INSTALLED)
 		$(BIN)/python -m infra.app
 	@ls cdk.out/*.template.json
 
-# Retrieval quality on SciFact's train split (tune only on train): nDCG@10, recall@10/100, MRR@10 per lane.
+# Retrieval quality on SciFact's train split (tune only on train): nDCG@10, recall@10/100, MRR@10 per lane, hybrid
+# before (RRF k 10) and after (the configured fusion), and nDCG@10 on the tune and held-out queries.
+# EVAL_ARGS="--reuse eval-…" skips ingesting again (a tenant kept with --keep).
 SCIFACT ?= ../shared/data/scifact
 eval: $(INSTALLED)
 	@test -d $(SCIFACT) || { echo "make eval: $(SCIFACT) is absent (set SCIFACT=dir to a BEIR dataset)"; exit 2; }
-	$(BIN)/quire eval --dataset $(SCIFACT) --split train
+	$(BIN)/quire eval --dataset $(SCIFACT) --split train $(EVAL_ARGS)
 
 # Speed and memory, medians of several runs: a table on stdout and .bench/results.json.
 bench: $(INSTALLED)

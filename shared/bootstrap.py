@@ -30,7 +30,7 @@ from shared.domain.document import ExtractionLimits
 from shared.domain.errors import InfrastructureUnavailable
 from shared.domain.exports import ExportFormat, RenderLimits
 from shared.domain.limits import TenantLimits
-from shared.domain.search import IdentifierBooster, RetrievalTuning
+from shared.domain.search import Fusion, IdentifierBooster, RetrievalTuning
 from shared.domain.steps import StepInput, StepOutcome
 from shared.domain.uploads import parse_storage_key
 from shared.ports import (
@@ -478,6 +478,8 @@ class Container:
             keywords=self.keyword_index,
             embedder=self.embedder,
             tuning=RetrievalTuning(
+                fusion=Fusion(settings.search_fusion),
+                vector_weight=settings.search_vector_weight,
                 rrf_k=settings.search_rrf_k,
                 semantic_floor=settings.search_semantic_floor,
                 fused_floor=settings.search_fused_floor,

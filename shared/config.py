@@ -63,9 +63,11 @@ class Settings(BaseSettings):
     # Bedrock Titan Text Embeddings v2 on AWS (256, 512 or 1024 dimensions: QUIRE_EMBEDDING_DIMENSION).
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     # Retrieval (docs/search.md, docs/adr/0004): chosen on the SciFact train split, never on test.
+    search_fusion: Literal["zscore", "rrf"] = "zscore"  # docs/adr/0008
+    search_vector_weight: float = Field(default=0.55, ge=0, le=1)
     search_rrf_k: int = Field(default=10, ge=1)
     search_semantic_floor: float = Field(default=0.6, ge=0, le=1)
-    search_fused_floor: float = Field(default=0.4, ge=0, le=1)
+    search_fused_floor: float = Field(default=0.3, ge=0, le=1)
     search_candidates: int = Field(default=50, ge=1, le=1000)
     search_context_budget_characters: int = Field(default=12_000, ge=2_000)
     search_bm25_k1: float = Field(default=0.9, gt=0)

@@ -5,7 +5,8 @@ sentence is true: you may read nothing that could match / nothing matches / noth
 """
 
 import re
-from collections.abc import Sequence
+import statistics
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal
@@ -61,12 +62,24 @@ class SearchQuery(BaseModel):
         return self
 
 
+class Fusion(StrEnum):
+    """How the two lanes become one ranking (docs/search.md, docs/adr/0008)."""
+
+    RRF = "rrf"  # reciprocal rank: ranks only
+    ZSCORE = "zscore"  # a weighted sum of per-query standardised scores, per document
+
+
 class RetrievalTuning(BaseModel):
     """The numbers retrieval depends on; each is a setting, chosen on the train split (docs/adr/0004)."""
 
     model_config = ConfigDict(frozen=True)
 
-    # Chosen on the SciFact train split (docs/search.md): k 10 fused best (0.716 nDCG@10 vs 0.702 at 60).
+    # Chosen on the SciFact train split's tune queries (docs/adr/0008): z-score fusion per document beat
+    # reciprocal rank there and on the held-out queries.
+    fusion: Fusion = Fusion.ZSCORE
+    # The vector lane's share of a z-score fusion (the keyword lane's is 1 - this); 0.55 was best on tune.
+    vector_weight: float = Field(default=0.55, ge=0, le=1)
+    # For rrf fusion: k 10 fused best (0.716 nDCG@10 vs 0.702 at 60; docs/adr/0004).
     rrf_k: int = Field(default=10, ge=1)
     # Absolute, on (cosine + 1) / 2: unrelated text sits near 0.5, not 0, so without a floor there is
     # always a "nearest" chunk and never an honest "nothing is close enough". Model-specific: for MiniLM
@@ -74,9 +87,11 @@ class RetrievalTuning(BaseModel):
     # of a runbook line 0.64, while off-topic questions' nearest chunk scores 0.57-0.69: 0.6 keeps every
     # real match and turns the clearly unrelated away. Titan needs its own measurement.
     semantic_floor: float = Field(default=0.6, ge=0, le=1)
-    # Relative to the best fused score: drops the tail of a good result set (never rejects a poor set;
-    # that is the absolute floor's job).
-    fused_floor: float = Field(default=0.4, ge=0, le=1)
+    # Relative to the best fused score (both fusions score every returned chunk above 0): drops the tail of a
+    # good result set (never rejects a poor set; that is the absolute floor's job). For z-score fusion 0.3 is
+    # the highest that cost no nDCG@10 on the SciFact train tune queries, keeping 9.3 of 10 hits on average
+    # as rrf's 0.4 kept 9.2 (docs/adr/0008).
+    fused_floor: float = Field(default=0.3, ge=0, le=1)
     candidates: int = Field(default=50, ge=1, le=1000)  # per lane, before fusion
     context_budget_characters: int = Field(default=12_000, ge=MAX_EXCERPT_CHARACTERS)
     bm25_k1: float = Field(default=0.9, gt=0)
@@ -246,7 +261,9 @@ class SearchHit(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     chunk_id: str
-    score: float  # fused (reciprocal rank); comparable within one result set only
+    # Fused: with z-score fusion (the default) 1 for the best candidate and 0 for what a chunk no lane returned
+    # would score; with rrf, Σ 1/(k + rank). Comparable within one result set only, never across queries.
+    score: float
     vector_score: float | None  # (cosine + 1) / 2, None when the semantic lane did not find it
     lexical_score: float | None  # BM25, None when the keyword lane did not find it
     excerpt: str
@@ -305,6 +322,105 @@ def reciprocal_rank_fusion(lanes: Sequence[Sequence[RankedChunk]], k: int) -> li
             scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (k + hit.rank)
     order = {chunk_id: position for position, chunk_id in enumerate(scores)}
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+# Standard deviations below a lane's weakest document that a document the lane did not return scores: 0 (as
+# the weakest) fused best on the SciFact train tune queries (0.5 and 1 a little lower: docs/adr/0008).
+MISSED_BY_A_LANE = 0.0
+# The fused scale's 0: this many standard deviations below what a lane's miss scores (every returned chunk is above).
+SCALE_ZERO_BELOW_WEAKEST = 1.0
+
+
+def version_of(chunk_id: str) -> str:
+    """The file version a chunk belongs to: chunk ids are `{version_id}:{ordinal}`."""
+    return chunk_id.split(":", 1)[0]
+
+
+def _standardised(lane: Sequence[RankedChunk], group: Callable[[str], str]) -> dict[str, float]:
+    # Per query and lane: (score - mean) / population standard deviation, the statistics taken over the
+    # documents the lane returned (each at its best chunk), so a document of many chunks weighs once. A lane
+    # whose documents all score alike (one hit, say) says nothing about spread: they sit at 0.
+    documents: dict[str, float] = {}
+    for hit in lane:
+        key = group(hit.chunk_id)
+        documents[key] = max(documents.get(key, hit.score), hit.score)
+    mean = statistics.fmean(documents.values())
+    spread = statistics.pstdev(documents.values()) or 1.0
+    standardised: dict[str, float] = {}
+    for hit in lane:
+        standardised.setdefault(hit.chunk_id, (hit.score - mean) / spread)
+    return standardised
+
+
+def zscore_fusion(
+    lanes: Sequence[Sequence[RankedChunk]],
+    weights: Sequence[float],
+    *,
+    group: Callable[[str], str] = version_of,
+    missed: float = MISSED_BY_A_LANE,
+) -> list[tuple[str, float]]:
+    """A convex combination of the lanes' scores, each standardised per query (a z-score over the documents
+    the lane returned), fused per document (`group`, by default the file version), then per chunk.
+
+    A document's score in a lane is its best chunk's there; a document or chunk the lane did not return
+    scores `missed` (>= 0) standard deviations below the lane's weakest (above 0, being found at all counts;
+    that did not help on SciFact). A document's fused score is Σ weight * lane score; its best chunk (by the
+    chunk's own fused score) carries it, its other chunks their own fused score, never higher: documents rank
+    as their fused scores say, a document's chunks in their own order, and a long document's weaker chunks
+    cannot crowd out the next document. An empty lane takes no part. Ties keep the order of first appearance
+    (lane order, then rank).
+
+    The result is rescaled per query so that 1 is the best candidate and 0 lies SCALE_ZERO_BELOW_WEAKEST
+    standard deviations below what each lane's miss scores: every returned chunk is above 0, so a floor
+    relative to the best means what it meant for reciprocal rank, whose scores are above 0 too. Comparable
+    within one result set only."""
+    if len(weights) != len(lanes):
+        raise ValueError(f"{len(lanes)} lanes need {len(lanes)} weights, not {len(weights)}")
+    if missed < 0:
+        raise ValueError(f"missed must be at least 0, not {missed}")
+    present = [(_standardised(lane, group), weight) for lane, weight in zip(lanes, weights, strict=True) if lane]
+    if not present:
+        return []
+    if sum(weight for _, weight in present) <= 0:  # only lanes weighted 0 answered (a keyword-only search)
+        present = [(scores, 1.0) for scores, _ in present]
+    appearance: dict[str, None] = {}
+    for lane in lanes:
+        for hit in lane:
+            appearance.setdefault(hit.chunk_id, None)
+    unfound = [min(scores.values()) - missed for scores, _ in present]
+    own = {
+        chunk_id: sum(
+            weight * scores.get(chunk_id, absent) for (scores, weight), absent in zip(present, unfound, strict=True)
+        )
+        for chunk_id in appearance
+    }
+    documents: dict[str, list[str]] = {}
+    for chunk_id in appearance:
+        documents.setdefault(group(chunk_id), []).append(chunk_id)
+    fused: dict[str, float] = {}
+    for chunk_ids in documents.values():
+        best = max(chunk_ids, key=lambda chunk_id: own[chunk_id])  # the first of equals
+        document_score = sum(
+            weight * max((scores[chunk_id] for chunk_id in chunk_ids if chunk_id in scores), default=absent)
+            for (scores, weight), absent in zip(present, unfound, strict=True)
+        )
+        for chunk_id in chunk_ids:
+            fused[chunk_id] = document_score if chunk_id == best else own[chunk_id]
+    position = {chunk_id: index for index, chunk_id in enumerate(appearance)}
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], position[item[0]]))
+    zero = sum(
+        weight * (absent - SCALE_ZERO_BELOW_WEAKEST) for (_, weight), absent in zip(present, unfound, strict=True)
+    )
+    top = ranked[0][1] - zero
+    return [(chunk_id, (score - zero) / top) for chunk_id, score in ranked]
+
+
+def fuse(lanes: Sequence[Sequence[RankedChunk]], tuning: "RetrievalTuning") -> list[tuple[str, float]]:
+    """The lanes (vector first, then keyword) fused as `tuning` says: what search and the evaluation both call."""
+    if tuning.fusion is Fusion.RRF:
+        return reciprocal_rank_fusion(lanes, tuning.rrf_k)
+    weights = [tuning.vector_weight, 1.0 - tuning.vector_weight][: len(lanes)]
+    return zscore_fusion(lanes, weights)
 
 
 _IDENTIFIER = re.compile(r"[\w][\w./:-]*[\w]", re.UNICODE)

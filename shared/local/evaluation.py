@@ -3,14 +3,15 @@
 The corpus goes into a scratch tenant (removed afterwards) as real file versions, chunked by the
 structural chunker in the embedding model's tokens, embedded in full batches, and written by the
 same KnowledgeStore the pipeline uses. Queries run through the same lanes and fusion as `/v1/search`;
-chunk rankings become document rankings by each document's best chunk. Tune only on the train split.
+chunk rankings become document rankings by each document's best chunk. Tune only on the train split, and
+there only on its tune queries: every fifth query id (sorted) is held out, to show what generalises.
 """
 
 import json
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,13 +23,23 @@ from shared.domain.citations import excerpt_is_at_location
 from shared.domain.document import Block, BlockCollector, BlockKind, ExtractedDocument, ExtractionLimits, Location
 from shared.domain.files import NewVersion, ProcessingState
 from shared.domain.metrics import ndcg_at, recall_at, reciprocal_rank_at
-from shared.domain.search import Found, SearchFilters, SearchMode, SearchQuery, reciprocal_rank_fusion
+from shared.domain.search import Found, Fusion, RetrievalTuning, SearchFilters, SearchMode, SearchQuery, fuse
 from shared.domain.uploads import storage_key
 from shared.services.indexing import IndexTarget
 
 COLLECTION = "beir"
 MODES = (SearchMode.KEYWORD, SearchMode.SEMANTIC, SearchMode.HYBRID)
 DEPTH = 100  # documents ranked per query (recall@100)
+# The rows of the report: each lane alone, hybrid as before (reciprocal rank fusion, k 10: docs/adr/0004) and
+# hybrid with the configured fusion (docs/adr/0008). Both hybrid rows fuse the same lanes of the same query.
+BEFORE = "hybrid-rrf"
+ROWS = ("keyword", "semantic", BEFORE, "hybrid")
+TUNE, HELD_OUT = "tune", "held-out"
+
+
+def held_out(query_ids: Iterable[str]) -> set[str]:
+    """Every fifth query id in sorted order (the 5th, 10th, ...): never tuned on, reported beside the rest."""
+    return set(sorted(query_ids)[4::5])
 
 
 @dataclass
@@ -86,6 +97,10 @@ class EvalReport:
     index_seconds: float
     chunks_per_second: float
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    # row → "tune" / "held-out" → metric: the same figures over the tune queries and the held-out ones.
+    splits: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    held_out_queries: int = 0  # of `queries`
+    fusion: str = ""  # the configured fusion (the "hybrid" row), e.g. "zscore per document, vector weight 0.5"
     latency_ms: dict[str, float] = field(default_factory=dict)
     citations_checked: int = 0
     citations_failed: int = 0
@@ -160,26 +175,29 @@ class Evaluation:
         )
         return attempt
 
-    def rankings(self, dataset: Dataset) -> Iterator[tuple[str, SearchMode, list[str], float]]:
-        """(query, mode, documents best first, milliseconds) for every query and mode."""
+    def rankings(self, dataset: Dataset) -> Iterator[tuple[str, str, list[str], float]]:
+        """(query, row, documents best first, milliseconds) for every query and row of ROWS."""
         retrieval = self._container.retrieval
         collections = frozenset({COLLECTION})
         candidates = 3 * DEPTH  # chunks, so that a hundred distinct documents remain after grouping
+        fusions = {BEFORE: before(retrieval.tuning), "hybrid": retrieval.tuning}
         for query_id, text in dataset.queries.items():
             for mode in MODES:
                 begun = time.perf_counter()
                 lanes = retrieval.lanes(
                     self.tenant, collections, SearchQuery(text=text, mode=mode), candidates=candidates
                 )
-                if mode is SearchMode.KEYWORD:
-                    order = [hit.chunk_id for hit in lanes.keyword]
-                elif mode is SearchMode.SEMANTIC:
-                    order = [hit.chunk_id for hit in lanes.vector]
-                else:
-                    fused = reciprocal_rank_fusion([lanes.vector, lanes.keyword], retrieval.tuning.rrf_k)
-                    order = [chunk_id for chunk_id, _ in fused]
                 elapsed = (time.perf_counter() - begun) * 1000
-                yield query_id, mode, self._documents(order), elapsed
+                if mode is SearchMode.KEYWORD:
+                    yield query_id, mode.value, self._documents([hit.chunk_id for hit in lanes.keyword]), elapsed
+                elif mode is SearchMode.SEMANTIC:
+                    yield query_id, mode.value, self._documents([hit.chunk_id for hit in lanes.vector]), elapsed
+                else:
+                    for row, tuning in fusions.items():
+                        begun = time.perf_counter()
+                        fused = fuse([lanes.vector, lanes.keyword], tuning)
+                        fusing = (time.perf_counter() - begun) * 1000
+                        yield query_id, row, self._documents([chunk_id for chunk_id, _ in fused]), elapsed + fusing
 
     def _documents(self, chunk_ids: list[str]) -> list[str]:
         seen: dict[str, None] = {}
@@ -218,11 +236,31 @@ class Evaluation:
         self,
         dataset: Dataset,
         rrf_ks: tuple[int, ...] = (5, 10, 20, 30, 60),
-        bm25: tuple[tuple[float, float], ...] = ((0.9, 0.4), (0.9, 0.6), (1.2, 0.5), (1.2, 0.75), (1.5, 0.75)),
+        vector_weights: tuple[float, ...] = (0.45, 0.5, 0.55, 0.6),
+        bm25: tuple[tuple[float, float], ...] = (
+            (0.9, 0.4),
+            (0.9, 0.6),
+            (1.2, 0.5),
+            (1.2, 0.75),
+            (1.5, 0.75),
+            (0.6, 0.6),
+        ),
     ) -> list[dict[str, float]]:
-        """nDCG@10 of the keyword lane per (k1, b) and of hybrid per (k1, b, rrf k): the numbers the
-        settings' defaults are chosen from (on train only)."""
+        """nDCG@10 of the keyword lane per (k1, b) and of hybrid per (k1, b, rrf k) and (k1, b, z-score vector
+        weight), over the tune queries only (the held-out fifth is left out): the numbers the settings'
+        defaults are chosen from."""
         self._ingested(dataset)
+        hidden = held_out(dataset.queries)
+        dataset = Dataset(
+            corpus=dataset.corpus,
+            queries={query_id: text for query_id, text in dataset.queries.items() if query_id not in hidden},
+            qrels=dataset.qrels,
+        )
+        tuning = self._container.retrieval.tuning
+        fusions = {f"rrf k={k}": tuning.model_copy(update={"fusion": Fusion.RRF, "rrf_k": k}) for k in rrf_ks} | {
+            f"z w={weight}": tuning.model_copy(update={"fusion": Fusion.ZSCORE, "vector_weight": weight})
+            for weight in vector_weights
+        }
         retrieval = self._container.retrieval
         collections = frozenset({COLLECTION})
         semantic = {
@@ -244,14 +282,12 @@ class Evaluation:
                 "b": b,
                 "keyword": self._mean_ndcg(dataset, {q: [h.chunk_id for h in hits] for q, hits in keyword.items()}),
             }
-            for k in rrf_ks:
+            for name, fusion in fusions.items():
                 fused = {
-                    query_id: [
-                        chunk_id for chunk_id, _ in reciprocal_rank_fusion([semantic[query_id], keyword[query_id]], k)
-                    ]
+                    query_id: [chunk_id for chunk_id, _ in fuse([semantic[query_id], keyword[query_id]], fusion)]
                     for query_id in dataset.queries
                 }
-                row[f"hybrid k={k}"] = self._mean_ndcg(dataset, fused)
+                row[name] = self._mean_ndcg(dataset, fused)
             row["semantic"] = self._mean_ndcg(dataset, {q: [h.chunk_id for h in hits] for q, hits in semantic.items()})
             rows.append(row)
             self._progress(f"k1={k1} b={b}: {row}")
@@ -268,17 +304,19 @@ class Evaluation:
 
     def run(self, dataset: Dataset, *, name: str, split: str, citation_sample: int = 50) -> EvalReport:
         chunks, seconds = self._ingested(dataset)
-        scores: dict[SearchMode, dict[str, list[float]]] = {mode: {} for mode in MODES}
-        latencies: dict[SearchMode, list[float]] = {mode: [] for mode in MODES}
-        for query_id, mode, ranking, elapsed in self.rankings(dataset):
+        hidden = held_out(dataset.queries)
+        scores: dict[str, dict[str, dict[str, list[float]]]] = {row: {} for row in ROWS}  # row → split → metric
+        latencies: dict[str, list[float]] = {row: [] for row in ROWS}
+        for query_id, row, ranking, elapsed in self.rankings(dataset):
             relevant = dataset.qrels[query_id]
-            measured = scores[mode]
+            measured = scores[row].setdefault(HELD_OUT if query_id in hidden else TUNE, {})
             measured.setdefault("ndcg@10", []).append(ndcg_at(ranking, relevant, 10))
             measured.setdefault("recall@10", []).append(recall_at(ranking, relevant, 10))
             measured.setdefault("recall@100", []).append(recall_at(ranking, relevant, 100))
             measured.setdefault("mrr@10", []).append(reciprocal_rank_at(ranking, relevant, 10))
-            latencies[mode].append(elapsed)
+            latencies[row].append(elapsed)
         checked, failed = self.check_citations(dataset, citation_sample)
+        tuning = self._container.retrieval.tuning
         return EvalReport(
             dataset=name,
             split=split,
@@ -288,11 +326,13 @@ class Evaluation:
             embedding_model=self._container.embedder.model_id,
             index_seconds=round(seconds, 1),
             chunks_per_second=round(chunks / seconds, 1) if seconds else 0.0,
-            metrics={
-                mode.value: {metric: round(statistics.fmean(values), 4) for metric, values in measured.items()}
-                for mode, measured in scores.items()
+            metrics={row: _means(list(splits.values())) for row, splits in scores.items()},
+            splits={
+                row: {split: _means([measured]) for split, measured in splits.items()} for row, splits in scores.items()
             },
-            latency_ms={mode.value: round(statistics.median(values), 2) for mode, values in latencies.items()},
+            held_out_queries=len(hidden),
+            fusion=describe(tuning),
+            latency_ms={row: round(statistics.median(values), 2) for row, values in latencies.items()},
             citations_checked=checked,
             citations_failed=failed,
         )
@@ -310,6 +350,26 @@ class Evaluation:
         self._container.file_metadata.begin_delete_collection(self.tenant, COLLECTION)
 
 
+def before(tuning: RetrievalTuning) -> RetrievalTuning:
+    """The fusion the evaluation compares against: reciprocal rank, k 10 (what search did before 0008)."""
+    return tuning.model_copy(update={"fusion": Fusion.RRF, "rrf_k": 10})
+
+
+def describe(tuning: RetrievalTuning) -> str:
+    if tuning.fusion is Fusion.RRF:
+        return f"rrf, k {tuning.rrf_k}"
+    return f"zscore per document, vector weight {tuning.vector_weight}"
+
+
+def _means(groups: list[dict[str, list[float]]]) -> dict[str, float]:
+    """Each metric's mean over every query of `groups` (split → metric → per-query values)."""
+    metrics = {metric for group in groups for metric in group}
+    return {
+        metric: round(statistics.fmean(value for group in groups for value in group.get(metric, [])), 4)
+        for metric in sorted(metrics, key=["ndcg@10", "recall@10", "recall@100", "mrr@10"].index)
+    }
+
+
 def print_report(report: EvalReport) -> None:
     print(
         f"{report.dataset} ({report.split} split): {report.documents} documents, {report.chunks} chunks,"
@@ -317,11 +377,22 @@ def print_report(report: EvalReport) -> None:
     )
     print(f"indexed in {report.index_seconds} s ({report.chunks_per_second} chunks/s end to end)")
     print(f"{'mode':<10} {'nDCG@10':>8} {'R@10':>8} {'R@100':>8} {'MRR@10':>8} {'p50 ms':>8}")
+    labels = {BEFORE: "  before: rrf, k 10", "hybrid": f"  after: {report.fusion}"}
     for mode, values in report.metrics.items():
         print(
             f"{mode:<10} {values['ndcg@10']:>8.4f} {values['recall@10']:>8.4f} {values['recall@100']:>8.4f}"
-            f" {values['mrr@10']:>8.4f} {report.latency_ms[mode]:>8.2f}"
+            f" {values['mrr@10']:>8.4f} {report.latency_ms[mode]:>8.2f}{labels.get(mode, '')}"
         )
+    tune, held = (next(iter(report.splits.values()), {}).get(split) for split in (TUNE, HELD_OUT))
+    if tune and held:
+        print(
+            f"nDCG@10 on the tune queries ({report.queries - report.held_out_queries}) / held out (every 5th query"
+            f" id, {report.held_out_queries}; never tuned on):"
+        )
+        for row in (BEFORE, "hybrid"):
+            split = report.splits.get(row, {})
+            if TUNE in split and HELD_OUT in split:
+                print(f"{row:<10} {split[TUNE]['ndcg@10']:>8.4f} {split[HELD_OUT]['ndcg@10']:>8.4f}")
     print(
         f"citations: {report.citations_checked} checked against their documents,"
         f" {report.citations_failed} did not contain their excerpt"

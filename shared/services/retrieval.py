@@ -1,4 +1,5 @@
-"""Hybrid retrieval: two lanes over the same rows, fused by reciprocal rank, floored, cited.
+"""Hybrid retrieval: two lanes over the same rows, fused (z-scores per document, or reciprocal rank), floored,
+cited.
 
 The caller's readable collections are computed here and passed to both lanes as a required argument:
 an optional filter is a filter someone omits.
@@ -22,9 +23,9 @@ from shared.domain.search import (
     SearchOutcome,
     SearchQuery,
     excerpt_of,
+    fuse,
     matching_regions,
     query_terms,
-    reciprocal_rank_fusion,
 )
 from shared.domain.titles import DirectSubjects
 from shared.observability import logger
@@ -141,7 +142,7 @@ class Retrieval:
                 vector_available=self._embedder.capability().available,
             )
         lanes = self.lanes(principal.tenant_id, collections, query)
-        fused = reciprocal_rank_fusion([lanes.vector, lanes.keyword], self._tuning.rrf_k)
+        fused = fuse([lanes.vector, lanes.keyword], self._tuning)
         # The title lane: documents the question names by a complete title join as direct subjects.
         direct = self.direct_subjects(principal.tenant_id, collections, query, fused, lanes)
         fused = direct.joined(fused)

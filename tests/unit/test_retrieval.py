@@ -147,15 +147,16 @@ class SilentReranker:
 
 
 def test_a_reranker_with_no_opinion_leaves_fusion_order_and_never_empties_the_result() -> None:
-    lanes = FakeLanes([("a", 0.9), ("b", 0.8)], [("b", 2.0)], {})
+    # Fused, b (high in both lanes) leads a (the vector lane's best, the keyword lane's weakest).
+    lanes = FakeLanes([("a", 0.9), ("b", 0.85), ("c", 0.7)], [("b", 3.0), ("c", 2.9), ("a", 1.0)], {})
     outcome = retrieval(lanes, reranker=SilentReranker()).search(caller("docs"), SearchQuery(text="q"))
     assert isinstance(outcome, Found)
-    assert [hit.chunk_id for hit in outcome.hits] == ["b", "a"]
+    assert [hit.chunk_id for hit in outcome.hits] == ["b", "a", "c"]
 
 
 def test_the_identifier_booster_lifts_the_chunk_with_the_exact_code_over_fusion_order() -> None:
-    bodies = {"a": "the error page explains errors", "b": "incident ERR-4021 root cause"}
-    lanes = FakeLanes([("a", 0.9)], [("a", 3.0), ("b", 2.0)], bodies)
+    bodies = {"a": "the error page explains errors", "b": "incident ERR-4021 root cause", "c": "nothing"}
+    lanes = FakeLanes([("a", 0.9)], [("a", 3.0), ("b", 2.0), ("c", 1.0)], bodies)
     outcome = retrieval(lanes).search(caller("docs"), SearchQuery(text="what caused ERR-4021"))
     assert isinstance(outcome, Found)
-    assert [hit.chunk_id for hit in outcome.hits] == ["b", "a"]
+    assert [hit.chunk_id for hit in outcome.hits] == ["b", "a", "c"]
