@@ -120,6 +120,25 @@ def result(name: str, runs: list[float], unit: str, **data: Any) -> dict[str, An
     }
 
 
+def table(results: list[dict[str, Any]]) -> str:
+    """One line per figure: its median, unit and runs; a figure with a baseline says `ratio x baseline` after
+    the runs, and a `table_note` in its data (a one-line summary, e.g. the share per stage) follows indented."""
+    width = max(len(r["name"]) for r in results)
+    lines = [f"{'benchmark':<{width}}  {'median':>10}  unit  runs"]
+    for r in results:
+        # A named skip has value None and says why in data.skipped.
+        line = (
+            f"{r['name']:<{width}}  {'skipped' if r['value'] is None else format(r['value'], '.3f'):>10}"
+            f"  {r['unit']:<4}  {r['data'].get('runs', r['data'].get('skipped'))}"
+        )
+        if r.get("baseline") is not None:
+            line += f"  ({r['ratio']}x the baseline {r['baseline']:.3f} {r['unit']})"
+        lines.append(line)
+        if r["data"].get("table_note"):
+            lines.append(f"{'':<{width}}    {r['data']['table_note']}")
+    return "\n".join(lines)
+
+
 def component_figures() -> list[dict[str, Any]]:
     """Extraction, search and OCR, measured in this process against their own stand-ins; the Lambda packages'
     sizes and their handlers' cold imports (fresh interpreters)."""
@@ -206,14 +225,7 @@ def main() -> int:
 
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2), encoding="utf-8")
-    width = max(len(r["name"]) for r in results)
-    print(f"{'benchmark':<{width}}  {'median':>10}  unit  runs")
-    for r in results:
-        # A named skip has value None and says why in data.skipped.
-        print(
-            f"{r['name']:<{width}}  {'skipped' if r['value'] is None else format(r['value'], '.3f'):>10}"
-            f"  {r['unit']:<4}  {r['data'].get('runs', r['data'].get('skipped'))}"
-        )
+    print(table(results))
     print(f"\nwritten to {RESULTS.relative_to(REPO_ROOT)}")
     return 0
 

@@ -10,6 +10,8 @@
 - Latency: hybrid search through `Retrieval.search` (query embeddings from a FAKE embedder that returns
   the bench's own synthetic vector for each query text: the index and the fusion are measured, not
   MiniLM), and each lane alone.
+- Answers: evidence-only answers through AnswerService over the same database, their stage times and the
+  answer cache (bench/answers.py).
 - Indexing end to end: SciFact abstracts chunked, embedded by the real local MiniLM and written.
 
 The synthetic corpus is bench/search_corpus.py's.
@@ -39,6 +41,7 @@ import numpy as np
 import psycopg
 from pgvector import Vector
 
+from bench.answers import figures as answer_figures
 from bench.search_corpus import (
     AREA_NOISE,
     AREAS,
@@ -706,22 +709,32 @@ def keyword_plans_under_rls(database: Database, queries: Sequence[BenchQuery], t
     return plans
 
 
-def latency_figures(result: Result, container: Any, queries: Sequence[BenchQuery]) -> list[dict[str, Any]]:
-    from shared.domain.auth import Principal
-    from shared.domain.search import SearchFilters, SearchQuery
+def bench_retrieval(container: Any, queries: Sequence[BenchQuery]) -> Any:
+    """The composition root's Retrieval (title lane and identifier booster as configured) with one part
+    swapped: the FAKE query embedder."""
+    from shared.domain.search import IdentifierBooster
     from shared.services.retrieval import Retrieval
 
-    knowledge, vectors, keywords = container.knowledge, container.vector_index, container.keyword_index
-    tuning = container.retrieval.tuning
-    # The composition root's Retrieval with one part swapped: the FAKE query embedder.
-    retrieval = Retrieval(
+    return Retrieval(
         authorization=container.authorization,
-        knowledge=knowledge,
-        vectors=vectors,
-        keywords=keywords,
+        knowledge=container.knowledge,
+        vectors=container.vector_index,
+        keywords=container.keyword_index,
         embedder=FakeQueryEmbedder({query.text: query.vector for query in queries}),
-        tuning=tuning,
+        tuning=container.retrieval.tuning,
+        reranker=IdentifierBooster() if container.settings.search_identifier_boost else None,
+        titles=container.title_index,
     )
+
+
+def latency_figures(
+    result: Result, container: Any, retrieval: Any, queries: Sequence[BenchQuery]
+) -> list[dict[str, Any]]:
+    from shared.domain.auth import Principal
+    from shared.domain.search import SearchFilters, SearchQuery
+
+    vectors, keywords = container.vector_index, container.keyword_index
+    tuning = retrieval.tuning
     principals = [Principal(tenant_id=q.tenant, subject="bench", collections=q.readable) for q in queries]
     searches = [SearchQuery(text=q.text, filters=SearchFilters(collections=q.wanted)) for q in queries]
     none = SearchFilters()
@@ -769,7 +782,8 @@ def latency_figures(result: Result, container: Any, queries: Sequence[BenchQuery
         if name == "hybrid":
             extra["embedder"] = (
                 "FAKE: a dict lookup of the bench's synthetic query vector, no model runs; the figure is"
-                " Retrieval.search end to end otherwise (both lanes, RRF, floors, snapshot hydration)"
+                " Retrieval.search end to end otherwise (both lanes, RRF, the title lane, floors, snapshot hydration,"
+                " the identifier booster)"
             )
             extra["queries_with_hits"] = answered
         out.append(result(f"search bench: {label} p50", p50[name], "ms", **common, **extra))
@@ -929,13 +943,15 @@ def figures(result: Result) -> list[dict[str, Any]]:
                 )
             out.extend(recall)
 
-            latency = latency_figures(result, container, queries)
+            retrieval = bench_retrieval(container, queries)
+            latency = latency_figures(result, container, retrieval, queries)
             keyword_p95 = latency[-1]
             keyword_p95["data"]["candidate_scan_indexes_per_bucket_under_rls"] = keyword_plans_under_rls(
                 database, queries, tuning
             )
             keyword_p95["data"]["same_sql_as_superuser_without_rls"] = keyword_without_rls(owner_url, queries, tuning)
             out.extend(latency)
+            out.extend(answer_figures(result, container, retrieval, queries, len(corpus.tenant_of)))
 
             out.append(incremental_figure(result, database, corpus))
             out.extend(indexing_figures(result, database, owner_url))

@@ -5,7 +5,11 @@ a chunk of the tenant searched, a fifth of the time another tenant's (a question
 answer poorly: the hard case for a filtered HNSW scan). Similarities then look like a sentence
 embedder's: ~0.8 to the chunk a query was drawn from, ~0.45 for the 10th neighbour, ~0 for unrelated
 text. Texts are words drawn Zipf-like from a 20,000-word vocabulary whose head is the English stopwords
-(as in real text), a fifth of each chunk's words from its topic's own words.
+(as in real text), a fifth of each chunk's words from its topic's own words, in sentences of 12-28 words
+each ended by a full stop (the extractive answers rank sentences: bench/answers.py). The stops change no
+search figure: the keyword lane reads `to_tsvector('simple', …)`, which drops punctuation (the same lexemes at
+the same positions), the vector lane reads the synthetic vectors, and the lengths follow a fixed pattern of
+the chunk's index, so no random draw, and no vector or query, changes.
 """
 
 from collections.abc import Sequence
@@ -32,6 +36,7 @@ TOPIC_WORDS = 30
 TOPIC_SHARE = 0.2
 WORDS_PER_CHUNK = (60, 180)
 WORDS_PER_QUERY = 8
+WORDS_PER_SENTENCE = (12, 28)  # English prose averages about 20
 RESTRICTED_QUERY_SHARE = 0.3  # queries narrowed to one of the tenant's collections
 FAKE_MODEL = "fake-bench-embedder"
 # Tenant-size buckets, as shares of the whole table (scale-free, so a small development run keeps them).
@@ -52,7 +57,15 @@ class Corpus:
     topics_per_tenant: list[int]
 
     def text(self, chunk: int) -> str:
-        return " ".join(self.vocabulary[w] for w in self.words[self.offsets[chunk] : self.offsets[chunk + 1]])
+        """The chunk's words in sentences: a full stop after each run of 12-28 words (a pattern of the index)."""
+        words = [self.vocabulary[w] for w in self.words[self.offsets[chunk] : self.offsets[chunk + 1]]]
+        shortest, longest = WORDS_PER_SENTENCE
+        sentences, start, number = [], 0, 0
+        while start < len(words):
+            length = shortest + (7 * chunk + 11 * number) % (longest - shortest + 1)
+            sentences.append(" ".join(words[start : start + length]) + ".")
+            start, number = start + length, number + 1
+        return " ".join(sentences)
 
     def tenant(self, rank: int) -> str:
         return f"t{rank:03d}"
