@@ -49,6 +49,9 @@ MAX_EVIDENCE = 8
 MAX_EVIDENCE_BLOCKS = 20
 EVIDENCE_BUDGET_CHARACTERS = 12_000
 EXTRACTIVE_SENTENCES = 3
+# Sentences embedded to rank an extractive answer: all of the LEADING_PIECES best pieces', then word-sharing ones.
+MAX_RANKED_SENTENCES = 24
+LEADING_PIECES = 2
 MAX_SENTENCES_PER_EVIDENCE = 60  # a hostile chunk of a thousand one-word "sentences" is not ranked whole
 MIN_SENTENCE_CHARACTERS = 12  # "Yes." or a page number is no answer on its own
 # Shingle containment above which a lower-ranked chunk repeats a higher-ranked one (3-word shingles): an
@@ -393,6 +396,33 @@ def sentences_of(piece: Evidence) -> list[Sentence]:
             line_offset += len(line) + 1
         offset += len(block) + len(BLOCK_SEPARATOR)
     return found
+
+
+def sentences_to_rank(
+    question: str,
+    sentences: Sequence[Sentence],
+    evidence_order: Mapping[str, int],
+    *,
+    limit: int = MAX_RANKED_SENTENCES,
+) -> list[Sentence]:
+    """The sentences worth embedding, at most `limit`: every sentence of the best-ranked pieces (where a
+    paraphrase with no shared word is likeliest to be), then those of the rest that share a word with the
+    question, best-sharing first. Embedding every sentence of eight pieces costs most of an answer's time and
+    changes its choice seldom: the pieces are already ranked."""
+    if len(sentences) <= limit:
+        return list(sentences)
+    leading = [sentence for sentence in sentences if evidence_order[sentence.evidence_id] < LEADING_PIECES]
+    rest = sorted(
+        (sentence for sentence in sentences if evidence_order[sentence.evidence_id] >= LEADING_PIECES),
+        key=lambda sentence: (
+            -lexical_similarity(question, sentence.text),
+            evidence_order[sentence.evidence_id],
+            sentence.start,
+        ),
+    )
+    chosen = leading[:limit] + [sentence for sentence in rest if lexical_similarity(question, sentence.text) > 0]
+    kept = set(map(id, chosen[:limit]))
+    return [sentence for sentence in sentences if id(sentence) in kept]
 
 
 def lexical_similarity(question: str, sentence: str) -> float:

@@ -336,20 +336,26 @@ def version_of(chunk_id: str) -> str:
     return chunk_id.split(":", 1)[0]
 
 
-def _standardised(lane: Sequence[RankedChunk], group: Callable[[str], str]) -> dict[str, float]:
-    # Per query and lane: (score - mean) / population standard deviation, the statistics taken over the
-    # documents the lane returned (each at its best chunk), so a document of many chunks weighs once. A lane
-    # whose documents all score alike (one hit, say) says nothing about spread: they sit at 0.
+def _standardised(
+    lane: Sequence[RankedChunk], group: Callable[[str], str], missed: float
+) -> tuple[dict[str, float], float]:
+    """A lane's chunks' z-scores, and what a chunk the lane did not return scores.
+
+    Per query and lane: (score - mean) / population standard deviation, the statistics taken over the documents
+    the lane returned (each at its best chunk), so a document of many chunks weighs once; a miss scores `missed`
+    below the weakest. A lane whose documents all score alike (one document, say: the only one holding an exact
+    name) has no spread to standardise by, but being found by it still says something: its documents score 1
+    and a miss 0, or an exact-word match would count for nothing against the semantic lane's spread."""
     documents: dict[str, float] = {}
     for hit in lane:
         key = group(hit.chunk_id)
         documents[key] = max(documents.get(key, hit.score), hit.score)
     mean = statistics.fmean(documents.values())
-    spread = statistics.pstdev(documents.values()) or 1.0
+    spread = statistics.pstdev(documents.values())
     standardised: dict[str, float] = {}
     for hit in lane:
-        standardised.setdefault(hit.chunk_id, (hit.score - mean) / spread)
-    return standardised
+        standardised.setdefault(hit.chunk_id, (hit.score - mean) / spread if spread else 1.0)
+    return standardised, (min(standardised.values()) - missed if spread else 0.0)
 
 
 def zscore_fusion(
@@ -378,7 +384,11 @@ def zscore_fusion(
         raise ValueError(f"{len(lanes)} lanes need {len(lanes)} weights, not {len(weights)}")
     if missed < 0:
         raise ValueError(f"missed must be at least 0, not {missed}")
-    present = [(_standardised(lane, group), weight) for lane, weight in zip(lanes, weights, strict=True) if lane]
+    standardised = [
+        (_standardised(lane, group, missed), weight) for lane, weight in zip(lanes, weights, strict=True) if lane
+    ]
+    present = [(scores, weight) for (scores, _), weight in standardised]
+    unfound = [absent for (_, absent), _ in standardised]
     if not present:
         return []
     if sum(weight for _, weight in present) <= 0:  # only lanes weighted 0 answered (a keyword-only search)
@@ -387,7 +397,6 @@ def zscore_fusion(
     for lane in lanes:
         for hit in lane:
             appearance.setdefault(hit.chunk_id, None)
-    unfound = [min(scores.values()) - missed for scores, _ in present]
     own = {
         chunk_id: sum(
             weight * scores.get(chunk_id, absent) for (scores, weight), absent in zip(present, unfound, strict=True)

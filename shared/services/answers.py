@@ -51,6 +51,7 @@ from shared.domain.grounding import (
     ranked_sentences,
     selected,
     sentences_of,
+    sentences_to_rank,
     supported_assumptions,
     validated_draft,
 )
@@ -73,7 +74,7 @@ DRAFT_TOKENS_ESTIMATE = 2_000  # the generator's maxTokens
 EXTRACTIVE = "extractive"
 # Part of every cache key: bumped whenever grounding's rules change (selection, validation, extraction,
 # confidence), so an answer computed by older rules is never served.
-GROUNDING_VERSION = "grounding-2"
+GROUNDING_VERSION = "grounding-3"
 
 _EMPTY_REFUSALS = {
     EmptyReason.NO_ACCESS: RefusalReason.NO_ACCESS,
@@ -369,8 +370,10 @@ class AnswerService:
         )
 
     def _extracted(self, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
-        sentences = [sentence for piece in evidence for sentence in sentences_of(piece)]
         order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
+        sentences = sentences_to_rank(
+            question, [sentence for piece in evidence for sentence in sentences_of(piece)], order
+        )
         similarity: list[float] | None = None
         floor = LEXICAL_SENTENCE_FLOOR
         embedding_failed = False

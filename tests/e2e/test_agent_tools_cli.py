@@ -23,7 +23,7 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
 def test_quire_tools_lists_and_calls_the_tools(workdir: Path) -> None:
     quire(workdir, "up")
     listing = quire(workdir, "tools", *CALLER).stdout.splitlines()
-    assert len(listing) == 15
+    assert len(listing) == 16  # the seed's fifteen and answer
     assert listing[0].split()[:2] == ["list_files", "reads"]
     assert any(line.split()[:2] == ["create_pdf", "writes"] for line in listing)
     shown = json.loads(quire(workdir, "tools", "show", "read_file", *CALLER).stdout)

@@ -30,6 +30,7 @@ from shared.domain.grounding import (
     ranked_sentences,
     selected,
     sentences_of,
+    sentences_to_rank,
     supported_assumptions,
     validated_claim,
     validated_draft,
@@ -557,3 +558,16 @@ def test_assumptions_stating_figures_the_evidence_lacks_are_dropped() -> None:
         ["The outage is the one of 14 March.", "It is described on page 44.", "  "], list(EVIDENCE.values())
     )
     assert kept == ("The outage is the one of 14 March.",)
+
+
+def test_the_sentences_ranked_are_bounded_the_best_pieces_whole_then_those_sharing_a_word() -> None:
+    pieces = [
+        piece(f"E{n}", " ".join(f"Sentence {n}.{k} about topic {n} here." for k in range(10))) for n in range(1, 5)
+    ]
+    pieces.append(piece("E5", "Nothing in common with it at all. Refund policy covers the invoices."))
+    order = {p.evidence_id: index for index, p in enumerate(pieces)}
+    every = [sentence for p in pieces for sentence in sentences_of(p)]
+    chosen = sentences_to_rank("what does the refund policy cover", every, order, limit=22)
+    assert len(chosen) == 21  # E1 and E2 whole (20), then the one sentence of the rest sharing a word
+    assert {s.evidence_id for s in chosen[:20]} == {"E1", "E2"} and chosen[-1].text.startswith("Refund policy")
+    assert sentences_to_rank("anything", every[:5], order) == every[:5]

@@ -64,11 +64,23 @@ def test_a_chunk_a_lane_missed_scores_below_that_lanes_weakest_and_the_scale_run
     assert all(score > 0 for _, score in fused)
 
 
+def test_being_a_lanes_only_document_counts_though_it_has_no_spread() -> None:
+    # An exact name only one document holds: the keyword lane's only hit. The semantic lane prefers another
+    # (OCR noise, say); the exact match must still lift its document, not score as a miss.
+    vector = lane(("faded:0", 0.82), ("remittance:0", 0.78), ("dashboard:0", 0.70))
+    keyword = lane(("remittance:0", 7.5), ("remittance:1", 3.0))
+    assert order(zscore_fusion([vector, keyword], [0.55, 0.45]))[0] == "remittance:0"
+    flat = lane(("a:0", 0.8), ("b:0", 0.8))  # no spread: both found alike
+    assert order(zscore_fusion([flat, lane(("b:0", 5.0))], [0.5, 0.5])) == ["b:0", "a:0"]
+
+
 def test_by_default_a_lanes_weakest_counts_as_much_as_missed_and_missed_can_count_below_it() -> None:
-    vector = lane(("a:0", 0.8), ("b:0", 0.8))  # no spread: both at 0
-    keyword = lane(("b:0", 5.0))  # its only hit: 0 too
-    assert zscore_fusion([vector, keyword], [0.5, 0.5]) == [("a:0", 1.0), ("b:0", 1.0)]
-    assert order(zscore_fusion([vector, keyword], [0.5, 0.5], missed=0.5)) == ["b:0", "a:0"]
+    vector = lane(("a:0", 0.9), ("b:0", 0.5), ("c:0", 0.1))
+    keyword = lane(("c:0", 9.0), ("b:0", 1.0))  # a is missed: scored as the weakest, b
+    fused = dict(zscore_fusion([vector, keyword], [0.5, 0.5]))
+    assert fused["a:0"] > fused["b:0"]
+    below = dict(zscore_fusion([vector, keyword], [0.5, 0.5], missed=5.0))
+    assert below["a:0"] < below["b:0"]
 
 
 def test_documents_rank_by_their_best_chunk_per_lane_and_their_chunks_by_their_own_score() -> None:
