@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
-.PHONY: demo test test-unit test-integration test-infra test-e2e bench eval fuzz sweep lint typecheck fmt clean venv layer synth
+.PHONY: demo test test-unit test-integration test-infra test-e2e bench eval eval-answers fuzz sweep lint typecheck fmt clean venv layer synth
 
 venv: $(INSTALLED)
 
@@ -66,6 +66,13 @@ SCIFACT ?= ../shared/data/scifact
 eval: $(INSTALLED)
 	@test -d $(SCIFACT) || { echo "make eval: $(SCIFACT) is absent (set SCIFACT=dir to a BEIR dataset)"; exit 2; }
 	$(BIN)/quire eval --dataset $(SCIFACT) --split train $(EVAL_ARGS)
+
+# Grounded answers on labelled questions (docs/answers.md, "Evaluation"): the demo set, and SciFact's train
+# claims when $(SCIFACT) is there. Recall@k, citation precision and resolvability, verbatim share, refusal
+# correctness, cross-tenant citations, latency; exits 1 when a citation does not resolve, a sentence is not
+# verbatim or a citation crosses tenants.
+eval-answers: $(INSTALLED)
+	$(BIN)/quire eval --answers $(if $(wildcard $(SCIFACT)),--dataset $(SCIFACT) --split train)
 
 # Speed and memory, medians of several runs: a table on stdout and .bench/results.json.
 bench: $(INSTALLED)

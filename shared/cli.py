@@ -447,6 +447,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from shared.local.evaluation import Evaluation, load_beir, print_report, print_sweep
     from shared.local.stack import StackError, down, running_state, settings_for, up
 
+    # Retrieval scores the test split unless told; answers are measured (and calibrated) on train.
+    args.split = args.split or ("train" if args.answers else "test")
+    if args.answers:
+        return _eval_answers(args)
+    if not args.dataset:
+        print("quire eval: --dataset is required (without --answers)", file=sys.stderr)
+        return 2
     directory = Path(args.dataset)
     try:
         dataset = load_beir(directory, args.split)
@@ -481,6 +488,89 @@ def cmd_eval(args: argparse.Namespace) -> int:
             down(paths)
     _print_answer(args, report.as_dict(), lambda _: print_report(report))
     return 0 if report.citations_failed == 0 else 1
+
+
+def _eval_answers(args: argparse.Namespace) -> int:
+    """`quire eval --answers`: the labelled questions of docs/answers.md ("Evaluation") through the answer service
+    on the local stack (started if it is not running, and stopped again): the demo set, and SciFact's with
+    --dataset."""
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    from shared.adapters.local.jwt_tokens import LocalTokenIssuer
+    from shared.adapters.local.secret_files import read_or_create_secret
+    from shared.bootstrap import Container
+    from shared.local.answer_evaluation import (
+        DEMO_COLLECTION,
+        RESTRICTED,
+        ScifactRun,
+        evaluate,
+        print_report,
+        print_sweep,
+    )
+    from shared.local.api_client import ApiClient
+    from shared.local.evaluation import load_beir
+    from shared.local.stack import StackError, down, running_state, settings_for, up
+
+    scifact = None
+    if args.dataset:
+        try:
+            dataset = load_beir(Path(args.dataset), args.split)
+        except (OSError, ValueError) as error:
+            print(f"quire eval: {error}", file=sys.stderr)
+            return 2
+        scifact = ScifactRun(dataset, args.split, reuse=args.reuse, keep=args.keep, answerable=args.queries)
+    if args.calibrate and args.split != "train":
+        print("quire eval: --calibrate runs on the train split only (tune nothing on held-out splits)", file=sys.stderr)
+        return 2
+    paths = StackPaths.in_directory()
+    try:
+        state, started = up(paths)
+    except StackError as error:
+        print(f"quire eval: the stack did not start: {error}", file=sys.stderr)
+        return 1
+    state = running_state(paths) or state
+    container = Container(settings_for(state))
+    tenant = f"answers-{uuid.uuid4().hex[:10]}"
+    principal = with_role(tenant, "quire-eval", {DEMO_COLLECTION, RESTRICTED}, Role.WRITE)
+    client = ApiClient(state["api"], LocalTokenIssuer(read_or_create_secret(paths.jwt_secret)).issue(principal))
+
+    def upload(files: Any) -> None:
+        tickets = [client.upload(path, collection)["fileId"] for path, collection in files]
+        for file_id in tickets:
+            client.wait_until_processed(file_id)
+
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            result = evaluate(
+                container,
+                demo_tenant=tenant,
+                upload=upload,
+                directory=Path(directory),
+                scifact=scifact,
+                calibrate=args.calibrate,
+                progress=lambda line: print(line, file=sys.stderr, flush=True),
+            )
+    finally:
+        container.database.close()
+        if started:
+            down(paths)
+
+    def as_text(_: object) -> None:
+        print_report(result["report"])
+        if result["sweep"]:
+            print()
+            print_sweep(result["sweep"])
+
+    _print_answer(args, result, as_text)
+    failed = any(
+        report["citation_resolvability"] not in (None, 1.0)
+        or report["verbatim_share"] not in (None, 1.0)
+        or report["cross_tenant_citations"]
+        for report in result["report"].values()
+    )
+    return 1 if failed else 0
 
 
 def _collections_option(parser: argparse.ArgumentParser) -> None:
@@ -547,14 +637,34 @@ def _add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentP
     usage.add_argument("--json", action="store_true")
     _caller_options(usage)
     usage.set_defaults(run=cmd_usage)
-    evaluate = commands.add_parser("eval", help="nDCG@10, recall@10/100 and MRR@10 per lane on a BEIR dataset")
-    evaluate.add_argument("--dataset", required=True, help="a BEIR directory: corpus.jsonl, queries.jsonl, qrels/")
-    evaluate.add_argument("--split", default="test", help="the qrels split to score (tune only on train)")
-    evaluate.add_argument("--queries", type=int, help="only the first N queries of the split")
+    _add_eval_command(commands)
+
+
+def _add_eval_command(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    evaluate = commands.add_parser(
+        "eval", help="nDCG@10, recall@10/100 and MRR@10 per lane on a BEIR dataset; --answers: grounded answers"
+    )
+    evaluate.add_argument(
+        "--dataset", help="a BEIR directory: corpus.jsonl, queries.jsonl, qrels/ (required without --answers)"
+    )
+    evaluate.add_argument(
+        "--split", help="the qrels split to score (default: test; train with --answers; tune only on train)"
+    )
+    evaluate.add_argument(
+        "--queries", type=int, help="only the first N queries of the split (--answers: N sampled SciFact claims)"
+    )
     evaluate.add_argument("--json", action="store_true")
     evaluate.add_argument("--keep", action="store_true", help="keep the scratch tenant (to --reuse it)")
     evaluate.add_argument("--reuse", help="a kept scratch tenant: skip ingesting the corpus again")
     evaluate.add_argument("--sweep", action="store_true", help="nDCG@10 over a grid of RRF k and BM25 k1, b")
+    evaluate.add_argument(
+        "--answers",
+        action="store_true",
+        help="grounded answers on labelled questions: the demo set, and SciFact's with --dataset (docs/answers.md)",
+    )
+    evaluate.add_argument(
+        "--calibrate", action="store_true", help="with --answers: the sentence floor swept 0.2-0.45 (train only)"
+    )
     evaluate.set_defaults(run=cmd_eval)
 
 

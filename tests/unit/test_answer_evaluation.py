@@ -1,0 +1,162 @@
+"""The answer evaluation's metrics (shared/local/answer_evaluation.py), over observations built by hand."""
+
+import pytest
+
+from shared.domain.answers import AnswerOutcome
+from shared.local.answer_evaluation import (
+    RESTRICTED,
+    CitedChunk,
+    Expectation,
+    Gold,
+    LabelledQuestion,
+    Observation,
+    at_floor,
+    citation_precision,
+    correctly_refused,
+    cross_tenant_citations,
+    gold_passage_recall,
+    latency,
+    percentile,
+    recall_at,
+    refusal_correctness,
+    resolvability,
+    verbatim_share,
+)
+
+
+def cited(
+    number: int,
+    gold: bool,
+    *,
+    passage: bool = False,
+    resolvable: bool = True,
+    foreign: bool = False,
+    collection: str = "demo",
+) -> CitedChunk:
+    return CitedChunk(number, "doc", collection, gold, passage, resolvable, foreign)
+
+
+def question(expect: Expectation, snippet: str | None = "s") -> LabelledQuestion:
+    return LabelledQuestion(
+        "q", "why?", expect, (Gold("doc", snippet),) if expect is not Expectation.UNANSWERABLE else ()
+    )
+
+
+def observed(
+    expect: Expectation,
+    citations: tuple[CitedChunk, ...] = (),
+    *,
+    refused: bool = False,
+    own: bool = True,
+    claims: int = 0,
+    verbatim: int = 0,
+    milliseconds: float = 10.0,
+    scores: tuple[float, ...] = (),
+    claim_citations: tuple[tuple[int, ...], ...] = (),
+) -> Observation:
+    return Observation(
+        question=question(expect),
+        own=own,
+        outcome=AnswerOutcome.REFUSED if refused else AnswerOutcome.EVIDENCE_ONLY,
+        refusal="no_match" if refused else None,
+        citations=citations,
+        claims=claims,
+        verbatim_claims=verbatim,
+        milliseconds=milliseconds,
+        stages={"retrieve": milliseconds / 2},
+        claim_scores=scores,
+        claim_citations=claim_citations,
+    )
+
+
+ANSWERABLE, UNANSWERABLE, UNAUTHORISED = Expectation.ANSWERABLE, Expectation.UNANSWERABLE, Expectation.UNAUTHORISED
+
+
+def test_recall_counts_a_gold_document_among_the_first_k_citations_and_a_refusal_as_a_miss() -> None:
+    items = [
+        observed(ANSWERABLE, (cited(1, True), cited(2, False))),
+        observed(ANSWERABLE, (cited(2, True), cited(1, False))),  # by number, not by list order
+        observed(ANSWERABLE, (cited(1, False), cited(2, False), cited(3, False), cited(4, True))),
+        observed(ANSWERABLE, refused=True),
+        observed(UNANSWERABLE, (cited(1, True),)),  # not answerable: not counted
+        observed(ANSWERABLE, (cited(1, True),), own=False),  # the other tenant's ask: not counted
+    ]
+    assert recall_at(items, 1) == 0.25
+    assert recall_at(items, 3) == 0.5
+    assert recall_at(items, 5) == 0.75
+    assert recall_at([], 1) is None
+
+
+def test_citation_precision_pools_the_cited_chunks_of_answerable_answers() -> None:
+    items = [
+        observed(ANSWERABLE, (cited(1, True), cited(2, False), cited(3, True))),
+        observed(ANSWERABLE, (cited(1, True),)),
+        observed(UNAUTHORISED, (cited(1, False),)),
+    ]
+    assert citation_precision(items) == 0.75
+
+
+def test_gold_passage_recall_needs_a_cited_chunk_holding_the_snippet() -> None:
+    items = [observed(ANSWERABLE, (cited(1, True, passage=True),)), observed(ANSWERABLE, (cited(1, True),))]
+    assert gold_passage_recall(items) == 0.5
+
+
+def test_resolvability_verbatim_share_and_cross_tenant_citations_cover_every_ask() -> None:
+    items = [
+        observed(ANSWERABLE, (cited(1, True), cited(2, False, resolvable=False)), claims=3, verbatim=3),
+        observed(UNANSWERABLE, (cited(1, False, foreign=True),), own=False, claims=1, verbatim=0),
+    ]
+    assert resolvability(items) == pytest.approx(2 / 3, abs=1e-4)
+    assert verbatim_share(items) == 0.75
+    assert cross_tenant_citations(items) == 1
+    assert verbatim_share([observed(UNANSWERABLE, refused=True)]) is None
+
+
+def test_refusal_correctness_follows_the_label_and_an_unauthorised_question_may_not_cite_the_restricted() -> None:
+    assert correctly_refused(observed(ANSWERABLE, (cited(1, True),)))
+    assert not correctly_refused(observed(ANSWERABLE, refused=True))
+    assert correctly_refused(observed(UNANSWERABLE, refused=True))
+    assert not correctly_refused(observed(UNANSWERABLE, (cited(1, False),)))
+    assert correctly_refused(observed(UNAUTHORISED, refused=True))
+    assert correctly_refused(observed(UNAUTHORISED, (cited(1, False),)))
+    assert not correctly_refused(observed(UNAUTHORISED, (cited(1, False, collection=RESTRICTED),)))
+    items = [
+        observed(ANSWERABLE, (cited(1, True),)),
+        observed(ANSWERABLE, refused=True),
+        observed(UNANSWERABLE, refused=True),
+        observed(UNANSWERABLE, (cited(1, False),), own=False),  # another tenant's ask: not scored
+    ]
+    assert refusal_correctness(items) == pytest.approx(2 / 3, abs=1e-4)
+    assert refusal_correctness(items, ANSWERABLE) == 0.5
+    assert refusal_correctness(items, UNANSWERABLE) == 1.0
+    assert refusal_correctness(items, UNAUTHORISED) is None
+
+
+def test_latency_is_nearest_rank_over_own_asks_with_each_stage() -> None:
+    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 0.5) == 3.0
+    assert percentile([float(value) for value in range(1, 101)], 0.95) == 95.0
+    assert percentile([], 0.5) is None
+    items = [observed(ANSWERABLE, milliseconds=value) for value in (10.0, 20.0, 30.0)]
+    items.append(observed(ANSWERABLE, own=False, milliseconds=1000.0))
+    measured = latency(items)
+    assert (measured["p50_ms"], measured["p95_ms"]) == (20.0, 30.0)
+    assert measured["stage_p50_ms"] == {"retrieve": 10.0}
+
+
+def test_a_higher_floor_keeps_the_claims_scoring_at_least_it_and_refuses_when_none_does() -> None:
+    item = observed(
+        ANSWERABLE,
+        (cited(1, False), cited(2, True)),
+        claims=3,
+        verbatim=3,
+        scores=(0.5, 0.4, 0.25),
+        claim_citations=((1,), (1,), (2,)),
+    )
+    assert at_floor(item, 0.2) == item
+    higher = at_floor(item, 0.3)
+    assert [citation.number for citation in higher.citations] == [1] and higher.claim_scores == (0.5, 0.4)
+    assert recall_at([item], 3) == 1.0 and recall_at([higher], 3) == 0.0
+    none = at_floor(item, 0.6)
+    assert none.refused and none.refusal == "insufficient_evidence" and none.citations == ()
+    refused = observed(UNANSWERABLE, refused=True)
+    assert at_floor(refused, 0.6) is refused
