@@ -327,6 +327,8 @@ def reciprocal_rank_fusion(lanes: Sequence[Sequence[RankedChunk]], k: int) -> li
 # Standard deviations below a lane's weakest document that a document the lane did not return scores: 0 (as
 # the weakest) fused best on the SciFact train tune queries (0.5 and 1 a little lower: docs/adr/0008).
 MISSED_BY_A_LANE = 0.0
+# Fewer documents than this in a lane, and the query is fused by reciprocal rank (see fuse).
+MIN_ZSCORE_DOCUMENTS = 5
 # The fused scale's 0: this many standard deviations below what a lane's miss scores (every returned chunk is above).
 SCALE_ZERO_BELOW_WEAKEST = 1.0
 
@@ -426,7 +428,11 @@ def zscore_fusion(
 
 def fuse(lanes: Sequence[Sequence[RankedChunk]], tuning: "RetrievalTuning") -> list[tuple[str, float]]:
     """The lanes (vector first, then keyword) fused as `tuning` says: what search and the evaluation both call."""
-    if tuning.fusion is Fusion.RRF:
+    if tuning.fusion is Fusion.RRF or any(
+        0 < len({version_of(hit.chunk_id) for hit in lane}) < MIN_ZSCORE_DOCUMENTS for lane in lanes
+    ):
+        # A z-score needs a sample: over two documents any difference, however slight, is ±1, and a lane's
+        # near-tie would outweigh the other lane's exact match. A small collection's lanes fuse by rank.
         return reciprocal_rank_fusion(lanes, tuning.rrf_k)
     weights = [tuning.vector_weight, 1.0 - tuning.vector_weight][: len(lanes)]
     return zscore_fusion(lanes, weights)

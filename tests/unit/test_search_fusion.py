@@ -146,4 +146,15 @@ def test_fuse_follows_the_tuning_and_keeps_reciprocal_rank_available() -> None:
     assert fuse([vector, keyword], rrf) == reciprocal_rank_fusion([vector, keyword], 60)
     assert RetrievalTuning().fusion is Fusion.ZSCORE
     zscore = RetrievalTuning(vector_weight=0.7)
-    assert fuse([vector, keyword], zscore) == zscore_fusion([vector, keyword], [0.7, 1 - 0.7])
+    wide_vector = lane(*((f"d{n}:0", 0.9 - n / 100) for n in range(6)))
+    wide_keyword = lane(*((f"d{n}:0", 9.0 - n) for n in range(5, -1, -1)))
+    assert fuse([wide_vector, wide_keyword], zscore) == zscore_fusion([wide_vector, wide_keyword], [0.7, 1 - 0.7])
+    # Two documents are no sample: the query is fused by rank.
+    assert fuse([vector, keyword], zscore) == reciprocal_rank_fusion([vector, keyword], zscore.rrf_k)
+
+
+def test_a_small_collections_near_tie_does_not_outweigh_the_other_lanes_exact_match() -> None:
+    # The e2e case: two scans nearly tie in the semantic lane; only one holds the name the query gives.
+    vector = lane(("faded:0", 0.636), ("remittance:1", 0.620))
+    keyword = lane(("remittance:1", 2.74))
+    assert order(fuse([vector, keyword], RetrievalTuning()))[0] == "remittance:1"
