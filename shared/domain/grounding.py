@@ -17,6 +17,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from shared.domain.answers import (
     MAX_CLAIM_CHARACTERS,
@@ -80,6 +81,7 @@ def normalised_question(text: str) -> str:
 # reveal the assistant's own prompt, to reach other tenants, or to change stored data (an imperative first word).
 # Deterministic and narrow on purpose: "How do I delete old files?" or "What does the runbook say about the system
 # prompt?" are questions for the documents; retrieval's floors and the model's "unanswerable" handle the rest.
+_TENANT_DATA = r"(?:data|documents?|files?|collections?|content|answers?|records?|uploads?|information|chunks?)\b"
 _OUT_OF_SCOPE = tuple(
     re.compile(pattern, re.I)
     for pattern in (
@@ -88,8 +90,12 @@ _OUT_OF_SCOPE = tuple(
         r"\byour\s+system\s+prompt\b",
         r"\b(?:instructions|prompt|rules)\s+(?:that\s+)?you\s+(?:were|are|have\s+been)\s+given\b",
         r"^\W*(?:please\s+)?(?:reveal|print|repeat|disclose|show|output)\b.{0,20}\bsystem\s+prompt\b",
-        r"\b(?:other|another|all|every|different)\s+tenants?(?:'s|')?\b",
-        r"^\W*(?:please\s+)?(?:delete|erase|drop|overwrite|rename|upload|remove|wipe)\b",
+        # Another tenant's data, not a lease's tenants ("What must every tenant do before moving out?").
+        rf"\b(?:other|another|all|every|different)\s+tenants?(?:'s|')?\s+(?:\w+\s+){{0,2}}?{_TENANT_DATA}",
+        rf"\b{_TENANT_DATA}\s+(?:of|from|for|belonging\s+to|owned\s+by)\s+(?:other|another|all|every|different)\s+tenants?\b",
+        # An instruction with an object ("delete all files"), not a noun ("Drop-off times?", "Upload limits?").
+        r"^\W*(?:please\s+)?(?:delete|erase|drop|overwrite|rename|upload|remove|wipe)\s+(?:all|every|each|the|this|"
+        r"these|those|my|our|any)\b",
     )
 )
 
@@ -118,7 +124,7 @@ def cache_key(
         "tenant": tenant_id,
         "collections": sorted(collections),
         "question": normalised_question(question),
-        "filters": filters.model_dump_json(),
+        "filters": _canonical_filters(filters),
         "mode": mode,
         "index": index_version,
         "retrieval": retrieval_settings,
@@ -126,6 +132,13 @@ def cache_key(
         "model": model,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _canonical_filters(filters: SearchFilters) -> dict[str, Any]:
+    """The filters with their sets sorted: a set's JSON follows its hash order, which changes per process, and the
+    same filter must give the same key in every Lambda instance."""
+    dumped = filters.model_dump(mode="json")
+    return {name: sorted(value) if isinstance(value, list) else value for name, value in dumped.items()}
 
 
 # --- overlap and selection ------------------------------------------------------------------------------------
@@ -180,7 +193,7 @@ def selected(
     candidates: Sequence[Evidence], *, limit: int = MAX_EVIDENCE, budget: int = EVIDENCE_BUDGET_CHARACTERS
 ) -> list[Evidence]:
     """A prefix of the ranking (direct subjects already first) within `limit` pieces and `budget` characters of
-    text, numbered E1, E2, … in that order: the first piece is always taken, cut to the budget if it must be."""
+    text, numbered E1, E2, … in that order: the first piece is always taken (evidence_blocks cuts it to the budget)."""
     chosen: list[Evidence] = []
     spent = 0
     for candidate in candidates:
@@ -232,7 +245,7 @@ def piece_of(evidence_id: str, evidence: Mapping[str, Evidence], sent: frozenset
     if evidence_id in evidence:
         return evidence_id
     piece, _, block = evidence_id.rpartition(".")
-    if piece not in evidence or not block.isdigit():
+    if piece not in evidence or not (block.isascii() and block.isdigit()):  # "²" is a digit int() refuses
         return None
     if sent is not None:
         return piece if evidence_id in sent else None
@@ -618,16 +631,20 @@ def answer_as_readable(answer: Answer, readable: frozenset[str], present: frozen
     citations withheld and counted, their claims and hits with them, and, when nothing the answer rested on is
     left, a refusal (no_access: its sources are ones the caller cannot read); confidence recomputed."""
     claims, citations, withheld = withheld_citations(answer.claims, answer.citations, readable, present)
-    if not withheld:
+    if not withheld and all(hit.collection_id in readable for hit in answer.hits):
         return answer
     renumbered = {
         old.number: new.number for old, new in zip(_kept(answer.citations, readable, present), citations, strict=True)
     }
+    # Uncited evidence is shown too (where it is, with its scores): of readable collections only.
     hits = tuple(
         hit.model_copy(update={"citation": renumbered.get(hit.citation) if hit.citation else None})
         for hit in answer.hits
         if hit.collection_id in readable
     )
+    if withheld:
+        # The model wrote its uncited claims and its assumptions having read the withheld evidence: they go with it.
+        claims = [claim for claim in claims if claim.citations]
     outcome, method, refusal = answer.outcome, answer.method, answer.refusal
     left_nothing = (
         not any(claim.supported for claim in claims) if outcome is not AnswerOutcome.REFUSED else not citations
@@ -643,7 +660,7 @@ def answer_as_readable(answer: Answer, readable: frozenset[str], present: frozen
             "claims": tuple(claims),
             "citations": tuple(citations),
             "hits": hits,
-            "assumptions": answer.assumptions if claims else (),
+            "assumptions": answer.assumptions if claims and not withheld else (),
             "withheld": answer.withheld + withheld,
             "confidence": confidence_of(
                 top=answer.confidence.factors.top_retrieval_score,

@@ -26,6 +26,9 @@ from shared.domain.stopwords import ENGLISH_STOPWORDS
 # Longer headings are sentences, not titles a question would repeat whole: they are not indexed as titles.
 MAX_TITLE_WORDS = 20
 MAX_TITLE_CHARACTERS = 200
+# The n-grams one question looks up: a question of ordinary words at the 2,000-character limit (about 350 words)
+# gives about 7,000; one of two-letter words would give 13,000, a megabyte of parameters per search.
+MAX_QUESTION_KEYS = 8_000
 # What one question may bring in: the documents it names (longest titles first), and for a named document
 # no lane found, its best chunks among its first DIRECT_CHUNK_WINDOW.
 MAX_NAMED_DOCUMENTS = 5
@@ -87,10 +90,10 @@ def document_title_keys(heading: str | None, filename: str) -> dict[str, TitleSo
     return keys
 
 
-def question_keys(question: str, max_words: int = MAX_TITLE_WORDS) -> list[str]:
+def question_keys(question: str, max_words: int = MAX_TITLE_WORDS, limit: int = MAX_QUESTION_KEYS) -> list[str]:
     """Every title key the question could name: its distinct word n-grams of up to `max_words` words and
-    MAX_TITLE_CHARACTERS characters that are not all stopwords and numbers, in order of first appearance. A question of
-    at most 2,000 characters gives at most a few thousand."""
+    MAX_TITLE_CHARACTERS characters that are not all stopwords and numbers, in order of first appearance, at most
+    `limit` of them (the titles a question names past that are not looked up)."""
     words = title_words(question)
     content = [_names_something(word) for word in words]
     keys: dict[str, None] = {}
@@ -104,6 +107,8 @@ def question_keys(question: str, max_words: int = MAX_TITLE_WORDS) -> list[str]:
             meaningful = meaningful or content[end]
             if meaningful:
                 keys.setdefault(" ".join(words[start : end + 1]), None)
+                if len(keys) == limit:
+                    return list(keys)
     return list(keys)
 
 

@@ -31,7 +31,14 @@ from shared.domain.answers import (
     StoredAnswer,
 )
 from shared.domain.auth import Principal
-from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, GenerationFailed, LimitExceeded, NotFound
+from shared.domain.errors import (
+    CapabilityUnavailable,
+    EmbeddingFailed,
+    GenerationFailed,
+    InvalidRequest,
+    LimitExceeded,
+    NotFound,
+)
 from shared.domain.grounding import (
     AMBIGUOUS_SUBJECT,
     Statement,
@@ -180,7 +187,8 @@ class AnswerService:
                 collections,
                 prompt_version,
                 index_version=index_version,
-                key=key,
+                # A refusal from the keyword lane alone (the embedder down) is not cached: the next ask may find more.
+                key=key if outcome.vector_available or request.mode is SearchMode.KEYWORD else None,
                 vector_available=outcome.vector_available,
             )
         with times.stage("select"):
@@ -265,17 +273,36 @@ class AnswerService:
 
     def stored(self, principal: Principal, answer_id: str) -> Answer:
         """The caller's own answer, its citations re-checked against what the caller may read now."""
-        stored = self._store.get(principal.tenant_id, principal.subject, answer_id)
-        if stored is None:
-            raise NotFound("no such answer")
-        return self._rechecked(principal, stored.answer)
+        return self._rechecked(principal, self._own(principal, answer_id).answer)
 
     def feedback(self, principal: Principal, answer_id: str, feedback: AnswerFeedback) -> str:
-        """The caller's feedback on their own answer (InvalidRequest for a citation number it does not have)."""
+        """The caller's feedback on their own answer as they see it now (InvalidRequest for a citation number it
+        does not show them): a number is the one shown, recorded as the stored citation it stands for."""
+        own = self._own(principal, answer_id)
+        if feedback.citation is not None:
+            visible = self._rechecked(principal, own.answer)
+            shown = {citation.number: citation.chunk_id for citation in visible.citations}
+            if feedback.citation not in shown:
+                raise InvalidRequest(
+                    f"citation {feedback.citation} is not one of this answer's citations"
+                    f" ({', '.join(map(str, sorted(shown))) or 'it shows none'})"
+                )
+            stored_number = {citation.chunk_id: citation.number for citation in own.answer.citations}
+            feedback = feedback.model_copy(update={"citation": stored_number[shown[feedback.citation]]})
         recorded = self._store.add_feedback(principal.tenant_id, principal.subject, answer_id, feedback)
         if recorded is None:
             raise NotFound("no such answer")
         return recorded
+
+    def _own(self, principal: Principal, answer_id: str) -> StoredAnswer:
+        """The caller's own stored answer; not found as well when every collection it cited is one the caller can
+        no longer read (as for any source they are not entitled to: whether it exists is not theirs to learn)."""
+        stored = self._store.get(principal.tenant_id, principal.subject, answer_id)
+        if stored is None or (
+            stored.collections and not stored.collections & self._authorization.readable_collections(principal)
+        ):
+            raise NotFound("no such answer")
+        return stored
 
     # --- composing ----------------------------------------------------------------------------------------
 

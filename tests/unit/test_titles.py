@@ -2,6 +2,7 @@
 
 from shared.domain.document import Block, BlockKind, ExtractedDocument, Location
 from shared.domain.titles import (
+    MAX_QUESTION_KEYS,
     MAX_TITLE_CHARACTERS,
     MAX_TITLE_WORDS,
     DirectChunk,
@@ -78,6 +79,14 @@ def test_the_questions_keys_are_its_word_ngrams_normalised_like_titles() -> None
     long = question_keys(" ".join(f"w{i}" for i in range(400)))
     assert max(len(key.split(" ")) for key in long) == MAX_TITLE_WORDS
     assert len(long) <= 400 * MAX_TITLE_WORDS
+    # A question of two-character words at the length limit would give 13,000: the lookups stop at the cap.
+    words = [
+        first + second for first in "abcdefghijklmnopqrstuvwxyz" for second in "0123456789abcdefghijklmnopqrstuvwxyz"
+    ]
+    question = " ".join(words[:660])
+    assert len(question) <= 2_000
+    letters = question_keys(question)
+    assert len(letters) == MAX_QUESTION_KEYS
 
 
 def test_a_title_inside_a_longer_named_title_loses_its_authority_by_words_not_characters() -> None:
