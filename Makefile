@@ -59,8 +59,8 @@ synth: $(INSTALLED)
 		$(BIN)/python -m infra.app
 	@ls cdk.out/*.template.json
 
-# Retrieval quality on SciFact's train split (tune only on train): nDCG@10, recall@10/100, MRR@10 per lane, hybrid
-# before (RRF k 10) and after (the configured fusion), and nDCG@10 on the tune and held-out queries.
+# Retrieval quality on SciFact's train split (tune only on train): nDCG@10, recall@10/100, MRR@10 per lane, and
+# before (unstemmed keyword lane, RRF k 10) / after (the product's lanes and fusion), with the tune / held-out split.
 # EVAL_ARGS="--reuse eval-…" skips ingesting again (a tenant kept with --keep).
 SCIFACT ?= ../shared/data/scifact
 eval: $(INSTALLED)

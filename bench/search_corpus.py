@@ -7,7 +7,7 @@ embedder's: ~0.8 to the chunk a query was drawn from, ~0.45 for the 10th neighbo
 text. Texts are words drawn Zipf-like from a 20,000-word vocabulary whose head is the English stopwords
 (as in real text), a fifth of each chunk's words from its topic's own words, in sentences of 12-28 words
 each ended by a full stop (the extractive answers rank sentences: bench/answers.py). The stops change no
-search figure: the keyword lane reads `to_tsvector('simple', …)`, which drops punctuation (the same lexemes at
+search figure: the keyword lane reads `to_tsvector('english', …)`, which drops punctuation (the same lexemes at
 the same positions), the vector lane reads the synthetic vectors, and the lengths follow a fixed pattern of
 the chunk's index, so no random draw, and no vector or query, changes.
 """

@@ -12,6 +12,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,19 +23,55 @@ from shared.domain.auth import Role, with_role
 from shared.domain.citations import excerpt_is_at_location
 from shared.domain.document import Block, BlockCollector, BlockKind, ExtractedDocument, ExtractionLimits, Location
 from shared.domain.files import NewVersion, ProcessingState
+from shared.domain.knowledge import RankedChunk
 from shared.domain.metrics import ndcg_at, recall_at, reciprocal_rank_at
 from shared.domain.search import Found, Fusion, RetrievalTuning, SearchFilters, SearchMode, SearchQuery, fuse
+from shared.domain.stopwords import ENGLISH_STOPWORDS
 from shared.domain.uploads import storage_key
 from shared.services.indexing import IndexTarget
 
 COLLECTION = "beir"
 MODES = (SearchMode.KEYWORD, SearchMode.SEMANTIC, SearchMode.HYBRID)
 DEPTH = 100  # documents ranked per query (recall@100)
-# The rows of the report: each lane alone, hybrid as before (reciprocal rank fusion, k 10: docs/adr/0004) and
-# hybrid with the configured fusion (docs/adr/0008). Both hybrid rows fuse the same lanes of the same query.
-BEFORE = "hybrid-rrf"
-ROWS = ("keyword", "semantic", BEFORE, "hybrid")
+# The rows of the report: each lane alone, and hybrid before and after issue 18. Before is what search did until
+# then: the keyword lane unstemmed (the `simple` configuration, docs/adr/0009), fused with the same semantic lane by
+# reciprocal rank, k 10 (docs/adr/0004). After is the product's lanes with the configured fusion (docs/adr/0008).
+KEYWORD_BEFORE = "keyword-before"
+BEFORE = "hybrid-before"
+ROWS = (KEYWORD_BEFORE, "keyword", "semantic", BEFORE, "hybrid")
 TUNE, HELD_OUT = "tune", "held-out"
+
+# The keyword lane as it was before migration 0023, for the report's before rows only: BM25 over `simple` postings
+# built once per run in a temporary table (dropped with its transaction) from the stored chunks, with the lane's
+# formula, parameters and query stopwords.
+_BEFORE_POSTINGS = """
+CREATE TEMPORARY TABLE before_postings ON COMMIT DROP AS
+SELECT c.chunk_id, t.lexeme AS term, cardinality(t.positions) AS frequency, l.length AS chunk_length
+FROM knowledge_chunks AS c
+CROSS JOIN LATERAL (SELECT coalesce(sum(array_length(u.positions, 1)), 0) AS length
+                    FROM unnest(to_tsvector('simple', c.content)) AS u) AS l
+CROSS JOIN LATERAL unnest(to_tsvector('simple', c.content)) AS t
+WHERE c.tenant_id = %(tenant)s AND c.collection_id = %(collection)s
+"""
+_BEFORE_STATISTICS = """
+SELECT count(*), coalesce(sum(l.length), 0) FROM knowledge_chunks AS c
+CROSS JOIN LATERAL (SELECT coalesce(sum(array_length(u.positions, 1)), 0) AS length
+                    FROM unnest(to_tsvector('simple', c.content)) AS u) AS l
+WHERE c.tenant_id = %(tenant)s AND c.collection_id = %(collection)s
+"""
+_BEFORE_SEARCH = """
+WITH query_terms AS MATERIALIZED (
+  SELECT coalesce(array_agg(DISTINCT t.lexeme), '{}') AS lexemes
+  FROM unnest(to_tsvector('simple', %(query)s)) AS t WHERE t.lexeme <> ALL(%(stopwords)s)
+), weights AS MATERIALIZED (
+  SELECT term, ln(1 + (%(chunks)s - count(*) + 0.5) / (count(*) + 0.5)) AS idf FROM before_postings
+  WHERE term = ANY((SELECT lexemes FROM query_terms)::text[]) GROUP BY term
+)
+SELECT p.chunk_id, sum(w.idf * (p.frequency * (%(k1)s + 1))
+                       / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_length / %(average)s))) AS score
+FROM before_postings AS p JOIN weights AS w USING (term)
+GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(limit)s
+"""
 
 
 def held_out(query_ids: Iterable[str]) -> set[str]:
@@ -180,24 +217,65 @@ class Evaluation:
         retrieval = self._container.retrieval
         collections = frozenset({COLLECTION})
         candidates = 3 * DEPTH  # chunks, so that a hundred distinct documents remain after grouping
-        fusions = {BEFORE: before(retrieval.tuning), "hybrid": retrieval.tuning}
-        for query_id, text in dataset.queries.items():
-            for mode in MODES:
+        with self._unstemmed_lane() as unstemmed:
+            for query_id, text in dataset.queries.items():
                 begun = time.perf_counter()
-                lanes = retrieval.lanes(
-                    self.tenant, collections, SearchQuery(text=text, mode=mode), candidates=candidates
+                keyword_before = unstemmed(text, candidates)
+                keyword_before_ms = (time.perf_counter() - begun) * 1000
+                yield (
+                    query_id,
+                    KEYWORD_BEFORE,
+                    self._documents([hit.chunk_id for hit in keyword_before]),
+                    keyword_before_ms,
                 )
-                elapsed = (time.perf_counter() - begun) * 1000
-                if mode is SearchMode.KEYWORD:
-                    yield query_id, mode.value, self._documents([hit.chunk_id for hit in lanes.keyword]), elapsed
-                elif mode is SearchMode.SEMANTIC:
-                    yield query_id, mode.value, self._documents([hit.chunk_id for hit in lanes.vector]), elapsed
-                else:
-                    for row, tuning in fusions.items():
-                        begun = time.perf_counter()
-                        fused = fuse([lanes.vector, lanes.keyword], tuning)
-                        fusing = (time.perf_counter() - begun) * 1000
-                        yield query_id, row, self._documents([chunk_id for chunk_id, _ in fused]), elapsed + fusing
+                for mode in MODES:
+                    begun = time.perf_counter()
+                    lanes = retrieval.lanes(
+                        self.tenant, collections, SearchQuery(text=text, mode=mode), candidates=candidates
+                    )
+                    elapsed = (time.perf_counter() - begun) * 1000
+                    if mode is SearchMode.KEYWORD:
+                        yield query_id, mode.value, self._documents([hit.chunk_id for hit in lanes.keyword]), elapsed
+                    elif mode is SearchMode.SEMANTIC:
+                        yield query_id, mode.value, self._documents([hit.chunk_id for hit in lanes.vector]), elapsed
+                    else:
+                        for row, keyword, tuning, spent in (
+                            (BEFORE, keyword_before, before(retrieval.tuning), keyword_before_ms),
+                            ("hybrid", lanes.keyword, retrieval.tuning, 0.0),
+                        ):
+                            begun = time.perf_counter()
+                            fused = fuse([lanes.vector, keyword], tuning)
+                            fusing = (time.perf_counter() - begun) * 1000
+                            ranking = self._documents([chunk_id for chunk_id, _ in fused])
+                            yield query_id, row, ranking, elapsed + spent + fusing
+
+    @contextmanager
+    def _unstemmed_lane(self) -> Iterator[Callable[[str, int], list[RankedChunk]]]:
+        """The keyword lane as it was before migration 0023 (see _BEFORE_POSTINGS), over this run's tenant."""
+        tuning = self._container.retrieval.tuning
+        where = {"tenant": self.tenant, "collection": COLLECTION}
+        with self._container.database.tenant_transaction(self.tenant) as conn:
+            conn.execute(_BEFORE_POSTINGS, where)
+            conn.execute("CREATE INDEX ON before_postings (term)")
+            conn.execute("ANALYZE before_postings")
+            row = conn.execute(_BEFORE_STATISTICS, where).fetchone()
+            chunks, total = (int(row[0]), int(row[1])) if row else (0, 0)
+            fixed = {
+                "chunks": max(chunks, 1),
+                "average": max(total / chunks if chunks else 1.0, 1.0),
+                "stopwords": sorted(ENGLISH_STOPWORDS),
+                "k1": tuning.bm25_k1,
+                "b": tuning.bm25_b,
+            }
+
+            def search(text: str, limit: int) -> list[RankedChunk]:
+                rows = conn.execute(_BEFORE_SEARCH, {**fixed, "query": text, "limit": limit}).fetchall()
+                return [
+                    RankedChunk(chunk_id=chunk_id, rank=rank, score=float(score))
+                    for rank, (chunk_id, score) in enumerate(rows, start=1)
+                ]
+
+            yield search
 
     def _documents(self, chunk_ids: list[str]) -> list[str]:
         seen: dict[str, None] = {}
@@ -376,11 +454,16 @@ def print_report(report: EvalReport) -> None:
         f" {report.queries} queries; {report.embedding_model}"
     )
     print(f"indexed in {report.index_seconds} s ({report.chunks_per_second} chunks/s end to end)")
-    print(f"{'mode':<10} {'nDCG@10':>8} {'R@10':>8} {'R@100':>8} {'MRR@10':>8} {'p50 ms':>8}")
-    labels = {BEFORE: "  before: rrf, k 10", "hybrid": f"  after: {report.fusion}"}
+    print(f"{'mode':<14} {'nDCG@10':>8} {'R@10':>8} {'R@100':>8} {'MRR@10':>8} {'p50 ms':>8}")
+    labels = {
+        KEYWORD_BEFORE: "  before: unstemmed (simple)",
+        "keyword": "  after: stemmed (english)",
+        BEFORE: "  before: unstemmed keyword lane, rrf, k 10",
+        "hybrid": f"  after: stemmed keyword lane, {report.fusion}",
+    }
     for mode, values in report.metrics.items():
         print(
-            f"{mode:<10} {values['ndcg@10']:>8.4f} {values['recall@10']:>8.4f} {values['recall@100']:>8.4f}"
+            f"{mode:<14} {values['ndcg@10']:>8.4f} {values['recall@10']:>8.4f} {values['recall@100']:>8.4f}"
             f" {values['mrr@10']:>8.4f} {report.latency_ms[mode]:>8.2f}{labels.get(mode, '')}"
         )
     tune, held = (next(iter(report.splits.values()), {}).get(split) for split in (TUNE, HELD_OUT))
@@ -392,7 +475,7 @@ def print_report(report: EvalReport) -> None:
         for row in (BEFORE, "hybrid"):
             split = report.splits.get(row, {})
             if TUNE in split and HELD_OUT in split:
-                print(f"{row:<10} {split[TUNE]['ndcg@10']:>8.4f} {split[HELD_OUT]['ndcg@10']:>8.4f}")
+                print(f"{row:<14} {split[TUNE]['ndcg@10']:>8.4f} {split[HELD_OUT]['ndcg@10']:>8.4f}")
     print(
         f"citations: {report.citations_checked} checked against their documents,"
         f" {report.citations_failed} did not contain their excerpt"

@@ -234,3 +234,69 @@ def test_the_title_index_is_backfilled_from_the_chunks_already_indexed(
     with psycopg.connect(url) as conn:
         rows = conn.execute("SELECT title_key, source FROM document_titles ORDER BY title_key").fetchall()
     assert rows == [("jlpt n2 window weekly plan", "heading"), ("q3 budget", "filename")]
+
+
+def test_the_keyword_lane_is_rebuilt_stemmed_from_the_chunks_already_indexed(
+    new_database: Callable[[], str], tmp_path: Path
+) -> None:
+    url = new_database()
+    before = tmp_path / "before_stemming"
+    before.mkdir()
+    for migration in MIGRATIONS_DIR.glob("*.sql"):
+        if migration.name < "0023":  # every migration before the stemmed keyword lane, none after
+            shutil.copy(migration, before / migration.name)
+    apply_migrations(url, embedding_dimension=384, directory=before)
+    contents = {"acme": ["Payments failed at checkout", "The refunds were approved"], "globex": ["Invoices paid"]}
+    with psycopg.connect(url, autocommit=True) as conn:
+        for number, (tenant, texts) in enumerate(contents.items()):
+            file_id, version_id = (
+                f"00000000-0000-0000-0000-0000000000f{number}",
+                f"00000000-0000-0000-0000-0000000000b{number}",
+            )
+            conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (tenant,))
+            conn.execute(
+                "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by)"
+                " VALUES (%s, %s, 'docs', 'notes.txt', 's')",
+                (tenant, file_id),
+            )
+            conn.execute(
+                "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type, declared_byte_size,"
+                " storage_key, created_by) VALUES (%s, %s, %s, 'notes.txt', 'text/plain', 1, %s, 's')",
+                (tenant, file_id, version_id, f"k/{number}"),
+            )
+            for ordinal, text in enumerate(texts):
+                conn.execute(
+                    "INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects,"
+                    " content, content_hash, collection_id, filename, media_type, uploaded_at, block_kind, location,"
+                    " heading_path, block_start, block_end, body_offset, token_count) VALUES (%s, %s, %s, %s, %s,"
+                    " ARRAY['docs'], %s, 'h', 'docs', 'notes.txt', 'text/plain', now(), 'paragraph', '{}',"
+                    " '{}', 0, 0, 0, 1)",
+                    (tenant, f"{version_id}:{ordinal}", file_id, version_id, ordinal, text),
+                )
+        assert ("payments",) in conn.execute("SELECT term FROM keyword_postings").fetchall()  # unstemmed before
+
+    assert "0023_stemmed_keyword_lane" in apply_migrations(url, embedding_dimension=384).applied
+
+    with psycopg.connect(url) as conn:
+        terms = conn.execute("SELECT tenant_id, term, chunk_count FROM keyword_terms ORDER BY 1, 2").fetchall()
+        assert terms == [
+            ("acme", "approv", 1),
+            ("acme", "checkout", 1),
+            ("acme", "fail", 1),
+            ("acme", "payment", 1),
+            ("acme", "refund", 1),
+            ("globex", "invoic", 1),
+            ("globex", "paid", 1),
+        ]
+        # Stopwords ("at", "the", "were") are out of the lengths too, and every statistic is the chunks' own.
+        assert conn.execute(
+            "SELECT tenant_id, chunk_count, total_length FROM keyword_collections ORDER BY 1"
+        ).fetchall() == [("acme", 2, 5), ("globex", 1, 2)]
+        postings = conn.execute(
+            "SELECT tenant_id, term, chunk_id, frequency, chunk_length FROM keyword_postings ORDER BY 1, 2, 3"
+        ).fetchall()
+        derived = conn.execute(
+            "SELECT c.tenant_id, t.lexeme, c.chunk_id, cardinality(t.positions), c.lexical_length"
+            " FROM knowledge_chunks c, unnest(c.search_vector) t ORDER BY 1, 2, 3"
+        ).fetchall()
+        assert postings == derived and len(postings) == 7

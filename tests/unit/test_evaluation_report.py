@@ -5,7 +5,7 @@ import json
 import pytest
 
 from shared.domain.search import Fusion, RetrievalTuning
-from shared.local.evaluation import BEFORE, ROWS, EvalReport, before, describe, held_out, print_report
+from shared.local.evaluation import BEFORE, KEYWORD_BEFORE, ROWS, EvalReport, before, describe, held_out, print_report
 
 
 def test_every_fifth_query_id_in_sorted_order_is_held_out() -> None:
@@ -51,8 +51,10 @@ def test_the_report_prints_before_and_after_and_the_held_out_split(capsys: pytes
     for line in lines:  # the first line of each row: the table's
         if line.split() and line.split()[0] in ROWS:
             rows.setdefault(line.split()[0], line)
-    assert rows[BEFORE].endswith("before: rrf, k 10")
-    assert rows["hybrid"].endswith("after: zscore per document, vector weight 0.55")
+    assert rows[BEFORE].endswith("before: unstemmed keyword lane, rrf, k 10")
+    assert rows["hybrid"].endswith("after: stemmed keyword lane, zscore per document, vector weight 0.55")
+    assert rows[KEYWORD_BEFORE].endswith("before: unstemmed (simple)")
+    assert rows["keyword"].endswith("after: stemmed (english)")
     split = lines.index(next(line for line in lines if line.startswith("nDCG@10 on the tune queries (8)")))
     assert "held out (every 5th query id, 2; never tuned on)" in lines[split]
     assert lines[split + 1].split() == [BEFORE, "0.7100", "0.6900"]
