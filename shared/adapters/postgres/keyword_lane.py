@@ -1,10 +1,11 @@
 """The keyword lane, BM25 in plain PostgreSQL (Aurora has no BM25 extension), summed from postings: the
 query's lexemes (the `english` configuration: stemmed, stopwords stripped, as chunks are since migration 0023)
 are looked up by primary key in keyword_postings, which holds each (chunk, term)'s frequency and the chunk's
-length; any term may match (OR). Document frequencies and average lengths come from keyword_terms / keyword_collections. Statement
-triggers keep all three exact as chunks are written and deleted. IDF counts only the collections the caller
-may read. Not the GIN index on the tsvector: under row-level security `@@` is not leakproof, so the planner
-will not use that index and the lane would test every row of the tenant (docs/adr/0001).
+length; any term may match (OR). Document frequencies and average lengths come from keyword_terms /
+keyword_collections. Statement triggers keep all three exact as chunks are written and deleted. IDF counts only
+the collections the caller may read. Not the GIN index on the tsvector: under row-level security `@@` is not
+leakproof, so the planner will not use that index and the lane would test every row of the tenant
+(docs/adr/0001).
 """
 
 from typing import Any
