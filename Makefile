@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
-.PHONY: demo test test-unit test-integration test-infra test-e2e bench eval eval-answers fuzz sweep lint typecheck fmt clean venv layer synth
+.PHONY: demo test test-unit test-integration test-infra test-e2e bench eval eval-answers fuzz sweep lint typecheck fmt clean venv layer synth browser screenshots
 
 venv: $(INSTALLED)
 
@@ -29,8 +29,24 @@ lint: $(INSTALLED)
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck browser
 	$(BIN)/pytest
+
+# The console's browser tests drive Debian's Chromium (tests/e2e/test_console.py); Playwright never downloads
+# one. Installed here when missing, with apt as root (CI) or through sudo.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { \
+		echo "installing Debian's chromium for the console's browser tests"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	}
+	@test -x $(CHROMIUM) || { echo "make browser: $(CHROMIUM) is still missing (apt-get install chromium)"; exit 2; }
+
+# Screenshots of each console view, from the browser test, under .bench/console/ for a person to look at.
+screenshots: $(INSTALLED) browser
+	QUIRE_SCREENSHOTS=$(CURDIR)/.bench/console $(BIN)/pytest -m e2e tests/e2e/test_console.py
+	@ls .bench/console
 
 # One suite each, without lint or typecheck: tests/conftest.py marks every test by its folder. The path only
 # spares importing the other suites (aws_cdk, the stack fixtures); the marker is what selects.
@@ -44,7 +60,7 @@ test-integration: $(INSTALLED)
 test-infra: $(INSTALLED)
 	$(BIN)/pytest -m infra tests/infra
 
-test-e2e: $(INSTALLED)
+test-e2e: $(INSTALLED) browser
 	$(BIN)/pytest -m e2e tests/e2e
 
 # The Lambda dependency layer: pyproject's runtime dependencies as arm64 CPython 3.12 wheels (pip, no Docker).

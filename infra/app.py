@@ -10,6 +10,7 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from infra.constructs.console import CONSOLE_DIR
 from infra.environments import EnvironmentSettings, settings_for
 from infra.packaging import layer_directory, stage_code
 from infra.stack import QuireStack
@@ -21,6 +22,7 @@ def build_app(
     outdir: str | None = None,
     code_dir: Path | None = None,
     layer_dir: Path | None = None,
+    console_dir: Path | None = None,
     settings: EnvironmentSettings | None = None,
 ) -> tuple[cdk.App, QuireStack]:
     """The app for `env_name`'s settings, or for `settings` themselves (a variant the tests synthesize)."""
@@ -33,6 +35,7 @@ def build_app(
         settings=settings,
         code_dir=code_dir or stage_code(),
         layer_dir=layer_dir or layer_directory(),
+        console_dir=console_dir or CONSOLE_DIR,
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
     )
     # Synthesis fails on any finding that has no written acknowledgement next to the resource concerned.

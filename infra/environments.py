@@ -31,6 +31,17 @@ class ReservedConcurrency:
 
 
 @dataclass(frozen=True)
+class ConsoleDomain:
+    """A name of one's own for the console's distribution (infra/constructs/console.py), so that its viewers get
+    TLS 1.2 at least (the distribution's own *.cloudfront.net name keeps CloudFront's policy). The certificate is
+    an ACM certificate in us-east-1 (CloudFront's requirement) that covers the name; the DNS record pointing the
+    name at the distribution is the operator's."""
+
+    name: str
+    certificate_arn: str
+
+
+@dataclass(frozen=True)
 class EnvironmentSettings:
     name: str
     # prod keeps data when the stack is deleted; dev cleans up after itself.
@@ -69,6 +80,8 @@ class EnvironmentSettings:
     # The Bedrock model that drafts POST /v1/answer's answers (Converse with a forced tool: Claude 3 or later, or
     # Amazon Nova, its access enabled in the account). None: answers are evidence only, and say so.
     answer_model_id: str | None = None
+    # None: the console is served on its distribution's *.cloudfront.net name.
+    console_domain: ConsoleDomain | None = None
 
 
 ENVIRONMENTS: dict[str, EnvironmentSettings] = {

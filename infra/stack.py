@@ -6,6 +6,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from infra.constructs.api import Api
+from infra.constructs.console import CONSOLE_DIR, Console
 from infra.constructs.database import Database
 from infra.constructs.functions import LambdaPackage
 from infra.constructs.mcp import McpServer
@@ -26,6 +27,7 @@ class QuireStack(cdk.Stack):
         settings: EnvironmentSettings,
         code_dir: Path,
         layer_dir: Path,
+        console_dir: Path = CONSOLE_DIR,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -34,6 +36,11 @@ class QuireStack(cdk.Stack):
         cdk.Tags.of(self).add("project", "quire", exclude_resource_types=untaggable)
         cdk.Tags.of(self).add("environment", settings.name, exclude_resource_types=untaggable)
         self.storage = Storage(self, "Storage", settings=settings)
+        # The console's distribution before what admits its origin (its files and config.json come last).
+        self.console = Console(
+            self, "Console", settings=settings, access_logs=self.storage.access_logs, source_dir=console_dir
+        )
+        self.storage.allow_browser_origin(self.console.origin)
         self.package = LambdaPackage(self, "Package", settings=settings, code_dir=code_dir, layer_dir=layer_dir)
         self.database = Database(self, "Database", settings=settings)
         self.migrations = Migrations(
@@ -56,6 +63,7 @@ class QuireStack(cdk.Stack):
             storage=self.storage,
             database=self.database,
             state_machine=self.pipeline.state_machine,
+            console_origin=self.console.origin,
         )
         self.api.node.add_dependency(self.migrations)
         self.mcp = McpServer(
@@ -74,6 +82,13 @@ class QuireStack(cdk.Stack):
         self.rendering.grant_submit(self.api.function)
         self.rendering.grant_submit(self.mcp.function)
         self.rendering.grant_submit(self.pipeline.reconcile)
+        self.console.publish(
+            api_base=self.api.http_api.api_endpoint,
+            uploads_bucket=self.storage.originals,
+            sign_in_domain=self.api.domain.base_url(),
+            client_id=self.api.user_pool_client.user_pool_client_id,
+            scopes=["openid", "email", self.api.api_scope],
+        )
         self.observability = Observability(
             self,
             "Observability",

@@ -73,6 +73,7 @@ from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
 from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
+from shared.services.page_images import PageImages
 from shared.services.pdf_tools import PdfTools
 from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import Recognizers
@@ -267,6 +268,14 @@ class Container:
             ),
             spend=self.spend_limits,
             scanning=self.malware_scanning,
+        )
+
+    @cached_property
+    def page_images(self) -> PageImages:
+        from shared.adapters.renderers.page_image import PdfiumPageRasterizer
+
+        return PageImages(
+            self.files, self.content, PdfiumPageRasterizer(), max_original_bytes=self.settings.max_upload_bytes
         )
 
     @cached_property

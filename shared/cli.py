@@ -64,6 +64,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"Quire is up in {time.monotonic() - begun:.1f}s: API {state['api']}, S3 {state['s3']['endpoint']}")
     else:
         print(f"Quire is already running (pid {state['pid']}): API {state['api']}")
+    print(f"Console: {state['api']}/console/ (sign in with one click, or with a token from `quire token`)")
     return 0
 
 

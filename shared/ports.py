@@ -41,6 +41,7 @@ from shared.domain.files import (
 )
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite, RankedChunk
 from shared.domain.limits import Spend
+from shared.domain.page_images import PageOutcome
 from shared.domain.pdf_tools import PagePick, PdfInput
 from shared.domain.proposals import AppliedProposal, NewReplacement, ReplacementRecord, ReplacementState
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
@@ -81,11 +82,22 @@ class FileContentStore(Protocol):
         """What is stored at `key` (and version), or None when nothing is."""
         ...
 
-    def signed_read(self, key: str, *, version_id: str | None, filename: str, lifetime: timedelta) -> SignedRead | None:
+    def signed_read(
+        self,
+        key: str,
+        *,
+        version_id: str | None,
+        filename: str,
+        lifetime: timedelta,
+        media_type: str | None = None,
+    ) -> SignedRead | None:
         """A presigned GET with an attachment disposition and a safe content type.
 
-        The lifetime is clamped to MAX_SIGNED_READ_LIFETIME whatever is asked. An adapter that cannot
-        sign returns None and the caller proxies the bytes; it never invents a URL.
+        The content type is `domain.uploads.signed_read_type(media_type)`: SAFE_DOWNLOAD_TYPE when None, else one
+        of SIGNED_READ_TYPES (a page image Quire drew, which a viewer shows in an <img>); any other type raises
+        ValueError before anything is signed. The disposition is an attachment whatever the type. The lifetime is
+        clamped to MAX_SIGNED_READ_LIFETIME whatever is asked. An adapter that cannot sign returns None and the
+        caller proxies the bytes; it never invents a URL.
         """
         ...
 
@@ -842,6 +854,18 @@ class ArtifactRenderer(Protocol):
     format: ExportFormat
 
     def render(self, request: RenderRequest, limits: RenderLimits) -> RenderedFile: ...
+
+
+class PageRasterizer(Protocol):
+    """One page of a PDF or an image drawn as a PNG of the page as it is displayed, sized by
+    `domain.page_images.fit_page` and recording the document's page count in its text chunk
+    (`PAGE_COUNT_KEYWORD`). Inputs are attacker-controlled: callers run it in a bounded child (its class is
+    built again there with no arguments). What the bytes hold (no such page, a damaged or protected file, more
+    pixels than allowed) is an answer, never an exception."""
+
+    media_types: frozenset[str]
+
+    def rasterize(self, content: bytes, media_type: str, page: int) -> PageOutcome: ...
 
 
 class PdfOperations(Protocol):

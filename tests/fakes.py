@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 from uuid import UUID, uuid4
 
 from shared.adapters.local.unavailable import UnavailableMalwareScanning, UnavailableOcr, UnavailableVision
@@ -47,7 +48,7 @@ from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingRe
 from shared.domain.limits import Spend
 from shared.domain.search import ChunkSnapshot
 from shared.domain.summaries import DraftCitation, DraftSentence, GeneratedSummary, validated_summary
-from shared.domain.uploads import stored_content_type
+from shared.domain.uploads import signed_read_type, stored_content_type
 from shared.domain.usage import RequestKind, Usage, UsageTotal, collection_shares
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.ports import (
@@ -741,11 +742,21 @@ class FakeContentStore(FileContentStore):
             key=key, version_id=found.version_id, byte_size=len(found.body), content_type=found.content_type
         )
 
-    def signed_read(self, key: str, *, version_id: str | None, filename: str, lifetime: timedelta) -> SignedRead | None:
+    def signed_read(
+        self,
+        key: str,
+        *,
+        version_id: str | None,
+        filename: str,
+        lifetime: timedelta,
+        media_type: str | None = None,
+    ) -> SignedRead | None:
         seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
         version = f"&versionId={version_id}" if version_id else ""
+        served = signed_read_type(media_type)
+        shown = f"&type={quote(served, safe='')}" if media_type is not None else ""
         return SignedRead(
-            url=f"{SIGNED_HOST}/{key}?expires={seconds}{version}",
+            url=f"{SIGNED_HOST}/{key}?expires={seconds}{version}{shown}",
             expires_at=datetime.now(UTC) + timedelta(seconds=seconds),
         )
 

@@ -19,6 +19,7 @@ from shared.domain.errors import (
     PayloadTooLarge,
     Unauthenticated,
     UnsupportedMediaType,
+    VersionDeleted,
 )
 from shared.domain.exports import RenderFailed
 
@@ -76,6 +77,11 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         if error.field:
             body["field"] = error.field
         return _json(404, body)
+
+    @app.exception_handler(VersionDeleted)
+    def _deleted(error: VersionDeleted) -> Response[str]:
+        # Only for a caller entitled to the collection the file was in: anyone else gets the body above.
+        return _json(404, {"error": "deleted", "message": str(error)})
 
     @app.exception_handler(Forbidden)
     def _forbidden(error: Forbidden) -> Response[str]:

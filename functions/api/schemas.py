@@ -33,6 +33,7 @@ from shared.domain.search import (
     SearchQuery,
 )
 from shared.domain.usage import UsageTotal
+from shared.services.page_images import PageImage
 from shared.services.reindexing import ReindexReport
 
 
@@ -247,6 +248,33 @@ class FileListView(ApiModel):
 class SignedReadView(ApiModel):
     url: str
     expires_at: datetime
+
+
+class PageImageView(ApiModel):
+    """One page drawn as a PNG: a signed GET of at most 15 minutes served as image/png (for an <img>), and the
+    drawing's size in pixels (a citation's normalised box times width and height is its rectangle on it)."""
+
+    url: str
+    expires_at: datetime
+    page: int
+    page_count: int
+    width: int
+    height: int
+    version_id: UUID
+
+    @classmethod
+    def of(cls, image: PageImage) -> "PageImageView":
+        if image.url is None or image.expires_at is None:
+            raise ValueError("a page image without a signed URL is served as its bytes")
+        return cls(
+            url=image.url,
+            expires_at=image.expires_at,
+            page=image.page,
+            page_count=image.page_count,
+            width=image.width,
+            height=image.height,
+            version_id=image.version_id,
+        )
 
 
 class DeletionView(ApiModel):

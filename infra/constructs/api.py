@@ -33,6 +33,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from infra.constructs.console import CONSOLE_PATH
 from infra.constructs.functions import (
     EMBEDDING_MODEL_ID,
     DatabaseAccess,
@@ -206,8 +207,12 @@ class Api(Construct):
         storage: Storage,
         database: DatabaseAccess,
         state_machine: sfn.IStateMachine,
+        console_origin: str,
     ) -> None:
+        """`console_origin`: where the browser console is served (infra/constructs/console.py), admitted by the
+        API's CORS and, at CONSOLE_PATH, by the app client's redirect URLs, beside the environment's origins."""
         super().__init__(scope, construct_id)
+        self._console_origin = console_origin
         removal = cdk.RemovalPolicy.RETAIN if settings.retain_data else cdk.RemovalPolicy.DESTROY
         self.function = self._api_function(settings, package, storage, database, state_machine)
         self.user_pool = self._user_pool(settings, package, removal)
@@ -325,6 +330,7 @@ class Api(Construct):
         return pool
 
     def _browser_client(self, settings: EnvironmentSettings) -> cognito.UserPoolClient:
+        console_url = f"{self._console_origin}{CONSOLE_PATH}"
         return self.user_pool.add_client(
             "BrowserClient",
             user_pool_client_name=f"quire-{settings.name}-browser",
@@ -339,8 +345,9 @@ class Api(Construct):
                     cognito.OAuthScope.EMAIL,
                     cognito.OAuthScope.resource_server(self.resource_server, self._scope_definition),
                 ],
-                callback_urls=redirect_urls(settings.cors_allowed_origins, CALLBACK_PATH),
-                logout_urls=redirect_urls(settings.cors_allowed_origins, "/"),
+                # The console signs in and out at its own page (its redirectUri and logoutUri).
+                callback_urls=[*redirect_urls(settings.cors_allowed_origins, CALLBACK_PATH), console_url],
+                logout_urls=[*redirect_urls(settings.cors_allowed_origins, "/"), console_url],
             ),
             supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
             prevent_user_existence_errors=True,
@@ -369,7 +376,7 @@ class Api(Construct):
             # Our own $default stage below carries the throttling and the access log.
             create_default_stage=False,
             cors_preflight=apigwv2.CorsPreflightOptions(
-                allow_origins=list(settings.cors_allowed_origins),
+                allow_origins=[*settings.cors_allowed_origins, self._console_origin],
                 allow_methods=[
                     apigwv2.CorsHttpMethod.GET,
                     apigwv2.CorsHttpMethod.POST,

@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_guardduty as guardduty
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -32,6 +33,9 @@ class Storage(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, settings: EnvironmentSettings) -> None:
         super().__init__(scope, construct_id)
         removal = cdk.RemovalPolicy.RETAIN if settings.retain_data else cdk.RemovalPolicy.DESTROY
+        # The environment's origins, and any added by allow_browser_origin (the console's, whose distribution
+        # logs into the access logs bucket below, so it can only be known after this construct).
+        self._browser_origins = list(settings.cors_allowed_origins)
         self.access_logs = s3.Bucket(
             self,
             "AccessLogs",
@@ -59,7 +63,7 @@ class Storage(Construct):
             cors=[
                 s3.CorsRule(
                     allowed_methods=[s3.HttpMethods.POST],
-                    allowed_origins=list(settings.cors_allowed_origins),
+                    allowed_origins=cdk.Lazy.list(_Listed(self._browser_origins)),
                     allowed_headers=["*"],
                     max_age=3000,
                 )
@@ -82,6 +86,10 @@ class Storage(Construct):
         )
         self._deleted_versions_stay_deleted()
         self.malware_protection = self._malware_protection() if settings.malware_scanning == "guardduty" else None
+
+    def allow_browser_origin(self, origin: str) -> None:
+        """Admit browser POSTs (the presigned upload) from `origin` too, in the one CORS rule."""
+        self._browser_origins.append(origin)
 
     def _deleted_versions_stay_deleted(self) -> None:
         """Every principal, this account's roles included, is refused a version tagged deleted, and that tag
@@ -205,6 +213,17 @@ class Storage(Construct):
             resource_arns=[self.originals.bucket_arn],
             conditions={"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in prefixes]}},
         )
+
+
+@jsii.implements(cdk.IStableListProducer)
+class _Listed:
+    """cdk.IStableListProducer: the list as it stands when the template is rendered."""
+
+    def __init__(self, items: list[str]) -> None:
+        self._items = items
+
+    def produce(self) -> list[str]:
+        return list(self._items)
 
 
 def _acknowledge_prefixes(grantee: iam.IGrantable, bucket: s3.IBucket, prefixes: Sequence[str]) -> None:

@@ -26,6 +26,12 @@ class NotFound(QuireError):
         self.field = field
 
 
+class VersionDeleted(NotFound):
+    """The version asked for (or the whole file) was deleted, and the caller may read the collection it was in:
+    told plainly, so that a citation whose source is gone says so (still a 404). Raised only after entitlement
+    is checked; an unentitled caller gets the plain NotFound, as for an id that never existed."""
+
+
 class Forbidden(QuireError):
     """The caller may see the resource but its role there does not allow this: the message names the role
     needed. Raised only where the resource is visible to the caller; elsewhere a refusal is NotFound."""

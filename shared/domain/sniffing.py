@@ -85,6 +85,10 @@ def describe(content: bytes) -> str:
     label = next((label for magic, label in _MAGIC_LABELS if head.startswith(magic)), None)
     if label is None and _MARKUP_START.match(head):
         label = "HTML, XML or SVG markup"
+    if label is None and _ACTIVE_CONTENT.search(head):
+        # Text that mentions tags is text; text that carries live ones is not, and saying only "text" would
+        # leave the uploader guessing what was wrong.
+        label = "text carrying live markup (a script, an embedded object or an on...= handler): upload it as HTML"
     return label or ("binary data" if b"\x00" in head else "text")
 
 

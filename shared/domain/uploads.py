@@ -112,6 +112,24 @@ def _shorten(name: str, limit: int) -> str:
 SAFE_DOWNLOAD_TYPE = "application/octet-stream"
 
 
+# What a signed read may serve as itself rather than as opaque bytes: a page image Quire drew (a PNG, which no
+# browser runs as a page), for a viewer's <img>. An upload's own bytes are never served as what they claim to be.
+SIGNED_READ_TYPES = frozenset({"image/png"})
+
+
+def signed_read_type(media_type: str | None) -> str:
+    """The Content-Type a signed read serves: SAFE_DOWNLOAD_TYPE, or `media_type` when it is one of
+    SIGNED_READ_TYPES. Any other type raises ValueError: a caller cannot widen the set by asking."""
+    if media_type is None:
+        return SAFE_DOWNLOAD_TYPE
+    if media_type not in SIGNED_READ_TYPES:
+        raise ValueError(
+            f"a signed read is served as {SAFE_DOWNLOAD_TYPE} or as one of {', '.join(sorted(SIGNED_READ_TYPES))},"
+            f" not {media_type!r}"
+        )
+    return media_type
+
+
 def stored_content_type(media_type: str) -> str:
     """The Content-Type an object is stored with: its media type, except one a browser renders as a page that
     can run script (HTML, or any XML: XHTML, SVG), stored as SAFE_DOWNLOAD_TYPE. The version's row keeps the

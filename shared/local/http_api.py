@@ -4,6 +4,9 @@ It plays API Gateway's part: the JWT authorizer (verify the bearer token, hand t
 function as strings, answer 401 itself when a protected route gets no valid token) and the payload
 limit. Everything else is the handler's business, exactly as on AWS.
 
+The console's static files (/console) are served here as CloudFront serves them from S3 on AWS
+(shared/local/console_site.py).
+
 Paths another function serves over HTTP on AWS (the MCP endpoint, behind the Lambda Web Adapter) are forwarded
 as they are to the local server standing in for it (`Forwarding`), with no JWT check: that server is its own
 OAuth resource server, as the MCP route has no gateway authorizer.
@@ -20,11 +23,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from shared.domain.errors import Unauthenticated
 from shared.ports import TokenVerifier
+
+if TYPE_CHECKING:
+    from shared.local.console_site import ConsoleSite
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # API Gateway refuses request bodies over 10 MB; Lambda's synchronous payload limit is 6 MB.
@@ -189,12 +195,14 @@ class LocalHttpApi:
         public_routes: frozenset[tuple[str, str]],
         port: int,
         forwarding: Forwarding | None = None,
+        console: "ConsoleSite | None" = None,
     ) -> None:
         self._handler = handler
         self._verifier = verifier
         self._public_routes = public_routes
         self._port = port
         self._forwarding = forwarding
+        self._console = console
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -230,6 +238,8 @@ class LocalHttpApi:
         path = urlsplit(target).path
         if self._forwarding is not None and self._forwarding.matches(path):
             return self._forwarding.send(method, target, headers, body)
+        if self._console is not None and self._console.matches(path):
+            return self._console.serve(method, path, headers, body, source_ip)
         # Header names are case-insensitive; take the first Authorization, as API Gateway does.
         authorization = next((value for name, value in headers if name.lower() == "authorization"), None)
         try:

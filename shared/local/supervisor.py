@@ -22,8 +22,9 @@ import psycopg
 from psycopg import sql
 
 from migrations.runner import APP_ROLE, apply_migrations
-from shared.adapters.local.jwt_tokens import LocalTokenVerifier
+from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifier
 from shared.adapters.local.secret_files import read_or_create_secret
+from shared.local.console_site import ConsoleSite
 from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port
 from shared.local.events import EventDispatcher
 from shared.local.http_api import Forwarding, LocalHttpApi
@@ -68,13 +69,33 @@ def app_url_from_owner(owner_url: str, password: str, role: str = APP_ROLE) -> s
     return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
 
 
-def ensure_bucket(endpoint: str, bucket: str) -> str:
+def console_origins(api_port: int) -> tuple[str, ...]:
+    """Where the console's page lives locally (the API's origin, by either loopback name)."""
+    return (f"http://127.0.0.1:{api_port}", f"http://localhost:{api_port}")
+
+
+def ensure_bucket(endpoint: str, bucket: str, *, browser_origins: tuple[str, ...] = ()) -> str:
     import boto3
 
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
     if bucket not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
         client.create_bucket(Bucket=bucket)
     client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    if browser_origins:
+        # The console's browser uploads by presigned POST straight to the bucket, as on AWS (infra's CORS rule).
+        client.put_bucket_cors(
+            Bucket=bucket,
+            CORSConfiguration={
+                "CORSRules": [
+                    {
+                        "AllowedMethods": ["POST"],
+                        "AllowedOrigins": list(browser_origins),
+                        "AllowedHeaders": ["*"],
+                        "MaxAgeSeconds": 3000,
+                    }
+                ]
+            },
+        )
     status: str = client.get_bucket_versioning(Bucket=bucket)["Status"]
     return status
 
@@ -112,12 +133,15 @@ class Supervisor:
             self._events.start()
             self._s3 = LocalS3Server(self.paths.s3_snapshot, port=s3_port, on_object_created=self._events.submit)
             restored = self._s3.start()
-            versioning = ensure_bucket(self._s3.endpoint, LOCAL_BUCKET)
             api_port = free_port(ports.get("api"))
+            versioning = ensure_bucket(self._s3.endpoint, LOCAL_BUCKET, browser_origins=console_origins(api_port))
             verifier = LocalTokenVerifier(read_or_create_secret(self.paths.jwt_secret))
             # Served on the API's base URL, as API Gateway routes /mcp to the MCP function.
             self._mcp = self._start_mcp(f"http://127.0.0.1:{api_port}", verifier)
-            self._api = self._start_api(api_port, verifier, self._mcp.forwarding())
+            console = ConsoleSite(
+                LocalTokenIssuer(read_or_create_secret(self.paths.jwt_secret)), store_origin=self._s3.endpoint
+            )
+            self._api = self._start_api(api_port, verifier, self._mcp.forwarding(), console)
             write_private_json(self.paths.ports, {"postgres": database.port, "s3": s3_port, "api": api_port})
             if self.stop_requested.is_set():
                 return  # asked to stop while starting: never announce a stack that is going away
@@ -185,10 +209,19 @@ class Supervisor:
             }
         )
 
-    def _start_api(self, port: int, verifier: LocalTokenVerifier, forwarding: Forwarding) -> LocalHttpApi:
+    def _start_api(
+        self, port: int, verifier: LocalTokenVerifier, forwarding: Forwarding, console: ConsoleSite
+    ) -> LocalHttpApi:
         from functions.api.handler import UNAUTHENTICATED_ROUTES, handler
 
-        api = LocalHttpApi(handler, verifier, public_routes=UNAUTHENTICATED_ROUTES, port=port, forwarding=forwarding)
+        api = LocalHttpApi(
+            handler,
+            verifier,
+            public_routes=UNAUTHENTICATED_ROUTES,
+            port=port,
+            forwarding=forwarding,
+            console=console,
+        )
         api.start()
         return api
 

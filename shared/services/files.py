@@ -15,7 +15,14 @@ from uuid import UUID, uuid4
 from pydantic import BaseModel, ConfigDict
 
 from shared.domain.auth import Principal
-from shared.domain.errors import Conflict, InvalidRequest, NotFound, NotReady, UnsupportedMediaType
+from shared.domain.errors import (
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    NotReady,
+    UnsupportedMediaType,
+    VersionDeleted,
+)
 from shared.domain.files import (
     FilePage,
     FileRecord,
@@ -47,6 +54,10 @@ from shared.services.limits import SpendLimits
 MAX_PAGE_SIZE = 100
 EXPORTS_ARE_RENDERINGS = (
     "this file is an export (Quire rendered it from its source): change the source and export it again instead"
+)
+VERSION_DELETED = (
+    "this version of the file was deleted: its bytes, pages and document are gone (a citation of it can no longer"
+    " be shown)"
 )
 # A real cursor is about 100 characters (a timestamp and a UUID).
 MAX_CURSOR_CHARS = 200
@@ -226,9 +237,7 @@ class FileService:
         self, principal: Principal, file_id: UUID, *, version_id: UUID | None, lifetime: timedelta
     ) -> SignedRead | ProxiedContent:
         version = self._readable_version(self.get_file(principal, file_id), version_id)
-        if self._scanning is not None and self._scanning.gates_processing and not version.found_clean:
-            # With a scanner on, no one downloads bytes it has not found clean (nor any it refused: rejected).
-            raise NotReady("this version is awaiting its malware scan: its bytes are served once they are found clean")
+        self._ensure_scanned(version)
         signed = self._content.signed_read(
             version.storage_key,
             version_id=version.storage_version_id,
@@ -253,8 +262,7 @@ class FileService:
                 f"{version.media_type} is not read as text here (only {', '.join(sorted(TEXT_READ_MEDIA_TYPES))}):"
                 " read its extracted document instead"
             )
-        if self._scanning is not None and self._scanning.gates_processing and not version.found_clean:
-            raise NotReady("this version is awaiting its malware scan: its bytes are served once they are found clean")
+        self._ensure_scanned(version)
         total = version.byte_size or 0
         try:
             start, length = clamp_read(offset, limit, total)
@@ -284,22 +292,52 @@ class FileService:
         record = self.get_file(principal, file_id)
         return record, self._readable_version(record, version_id)
 
+    def cited_version(self, principal: Principal, file_id: UUID, version_id: UUID | None) -> FileVersionRecord:
+        """The stored version (the newest when `version_id` is None) whose bytes `read` would serve, through the
+        same entitlement and malware gate, for what a citation shows of it (a page image). A version deleted
+        since, or the whole file, raises VersionDeleted to a caller that may read the collection it was in."""
+        version = self._readable_version(self._file_even_if_deleted(principal, file_id), version_id)
+        self._ensure_scanned(version)
+        return version
+
+    def _file_even_if_deleted(self, principal: Principal, file_id: UUID) -> FileRecord:
+        """As `get_file`, but a file whose versions are all deleted is found too (entitlement checked the same
+        way, on the collection it was in), so that its reader can be told it was deleted."""
+        record = self._catalog.get_file(principal.tenant_id, file_id, include_gone=True)
+        if record is None:
+            raise NotFound("not found")
+        self._policy.ensure_can_read(principal, record.collection_id)
+        return record
+
+    def _ensure_scanned(self, version: FileVersionRecord) -> None:
+        if self._scanning is not None and self._scanning.gates_processing and not version.found_clean:
+            # With a scanner on, no one downloads bytes it has not found clean (nor any it refused: rejected).
+            raise NotReady("this version is awaiting its malware scan: its bytes are served once they are found clean")
+
     @staticmethod
     def _readable_version(record: FileRecord, version_id: UUID | None) -> FileVersionRecord:
         if version_id is not None:
             version = next((v for v in record.versions if v.version_id == version_id), None)
-            if version is None or version.state in (VersionState.DELETING, VersionState.DELETED):
+            if version is None:
                 raise NotFound("not found")
         else:
             version = record.current
+        if version.state in (VersionState.DELETING, VersionState.DELETED):
+            # Reached only by a caller entitled to the file's collection (the record was found for it).
+            raise VersionDeleted(VERSION_DELETED)
         if version.state is not VersionState.STORED:
             raise NotReady(f"this version is {version.state.value}, not stored: there are no bytes to read")
         return version
 
-    def readable_document(self, principal: Principal, file_id: UUID) -> FileVersionRecord:
-        """The newest stored version, entitlement checked; the caller reads its document."""
-        record = self.get_file(principal, file_id)
-        version = record.current
+    def readable_document(
+        self, principal: Principal, file_id: UUID, version_id: UUID | None = None
+    ) -> FileVersionRecord:
+        """The newest stored version, or the version `version_id` (an older one a citation names), entitlement
+        checked; the caller reads its document. A named version deleted since raises VersionDeleted."""
+        if version_id is None:
+            version = self.get_file(principal, file_id).current
+        else:
+            version = self._readable_version(self._file_even_if_deleted(principal, file_id), version_id)
         if version.state is not VersionState.STORED:
             raise NotReady(f"this version is {version.state.value}: there is nothing to read")
         return version

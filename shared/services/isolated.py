@@ -16,11 +16,12 @@ from pydantic import TypeAdapter
 from shared.domain.document import ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.exports import ExportFormat, RenderedFile, RenderFailed, RenderLimits, RenderRequest
 from shared.domain.files import FailureReason
+from shared.domain.page_images import DrawnPage, PageOutcome, PageOutOfRange, PageUnreadable
 from shared.domain.pdf_tools import PagePick, PdfInput, PdfInputProblem
 from shared.domain.ranged_reads import RangedReader
 from shared.domain.sniffing import archive_mismatch
 from shared.domain.uploads import accepted_type
-from shared.sandbox import parent_range, resolve, unpack
+from shared.sandbox import pack, parent_range, resolve, unpack
 
 OUTCOMES: TypeAdapter[list[ExtractionOutcome]] = TypeAdapter(list[ExtractionOutcome])
 
@@ -64,6 +65,35 @@ def render_document(payload: bytes) -> bytes:
     request = RenderRequest.model_validate_json(header["request"])
     limits = RenderLimits.model_validate(header["limits"])
     return _answer(lambda: renderer.render(request, limits))
+
+
+PAGE_OUT_OF_MEMORY = "drawing this page needs more memory than allowed"
+
+
+def render_page(payload: bytes) -> bytes:
+    """{rasterizer, media_type, page} and the original → a page answer (`page_answer`), whatever it raised."""
+    header, (content,) = unpack(payload)
+    rasterizer = resolve(header["rasterizer"])()
+    outcome: PageOutcome
+    try:
+        outcome = rasterizer.rasterize(content, str(header["media_type"]), int(header["page"]))
+    except MemoryError:
+        outcome = PageUnreadable(PAGE_OUT_OF_MEMORY)
+    except RecursionError:
+        outcome = PageUnreadable("the page's structure nests too deeply to be drawn")
+    except BaseException as error:
+        outcome = PageUnreadable(f"the page could not be drawn ({type(error).__name__})")
+    return page_answer(outcome)
+
+
+def page_answer(outcome: PageOutcome) -> bytes:
+    """A page's answer: a `pack`ed header ({"drawn": …} with the PNG, {"out_of_range": …} or {"failed": …})."""
+    if isinstance(outcome, DrawnPage):
+        drawn = {"page": outcome.page, "page_count": outcome.page_count, "width": outcome.width}
+        return pack({"drawn": {**drawn, "height": outcome.height}}, outcome.png)
+    if isinstance(outcome, PageOutOfRange):
+        return pack({"out_of_range": {"page": outcome.page, "page_count": outcome.page_count}})
+    return pack({"failed": outcome.sentence})
 
 
 def pdf_operation(payload: bytes) -> bytes:

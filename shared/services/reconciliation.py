@@ -29,6 +29,7 @@ from uuid import UUID
 
 from shared.domain.attempt_work import WorkKeyParts, parse_work_key
 from shared.domain.files import FileVersionRecord, ProcessingState, StoredObject, VersionState
+from shared.domain.page_images import parse_page_image_key
 from shared.domain.uploads import (
     DERIVED_PREFIX,
     OCR_STAGING_PREFIX,
@@ -422,11 +423,20 @@ class Reconciler:
 
     def _derived_accounted_for(self, key: str) -> bool:
         """A derived document is accounted for by the version that points at it (and only while it lives);
-        an attempt's indexing work, by the version while that attempt is indexing it."""
+        a page image, by the version it was drawn from while it lives; an attempt's indexing work, by the
+        version while that attempt is indexing it."""
         for owner in self._derived_owners:
             accounted = owner.accounts_for(key)
             if accounted is not None:
                 return accounted
+        drawn_from = parse_page_image_key(key)
+        if drawn_from is not None:
+            found = self._catalog.find_version(drawn_from.tenant_id, drawn_from.version_id)
+            return (
+                found is not None
+                and found[1].state is not VersionState.DELETED
+                and found[1].storage_key == storage_key(drawn_from.tenant_id, drawn_from.file_id, drawn_from.version_id)
+            )
         parts = parse_document_key(key)
         if parts is None:
             return False

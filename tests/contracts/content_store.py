@@ -135,6 +135,29 @@ class ContentStoreContract:
         assert signed.expires_at <= datetime.now(UTC) + MAX_SIGNED_READ_LIFETIME + timedelta(seconds=5)
         assert signed.expires_at > datetime.now(UTC)
 
+    def test_a_signed_read_may_serve_a_page_image_as_png_and_clamps_it_the_same(self, store: FileContentStore) -> None:
+        key = new_prefix() + "pages/page-1-1600.png"
+        stored = store.put(key, b"\x89PNG\r\n\x1a\n", content_type="image/png")
+        signed = store.signed_read(
+            key, version_id=stored.version_id, filename="p.png", lifetime=timedelta(days=7), media_type="image/png"
+        )
+        if signed is None:
+            return  # an adapter that cannot sign says so: the caller proxies the bytes
+        assert signed.url.startswith(("http://", "https://"))
+        assert signed.expires_at <= datetime.now(UTC) + MAX_SIGNED_READ_LIFETIME + timedelta(seconds=5)
+
+    @pytest.mark.parametrize(
+        "asked", ["text/html", "image/svg+xml", "application/pdf", "image/png; charset=utf-8", "IMAGE/PNG", ""]
+    )
+    def test_a_signed_read_refuses_to_serve_any_other_type_as_itself(self, store: FileContentStore, asked: str) -> None:
+        # Only a PNG Quire drew is ever served as what it is: an upload's bytes stay opaque, whatever is asked.
+        key = new_prefix() + "page.html"
+        stored = store.put(key, b"<script>alert(1)</script>", content_type="text/html")
+        with pytest.raises(ValueError, match="image/png"):
+            store.signed_read(
+                key, version_id=stored.version_id, filename="p.html", lifetime=timedelta(minutes=1), media_type=asked
+            )
+
     @pytest.mark.parametrize("page_type", ["text/html", "text/html; charset=utf-8", "image/svg+xml", "text/xml"])
     def test_a_type_a_browser_renders_as_a_page_is_stored_as_opaque_bytes(
         self, store: FileContentStore, page_type: str

@@ -1,10 +1,12 @@
-"""Synthesizing the stack for tests: the real code asset, a stand-in for the dependency layer.
+"""Synthesizing the stack for tests: the real code asset, stand-ins for the dependency layer and the console.
 
 The layer's contents are wheels for another platform that no template assertion reads; building the real
-one (`make layer`, about a minute of pip) is left to `make synth` and `make bench`.
+one (`make layer`, about a minute of pip) is left to `make synth` and `make bench`. The console's files are
+deployed as they are, so a stand-in directory serves as well (and console/ need not exist for these tests).
 """
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +24,44 @@ def stand_in_package(root: Path) -> tuple[Path, Path]:
     return code, layer.parent
 
 
-def synthesize(env: str, root: Path, package: tuple[Path, Path]) -> Template:
+def stand_in_console(root: Path) -> Path:
+    """A console directory: an index.html and a module, and a config.json of the local stack's kind, which the
+    deployment must leave out (it writes its own)."""
+    console = root / "console-stand-in"
+    console.mkdir(parents=True, exist_ok=True)
+    (console / "index.html").write_text(
+        '<!doctype html><title>stand-in</title><script type="module" src="app.js"></script>\n'
+    )
+    (console / "app.js").write_text("// a stand-in for the console: template tests never run it\n")
+    (console / "config.json").write_text('{"apiBase": "", "auth": {"kind": "local"}}\n')
+    return console
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    env: str
+    template: Template
+    # The cloud assembly: the template and the staged assets (the console's files, its config.json).
+    outdir: Path
+
+
+def synthesize_assembly(env: str, root: Path, package: tuple[Path, Path], console_dir: Path | None = None) -> Synthesis:
     """The environment's stack, synthesized with the cdk-nag AwsSolutions checks (a finding raises)."""
     code_dir, layer_dir = package
-    app, stack = build_app(env, outdir=str(root / f"cdk-{env}"), code_dir=code_dir, layer_dir=layer_dir)
+    outdir = root / f"cdk-{env}"
+    app, stack = build_app(
+        env,
+        outdir=str(outdir),
+        code_dir=code_dir,
+        layer_dir=layer_dir,
+        console_dir=console_dir or stand_in_console(root),
+    )
     app.synth()
-    return Template.from_stack(stack)
+    return Synthesis(env=env, template=Template.from_stack(stack), outdir=outdir)
+
+
+def synthesize(env: str, root: Path, package: tuple[Path, Path], console_dir: Path | None = None) -> Template:
+    return synthesize_assembly(env, root, package, console_dir).template
 
 
 def state_machine_definition(template: Template, arn_of: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -2,6 +2,7 @@
 the statements of its role."""
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,3 +64,50 @@ def bedrock_models(template: Template, function: Any) -> set[str]:
             resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             found.update(json.dumps(resource).split("foundation-model/")[-1].strip('"]}') for resource in resources)
     return found
+
+
+def as_text(value: Any) -> str:
+    """A CloudFormation string as text, each reference named: {"Ref": X} reads <X>, {"Fn::GetAtt": [X, A]}
+    reads <X.A>, Fn::Join joins its parts so rendered, Fn::Sub (without variables of its own) is its text, and
+    any other function is its JSON."""
+    if isinstance(value, str):
+        return value
+    if "Ref" in value:
+        return f"<{value['Ref']}>"
+    if "Fn::GetAtt" in value:
+        resource, attribute = value["Fn::GetAtt"]
+        return f"<{resource}.{attribute}>"
+    if "Fn::Sub" in value and isinstance(value["Fn::Sub"], str):
+        return str(value["Fn::Sub"])
+    if "Fn::Join" not in value:
+        return json.dumps(value, sort_keys=True)
+    separator, parts = value["Fn::Join"]
+    return str(separator).join(as_text(part) for part in parts)
+
+
+def dependencies(template: Template) -> dict[str, set[str]]:
+    """Each resource's logical id, and the resources it refers to (Ref, Fn::GetAtt, Fn::Sub) or DependsOn."""
+    resources = template.to_json()["Resources"]
+
+    def referred(value: Any) -> set[str]:
+        if isinstance(value, list):
+            return set().union(*(referred(item) for item in value))
+        if not isinstance(value, dict):
+            return set()
+        found = set().union(*(referred(item) for item in value.values()))
+        if "Ref" in value:
+            found.add(value["Ref"])
+        if "Fn::GetAtt" in value:
+            target = value["Fn::GetAtt"]
+            found.add(target[0] if isinstance(target, list) else target.split(".")[0])
+        if "Fn::Sub" in value:
+            text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
+            found.update(re.findall(r"\$\{([^}.!]+)", text))
+        return found
+
+    graph = {}
+    for logical_id, resource in resources.items():
+        depends_on = resource.get("DependsOn", [])
+        named = referred(resource.get("Properties", {})) | set(as_list(depends_on))
+        graph[logical_id] = {name for name in named if name in resources}
+    return graph

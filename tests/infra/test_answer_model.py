@@ -14,6 +14,7 @@ from infra.app import build_app
 from infra.constructs.api import API_HANDLER
 from infra.constructs.mcp import MCP_HANDLER
 from infra.environments import settings_for
+from tests.infra.synthesis import stand_in_console
 from tests.infra.template import as_list, bedrock_models, function_with_handler, is_quire_handler, role_statements
 
 ANSWER_MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
@@ -29,7 +30,14 @@ def synthesized_with(
         settings_for("dev"), answer_model_id=answer_model_id, summary_model_id=summary_model_id
     )
     code_dir, layer_dir = package_dirs
-    app, stack = build_app("dev", outdir=str(root), code_dir=code_dir, layer_dir=layer_dir, settings=settings)
+    app, stack = build_app(
+        "dev",
+        outdir=str(root),
+        code_dir=code_dir,
+        layer_dir=layer_dir,
+        console_dir=stand_in_console(root),
+        settings=settings,
+    )
     app.synth()
     return Template.from_stack(stack)
 

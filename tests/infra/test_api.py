@@ -27,6 +27,7 @@ from tests.infra.template import (
     API_HANDLER,
     MCP_HANDLER,
     as_list,
+    as_text,
     function_with_handler,
     only,
     role_statements,
@@ -174,11 +175,18 @@ def test_the_stage_throttles_to_the_environments_limits_and_logs_every_request(
     assert {"requestId", "status", "routeKey", "authorizerError", "integrationError"} <= set(fields)
 
 
-def test_cors_allows_only_the_environments_origins(synthesized: tuple[str, Template]) -> None:
+def console_origin(template: Template) -> str:
+    """The console's origin (infra/constructs/console.py) as as_text renders it."""
+    distribution_id, _ = only(template.find_resources("AWS::CloudFront::Distribution"))
+    return f"https://<{distribution_id}.DomainName>"
+
+
+def test_cors_allows_only_the_environments_origins_and_the_consoles(synthesized: tuple[str, Template]) -> None:
     env, template = synthesized
     _, api = only(template.find_resources("AWS::ApiGatewayV2::Api"))
     cors = api["Properties"]["CorsConfiguration"]
-    assert cors["AllowOrigins"] == list(settings_for(env).cors_allowed_origins)
+    origins = [as_text(origin) for origin in cors["AllowOrigins"]]
+    assert origins == [*settings_for(env).cors_allowed_origins, console_origin(template)]
     assert "*" not in cors["AllowOrigins"]
     assert "*" not in cors["AllowHeaders"]
     assert sorted(cors["AllowMethods"]) == ["DELETE", "GET", "POST"]
@@ -216,7 +224,7 @@ def test_users_cannot_write_their_own_tenant_or_collections(synthesized: tuple[s
     assert {TENANT_CLAIM, COLLECTIONS_CLAIM, WRITE_CLAIM, ADMIN_CLAIM} <= set(client["ReadAttributes"])
 
 
-def test_the_browser_client_uses_the_code_flow_without_a_secret_and_redirects_to_the_environments_origins(
+def test_the_browser_client_uses_the_code_flow_without_a_secret_and_redirects_to_its_origins_and_the_console(
     synthesized: tuple[str, Template],
 ) -> None:
     env, template = synthesized
@@ -227,8 +235,12 @@ def test_the_browser_client_uses_the_code_flow_without_a_secret_and_redirects_to
     assert client["AllowedOAuthFlowsUserPoolClient"] is True
     assert client["ExplicitAuthFlows"] == ["ALLOW_REFRESH_TOKEN_AUTH"]
     origins = settings_for(env).cors_allowed_origins
-    assert client["CallbackURLs"] == [f"{origin}/auth/callback" for origin in origins]
-    assert client["LogoutURLs"] == [f"{origin}/" for origin in origins]
+    # The console signs in and out at its own page, /console/ on its distribution.
+    console = f"{console_origin(template)}/console/"
+    assert [as_text(url) for url in client["CallbackURLs"]] == [f"{origin}/auth/callback" for origin in origins] + [
+        console
+    ]
+    assert [as_text(url) for url in client["LogoutURLs"]] == [f"{origin}/" for origin in origins] + [console]
     assert client["PreventUserExistenceErrors"] == "ENABLED"
 
 

@@ -17,6 +17,7 @@ from infra.environments import (
     UNRESERVED_CONCURRENCY_MINIMUM,
     settings_for,
 )
+from tests.infra.synthesis import stand_in_console
 from tests.infra.template import (
     API_HANDLER,
     MCP_HANDLER,
@@ -53,7 +54,14 @@ def scanning(tmp_path_factory: pytest.TempPathFactory, package_dirs: tuple[Path,
     settings = dataclasses.replace(settings_for("dev"), malware_scanning="guardduty")
     code_dir, layer_dir = package_dirs
     root = tmp_path_factory.mktemp("cdk-scanning")
-    app, stack = build_app("dev", outdir=str(root), code_dir=code_dir, layer_dir=layer_dir, settings=settings)
+    app, stack = build_app(
+        "dev",
+        outdir=str(root),
+        code_dir=code_dir,
+        layer_dir=layer_dir,
+        console_dir=stand_in_console(root),
+        settings=settings,
+    )
     app.synth()
     return Template.from_stack(stack)
 
@@ -85,11 +93,13 @@ def test_the_reservations_leave_lambdas_unreserved_minimum_of_the_default_quota(
     """Lambda refuses a reservation that leaves fewer than 100 unreserved executions in the account."""
     code_dir, layer_dir = package_dirs
     scanning_on = dataclasses.replace(settings_for(env), malware_scanning="guardduty")
+    root = tmp_path_factory.mktemp("cdk-sum")
     _, stack = build_app(
         env,
-        outdir=str(tmp_path_factory.mktemp("cdk-sum")),
+        outdir=str(root),
         code_dir=code_dir,
         layer_dir=layer_dir,
+        console_dir=stand_in_console(root),
         settings=scanning_on,
     )
     # With the largest set of functions: scanning adds the verdict's.

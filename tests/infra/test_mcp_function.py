@@ -33,6 +33,7 @@ from shared.adapters.aws.cognito_tokens import MAX_SNAPSHOT_BYTES
 from shared.config import Settings
 from tests.infra.policy_evaluation import Request, allowed, role_arn
 from tests.infra.policy_evaluation import Template as Policies
+from tests.infra.synthesis import stand_in_console
 from tests.infra.template import (
     API_HANDLER,
     MCP_HANDLER,
@@ -105,7 +106,10 @@ def acknowledgements(
 ) -> dict[str, dict[str, str]]:
     """Every acknowledged cdk-nag rule in the dev stack's construct tree, by construct path."""
     code_dir, layer_dir = package_dirs
-    _, stack = build_app("dev", outdir=str(tmp_path_factory.mktemp("cdk-mcp")), code_dir=code_dir, layer_dir=layer_dir)
+    root = tmp_path_factory.mktemp("cdk-mcp")
+    _, stack = build_app(
+        "dev", outdir=str(root), code_dir=code_dir, layer_dir=layer_dir, console_dir=stand_in_console(root)
+    )
     return {
         construct.node.path: entry.data
         for construct in stack.node.find_all()

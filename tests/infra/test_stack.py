@@ -1,5 +1,6 @@
 """Assertions on the synthesized CloudFormation template, per environment."""
 
+import graphlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -8,6 +9,7 @@ from aws_cdk.assertions import Template
 
 from infra.app import build_app
 from infra.environments import settings_for
+from tests.infra.template import as_text, dependencies, only
 
 
 def originals_bucket(template: Template) -> Mapping[str, Any]:
@@ -50,13 +52,27 @@ def test_every_bucket_refuses_plain_http(synthesized: tuple[str, Template]) -> N
     assert denied == set(buckets)
 
 
-def test_browser_uploads_are_allowed_only_from_the_environments_origins(synthesized: tuple[str, Template]) -> None:
+def test_browser_uploads_are_allowed_only_from_the_environments_origins_and_the_consoles(
+    synthesized: tuple[str, Template],
+) -> None:
     env, template = synthesized
     cors = originals_bucket(template)["Properties"]["CorsConfiguration"]["CorsRules"]
     assert len(cors) == 1
     assert cors[0]["AllowedMethods"] == ["POST"]
-    assert cors[0]["AllowedOrigins"] == list(settings_for(env).cors_allowed_origins)
+    distribution_id, _ = only(template.find_resources("AWS::CloudFront::Distribution"))
+    console = f"https://<{distribution_id}.DomainName>"
+    assert [as_text(origin) for origin in cors[0]["AllowedOrigins"]] == [
+        *settings_for(env).cors_allowed_origins,
+        console,
+    ]
     assert "*" not in cors[0]["AllowedOrigins"]
+
+
+def test_no_resource_refers_to_itself_through_others(synthesized: tuple[str, Template]) -> None:
+    """CloudFormation refuses a template whose references go round: the console's CSP, in the distribution's
+    response headers policy, would (infra/constructs/console.py)."""
+    _, template = synthesized
+    graphlib.TopologicalSorter(dependencies(template)).prepare()
 
 
 def test_retention_follows_the_environment(synthesized: tuple[str, Template]) -> None:

@@ -12,6 +12,7 @@ from infra.app import build_app
 from infra.constructs.api import API_HANDLER
 from infra.constructs.mcp import MCP_HANDLER
 from infra.environments import settings_for
+from tests.infra.synthesis import stand_in_console
 from tests.infra.template import bedrock_models, function_with_handler
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -21,11 +22,13 @@ MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 def summarizing(tmp_path_factory: pytest.TempPathFactory, package_dirs: tuple[Path, Path]) -> Template:
     settings = dataclasses.replace(settings_for("dev"), summary_model_id=MODEL)
     code_dir, layer_dir = package_dirs
+    root = tmp_path_factory.mktemp("cdk-summary")
     app, stack = build_app(
         "dev",
-        outdir=str(tmp_path_factory.mktemp("cdk-summary")),
+        outdir=str(root),
         code_dir=code_dir,
         layer_dir=layer_dir,
+        console_dir=stand_in_console(root),
         settings=settings,
     )
     app.synth()

@@ -200,6 +200,9 @@ def routes(file_id: str, version_id: str) -> list[tuple[str, str, Any]]:
         ("GET", f"/v1/files/{file_id}", None),
         ("GET", f"/v1/files/{file_id}/content", None),
         ("GET", f"/v1/files/{file_id}/content?versionId={version_id}", None),
+        ("GET", f"/v1/files/{file_id}/pages/1", None),
+        ("GET", f"/v1/files/{file_id}/pages/1?versionId={version_id}", None),
+        ("GET", f"/v1/files/{file_id}/document?versionId={version_id}", None),
         ("POST", f"/v1/files/{file_id}/versions", {"filename": "x.txt", "mediaType": "text/plain", "byteSize": 3}),
         ("DELETE", f"/v1/files/{file_id}", None),
     ]
@@ -291,6 +294,22 @@ def test_a_store_that_cannot_sign_has_its_bytes_proxied_as_an_attachment(
         assert response.headers["Content-Type"] == "application/octet-stream"
         assert response.headers["Content-Disposition"].startswith('attachment; filename="page.html"')
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_store_that_cannot_sign_proxies_bytes_that_are_not_text_unchanged(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A PDF's bytes are not UTF-8: they go through the API base64-encoded, and arrive as they were stored.
+    token = stack.token()
+    binary = PDF + bytes(range(128, 256))
+    ticket = stack.upload(token, "binary.pdf", "application/pdf", binary)
+    monkeypatch.setattr(stack.container.content, "signed_read", lambda *args, **kwargs: None)
+    request = urllib.request.Request(
+        f"{stack.api}/v1/files/{ticket['fileId']}/content", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.read() == binary
+        assert response.headers["Content-Type"] == "application/octet-stream"
 
 
 def test_an_html_original_is_stored_as_opaque_bytes_and_keeps_its_media_type_on_the_record(stack: Stack) -> None:
@@ -391,3 +410,36 @@ def test_deleting_a_collection_ends_its_links_and_says_how_many_bytes_are_left_t
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(link, timeout=10)
         assert 400 <= refused.value.code < 500
+
+
+def test_the_document_of_an_older_version_a_citation_names_is_read_with_its_version_id(stack: Stack) -> None:
+    # Given a file with two indexed versions
+    token = stack.token(collections=("history",))
+    first = stack.upload(token, "notes.md", "text/markdown", b"# Notes\n\nThe first draft says apples.\n", "history")
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    second_body = b"# Notes\n\nThe second draft says pears.\n"
+    status, second = stack.json(
+        "POST",
+        f"/v1/files/{first['fileId']}/versions",
+        token,
+        {"filename": "notes.md", "mediaType": "text/markdown", "byteSize": len(second_body)},
+    )
+    assert status == 201
+    assert stack.post_bytes(second, second_body, "text/markdown") in (200, 204)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    document = f"/v1/files/{first['fileId']}/document"
+    # Then without a version the newest is read, and with one that version
+    status, newest = stack.json("GET", document, token)
+    assert status == 200 and newest["versionId"] == second["versionId"] and "pears" in newest["markdown"]
+    status, older = stack.json("GET", f"{document}?versionId={first['versionId']}", token)
+    assert status == 200 and older["versionId"] == first["versionId"] and "apples" in older["markdown"]
+    # And a version that is not the file's, or a caller without the collection, gets the 404 a random id gets
+    assert stack.json("GET", f"{document}?versionId={uuid.uuid4()}", token)[0] == 404
+    outsider = stack.token(collections=("docs",))
+    assert stack.call("GET", f"{document}?versionId={first['versionId']}", outsider) == stack.call(
+        "GET", f"/v1/files/{uuid.uuid4()}/document?versionId={first['versionId']}", outsider
+    )
+    # And once the file is deleted its reader is told so
+    assert stack.call("DELETE", f"/v1/files/{first['fileId']}", token)[0] == 202
+    status, gone = stack.json("GET", f"{document}?versionId={first['versionId']}", token)
+    assert status == 404 and gone["error"] == "deleted"

@@ -70,12 +70,16 @@ def test_openapi_document_lists_the_routes(api: Any) -> None:
         "/v1/files",
         "/v1/files/{file_id}",
         "/v1/files/{file_id}/content",
+        "/v1/files/{file_id}/pages/{page}",
         "/v1/files/{file_id}/versions",
         "/v1/collections/{collection_id}/files",
     } <= set(body["paths"])
     # The upload request's schema is generated from the same pydantic model the handler validates with.
     upload = body["paths"]["/v1/uploads"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert upload["$ref"].endswith("UploadRequest")
+    # A page image answers a signed GET as JSON, or the PNG itself where the store cannot sign.
+    page = body["paths"]["/v1/files/{file_id}/pages/{page}"]["get"]["responses"]["200"]["content"]
+    assert page["application/json"]["schema"]["$ref"].endswith("PageImageView") and "image/png" in page
 
 
 @pytest.mark.parametrize("path", ["/v1/me", "/v1/openapi.json", "/v1/nothing-here"])

@@ -1,5 +1,7 @@
 """PDF text layer to located blocks: headings by size, paragraphs with boxes, pages without text recorded."""
 
+import io
+
 import pytest
 
 from shared.adapters.parsers.pdf import PdfParser
@@ -226,3 +228,43 @@ def test_a_pdf_pdfium_cannot_open_is_malformed_with_a_fixed_sentence_and_pdfiums
     assert isinstance(outcome, ExtractionFailure) and outcome.reason is FailureReason.MALFORMED
     assert outcome.detail == "the PDF is damaged and cannot be opened: save or print it to a new PDF and upload that"
     assert "PDFium could not open a PDF: Failed to load document" in caplog.text
+
+
+def test_a_box_is_measured_against_a_page_size_inherited_from_the_page_tree() -> None:
+    # Given an A4 page whose MediaBox sits on the Pages node (fpdf2 writes it there), with a line 150 mm down
+    from fpdf import FPDF
+
+    pdf = FPDF(format="A4")
+    pdf.set_font("Helvetica", size=12)
+    pdf.add_page()
+    pdf.set_xy(60, 150)
+    pdf.multi_cell(100, 8, "A sentence placed well inside an A4 page, at a known spot.")
+    # When it is read
+    box = document(bytes(pdf.output())).blocks[0].location.box
+    # Then its box is a share of the A4 page (210 x 297 mm), not of the US Letter size PDFium falls back to
+    assert box is not None
+    assert abs(box.left - 60 / 210) < 0.01
+    assert abs(box.top - 150 / 297) < 0.01
+
+
+@pytest.mark.parametrize("rotation", [0, 90, 180, 270])
+def test_a_box_is_of_the_page_as_displayed_so_it_lands_on_the_words_of_the_rendered_page(rotation: int) -> None:
+    # Given a page turned by /Rotate, with one line of text near its (unrotated) top-left
+    import pypdfium2 as pdfium
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(page_with_text(0))))
+    writer.pages[0].rotate(rotation)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    content = buffer.getvalue()
+    # When it is read, and the page is rendered as a viewer shows it (PDFium applies /Rotate)
+    box = document(content).blocks[0].location.box
+    assert box is not None
+    rendered = pdfium.PdfDocument(content)[0].render(scale=1).to_pil().convert("L")
+    width, height = rendered.size
+    ink = [(x, y) for y in range(height) for x in range(width) if rendered.getpixel((x, y)) < 128]
+    # Then every dark pixel of the rendering lies inside the box, give or take two pixels
+    assert ink
+    assert min(x for x, _ in ink) >= box.left * width - 2 and max(x for x, _ in ink) <= box.right * width + 2
+    assert min(y for _, y in ink) >= box.top * height - 2 and max(y for _, y in ink) <= box.bottom * height + 2

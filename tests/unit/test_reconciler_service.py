@@ -7,6 +7,7 @@ from unittest.mock import patch
 from uuid import UUID, uuid4
 
 from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState, StoredObject, VersionState
+from shared.domain.page_images import page_image_key
 from shared.domain.uploads import storage_key
 from shared.domain.workflow import ProcessVersion
 from shared.services.files import UploadTicket
@@ -325,3 +326,36 @@ def test_a_tenants_deletion_backlog_cannot_keep_its_own_lost_upload_from_being_r
     assert "acme" in report["tenantsUnfinished"]
     assert 0 < report["deletedVersions"] < len(backlog)
     assert state_of(fakes, "acme", lost.version_id) is VersionState.STORED
+
+
+def test_a_page_image_is_accounted_for_while_its_version_lives_and_goes_with_it() -> None:
+    # Given a stored PDF with a drawing of its page 1 kept beside it
+    fakes = Fakes()
+    ticket = fakes.files().start_upload(
+        principal("acme", "docs"),
+        collection_id="docs",
+        filename="r.pdf",
+        media_type="application/pdf",
+        byte_size=len(PDF),
+    )
+    landed = fakes.content.post(ticket.upload, PDF)
+    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    drawing = page_image_key(landed.key, 1)
+    fakes.content.put(drawing, b"\x89PNG\r\n\x1a\n", content_type="image/png")
+    stray = page_image_key(storage_key("acme", uuid4(), uuid4()), 1)
+    fakes.content.put(stray, b"\x89PNG\r\n\x1a\n", content_type="image/png")
+    # Then reconciliation reports the drawing of no version, never the live version's
+    report = fakes.reconciler().run(datetime.now(UTC) + timedelta(seconds=1))
+    unexplained = {entry["key"] for entry in report.bytes_without_row}
+    assert stray in unexplained and drawing not in unexplained
+    assert fakes.content.head(drawing) is not None and fakes.content.head(stray) is not None
+    # When the file is deleted, the deletion sweep takes the drawing with the original
+    fakes.files().delete_file(principal("acme", "docs"), ticket.file_id)
+    fakes.reconciler().run(datetime.now(UTC) + timedelta(seconds=2))
+    assert state_of(fakes, "acme", ticket.version_id) is VersionState.DELETED
+    assert fakes.content.head(drawing) is None
+    # And a drawing a request still running wrote after the sweep is removed by the scan, not reported
+    fakes.content.put(drawing, b"\x89PNG\r\n\x1a\n", content_type="image/png")
+    late = fakes.reconciler().run(datetime.now(UTC) + timedelta(seconds=3))
+    assert fakes.content.head(drawing) is None
+    assert late.leftovers_removed >= 1 and drawing not in {entry["key"] for entry in late.bytes_without_row}

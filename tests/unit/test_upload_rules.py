@@ -90,6 +90,17 @@ def test_content_that_is_not_what_it_claims_is_refused_with_a_sentence(
     assert reason.startswith("the content is not")
 
 
+def test_text_carrying_live_markup_is_refused_naming_the_markup_not_as_text() -> None:
+    # Given plain text whose words come first and whose markup (an event handler, a script) comes later
+    content = b'Plain words first, then <img src=x onerror="steal()"> and <script>x()</script>'
+    # When it is checked as text/plain
+    reason = mismatch(content, accepted_type("text/plain", "note.txt"))
+    # Then the refusal says what is wrong with it and how to keep it, rather than "it looks like text"
+    assert reason is not None
+    assert "live markup" in reason
+    assert "upload it as HTML" in reason
+
+
 def test_an_oversized_content_types_part_is_refused_without_inflating_it() -> None:
     # 50 MB of zeros compresses to ~50 KB: the member's size refuses it before anything is inflated.
     buffer = io.BytesIO()

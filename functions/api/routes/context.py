@@ -1,5 +1,6 @@
 """What every route needs: the process's container, the caller, and ids parsed as the API promises."""
 
+import base64
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -35,3 +36,13 @@ def parse_id(raw: str) -> UUID:
 
 def json_response(status: int, body: Any) -> Response[Any]:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
+
+
+def binary_response(content: bytes, *, content_type: str, headers: dict[str, str]) -> Response[str]:
+    """Bytes as the body of a 200, base64-encoded for API Gateway here: the route's response validation would
+    otherwise serialize them as JSON text, which bytes that are not UTF-8 (a PNG, a PDF) cannot be."""
+    response: Response[str] = Response(
+        status_code=200, content_type=content_type, body=base64.b64encode(content).decode(), headers=headers
+    )
+    response.base64_encoded = True
+    return response

@@ -1,12 +1,13 @@
-"""Files: upload tickets, listings, reads, the extracted document, rescans, moves and deletion."""
+"""Files: upload tickets, listings, reads, page images, the extracted document, rescans, moves and deletion."""
 
+import re
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.routes.context import container, current_principal, json_response, parse_id
+from functions.api.routes.context import binary_response, container, current_principal, json_response, parse_id
 from functions.api.schemas import (
     CollectionDeletionView,
     DeletionView,
@@ -17,6 +18,7 @@ from functions.api.schemas import (
     MoveRequest,
     NewVersionRequest,
     NothingToReadView,
+    PageImageView,
     ScanView,
     SignedReadView,
     UploadRequest,
@@ -24,6 +26,7 @@ from functions.api.schemas import (
 )
 from shared.domain.errors import InvalidRequest
 from shared.domain.files import DOCUMENT_READY
+from shared.domain.page_images import PAGE_IMAGE_TYPE
 from shared.domain.reading import window
 from shared.domain.rendering import render_markdown
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
@@ -31,6 +34,7 @@ from shared.ports import MAX_SIGNED_READ_LIFETIME
 from shared.services.files import MAX_PAGE_SIZE, ProxiedContent
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
+_PAGE_NUMBER = re.compile(r"[0-9]{1,9}")
 
 
 @router.post("/v1/uploads")
@@ -87,10 +91,9 @@ def read_content(
     )
     if isinstance(result, ProxiedContent):
         # A store that cannot sign: the bytes come through the API, still as an opaque attachment.
-        return Response(
-            status_code=200,
+        return binary_response(
+            result.content,
             content_type=SAFE_DOWNLOAD_TYPE,
-            body=result.content,
             headers={"Content-Disposition": attachment_disposition(result.filename)},
         )
     return json_response(200, SignedReadView(url=result.url, expires_at=result.expires_at))
@@ -104,11 +107,56 @@ def scan_file(file_id: str) -> Response[ScanView]:
     return json_response(202, ScanView.model_validate(started.model_dump()))
 
 
+@router.get(
+    "/v1/files/<file_id>/pages/<page>",
+    responses={
+        200: {
+            "description": "a signed GET of the page drawn as a PNG; the PNG itself where the store cannot sign",
+            "content": {
+                "application/json": {"model": PageImageView},
+                PAGE_IMAGE_TYPE: {"schema": {"type": "string", "format": "binary"}},
+            },
+        }
+    },
+)
+def read_page_image(
+    file_id: str,
+    page: str,
+    version_id: Annotated[str | None, Query(alias="versionId", max_length=64)] = None,
+) -> Response[Any]:
+    """Page `page` (from 1) of a PDF, or of an image (a TIFF's frames are its pages), drawn as a PNG at most
+    1,600 pixels on its longest side: for a viewer that highlights a citation's box on the page it cites."""
+    if not _PAGE_NUMBER.fullmatch(page):
+        raise InvalidRequest(f"page must be a whole number from 1, not {page[:20]!r}")
+    image = container().page_images.page(
+        current_principal(router),
+        parse_id(file_id),
+        int(page),
+        version_id=parse_id(version_id) if version_id else None,
+    )
+    if image.content is not None:
+        # A store that cannot sign: the drawing comes through the API, as the signed URL would serve it.
+        return binary_response(
+            image.content,
+            content_type=PAGE_IMAGE_TYPE,
+            headers={"Content-Disposition": attachment_disposition(image.filename)},
+        )
+    return json_response(200, PageImageView.of(image))
+
+
 @router.get("/v1/files/<file_id>/document")
-def read_document(file_id: str, cursor: Annotated[str | None, Query(max_length=16)] = None) -> Response[Any]:
+def read_document(
+    file_id: str,
+    cursor: Annotated[str | None, Query(max_length=16)] = None,
+    version_id: Annotated[str | None, Query(alias="versionId", max_length=64)] = None,
+) -> Response[Any]:
+    """The extracted document of the newest stored version, or of `versionId` (an older version a citation
+    names, while it lives), in windows."""
     parsed = parse_id(file_id)
     wired = container()
-    version = wired.files.readable_document(current_principal(router), parsed)
+    version = wired.files.readable_document(
+        current_principal(router), parsed, parse_id(version_id) if version_id else None
+    )
     if version.processing_state not in DOCUMENT_READY:
         return json_response(409, NothingToReadView.of(version))
     document = wired.documents.read(version)

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from shared.adapters.aws.retrying import LazyClient, error_code
 from shared.domain.files import PresignedUpload, SignedRead, StoredObject
-from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition, stored_content_type
+from shared.domain.uploads import attachment_disposition, signed_read_type, stored_content_type
 from shared.ports import MAX_SIGNED_READ_LIFETIME, FileContentStore
 
 if TYPE_CHECKING:
@@ -101,13 +101,21 @@ class S3ContentStore(FileContentStore):
             content_type=response.get("ContentType"),
         )
 
-    def signed_read(self, key: str, *, version_id: str | None, filename: str, lifetime: timedelta) -> SignedRead | None:
+    def signed_read(
+        self,
+        key: str,
+        *,
+        version_id: str | None,
+        filename: str,
+        lifetime: timedelta,
+        media_type: str | None = None,
+    ) -> SignedRead | None:
         lifetime = min(lifetime, MAX_SIGNED_READ_LIFETIME)
         params: dict[str, Any] = {
             "Bucket": self._bucket,
             "Key": key,
             "ResponseContentDisposition": attachment_disposition(filename),
-            "ResponseContentType": SAFE_DOWNLOAD_TYPE,
+            "ResponseContentType": signed_read_type(media_type),
         }
         if version_id:
             params["VersionId"] = version_id

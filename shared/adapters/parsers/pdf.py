@@ -14,7 +14,7 @@ import logging
 import math
 import statistics
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -139,9 +139,11 @@ def _visible(text: str) -> int:
 
 def _read_page(page: Any, number: int, form: Any, warnings: list[str]) -> tuple[list[TextLine], list["_Mark"]]:
     """The page's lines of text, and the text of its form fields and comments."""
-    # The visible page (crop box) in user space (y up): boxes are measured from its own top-left corner,
-    # wherever it sits, and normalised to its size.
-    crop = page.get_cropbox()
+    # The visible page (crop box within the media box) in user space (y up): boxes are measured from its own
+    # top-left corner, wherever it sits, and normalised to its size. get_bbox, not get_cropbox: the boxes are
+    # inheritable from the page tree (fpdf2 writes them there), and get_cropbox reads only the page's own
+    # dictionary, falling back to US Letter, which put every box of an A4 page in the wrong place.
+    crop = page.get_bbox()
     textpage = page.get_textpage()
     try:
         characters = textpage.count_chars()
@@ -149,11 +151,49 @@ def _read_page(page: Any, number: int, form: Any, warnings: list[str]) -> tuple[
             warnings.append(
                 f"page {number} has {characters} characters: only the first {MAX_PAGE_CHARACTERS} were read"
             )
-        lines = _page_lines(textpage, number, crop, min(characters, MAX_PAGE_CHARACTERS))
-        return lines, _marks(page, textpage, number, crop, form=form, warnings=warnings)
+        # Boxes are of the page as it is displayed (as OCR's are, read from the rendered page): /Rotate applied.
+        rotation = page.get_rotation() % 360
+        lines = [
+            _turned_line(line, rotation)
+            for line in _page_lines(textpage, number, crop, min(characters, MAX_PAGE_CHARACTERS))
+        ]
+        marks = _marks(page, textpage, number, crop, form=form, warnings=warnings)
+        return lines, [_turned_mark(mark, rotation) for mark in marks]
     finally:
         textpage.close()
         page.close()
+
+
+def as_displayed(
+    left: float, top: float, right: float, bottom: float, rotation: int
+) -> tuple[float, float, float, float]:
+    """A rectangle normalised to the unrotated page (0..1 from its top-left) on the page turned clockwise by
+    `rotation` degrees, as a viewer shows it: (left, top, right, bottom) again."""
+    if rotation == 90:
+        return 1 - bottom, left, 1 - top, right
+    if rotation == 180:
+        return 1 - right, 1 - bottom, 1 - left, 1 - top
+    if rotation == 270:
+        return top, 1 - right, bottom, 1 - left
+    return left, top, right, bottom
+
+
+def _turned_line(line: TextLine, rotation: int) -> TextLine:
+    if not rotation:
+        return line
+    left, top, right, bottom = as_displayed(line.left, line.top, line.right, line.bottom, rotation)
+    # Cells stay as they were measured: along the line, which a turned page does not change.
+    return replace(line, left=left, top=top, right=right, bottom=bottom)
+
+
+def _turned_mark(mark: "_Mark", rotation: int) -> "_Mark":
+    box = mark.block.location.box
+    if not rotation or box is None:
+        return mark
+    left, top, right, bottom = as_displayed(box.left, box.top, box.right, box.bottom, rotation)
+    turned = BoundingBox(left=left, top=top, width=right - left, height=bottom - top)
+    location = mark.block.location.model_copy(update={"box": turned})
+    return replace(mark, block=mark.block.model_copy(update={"location": location}))
 
 
 def _page_lines(textpage: Any, number: int, crop: tuple[float, float, float, float], characters: int) -> list[TextLine]:

@@ -1,0 +1,90 @@
+// The API, called with the signed-in caller's bearer token. Errors come back as ApiError with the API's own
+// sentence (every 4xx of Quire's names the limit or the fix), so a view can show it as it is.
+
+import { session } from "./auth.js";
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.message) || `the API answered ${status}`);
+    this.status = status;
+    this.body = body || {};
+    this.code = this.body.error || (status === 401 ? "unauthorized" : null);
+  }
+}
+
+let apiBase = "";
+
+export function configureApi(base) {
+  apiBase = (base || "").replace(/\/+$/, "");
+}
+
+function headers(extra = {}) {
+  const token = session.token();
+  return token ? { Authorization: `Bearer ${token}`, ...extra } : extra;
+}
+
+async function parse(response) {
+  const type = response.headers.get("content-type") || "";
+  const body = type.includes("application/json") ? await response.json().catch(() => null) : null;
+  if (!response.ok) {
+    if (response.status === 401) session.expired();
+    throw new ApiError(response.status, body);
+  }
+  return body;
+}
+
+export async function call(method, path, body) {
+  const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const response = await fetch(`${apiBase}${path}`, init);
+  return parse(response);
+}
+
+export const get = (path) => call("GET", path);
+export const post = (path, body = {}) => call("POST", path, body);
+export const del = (path) => call("DELETE", path);
+
+/** A query string from an object, leaving out empty values. */
+export function query(params) {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== null && value !== undefined && value !== "") search.set(name, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+/**
+ * The browser's presigned POST straight to the object store, with real byte progress: fetch has no upload
+ * progress, XMLHttpRequest.upload.onprogress does. Resolves when the store accepted the object.
+ */
+export function postToStore(upload, file, onProgress) {
+  return new Promise((resolve, reject) => {
+    const form = new FormData();
+    for (const [name, value] of Object.entries(upload.fields)) form.append(name, value);
+    form.append("file", file); // the policy's fields first: S3 ignores every field after the file
+    const request = new XMLHttpRequest();
+    request.open("POST", upload.url);
+    request.upload.onprogress = (event) => {
+      if (event.lengthComputable) onProgress(event.loaded, event.total);
+    };
+    request.onload = () => {
+      if (request.status >= 200 && request.status < 300) {
+        resolve();
+      } else {
+        reject(new Error(storeRefusal(request.status, request.responseText)));
+      }
+    };
+    request.onerror = () => reject(new Error("the upload could not reach the object store (network or CORS)"));
+    request.onabort = () => reject(new Error("the upload was cancelled"));
+    request.send(form);
+  });
+}
+
+function storeRefusal(status, text) {
+  // S3 answers XML: <Error><Code>EntityTooLarge</Code><Message>…</Message></Error>.
+  const doc = new DOMParser().parseFromString(text || "", "application/xml");
+  const code = doc.querySelector("Code")?.textContent;
+  const message = doc.querySelector("Message")?.textContent;
+  return `the object store refused the upload (${status}${code ? ` ${code}` : ""})${message ? `: ${message}` : ""}`;
+}

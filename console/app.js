@@ -1,0 +1,159 @@
+// The console: sign in, then one view per address (#/upload, #/files, #/search, #/answers/…, #/cite/…,
+// #/artifacts/…). Every address can be reloaded or shared: what a view shows is fetched again from the API.
+
+import { ApiError, configureApi, get } from "./api.js";
+import { finishHostedSignIn, hostedSignOut, localSignIn, session, startHostedSignIn } from "./auth.js";
+import { el, fill, notice } from "./dom.js";
+import { renderArtifact, renderArtifacts } from "./artifacts.js";
+import { renderFile, renderFiles } from "./files.js";
+import { citationFromHref, renderSearch, renderStoredAnswer } from "./search.js";
+import { showCitation } from "./source.js";
+import { caller, loadCaller } from "./state.js";
+import { renderUpload } from "./upload.js";
+
+let config = { apiBase: "", auth: { kind: "local" } };
+const main = () => document.getElementById("main");
+
+function signInView() {
+  const container = main();
+  if (config.auth.kind === "cognito") {
+    fill(container, el("h2", {}, "Sign in"), el("p", {}, "Sign in with your organisation's account."), el("button", { type: "button", onclick: () => startHostedSignIn(config.auth) }, "Sign in"));
+    return;
+  }
+  const problem = el("div", { "aria-live": "assertive" });
+  const token = el("textarea", { id: "token", rows: 4, spellcheck: "false", autocomplete: "off" });
+  const collections = el("input", { id: "sign-in-collections", value: "default", autocomplete: "off" });
+  const role = el("select", { id: "sign-in-role" }, ["admin", "write", "read"].map((name) => el("option", { value: name }, name)));
+  const pasted = el(
+    "form",
+    {
+      onsubmit: (event) => {
+        event.preventDefault();
+        try {
+          session.set(token.value);
+        } catch (error) {
+          fill(problem, notice(error.message, "error"));
+        }
+      },
+    },
+    el("h3", {}, "With a token"),
+    el("p", {}, "Paste what ", el("code", {}, "quire token --collections default --write default"), " printed."),
+    el("label", { for: "token" }, "Bearer token"),
+    token,
+    el("button", { type: "submit" }, "Use this token"),
+  );
+  const oneClick = el(
+    "form",
+    {
+      onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          await localSignIn(collections.value.split(",").map((name) => name.trim()).filter(Boolean), role.value);
+        } catch (error) {
+          fill(problem, notice(error.message, "error"));
+        }
+      },
+    },
+    el("h3", {}, "Local sign-in"),
+    el("p", {}, "The local stack signs you in to its own tenant, from this machine only."),
+    el("label", { for: "sign-in-collections" }, "Collections (comma-separated)"),
+    collections,
+    el("label", { for: "sign-in-role" }, "Role"),
+    role,
+    el("button", { type: "submit", "data-testid": "local-sign-in" }, "Sign in locally"),
+  );
+  fill(container, el("h2", {}, "Sign in"), problem, el("div", { class: "columns" }, oneClick, pasted));
+}
+
+function showWho() {
+  const who = document.getElementById("who");
+  const claims = session.claims();
+  if (!claims) {
+    fill(who);
+    return;
+  }
+  const tenant = claims["custom:tenant_id"] || caller.me?.tenantId || "";
+  fill(
+    who,
+    el("span", {}, `${caller.me?.subject || claims.sub} · tenant ${caller.me?.tenantId || tenant}`),
+    " ",
+    el("button", { type: "button", onclick: () => (config.auth.kind === "cognito" ? hostedSignOut(config.auth) : session.clear()) }, "Sign out"),
+  );
+}
+
+function markNavigation(view) {
+  for (const link of document.querySelectorAll("nav a")) {
+    if (link.dataset.view === view) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+async function route() {
+  const container = main();
+  if (!session.token()) {
+    markNavigation(null);
+    document.querySelector("nav").hidden = true;
+    showWho();
+    signInView();
+    return;
+  }
+  document.querySelector("nav").hidden = false;
+  const [path, search = ""] = location.hash.replace(/^#/, "").split("?");
+  const params = new URLSearchParams(search);
+  const parts = path.split("/").filter(Boolean);
+  const view = parts[0] || "upload";
+  markNavigation(view === "answers" || view === "cite" ? "search" : view);
+  fill(container, notice("Loading…"));
+  try {
+    if (!caller.me) await loadCaller();
+    showWho();
+    if (view === "upload") renderUpload(container);
+    else if (view === "files" && parts[1]) await renderFile(container, parts[1], params);
+    else if (view === "files") await renderFiles(container, params);
+    else if (view === "search") renderSearch(container, params);
+    else if (view === "answers" && parts[2] === "citations") {
+      const answer = await get(`/v1/answers/${parts[1]}`);
+      const citation = answer.citations.find((candidate) => String(candidate.number) === parts[3]);
+      if (!citation) fill(container, el("h2", {}, "Citation"), notice("That citation is withheld: you can no longer read its source, or the answer has no such number.", "warning"));
+      else await showCitation(container, citation, { backHref: `#/answers/${parts[1]}`, heading: `Citation [${citation.number}]` });
+    } else if (view === "answers" && parts[1]) await renderStoredAnswer(container, parts[1]);
+    else if (view === "cite" && parts[1]) await showCitation(container, citationFromHref(parts[1]), { backHref: "#/search" });
+    else if (view === "artifacts" && parts[1]) await renderArtifact(container, parts[1], params);
+    else if (view === "artifacts") await renderArtifacts(container);
+    else fill(container, el("h2", {}, "Not here"), el("p", {}, "No view has that address."));
+  } catch (error) {
+    const sentence = error instanceof ApiError && error.status === 404 ? "Not found: it does not exist, or you may not read it." : error.message;
+    fill(container, el("h2", {}, "Something went wrong"), notice(sentence, "error"));
+  }
+  // Keyboard and screen-reader users land on the new view's heading, not at the top of the page.
+  const heading = container.querySelector("h2");
+  if (heading) {
+    heading.tabIndex = -1;
+    heading.focus({ preventScroll: true });
+  }
+}
+
+async function start() {
+  try {
+    const response = await fetch("config.json", { cache: "no-store" });
+    if (response.ok) config = await response.json();
+  } catch {
+    // No config.json: the local stack's defaults (same origin, local sign-in).
+  }
+  configureApi(config.apiBase);
+  if (config.auth.kind === "cognito") {
+    try {
+      await finishHostedSignIn(config.auth);
+    } catch (error) {
+      fill(main(), notice(error.message, "error"));
+    }
+  }
+  session.onChange(() => {
+    caller.me = null;
+    route();
+  });
+  window.addEventListener("hashchange", route);
+  await route();
+}
+
+start();

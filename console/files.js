@@ -1,0 +1,149 @@
+// Files: the caller's files with state, pages, OCR flags; a file's versions; delete for an admin of its
+// collection; and the reader (the extracted document, window by window).
+
+import { ApiError, del, get, query } from "./api.js";
+import { renderBlocks } from "./blocks.js";
+import { el, fill, formatBytes, formatTime, notice, shortId } from "./dom.js";
+import { caller, mayIn, stageOf } from "./state.js";
+
+function ocrFlag(file) {
+  const version = file.current || {};
+  if (file.lowConfidence) return el("span", { class: "badge badge-warning", title: "OCR read these pages with low confidence: words may be wrong" }, `OCR low confidence (pages ${file.ocrPages.join(", ")})`);
+  if (file.ocrPages?.length) return el("span", { class: "badge" }, `OCR pages ${file.ocrPages.join(", ")}`);
+  if (version.ocr?.state && version.ocr.state !== "not_needed") return el("span", { class: "badge" }, `OCR ${version.ocr.state}`);
+  return "—";
+}
+
+function stateCell(version) {
+  const stage = stageOf(version);
+  return el("td", { class: stage.failed ? "failed" : null }, stage.label, stage.sentence ? el("div", { class: "sentence" }, stage.sentence) : null);
+}
+
+async function remove(file, row) {
+  if (!confirm(`Delete ${file.filename} and every version of it? Search stops finding it at once.`)) return;
+  try {
+    await del(`/v1/files/${file.fileId}`);
+    row.remove();
+  } catch (error) {
+    alert(error.message);
+  }
+}
+
+export async function renderFiles(container, params) {
+  const readable = caller.me?.collections || [];
+  const chosen = params.get("collection") || "";
+  const select = el("select", { id: "files-collection" }, el("option", { value: "" }, "every collection I read"), readable.map((name) => el("option", { value: name, selected: name === chosen }, name)));
+  select.addEventListener("change", () => {
+    location.hash = `#/files${query({ collection: select.value })}`;
+  });
+  const body = el("tbody");
+  const more = el("div");
+  fill(
+    container,
+    el("h2", {}, "Files"),
+    el("p", {}, el("label", { for: "files-collection" }, "Collection "), select, " ", el("button", { type: "button", onclick: () => renderFiles(container, params) }, "Refresh")),
+    el(
+      "table",
+      { class: "files", "aria-label": "Files" },
+      el("thead", {}, el("tr", {}, ["Name", "Collection", "State", "Pages", "OCR", "Size", "Uploaded", ""].map((title) => el("th", { scope: "col" }, title)))),
+      body,
+    ),
+    more,
+  );
+  const load = async (cursor) => {
+    const page = await get(`/v1/files${query({ collectionId: chosen, limit: 50, cursor })}`);
+    if (!page.files.length && !cursor) body.append(el("tr", {}, el("td", { colspan: 8 }, "No files yet: upload some.")));
+    for (const file of page.files) {
+      const version = file.current || {};
+      const row = el(
+        "tr",
+        { "data-file-id": file.fileId },
+        el("td", {}, el("a", { href: `#/files/${file.fileId}` }, file.filename)),
+        el("td", {}, file.collectionId),
+        stateCell(version),
+        el("td", {}, version.extraction?.pageCount ?? "—"),
+        el("td", {}, ocrFlag(file)),
+        el("td", {}, formatBytes(version.byteSize)),
+        el("td", {}, formatTime(version.createdAt)),
+        el("td", {}, mayIn(file.collectionId, "admin") ? el("button", { type: "button", class: "danger", "aria-label": `Delete ${file.filename}`, onclick: () => remove(file, row) }, "Delete") : null),
+      );
+      body.append(row);
+    }
+    fill(more, page.nextCursor ? el("button", { type: "button", onclick: () => load(page.nextCursor) }, "More files") : null);
+  };
+  await load(null);
+}
+
+function versionsTable(file) {
+  return el(
+    "table",
+    { class: "versions", "aria-label": "Versions" },
+    el("thead", {}, el("tr", {}, ["Version", "File name", "State", "Pages", "OCR", "Malware scan", "Uploaded", ""].map((title) => el("th", { scope: "col" }, title)))),
+    el(
+      "tbody",
+      {},
+      file.versions.map((version) =>
+        el(
+          "tr",
+          {},
+          el("td", {}, el("code", { title: version.versionId }, shortId(version.versionId)), version.versionId === file.current.versionId ? " (current)" : ""),
+          el("td", {}, version.filename),
+          stateCell(version),
+          el("td", {}, version.extraction?.pageCount ?? "—"),
+          el("td", {}, version.ocr ? `${version.ocr.state}${version.ocr.confidence !== null && version.ocr.confidence !== undefined ? ` · ${Math.round(version.ocr.confidence * 100)}%` : ""}${version.ocr.lowConfidence ? " · low confidence" : ""}` : "—"),
+          el("td", {}, version.malwareScan),
+          el("td", {}, formatTime(version.createdAt)),
+          el("td", {}, stageOf(version).done && !stageOf(version).failed ? el("a", { href: `#/files/${file.fileId}?version=${version.versionId}` }, "Read") : null),
+        ),
+      ),
+    ),
+  );
+}
+
+async function reader(target, fileId, versionId) {
+  let cursor = null;
+  const document = el("div", { class: "reader", "data-testid": "reader" });
+  const markdown = el("pre", { class: "markdown-source", hidden: true });
+  const toggle = el("button", { type: "button", "aria-pressed": "false" }, "Show Markdown");
+  toggle.addEventListener("click", () => {
+    const showing = markdown.hidden;
+    markdown.hidden = !showing;
+    document.hidden = showing;
+    toggle.setAttribute("aria-pressed", String(showing));
+    toggle.textContent = showing ? "Show the document" : "Show Markdown";
+  });
+  const more = el("div");
+  fill(target, el("p", {}, toggle), document, markdown, more);
+  const load = async () => {
+    try {
+      const window = await get(`/v1/files/${fileId}/document${query({ versionId, cursor })}`);
+      document.append(renderBlocks(window.blocks, { start: window.start }));
+      markdown.append(window.markdown);
+      if (window.lowConfidence) document.prepend(notice("OCR read parts of this document with low confidence: words may be wrong.", "warning"));
+      cursor = window.nextCursor;
+      fill(more, cursor ? el("button", { type: "button", onclick: load }, `Read on (${window.start + window.blocks.length} of ${window.totalBlocks} blocks)`) : null);
+    } catch (error) {
+      fill(more, notice(error instanceof ApiError && error.status === 409 ? `Nothing to read yet: ${error.message}` : error.message, "warning"));
+    }
+  };
+  await load();
+}
+
+export async function renderFile(container, fileId, params) {
+  const file = await get(`/v1/files/${fileId}`);
+  const versionId = params.get("version") || null;
+  const shown = file.versions.find((version) => version.versionId === versionId) || file.current;
+  const readerArea = el("section", { "aria-label": "Reader" });
+  fill(
+    container,
+    el("h2", {}, file.filename),
+    el("p", {}, el("a", { href: "#/files" }, "← Files"), ` · collection ${file.collectionId} · ${file.versions.length} version${file.versions.length === 1 ? "" : "s"}`),
+    el("h3", {}, "Versions"),
+    versionsTable(file),
+    el("h3", {}, `Document (version ${shortId(shown.versionId)})`),
+    readerArea,
+  );
+  const stage = stageOf(shown);
+  if (stage.failed) fill(readerArea, notice(stage.sentence, "error"));
+  else await reader(readerArea, fileId, versionId);
+}

@@ -1,0 +1,182 @@
+// Search and ask: hybrid search with cited hits, and grounded answers (claims, numbered citations, the
+// confidence factors, or the refusal sentence). An answer is stored: its address (#/answers/{id}) and its
+// citations' addresses survive a refresh, and its citations are re-checked against what the caller reads now.
+
+import { get, post } from "./api.js";
+import { el, fill, notice, formatTime } from "./dom.js";
+import { citationChip } from "./source.js";
+import { caller, collectionsWith } from "./state.js";
+
+/** A search hit's citation as an address: the snapshot itself, so the cited spot survives a refresh. */
+export function citationHref(citation) {
+  const bytes = new TextEncoder().encode(JSON.stringify(citation));
+  let text = "";
+  for (const byte of bytes) text += String.fromCharCode(byte);
+  return `#/cite/${btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+}
+
+export function citationFromHref(encoded) {
+  const base64 = encoded.replace(/-/g, "+").replace(/_/g, "/");
+  const text = atob(base64.padEnd(Math.ceil(base64.length / 4) * 4, "="));
+  return JSON.parse(new TextDecoder().decode(Uint8Array.from(text, (char) => char.charCodeAt(0))));
+}
+
+function hitItem(hit) {
+  const scores = [`score ${hit.score.toFixed(3)}`];
+  if (hit.lexicalScore !== null && hit.lexicalScore !== undefined) scores.push(`keyword ${hit.lexicalScore.toFixed(3)}`);
+  if (hit.vectorScore !== null && hit.vectorScore !== undefined) scores.push(`semantic ${hit.vectorScore.toFixed(3)}`);
+  return el(
+    "li",
+    { class: "hit", "data-testid": "hit" },
+    el("p", { class: "excerpt" }, hit.excerpt),
+    el("p", { class: "hit-meta" }, citationChip(hit.citation, citationHref(hit.citation)), " ", el("span", { class: "scores" }, scores.join(" · ")), hit.directSubject ? el("span", { class: "badge" }, "names this document") : null),
+  );
+}
+
+function renderResults(target, result) {
+  if (result.outcome !== "found") {
+    fill(target, el("p", { class: "notice notice-info outcome", role: "status", "data-testid": "outcome", "data-outcome": result.outcome }, result.message));
+    return;
+  }
+  fill(
+    target,
+    el("p", { role: "status" }, `${result.hits.length} hit${result.hits.length === 1 ? "" : "s"}${result.vectorAvailable ? "" : " (keyword only: the semantic lane is unavailable)"}`),
+    el("ol", { class: "hits" }, result.hits.map(hitItem)),
+  );
+}
+
+const FACTOR_NAMES = {
+  topRetrievalScore: "top retrieval score",
+  directClaimCoverage: "claims quoting their evidence",
+  citationCoverage: "claims with a citation",
+  independentDocuments: "independent documents",
+  unsupportedClaimPenalty: "unsupported-claim penalty",
+  ambiguousEvidencePenalty: "ambiguous-evidence penalty",
+  degradedIndexPenalty: "degraded-index penalty",
+};
+
+function confidence(answer) {
+  const factors = answer.confidence.factors || {};
+  return el(
+    "section",
+    { class: "confidence", "aria-label": "Confidence", "data-testid": "confidence" },
+    el("h3", {}, `Confidence: ${answer.confidence.band} (${answer.confidence.score.toFixed(2)})`),
+    el("table", {}, el("tbody", {}, Object.entries(factors).map(([name, value]) => el("tr", {}, el("th", { scope: "row" }, FACTOR_NAMES[name] || name), el("td", {}, typeof value === "number" && !Number.isInteger(value) ? value.toFixed(3) : String(value)))))),
+  );
+}
+
+/** Claims ending "[n]" → the artifact's Markdown, citing the answer's citations in their own order. */
+export function answerMarkdown(answer) {
+  const lines = [`# ${answer.question.replace(/\s+/g, " ").trim()}`, ""];
+  for (const claim of answer.claims) {
+    const marks = claim.citations.map((number) => `[${number}]`).join("");
+    lines.push(`${claim.text.replace(/\s+/g, " ").replace(/\[(\d+)\]/g, "($1)").trim()}${marks ? ` ${marks}` : ""}`, "");
+  }
+  return `${lines.join("\n").trim()}\n`;
+}
+
+async function saveAsArtifact(answer, target) {
+  const writable = collectionsWith("write");
+  const cited = answer.citations.map((citation) => citation.collectionId).find((collection) => writable.includes(collection));
+  const collectionId = cited || writable[0];
+  if (!collectionId) {
+    fill(target, notice("Saving as an artifact needs the write role in a collection.", "warning"));
+    return;
+  }
+  const ordered = [...answer.citations].sort((a, b) => a.number - b.number);
+  const made = await post("/v1/artifacts", {
+    collectionId,
+    name: answer.question.slice(0, 200),
+    markdown: answerMarkdown({ ...answer, claims: answer.claims.map((claim) => ({ ...claim, citations: claim.citations.map((n) => ordered.findIndex((c) => c.number === n) + 1).filter((n) => n > 0) })) }),
+    citations: ordered.map((citation) => ({ chunkId: citation.chunkId })),
+  });
+  location.hash = `#/artifacts/${made.artifactId}`;
+}
+
+export function renderAnswer(target, answer) {
+  const parts = [];
+  const citationsByNumber = new Map(answer.citations.map((citation) => [citation.number, citation]));
+  parts.push(el("p", { class: "answer-meta" }, `Outcome: ${answer.outcome.replace("_", " ")}${answer.cached ? " (cached)" : ""} · ${formatTime(answer.createdAt)}${answer.model ? ` · ${answer.model}` : ""}`));
+  if (answer.refusal) parts.push(el("p", { class: "notice notice-info refusal", role: "status", "data-testid": "refusal", "data-reason": answer.refusal.reason }, answer.refusal.sentence));
+  if (answer.fallback) parts.push(notice(`No model wrote this answer: ${answer.fallback}. Each sentence below is evidence, verbatim.`, "info"));
+  if (answer.needsReview) parts.push(notice("Some claims could not be validated against the evidence: review before relying on them.", "warning"));
+  if (answer.claims.length) {
+    parts.push(
+      el(
+        "ol",
+        { class: "claims", "data-testid": "claims" },
+        answer.claims.map((claim) =>
+          el(
+            "li",
+            { class: claim.supported ? "claim" : "claim unsupported" },
+            el("p", {}, claim.text),
+            el("p", { class: "claim-citations" }, claim.citations.map((number) => (citationsByNumber.has(number) ? citationChip(citationsByNumber.get(number), `#/answers/${answer.answerId}/citations/${number}`, `[${number}]`) : el("span", { class: "badge" }, `[${number}] withheld`))), claim.supported ? null : el("span", { class: "badge badge-warning" }, "not supported by the evidence")),
+          ),
+        ),
+      ),
+    );
+  }
+  if (answer.assumptions?.length) parts.push(el("h3", {}, "Assumptions"), el("ul", {}, answer.assumptions.map((text) => el("li", {}, text))));
+  if (answer.withheld) parts.push(notice(`${answer.withheld} citation${answer.withheld === 1 ? " is" : "s are"} withheld: you can no longer read ${answer.withheld === 1 ? "its source" : "their sources"}.`, "warning"));
+  if (answer.citations.length) {
+    parts.push(el("h3", {}, "Citations"), el("ol", { class: "citations" }, answer.citations.map((citation) => el("li", { value: citation.number }, citationChip(citation, `#/answers/${answer.answerId}/citations/${citation.number}`, `[${citation.number}]`), el("blockquote", {}, citation.excerpt)))));
+  }
+  parts.push(confidence(answer));
+  const saving = el("div");
+  if (answer.claims.length && collectionsWith("write").length) {
+    parts.push(el("p", {}, el("button", { type: "button", onclick: () => saveAsArtifact(answer, saving).catch((error) => fill(saving, notice(error.message, "error"))) }, "Open as an artifact")), saving);
+  }
+  fill(target, ...parts);
+}
+
+export async function renderStoredAnswer(container, answerId) {
+  const answer = await get(`/v1/answers/${answerId}`);
+  const body = el("div", { "data-testid": "answer" });
+  fill(container, el("h2", {}, answer.question), el("p", {}, el("a", { href: "#/search" }, "← Search and ask")), body);
+  renderAnswer(body, answer);
+}
+
+export function renderSearch(container, params) {
+  const input = el("input", { id: "query", type: "search", required: true, maxlength: 2000, value: params.get("q") || "", autocomplete: "off" });
+  const mode = el("select", { id: "mode" }, ["hybrid", "keyword", "semantic"].map((name) => el("option", { value: name, selected: name === (params.get("mode") || "hybrid") }, name)));
+  const collections = caller.me?.collections || [];
+  const scope = el("select", { id: "scope" }, el("option", { value: "" }, "every collection I read"), collections.map((name) => el("option", { value: name }, name)));
+  const results = el("section", { "aria-label": "Results", "aria-live": "polite", "data-testid": "results" });
+  const filters = () => (scope.value ? { collections: [scope.value] } : undefined);
+  const run = async (kind) => {
+    const question = input.value.trim();
+    if (!question) {
+      input.focus();
+      return;
+    }
+    fill(results, notice(kind === "ask" ? "Answering…" : "Searching…"));
+    try {
+      if (kind === "ask") {
+        const answer = await post("/v1/answer", { question, mode: mode.value, filters: filters() });
+        history.replaceState(null, "", `#/answers/${answer.answerId}`);
+        const body = el("div", { "data-testid": "answer" });
+        fill(results, el("h3", {}, question), body);
+        renderAnswer(body, answer);
+      } else {
+        history.replaceState(null, "", `#/search?q=${encodeURIComponent(question)}&mode=${mode.value}`);
+        renderResults(results, await post("/v1/search", { query: question, mode: mode.value, filters: filters() }));
+      }
+    } catch (error) {
+      fill(results, notice(error.message, "error"));
+    }
+  };
+  const form = el(
+    "form",
+    { class: "search", role: "search", onsubmit: (event) => { event.preventDefault(); run("search"); } },
+    el("label", { for: "query" }, "Search or ask"),
+    input,
+    el("label", { for: "mode" }, "Mode"),
+    mode,
+    el("label", { for: "scope" }, "In"),
+    scope,
+    el("button", { type: "submit" }, "Search"),
+    el("button", { type: "button", onclick: () => run("ask") }, "Ask"),
+  );
+  fill(container, el("h2", {}, "Search and ask"), form, results);
+  if (input.value) run("search");
+}

@@ -1,0 +1,145 @@
+// Upload: drag and drop or the picker, several files at once. Each file gets its ticket (POST /v1/uploads),
+// goes straight to the object store by the presigned POST with a real byte progress bar, then shows its
+// processing state live (queued → extracting → OCR → indexed, or the failure sentence) until it ends.
+
+import { get, post, postToStore } from "./api.js";
+import { el, fill, formatBytes, notice } from "./dom.js";
+import { collectionsWith, stageOf } from "./state.js";
+
+const POLL_MILLISECONDS = 1000;
+const MAX_POLLS = 900; // 15 minutes of watching; the Files view goes on showing the state after that
+// Browsers leave File.type empty for many formats: the extension decides then (the API checks the bytes).
+const TYPES_BY_EXTENSION = {
+  pdf: "application/pdf",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  tif: "image/tiff",
+  tiff: "image/tiff",
+  webp: "image/webp",
+  txt: "text/plain",
+  md: "text/markdown",
+  csv: "text/csv",
+  html: "text/html",
+  htm: "text/html",
+  json: "application/json",
+  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+};
+
+export function mediaTypeOf(file) {
+  if (file.type) return file.type;
+  const extension = file.name.includes(".") ? file.name.split(".").pop().toLowerCase() : "";
+  return TYPES_BY_EXTENSION[extension] || "application/octet-stream";
+}
+
+const sleep = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+
+async function watch(fileId, row) {
+  for (let polls = 0; polls < MAX_POLLS; polls += 1) {
+    const file = await get(`/v1/files/${fileId}`);
+    const stage = stageOf(file.current);
+    row.state.textContent = stage.label;
+    row.item.dataset.state = stage.label;
+    if (stage.sentence) fill(row.sentence, stage.sentence);
+    if (stage.done) {
+      row.item.classList.add(stage.failed ? "failed" : "done");
+      if (!stage.failed) fill(row.sentence, el("a", { href: `#/files/${fileId}` }, "Open in the reader"));
+      return;
+    }
+    await sleep(POLL_MILLISECONDS);
+  }
+}
+
+async function send(file, collectionId, row) {
+  try {
+    row.state.textContent = "asking for an upload";
+    const ticket = await post("/v1/uploads", { collectionId, filename: file.name, mediaType: mediaTypeOf(file), byteSize: file.size });
+    row.item.dataset.fileId = ticket.fileId;
+    row.state.textContent = "uploading";
+    let events = 0;
+    const shown = (loaded, total) => {
+      row.progress.max = total;
+      row.progress.value = loaded;
+      row.progress.setAttribute("aria-valuetext", `${formatBytes(loaded)} of ${formatBytes(total)}`);
+      row.bytes.textContent = `${formatBytes(loaded)} of ${formatBytes(total)}`;
+    };
+    await postToStore(ticket.upload, file, (loaded, total) => {
+      events += 1;
+      row.progress.dataset.events = String(events); // how many progress events the browser reported
+      shown(loaded, total);
+    });
+    shown(file.size, file.size);
+    row.state.textContent = "uploaded";
+    await watch(ticket.fileId, row);
+  } catch (error) {
+    row.item.classList.add("failed");
+    row.item.dataset.state = "failed";
+    row.state.textContent = "failed";
+    fill(row.sentence, error.message);
+  }
+}
+
+function rowFor(file) {
+  const progress = el("progress", { max: Math.max(file.size, 1), value: 0, "aria-label": `Upload of ${file.name}` });
+  const state = el("span", { class: "state", "data-testid": "upload-state" }, "waiting");
+  const bytes = el("span", { class: "bytes" }, `0 B of ${formatBytes(file.size)}`);
+  const sentence = el("span", { class: "sentence", role: "status" });
+  const item = el("li", { class: "upload", "data-filename": file.name }, el("span", { class: "name" }, file.name), progress, bytes, state, sentence);
+  return { item, progress, state, bytes, sentence };
+}
+
+export function renderUpload(container) {
+  const writable = collectionsWith("write");
+  if (!writable.length) {
+    fill(container, el("h2", {}, "Upload"), notice("You may not upload here: your token grants no collection the write role.", "warning"));
+    return;
+  }
+  const collection = el("select", { id: "upload-collection" }, writable.map((name) => el("option", { value: name }, name)));
+  const picker = el("input", { id: "upload-picker", type: "file", multiple: true, class: "visually-hidden" });
+  const list = el("ul", { class: "uploads", "aria-label": "Uploads" });
+  const start = (files) => {
+    for (const file of files) {
+      const row = rowFor(file);
+      list.append(row.item);
+      send(file, collection.value, row);
+    }
+  };
+  picker.addEventListener("change", () => {
+    start([...picker.files]);
+    picker.value = "";
+  });
+  const zone = el(
+    "div",
+    { class: "dropzone", "data-testid": "dropzone" },
+    el("p", {}, "Drop files here, or "),
+    el("label", { for: "upload-picker", class: "button" }, "choose files"),
+    picker,
+  );
+  zone.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    zone.classList.add("over");
+  });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("over");
+    start([...event.dataTransfer.files]);
+  });
+  // The label opens the picker from the keyboard too (Enter or Space on it).
+  zone.querySelector("label").tabIndex = 0;
+  zone.querySelector("label").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      picker.click();
+    }
+  });
+  fill(
+    container,
+    el("h2", {}, "Upload"),
+    el("p", {}, el("label", { for: "upload-collection" }, "Collection "), collection),
+    zone,
+    list,
+  );
+}

@@ -1,0 +1,385 @@
+"""The console in a real browser (Debian's Chromium, driven by Playwright) against a real local stack.
+
+A person's session, start to end: sign in, upload two files at once with byte progress, watch them reach
+indexed, search, open a citation and check that the highlight sits on the cited box (and that the words
+there are the cited words, read back from the PDF by PDFium), the cited cells of a sheet, ask, open the
+answer as an artifact, export it and download the file; a hostile document's text shown as text; a
+citation whose file was deleted still showing its excerpt. Screenshots of each view go to
+$QUIRE_SCREENSHOTS (`make screenshots` sets .bench/console) or the test's own folder.
+
+Playwright never downloads a browser here: it launches /usr/bin/chromium, which `make test` installs.
+"""
+
+import base64
+import io
+import json
+import os
+import shutil
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fpdf import FPDF
+
+from tests.e2e.cli import quire
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGUMENTS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+INDEXED_TIMEOUT_MS = 240_000
+# Words no other document of the stack holds, so that the first hit is the one the test placed.
+PDF_WORDS = "The quokka census counted seventeen burrows beside the lighthouse"
+SHEET_WORD = "marmalade"
+# Markup a text upload may carry (live markup, a script or an on...= handler, is refused at upload): were it
+# inserted as HTML, it would make elements, load an image and restyle the page.
+HOSTILE_TEXT = (
+    'Markup as words: <b>bold</b> <img src="x"> <a href="javascript:void(0)">click</a>'
+    " <style>main{display:none}</style> and plain words follow"
+)
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium: `make test` installs it (make browser)"
+)
+
+
+def survey_pdf() -> bytes:
+    """Two pages; the cited sentence sits in the middle of page 2, so a box drawn at the top-left is wrong."""
+    pdf = FPDF(format="A4")
+    pdf.set_font("Helvetica", size=12)
+    pdf.add_page()
+    pdf.multi_cell(0, 8, "Field report. The first page is about weather and tides only.")
+    pdf.add_page()
+    pdf.set_xy(60, 150)
+    pdf.multi_cell(100, 8, f"{PDF_WORDS}.")
+    return bytes(pdf.output())
+
+
+def budget_workbook() -> bytes:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Pantry"
+    sheet.append(["Item", "Jars", "Shelf"])
+    for row in range(2, 12):
+        sheet.append([f"item {row}", row, f"shelf {row}"])
+    sheet["C7"] = f"{SHEET_WORD} on the top shelf"
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    workdir = tmp_path_factory.mktemp("console-stack")
+    quire(workdir, "up")
+    try:
+        state = json.loads(quire(workdir, "status", "--json").stdout)
+        yield {"workdir": workdir, "api": state["api"]}
+    finally:
+        quire(workdir, "down", check=False)
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    wanted = os.environ.get("QUIRE_SCREENSHOTS")
+    folder = Path(wanted) if wanted else tmp_path_factory.mktemp("console-shots")
+    if wanted:
+        shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        # A fresh, empty profile each launch (Playwright's own temporary user data dir).
+        launched = driver.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGUMENTS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, stack: dict[str, Any]) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    opened.on(
+        "console",
+        lambda message: (
+            problems.append(f"console {message.type}: {message.text}")
+            if message.type == "error" and "Content Security Policy" in message.text
+            else None
+        ),
+    )
+    opened.problems = problems
+    yield opened
+    context.close()
+
+
+def sign_in(page: Any, api: str) -> None:
+    page.goto(f"{api}/console/")
+    page.get_by_label("Collections (comma-separated)").fill("default")
+    page.get_by_label("Role").select_option("admin")
+    page.get_by_test_id("local-sign-in").click()
+    page.get_by_role("heading", name="Upload").wait_for()
+
+
+def api_call(api: str, token: str, method: str, path: str, body: object | None = None) -> Any:
+    request = urllib.request.Request(
+        f"{api}{path}",
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def token_of(page: Any) -> str:
+    token: str = page.evaluate("sessionStorage.getItem('quire.token')")
+    return token
+
+
+def words_in_box(pdf: bytes, page_number: int, box: dict[str, float]) -> str:
+    """The text PDFium finds inside a normalised box (0..1 from the top-left) of a page."""
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(pdf)
+    try:
+        page = document[page_number - 1]
+        width, height = page.get_size()
+        text = page.get_textpage()
+        left, right = box["left"] * width, (box["left"] + box["width"]) * width
+        top, bottom = height - box["top"] * height, height - (box["top"] + box["height"]) * height
+        return str(text.get_text_bounded(left=left, bottom=bottom, right=right, top=top))
+    finally:
+        document.close()
+
+
+def processed(page: Any, filename: str) -> Any:
+    """The upload's row once its file is indexed; a failure fails here, with the sentence the console shows."""
+    row = page.locator(f'li.upload[data-filename="{filename}"]')
+    page.locator(f'li.upload.done[data-filename="{filename}"], li.upload.failed[data-filename="{filename}"]').wait_for(
+        timeout=INDEXED_TIMEOUT_MS
+    )
+    assert row.get_attribute("data-state") == "indexed", row.inner_text()
+    return row
+
+
+def upload_two_files(page: Any, folder: Path, shots: Path) -> None:
+    pdf, sheet = folder / "quokka-survey.pdf", folder / "pantry.xlsx"
+    pdf.write_bytes(survey_pdf())
+    sheet.write_bytes(budget_workbook())
+    page.locator("#upload-picker").set_input_files([str(pdf), str(sheet)])
+    for name in (pdf.name, sheet.name):
+        row = processed(page, name)
+        progress = row.locator("progress")
+        size = (folder / name).stat().st_size
+        # The bar is the presigned POST's own byte count: it ends at the file's size, reported by the browser.
+        assert progress.evaluate("bar => [bar.value, bar.max]") == [size, size]
+        assert int(progress.get_attribute("data-events") or 0) >= 1
+    page.screenshot(path=str(shots / "01-upload.png"), full_page=True)
+
+
+def files_and_reader(page: Any, shots: Path) -> None:
+    """Files: both listed with their state and pages; the reader shows the extracted document."""
+    page.get_by_role("link", name="Files", exact=True).click()
+    row = page.locator("table.files tr", has_text="quokka-survey.pdf")
+    row.wait_for()
+    assert "indexed" in row.inner_text()
+    assert "2" in row.locator("td").nth(3).inner_text()
+    page.screenshot(path=str(shots / "02-files.png"), full_page=True)
+    row.get_by_role("link", name="quokka-survey.pdf").click()
+    page.get_by_test_id("reader").filter(has_text="quokka census").wait_for()
+    page.screenshot(path=str(shots / "03-reader.png"), full_page=True)
+
+
+def cited_page(page: Any, api: str, shots: Path) -> None:
+    """Search: the hit's citation names the file, its version and page 2; it opens the page image with the
+    cited box drawn where the API says it is, and where PDFium finds the cited words."""
+    page.get_by_role("link", name="Search and ask").click()
+    page.get_by_label("Search or ask").fill("quokka census burrows")
+    page.get_by_role("button", name="Search", exact=True).click()
+    hit = page.get_by_test_id("hit").first
+    hit.wait_for()
+    chip = hit.get_by_test_id("citation")
+    assert "quokka-survey.pdf" in chip.inner_text()
+    assert "page 2" in chip.inner_text()
+    page.screenshot(path=str(shots / "04-search.png"), full_page=True)
+    citation = api_call(api, token_of(page), "POST", "/v1/search", {"query": "quokka census burrows"})["hits"][0][
+        "citation"
+    ]
+    chip.click()
+
+    image = page.get_by_test_id("page-image")
+    image.wait_for()
+    page.wait_for_function("() => document.querySelector('[data-testid=page-image]').complete")
+    highlight = page.get_by_test_id("highlight").first
+    highlight.wait_for()
+    frame, marked = image.bounding_box(), highlight.bounding_box()
+    assert frame is not None and marked is not None
+    regions = [region["box"] for region in citation["regions"] if region.get("page") == 2 and region.get("box")]
+    box = regions[0] if regions else citation["box"]
+    # The drawn box is the cited box, within a pixel or two of rounding, at the size the page is shown.
+    assert abs(marked["x"] - (frame["x"] + box["left"] * frame["width"])) <= 2
+    assert abs(marked["y"] - (frame["y"] + box["top"] * frame["height"])) <= 2
+    assert abs(marked["width"] - box["width"] * frame["width"]) <= 3
+    assert abs(marked["height"] - box["height"] * frame["height"]) <= 3
+    # And the cited box is where the words are: PDFium reads the whole cited sentence back from inside it.
+    assert PDF_WORDS in " ".join(words_in_box(survey_pdf(), 2, box).split())
+    assert "quokka census" in page.get_by_test_id("excerpt").inner_text()
+    page.screenshot(path=str(shots / "05-cited-page.png"), full_page=True)
+    # The address is the citation itself: a reload shows the same cited spot.
+    page.reload()
+    page.get_by_test_id("highlight").first.wait_for()
+
+
+def cited_cells(page: Any, api: str, shots: Path) -> None:
+    """A sheet's citation: the cited cells lit up in the grid, at their own address."""
+    page.goto(f"{api}/console/#/search")
+    page.get_by_label("Search or ask").fill(SHEET_WORD)
+    page.get_by_role("button", name="Search", exact=True).click()
+    page.get_by_test_id("hit").first.get_by_test_id("citation").click()
+    cited_cell = page.locator("td.cited", has_text=SHEET_WORD)
+    cited_cell.wait_for()
+    assert cited_cell.get_attribute("data-cell") == "C7"
+    page.screenshot(path=str(shots / "06-cited-cells.png"), full_page=True)
+
+
+def answer_artifact_export(page: Any, api: str, shots: Path, folder: Path) -> None:
+    """Ask: a grounded answer with numbered citations and its confidence factors; then the answer as an
+    artifact with its history, exported to PDF and downloaded through the export's signed link."""
+    page.goto(f"{api}/console/#/search")
+    page.get_by_label("Search or ask").fill("How many burrows did the quokka census count?")
+    page.get_by_role("button", name="Ask").click()
+    answer = page.get_by_test_id("answer")
+    answer.get_by_test_id("confidence").wait_for()
+    assert "top retrieval score" in answer.get_by_test_id("confidence").inner_text()
+    assert answer.get_by_test_id("citation").count() >= 1
+    assert "#/answers/" in page.url
+    page.screenshot(path=str(shots / "07-answer.png"), full_page=True)
+    answer.get_by_test_id("citation").first.click()
+    page.get_by_test_id("excerpt").wait_for()
+    page.go_back()
+
+    page.get_by_role("button", name="Open as an artifact").click()
+    page.get_by_role("table", name="History").wait_for()
+    # Each format rendered, then downloaded by its signed link, as the file it says it is.
+    signatures = {"PDF": b"%PDF-", "DOCX": b"PK\x03\x04", "HTML": b"<!DOCTYPE html", "Markdown": b"# How many"}
+    for label, signature in signatures.items():
+        page.get_by_role("button", name=f"Export {label}").click()
+        extension = {"PDF": "pdf", "DOCX": "docx", "HTML": "html", "Markdown": "md"}[label]
+        download_link = page.get_by_test_id(f"download-{extension}")
+        download_link.wait_for(timeout=120_000)
+        with page.expect_download() as waiting:
+            download_link.click()
+        saved = folder / f"answer.{extension}"
+        waiting.value.save_as(saved)
+        assert saved.read_bytes().lstrip().startswith(signature), (label, saved.read_bytes()[:80])
+    page.screenshot(path=str(shots / "08-artifact.png"), full_page=True)
+
+
+def test_console_upload_search_cite_ask_export(page: Any, stack: dict[str, Any], shots: Path, tmp_path: Path) -> None:
+    api = stack["api"]
+    sign_in(page, api)
+    upload_two_files(page, tmp_path, shots)
+    files_and_reader(page, shots)
+    cited_page(page, api, shots)
+    cited_cells(page, api, shots)
+    answer_artifact_export(page, api, shots, tmp_path)
+    assert page.problems == []
+
+
+def test_document_text_is_shown_as_text_and_inline_script_is_refused(
+    page: Any, stack: dict[str, Any], shots: Path, tmp_path: Path
+) -> None:
+    api = stack["api"]
+    sign_in(page, api)
+    hostile = tmp_path / "hostile.txt"
+    hostile.write_text(HOSTILE_TEXT)
+    page.locator("#upload-picker").set_input_files(str(hostile))
+    row = processed(page, "hostile.txt")
+    row.get_by_role("link", name="Open in the reader").click()
+    reader = page.get_by_test_id("reader")
+    reader.filter(has_text="plain words follow").wait_for()
+    # The markup arrives as the characters it is, never as elements.
+    assert '<img src="x">' in reader.inner_text()
+    assert "<style>" in reader.inner_text()
+    assert reader.locator("b, img, a, style").count() == 0
+    # The policy forbids inline script: one written into the page does not run.
+    page.evaluate(
+        "() => { const s = document.createElement('script'); s.textContent = 'window.__inline = 1';"
+        " document.body.append(s); }"
+    )
+    assert page.evaluate("window.__inline") is None
+    policy = urllib.request.urlopen(f"{api}/console/", timeout=10).headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy
+    assert "unsafe-inline" not in policy
+
+
+def test_keyboard_only_and_every_control_is_labelled(page: Any, stack: dict[str, Any]) -> None:
+    api = stack["api"]
+    sign_in(page, api)
+    # From the top of the page, Tab reaches the views' links; Enter opens one.
+    page.locator("body").focus()
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent") == "Search and ask":
+            break
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name="Search and ask").wait_for()
+    assert page.evaluate("document.activeElement.tagName") == "H2"  # focus lands on the new view
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "query"
+    page.keyboard.type("quokka")
+    page.keyboard.press("Enter")
+    page.get_by_test_id("results").locator("[data-testid=hit], [data-testid=outcome]").first.wait_for()
+    for view in ("#/upload", "#/files", "#/search", "#/artifacts"):
+        page.goto(f"{api}/console/{view}")
+        page.locator("main h2").wait_for()
+        unlabelled = page.evaluate(
+            "() => [...document.querySelectorAll('input, select, textarea')]"
+            ".filter(c => c.type !== 'file' && !c.labels.length && !c.getAttribute('aria-label')).map(c => c.id)"
+        )
+        assert unlabelled == [], view
+
+
+def test_a_citation_of_a_deleted_file_keeps_its_excerpt_and_says_the_source_is_gone(
+    page: Any, stack: dict[str, Any], shots: Path, tmp_path: Path
+) -> None:
+    api = stack["api"]
+    sign_in(page, api)
+    doomed = tmp_path / "doomed.txt"
+    doomed.write_text("The aardwolf ledger records termite mounds by the river.\n")
+    page.locator("#upload-picker").set_input_files(str(doomed))
+    processed(page, "doomed.txt")
+    page.goto(f"{api}/console/#/search?q=aardwolf%20ledger")
+    chip = page.get_by_test_id("hit").first.get_by_test_id("citation")
+    chip.wait_for()
+    address = chip.get_attribute("href")
+    assert address is not None
+    assert "aardwolf" in json.loads(base64.urlsafe_b64decode(address.split("/")[-1] + "==").decode())["excerpt"]
+
+    page.goto(f"{api}/console/#/files")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete doomed.txt").click()
+    page.locator("table.files tr", has_text="doomed.txt").wait_for(state="detached")
+
+    page.goto(f"{api}/console/{address}")
+    page.get_by_test_id("source-gone").wait_for()
+    assert "aardwolf ledger" in page.get_by_test_id("excerpt").inner_text()
+    page.screenshot(path=str(shots / "09-source-gone.png"), full_page=True)
