@@ -30,7 +30,7 @@ typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
 test: lint typecheck browser
-	$(BIN)/pytest
+	QUIRE_REQUIRE_BROWSER=1 $(BIN)/pytest
 
 # The console's browser tests drive Debian's Chromium (tests/e2e/test_console.py); Playwright never downloads
 # one. Installed here when missing, with apt as root (CI) or through sudo.
@@ -38,7 +38,7 @@ CHROMIUM := /usr/bin/chromium
 browser:
 	@test -x $(CHROMIUM) || { \
 		echo "installing Debian's chromium for the console's browser tests"; \
-		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	}
 	@test -x $(CHROMIUM) || { echo "make browser: $(CHROMIUM) is still missing (apt-get install chromium)"; exit 2; }

@@ -145,6 +145,7 @@ def component_figures() -> list[dict[str, Any]]:
     from bench.extraction import figures as extraction_figures
     from bench.ocr import figures as ocr_figures
     from bench.packages import figures as package_figures
+    from bench.page_images import figures as page_image_figures
     from bench.rendering import figures as rendering_figures
     from bench.search import figures as search_figures
 
@@ -153,6 +154,7 @@ def component_figures() -> list[dict[str, Any]]:
         *search_figures(result),
         *ocr_figures(result),
         *rendering_figures(result),
+        *page_image_figures(result),
         *package_figures(result),
     ]
 

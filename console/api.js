@@ -25,6 +25,10 @@ function headers(extra = {}) {
 
 async function parse(response) {
   const type = response.headers.get("content-type") || "";
+  if (response.ok && type.startsWith("image/png")) {
+    // A store that cannot sign: the API answers the drawing itself (the console shows it from a blob: URL).
+    return { blob: await response.blob() };
+  }
   const body = type.includes("application/json") ? await response.json().catch(() => null) : null;
   if (!response.ok) {
     if (response.status === 401) session.expired();
@@ -43,6 +47,15 @@ export async function call(method, path, body) {
 export const get = (path) => call("GET", path);
 export const post = (path, body = {}) => call("POST", path, body);
 export const del = (path) => call("DELETE", path);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** An id for a path segment: a UUID, or an error (an id from an address or a stored snapshot never reaches
+ * another route of the API by carrying "/" or ".."). */
+export function id(value) {
+  if (!UUID.test(String(value))) throw new ApiError(404, { error: "not_found", message: "Not found" });
+  return String(value);
+}
 
 /** A query string from an object, leaving out empty values. */
 export function query(params) {

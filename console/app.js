@@ -1,8 +1,8 @@
 // The console: sign in, then one view per address (#/upload, #/files, #/search, #/answers/…, #/cite/…,
 // #/artifacts/…). Every address can be reloaded or shared: what a view shows is fetched again from the API.
 
-import { ApiError, configureApi, get } from "./api.js";
-import { finishHostedSignIn, hostedSignOut, localSignIn, session, startHostedSignIn } from "./auth.js";
+import { ApiError, configureApi, get, id } from "./api.js";
+import { finishHostedSignIn, hasSignInKey, hostedSignOut, keepSignInKey, localSignIn, session, startHostedSignIn } from "./auth.js";
 import { el, fill, notice } from "./dom.js";
 import { renderArtifact, renderArtifacts } from "./artifacts.js";
 import { renderFile, renderFiles } from "./files.js";
@@ -14,13 +14,12 @@ import { renderUpload } from "./upload.js";
 let config = { apiBase: "", auth: { kind: "local" } };
 const main = () => document.getElementById("main");
 
-function signInView() {
-  const container = main();
+function signInView(container) {
   if (config.auth.kind === "cognito") {
     fill(container, el("h2", {}, "Sign in"), el("p", {}, "Sign in with your organisation's account."), el("button", { type: "button", onclick: () => startHostedSignIn(config.auth) }, "Sign in"));
     return;
   }
-  const problem = el("div", { "aria-live": "assertive" });
+  const problem = el("div");
   const token = el("textarea", { id: "token", rows: 4, spellcheck: "false", autocomplete: "off" });
   const collections = el("input", { id: "sign-in-collections", value: "default", autocomplete: "off" });
   const role = el("select", { id: "sign-in-role" }, ["admin", "write", "read"].map((name) => el("option", { value: name }, name)));
@@ -56,6 +55,7 @@ function signInView() {
     },
     el("h3", {}, "Local sign-in"),
     el("p", {}, "The local stack signs you in to its own tenant, from this machine only."),
+    hasSignInKey() ? null : notice("Open the console at the address `quire up` printed: it carries the stack's sign-in key.", "warning"),
     el("label", { for: "sign-in-collections" }, "Collections (comma-separated)"),
     collections,
     el("label", { for: "sign-in-role" }, "Role"),
@@ -89,12 +89,15 @@ function markNavigation(view) {
 }
 
 async function route() {
-  const container = main();
+  // Each address renders into a view of its own: a slower earlier view that finishes late writes into a view
+  // no longer on the page, never over this one.
+  const container = el("div", { class: "view" });
+  fill(main(), container);
   if (!session.token()) {
     markNavigation(null);
     document.querySelector("nav").hidden = true;
     showWho();
-    signInView();
+    signInView(container);
     return;
   }
   document.querySelector("nav").hidden = false;
@@ -108,17 +111,20 @@ async function route() {
     if (!caller.me) await loadCaller();
     showWho();
     if (view === "upload") renderUpload(container);
-    else if (view === "files" && parts[1]) await renderFile(container, parts[1], params);
+    else if (view === "files" && parts[1]) await renderFile(container, id(parts[1]), params);
     else if (view === "files") await renderFiles(container, params);
     else if (view === "search") renderSearch(container, params);
     else if (view === "answers" && parts[2] === "citations") {
-      const answer = await get(`/v1/answers/${parts[1]}`);
+      const answer = await get(`/v1/answers/${id(parts[1])}`);
       const citation = answer.citations.find((candidate) => String(candidate.number) === parts[3]);
       if (!citation) fill(container, el("h2", {}, "Citation"), notice("That citation is withheld: you can no longer read its source, or the answer has no such number.", "warning"));
       else await showCitation(container, citation, { backHref: `#/answers/${parts[1]}`, heading: `Citation [${citation.number}]` });
-    } else if (view === "answers" && parts[1]) await renderStoredAnswer(container, parts[1]);
-    else if (view === "cite" && parts[1]) await showCitation(container, citationFromHref(parts[1]), { backHref: "#/search" });
-    else if (view === "artifacts" && parts[1]) await renderArtifact(container, parts[1], params);
+    } else if (view === "answers" && parts[1]) await renderStoredAnswer(container, id(parts[1]));
+    else if (view === "cite" && parts[1]) {
+      const citation = citationFromHref(parts[1]);
+      if (citation) await showCitation(container, citation, { backHref: "#/search" });
+      else fill(container, el("h2", {}, "Citation"), notice("This citation's address works in the tab whose search found it: search again to open it here.", "warning"));
+    } else if (view === "artifacts" && parts[1]) await renderArtifact(container, id(parts[1]), params);
     else if (view === "artifacts") await renderArtifacts(container);
     else fill(container, el("h2", {}, "Not here"), el("p", {}, "No view has that address."));
   } catch (error) {
@@ -141,6 +147,7 @@ async function start() {
     // No config.json: the local stack's defaults (same origin, local sign-in).
   }
   configureApi(config.apiBase);
+  keepSignInKey();
   if (config.auth.kind === "cognito") {
     try {
       await finishHostedSignIn(config.auth);

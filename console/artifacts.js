@@ -17,20 +17,38 @@ const FORMATS = [
 const POLL_MILLISECONDS = 500;
 const MAX_POLLS = 600;
 
+function artifactRow(artifact) {
+  return el(
+    "tr",
+    {},
+    el("td", {}, el("a", { href: `#/artifacts/${artifact.artifactId}` }, artifact.name)),
+    el("td", {}, artifact.collectionId),
+    el("td", {}, `v${artifact.latestVersion}`),
+    el("td", {}, formatTime(artifact.updatedAt)),
+  );
+}
+
 export async function renderArtifacts(container) {
-  const page = await get("/v1/artifacts");
+  const body = el("tbody");
+  const more = el("div");
+  const load = async (cursor) => {
+    const page = await get(`/v1/artifacts${query({ cursor })}`);
+    if (!page.artifacts.length && !cursor) body.append(el("tr", {}, el("td", { colspan: 4 }, "No artifacts yet: ask a question and open its answer as an artifact.")));
+    body.append(...page.artifacts.map(artifactRow));
+    fill(more, page.nextCursor ? el("button", { type: "button", onclick: () => load(page.nextCursor) }, "More artifacts") : null);
+  };
   fill(
     container,
     el("h2", {}, "Artifacts"),
-    page.artifacts.length
-      ? el(
-          "table",
-          { "aria-label": "Artifacts" },
-          el("thead", {}, el("tr", {}, ["Name", "Collection", "Latest version", "Updated"].map((title) => el("th", { scope: "col" }, title)))),
-          el("tbody", {}, page.artifacts.map((artifact) => el("tr", {}, el("td", {}, el("a", { href: `#/artifacts/${artifact.artifactId}` }, artifact.name)), el("td", {}, artifact.collectionId), el("td", {}, `v${artifact.latestVersion}`), el("td", {}, formatTime(artifact.updatedAt))))),
-        )
-      : el("p", {}, "No artifacts yet: ask a question and open its answer as an artifact."),
+    el(
+      "table",
+      { "aria-label": "Artifacts" },
+      el("thead", {}, el("tr", {}, ["Name", "Collection", "Latest version", "Updated"].map((title) => el("th", { scope: "col" }, title)))),
+      body,
+    ),
+    more,
   );
+  await load(null);
 }
 
 const sleep = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
@@ -55,15 +73,8 @@ async function exportVersion(artifactId, version, format, target) {
   );
 }
 
-function history(artifactId, versions, shown) {
-  return el(
-    "table",
-    { class: "history", "aria-label": "History" },
-    el("thead", {}, el("tr", {}, ["Version", "Made by", "How", "Sources", "Blocks", "When"].map((title) => el("th", { scope: "col" }, title)))),
-    el(
-      "tbody",
-      {},
-      versions.map((version) =>
+function historyRows(artifactId, versions, shown) {
+  return versions.map((version) =>
         el(
           "tr",
           { "aria-current": version.version === shown ? "true" : null },
@@ -74,8 +85,29 @@ function history(artifactId, versions, shown) {
           el("td", {}, String(version.blockCount)),
           el("td", {}, formatTime(version.createdAt)),
         ),
-      ),
-    ),
+      );
+}
+
+function history(artifactId, first, shown) {
+  const body = el("tbody", {}, historyRows(artifactId, first.versions, shown));
+  const more = el("div");
+  const offer = (cursor) =>
+    fill(
+      more,
+      cursor
+        ? el("button", { type: "button", onclick: async () => {
+            const page = await get(`/v1/artifacts/${artifactId}/versions${query({ cursor })}`);
+            body.append(...historyRows(artifactId, page.versions, shown));
+            offer(page.nextCursor);
+          } }, "Older versions")
+        : null,
+    );
+  offer(first.nextCursor);
+  return el(
+    "div",
+    {},
+    el("table", { class: "history", "aria-label": "History" }, el("thead", {}, el("tr", {}, ["Version", "Made by", "How", "Sources", "Blocks", "When"].map((title) => el("th", { scope: "col" }, title)))), body),
+    more,
   );
 }
 
@@ -101,7 +133,7 @@ export async function renderArtifact(container, artifactId, params) {
     el("h3", {}, "Citations"),
     citations,
     el("h3", {}, "History"),
-    history(artifactId, versions.versions, version),
+    history(artifactId, versions, version),
   );
   const show = (window) => {
     body.append(renderBlocks(window.blocks, { start: window.start }));

@@ -50,12 +50,29 @@ export const session = {
   },
 };
 
-/** The local stack's one-click sign-in (loopback only; it answers 404 anywhere else). */
+const SIGN_IN_KEY = "quire.signInKey";
+
+/**
+ * The address `quire up` prints carries the stack's sign-in key in its fragment (#sign-in=…), which no request
+ * sends: kept for this tab, and taken out of the address bar and the history at once.
+ */
+export function keepSignInKey() {
+  const match = /^#sign-in=([A-Za-z0-9_-]{16,128})$/.exec(location.hash);
+  if (!match) return;
+  sessionStorage.setItem(SIGN_IN_KEY, match[1]);
+  history.replaceState(null, "", `${location.pathname}#/upload`);
+}
+
+export function hasSignInKey() {
+  return Boolean(sessionStorage.getItem(SIGN_IN_KEY));
+}
+
+/** The local stack's one-click sign-in (loopback only, with the stack's sign-in key; 404 anywhere else). */
 export async function localSignIn(collections, role) {
   const response = await fetch("/console/local-sign-in", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ collections, role }),
+    body: JSON.stringify({ collections, role, key: sessionStorage.getItem(SIGN_IN_KEY) || "" }),
   });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(body.message || `sign-in failed (${response.status})`);

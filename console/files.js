@@ -33,26 +33,27 @@ export async function renderFiles(container, params) {
   const readable = caller.me?.collections || [];
   const chosen = params.get("collection") || "";
   const select = el("select", { id: "files-collection" }, el("option", { value: "" }, "every collection I read"), readable.map((name) => el("option", { value: name, selected: name === chosen }, name)));
-  select.addEventListener("change", () => {
+  // A button, not the select's change: choosing with the arrow keys must not navigate (WCAG 3.2.2).
+  const show = () => {
     location.hash = `#/files${query({ collection: select.value })}`;
-  });
+  };
   const body = el("tbody");
   const more = el("div");
   fill(
     container,
     el("h2", {}, "Files"),
-    el("p", {}, el("label", { for: "files-collection" }, "Collection "), select, " ", el("button", { type: "button", onclick: () => renderFiles(container, params) }, "Refresh")),
+    el("form", { class: "inline", onsubmit: (event) => { event.preventDefault(); show(); } }, el("label", { for: "files-collection" }, "Collection "), select, " ", el("button", { type: "submit" }, "Show"), " ", el("button", { type: "button", onclick: () => renderFiles(container, params) }, "Refresh")),
     el(
       "table",
       { class: "files", "aria-label": "Files" },
-      el("thead", {}, el("tr", {}, ["Name", "Collection", "State", "Pages", "OCR", "Size", "Uploaded", ""].map((title) => el("th", { scope: "col" }, title)))),
+      el("thead", {}, el("tr", {}, ["Name", "Collection", "State", "Pages", "OCR", "Versions", "Size", "Uploaded", ""].map((title) => el("th", { scope: "col" }, title)))),
       body,
     ),
     more,
   );
   const load = async (cursor) => {
     const page = await get(`/v1/files${query({ collectionId: chosen, limit: 50, cursor })}`);
-    if (!page.files.length && !cursor) body.append(el("tr", {}, el("td", { colspan: 8 }, "No files yet: upload some.")));
+    if (!page.files.length && !cursor) body.append(el("tr", {}, el("td", { colspan: 9 }, "No files yet: upload some.")));
     for (const file of page.files) {
       const version = file.current || {};
       const row = el(
@@ -63,6 +64,7 @@ export async function renderFiles(container, params) {
         stateCell(version),
         el("td", {}, version.extraction?.pageCount ?? "—"),
         el("td", {}, ocrFlag(file)),
+        el("td", {}, String(file.versionCount ?? 1)),
         el("td", {}, formatBytes(version.byteSize)),
         el("td", {}, formatTime(version.createdAt)),
         el("td", {}, mayIn(file.collectionId, "admin") ? el("button", { type: "button", class: "danger", "aria-label": `Delete ${file.filename}`, onclick: () => remove(file, row) }, "Delete") : null),

@@ -7,18 +7,30 @@ import { el, fill, notice, formatTime } from "./dom.js";
 import { citationChip } from "./source.js";
 import { caller, collectionsWith } from "./state.js";
 
-/** A search hit's citation as an address: the snapshot itself, so the cited spot survives a refresh. */
+const CITED_KEY = "quire.cited";
+const MAX_KEPT_CITATIONS = 300;
+
+/**
+ * A search hit's citation as an address that survives a reload: the snapshot the API returned is kept in this
+ * tab (sessionStorage) and the address names it. The address never carries the snapshot itself, so a crafted
+ * link cannot put invented words or boxes beside a real page as "what was cited".
+ */
 export function citationHref(citation) {
-  const bytes = new TextEncoder().encode(JSON.stringify(citation));
-  let text = "";
-  for (const byte of bytes) text += String.fromCharCode(byte);
-  return `#/cite/${btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+  const kept = JSON.parse(sessionStorage.getItem(CITED_KEY) || "[]");
+  const found = kept.find(([, stored]) => JSON.stringify(stored) === JSON.stringify(citation));
+  const id = found ? found[0] : crypto.randomUUID();
+  if (!found) {
+    kept.push([id, citation]);
+    sessionStorage.setItem(CITED_KEY, JSON.stringify(kept.slice(-MAX_KEPT_CITATIONS)));
+  }
+  return `#/cite/${id}`;
 }
 
-export function citationFromHref(encoded) {
-  const base64 = encoded.replace(/-/g, "+").replace(/_/g, "/");
-  const text = atob(base64.padEnd(Math.ceil(base64.length / 4) * 4, "="));
-  return JSON.parse(new TextDecoder().decode(Uint8Array.from(text, (char) => char.charCodeAt(0))));
+/** The citation an address names, or null when this tab did not find it. */
+export function citationFromHref(id) {
+  const kept = JSON.parse(sessionStorage.getItem(CITED_KEY) || "[]");
+  const found = kept.find(([stored]) => stored === id);
+  return found ? found[1] : null;
 }
 
 function hitItem(hit) {
@@ -75,19 +87,29 @@ export function answerMarkdown(answer) {
   return `${lines.join("\n").trim()}\n`;
 }
 
-async function saveAsArtifact(answer, target) {
-  const writable = collectionsWith("write");
-  const cited = answer.citations.map((citation) => citation.collectionId).find((collection) => writable.includes(collection));
-  const collectionId = cited || writable[0];
-  if (!collectionId) {
-    fill(target, notice("Saving as an artifact needs the write role in a collection.", "warning"));
-    return;
+/**
+ * The collection an answer can be saved into as an artifact, or the sentence saying why it cannot: an artifact
+ * lives in one collection and may cite only what that collection holds, and saving needs the write role there.
+ */
+export function artifactCollection(answer) {
+  const cited = [...new Set(answer.citations.map((citation) => citation.collectionId))];
+  if (cited.length > 1) return { sentence: `This answer cites ${cited.length} collections (${cited.join(", ")}); an artifact cites one collection's files.` };
+  const collectionId = cited[0] || collectionsWith("write")[0];
+  if (!collectionId || !collectionsWith("write").includes(collectionId)) {
+    return { sentence: `Saving this answer as an artifact needs the write role in ${collectionId || "a collection"}.` };
   }
+  return { collectionId };
+}
+
+async function saveAsArtifact(answer, collectionId) {
   const ordered = [...answer.citations].sort((a, b) => a.number - b.number);
+  // The artifact's [n] are the positions in its own citation list.
+  const position = (number) => ordered.findIndex((citation) => citation.number === number) + 1;
+  const claims = answer.claims.map((claim) => ({ ...claim, citations: claim.citations.map(position).filter((n) => n > 0) }));
   const made = await post("/v1/artifacts", {
     collectionId,
     name: answer.question.slice(0, 200),
-    markdown: answerMarkdown({ ...answer, claims: answer.claims.map((claim) => ({ ...claim, citations: claim.citations.map((n) => ordered.findIndex((c) => c.number === n) + 1).filter((n) => n > 0) })) }),
+    markdown: answerMarkdown({ ...answer, claims }),
     citations: ordered.map((citation) => ({ chunkId: citation.chunkId })),
   });
   location.hash = `#/artifacts/${made.artifactId}`;
@@ -98,7 +120,7 @@ export function renderAnswer(target, answer) {
   const citationsByNumber = new Map(answer.citations.map((citation) => [citation.number, citation]));
   parts.push(el("p", { class: "answer-meta" }, `Outcome: ${answer.outcome.replace("_", " ")}${answer.cached ? " (cached)" : ""} · ${formatTime(answer.createdAt)}${answer.model ? ` · ${answer.model}` : ""}`));
   if (answer.refusal) parts.push(el("p", { class: "notice notice-info refusal", role: "status", "data-testid": "refusal", "data-reason": answer.refusal.reason }, answer.refusal.sentence));
-  if (answer.fallback) parts.push(notice(`No model wrote this answer: ${answer.fallback}. Each sentence below is evidence, verbatim.`, "info"));
+  if (answer.fallback) parts.push(notice(`No model wrote this answer (${answer.fallback}). Each sentence below is evidence, verbatim.`, "info"));
   if (answer.needsReview) parts.push(notice("Some claims could not be validated against the evidence: review before relying on them.", "warning"));
   if (answer.claims.length) {
     parts.push(
@@ -122,9 +144,14 @@ export function renderAnswer(target, answer) {
     parts.push(el("h3", {}, "Citations"), el("ol", { class: "citations" }, answer.citations.map((citation) => el("li", { value: citation.number }, citationChip(citation, `#/answers/${answer.answerId}/citations/${citation.number}`, `[${citation.number}]`), el("blockquote", {}, citation.excerpt)))));
   }
   parts.push(confidence(answer));
-  const saving = el("div");
-  if (answer.claims.length && collectionsWith("write").length) {
-    parts.push(el("p", {}, el("button", { type: "button", onclick: () => saveAsArtifact(answer, saving).catch((error) => fill(saving, notice(error.message, "error"))) }, "Open as an artifact")), saving);
+  const saving = el("div", { role: "status" });
+  if (answer.claims.length) {
+    const target = artifactCollection(answer);
+    if (target.collectionId) {
+      parts.push(el("p", {}, el("button", { type: "button", onclick: () => saveAsArtifact(answer, target.collectionId).catch((error) => fill(saving, notice(error.message, "error"))) }, "Open as an artifact")), saving);
+    } else {
+      parts.push(el("p", { class: "hint" }, target.sentence));
+    }
   }
   fill(target, ...parts);
 }
@@ -141,7 +168,7 @@ export function renderSearch(container, params) {
   const mode = el("select", { id: "mode" }, ["hybrid", "keyword", "semantic"].map((name) => el("option", { value: name, selected: name === (params.get("mode") || "hybrid") }, name)));
   const collections = caller.me?.collections || [];
   const scope = el("select", { id: "scope" }, el("option", { value: "" }, "every collection I read"), collections.map((name) => el("option", { value: name }, name)));
-  const results = el("section", { "aria-label": "Results", "aria-live": "polite", "data-testid": "results" });
+  const results = el("section", { "aria-label": "Results", "data-testid": "results" });
   const filters = () => (scope.value ? { collections: [scope.value] } : undefined);
   const run = async (kind) => {
     const question = input.value.trim();

@@ -2,7 +2,7 @@
 // images), the cited cells in the sheet's grid (spreadsheets), the cited blocks lit up in the reader (slides,
 // documents, text). A citation is a stored snapshot: when its source is gone, its excerpt still shows.
 
-import { ApiError, get, query } from "./api.js";
+import { ApiError, get, id, query } from "./api.js";
 import { placeOf, renderBlocks, cellRange } from "./blocks.js";
 import { el, fill, notice, shortId } from "./dom.js";
 
@@ -81,9 +81,9 @@ function boxesOn(citation, page) {
 }
 
 async function pageImage(citation, page, target) {
-  const image = await get(`/v1/files/${citation.fileId}/pages/${page}${query({ versionId: citation.versionId })}`);
+  const image = await get(`/v1/files/${id(citation.fileId)}/pages/${Number(page)}${query({ versionId: id(citation.versionId) })}`);
   const picture = el("img", {
-    src: image.url,
+    src: image.blob ? URL.createObjectURL(image.blob) : image.url,
     alt: `Page ${page} of ${citation.filename}`,
     width: image.width,
     height: image.height,
@@ -121,7 +121,7 @@ async function pageImage(citation, page, target) {
 async function citedBlocks(citation, target) {
   let cursor = null;
   for (let windows = 0; windows < MAX_WINDOWS; windows += 1) {
-    const window = await get(`/v1/files/${citation.fileId}/document${query({ versionId: citation.versionId, cursor })}`);
+    const window = await get(`/v1/files/${id(citation.fileId)}/document${query({ versionId: id(citation.versionId), cursor })}`);
     const cited = window.blocks.some((block) => covers(citation, block.location));
     if (cited || !window.nextCursor) {
       const rendered = renderBlocks(window.blocks, { start: window.start, isCited: (block) => covers(citation, block.location), cells: citation.cells });
@@ -156,7 +156,7 @@ export async function showCitation(container, citation, { backHref = null, headi
     source,
   );
   try {
-    const file = await get(`/v1/files/${citation.fileId}`);
+    const file = await get(`/v1/files/${id(citation.fileId)}`);
     const version = (file.versions || []).find((candidate) => candidate.versionId === citation.versionId);
     if (!version || ["deleting", "deleted"].includes(version.state)) {
       gone(source, new ApiError(404, { message: "that version was deleted" }));

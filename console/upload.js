@@ -35,13 +35,38 @@ export function mediaTypeOf(file) {
 }
 
 const sleep = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+// Presigned POSTs at once; the rest wait their turn (a folder of 500 files must not open 500 connections).
+const MAX_CONCURRENT_UPLOADS = 3;
+let running = 0;
+const waiting = [];
+
+async function inTurn(work) {
+  if (running >= MAX_CONCURRENT_UPLOADS) await new Promise((resolve) => waiting.push(resolve));
+  running += 1;
+  try {
+    return await work();
+  } finally {
+    running -= 1;
+    waiting.shift()?.();
+  }
+}
+
+// The uploads of this tab: kept when the person looks at another view meanwhile, shown again on return.
+const uploads = el("ul", { class: "uploads", "aria-label": "Uploads" });
+
+/** The row's state, and the states it went through (data-history), as the person watching saw them. */
+function showState(row, label) {
+  if (row.state.textContent === label) return;
+  row.state.textContent = label;
+  row.item.dataset.state = label;
+  row.item.dataset.history = row.item.dataset.history ? `${row.item.dataset.history} > ${label}` : label;
+}
 
 async function watch(fileId, row) {
   for (let polls = 0; polls < MAX_POLLS; polls += 1) {
     const file = await get(`/v1/files/${fileId}`);
     const stage = stageOf(file.current);
-    row.state.textContent = stage.label;
-    row.item.dataset.state = stage.label;
+    showState(row, stage.label);
     if (stage.sentence) fill(row.sentence, stage.sentence);
     if (stage.done) {
       row.item.classList.add(stage.failed ? "failed" : "done");
@@ -54,10 +79,7 @@ async function watch(fileId, row) {
 
 async function send(file, collectionId, row) {
   try {
-    row.state.textContent = "asking for an upload";
-    const ticket = await post("/v1/uploads", { collectionId, filename: file.name, mediaType: mediaTypeOf(file), byteSize: file.size });
-    row.item.dataset.fileId = ticket.fileId;
-    row.state.textContent = "uploading";
+    showState(row, "waiting for its turn");
     let events = 0;
     const shown = (loaded, total) => {
       row.progress.max = total;
@@ -65,18 +87,25 @@ async function send(file, collectionId, row) {
       row.progress.setAttribute("aria-valuetext", `${formatBytes(loaded)} of ${formatBytes(total)}`);
       row.bytes.textContent = `${formatBytes(loaded)} of ${formatBytes(total)}`;
     };
-    await postToStore(ticket.upload, file, (loaded, total) => {
-      events += 1;
-      row.progress.dataset.events = String(events); // how many progress events the browser reported
-      shown(loaded, total);
+    // The ticket is asked for in its turn too: a presigned POST lives 15 minutes.
+    const ticket = await inTurn(async () => {
+      showState(row, "asking for an upload");
+      const issued = await post("/v1/uploads", { collectionId, filename: file.name, mediaType: mediaTypeOf(file), byteSize: file.size });
+      row.item.dataset.fileId = issued.fileId;
+      showState(row, "uploading");
+      await postToStore(issued.upload, file, (loaded, total) => {
+        events += 1;
+        row.progress.dataset.events = String(events); // how many progress events the browser reported
+        shown(loaded, total);
+      });
+      return issued;
     });
     shown(file.size, file.size);
-    row.state.textContent = "uploaded";
+    showState(row, "uploaded");
     await watch(ticket.fileId, row);
   } catch (error) {
     row.item.classList.add("failed");
-    row.item.dataset.state = "failed";
-    row.state.textContent = "failed";
+    showState(row, "failed");
     fill(row.sentence, error.message);
   }
 }
@@ -97,8 +126,9 @@ export function renderUpload(container) {
     return;
   }
   const collection = el("select", { id: "upload-collection" }, writable.map((name) => el("option", { value: name }, name)));
-  const picker = el("input", { id: "upload-picker", type: "file", multiple: true, class: "visually-hidden" });
-  const list = el("ul", { class: "uploads", "aria-label": "Uploads" });
+  // Out of the tab order: its label is the one control (Enter or Space opens the picker).
+  const picker = el("input", { id: "upload-picker", type: "file", multiple: true, class: "visually-hidden", tabindex: "-1" });
+  const list = uploads;
   const start = (files) => {
     for (const file of files) {
       const row = rowFor(file);

@@ -64,8 +64,17 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"Quire is up in {time.monotonic() - begun:.1f}s: API {state['api']}, S3 {state['s3']['endpoint']}")
     else:
         print(f"Quire is already running (pid {state['pid']}): API {state['api']}")
-    print(f"Console: {state['api']}/console/ (sign in with one click, or with a token from `quire token`)")
+    print(f"Console: {console_address(state['api'], StackPaths.in_directory())}")
     return 0
+
+
+def console_address(api: str, paths: StackPaths) -> str:
+    """The console's address with the local sign-in key in its fragment (never sent to a server but ours, by the
+    page itself): whoever opens it can sign in with one click, as whoever can read `.quire/` can mint tokens."""
+    from shared.adapters.local.secret_files import read_or_create_secret
+
+    key = read_or_create_secret(paths.console_sign_in_key).decode()
+    return f"{api}/console/#sign-in={key}"
 
 
 def cmd_down(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from shared.domain.files import (
     OcrState,
     PresignedUpload,
     ProcessingState,
+    VersionState,
     VisionState,
     interruption_notice,
 )
@@ -217,11 +218,14 @@ class FileSummary(ApiModel):
     # reader choosing between files knows before opening any of them.
     low_confidence: bool = False
     ocr_pages: list[int] = Field(default_factory=list)
+    # Versions not deleted (the file's history a reader can still open).
+    version_count: int = 1
 
     @classmethod
     def of(cls, record: FileRecord) -> "FileSummary":
         current = record.current
         return cls(
+            version_count=sum(1 for version in record.versions if version.state is not VersionState.DELETED),
             file_id=record.file_id,
             collection_id=record.collection_id,
             filename=record.filename,

@@ -77,14 +77,14 @@ function handler(event) {{
 
 def content_security_policy(*, api_origin: str, uploads_origin: str, sign_in_origin: str) -> str:
     """No inline script or style, no plugins, no framing; scripts and styles from the console itself; images
-    also from the originals bucket (signed reads) and blob:/data: (previews); requests to the console, the API,
-    the bucket (the presigned POST upload) and the sign-in domain (the token endpoint)."""
+    also from the originals bucket (signed reads) and blob: (a drawing the API itself answers); requests to the
+    console, the API, the bucket (the presigned POST upload) and the sign-in domain (the token endpoint)."""
     return "; ".join(
         (
             "default-src 'none'",
             "script-src 'self'",
             "style-src 'self'",
-            f"img-src 'self' blob: data: {uploads_origin}",
+            f"img-src 'self' blob: {uploads_origin}",
             f"connect-src 'self' {api_origin} {uploads_origin} {sign_in_origin}",
             f"form-action 'self' {sign_in_origin}",
             "frame-ancestors 'none'",

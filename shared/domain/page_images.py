@@ -75,6 +75,12 @@ def fit_page(
     return PageFit(scale=scale, width=target_width, height=target_height)
 
 
+# Part of a drawing's key: raised when the drawing of the same page would change (a fix in how pages are drawn),
+# so a kept drawing is never served in place of what the page now draws as. Older revisions are still drawings
+# of the page (reconciliation accounts for them; the deletion sweep removes them).
+DRAWING_REVISION = 1
+
+
 def page_images_prefix(original_key: str) -> str:
     """Where the drawings of one original's pages are kept: derived from it, so its deletion sweeps them."""
     return f"{derived_prefix(original_key)}pages/"
@@ -82,10 +88,10 @@ def page_images_prefix(original_key: str) -> str:
 
 def page_image_key(original_key: str, page: int, max_side: int = MAX_PAGE_SIDE) -> str:
     """The drawing of page `page` of the original at `original_key`, at most `max_side` pixels on its longest side."""
-    return f"{page_images_prefix(original_key)}page-{page}-{max_side}.png"
+    return f"{page_images_prefix(original_key)}page-{page}-{max_side}-r{DRAWING_REVISION}.png"
 
 
-_PAGE_IMAGE_NAME = re.compile(r"page-[1-9][0-9]{0,5}-[1-9][0-9]{0,4}\.png")
+_PAGE_IMAGE_NAME = re.compile(r"page-[1-9][0-9]{0,5}-[1-9][0-9]{0,4}(?:-r[1-9][0-9]{0,3})?\.png")
 
 
 def parse_page_image_key(key: str) -> StorageKeyParts | None:

@@ -156,9 +156,14 @@ def check_declared_size(byte_size: int, limit: int) -> None:
         raise InvalidRequest("byteSize must be at least 1: an empty file has nothing to store")
 
 
+def file_prefix(tenant_id: str, file_id: UUID) -> str:
+    """Where every version of one file is kept (each version's key starts with it)."""
+    return f"tenants/{tenant_id}/files/{file_id}/"
+
+
 def storage_key(tenant_id: str, file_id: UUID, version_id: UUID) -> str:
     """Where a version's bytes live. Derived from ids only: nothing a caller typed reaches a key."""
-    return f"tenants/{tenant_id}/files/{file_id}/versions/{version_id}"
+    return f"{file_prefix(tenant_id, file_id)}versions/{version_id}"
 
 
 _KEY = re.compile(

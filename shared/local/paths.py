@@ -51,6 +51,12 @@ class StackPaths:
         return self.root / "jwt.key"
 
     @property
+    def console_sign_in_key(self) -> Path:
+        """What the console's one-click sign-in asks for: only who can read `.quire/` (or the address `quire up`
+        prints) signs in, not any process that can reach the loopback port."""
+        return self.root / "console-sign-in.key"
+
+    @property
     def s3_snapshot(self) -> Path:
         return self.root / "s3-snapshot.pickle"
 

@@ -139,7 +139,9 @@ class Supervisor:
             # Served on the API's base URL, as API Gateway routes /mcp to the MCP function.
             self._mcp = self._start_mcp(f"http://127.0.0.1:{api_port}", verifier)
             console = ConsoleSite(
-                LocalTokenIssuer(read_or_create_secret(self.paths.jwt_secret)), store_origin=self._s3.endpoint
+                LocalTokenIssuer(read_or_create_secret(self.paths.jwt_secret)),
+                store_origin=self._s3.endpoint,
+                sign_in_key=read_or_create_secret(self.paths.console_sign_in_key).decode(),
             )
             self._api = self._start_api(api_port, verifier, self._mcp.forwarding(), console)
             write_private_json(self.paths.ports, {"postgres": database.port, "s3": s3_port, "api": api_port})

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import islice
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
@@ -32,6 +33,7 @@ from shared.domain.files import (
     SignedRead,
     VersionState,
 )
+from shared.domain.page_images import parse_page_image_key
 from shared.domain.text_reads import (
     ENCODING_PROBE_BYTES,
     TEXT_READ_MEDIA_TYPES,
@@ -40,7 +42,14 @@ from shared.domain.text_reads import (
     decode_slice,
     detect_encoding,
 )
-from shared.domain.uploads import accepted_type, check_declared_size, clean_filename, storage_key
+from shared.domain.uploads import (
+    DERIVED_PREFIX,
+    accepted_type,
+    check_declared_size,
+    clean_filename,
+    file_prefix,
+    storage_key,
+)
 from shared.observability import logger
 from shared.ports import (
     MAX_SIGNED_READ_LIFETIME,
@@ -65,6 +74,8 @@ MAX_CURSOR_CHARS = 200
 
 # Each costs a tag and a share of a batched removal, ten at a time: about 5 s on S3 at worst, well inside 29 s.
 MAX_WITHDRAWN_IN_REQUEST = 500
+# How many of a deleted file's derived objects (documents per attempt, page images) one request looks through.
+MAX_DERIVED_LISTED_IN_REQUEST = 2000
 
 
 @dataclass(frozen=True)
@@ -351,7 +362,23 @@ class FileService:
     def delete_file(self, principal: Principal, file_id: UUID) -> Deletion:
         self.writable_file(principal, file_id)
         moved = self._catalog.begin_delete_file(principal.tenant_id, file_id)
-        return self._withdraw(principal.tenant_id, moved, file_id=file_id)
+        deletion = self._withdraw(principal.tenant_id, moved, file_id=file_id)
+        self._withdraw_page_images(principal.tenant_id, file_id)
+        return deletion
+
+    def _withdraw_page_images(self, tenant_id: str, file_id: UUID) -> None:
+        """A drawing of a page is that page's content: a link to one issued before the deletion stops working
+        as the original's does. One listing of the file's derived objects, bounded; the sweep removes the rest."""
+        prefix = f"{DERIVED_PREFIX}{file_prefix(tenant_id, file_id)}"
+        try:
+            drawings = [
+                (stored.key, stored.version_id)
+                for stored in islice(self._content.object_versions(prefix), MAX_DERIVED_LISTED_IN_REQUEST)
+                if parse_page_image_key(stored.key) is not None
+            ]
+            self._content.withdraw(drawings[:MAX_WITHDRAWN_IN_REQUEST])
+        except Exception:
+            logger.exception("the deleted file's page images could not be removed in the request; the sweep will")
 
     def move_file(self, principal: Principal, file_id: UUID, collection_id: str) -> FileRecord:
         """The file, every version and every chunk, into `collection_id`, for an admin of both collections: once

@@ -9,6 +9,7 @@ the original, and reconciliation accounts for it while the version lives), and s
 """
 
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from uuid import UUID
@@ -100,7 +101,9 @@ class PageImages:
             raise UnsupportedMediaType(NO_PAGES.format(media_type=version.media_type, file_id=file_id))
         if not 1 <= page <= MAX_PAGE_NUMBER:
             raise InvalidRequest(f"page must be a number from 1 (at most {MAX_PAGE_NUMBER:,}), not {page}")
-        kept = self._kept(version, page) or self._draw(version, page)
+        kept = self._kept(version, page) or self._draw(
+            version, page, still=lambda: self._still_readable(principal, file_id, version)
+        )
         image = PageImage(
             page=page,
             page_count=kept.page_count,
@@ -141,7 +144,11 @@ class PageImages:
             return None
         return _Kept(key, stored.version_id, None, header.page_count, header.width, header.height)
 
-    def _draw(self, version: FileVersionRecord, page: int) -> _Kept:
+    def _still_readable(self, principal: Principal, file_id: UUID, version: FileVersionRecord) -> None:
+        """Raises VersionDeleted when the version was deleted since this request read it."""
+        self._files.cited_version(principal, file_id, version.version_id)
+
+    def _draw(self, version: FileVersionRecord, page: int, *, still: Callable[[], None]) -> _Kept:
         try:
             original = self._content.get(
                 version.storage_key, version_id=version.storage_version_id, max_bytes=self._max_original_bytes
@@ -154,6 +161,11 @@ class PageImages:
                 f"the file is larger than {self._max_original_bytes:,} bytes (the upload limit):"
                 " its pages are not drawn"
             ) from error
+        except Exception:
+            # On AWS a withdrawn original answers AccessDenied (the bucket policy denies tagged objects): a deletion
+            # that committed since this request began is a VersionDeleted, not a 500; anything else goes on up.
+            still()
+            raise
         header = {"rasterizer": self._rasterizer_name, "media_type": version.media_type, "page": page}
         answer = run_in_child(
             isolated.render_page,
@@ -163,17 +175,20 @@ class PageImages:
             max_answer_bytes=MAX_PAGE_IMAGE_BYTES,
             answer_too_large=isolated.page_answer(PageUnreadable(isolated.PAGE_OUT_OF_MEMORY)),
         )
-        outcome = _outcome(answer, page)
+        outcome = drawing_outcome(answer, page)
         if isinstance(outcome, PageOutOfRange):
             raise InvalidRequest(outcome.sentence)
         if isinstance(outcome, PageUnreadable):
             raise RenderFailed(outcome.sentence)
         key = page_image_key(version.storage_key, page, MAX_PAGE_SIDE)
         stored = self._content.put(key, outcome.png, content_type=PAGE_IMAGE_TYPE)
+        # A deletion that committed while this drew has swept already: no link is handed out to what it left (the
+        # reconciliation scan removes that drawing).
+        still()
         return _Kept(key, stored.version_id, outcome, outcome.page_count, outcome.width, outcome.height)
 
 
-def _outcome(answer: bytes | TimedOut | Died | AnswerTooLarge, page: int) -> PageOutcome:
+def drawing_outcome(answer: bytes | TimedOut | Died | AnswerTooLarge, page: int) -> PageOutcome:
     """The child's answer, validated (a process that read hostile input may have been subverted), or what its end
     means; a timeout or a crash raises RenderFailed."""
     if isinstance(answer, TimedOut):

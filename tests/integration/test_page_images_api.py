@@ -2,6 +2,7 @@
 rasterizer in the real sandbox. `GET /v1/files/{id}/pages/{n}` answers a signed GET of the page drawn as a PNG."""
 
 import io
+import urllib.error
 import urllib.request
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -175,6 +176,20 @@ def test_deleting_the_file_removes_its_page_images_with_the_original(stack: Stac
     assert stack.call("DELETE", f"/v1/files/{ticket['fileId']}", token)[0] == 202
     stack.container.reconciler.run(datetime.now(UTC) + timedelta(hours=3))
     assert list(stack.container.content.object_versions(derived_prefix(original))) == []
+
+
+def test_a_page_link_issued_before_the_file_is_deleted_stops_working_with_the_delete(stack: Stack) -> None:
+    # Given a reader holding the signed link to a page's drawing
+    token = stack.token(collections=("links",))
+    ticket = stack.upload(token, "links.pdf", "application/pdf", pdf_of("held"), collection="links")
+    status, page = stack.json("GET", f"/v1/files/{ticket['fileId']}/pages/1", token)
+    assert status == 200 and fetch(page["url"])[0].startswith(b"\x89PNG")
+    # When an admin deletes the file (no sweep has run)
+    assert stack.call("DELETE", f"/v1/files/{ticket['fileId']}", token)[0] == 202
+    # Then the link answers no bytes, as the original's download link does
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        fetch(page["url"])
+    assert refused.value.code in (403, 404)
 
 
 def test_a_rotated_page_is_drawn_as_it_is_displayed(stack: Stack) -> None:

@@ -12,11 +12,12 @@ from shared.local.console_site import CONSOLE_DIRECTORY, SIGN_IN_PATH, ConsoleSi
 SECRET = b"a-test-secret-of-at-least-32-bytes!!"
 STORE = "http://127.0.0.1:9000"
 HOST = "127.0.0.1:8080"
+KEY = "the-stacks-own-sign-in-key-0123456789"
 
 
 @pytest.fixture
 def site() -> ConsoleSite:
-    return ConsoleSite(LocalTokenIssuer(SECRET), store_origin=STORE)
+    return ConsoleSite(LocalTokenIssuer(SECRET), store_origin=STORE, sign_in_key=KEY)
 
 
 def headers_of(answer: tuple[int, list[tuple[str, str]], bytes]) -> dict[str, str]:
@@ -32,11 +33,16 @@ def sign_in(
     origin: str | None = f"http://{HOST}",
     method: str = "POST",
     content_type: str = "application/json",
+    key: str | None = KEY,
 ) -> tuple[int, dict[str, Any]]:
+    """A sign-in request as a browser on `source` sends it; `key` None sends none."""
     headers = [("Host", host), ("Content-Type", content_type)]
     if origin is not None:
         headers.append(("Origin", origin))
-    payload = json.dumps({} if body is None else body).encode()
+    asked = dict(body or {}) if isinstance(body, dict | None) else body
+    if key is not None and isinstance(asked, dict):
+        asked["key"] = key
+    payload = json.dumps(asked).encode()
     status, _, answer = site.serve(method, SIGN_IN_PATH, headers, payload, source)
     return status, json.loads(answer)
 
@@ -104,6 +110,16 @@ def test_a_sign_in_from_anywhere_but_this_machines_own_page_does_not_exist(
     status, body = sign_in(site, {"collections": ["docs"]}, source=source, host=host, origin=origin)
     assert status == 404
     assert "token" not in body
+
+
+@pytest.mark.parametrize(
+    "key", ["", "not-the-key", None, KEY[:-1], KEY + "x"], ids=["empty", "wrong", "none", "short", "long"]
+)
+def test_a_sign_in_without_the_stacks_key_is_refused_however_local_it_is(site: ConsoleSite, key: str | None) -> None:
+    # Another user of the machine reaches the loopback port but cannot read .quire/, where the key is
+    status, reply = sign_in(site, {"collections": ["docs"]}, origin=None, key=key)
+    assert status == 403
+    assert "token" not in reply and "quire up" in reply["message"]
 
 
 def test_a_sign_in_without_origin_from_loopback_works_as_a_cli_would(site: ConsoleSite) -> None:

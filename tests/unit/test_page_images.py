@@ -13,9 +13,10 @@ import pytest
 from PIL import Image, PngImagePlugin
 
 from shared.adapters.renderers.page_image import PdfiumPageRasterizer
-from shared.domain.errors import InvalidRequest, NotFound, UnsupportedMediaType
+from shared.domain.errors import InvalidRequest, NotFound, UnsupportedMediaType, VersionDeleted
 from shared.domain.exports import RenderFailed
 from shared.domain.page_images import (
+    DRAWING_REVISION,
     MAX_IMAGE_UPSCALE,
     MAX_PAGE_PIXELS,
     MAX_PAGE_SIDE,
@@ -97,7 +98,7 @@ def test_a_page_image_key_is_derived_from_its_original_and_parses_back() -> None
     file_id, version_id = uuid4(), uuid4()
     original = storage_key("acme", file_id, version_id)
     key = page_image_key(original, 7)
-    assert key == f"derived/{original}/pages/page-7-{MAX_PAGE_SIDE}.png"
+    assert key == f"derived/{original}/pages/page-7-{MAX_PAGE_SIDE}-r{DRAWING_REVISION}.png"
     parts = parse_page_image_key(key)
     assert parts is not None and (parts.tenant_id, parts.file_id, parts.version_id) == ("acme", file_id, version_id)
 
@@ -204,9 +205,9 @@ def test_a_page_is_drawn_once_kept_under_the_originals_derived_prefix_and_signed
     assert runs.calls == 1
     assert (first.page, first.page_count, first.height) == (2, 2, MAX_PAGE_SIDE)
     assert (again.page_count, again.width, again.height) == (first.page_count, first.width, first.height)
-    assert first.url is not None and "/pages/page-2-1600.png" in first.url and "type=image%2Fpng" in first.url
+    assert first.url is not None and "/pages/page-2-1600-r1.png" in first.url and "type=image%2Fpng" in first.url
     kept = derived(fakes)
-    assert len(kept) == 1 and kept[0].endswith("/pages/page-2-1600.png")
+    assert len(kept) == 1 and kept[0].endswith("/pages/page-2-1600-r1.png")
 
 
 def test_a_store_that_cannot_sign_gets_the_drawing_itself(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -284,3 +285,30 @@ def test_a_photo_is_drawn_the_way_its_exif_orientation_shows_it() -> None:
 def test_a_large_image_is_drawn_down_to_the_bound() -> None:
     drawn = PdfiumPageRasterizer().rasterize(picture("PNG", size=(4000, 1000)), "image/png", 1)
     assert isinstance(drawn, DrawnPage) and (drawn.width, drawn.height) == (MAX_PAGE_SIDE, 400)
+
+
+@pytest.mark.parametrize("moment", ["reading", "drawing"])
+def test_a_deletion_that_lands_while_a_page_is_read_or_drawn_is_a_deleted_answer_not_a_500_or_a_link(
+    monkeypatch: pytest.MonkeyPatch, moment: str
+) -> None:
+    # Given a page whose file an admin deletes while the request is at it: as the original is read (on AWS a
+    # withdrawn original answers AccessDenied), or while it is drawn
+    fakes = Fakes()
+    file_id = stored(fakes, "two.pdf", "application/pdf", pdf_of("first", "second"))
+
+    def refused(*args: Any, **kwargs: Any) -> bytes:
+        fakes.metadata.begin_delete_file("acme", file_id)
+        raise PermissionError("AccessDenied")
+
+    def drawn_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        answer = run_in_child(*args, **kwargs)
+        fakes.metadata.begin_delete_file("acme", file_id)
+        return answer
+
+    if moment == "reading":
+        monkeypatch.setattr(fakes.content, "get", refused)
+    else:
+        monkeypatch.setattr(page_images, "run_in_child", drawn_meanwhile)
+    # When the page is asked for, then the answer says the version was deleted, and no link is handed out
+    with pytest.raises(VersionDeleted):
+        service(fakes).page(principal("acme", "docs"), file_id, 1, version_id=None)

@@ -14,7 +14,7 @@ import logging
 import math
 import statistics
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -71,10 +71,11 @@ class PdfParser(DocumentParser):
             lines: list[TextLine] = []
             without_text: list[int] = []
             marks: dict[int, list[Block]] = {}
+            rotations: dict[int, int] = {}
             warnings: list[str] = []
             for number in range(1, pages + 1):
                 try:
-                    page_lines, page_marks = _read_page(document[number - 1], number, form, warnings)
+                    page_lines, page_marks, rotations[number] = _read_page(document[number - 1], number, form, warnings)
                 except pdfium.PdfiumError as error:
                     _log.warning("PDFium could not read page %d: %s", number, error)
                     return ExtractionFailure(reason=FailureReason.MALFORMED, detail=damaged_page_detail(number))
@@ -90,7 +91,8 @@ class PdfParser(DocumentParser):
         collector = BlockCollector(limits)
         # A page without a usable text layer is not a failure here: OCR reads it next, where there is OCR.
         for block in _in_reading_order(layout_blocks(lines, PDF_LAYOUT), marks):
-            if not collector.add(block):
+            # Boxes are of the page as it is displayed (as OCR's are, read from the rendered page): /Rotate applied.
+            if not collector.add(_turned(block, rotations.get(block.location.page or 0, 0))):
                 break
         if without_text:
             warnings.append(f"{NO_TEXT_LAYER_WARNING_PREFIX} {_pages(without_text)} (of {pages})")
@@ -137,8 +139,8 @@ def _visible(text: str) -> int:
     return len(text) - text.count(" ")
 
 
-def _read_page(page: Any, number: int, form: Any, warnings: list[str]) -> tuple[list[TextLine], list["_Mark"]]:
-    """The page's lines of text, and the text of its form fields and comments."""
+def _read_page(page: Any, number: int, form: Any, warnings: list[str]) -> tuple[list[TextLine], list["_Mark"], int]:
+    """The page's lines of text, the text of its form fields and comments, and how far /Rotate turns it."""
     # The visible page (crop box within the media box) in user space (y up): boxes are measured from its own
     # top-left corner, wherever it sits, and normalised to its size. get_bbox, not get_cropbox: the boxes are
     # inheritable from the page tree (fpdf2 writes them there), and get_cropbox reads only the page's own
@@ -151,14 +153,8 @@ def _read_page(page: Any, number: int, form: Any, warnings: list[str]) -> tuple[
             warnings.append(
                 f"page {number} has {characters} characters: only the first {MAX_PAGE_CHARACTERS} were read"
             )
-        # Boxes are of the page as it is displayed (as OCR's are, read from the rendered page): /Rotate applied.
-        rotation = page.get_rotation() % 360
-        lines = [
-            _turned_line(line, rotation)
-            for line in _page_lines(textpage, number, crop, min(characters, MAX_PAGE_CHARACTERS))
-        ]
-        marks = _marks(page, textpage, number, crop, form=form, warnings=warnings)
-        return lines, [_turned_mark(mark, rotation) for mark in marks]
+        lines = _page_lines(textpage, number, crop, min(characters, MAX_PAGE_CHARACTERS))
+        return lines, _marks(page, textpage, number, crop, form=form, warnings=warnings), page.get_rotation() % 360
     finally:
         textpage.close()
         page.close()
@@ -178,22 +174,15 @@ def as_displayed(
     return left, top, right, bottom
 
 
-def _turned_line(line: TextLine, rotation: int) -> TextLine:
-    if not rotation:
-        return line
-    left, top, right, bottom = as_displayed(line.left, line.top, line.right, line.bottom, rotation)
-    # Cells stay as they were measured: along the line, which a turned page does not change.
-    return replace(line, left=left, top=top, right=right, bottom=bottom)
-
-
-def _turned_mark(mark: "_Mark", rotation: int) -> "_Mark":
-    box = mark.block.location.box
+def _turned(block: Block, rotation: int) -> Block:
+    """The block with its box on the page as displayed. Layout ran on the unrotated page, where the lines of a
+    paragraph follow each other down the page as they were written; only the result is turned."""
+    box = block.location.box
     if not rotation or box is None:
-        return mark
+        return block
     left, top, right, bottom = as_displayed(box.left, box.top, box.right, box.bottom, rotation)
     turned = BoundingBox(left=left, top=top, width=right - left, height=bottom - top)
-    location = mark.block.location.model_copy(update={"box": turned})
-    return replace(mark, block=mark.block.model_copy(update={"location": location}))
+    return block.model_copy(update={"location": block.location.model_copy(update={"box": turned})})
 
 
 def _page_lines(textpage: Any, number: int, crop: tuple[float, float, float, float], characters: int) -> list[TextLine]:
