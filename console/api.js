@@ -67,6 +67,15 @@ export function query(params) {
   return text ? `?${text}` : "";
 }
 
+const UPLOAD_TIMEOUT_MILLISECONDS = 60 * 60 * 1000;
+const uploading = new Set();
+
+/** Stop every upload in flight (signing out). */
+export function abortUploads() {
+  for (const request of uploading) request.abort();
+  uploading.clear();
+}
+
 /**
  * The browser's presigned POST straight to the object store, with real byte progress: fetch has no upload
  * progress, XMLHttpRequest.upload.onprogress does. Resolves when the store accepted the object.
@@ -78,6 +87,7 @@ export function postToStore(upload, file, onProgress) {
     form.append("file", file); // the policy's fields first: S3 ignores every field after the file
     const request = new XMLHttpRequest();
     request.open("POST", upload.url);
+    request.timeout = UPLOAD_TIMEOUT_MILLISECONDS; // a stalled connection must not hold its turn for ever
     request.upload.onprogress = (event) => {
       if (event.lengthComputable) onProgress(event.loaded, event.total);
     };
@@ -90,6 +100,9 @@ export function postToStore(upload, file, onProgress) {
     };
     request.onerror = () => reject(new Error("the upload could not reach the object store (network or CORS)"));
     request.onabort = () => reject(new Error("the upload was cancelled"));
+    request.ontimeout = () => reject(new Error("the upload took longer than an hour and was stopped: try again"));
+    request.onloadend = () => uploading.delete(request);
+    uploading.add(request);
     request.send(form);
   });
 }

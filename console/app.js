@@ -6,10 +6,10 @@ import { finishHostedSignIn, hasSignInKey, hostedSignOut, keepSignInKey, localSi
 import { el, fill, notice } from "./dom.js";
 import { renderArtifact, renderArtifacts } from "./artifacts.js";
 import { renderFile, renderFiles } from "./files.js";
-import { citationFromHref, renderSearch, renderStoredAnswer } from "./search.js";
+import { citationFromHref, forgetCitations, renderSearch, renderStoredAnswer } from "./search.js";
 import { showCitation } from "./source.js";
 import { caller, loadCaller } from "./state.js";
-import { renderUpload } from "./upload.js";
+import { forgetUploads, renderUpload } from "./upload.js";
 
 let config = { apiBase: "", auth: { kind: "local" } };
 const main = () => document.getElementById("main");
@@ -93,6 +93,7 @@ async function route() {
   // no longer on the page, never over this one.
   const container = el("div", { class: "view" });
   fill(main(), container);
+  keepSignInKey(); // the printed address pasted into a tab already on the console arrives as a hash change
   if (!session.token()) {
     markNavigation(null);
     document.querySelector("nav").hidden = true;
@@ -147,7 +148,6 @@ async function start() {
     // No config.json: the local stack's defaults (same origin, local sign-in).
   }
   configureApi(config.apiBase);
-  keepSignInKey();
   if (config.auth.kind === "cognito") {
     try {
       await finishHostedSignIn(config.auth);
@@ -155,7 +155,12 @@ async function start() {
       fill(main(), notice(error.message, "error"));
     }
   }
-  session.onChange(() => {
+  session.onChange((signedIn) => {
+    if (!signedIn) {
+      // Nothing of the last caller's stays in the tab: their citations' snapshots, their uploads.
+      forgetCitations();
+      forgetUploads();
+    }
     caller.me = null;
     route();
   });

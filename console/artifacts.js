@@ -4,7 +4,7 @@
 
 import { get, post, query } from "./api.js";
 import { renderBlocks } from "./blocks.js";
-import { el, fill, formatBytes, formatTime, notice } from "./dom.js";
+import { el, fill, formatBytes, formatTime, moreButton, notice } from "./dom.js";
 import { citationHref } from "./search.js";
 import { citationChip } from "./source.js";
 
@@ -35,7 +35,7 @@ export async function renderArtifacts(container) {
     const page = await get(`/v1/artifacts${query({ cursor })}`);
     if (!page.artifacts.length && !cursor) body.append(el("tr", {}, el("td", { colspan: 4 }, "No artifacts yet: ask a question and open its answer as an artifact.")));
     body.append(...page.artifacts.map(artifactRow));
-    fill(more, page.nextCursor ? el("button", { type: "button", onclick: () => load(page.nextCursor) }, "More artifacts") : null);
+    fill(more, page.nextCursor ? moreButton("More artifacts", () => load(page.nextCursor)) : null);
   };
   fill(
     container,
@@ -95,11 +95,11 @@ function history(artifactId, first, shown) {
     fill(
       more,
       cursor
-        ? el("button", { type: "button", onclick: async () => {
+        ? moreButton("Older versions", async () => {
             const page = await get(`/v1/artifacts/${artifactId}/versions${query({ cursor })}`);
             body.append(...historyRows(artifactId, page.versions, shown));
             offer(page.nextCursor);
-          } }, "Older versions")
+          })
         : null,
     );
   offer(first.nextCursor);
@@ -141,7 +141,7 @@ export async function renderArtifact(container, artifactId, params) {
       if (citations.querySelector(`[value="${cited.number}"]`)) continue;
       citations.append(el("li", { value: cited.number }, citationChip(cited.citation, citationHref(cited.citation), `[${cited.number}]`)));
     }
-    fill(more, window.nextCursor ? el("button", { type: "button", onclick: async () => show((await get(`/v1/artifacts/${artifactId}${query({ version, cursor: window.nextCursor })}`)).content) }, "Read on") : null);
+    fill(more, window.nextCursor ? moreButton("Read on", async () => show((await get(`/v1/artifacts/${artifactId}${query({ version, cursor: window.nextCursor })}`)).content)) : null);
   };
   show(artifact.content);
 }

@@ -57,3 +57,23 @@ export function formatTime(iso) {
 export function shortId(id) {
   return id ? String(id).slice(0, 8) : "";
 }
+
+/** A button that loads more: disabled while it loads (a double click must not add the rows twice), and a
+ * failure said beside it rather than lost. */
+export function moreButton(label, load) {
+  const problem = el("span", { role: "status" });
+  const button = el("button", {
+    type: "button",
+    onclick: async () => {
+      button.disabled = true;
+      problem.replaceChildren();
+      try {
+        await load();
+      } catch (error) {
+        problem.append(notice(error.message, "error"));
+        button.disabled = false;
+      }
+    },
+  }, label);
+  return el("span", {}, button, problem);
+}

@@ -3,7 +3,7 @@
 
 import { ApiError, del, get, query } from "./api.js";
 import { renderBlocks } from "./blocks.js";
-import { el, fill, formatBytes, formatTime, notice, shortId } from "./dom.js";
+import { el, fill, formatBytes, formatTime, moreButton, notice, shortId } from "./dom.js";
 import { caller, mayIn, stageOf } from "./state.js";
 
 function ocrFlag(file) {
@@ -71,7 +71,7 @@ export async function renderFiles(container, params) {
       );
       body.append(row);
     }
-    fill(more, page.nextCursor ? el("button", { type: "button", onclick: () => load(page.nextCursor) }, "More files") : null);
+    fill(more, page.nextCursor ? moreButton("More files", () => load(page.nextCursor)) : null);
   };
   await load(null);
 }

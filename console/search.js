@@ -16,21 +16,47 @@ const MAX_KEPT_CITATIONS = 300;
  * link cannot put invented words or boxes beside a real page as "what was cited".
  */
 export function citationHref(citation) {
-  const kept = JSON.parse(sessionStorage.getItem(CITED_KEY) || "[]");
-  const found = kept.find(([, stored]) => JSON.stringify(stored) === JSON.stringify(citation));
-  const id = found ? found[0] : crypto.randomUUID();
-  if (!found) {
-    kept.push([id, citation]);
-    sessionStorage.setItem(CITED_KEY, JSON.stringify(kept.slice(-MAX_KEPT_CITATIONS)));
+  const kept = keptCitations();
+  const serialized = JSON.stringify(citation);
+  const found = kept.find(([, stored]) => JSON.stringify(stored) === serialized);
+  if (found) return `#/cite/${found[0]}`;
+  const id = crypto.randomUUID();
+  kept.push([id, citation]);
+  // Over the tab's storage quota: the oldest go first (their addresses then say to search again).
+  for (let keep = MAX_KEPT_CITATIONS; keep > 0; keep = Math.floor(keep / 2)) {
+    try {
+      sessionStorage.setItem(CITED_KEY, JSON.stringify(kept.slice(-keep)));
+      break;
+    } catch {
+      // try again with fewer
+    }
   }
   return `#/cite/${id}`;
 }
 
 /** The citation an address names, or null when this tab did not find it. */
 export function citationFromHref(id) {
-  const kept = JSON.parse(sessionStorage.getItem(CITED_KEY) || "[]");
-  const found = kept.find(([stored]) => stored === id);
+  const found = keptCitations().find(([stored]) => stored === id);
   return found ? found[1] : null;
+}
+
+/** The tab's kept citations; anything else found under the key (damaged, or written by another version of the
+ * console) is dropped rather than breaking search. */
+function keptCitations() {
+  try {
+    const kept = JSON.parse(sessionStorage.getItem(CITED_KEY) || "[]");
+    if (Array.isArray(kept)) {
+      return kept.filter((entry) => Array.isArray(entry) && typeof entry[0] === "string" && entry[1] && typeof entry[1] === "object");
+    }
+  } catch {
+    // damaged: start again
+  }
+  sessionStorage.removeItem(CITED_KEY);
+  return [];
+}
+
+export function forgetCitations() {
+  sessionStorage.removeItem(CITED_KEY);
 }
 
 function hitItem(hit) {

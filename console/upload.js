@@ -2,7 +2,7 @@
 // goes straight to the object store by the presigned POST with a real byte progress bar, then shows its
 // processing state live (queued → extracting → OCR → indexed, or the failure sentence) until it ends.
 
-import { get, post, postToStore } from "./api.js";
+import { abortUploads, get, post, postToStore } from "./api.js";
 import { el, fill, formatBytes, notice } from "./dom.js";
 import { collectionsWith, stageOf } from "./state.js";
 
@@ -53,6 +53,16 @@ async function inTurn(work) {
 
 // The uploads of this tab: kept when the person looks at another view meanwhile, shown again on return.
 const uploads = el("ul", { class: "uploads", "aria-label": "Uploads" });
+// Raised when the caller signs out: what the last caller started stops, and their files leave the page.
+let epoch = 0;
+
+export function forgetUploads() {
+  epoch += 1;
+  abortUploads();
+  uploads.replaceChildren();
+}
+
+class SignedOut extends Error {}
 
 /** The row's state, and the states it went through (data-history), as the person watching saw them. */
 function showState(row, label) {
@@ -62,8 +72,8 @@ function showState(row, label) {
   row.item.dataset.history = row.item.dataset.history ? `${row.item.dataset.history} > ${label}` : label;
 }
 
-async function watch(fileId, row) {
-  for (let polls = 0; polls < MAX_POLLS; polls += 1) {
+async function watch(fileId, row, started) {
+  for (let polls = 0; polls < MAX_POLLS && started === epoch; polls += 1) {
     const file = await get(`/v1/files/${fileId}`);
     const stage = stageOf(file.current);
     showState(row, stage.label);
@@ -78,6 +88,7 @@ async function watch(fileId, row) {
 }
 
 async function send(file, collectionId, row) {
+  const started = epoch;
   try {
     showState(row, "waiting for its turn");
     let events = 0;
@@ -89,6 +100,7 @@ async function send(file, collectionId, row) {
     };
     // The ticket is asked for in its turn too: a presigned POST lives 15 minutes.
     const ticket = await inTurn(async () => {
+      if (started !== epoch) throw new SignedOut();
       showState(row, "asking for an upload");
       const issued = await post("/v1/uploads", { collectionId, filename: file.name, mediaType: mediaTypeOf(file), byteSize: file.size });
       row.item.dataset.fileId = issued.fileId;
@@ -102,8 +114,9 @@ async function send(file, collectionId, row) {
     });
     shown(file.size, file.size);
     showState(row, "uploaded");
-    await watch(ticket.fileId, row);
+    await watch(ticket.fileId, row, started);
   } catch (error) {
+    if (error instanceof SignedOut || started !== epoch) return;
     row.item.classList.add("failed");
     showState(row, "failed");
     fill(row.sentence, error.message);

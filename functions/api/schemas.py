@@ -208,6 +208,9 @@ class VersionView(ApiModel):
         )
 
 
+_GONE = frozenset({VersionState.DELETING, VersionState.DELETED})
+
+
 class FileSummary(ApiModel):
     file_id: UUID
     collection_id: str
@@ -218,14 +221,14 @@ class FileSummary(ApiModel):
     # reader choosing between files knows before opening any of them.
     low_confidence: bool = False
     ocr_pages: list[int] = Field(default_factory=list)
-    # Versions not deleted (the file's history a reader can still open).
+    # Versions not deleted nor being deleted: the file's history (one still uploading or refused included).
     version_count: int = 1
 
     @classmethod
     def of(cls, record: FileRecord) -> "FileSummary":
         current = record.current
         return cls(
-            version_count=sum(1 for version in record.versions if version.state is not VersionState.DELETED),
+            version_count=sum(1 for version in record.versions if version.state not in _GONE),
             file_id=record.file_id,
             collection_id=record.collection_id,
             filename=record.filename,

@@ -91,7 +91,7 @@ def page_image_key(original_key: str, page: int, max_side: int = MAX_PAGE_SIDE) 
     return f"{page_images_prefix(original_key)}page-{page}-{max_side}-r{DRAWING_REVISION}.png"
 
 
-_PAGE_IMAGE_NAME = re.compile(r"page-[1-9][0-9]{0,5}-[1-9][0-9]{0,4}(?:-r[1-9][0-9]{0,3})?\.png")
+_PAGE_IMAGE_NAME = re.compile(r"page-[1-9][0-9]{0,5}-[1-9][0-9]{0,4}(?:-r(?P<revision>[1-9][0-9]{0,3}))?\.png")
 
 
 def parse_page_image_key(key: str) -> StorageKeyParts | None:
@@ -100,6 +100,14 @@ def parse_page_image_key(key: str) -> StorageKeyParts | None:
     if not separator or not original.startswith("derived/") or _PAGE_IMAGE_NAME.fullmatch(name) is None:
         return None
     return parse_storage_key(original.removeprefix("derived/"))
+
+
+def is_superseded_drawing(key: str) -> bool:
+    """A drawing of an earlier revision (or of none): never served again, so reconciliation removes it."""
+    if parse_page_image_key(key) is None:
+        return False
+    named = _PAGE_IMAGE_NAME.fullmatch(key.rpartition("/pages/")[2])
+    return named is not None and named.group("revision") != str(DRAWING_REVISION)
 
 
 def page_image_filename(filename: str, page: int) -> str:

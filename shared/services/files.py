@@ -48,6 +48,7 @@ from shared.domain.uploads import (
     check_declared_size,
     clean_filename,
     file_prefix,
+    parse_storage_key,
     storage_key,
 )
 from shared.observability import logger
@@ -74,8 +75,10 @@ MAX_CURSOR_CHARS = 200
 
 # Each costs a tag and a share of a batched removal, ten at a time: about 5 s on S3 at worst, well inside 29 s.
 MAX_WITHDRAWN_IN_REQUEST = 500
-# How many of a deleted file's derived objects (documents per attempt, page images) one request looks through.
+# How many of a deleted file's derived objects (documents per attempt, page images) one request looks through,
+# and for how many files (one listing each) a collection's deletion does so.
 MAX_DERIVED_LISTED_IN_REQUEST = 2000
+MAX_FILES_WITHDRAWN_IN_REQUEST = 50
 
 
 @dataclass(frozen=True)
@@ -362,23 +365,25 @@ class FileService:
     def delete_file(self, principal: Principal, file_id: UUID) -> Deletion:
         self.writable_file(principal, file_id)
         moved = self._catalog.begin_delete_file(principal.tenant_id, file_id)
-        deletion = self._withdraw(principal.tenant_id, moved, file_id=file_id)
-        self._withdraw_page_images(principal.tenant_id, file_id)
-        return deletion
+        return self._withdraw(principal.tenant_id, moved, file_id=file_id)
 
-    def _withdraw_page_images(self, tenant_id: str, file_id: UUID) -> None:
+    def _withdraw_page_images(self, tenant_id: str, file_ids: list[UUID]) -> None:
         """A drawing of a page is that page's content: a link to one issued before the deletion stops working
-        as the original's does. One listing of the file's derived objects, bounded; the sweep removes the rest."""
-        prefix = f"{DERIVED_PREFIX}{file_prefix(tenant_id, file_id)}"
+        as the original's does. One listing of each file's derived objects, bounded (files, objects listed and
+        removed); the sweep removes the rest, within a link's 15 minutes."""
+        drawings: list[tuple[str, str | None]] = []
         try:
-            drawings = [
-                (stored.key, stored.version_id)
-                for stored in islice(self._content.object_versions(prefix), MAX_DERIVED_LISTED_IN_REQUEST)
-                if parse_page_image_key(stored.key) is not None
-            ]
+            for file_id in file_ids[:MAX_FILES_WITHDRAWN_IN_REQUEST]:
+                prefix = f"{DERIVED_PREFIX}{file_prefix(tenant_id, file_id)}"
+                listed = islice(self._content.object_versions(prefix), MAX_DERIVED_LISTED_IN_REQUEST)
+                drawings.extend(
+                    (stored.key, stored.version_id) for stored in listed if parse_page_image_key(stored.key)
+                )
+                if len(drawings) >= MAX_WITHDRAWN_IN_REQUEST:
+                    break
             self._content.withdraw(drawings[:MAX_WITHDRAWN_IN_REQUEST])
         except Exception:
-            logger.exception("the deleted file's page images could not be removed in the request; the sweep will")
+            logger.exception("the deleted files' page images could not be removed in the request; the sweep will")
 
     def move_file(self, principal: Principal, file_id: UUID, collection_id: str) -> FileRecord:
         """The file, every version and every chunk, into `collection_id`, for an admin of both collections: once
@@ -420,4 +425,6 @@ class FileService:
             # Recorded already, so not an error to the caller: the sweep removes them, and the answer says so.
             logger.exception("the deleted bytes could not be removed in the request; the sweep will")
             withdrawn = 0
+        files = {parts.file_id for v in versions if (parts := parse_storage_key(v.storage_key)) is not None}
+        self._withdraw_page_images(tenant_id, [file_id] if file_id is not None else sorted(files))
         return Deletion(versions_deleting=moved, bytes_left_to_sweep=with_bytes - withdrawn)

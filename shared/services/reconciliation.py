@@ -29,7 +29,7 @@ from uuid import UUID
 
 from shared.domain.attempt_work import WorkKeyParts, parse_work_key
 from shared.domain.files import FileVersionRecord, ProcessingState, StoredObject, VersionState
-from shared.domain.page_images import parse_page_image_key
+from shared.domain.page_images import is_superseded_drawing, parse_page_image_key
 from shared.domain.uploads import (
     DERIVED_PREFIX,
     OCR_STAGING_PREFIX,
@@ -362,23 +362,23 @@ class Reconciler:
                     self._remove(stored)
                     report.leftovers_removed += 1
             elif stored.key.startswith(DERIVED_PREFIX):
-                if self._derived_accounted_for(stored.key):
-                    continue
-                if self._of_deleted_version(stored.key):
-                    self._remove(stored)
-                    report.leftovers_removed += 1
-                else:
-                    report.bytes_without_row.append(
-                        {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
-                    )
+                # A cached page drawing from before the drawing changed is never served again: it goes.
+                superseded = is_superseded_drawing(stored.key)
+                if superseded or not self._derived_accounted_for(stored.key):
+                    self._settle_unexplained(stored, report, removable=superseded)
             elif not self._accounted_for(stored.key, stored.version_id):
-                if self._of_deleted_version(stored.key):
-                    self._remove(stored)
-                    report.leftovers_removed += 1
-                else:
-                    report.bytes_without_row.append(
-                        {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
-                    )
+                self._settle_unexplained(stored, report)
+
+    def _settle_unexplained(self, stored: StoredObject, report: ReconcileReport, *, removable: bool = False) -> None:
+        """An object no row explains: removed when it is of a deleted version (or known to be removable),
+        reported otherwise."""
+        if removable or self._of_deleted_version(stored.key):
+            self._remove(stored)
+            report.leftovers_removed += 1
+        else:
+            report.bytes_without_row.append(
+                {"key": stored.key, "objectVersionId": stored.version_id, "size": stored.byte_size}
+            )
 
     def _of_deleted_version(self, key: str) -> bool:
         """Whether `key` holds (or was made from) an original whose version is deleted: a deletion was asked

@@ -178,14 +178,17 @@ def test_deleting_the_file_removes_its_page_images_with_the_original(stack: Stac
     assert list(stack.container.content.object_versions(derived_prefix(original))) == []
 
 
-def test_a_page_link_issued_before_the_file_is_deleted_stops_working_with_the_delete(stack: Stack) -> None:
+@pytest.mark.parametrize("deleted", ["file", "collection"])
+def test_a_page_link_issued_before_a_deletion_stops_working_with_the_delete(stack: Stack, deleted: str) -> None:
     # Given a reader holding the signed link to a page's drawing
-    token = stack.token(collections=("links",))
-    ticket = stack.upload(token, "links.pdf", "application/pdf", pdf_of("held"), collection="links")
+    collection = f"links-{deleted}"
+    token = stack.token(collections=(collection,))
+    ticket = stack.upload(token, "links.pdf", "application/pdf", pdf_of("held"), collection=collection)
     status, page = stack.json("GET", f"/v1/files/{ticket['fileId']}/pages/1", token)
     assert status == 200 and fetch(page["url"])[0].startswith(b"\x89PNG")
-    # When an admin deletes the file (no sweep has run)
-    assert stack.call("DELETE", f"/v1/files/{ticket['fileId']}", token)[0] == 202
+    # When an admin deletes the file, or its whole collection (no sweep has run)
+    target = f"/v1/files/{ticket['fileId']}" if deleted == "file" else f"/v1/collections/{collection}/files"
+    assert stack.call("DELETE", target, token)[0] == 202
     # Then the link answers no bytes, as the original's download link does
     with pytest.raises(urllib.error.HTTPError) as refused:
         fetch(page["url"])

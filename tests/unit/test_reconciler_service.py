@@ -7,7 +7,7 @@ from unittest.mock import patch
 from uuid import UUID, uuid4
 
 from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState, StoredObject, VersionState
-from shared.domain.page_images import page_image_key
+from shared.domain.page_images import DRAWING_REVISION, is_superseded_drawing, page_image_key
 from shared.domain.uploads import storage_key
 from shared.domain.workflow import ProcessVersion
 from shared.services.files import UploadTicket
@@ -359,3 +359,28 @@ def test_a_page_image_is_accounted_for_while_its_version_lives_and_goes_with_it(
     late = fakes.reconciler().run(datetime.now(UTC) + timedelta(seconds=3))
     assert fakes.content.head(drawing) is None
     assert late.leftovers_removed >= 1 and drawing not in {entry["key"] for entry in late.bytes_without_row}
+
+
+def test_a_drawing_of_an_earlier_drawing_revision_is_removed_and_the_current_one_kept() -> None:
+    # Given a live PDF with a drawing of page 1 from before the drawing changed (no revision in its name), and one
+    # of the current revision
+    fakes = Fakes()
+    ticket = fakes.files().start_upload(
+        principal("acme", "docs"),
+        collection_id="docs",
+        filename="r.pdf",
+        media_type="application/pdf",
+        byte_size=len(PDF),
+    )
+    landed = fakes.content.post(ticket.upload, PDF)
+    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    current = page_image_key(landed.key, 1)
+    earlier = current.replace(f"-r{DRAWING_REVISION}.png", ".png")
+    assert earlier != current and is_superseded_drawing(earlier) and not is_superseded_drawing(current)
+    for key in (current, earlier):
+        fakes.content.put(key, b"\x89PNG\r\n\x1a\n", content_type="image/png")
+    # When reconciliation runs
+    report = fakes.reconciler().run(datetime.now(UTC) + timedelta(seconds=1))
+    # Then the earlier drawing, never served again, is removed; the current one stays
+    assert fakes.content.head(earlier) is None and fakes.content.head(current) is not None
+    assert report.leftovers_removed >= 1
