@@ -92,15 +92,7 @@ def test_an_interrupted_version_is_asked_for_again_a_bounded_number_of_times() -
         )
 
     fakes.workflow = RecordingWorkflow(then=interrupted)
-    ticket = fakes.files().start_upload(
-        principal("acme", "docs"),
-        collection_id="docs",
-        filename="r.pdf",
-        media_type="application/pdf",
-        byte_size=len(PDF),
-    )
-    landed = fakes.content.post(ticket.upload, PDF)
-    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    ticket, _ = stored_pdf(fakes)
     requested = []
     for _ in range(MAX_STALLED_RETRIES + 2):
         report = fakes.reconciler().run(datetime.now(UTC))
@@ -269,8 +261,8 @@ def test_tenants_no_turn_was_left_for_go_first_in_the_next_run() -> None:
     assert fakes.progress.tenants_in_turn()[: len(first.tenants_waiting)] == first.tenants_waiting
 
 
-def test_a_delete_removes_the_stored_bytes_in_the_request_tagged_first() -> None:
-    fakes = Fakes()
+def stored_pdf(fakes: Fakes) -> tuple[UploadTicket, StoredObject]:
+    """A PDF uploaded to acme's docs and stored: its ticket and the object that landed."""
     ticket = fakes.files().start_upload(
         principal("acme", "docs"),
         collection_id="docs",
@@ -280,6 +272,12 @@ def test_a_delete_removes_the_stored_bytes_in_the_request_tagged_first() -> None
     )
     landed = fakes.content.post(ticket.upload, PDF)
     assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    return ticket, landed
+
+
+def test_a_delete_removes_the_stored_bytes_in_the_request_tagged_first() -> None:
+    fakes = Fakes()
+    ticket, landed = stored_pdf(fakes)
     deletion = fakes.files().delete_file(principal("acme", "docs"), ticket.file_id)
     assert (deletion.versions_deleting, deletion.bytes_left_to_sweep) == (1, 0)
     assert fakes.content.head(landed.key) is None
@@ -331,15 +329,7 @@ def test_a_tenants_deletion_backlog_cannot_keep_its_own_lost_upload_from_being_r
 def test_a_page_image_is_accounted_for_while_its_version_lives_and_goes_with_it() -> None:
     # Given a stored PDF with a drawing of its page 1 kept beside it
     fakes = Fakes()
-    ticket = fakes.files().start_upload(
-        principal("acme", "docs"),
-        collection_id="docs",
-        filename="r.pdf",
-        media_type="application/pdf",
-        byte_size=len(PDF),
-    )
-    landed = fakes.content.post(ticket.upload, PDF)
-    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    ticket, landed = stored_pdf(fakes)
     drawing = page_image_key(landed.key, 1)
     fakes.content.put(drawing, b"\x89PNG\r\n\x1a\n", content_type="image/png")
     stray = page_image_key(storage_key("acme", uuid4(), uuid4()), 1)
@@ -365,15 +355,7 @@ def test_a_drawing_of_an_earlier_drawing_revision_is_removed_and_the_current_one
     # Given a live PDF with a drawing of page 1 from before the drawing changed (no revision in its name), and one
     # of the current revision
     fakes = Fakes()
-    ticket = fakes.files().start_upload(
-        principal("acme", "docs"),
-        collection_id="docs",
-        filename="r.pdf",
-        media_type="application/pdf",
-        byte_size=len(PDF),
-    )
-    landed = fakes.content.post(ticket.upload, PDF)
-    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    _, landed = stored_pdf(fakes)
     current = page_image_key(landed.key, 1)
     earlier = current.replace(f"-r{DRAWING_REVISION}.png", ".png")
     assert earlier != current and is_superseded_drawing(earlier) and not is_superseded_drawing(current)
