@@ -9,6 +9,7 @@ import { caller, collectionsWith } from "./state.js";
 
 const CITED_KEY = "quire.cited";
 const MAX_KEPT_CITATIONS = 300;
+let addresses = null; // serialized snapshot → its id, for the snapshots kept in this tab
 
 /**
  * A search hit's citation as an address that survives a reload: the snapshot the API returned is kept in this
@@ -18,14 +19,18 @@ const MAX_KEPT_CITATIONS = 300;
 export function citationHref(citation) {
   const kept = keptCitations();
   const serialized = JSON.stringify(citation);
-  const found = kept.find(([, stored]) => JSON.stringify(stored) === serialized);
-  if (found) return `#/cite/${found[0]}`;
+  // One map from snapshot to id per storage state, not a serialization of every kept snapshot per hit.
+  if (!addresses) addresses = new Map(kept.map(([id, stored]) => [JSON.stringify(stored), id]));
+  const found = addresses.get(serialized);
+  if (found) return `#/cite/${found}`;
   const id = crypto.randomUUID();
   kept.push([id, citation]);
   // Over the tab's storage quota: the oldest go first (their addresses then say to search again).
   for (let keep = MAX_KEPT_CITATIONS; keep > 0; keep = Math.floor(keep / 2)) {
     try {
       sessionStorage.setItem(CITED_KEY, JSON.stringify(kept.slice(-keep)));
+      if (keep < kept.length) addresses = null; // the oldest were dropped: built again from what is kept
+      else addresses.set(serialized, id);
       break;
     } catch {
       // try again with fewer
@@ -52,11 +57,13 @@ function keptCitations() {
     // damaged: start again
   }
   sessionStorage.removeItem(CITED_KEY);
+  addresses = null;
   return [];
 }
 
 export function forgetCitations() {
   sessionStorage.removeItem(CITED_KEY);
+  addresses = null;
 }
 
 function hitItem(hit) {
