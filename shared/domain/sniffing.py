@@ -106,7 +106,27 @@ def mismatch(content: bytes, accepted: AcceptedType) -> str | None:
 
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-_ENCRYPTED_PACKAGE_STREAMS = frozenset({"EncryptionInfo", "EncryptedPackage"})
+
+
+def compound_file_name_key(name: str) -> str:
+    """A directory entry's name as MS-CFB compares it (2.6.4): without regard to case, each character
+    upper-cased by its simple (one-to-one) Unicode mapping. `str.upper` alone is the full mapping, which
+    turns "ß" into "SS"; a character whose full mapping is several takes its title case when that is one
+    character (the Greek letters with ypogegrammeni, whose simple upper case it is), else stays itself."""
+
+    def simple_upper(character: str) -> str:
+        upper = character.upper()
+        if len(upper) == 1:
+            return upper
+        title = character.title()
+        return title if len(title) == 1 else character
+
+    return "".join(simple_upper(character) for character in name)
+
+
+# Every name the directory is asked about is compared through compound_file_name_key, never as written:
+# a real writer may spell `EncryptionInfo` as `encryptionInfo` or `ENCRYPTIONINFO`.
+_ENCRYPTED_PACKAGE_STREAMS = frozenset(compound_file_name_key(name) for name in ("EncryptionInfo", "EncryptedPackage"))
 # An encrypted package's directory is a handful of entries; a legacy file's may be long, but only the
 # root storage's own streams matter, and those are few. A crafted file gets no further than this.
 _MAX_DIRECTORY_SECTORS = 32
@@ -187,7 +207,8 @@ class _CompoundFile:
         return b"".join(sectors)
 
     def root_stream_names(self) -> set[str]:
-        """The names of the streams directly in the root storage (its children's red-black tree)."""
+        """The names of the streams directly in the root storage (its children's red-black tree), as
+        `compound_file_name_key` compares them: the directory's own spelling is not significant."""
         directory = self._directory()
         entries = len(directory) // _DIRECTORY_ENTRY_BYTES
 
@@ -206,7 +227,8 @@ class _CompoundFile:
             current = entry(number)
             name_bytes = min(_u16(current, 64), 64)
             if current[66] == 2:  # a stream (1 is a storage)
-                names.add(current[: max(name_bytes - 2, 0)].decode("utf-16-le", errors="replace"))
+                name = current[: max(name_bytes - 2, 0)].decode("utf-16-le", errors="replace")
+                names.add(compound_file_name_key(name))
             pending.extend((_u32(current, 68), _u32(current, 72)))
         return names
 

@@ -19,11 +19,19 @@ from shared.adapters.parsers.pptx import PPTX_TYPE, PptxParser
 from shared.adapters.parsers.xlsx import XLSX_TYPE, XlsxParser
 from shared.domain.document import ExtractionFailure, ExtractionLimits
 from shared.domain.files import FailureReason
-from shared.domain.sniffing import SNIFF_PREFIX_BYTES, archive_mismatch, is_encrypted_office_package, mismatch
+from shared.domain.sniffing import (
+    SNIFF_PREFIX_BYTES,
+    archive_mismatch,
+    compound_file_name_key,
+    is_encrypted_office_package,
+    mismatch,
+)
 from shared.domain.uploads import accepted_type
 from shared.ports import DocumentParser
-from shared.services.upload_completion import RangedObject
+from shared.services.extraction import Extractor
+from shared.services.upload_completion import Completion, RangedObject
 from tests.conftest import REPO_ROOT
+from tests.fakes import Fakes, principal
 
 LIMITS = ExtractionLimits()
 EXAMPLE_DOCS = REPO_ROOT.parent / "shared" / "data" / "office" / "unstructured" / "example-docs"
@@ -277,3 +285,70 @@ def test_a_real_legacy_office_file_keeps_the_legacy_sentence(name: str, media_ty
     # Then it is refused as a legacy file
     assert reason is not None
     assert reason.endswith("it looks like a legacy Office (OLE) file")
+
+
+def encrypted_package_named(info_name: str, package_name: str) -> bytes:
+    """An encrypted package whose directory spells its two streams in other letter cases (MS-CFB compares
+    directory names without regard to case, so a writer may)."""
+    info = struct.pack("<HHI", 4, 4, 0x40) + b'<?xml version="1.0"?><encryption/>'
+    ciphertext = struct.pack("<Q", 9000) + os.urandom(9008)
+    return compound_file(Storage(streams={info_name: info, package_name: ciphertext}))
+
+
+OTHER_CASES = [
+    ("encryptionInfo", "ENCRYPTEDPACKAGE"),
+    ("ENCRYPTIONINFO", "encryptedpackage"),
+    ("EnCrYpTiOnInFo", "EncryptedPACKAGE"),
+]
+
+
+@pytest.mark.parametrize(("info_name", "package_name"), OTHER_CASES)
+def test_a_protected_package_whose_directory_spells_its_streams_in_other_cases_is_accepted_then_encrypted(
+    info_name: str, package_name: str
+) -> None:
+    # Given an encrypted package whose directory names its streams in another letter case
+    content = encrypted_package_named(info_name, package_name)
+    # When it lands (read range by range) and its declared type's parser reads it
+    reason = ranged_upload(content, DOCX_TYPE)
+    outcome = DocxParser().parse(content, LIMITS)
+    # Then it is accepted as declared, and ends `encrypted` with the sentence about the password
+    assert reason is None
+    assert isinstance(outcome, ExtractionFailure)
+    assert outcome.reason is FailureReason.ENCRYPTED
+    assert outcome.user_sentence == FailureReason.ENCRYPTED.user_sentence
+
+
+def test_a_protected_docx_with_lowercase_stream_names_fails_encrypted_through_the_upload_and_the_pipeline() -> None:
+    # Given a password-protected .docx whose OLE directory says `encryptionInfo` and `ENCRYPTEDPACKAGE`
+    content = encrypted_package_named("encryptionInfo", "ENCRYPTEDPACKAGE")
+    fakes = Fakes()
+    ticket = fakes.files().start_upload(
+        principal("acme", "docs"),
+        collection_id="docs",
+        filename="report.docx",
+        media_type=DOCX_TYPE,
+        byte_size=len(content),
+    )
+    # When it lands (the upload's sniff runs in its sandboxed child) and the pipeline extracts it
+    landed = fakes.content.post(ticket.upload, content)
+    assert fakes.completion().object_created(landed.key, landed.version_id, landed.byte_size) is Completion.STORED
+    extractor = Extractor([DocxParser()], ExtractionLimits(max_pages=50, timeout_seconds=30), memory_limit_bytes=None)
+    fakes.pipeline(extractor=extractor).run(fakes.workflow.started[-1])
+    # Then the version fails `encrypted`, with the sentence telling its owner to remove the password
+    found = fakes.metadata.find_version("acme", ticket.version_id)
+    assert found is not None
+    version = found[1]
+    assert version.rejection_reason is None
+    assert version.failure_reason is FailureReason.ENCRYPTED
+    assert version.failure_detail == "the file is password-protected"
+    assert "remove the protection" in version.failure_reason.user_sentence
+
+
+def test_directory_names_compare_as_the_compound_file_format_compares_them() -> None:
+    # Given names a writer may spell in any case, and characters whose full and simple upper cases differ
+    # When they are keyed for comparison
+    # Then case does not matter, and each character keeps to one character (the simple mapping)
+    assert compound_file_name_key("encryptionInfo") == compound_file_name_key("ENCRYPTIONINFO")
+    assert compound_file_name_key("\x05SummaryInformation") == "\x05SUMMARYINFORMATION"
+    assert compound_file_name_key("Straße") == "STRAßE"
+    assert compound_file_name_key("\u1fb3") == "\u1fbc"
