@@ -77,6 +77,16 @@ class Block(BaseModel):
         return len(self.text)
 
 
+class DoubtfulTextLayer(BaseModel):
+    """A page whose text layer is kept only until OCR reads the page: it says little of what the page shows,
+    or is not text (`reason` says which, in words a reader of the file's warnings understands)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page: int
+    reason: str
+
+
 class ExtractedDocument(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -84,6 +94,9 @@ class ExtractedDocument(BaseModel):
     blocks: tuple[Block, ...]
     page_count: int | None = None
     pages_without_text: tuple[int, ...] = ()
+    # Pages with a text layer not to be trusted: OCR reads them as it reads pages without text, and a page OCR
+    # returns text for gives its layer up (one OCR returns blank, or cannot read, keeps it).
+    doubtful_text_layers: tuple[DoubtfulTextLayer, ...] = ()
     warnings: tuple[str, ...] = ()
     truncated: bool = False
     # Pages (1-based; 1 for an image) whose text OCR recognised, and its character-weighted confidence.
@@ -267,6 +280,7 @@ class BlockCollector:
         *,
         page_count: int | None = None,
         pages_without_text: tuple[int, ...] = (),
+        doubtful_text_layers: tuple[DoubtfulTextLayer, ...] = (),
         warnings: tuple[str, ...] = (),
     ) -> ExtractedDocument:
         return ExtractedDocument(
@@ -274,6 +288,7 @@ class BlockCollector:
             blocks=tuple(self._blocks),
             page_count=page_count,
             pages_without_text=pages_without_text,
+            doubtful_text_layers=doubtful_text_layers,
             warnings=tuple(self.warnings) + warnings,
             truncated=self.truncated,
         )

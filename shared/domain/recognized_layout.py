@@ -203,6 +203,9 @@ def with_recognition(
         if not collector.add(block.model_copy(update={"heading_path": ()})):
             break
     still_without = tuple(page for page in document.pages_without_text if page not in with_text)
+    # A doubtful layer OCR replaced is gone; one OCR left (blank, or not read) is still doubtful. The warning
+    # naming why each was doubted stays: it is why OCR read those pages.
+    still_doubtful = tuple(layer for layer in document.doubtful_text_layers if layer.page not in with_text)
     warnings = [warning for warning in document.warnings if not warning.startswith(NO_TEXT_LAYER_WARNING_PREFIX)]
     if still_without:
         warnings.append(f"{len(still_without)} pages have no text: {_listed(still_without)}")
@@ -215,6 +218,7 @@ def with_recognition(
         document.media_type,
         page_count=document.page_count,
         pages_without_text=still_without,
+        doubtful_text_layers=still_doubtful,
         warnings=tuple(warnings),
     )
     # Cut by the extraction before OCR, or by the limits now: either way the document is not whole.

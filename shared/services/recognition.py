@@ -1,10 +1,10 @@
 """OCR and vision for what has no text of its own: PDF pages without a usable text layer, and images.
 
 The fallback is narrow on purpose (seeds/000 "OCR and vision"): only pages the text-layer parser found
-empty go to OCR (a mixed PDF keeps its text layer everywhere else), an image always does, and an
-encrypted or malformed document never reaches here — OCR would not fix it and would cost money to
-reach the same conclusion. An image is also described by a vision model where one is configured; the
-description is its own kind of block, never mixed with what OCR transcribed.
+empty, or whose layer it found not to be trusted, go to OCR (a mixed PDF keeps its text layer everywhere
+else), an image always does, and an encrypted or malformed document never reaches here — OCR would not fix
+it and would cost money to reach the same conclusion. An image is also described by a vision model where
+one is configured; the description is its own kind of block, never mixed with what OCR transcribed.
 """
 
 import functools
@@ -51,7 +51,10 @@ def recognition_plan(
 ) -> RecognitionPlan:
     image = media_type in IMAGE_TYPES
     every = tuple(range(1, (document.page_count or 1) + 1))
-    wanted = every if image or every_page else document.pages_without_text
+    # A page whose text layer is not trusted is read like a page without one (its layer stays until OCR
+    # returns text for it).
+    untrusted = {layer.page for layer in document.doubtful_text_layers}
+    wanted = every if image or every_page else tuple(sorted({*document.pages_without_text, *untrusted}))
     return RecognitionPlan(
         ocr_pages=wanted[:max_pages],
         unread_pages=wanted[max_pages:],
@@ -212,7 +215,9 @@ class PageRecognition:
         elif plan.ocr_pages:
             reason = ocr.reason if isinstance(ocr, CapabilityUnavailable) else self._ocr.capability().reason
             reason = reason or "no OCR engine is configured"
-            notes.append(f"pages {_listed(plan.ocr_pages)} have no text layer and OCR is unavailable here: {reason}")
+            untrusted = any(layer.page in plan.ocr_pages for layer in document.doubtful_text_layers)
+            what = "have no text layer, or one not trusted," if untrusted else "have no text layer"
+            notes.append(f"pages {_listed(plan.ocr_pages)} {what} and OCR is unavailable here: {reason}")
             recognition = Recognition(ocr_state=OcrState.UNAVAILABLE, ocr_detail=reason)
         if plan.unread_pages:
             notes.append(

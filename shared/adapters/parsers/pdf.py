@@ -6,7 +6,9 @@ each character's box and font size. The lines become blocks by the rules OCR out
 that the page's content does not draw: each becomes a paragraph on its page, with its box, among the
 page's blocks where it sits. Pages without a usable text layer (a form's values count as text, comments
 do not) are recorded, not failed: OCR reads them next (a scan with no text layer at all is an empty
-document with every page listed). Before PDFium opens the file, its streams are counted as they would
+document with every page listed). So are pages whose layer is not to be trusted, with the reason
+(pdf_text_layer.py: implausible text, or a scan whose layer covers little of its writing); their layer is
+kept until OCR returns text for them. Before PDFium opens the file, its streams are counted as they would
 decode (pdf_inflation.py).
 """
 
@@ -19,10 +21,12 @@ from functools import cache
 from typing import Any
 
 from shared.adapters.parsers.pdf_inflation import inflation_failure
+from shared.adapters.parsers.pdf_text_layer import TextLayerJudge
 from shared.domain.document import (
     Block,
     BlockCollector,
     BlockKind,
+    DoubtfulTextLayer,
     ExtractionFailure,
     ExtractionLimits,
     ExtractionOutcome,
@@ -68,14 +72,18 @@ class PdfParser(DocumentParser):
                     detail=f"the document has {pages} pages; the limit is {limits.max_pages}",
                 )
             form = _form(document)
+            judge = TextLayerJudge()
             lines: list[TextLine] = []
             without_text: list[int] = []
+            doubtful: list[DoubtfulTextLayer] = []
             marks: dict[int, list[Block]] = {}
             rotations: dict[int, int] = {}
             warnings: list[str] = []
             for number in range(1, pages + 1):
                 try:
-                    page_lines, page_marks, rotations[number] = _read_page(document[number - 1], number, form, warnings)
+                    page_lines, page_marks, rotations[number], doubt = _read_page(
+                        document[number - 1], number, form, warnings, judge
+                    )
                 except pdfium.PdfiumError as error:
                     _log.warning("PDFium could not read page %d: %s", number, error)
                     return ExtractionFailure(reason=FailureReason.MALFORMED, detail=damaged_page_detail(number))
@@ -85,6 +93,8 @@ class PdfParser(DocumentParser):
                     without_text.append(number)
                 else:
                     lines.extend(page_lines)
+                    if doubt is not None:
+                        doubtful.append(DoubtfulTextLayer(page=number, reason=doubt))
                 marks[number] = [mark.block for mark in page_marks]
         finally:
             document.close()
@@ -94,10 +104,13 @@ class PdfParser(DocumentParser):
             # Boxes are of the page as it is displayed (as OCR's are, read from the rendered page): /Rotate applied.
             if not collector.add(_turned(block, rotations.get(block.location.page or 0, 0))):
                 break
-        if without_text:
-            warnings.append(f"{NO_TEXT_LAYER_WARNING_PREFIX} {_pages(without_text)} (of {pages})")
+        warnings.extend(_text_layer_warnings(without_text, doubtful, judge.unchecked, pages))
         return collector.document(
-            PDF_TYPE, page_count=pages, pages_without_text=tuple(without_text), warnings=tuple(warnings)
+            PDF_TYPE,
+            page_count=pages,
+            pages_without_text=tuple(without_text),
+            doubtful_text_layers=tuple(doubtful),
+            warnings=tuple(warnings),
         )
 
 
@@ -130,6 +143,30 @@ def _open(content: bytes, limits: ExtractionLimits) -> Any:
         return ExtractionFailure(reason=FailureReason.MALFORMED, detail=UNOPENABLE_PDF_DETAIL)
 
 
+def _text_layer_warnings(
+    without_text: list[int], doubtful: list[DoubtfulTextLayer], unchecked: list[int], pages: int
+) -> list[str]:
+    """Pages without a text layer; pages whose layer is not trusted, and why (the first 20 with their reasons);
+    pages whose layer was not checked against their scan."""
+    warnings: list[str] = []
+    if without_text:
+        warnings.append(f"{NO_TEXT_LAYER_WARNING_PREFIX} {_pages(without_text)} (of {pages})")
+    if doubtful:
+        shown = "; ".join(f"page {layer.page}: {layer.reason}" for layer in doubtful[:20])
+        more = f"; and {len(doubtful) - 20} more pages" if len(doubtful) > 20 else ""
+        warnings.append(f"{DOUBTFUL_TEXT_LAYER_WARNING_PREFIX} {shown}{more}")
+    if unchecked:
+        warnings.append(
+            f"the text layers of pages {_pages(unchecked)} were not checked against their scanned image"
+            " (the image pixels decoded to check them are bounded per document)"
+        )
+    return warnings
+
+
+# Said once per document; the reasons name what was measured ("text layer covers 6% of the inked area").
+DOUBTFUL_TEXT_LAYER_WARNING_PREFIX = "text layers not trusted, so OCR reads these pages where it can:"
+
+
 def _pages(numbers: list[int]) -> str:
     shown = ", ".join(str(n) for n in numbers[:20])
     return shown + (f" and {len(numbers) - 20} more" if len(numbers) > 20 else "")
@@ -139,8 +176,11 @@ def _visible(text: str) -> int:
     return len(text) - text.count(" ")
 
 
-def _read_page(page: Any, number: int, form: Any, warnings: list[str]) -> tuple[list[TextLine], list["_Mark"], int]:
-    """The page's lines of text, the text of its form fields and comments, and how far /Rotate turns it."""
+def _read_page(
+    page: Any, number: int, form: Any, warnings: list[str], judge: TextLayerJudge
+) -> tuple[list[TextLine], list["_Mark"], int, str | None]:
+    """The page's lines of text, the text of its form fields and comments, how far /Rotate turns it, and why
+    its text layer is not to be trusted (None when it is, or there is too little of one to judge)."""
     # The visible page (crop box within the media box) in user space (y up): boxes are measured from its own
     # top-left corner, wherever it sits, and normalised to its size. get_bbox, not get_cropbox: the boxes are
     # inheritable from the page tree (fpdf2 writes them there), and get_cropbox reads only the page's own
@@ -154,7 +194,12 @@ def _read_page(page: Any, number: int, form: Any, warnings: list[str]) -> tuple[
                 f"page {number} has {characters} characters: only the first {MAX_PAGE_CHARACTERS} were read"
             )
         lines = _page_lines(textpage, number, crop, min(characters, MAX_PAGE_CHARACTERS))
-        return lines, _marks(page, textpage, number, crop, form=form, warnings=warnings), page.get_rotation() % 360
+        marks = _marks(page, textpage, number, crop, form=form, warnings=warnings)
+        rotation = page.get_rotation() % 360
+        doubt = None
+        if sum(_visible(line.text) for line in lines) >= MIN_PAGE_CHARACTERS:
+            doubt = judge.doubt(page, textpage, lines, number=number, crop=crop, rotation=rotation)
+        return lines, marks, rotation, doubt
     finally:
         textpage.close()
         page.close()
