@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
-.PHONY: demo test test-unit test-integration test-infra test-e2e bench eval eval-answers fuzz sweep lint typecheck fmt clean venv layer synth browser screenshots
+.PHONY: demo test test-unit test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser screenshots
 
 venv: $(INSTALLED)
 
@@ -98,6 +98,12 @@ bench: $(INSTALLED)
 SWEEP_DATA ?= ../shared/data
 sweep: $(INSTALLED)
 	$(BIN)/python -m bench.sweep --data $(SWEEP_DATA)
+
+# The crash drill with many more kills than `make test`'s four: the stack killed with SIGKILL at random moments while
+# it takes uploads, deletions and reads; nothing acknowledged may be lost (docs/local-stack.md).
+CRASH_KILLS ?= 40
+crash: $(INSTALLED)
+	QUIRE_CRASH_KILLS=$(CRASH_KILLS) $(BIN)/pytest -q -s tests/e2e/test_crash_durability.py
 
 # The parsers' fuzz tests (byte-level and structured) with many more examples than `make test` runs.
 FUZZ_EXAMPLES ?= 3000

@@ -75,7 +75,7 @@ from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
 from shared.services.page_images import PageImages
 from shared.services.pdf_tools import PdfTools
-from shared.services.pipeline import IngestionPipeline
+from shared.services.pipeline import IngestionPipeline, StepRetry
 from shared.services.recognition import Recognizers
 from shared.services.reconciliation import ReconcileBudget, Reconciler, ReconcileThresholds
 from shared.services.reindexing import Reindexer
@@ -370,6 +370,8 @@ class Container:
             recognizers=Recognizers(ocr=self.ocr, vision=self.vision),
             ledger=self.usage_ledger,
             spend=self.spend_limits,
+            # Step Functions retries a step's infrastructure errors on AWS; the local runner does the same.
+            retry=StepRetry(transient=infrastructure_outage) if self._local else None,
         )
 
     @cached_property
@@ -552,28 +554,46 @@ class Container:
 
     @cached_property
     def upload_completion(self) -> UploadCompletion:
+        return self._upload_completion(stale_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds))
+
+    def _upload_completion(self, *, stale_after: timedelta) -> UploadCompletion:
         return UploadCompletion(
             self.file_metadata,
             self.file_metadata,
             self.content,
             self.workflow,
             self.malware_scanning,
-            stale_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
+            stale_after=stale_after,
         )
 
     @cached_property
     def reconciler(self) -> Reconciler:
+        thresholds = ReconcileThresholds(
+            pending_after=timedelta(seconds=self.settings.reconcile_pending_after_seconds),
+            stuck_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
+        )
+        return self._reconciler(thresholds, self.upload_completion)
+
+    def reconciler_after_restart(self) -> Reconciler:
+        """The local stack's sweep as it starts: nothing it was running before survived its stop (or its crash),
+        so lost uploads are completed and interrupted processing and renders are taken up again at once, not
+        after the usual thresholds. Pending uploads whose bytes never came still wait for their URLs to expire."""
+        thresholds = ReconcileThresholds.after_restart(
+            pending_after=timedelta(seconds=self.settings.reconcile_pending_after_seconds)
+        )
+        return self._reconciler(thresholds, self._upload_completion(stale_after=timedelta(0)), from_the_top=True)
+
+    def _reconciler(
+        self, thresholds: ReconcileThresholds, completion: UploadCompletion, *, from_the_top: bool = False
+    ) -> Reconciler:
         from shared.adapters.postgres.sweep_progress import PostgresSweepProgress
 
         return Reconciler(
             self.file_metadata,
             self.file_metadata,
             self.content,
-            self.upload_completion,
-            ReconcileThresholds(
-                pending_after=timedelta(seconds=self.settings.reconcile_pending_after_seconds),
-                stuck_after=timedelta(seconds=self.settings.reconcile_stuck_after_seconds),
-            ),
+            completion,
+            thresholds,
             progress=PostgresSweepProgress(self.database),
             budget=ReconcileBudget(
                 tenants=timedelta(seconds=self.settings.reconcile_tenants_budget_seconds),
@@ -581,6 +601,7 @@ class Container:
             ),
             renders=self.exports,
             derived_owners=(self.artifacts, self.document_writer),
+            from_the_top=from_the_top,
         )
 
     @cached_property
@@ -702,6 +723,12 @@ class Container:
 
 StepRequest = TypeVar("StepRequest", bound=StepInput)
 LambdaStep = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def infrastructure_outage(error: BaseException) -> bool:
+    """Whether `error` is the infrastructure not answering (the database restarting, a throttled service), which a
+    later try may not meet, rather than a bug: the API answers the first 503 with Retry-After."""
+    return isinstance(error, InfrastructureUnavailable) or is_transient(error)
 
 
 def workflow_step(reads: type[StepRequest]) -> Callable[[Callable[[StepRequest, Any], StepOutcome]], LambdaStep]:

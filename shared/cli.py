@@ -343,6 +343,7 @@ def _print_reconcile_report(report: dict[str, Any]) -> None:
         f" processing asked again: {len(report['processingRequested'])};"
         f" stuck (attempts spent): {len(report['stuckVersions'])};"
         f" bytes without a row: {len(report['bytesWithoutRow'])};"
+        f" rows without bytes: {len(report['rowsWithoutBytes'])};"
         f" stalled renders resubmitted: {report['rendersResubmitted']}"
     )
 

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     # and one tenant's turn takes at most `turn`; the next run resumes each tenant where its turn stopped.
     reconcile_tenants_budget_seconds: float = Field(default=600, gt=0, le=720)
     reconcile_tenant_turn_seconds: float = Field(default=60, gt=0, le=720)
+    # The local stack reconciles as it starts (what a stop or a crash cut off is taken up at once) and then this
+    # often, as EventBridge Scheduler does on AWS; 0 turns the repeat off (the start's sweep always runs).
+    local_reconcile_interval_seconds: int = Field(default=900, ge=0)
     # "guardduty": GuardDuty Malware Protection for S3 scans every upload and only a clean verdict starts
     # processing (set by the CDK app when the environment turns it on); "off": files are processed unscanned.
     malware_scanning: Literal["off", "guardduty"] = "off"

@@ -67,7 +67,7 @@ class FileContentStore(Protocol):
 
     def get(self, key: str, *, version_id: str | None = None, max_bytes: int) -> bytes:
         """Read at most `max_bytes`; a larger object raises ValueError naming the limit (never truncates), one
-        that is not there (a deleted version, say) raises FileNotFoundError."""
+        that is not there (a deleted version, say) raises `domain.errors.StoredBytesMissing` (a FileNotFoundError)."""
         ...
 
     def get_versioned(self, key: str, *, max_bytes: int) -> tuple[bytes, str | None]:
@@ -75,7 +75,7 @@ class FileContentStore(Protocol):
         ...
 
     def read_range(self, key: str, *, version_id: str | None, start: int, length: int) -> bytes:
-        """`length` bytes from `start` (fewer at the end of the object)."""
+        """`length` bytes from `start` (fewer at the end of the object); a missing object as `get`."""
         ...
 
     def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:

@@ -27,7 +27,7 @@ from shared.domain.audit import ToolCall, ToolCallRecord
 from shared.domain.auth import Principal, Role, with_role
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import BlockKind, ExtractionLimits
-from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, NotFound
+from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, NotFound, StoredBytesMissing
 from shared.domain.files import (
     LIVE_STATES,
     MAX_STALLED_RETRIES,
@@ -69,7 +69,7 @@ from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
 from shared.services.limits import SpendLimits
-from shared.services.pipeline import IngestionPipeline
+from shared.services.pipeline import IngestionPipeline, StepRetry
 from shared.services.recognition import Recognizers
 from shared.services.reconciliation import ReconcileBudget, Reconciler, ReconcileThresholds
 from shared.services.reindexing import Reindexer
@@ -721,7 +721,7 @@ class FakeContentStore(FileContentStore):
     def _read(self, key: str, version_id: str | None, max_bytes: int) -> _Object:
         found = self._find(key, version_id)
         if found is None:
-            raise FileNotFoundError(f"no object {key!r} (version {version_id})")
+            raise StoredBytesMissing(key, version_id)
         if len(found.body) > max_bytes:
             raise ValueError(f"object is {len(found.body)} bytes; the limit is {max_bytes}")
         return found
@@ -731,7 +731,7 @@ class FakeContentStore(FileContentStore):
             return b""
         found = self._find(key, version_id)
         if found is None:
-            raise FileNotFoundError(f"no object {key!r} (version {version_id})")
+            raise StoredBytesMissing(key, version_id)
         return found.body[start : start + length]
 
     def head(self, key: str, *, version_id: str | None = None) -> StoredObject | None:
@@ -1262,7 +1262,13 @@ class Fakes:
         return Indexer(self.knowledge, embedder or self.embedder, max_chunk_tokens=64)
 
     def pipeline(
-        self, *, extractor: Extractor | None = None, indexer: Indexer | None = None, spend: SpendLimits | None = None
+        self,
+        *,
+        extractor: Extractor | None = None,
+        indexer: Indexer | None = None,
+        spend: SpendLimits | None = None,
+        retry: StepRetry | None = None,
+        sleep: Callable[[float], None] = lambda seconds: None,
     ) -> IngestionPipeline:
         return IngestionPipeline(
             self.metadata,
@@ -1272,8 +1278,9 @@ class Fakes:
             indexer or self.indexer(),
             recognizers=Recognizers(ocr=UnavailableOcr("no OCR in unit tests"), vision=UnavailableVision("none")),
             ledger=self.ledger,
-            sleep=lambda seconds: None,
+            sleep=sleep,
             spend=spend,
+            retry=retry,
         )
 
     def __post_init__(self) -> None:
@@ -1286,16 +1293,19 @@ class Fakes:
         *,
         budget: ReconcileBudget | None = None,
         clock: Callable[[], float] | None = None,
+        stale_after: timedelta = timedelta(hours=1),
+        from_the_top: bool = False,
     ) -> Reconciler:
         return Reconciler(
             self.metadata,
             self.metadata,
             self.content,
-            self.completion(),
+            self.completion(stale_after=stale_after),
             thresholds or ReconcileThresholds(),
             progress=self.progress,
             budget=budget or ReconcileBudget(),
             clock=clock or time.monotonic,
+            from_the_top=from_the_top,
         )
 
     def reindexer(self, embedder: EmbeddingProvider | None = None) -> Reindexer:

@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from shared.bootstrap import infrastructure_outage
 from shared.domain.artifacts import VersionConflict
 from shared.domain.errors import (
     CapabilityUnavailable,
@@ -17,11 +18,18 @@ from shared.domain.errors import (
     NotFound,
     NotReady,
     PayloadTooLarge,
+    StoredBytesMissing,
     Unauthenticated,
     UnsupportedMediaType,
     VersionDeleted,
 )
 from shared.domain.exports import RenderFailed
+
+# What a caller is told when the infrastructure did not answer (never which part, nor its address).
+UNAVAILABLE = (
+    "Quire's storage or database did not answer, so this request may not have been carried out: try again shortly"
+)
+RETRY_AFTER_SECONDS = 2
 
 
 def _json(status: int, body: dict[str, object]) -> Response[str]:
@@ -108,6 +116,11 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     def _not_ready(error: NotReady) -> Response[str]:
         return _json(409, {"error": "not_ready", "message": str(error)})
 
+    @app.exception_handler(StoredBytesMissing)
+    def _bytes_missing(_: StoredBytesMissing) -> Response[str]:
+        # Gone from storage though a row says stored: the caller is told, never a 500 (and never the key).
+        return _json(410, {"error": "content_missing", "message": StoredBytesMissing.SENTENCE})
+
     @app.exception_handler(PayloadTooLarge)
     def _too_large(error: PayloadTooLarge) -> Response[str]:
         return _json(413, {"error": "too_large", "message": str(error)})
@@ -131,6 +144,19 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         return _json(
             503,
             {"error": "capability_unavailable", "capability": error.capability, "message": error.reason},
+        )
+
+    @app.exception_handler(Exception)
+    def _infrastructure(error: Exception) -> Response[str]:
+        # The database restarting, a connection dropped, a service throttling: the caller may try again shortly
+        # (503 with Retry-After, as API Gateway says of a throttled function). Anything else is a bug: re-raised.
+        if not infrastructure_outage(error):
+            raise error
+        return Response(
+            status_code=503,
+            content_type=content_types.APPLICATION_JSON,
+            body=json.dumps({"error": "unavailable", "message": UNAVAILABLE}),
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         )
 
     @app.not_found

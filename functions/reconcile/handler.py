@@ -18,6 +18,7 @@ REPORTED_COUNTS = (
     "pendingWithoutBytes",
     "processingRequested",
     "bytesWithoutRow",
+    "rowsWithoutBytes",
     "objectsScanned",
     "stuckVersions",
     "staleWorkRemoved",

@@ -26,6 +26,7 @@ from shared.domain.errors import (
     NotFound,
     NotReady,
     PayloadTooLarge,
+    StoredBytesMissing,
     UnsupportedMediaType,
 )
 from shared.domain.exports import RenderFailed
@@ -199,6 +200,7 @@ _PLAIN_REFUSALS: tuple[tuple[type[Exception], str, str | None, bool], ...] = (
     (PayloadTooLarge, "too_large", None, False),
     (Conflict, "conflict", None, False),
     (InvalidRequest, "invalid_arguments", None, False),
+    (StoredBytesMissing, "content_missing", None, False),
 )
 
 

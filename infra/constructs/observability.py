@@ -36,13 +36,14 @@ RECONCILE_METRICS = (
     "pendingWithoutBytes",
     "processingRequested",
     "bytesWithoutRow",
+    "rowsWithoutBytes",
     "objectsScanned",
     STUCK_VERSIONS,
     "staleWorkRemoved",
     "rendersResubmitted",
 )
 # Gauges (how many there are at the end of a run), graphed by their maximum; the rest are actions taken, summed.
-_RECONCILE_GAUGES = frozenset({"objectsScanned", STUCK_VERSIONS})
+_RECONCILE_GAUGES = frozenset({"objectsScanned", STUCK_VERSIONS, "rowsWithoutBytes"})
 
 PERIOD = cdk.Duration.minutes(5)
 # A function error that a retry absorbed is not worth a page (a failed execution alarms on its own); errors

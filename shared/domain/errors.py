@@ -49,6 +49,22 @@ class NotReady(QuireError):
     """The caller may see the resource, but it cannot do this yet (no stored bytes, say)."""
 
 
+class StoredBytesMissing(QuireError, FileNotFoundError):
+    """Bytes a row says are stored are not in storage (removed outside Quire: a lifecycle rule, a hand-deleted
+    object). A FileNotFoundError, so that a deletion racing a read is still told apart where it matters; the API
+    answers 410 with `SENTENCE`, never the storage key (`key` is for the log). Reconciliation reports the row."""
+
+    SENTENCE = (
+        "the stored bytes of this file version are missing from storage (removed outside Quire); reconciliation"
+        " reports it: upload the file again"
+    )
+
+    def __init__(self, key: str, version_id: str | None = None) -> None:
+        super().__init__(self.SENTENCE)
+        self.key = key
+        self.version_id = version_id
+
+
 class PayloadTooLarge(QuireError):
     """A declared size over a limit; the message names the limit."""
 

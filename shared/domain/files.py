@@ -78,6 +78,7 @@ class FailureReason(StrEnum):
     OCR_FAILED = "ocr-failed"
     NO_TEXT_FOUND = "no-text-found"
     SPEND_LIMIT = "spend-limit"
+    BYTES_MISSING = "bytes-missing"
 
     @property
     def user_sentence(self) -> str:
@@ -102,6 +103,10 @@ _USER_SENTENCES: dict[FailureReason, str] = {
     FailureReason.SPEND_LIMIT: (
         "The tenant's daily text-recognition limit was spent before this document was read: scan it again after"
         " 00:00 UTC."
+    ),
+    FailureReason.BYTES_MISSING: (
+        "The uploaded bytes are missing from storage (removed outside Quire), so there is nothing to read: upload"
+        " the file again."
     ),
 }
 

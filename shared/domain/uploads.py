@@ -156,9 +156,13 @@ def check_declared_size(byte_size: int, limit: int) -> None:
         raise InvalidRequest("byteSize must be at least 1: an empty file has nothing to store")
 
 
+# Where every original lives (derived objects, work and OCR copies live elsewhere): S3 announces only these.
+ORIGINALS_PREFIX = "tenants/"
+
+
 def file_prefix(tenant_id: str, file_id: UUID) -> str:
     """Where every version of one file is kept (each version's key starts with it)."""
-    return f"tenants/{tenant_id}/files/{file_id}/"
+    return f"{ORIGINALS_PREFIX}{tenant_id}/files/{file_id}/"
 
 
 def storage_key(tenant_id: str, file_id: UUID, version_id: UUID) -> str:

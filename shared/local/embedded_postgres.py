@@ -13,6 +13,7 @@ import socket
 import stat
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -24,6 +25,8 @@ ADMIN_USER = "quire_admin"
 DATABASE_NAME = "quire"
 # PostgreSQL refuses to run as root; pgserver's convention for the unprivileged account.
 _SERVICE_ACCOUNT = "pgserver"
+# pg_ctl start is tried this many times, a second apart (a killed server's backends may linger a moment).
+_START_ATTEMPTS = 5
 
 
 class EmbeddedPostgresError(Exception):
@@ -164,9 +167,6 @@ class EmbeddedPostgres:
                 "\n# Quire embedded defaults\n"
                 "listen_addresses = '127.0.0.1'\n"
                 "unix_socket_directories = ''\n"
-                # A laptop database: losing the last few hundred ms of commits on a crash is fine,
-                # corrupting data is not (fsync stays on).
-                "synchronous_commit = off\n"
                 "max_connections = 100\n"
             )
 
@@ -210,23 +210,47 @@ class EmbeddedPostgres:
             # A server left behind by a crashed supervisor: stop it so that we own its lifetime.
             self.stop()
         port = free_port(preferred_port)
-        self._run(
-            "pg_ctl",
-            "-D",
-            str(self.data_dir),
-            "-l",
-            str(self.data_dir / "server.log"),
-            "-o",
-            f"-p {port}",
-            "-w",
-            "-t",
-            "60",
-            "start",
-            timeout=90,
-        )
+        for attempt in range(_START_ATTEMPTS):
+            self._remove_stale_lock()
+            try:
+                self._run(
+                    "pg_ctl",
+                    "-D",
+                    str(self.data_dir),
+                    "-l",
+                    str(self.data_dir / "server.log"),
+                    "-o",
+                    # Every commit is on disk before it is acknowledged, whatever an earlier build's postgresql.conf
+                    # says (it turned synchronous_commit off): the stack may not lose what it answered for to a kill.
+                    f"-p {port} -c synchronous_commit=on",
+                    "-w",
+                    "-t",
+                    "60",
+                    "start",
+                    timeout=90,
+                )
+                break
+            except EmbeddedPostgresError:
+                # The backends of a server killed a moment ago may still hold its shared memory for a while.
+                if attempt == _START_ATTEMPTS - 1:
+                    raise
+                time.sleep(1)
         address = ServerAddress("127.0.0.1", port)
         self._ensure_database(address)
         return address
+
+    def _remove_stale_lock(self) -> None:
+        """A postmaster killed with SIGKILL leaves postmaster.pid behind, naming a pid that may linger as a zombie
+        until something reaps it (a container's init may take its time): PostgreSQL then takes the pid for a live
+        server and refuses to start. No postmaster of this data directory runs (checked just before), so the
+        lock is stale; PostgreSQL still refuses if a backend of the dead server holds its shared memory."""
+        lock = self.data_dir / "postmaster.pid"
+        try:
+            pid = int(lock.read_text(encoding="utf-8").splitlines()[0])
+        except (OSError, ValueError, IndexError):
+            return
+        if not self._is_our_postmaster(pid):
+            lock.unlink(missing_ok=True)
 
     def _ensure_database(self, address: ServerAddress) -> None:
         import psycopg

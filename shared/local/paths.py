@@ -57,7 +57,13 @@ class StackPaths:
         return self.root / "console-sign-in.key"
 
     @property
-    def s3_snapshot(self) -> Path:
+    def s3_objects(self) -> Path:
+        """The local S3's buckets, every object version written through before S3 answers."""
+        return self.root / "s3"
+
+    @property
+    def legacy_s3_snapshot(self) -> Path:
+        """Where a stack of an earlier build kept its objects (written on a clean stop only); imported once."""
         return self.root / "s3-snapshot.pickle"
 
     @property
@@ -69,7 +75,7 @@ class StackPaths:
         self.root.mkdir(mode=0o700, exist_ok=True)
         if self.root.stat().st_mode & 0o007:
             self.root.chmod(self.root.stat().st_mode & 0o770)
-        for private in (self.log, self.s3_snapshot, self.state, self.ports):
+        for private in (self.log, self.legacy_s3_snapshot, self.state, self.ports):
             if private.exists() and private.stat().st_mode & 0o077:
                 private.chmod(0o600)
         ignore = self.root / ".gitignore"

@@ -1,24 +1,24 @@
-"""S3 on 127.0.0.1: moto in server mode, with its objects kept across `quire down` / `quire up`.
+"""S3 on 127.0.0.1: moto in server mode, written through to disk (`shared/local/durable_s3.py`).
 
-moto keeps everything in memory. On a clean shutdown the buckets (every object version, delete
-markers and bucket settings included) are written to a snapshot under `.quire/`, and restored on the
-next start, so version ids stay valid. moto's versioned key store pickles only the newest version of
-each key, so it is reduced explicitly to its full version lists. A killed supervisor loses what
-changed since the last snapshot: `quire status` says so.
+Every change a request makes (object versions, delete markers, tags, bucket settings) is on disk, synced,
+before S3's answer leaves the server, and is read back on the next start: what the local S3 acknowledged
+survives `kill -9`, as it would on S3. Object bytes are read from their files, so the server's memory holds
+metadata only.
 
-S3 announces each new object to EventBridge on AWS; moto does not, so this server does it itself:
-every object moto stores is reported to `on_object_created` as the same "Object Created" event.
+S3 announces each new object to EventBridge on AWS; moto does not, so this server does it itself: every object
+version a request stored is reported to `on_object_created` as the same "Object Created" event, once it is
+on disk.
+
+A stack of an earlier build kept its objects in `.quire/s3-snapshot.pickle`, written on a clean stop; such a
+snapshot is read once, written through, and renamed `*.imported`.
 """
 
-import copyreg
-import io
 import logging
 import pickle
 import threading
-import time
 import types
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,9 @@ from moto.s3.models import s3_backends
 from moto.s3.utils import _VersionedKeyStore
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from shared.local.durable_s3 import CreatedObject, DurableBuckets
+from shared.local.s3_changes import DurableRequests
+
 DEFAULT_ACCOUNT = "123456789012"
 _PARTITION = "aws"
 _DRAIN_SECONDS = 10
@@ -38,14 +41,11 @@ ObjectCreatedListener = Callable[[dict[str, Any]], None]
 
 
 def _rebuild_key_store(lists: dict[str, list[Any]]) -> _VersionedKeyStore:
+    """How snapshots of earlier builds stored a bucket's keys (pickle names this function): read on upgrade."""
     store = _VersionedKeyStore()
     for name, versions in lists.items():
         store.setlist(name, versions)
     return store
-
-
-def _reduce_key_store(store: _VersionedKeyStore) -> tuple[Any, tuple[dict[str, list[Any]]]]:
-    return _rebuild_key_store, ({name: list(versions) for name, versions in store.lists()},)
 
 
 class _Untracked(list[Any]):
@@ -84,11 +84,6 @@ def _listing_without_copies(backend: Any) -> None:
     backend.list_object_versions = types.MethodType(patched, backend)
 
 
-class _SnapshotPickler(pickle.Pickler):
-    dispatch_table = copyreg.dispatch_table.copy()
-    dispatch_table[_VersionedKeyStore] = _reduce_key_store
-
-
 def object_created_event(bucket: str, key: str, version_id: str | None, size: int, etag: str) -> dict[str, Any]:
     """The EventBridge "Object Created" event S3 sends (events/s3_object_created.json has one)."""
     return {
@@ -112,40 +107,21 @@ def object_created_event(bucket: str, key: str, version_id: str | None, size: in
     }
 
 
-class _InFlight:
-    """WSGI middleware counting requests being served, so shutdown can wait for them to finish."""
-
-    def __init__(self, app: Any) -> None:
-        self._app = app
-        self._count = 0
-        self._lock = threading.Condition()
-
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-        with self._lock:
-            self._count += 1
-        try:
-            # Materialised here so the count covers the whole response, not just its first byte.
-            return list(self._app(environ, start_response))
-        finally:
-            with self._lock:
-                self._count -= 1
-                self._lock.notify_all()
-
-    def wait_idle(self, timeout: float) -> bool:
-        with self._lock:
-            return self._lock.wait_for(lambda: self._count == 0, timeout=timeout)
-
-
 class LocalS3Server:
     def __init__(
-        self, snapshot_file: Path, *, port: int, on_object_created: ObjectCreatedListener | None = None
+        self,
+        data_dir: Path,
+        *,
+        port: int,
+        on_object_created: ObjectCreatedListener | None = None,
+        legacy_snapshot: Path | None = None,
     ) -> None:
-        self.snapshot_file = snapshot_file
+        self.data_dir = data_dir
         self.port = port
         self._listener = on_object_created
+        self._legacy_snapshot = legacy_snapshot
         self._server: BaseWSGIServer | None = None
-        self._app: _InFlight | None = None
-        self._original_put_object: Any = None
+        self._app: DurableRequests | None = None
 
     @property
     def endpoint(self) -> str:
@@ -156,61 +132,43 @@ class LocalS3Server:
         return s3_backends[DEFAULT_ACCOUNT][_PARTITION]
 
     def start(self) -> int:
-        """Start serving; returns how many buckets were restored from the snapshot."""
+        """Read what is on disk back and start serving; returns how many buckets were restored."""
         # A long-lived server must hold only what its buckets hold (every listing once leaked a bucket's copy).
         _stop_tracking_instances()
         _listing_without_copies(self._backend())
-        restored = 0
-        if self.snapshot_file.exists():
-            with self.snapshot_file.open("rb") as snapshot:
-                buckets = pickle.load(snapshot)  # noqa: S301 - our own file, written by snapshot()
-            self._backend().buckets.update(buckets)
-            restored = len(buckets)
-        if self._listener is not None:
-            self._announce_new_objects(self._listener)
-        self._app = _InFlight(DomainDispatcherApplication(create_backend_app))
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        store = DurableBuckets(self.data_dir, self._backend())
+        imported = self._import_legacy_snapshot(store)
+        restored = store.restore()
+        if imported:
+            _log.info("an earlier build's snapshot was imported: %s buckets, now kept in %s", restored, self.data_dir)
+        self._app = DurableRequests(DomainDispatcherApplication(create_backend_app), store, self._announce)
         self._server = make_server("127.0.0.1", self.port, self._app, threaded=True, request_handler=MotoRequestHandler)
         threading.Thread(target=self._server.serve_forever, name="quire-local-s3", daemon=True).start()
         return restored
 
-    def _announce_new_objects(self, listener: ObjectCreatedListener) -> None:
-        backend = self._backend()
-        original = backend.put_object
-        self._original_put_object = original
+    def _import_legacy_snapshot(self, store: DurableBuckets) -> bool:
+        """A snapshot of an earlier build (written on its last clean stop) becomes the store, once."""
+        snapshot = self._legacy_snapshot
+        if snapshot is None or not snapshot.exists() or not store.is_empty():
+            return False
+        with snapshot.open("rb") as handle:
+            buckets = pickle.load(handle)  # noqa: S301 - our own file, written by an earlier build of this server
+        self._backend().buckets.update(buckets)
+        store.persist_everything()
+        snapshot.replace(snapshot.with_name(snapshot.name + ".imported"))
+        return True
 
-        def put_object(bucket_name: str, key_name: str, *args: Any, **kwargs: Any) -> Any:
-            stored = original(bucket_name, key_name, *args, **kwargs)
-            try:
-                listener(object_created_event(bucket_name, key_name, stored.version_id, stored.size, stored.etag))
-            except Exception:
-                _log.exception("could not announce a new object")
-            return stored
-
-        backend.put_object = put_object
+    def _announce(self, stored: CreatedObject) -> None:
+        if self._listener is not None:
+            self._listener(object_created_event(stored.bucket, stored.key, stored.version_id, stored.size, stored.etag))
 
     def stop(self) -> None:
-        """Stop accepting requests and let those being served finish, so a snapshot misses none."""
+        """Stop accepting requests and let those being served finish (each is on disk before it answers)."""
         if self._server is not None and self._app is not None:
             self._server.shutdown()
             if not self._app.wait_idle(_DRAIN_SECONDS):
-                _log.warning("S3 requests still running after %ss; the snapshot may miss them", _DRAIN_SECONDS)
+                _log.warning("S3 requests still running after %ss", _DRAIN_SECONDS)
             self._server.server_close()
             self._server = None
-        if self._original_put_object is not None:
-            self._backend().put_object = self._original_put_object
-            self._original_put_object = None
         # The listing stays without copies: the backend is the process's, shared by any other server in it.
-
-    def snapshot(self) -> None:
-        for attempt in range(3):
-            buffer = io.BytesIO()
-            try:
-                _SnapshotPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(dict(self._backend().buckets))
-                break
-            except RuntimeError:  # a dict changed size under us: a request outlived the drain
-                if attempt == 2:
-                    raise
-                time.sleep(0.2)
-        partial = self.snapshot_file.with_suffix(".partial")
-        partial.write_bytes(buffer.getvalue())
-        partial.replace(self.snapshot_file)  # atomic: a crash mid-write keeps the previous snapshot

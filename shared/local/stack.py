@@ -235,6 +235,6 @@ def _probe_s3(container: "Container", state: dict[str, Any]) -> dict[str, Any]:
         "ok": versioning == "Enabled",
         **base,
         "versioning": versioning,
-        "persistence": f"objects are snapshotted to {s3['snapshot']} on `quire down` and restored on "
-        "`quire up`; a killed stack loses changes since its last clean stop",
+        "persistence": f"every object version is written through to {s3.get('objects')} before S3 answers, and"
+        " read back by `quire up`: nothing acknowledged is lost to a crash",
     }

@@ -2,7 +2,7 @@
 and down together.
 
 `quire up` starts this in its own session and returns once `state.json` says ready; `quire down`
-sends SIGTERM, and everything stops in reverse order (the S3 snapshot is written before moto goes).
+sends SIGTERM, and everything stops in reverse order.
 """
 
 import argparse
@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from psycopg import sql
 from migrations.runner import APP_ROLE, apply_migrations
 from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifier
 from shared.adapters.local.secret_files import read_or_create_secret
+from shared.domain.uploads import ORIGINALS_PREFIX
 from shared.local.console_site import ConsoleSite
 from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port
 from shared.local.events import EventDispatcher
@@ -120,6 +122,7 @@ class Supervisor:
 
     def run(self) -> None:
         started = time.monotonic()
+        started_at = datetime.now(UTC)
         ports = read_json(self.paths.ports) or {}
         try:
             database = self._start_database(ports)
@@ -131,7 +134,12 @@ class Supervisor:
 
             self._events = EventDispatcher(on_object_created, name="on-object-created")
             self._events.start()
-            self._s3 = LocalS3Server(self.paths.s3_snapshot, port=s3_port, on_object_created=self._events.submit)
+            self._s3 = LocalS3Server(
+                self.paths.s3_objects,
+                port=s3_port,
+                on_object_created=self._announce_original,
+                legacy_snapshot=self.paths.legacy_s3_snapshot,
+            )
             restored = self._s3.start()
             api_port = free_port(ports.get("api"))
             versioning = ensure_bucket(self._s3.endpoint, LOCAL_BUCKET, browser_origins=console_origins(api_port))
@@ -165,15 +173,54 @@ class Supervisor:
                         "bucket": LOCAL_BUCKET,
                         "versioning": versioning,
                         "restoredBuckets": restored,
-                        "snapshot": str(self.paths.s3_snapshot),
+                        "objects": str(self.paths.s3_objects),
                     },
                 },
             )
             _log.info("ready in %.2fs", time.monotonic() - started)
+            threading.Thread(
+                target=self._reconcile_on_schedule, args=(started_at,), name="quire-reconcile", daemon=True
+            ).start()
             while not self.stop_requested.wait(timeout=0.5):
-                pass
+                self._restart_database_if_it_died(database)
         finally:
             self.shutdown()
+
+    def _announce_original(self, event: dict[str, Any]) -> None:
+        """Only originals reach the handler, as the EventBridge rule on AWS matches their prefix alone."""
+        if self._events is not None and event["detail"]["object"]["key"].startswith(ORIGINALS_PREFIX):
+            self._events.submit(event)
+
+    def _reconcile_on_schedule(self, started_at: datetime) -> None:
+        """As the stack starts, take up what its last stop or crash cut off (a lost upload event, a version the
+        workers were processing, a render); then reconcile as the schedule does on AWS."""
+        from functions.on_object_created.handler import container
+
+        interval = container.settings.local_reconcile_interval_seconds
+        try:
+            report = container.reconciler_after_restart().run(started_at)
+            _log.info("reconciled after the start: %s", report.counts())
+        except Exception:
+            _log.exception("could not reconcile after the start; `quire reconcile` runs it by hand")
+        while interval and not self.stop_requested.wait(timeout=interval):
+            try:
+                _log.info("reconciled: %s", container.reconciler.run(datetime.now(UTC)).counts())
+            except Exception:
+                _log.exception("could not reconcile; the next run tries again")
+
+    def _restart_database_if_it_died(self, database: LocalDatabase) -> None:
+        """The embedded PostgreSQL killed under a running stack (an OOM kill, `kill -9`) is started again on its
+        port: committed work is in its WAL, and the pools replace connections the server dropped."""
+        postgres = self._postgres
+        if postgres is None or database.port is None or postgres.running_pid() is not None:
+            return
+        if self.stop_requested.is_set():
+            return
+        _log.warning("PostgreSQL is not running: starting it again on port %s", database.port)
+        try:
+            postgres.start(preferred_port=database.port)
+        except Exception:
+            _log.exception("could not start PostgreSQL again; the next check tries again")
 
     def _start_database(self, ports: dict[str, Any]) -> LocalDatabase:
         external = os.environ.get("DATABASE_URL")
@@ -247,9 +294,7 @@ class Supervisor:
         if mcp is not None:
             _attempt("stop the MCP endpoint", mcp.stop)
         if s3 is not None:
-            # Stop serving first, so no request changes the buckets while they are written out.
             _attempt("stop the S3 server", s3.stop)
-            _attempt("write the S3 snapshot", s3.snapshot)
         if events is not None:
             # Objects that arrived before the stop are still recorded (the database is still up).
             _attempt("deliver pending events", events.stop)

@@ -251,9 +251,12 @@ class ExportService:
             self._files.begin_delete_file(record.tenant_id, record.output_file_id)
         return ExportState.FAILED
 
-    def resubmit_stalled(self, tenant_id: str, now: datetime | None = None) -> int:
-        """Hand pending exports nobody has touched for a while to the worker again (a lost job, a crash)."""
-        cutoff = (now or datetime.now(UTC)) - STALLED_AFTER
+    def resubmit_stalled(
+        self, tenant_id: str, now: datetime | None = None, *, untouched_since: datetime | None = None
+    ) -> int:
+        """Hand pending exports nobody has touched for a while to the worker again (a lost job, a crash); those
+        untouched since `untouched_since` when given (a restart: whatever was rendering then is not any more)."""
+        cutoff = untouched_since or (now or datetime.now(UTC)) - STALLED_AFTER
         stalled = self._store.stalled(tenant_id, updated_before=cutoff)
         for record in stalled:
             self._submit(record)

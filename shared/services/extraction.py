@@ -3,7 +3,8 @@
 The parser runs in a child process (shared/sandbox.py), a fresh confined interpreter that builds the
 parser again from its class name (`isolated.parse_document`): whatever goes wrong inside — an exception, a
 crash, running out of memory, a hang — comes back as a failure value. A document problem never raises
-out of here.
+out of here; a child killed from outside (SIGKILL: the host's OOM killer, a kill -9) raises
+InfrastructureUnavailable, which the workflow retries.
 """
 
 import signal
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from pydantic import TypeAdapter, ValidationError
 
 from shared.domain.document import MAX_DOCUMENT_BYTES, ExtractionFailure, ExtractionLimits, ExtractionOutcome
+from shared.domain.errors import InfrastructureUnavailable
 from shared.domain.files import FailureReason
 from shared.ports import DocumentParser
 from shared.sandbox import AnswerTooLarge, Died, TimedOut, dotted_name, pack, run_in_child
@@ -78,6 +80,10 @@ class Extractor:
                 detail=f"extraction took longer than {self._limits.timeout_seconds:g} seconds",
             )
         if isinstance(answer, Died):
+            if answer.exitcode == -signal.SIGKILL:
+                # Not the parser's doing (its own limits end it otherwise): the host's OOM killer, or a kill -9 of
+                # the stack. The step is tried again, as any other outage is, never failed as a bad document.
+                raise InfrastructureUnavailable("the sandboxed parser was killed from outside (SIGKILL)")
             return _died(answer.exitcode)
         if isinstance(answer, AnswerTooLarge):
             return ExtractionFailure(reason=FailureReason.TOO_LARGE, detail="the extracted document is too large")

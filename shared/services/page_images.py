@@ -15,7 +15,7 @@ from datetime import datetime
 from uuid import UUID
 
 from shared.domain.auth import Principal
-from shared.domain.errors import InvalidRequest, UnsupportedMediaType, VersionDeleted
+from shared.domain.errors import InvalidRequest, UnsupportedMediaType
 from shared.domain.exports import RenderFailed
 from shared.domain.files import FileVersionRecord
 from shared.domain.page_images import (
@@ -36,7 +36,7 @@ from shared.observability import logger
 from shared.ports import MAX_SIGNED_READ_LIFETIME, FileContentStore, PageRasterizer
 from shared.sandbox import AnswerTooLarge, Died, TimedOut, dotted_name, pack, run_in_child, unpack
 from shared.services import isolated
-from shared.services.files import VERSION_DELETED, FileService
+from shared.services.files import FileService
 
 # A page is drawn on the request path: inside the API function's 29 seconds with the original's read before it,
 # and inside its memory beside the request itself (the original is in the parent and the child both).
@@ -153,9 +153,11 @@ class PageImages:
             original = self._content.get(
                 version.storage_key, version_id=version.storage_version_id, max_bytes=self._max_original_bytes
             )
-        except FileNotFoundError as error:
-            # The row was stored a moment ago: its bytes went with a deletion that committed since.
-            raise VersionDeleted(VERSION_DELETED) from error
+        except FileNotFoundError:
+            # The row was stored a moment ago: its bytes went with a deletion that committed since (VersionDeleted),
+            # or they were removed outside Quire (StoredBytesMissing, a 410 that says so).
+            still()
+            raise
         except ValueError as error:
             raise RenderFailed(
                 f"the file is larger than {self._max_original_bytes:,} bytes (the upload limit):"

@@ -8,8 +8,10 @@ only an infrastructure failure raises (and is retried).
 """
 
 import json
+import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -54,6 +56,17 @@ from shared.services.recognition import PageRecognition, Recognizers, recognitio
 POLL_SECONDS = 5.0
 
 
+@dataclass(frozen=True)
+class StepRetry:
+    """The state machine's Retry on infrastructure errors, for the local runner: a step whose database or storage
+    did not answer (the embedded PostgreSQL restarting after a kill, say) is tried again after each delay (with
+    full jitter, as Step Functions does), then recorded as interrupted. `transient` tells such an error from a bug,
+    which is never retried."""
+
+    transient: Callable[[BaseException], bool]
+    delays: tuple[float, ...] = (2.0, 4.0, 8.0, 16.0, 32.0, 60.0)
+
+
 class IngestionPipeline:
     def __init__(
         self,
@@ -67,8 +80,10 @@ class IngestionPipeline:
         ledger: UsageLedger,
         sleep: Callable[[float], None] = time.sleep,
         spend: SpendLimits | None = None,
+        retry: StepRetry | None = None,
     ) -> None:
         self._spend = spend
+        self._retry = retry
         self._attempts = attempts
         self._content = content
         self._extractor = extractor
@@ -98,7 +113,7 @@ class IngestionPipeline:
         state = StepInput(**request.model_dump()).to_state()
         try:
             while True:
-                outcome = self.step(step, state)
+                outcome = self._retried(step, state)
                 target = PIPELINE.spec(step).next(outcome)
                 state = outcome.to_state()
                 if isinstance(target, WaitThen):
@@ -107,7 +122,7 @@ class IngestionPipeline:
                 elif isinstance(target, ForEach):
                     step = target.step
                     for item in getattr(outcome, target.items):
-                        self.step(target.step, {**state, _item_field(target): item})
+                        self._retried(target.step, {**state, _item_field(target): item})
                     step = target.then
                 elif isinstance(target, StepName):
                     step = target
@@ -121,6 +136,18 @@ class IngestionPipeline:
             except Exception:
                 logger.exception("the interruption could not be recorded; the version looks stalled to the sweep")
             raise
+
+    def _retried(self, name: StepName, state: dict[str, Any]) -> StepOutcome:
+        delays = iter(self._retry.delays if self._retry is not None else ())
+        while True:
+            try:
+                return self.step(name, state)
+            except Exception as error:
+                delay = next(delays, None)
+                if delay is None or self._retry is None or not self._retry.transient(error):
+                    raise
+                logger.warning("a step's infrastructure did not answer; trying it again", extra={"step": name.value})
+                self._sleep(random.uniform(0, delay))  # noqa: S311 - jitter, not a secret
 
     def step(self, name: StepName, state: dict[str, Any]) -> StepOutcome:
         """One step on a workflow state (camelCase, as Step Functions passes it)."""
@@ -192,7 +219,10 @@ class IngestionPipeline:
             # Deleting a file removes its bytes in the request: an attempt under way ends here, not in retries.
             if self._claims.stored(request) is None:
                 return Extracted.halted(request, Halt.NOT_STORED)
-            raise
+            # Still stored, yet its bytes are gone (removed outside Quire): the same absence on every retry.
+            return self._fail_extraction(
+                request, version, FailureReason.BYTES_MISSING, "the original's bytes are not in storage"
+            )
 
     def _fail_extraction(
         self, request: ProcessVersion, version: FileVersionRecord, reason: FailureReason, detail: str

@@ -15,6 +15,8 @@ What it does:
   reported and becomes `rejected` with that reason, so it is reported once, not forever;
 * a stored version whose processing never started, stalled past the threshold, or was interrupted by the
   infrastructure, is asked for again; one whose attempts are spent is reported as stuck (an operator's problem);
+* a stored version whose original or derived document is missing from storage is reported (its reads answer
+  410, its processing fails `bytes-missing`), never changed;
 * objects under the tenants' prefix that no version row accounts for are reported, not removed; those of
   a version already `deleted` (written late, by an attempt still running when it was swept) are removed.
 """
@@ -51,9 +53,27 @@ _PAGE = 500
 
 @dataclass(frozen=True)
 class ReconcileThresholds:
+    """How old a row must be before the sweeps act on it. A pending version is rejected once `pending_after` has
+    passed with no bytes; one whose bytes did land is completed once `landed_after` has (by default the same:
+    its event is normally on the way). A restart of the local stack, which knows nothing it ran survived, runs
+    with `landed_after` and `stuck_after` at zero from the moment it started (`after_restart`)."""
+
     pending_after: timedelta = timedelta(hours=1)
     stuck_after: timedelta = timedelta(hours=1)
     max_objects: int = 100_000
+    landed_after: timedelta | None = None
+    # Pending exports untouched since then go to the worker again (None: the export service's own threshold).
+    renders_untouched_after: timedelta | None = None
+
+    @classmethod
+    def after_restart(cls, pending_after: timedelta, max_objects: int = 100_000) -> "ReconcileThresholds":
+        return cls(
+            pending_after=pending_after,
+            stuck_after=timedelta(0),
+            max_objects=max_objects,
+            landed_after=timedelta(0),
+            renders_untouched_after=timedelta(0),
+        )
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,8 @@ class ReconcileReport:
     # Unprocessed past the threshold with every attempt spent: nothing will retry them.
     stuck_versions: list[dict[str, Any]] = field(default_factory=list)
     bytes_without_row: list[dict[str, Any]] = field(default_factory=list)
+    # Stored versions whose original (or derived document) is not in storage: reported, never changed.
+    rows_without_bytes: list[dict[str, Any]] = field(default_factory=list)
     # Objects of indexing attempts that are over (their last step never ran): removed.
     stale_work_removed: int = 0
     # Exports left pending past the threshold (a lost or crashed render), handed to the worker again.
@@ -95,7 +117,7 @@ class ReconcileReport:
 
     @property
     def orphaned(self) -> bool:
-        return bool(self.pending_without_bytes or self.bytes_without_row)
+        return bool(self.pending_without_bytes or self.bytes_without_row or self.rows_without_bytes)
 
     def counts(self) -> dict[str, int]:
         """The report's size, for a log line that stays small however much was found."""
@@ -106,6 +128,7 @@ class ReconcileReport:
             "processingRequested": len(self.processing_requested),
             "stuckVersions": len(self.stuck_versions),
             "bytesWithoutRow": len(self.bytes_without_row),
+            "rowsWithoutBytes": len(self.rows_without_bytes),
             "staleWorkRemoved": self.stale_work_removed,
             "rendersResubmitted": self.renders_resubmitted,
             "objectsScanned": self.objects_scanned,
@@ -119,6 +142,7 @@ class ReconcileReport:
             "processingRequested": self.processing_requested,
             "stuckVersions": self.stuck_versions,
             "bytesWithoutRow": self.bytes_without_row,
+            "rowsWithoutBytes": self.rows_without_bytes,
             "staleWorkRemoved": self.stale_work_removed,
             "rendersResubmitted": self.renders_resubmitted,
             "objectsScanned": self.objects_scanned,
@@ -138,8 +162,10 @@ class DerivedOwner(Protocol):
 
 
 class StalledRenders(Protocol):
-    def resubmit_stalled(self, tenant_id: str, now: datetime | None = None) -> int:
-        """Hand pending exports nobody touched for a while to the worker again; how many."""
+    def resubmit_stalled(
+        self, tenant_id: str, now: datetime | None = None, *, untouched_since: datetime | None = None
+    ) -> int:
+        """Hand pending exports nobody touched for a while (or since `untouched_since`) to the worker again."""
         ...
 
 
@@ -157,6 +183,7 @@ class Reconciler:
         renders: StalledRenders | None = None,
         derived_owners: Sequence[DerivedOwner] = (),
         clock: Callable[[], float] = time.monotonic,
+        from_the_top: bool = False,
     ) -> None:
         self._catalog = catalog
         self._queries = queries
@@ -168,6 +195,8 @@ class Reconciler:
         self._renders = renders
         self._derived_owners = tuple(derived_owners)
         self._clock = clock
+        # A sweep after a restart walks every row, not from where the last scheduled run stopped.
+        self._from_the_top = from_the_top
 
     def run(self, now: datetime) -> ReconcileReport:
         report = ReconcileReport()
@@ -201,6 +230,8 @@ class Reconciler:
         one (a bulk deletion) cannot keep the tenant's lost uploads and stalled processing from being recovered;
         then what the others left goes back to those that ran out. True when every sweep reached its end."""
         pending_cutoff = now - self._thresholds.pending_after
+        landed_after = self._thresholds.landed_after
+        landed_cutoff = pending_cutoff if landed_after is None else max(pending_cutoff, now - landed_after)
         stuck_cutoff = now - self._thresholds.stuck_after
         queries = self._queries
         sweeps: list[tuple[str, Callable[[Keyset | None], list[Row]], Callable[[str, Row, ReconcileReport], None]]] = [
@@ -214,9 +245,9 @@ class Reconciler:
             (
                 "pending",
                 lambda after: queries.versions_in_states(
-                    tenant_id, [VersionState.PENDING], updated_before=pending_cutoff, after=after, limit=_PAGE
+                    tenant_id, [VersionState.PENDING], updated_before=landed_cutoff, after=after, limit=_PAGE
                 ),
-                self._recover_pending,
+                lambda tenant, row, report: self._recover_pending(tenant, row, report, reject_before=pending_cutoff),
             ),
             (
                 "awaiting_processing",
@@ -229,6 +260,13 @@ class Reconciler:
                 "given_up",
                 lambda after: queries.versions_given_up(tenant_id, cutoff=stuck_cutoff, after=after, limit=_PAGE),
                 self._report_given_up,
+            ),
+            (
+                "bytes_present",
+                lambda after: queries.versions_in_states(
+                    tenant_id, [VersionState.STORED], updated_before=now, after=after, limit=_PAGE
+                ),
+                self._check_bytes,
             ),
         ]
         try:
@@ -244,7 +282,10 @@ class Reconciler:
                 if self._walk(tenant_id, sweep, fetch, handle, report, deadline=deadline):
                     ran_out.remove((sweep, fetch, handle))
             if self._renders is not None:
-                report.renders_resubmitted += self._renders.resubmit_stalled(tenant_id, now)
+                untouched = self._thresholds.renders_untouched_after
+                report.renders_resubmitted += self._renders.resubmit_stalled(
+                    tenant_id, now, untouched_since=None if untouched is None else now - untouched
+                )
             return not ran_out
         finally:
             self._progress.end_turn(tenant_id)
@@ -262,7 +303,7 @@ class Reconciler:
         """Every row a keyset-paged query yields, page after page, from where this sweep last stopped, until the
         deadline (old rows cannot hide newer ones, and rows left as they were cannot hold the sweep at the top).
         True when it reached the end (the next turn starts at the top again, for the rows before the cursor)."""
-        after = self._progress.resume_point(tenant_id, sweep)
+        after = None if self._from_the_top else self._progress.resume_point(tenant_id, sweep)
         while True:
             page = fetch(after)
             for row in page:
@@ -306,13 +347,15 @@ class Reconciler:
         if self._catalog.mark_deleted(tenant_id, version.version_id):
             report.deleted_versions += 1
 
-    def _recover_pending(self, tenant_id: str, row: Row, report: ReconcileReport) -> None:
+    def _recover_pending(self, tenant_id: str, row: Row, report: ReconcileReport, *, reject_before: datetime) -> None:
         file_id, version = row
         if version.export_id is not None:
             return  # a render in progress: the export sweep finishes it (its renderer writes the bytes)
         where = {"tenantId": tenant_id, "fileId": str(file_id), "versionId": str(version.version_id)}
         landed = self._content.head(version.storage_key)
         if landed is None:
+            if version.updated_at >= reject_before:
+                return  # its upload URL may still be in use
             # Its upload URL expired long ago, so no byte can still come: the version is rejected with
             # that reason (shown to its owner), and nothing is deleted.
             if self._catalog.mark_rejected(
@@ -342,6 +385,16 @@ class Reconciler:
                 "detail": version.failure_detail,
             }
         )
+
+    def _check_bytes(self, tenant_id: str, row: Row, report: ReconcileReport) -> None:
+        """A stored version's original, and the document derived from it, must be in storage: one that is not
+        (a lifecycle rule, a hand-deleted object) is reported, never changed; its reads answer 410."""
+        file_id, version = row
+        where = {"tenantId": tenant_id, "fileId": str(file_id), "versionId": str(version.version_id)}
+        if self._content.head(version.storage_key, version_id=version.storage_version_id) is None:
+            report.rows_without_bytes.append({**where, "missing": "original"})
+        elif version.document_key is not None and self._content.head(version.document_key) is None:
+            report.rows_without_bytes.append({**where, "missing": "document"})
 
     def _find_unexplained_objects(self, report: ReconcileReport, *, deadline: float) -> None:
         for stored in chain(

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from shared.domain.errors import StoredBytesMissing
 from shared.ports import MAX_SIGNED_READ_LIFETIME, FileContentStore
 
 
@@ -85,16 +86,17 @@ class ContentStoreContract:
         assert store.head(prefix + "doc-sibling") is not None  # the same prefix, another key: kept
         assert store.delete_all_versions(key) == 0
 
-    def test_a_read_of_a_version_that_is_gone_raises_file_not_found(self, store: FileContentStore) -> None:
+    def test_a_read_of_a_version_that_is_gone_raises_stored_bytes_missing(self, store: FileContentStore) -> None:
         key = new_prefix() + "doc"
         first = store.put(key, b"first", content_type="text/plain")
         assert first.version_id is not None
         store.delete_version(key, first.version_id)
-        with pytest.raises(FileNotFoundError):
+        with pytest.raises(StoredBytesMissing) as missing:
             store.get(key, version_id=first.version_id, max_bytes=100)
-        with pytest.raises(FileNotFoundError):
+        assert missing.value.key == key and key not in str(missing.value)  # the key is for the log, not the caller
+        with pytest.raises(StoredBytesMissing):
             store.read_range(key, version_id=first.version_id, start=0, length=3)
-        with pytest.raises(FileNotFoundError):
+        with pytest.raises(StoredBytesMissing):
             store.get(new_prefix() + "never", max_bytes=100)
 
     def test_withdrawing_removes_exactly_the_versions_named_and_repeats_safely(self, store: FileContentStore) -> None:

@@ -119,7 +119,7 @@ def aws_credentials() -> None:
 def s3_endpoint(tmp_path_factory: pytest.TempPathFactory, aws_credentials: None) -> Iterator[str]:
     from shared.local.s3_server import LocalS3Server
 
-    server = LocalS3Server(tmp_path_factory.mktemp("s3") / "snapshot.pickle", port=free_port())
+    server = LocalS3Server(tmp_path_factory.mktemp("s3"), port=free_port())
     server.start()
     try:
         yield server.endpoint
@@ -147,7 +147,7 @@ def stack(
     )
     events = EventDispatcher(created_handler.handler, name="test")
     events.start()
-    s3 = LocalS3Server(tmp_path_factory.mktemp("s3files") / "snap.pickle", port=port, on_object_created=events.submit)
+    s3 = LocalS3Server(tmp_path_factory.mktemp("s3files"), port=port, on_object_created=events.submit)
     s3.start()
     ensure_bucket(s3.endpoint, bucket)
     api = LocalHttpApi(

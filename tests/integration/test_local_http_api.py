@@ -65,6 +65,24 @@ def test_health_reports_an_unreachable_database_without_leaking_its_url(
     assert (status, body) == (503, {"status": "degraded", "database": "unreachable"})
 
 
+def test_a_route_whose_database_does_not_answer_is_a_503_to_retry_never_a_500(
+    api_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from functions.api import handler as api_handler
+
+    dead = Container(Settings(runtime="local", database_url="postgresql://quire_app:pw@127.0.0.1:1/quire"))
+    dead.__dict__["database"] = Database(dead.settings.database_url.get_secret_value(), wait_seconds=2)  # type: ignore[union-attr]
+    monkeypatch.setattr(api_handler, "container", dead)
+    token = LocalTokenIssuer(SECRET).issue(Principal(tenant_id="acme", subject="ann", collections=frozenset({"hr"})))
+    request = urllib.request.Request(f"{api_url}/v1/files", headers={"Authorization": f"Bearer {token}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 503 and refused.value.headers["Retry-After"] == "2"
+    body = json.loads(refused.value.read())
+    assert body["error"] == "unavailable" and "try again" in body["message"]
+    assert "127.0.0.1:1" not in json.dumps(body) and "postgresql" not in json.dumps(body)
+
+
 def test_protected_routes_need_a_valid_token(api_url: str) -> None:
     good = LocalTokenIssuer(SECRET).issue(Principal(tenant_id="acme", subject="ann", collections=frozenset({"hr"})))
     forged = LocalTokenIssuer(b"another-secret-0123456789abcdefg").issue(

@@ -1,5 +1,12 @@
-"""moto's S3 server as Quire uses it: versioned bucket, real presigned URLs, snapshot across restarts."""
+"""moto's S3 server as Quire uses it: a versioned bucket, real presigned URLs, each change on disk before its answer."""
 
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 from datetime import timedelta
@@ -79,36 +86,179 @@ def test_deleting_a_version_removes_only_that_version(s3_endpoint: str, bucket: 
     assert store.get("k", version_id=new.version_id, max_bytes=10) == b"new"
 
 
-def test_objects_and_their_versions_survive_a_snapshot_and_restart(tmp_path: Path, aws_credentials: None) -> None:
+def _forget(bucket: str) -> None:
+    """A new process starts with an empty moto: simulate it by forgetting the bucket."""
     from moto.s3.models import s3_backends
 
-    snapshot = tmp_path / "s3.pickle"
-    server = LocalS3Server(snapshot, port=free_port())
+    s3_backends["123456789012"]["aws"].buckets.pop(bucket, None)
+    s3_backends.bucket_accounts.pop(bucket, None)
+
+
+def test_objects_versions_delete_markers_and_tags_survive_a_restart(tmp_path: Path, aws_credentials: None) -> None:
+    server = LocalS3Server(tmp_path / "s3", port=free_port())
     server.start()
-    buckets = s3_backends["123456789012"]["aws"].buckets
-    before = dict(buckets)
+    name = f"quire-restart-{server.port}"
     try:
-        ensure_bucket(server.endpoint, "quire-restart")
-        store = store_for(server.endpoint, "quire-restart")
+        ensure_bucket(server.endpoint, name, browser_origins=("http://127.0.0.1:1",))
+        store = store_for(server.endpoint, name)
         v1 = store.put("doc", b"one", content_type="text/plain").version_id
         v2 = store.put("doc", b"two", content_type="text/plain").version_id
-        server.snapshot()
+        gone = store.put("gone", b"soon deleted", content_type="text/plain").version_id
+        assert v1 and v2 and gone
+        store.withdraw([("gone", gone)])  # tagged, then that version deleted
+        tagged = store.put("tagged", b"kept", content_type="text/plain").version_id
+        assert tagged is not None
+        store.client.put_object_tagging(
+            Bucket=name, Key="tagged", VersionId=tagged, Tagging={"TagSet": [{"Key": "k", "Value": "v"}]}
+        )
+        store.client.delete_object(Bucket=name, Key="marked")  # a delete marker on a missing key: nothing
+        marker = store.client.delete_object(Bucket=name, Key="doc")["VersionId"]  # a delete marker over "doc"
     finally:
-        server.stop()
-    # A new process starts with an empty moto: simulate it by forgetting the bucket.
-    buckets.pop("quire-restart")
-    restarted = LocalS3Server(snapshot, port=free_port())
+        server.stop()  # no snapshot, no flush: each change was on disk when it was answered
+    _forget(name)
+    restarted = LocalS3Server(tmp_path / "s3", port=free_port())
     assert restarted.start() >= 1
     try:
-        store = store_for(restarted.endpoint, "quire-restart")
+        store = store_for(restarted.endpoint, name)
         assert store.get("doc", version_id=v1, max_bytes=10) == b"one"
         assert store.get("doc", version_id=v2, max_bytes=10) == b"two"
-        assert store.get("doc", max_bytes=10) == b"two"
+        assert store.head("doc") is None  # the delete marker is still the newest version
+        listed = store.client.list_object_versions(Bucket=name, Prefix="doc")
+        assert [m["VersionId"] for m in listed.get("DeleteMarkers", [])] == [marker]
+        assert [v["VersionId"] for v in listed["Versions"]] == [v2, v1]  # newest first, as before
+        assert store.head("gone", version_id=gone) is None
+        tags = store.client.get_object_tagging(Bucket=name, Key="tagged", VersionId=tagged)["TagSet"]
+        assert tags == [{"Key": "k", "Value": "v"}]
+        head = store.client.head_object(Bucket=name, Key="tagged")
+        assert head["ContentType"] == "text/plain" and head["ContentLength"] == 4
         assert store.bucket_versioning() == "Enabled"
+        rules = store.client.get_bucket_cors(Bucket=name)["CORSRules"]
+        assert [rule["AllowedOrigins"] for rule in rules] == [["http://127.0.0.1:1"]]
+        store.put("after", b"new", content_type="text/plain")  # and it keeps writing through
     finally:
         restarted.stop()
-        buckets.clear()
-        buckets.update(before)
+        _forget(name)
+
+
+def test_the_bytes_of_a_stored_version_are_read_from_disk_not_kept_in_memory(
+    tmp_path: Path, aws_credentials: None
+) -> None:
+    from moto.s3.models import s3_backends
+
+    from shared.local.durable_s3 import _StoredBytes
+
+    server = LocalS3Server(tmp_path / "s3", port=free_port())
+    server.start()
+    name = f"quire-bytes-{server.port}"
+    try:
+        ensure_bucket(server.endpoint, name)
+        store = store_for(server.endpoint, name)
+        store.put("big", b"y" * 300_000, content_type="application/octet-stream")
+        version = s3_backends["123456789012"]["aws"].buckets[name].keys["big"]
+        assert isinstance(version._value_buffer, _StoredBytes)
+        assert store.read_range("big", version_id=None, start=299_990, length=20) == b"y" * 10
+    finally:
+        server.stop()
+        _forget(name)
+
+
+def test_bytes_a_crash_left_without_their_record_are_never_restored(tmp_path: Path, aws_credentials: None) -> None:
+    """A write cut short (its bytes synced, its record not yet written) was never acknowledged: it is removed."""
+    server = LocalS3Server(tmp_path / "s3", port=free_port())
+    server.start()
+    name = f"quire-cut-{server.port}"
+    try:
+        ensure_bucket(server.endpoint, name)
+        store = store_for(server.endpoint, name)
+        store.put("doc", b"acknowledged", content_type="text/plain")
+    finally:
+        server.stop()
+    _forget(name)
+    [key_directory] = list((tmp_path / "s3" / "buckets" / name / "keys").glob("*/*"))
+    (key_directory / "ffffffffffffffff.data").write_bytes(b"cut short")
+    (key_directory / "fffffffffffffffe.json.partial").write_bytes(b'{"key": "doc"')
+    restarted = LocalS3Server(tmp_path / "s3", port=free_port())
+    restarted.start()
+    try:
+        store = store_for(restarted.endpoint, name)
+        assert store.get("doc", max_bytes=100) == b"acknowledged"
+        assert len(store.client.list_object_versions(Bucket=name)["Versions"]) == 1
+        assert sorted(path.suffix for path in key_directory.iterdir()) == [".data", ".json"]
+    finally:
+        restarted.stop()
+        _forget(name)
+
+
+def test_a_change_that_cannot_reach_the_disk_is_refused_and_undone(
+    tmp_path: Path, aws_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    from shared.local import durable_s3
+
+    server = LocalS3Server(tmp_path / "s3", port=free_port())
+    server.start()
+    name = f"quire-full-{server.port}"
+    try:
+        ensure_bucket(server.endpoint, name)
+        store = store_for(server.endpoint, name)
+        store.put("doc", b"first", content_type="text/plain")
+        real_write = durable_s3._write_synced
+
+        def disk_full(path: Path, chunks: Any) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(durable_s3, "_write_synced", disk_full)
+        client = boto3.client(
+            "s3", endpoint_url=server.endpoint, region_name="us-east-1", config=Config(retries={"max_attempts": 1})
+        )
+        with pytest.raises(ClientError, match="InternalError"):
+            client.put_object(Bucket=name, Key="doc", Body=b"second")
+        monkeypatch.setattr(durable_s3, "_write_synced", real_write)
+        # Nothing of the refused write can be read or listed.
+        assert store.get("doc", max_bytes=100) == b"first"
+        assert len(client.list_object_versions(Bucket=name, Prefix="doc")["Versions"]) == 1
+    finally:
+        server.stop()
+        _forget(name)
+
+
+def test_a_snapshot_of_an_earlier_build_is_imported_once(tmp_path: Path, aws_credentials: None) -> None:
+    import pickle
+
+    from moto.s3.models import s3_backends
+
+    from shared.local.s3_server import _rebuild_key_store
+
+    backend = s3_backends["123456789012"]["aws"]
+    name = f"quire-legacy-{free_port()}"
+    bucket = backend.create_bucket(name, "us-east-1")
+    backend.put_bucket_versioning(name, "Enabled")
+    old = backend.put_object(name, "doc", b"from the snapshot")
+    # The earlier build's format: the buckets pickled, each key store reduced to its version lists.
+    lists = {key: list(versions) for key, versions in bucket.keys.lists()}
+    bucket.keys = _rebuild_key_store(lists)
+    snapshot = tmp_path / "s3-snapshot.pickle"
+    snapshot.write_bytes(pickle.dumps({name: bucket}))
+    _forget(name)
+    server = LocalS3Server(tmp_path / "s3", port=free_port(), legacy_snapshot=snapshot)
+    server.start()
+    try:
+        store = store_for(server.endpoint, name)
+        assert store.get("doc", version_id=old.version_id, max_bytes=100) == b"from the snapshot"
+        assert not snapshot.exists() and (tmp_path / "s3-snapshot.pickle.imported").exists()
+    finally:
+        server.stop()
+        _forget(name)
+    restarted = LocalS3Server(tmp_path / "s3", port=free_port(), legacy_snapshot=snapshot)
+    restarted.start()
+    try:
+        assert store_for(restarted.endpoint, name).get("doc", max_bytes=100) == b"from the snapshot"
+    finally:
+        restarted.stop()
+        _forget(name)
 
 
 def test_the_server_keeps_only_what_its_buckets_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,9 +267,8 @@ def test_the_server_keeps_only_what_its_buckets_hold(tmp_path: Path, monkeypatch
     from moto.s3.models import FakeKey
 
     # A server of its own: starting is what sets moto up this way (a mock_aws elsewhere in the process resets it).
-    server = LocalS3Server(tmp_path / "snapshot.pickle", port=free_port())
+    server = LocalS3Server(tmp_path / "s3", port=free_port())
     server.start()
-    monkeypatch.setattr(server, "snapshot", lambda: None)
     name = f"quire-test-{server.port}"
     ensure_bucket(server.endpoint, name)
     store = store_for(server.endpoint, name)
@@ -140,3 +289,101 @@ def test_the_server_keeps_only_what_its_buckets_hold(tmp_path: Path, monkeypatch
     assert copies == []  # no key (nor its bytes) was copied to answer a listing
     # And nothing made is kept beyond the bucket (moto's model metaclass adds the list).
     assert FakeKey.instances_tracked == []  # type: ignore[attr-defined]
+
+
+_SERVE = """
+import sys, time
+from pathlib import Path
+from shared.local.s3_server import LocalS3Server
+from shared.local.supervisor import ensure_bucket
+server = LocalS3Server(Path(sys.argv[1]), port=int(sys.argv[2]))
+server.start()
+ensure_bucket(server.endpoint, sys.argv[3])
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+class Writes:
+    """Puts and deletes from several threads against a server that may die at any moment; only what it answered
+    2xx for is recorded as acknowledged."""
+
+    def __init__(self, endpoint: str, bucket: str, server: "subprocess.Popen[bytes]") -> None:
+        self.endpoint, self.bucket, self.server = endpoint, bucket, server
+        self.acknowledged: dict[tuple[str, str], bytes] = {}
+        self.deleted: set[tuple[str, str]] = set()
+        self.lock = threading.Lock()
+
+    def run(self, worker: int) -> None:
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        client = boto3.client(
+            "s3", endpoint_url=self.endpoint, region_name="us-east-1", config=Config(retries={"max_attempts": 1})
+        )
+        chance = random.Random(worker)
+        for number in range(10_000):
+            key = f"w{worker}/{number % 40}"
+            try:
+                if number % 7 == 6:
+                    self._delete_one(client, key, chance)
+                    continue
+                body = bytes(chance.randrange(256) for _ in range(chance.randrange(1, 40_000)))
+                version = client.put_object(Bucket=self.bucket, Key=key, Body=body)["VersionId"]
+            except (BotoCoreError, ClientError):
+                if self.server.poll() is not None:
+                    return
+                continue
+            with self.lock:
+                self.acknowledged[(key, version)] = body
+
+    def _delete_one(self, client: Any, key: str, chance: random.Random) -> None:
+        with self.lock:
+            versions = sorted(k for k in self.acknowledged if k[0] == key)
+        if versions:
+            target = chance.choice(versions)
+            client.delete_object(Bucket=self.bucket, Key=target[0], VersionId=target[1])
+            with self.lock:
+                self.deleted.add(target)
+                self.acknowledged.pop(target, None)
+
+
+def test_every_acknowledged_write_survives_kill_9_of_the_server(tmp_path: Path, aws_credentials: None) -> None:
+    """The server in a process of its own takes writes from four threads and is killed mid-stream: each put
+    and delete it answered 2xx for is there after a restart, byte for byte; each refused or unanswered one
+    may be there or not (as on S3), but never half."""
+    port, name = free_port(), "quire-kill"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SERVE, str(tmp_path / "s3"), str(port), name],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+    writes = Writes(f"http://127.0.0.1:{port}", name, child)
+    threads = [threading.Thread(target=writes.run, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(random.uniform(2.0, 4.0))
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    for thread in threads:
+        thread.join()
+    # The kill came mid-stream, after many acknowledged writes.
+    assert len(writes.acknowledged) > 20 and writes.deleted, len(writes.acknowledged)
+    _forget(name)
+    restarted = LocalS3Server(tmp_path / "s3", port=free_port())
+    restarted.start()
+    try:
+        store = store_for(restarted.endpoint, name)
+        for (key, version), body in writes.acknowledged.items():
+            assert store.get(key, version_id=version, max_bytes=100_000) == body
+        for key, version in writes.deleted:
+            assert store.head(key, version_id=version) is None
+        listed = store.client.list_object_versions(Bucket=name)
+        for survivor in listed["Versions"]:  # whatever else survived is whole
+            whole = store.get(survivor["Key"], version_id=survivor["VersionId"], max_bytes=100_000)
+            assert len(whole) == survivor["Size"]
+    finally:
+        restarted.stop()
+        _forget(name)

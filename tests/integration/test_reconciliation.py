@@ -356,3 +356,48 @@ def test_the_ocr_copies_and_derived_objects_of_a_deleted_version_are_removed_not
     assert held_for(stack, key) == []
     assert report["leftoversRemoved"] >= 2
     assert not {late_copy, late_document} & {entry["key"] for entry in report["bytesWithoutRow"]}
+
+
+def test_bytes_removed_outside_quire_answer_410_with_a_sentence_and_are_reported_never_a_500(stack: Stack) -> None:
+    """A lifecycle rule or a hand-deleted object takes bytes a row says are stored (S3 on AWS, or a disk)."""
+    from tests.integration.api_steps import RUNBOOK, indexed
+
+    token = stack.token()
+    record = indexed(stack, token, "gone.md", RUNBOOK)
+    current = record["current"]
+    found = stack.container.file_metadata.find_version("acme", uuid.UUID(current["versionId"]))
+    assert found is not None and found[1].document_key is not None
+    stack.container.content.delete_all_versions(found[1].document_key)
+    status, answer = stack.json("GET", f"/v1/files/{record['fileId']}/document", token)
+    assert (status, answer["error"]) == (410, "content_missing"), answer
+    assert "upload the file again" in answer["message"] and "derived/" not in answer["message"]
+    status, answer = stack.json("POST", "/v1/tools/extract_text", token, {"fileId": record["fileId"]})
+    assert status == 200 and answer["isError"] and answer["error"]["error"] == "content_missing", answer
+    report = reconcile(stack)
+    assert {"versionId": current["versionId"], "missing": "document"}.items() <= next(
+        row for row in report["rowsWithoutBytes"] if row["versionId"] == current["versionId"]
+    ).items()
+    assert report["orphaned"] is True
+    # Reported, never changed: the row says what it said.
+    assert stack.json("GET", f"/v1/files/{record['fileId']}", token)[1]["current"]["processingState"] == "indexed"
+
+
+def test_a_stored_upload_whose_original_is_gone_fails_bytes_missing_not_stuck(stack: Stack, lost_events: None) -> None:
+    token = stack.token()
+    ticket = stack.upload(token, "lost-original.pdf", "application/pdf", PDF)
+    landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
+    assert landed is not None and landed.version_id is not None
+    assert stack.container.file_metadata.mark_stored(
+        "acme", uuid.UUID(ticket["versionId"]), byte_size=landed.byte_size, storage_version_id=landed.version_id
+    )
+    stack.container.content.delete_version(landed.key, landed.version_id)
+    report = reconcile(stack)  # asks for processing (the event was lost), and finds the original missing
+    assert ticket["versionId"] in versions(report["processingRequested"])
+    assert {"versionId": ticket["versionId"], "missing": "original"}.items() <= next(
+        row for row in report["rowsWithoutBytes"] if row["versionId"] == ticket["versionId"]
+    ).items()
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    current = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]
+    assert (current["processingState"], current["failure"]["reason"]) == ("failed", "bytes-missing"), current
+    status, _ = stack.json("GET", f"/v1/files/{ticket['fileId']}/content", token)
+    assert status == 200  # a signed URL: S3 itself answers 404 for the missing object, Quire never a 500

@@ -181,7 +181,7 @@ def deployment(
     definition, handlers = state_machine_definition(template, arn_of=_ArnOf())
     port = free_port()
     bucket = f"quire-sfn-{port}"
-    s3 = LocalS3Server(root / "s3.pickle", port=port)
+    s3 = LocalS3Server(root / "s3", port=port)
     s3.start()
     ensure_bucket(s3.endpoint, bucket)
     announced = _announce_only_to_this_module(bucket)

@@ -1,10 +1,14 @@
 """The extraction service bounds a parser from the outside: time, memory, crashes become failure values."""
 
 import os
+import signal
 import time
+
+import pytest
 
 from shared.adapters.parsers.plain_text import PlainTextParser
 from shared.domain.document import ExtractedDocument, ExtractionFailure, ExtractionLimits, ExtractionOutcome
+from shared.domain.errors import InfrastructureUnavailable
 from shared.domain.files import FailureReason
 from shared.services.extraction import Extractor
 
@@ -44,8 +48,18 @@ class DyingParser:
         os._exit(139)  # as a segfault in native code would end it
 
 
+class KilledParser:
+    """Killed from outside while it reads (the host's OOM killer, a kill -9 of the stack), not by its own bounds."""
+
+    media_types = frozenset({"application/x-killed"})
+
+    def parse(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable")
+
+
 def extractor(**limits: float) -> Extractor:
-    parsers = [PlainTextParser(), LoopingParser(), GreedyParser(), RaisingParser(), DyingParser()]
+    parsers = [PlainTextParser(), LoopingParser(), GreedyParser(), RaisingParser(), DyingParser(), KilledParser()]
     return Extractor(parsers, ExtractionLimits(**limits), memory_limit_bytes=512 * 1024 * 1024)  # type: ignore[arg-type]
 
 
@@ -70,6 +84,11 @@ def test_a_parser_that_eats_memory_hits_the_ceiling_and_the_process_lives_on() -
 def test_an_exception_or_a_crash_in_a_parser_is_a_malformed_value() -> None:
     assert failure(extractor().extract(b"x", "application/x-raise")).detail == "the parser could not read it (KeyError)"
     assert "crashed" in failure(extractor().extract(b"x", "application/x-die")).detail
+
+
+def test_a_parser_killed_from_outside_is_an_outage_to_retry_not_a_bad_document() -> None:
+    with pytest.raises(InfrastructureUnavailable, match="SIGKILL"):
+        extractor().extract(b"x", "application/x-killed")
 
 
 def test_unsupported_types_and_oversized_documents_are_refused_before_parsing() -> None:

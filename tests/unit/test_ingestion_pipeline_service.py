@@ -9,10 +9,11 @@ from datetime import timedelta
 import pytest
 
 from shared.domain.attempt_work import work_prefix
-from shared.domain.files import ProcessingState
+from shared.domain.files import FailureReason, ProcessingState, VersionState
 from shared.domain.steps import Halt
 from shared.domain.workflow import ProcessVersion
 from shared.services.files import UploadTicket
+from shared.services.pipeline import StepRetry
 from tests.fakes import Clock, FakeEmbedder, FakeFileMetadataStore, Fakes, principal
 
 RUNBOOK = (
@@ -132,3 +133,61 @@ def test_a_file_deleted_while_its_attempt_reads_the_bytes_ends_that_attempt_clea
     outcome = pipeline.extract(request)
     # A halt, not an error the workflow would retry (and record as an interruption).
     assert (outcome.proceed, outcome.why) == (False, Halt.NOT_STORED)
+
+
+class FlakyEmbedder(FakeEmbedder):
+    """Fails as a restarting database or endpoint does, `outages` times, then answers."""
+
+    def __init__(self, outages: int) -> None:
+        super().__init__()
+        self.outages = outages
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.outages:
+            self.outages -= 1
+            raise ConnectionResetError("the model endpoint reset the connection")
+        return super().embed(texts)
+
+
+def test_a_step_whose_infrastructure_is_briefly_gone_is_tried_again_after_a_pause_and_finishes() -> None:
+    fakes = Fakes()
+    ticket, request = uploaded(fakes)
+    pauses: list[float] = []
+    retry = StepRetry(transient=lambda error: isinstance(error, ConnectionResetError), delays=(2.0, 4.0, 8.0))
+    pipeline = fakes.pipeline(indexer=fakes.indexer(FlakyEmbedder(outages=2)), retry=retry, sleep=pauses.append)
+    pipeline.run(request)
+    found = fakes.metadata.find_version("acme", ticket.version_id)
+    assert found is not None and found[1].processing_state is ProcessingState.INDEXED
+    # Two pauses, each a jittered share of its delay, as the state machine's Retry waits.
+    assert len(pauses) == 2 and 0 <= pauses[0] <= 2.0 and 0 <= pauses[1] <= 4.0
+
+
+def test_the_retries_end_and_a_bug_is_never_retried() -> None:
+    fakes = Fakes()
+    _, request = uploaded(fakes)
+    pauses: list[float] = []
+    retry = StepRetry(transient=lambda error: isinstance(error, ConnectionResetError), delays=(1.0, 1.0))
+    with pytest.raises(ConnectionResetError):
+        fakes.pipeline(indexer=fakes.indexer(FlakyEmbedder(outages=5)), retry=retry, sleep=pauses.append).run(request)
+    assert len(pauses) == 2  # then recorded as interrupted, for reconciliation
+    fakes = Fakes()
+    _, request = uploaded(fakes)
+    bug = StepRetry(transient=lambda error: False)
+    with pytest.raises(ConnectionResetError):
+        fakes.pipeline(indexer=fakes.indexer(BrokenEmbedder()), retry=bug, sleep=pauses.append).run(request)
+    assert len(pauses) == 2
+
+
+def test_a_stored_version_whose_original_is_gone_fails_bytes_missing_and_is_not_retried() -> None:
+    fakes = Fakes()
+    ticket, request = uploaded(fakes)
+    found = fakes.metadata.find_version("acme", ticket.version_id)
+    assert found is not None
+    fakes.content.delete_all_versions(found[1].storage_key)  # a lifecycle rule, a hand-deleted object
+    fakes.pipeline().run(request)
+    found = fakes.metadata.find_version("acme", ticket.version_id)
+    assert found is not None
+    version = found[1]
+    assert (version.state, version.processing_state) == (VersionState.STORED, ProcessingState.FAILED)
+    assert version.failure_reason is FailureReason.BYTES_MISSING
+    assert "upload the file again" in FailureReason.BYTES_MISSING.user_sentence

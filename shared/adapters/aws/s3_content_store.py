@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared.adapters.aws.retrying import LazyClient, error_code
+from shared.domain.errors import StoredBytesMissing
 from shared.domain.files import PresignedUpload, SignedRead, StoredObject
 from shared.domain.uploads import attachment_disposition, signed_read_type, stored_content_type
 from shared.ports import MAX_SIGNED_READ_LIFETIME, FileContentStore
@@ -56,7 +57,7 @@ class S3ContentStore(FileContentStore):
             response = self.client.get_object(**kwargs)
         except ClientError as error:
             if error_code(error) in _NOT_FOUND_CODES:
-                raise FileNotFoundError(f"no object {key!r} (version {version_id})") from error
+                raise StoredBytesMissing(key, version_id) from error
             raise
         if response["ContentLength"] > max_bytes:
             response["Body"].close()
@@ -80,7 +81,7 @@ class S3ContentStore(FileContentStore):
             if error_code(error) == "InvalidRange":
                 return b""
             if error_code(error) in _NOT_FOUND_CODES:
-                raise FileNotFoundError(f"no object {key!r} (version {version_id})") from error
+                raise StoredBytesMissing(key, version_id) from error
             raise
         return body
 

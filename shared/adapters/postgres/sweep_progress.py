@@ -6,7 +6,7 @@ from uuid import UUID
 from shared.adapters.postgres.database import Database
 from shared.ports import SweepProgress
 
-SWEEPS = frozenset({"deleting", "pending", "awaiting_processing", "given_up"})
+SWEEPS = frozenset({"deleting", "pending", "awaiting_processing", "given_up", "bytes_present"})
 
 
 def _known(sweep: str) -> str:

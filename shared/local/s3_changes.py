@@ -1,0 +1,193 @@
+"""Which keys and buckets each request to the local S3 changed, and holding its answer until they are on disk.
+
+The changes are seen where moto makes them: each bucket's key store is replaced by one that notes the names it is
+asked to change, and the tagger by one that notes the objects it tags, in the request's own context (moto serves
+each request on its own thread). Bucket settings are noted by wrapping the backend's few methods that change them.
+`DurableRequests`, the WSGI middleware in front of moto, gives each request that context and hands what it noted to
+the store (`shared/local/durable_s3.py`) before the response leaves.
+"""
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from moto.s3.utils import _VersionedKeyStore
+
+if TYPE_CHECKING:
+    from shared.local.durable_s3 import CreatedObject, DurableBuckets
+
+_log = logging.getLogger(__name__)
+_ARN_PREFIX = "arn:aws:s3:::"
+
+
+@dataclass
+class RequestChanges:
+    """What one request changed, noted as moto changes it."""
+
+    keys: set[tuple[str, str]] = field(default_factory=set)
+    buckets: set[str] = field(default_factory=set)
+
+
+_request = threading.local()
+
+
+def _noting() -> RequestChanges | None:
+    changes: RequestChanges | None = getattr(_request, "changes", None)
+    return changes
+
+
+def _note_key(bucket: str, key: str) -> None:
+    changes = _noting()
+    if changes is not None:
+        changes.keys.add((bucket, key))
+
+
+def _note_bucket(bucket: str) -> None:
+    changes = _noting()
+    if changes is not None:
+        changes.buckets.add(bucket)
+
+
+class _NotingKeyStore(_VersionedKeyStore):
+    """moto's key store of one bucket, noting each key name a request changes."""
+
+    def __init__(self, bucket_name: str) -> None:
+        super().__init__()
+        self.bucket_name = bucket_name
+
+    def __setitem__(self, key: str, value: Any) -> Any:
+        _note_key(self.bucket_name, key)
+        return super().__setitem__(key, value)
+
+    def setlist(self, key: Any, list_: Any) -> Any:
+        _note_key(self.bucket_name, key)
+        return super().setlist(key, list_)
+
+    def pop(self, key: str) -> None:  # type: ignore[override]
+        _note_key(self.bucket_name, key)
+        return super().pop(key)
+
+    def __delitem__(self, key: str) -> None:
+        _note_key(self.bucket_name, key)
+        super().__delitem__(key)
+
+
+def noting_keys(bucket: Any) -> None:
+    if isinstance(bucket.keys, _NotingKeyStore):
+        return
+    noting = _NotingKeyStore(bucket.name)
+    dict.update(noting, dict.items(bucket.keys))
+    bucket.keys = noting
+
+
+def _note_arn(arn: str) -> None:
+    """An object's ARN as moto's tagger sees it: arn:aws:s3:::<bucket>/<key>/<version id>."""
+    if not arn.startswith(_ARN_PREFIX):
+        return
+    bucket, _, rest = arn[len(_ARN_PREFIX) :].partition("/")
+    key, _, _version = rest.rpartition("/")
+    if bucket and key:
+        _note_key(bucket, key)
+
+
+def install_notes(backend: Any) -> None:
+    """Once per backend (the process has one): the hooks note changes only inside a request's context."""
+    if getattr(backend, "_quire_noting", False):
+        return
+    for bucket in backend.buckets.values():
+        noting_keys(bucket)
+
+    def noting_bucket(method: Callable[..., Any], *, swap_keys: bool = False) -> Callable[..., Any]:
+        def wrapped(bucket_name: str, *args: Any, **kwargs: Any) -> Any:
+            result = method(bucket_name, *args, **kwargs)
+            if swap_keys and bucket_name in backend.buckets:
+                noting_keys(backend.buckets[bucket_name])
+            _note_bucket(bucket_name)
+            return result
+
+        return wrapped
+
+    backend.create_bucket = noting_bucket(backend.create_bucket, swap_keys=True)
+    for name in ("delete_bucket", "put_bucket_versioning", "put_bucket_cors", "delete_bucket_cors"):
+        setattr(backend, name, noting_bucket(getattr(backend, name)))
+    tagger = backend.tagger
+    for name in ("tag_resource", "untag_resource_using_names", "untag_resource_using_tags"):
+        method = getattr(tagger, name)
+        setattr(tagger, name, _noting_tags(method))
+    tagger.delete_all_tags_for_resource = _noting_tags(tagger.delete_all_tags_for_resource)
+    backend._quire_noting = True
+
+
+def _noting_tags(method: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapped(arn: str, *args: Any, **kwargs: Any) -> Any:
+        _note_arn(arn)
+        return method(arn, *args, **kwargs)
+
+    return wrapped
+
+
+_INTERNAL_ERROR = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>the local S3 could not'
+    b" write the change to disk; nothing was stored</Message></Error>"
+)
+
+
+class DurableRequests:
+    """WSGI middleware: each request's changes are on disk before its response leaves, and the objects it
+    created are announced only then (an event never names an object a crash could still lose). Counts the
+    requests in flight, so that a stop can let them finish."""
+
+    def __init__(
+        self, app: Any, store: "DurableBuckets", announce: "Callable[[CreatedObject], None] | None" = None
+    ) -> None:
+        self._app = app
+        self._store = store
+        self._announce = announce
+        self._count = 0
+        self._idle = threading.Condition()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        with self._idle:
+            self._count += 1
+        try:
+            return self._serve(environ, start_response)
+        finally:
+            with self._idle:
+                self._count -= 1
+                self._idle.notify_all()
+
+    def _serve(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        answer: dict[str, Any] = {}
+
+        def hold(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], None]:
+            answer["status"], answer["headers"] = status, headers
+            return lambda data: answer.setdefault("written", []).append(data)
+
+        changes = RequestChanges()
+        _request.changes = changes
+        try:
+            # Materialised here, so nothing of the response is sent before the changes are on disk.
+            body = list(self._app(environ, hold))
+        finally:
+            _request.changes = None
+        try:
+            created = self._store.commit(changes) if changes.keys or changes.buckets else []
+        except OSError:
+            _log.exception("could not write an S3 change to disk; it is undone")
+            self._store.revert(changes)
+            start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
+            return [_INTERNAL_ERROR]
+        if self._announce is not None:
+            for stored in created:
+                try:
+                    self._announce(stored)
+                except Exception:
+                    _log.exception("could not announce a new object")
+        start_response(answer["status"], answer["headers"])
+        return [*answer.get("written", []), *body]
+
+    def wait_idle(self, timeout: float) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: self._count == 0, timeout=timeout)
