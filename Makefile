@@ -5,7 +5,11 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+PYPROJECT_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
+# Everything (the tests need the CDK, the linters and Playwright); the demo needs the runtime and `local` only.
+INSTALLED := $(VENV)/.installed-all-$(PYPROJECT_HASH)
+INSTALLED_LOCAL := $(VENV)/.installed-local-$(PYPROJECT_HASH)
+PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -e
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
 
@@ -15,11 +19,17 @@ venv: $(INSTALLED)
 
 $(INSTALLED): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@set -o pipefail; $(BIN)/python -m pip install --disable-pip-version-check -q -e '.[local,infra,dev]' 2>&1 | { $(PIP_FILTER); }
+	@set -o pipefail; $(PIP_INSTALL) '.[local,infra,dev]' 2>&1 | { $(PIP_FILTER); }
 	@rm -f $(VENV)/.installed-*
+	@touch $@ $(INSTALLED_LOCAL)
+
+$(INSTALLED_LOCAL): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@set -o pipefail; $(PIP_INSTALL) '.[local]' 2>&1 | { $(PIP_FILTER); }
+	@rm -f $(VENV)/.installed-local-*
 	@touch $@
 
-demo: $(INSTALLED)
+demo: $(INSTALLED_LOCAL)
 	$(BIN)/quire demo $(if $(DOCS),--docs $(DOCS))
 
 lint: $(INSTALLED)

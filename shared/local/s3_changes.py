@@ -174,7 +174,7 @@ class DurableRequests:
             _request.changes = None
         try:
             created = self._store.commit(changes) if changes.keys or changes.buckets else []
-        except OSError:
+        except Exception:  # a full disk, a permission, or a bug: never an answer for a change not on disk
             _log.exception("could not write an S3 change to disk; it is undone")
             self._store.revert(changes)
             start_response("500 Internal Server Error", [("Content-Type", "application/xml")])

@@ -164,3 +164,34 @@ def stack(
             s3.stop()
             events.stop()
             container.database.close()
+
+
+@pytest.fixture
+def own_stack(stack: Stack, migrated_database: MigratedDatabase, new_database: Callable[[], str]) -> Iterator[Stack]:
+    """The session stack's API, S3 server and event delivery over a database and a bucket of this test's own: for a
+    test whose sweeps walk every tenant and every object, which the session's other tests would otherwise fill."""
+    from pydantic import SecretStr
+
+    from functions.api import handler as api_handler
+    from functions.on_object_created import handler as created_handler
+
+    owner_url = new_database()
+    apply_migrations(owner_url, embedding_dimension=384, app_role=migrated_database.app_role)
+    name = psycopg.conninfo.conninfo_to_dict(owner_url)["dbname"]
+    app_url = with_database(migrated_database.app_url, str(name))
+    bucket = f"quire-own-{secrets.token_hex(4)}"
+    settings = stack.container.settings
+    assert settings.s3_endpoint_url is not None
+    ensure_bucket(settings.s3_endpoint_url, bucket)
+    container = Container(settings.model_copy(update={"database_url": SecretStr(app_url), "bucket": bucket}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(api_handler, "container", container)
+        patch.setattr(created_handler, "container", container)
+        try:
+            yield Stack(api=stack.api, bucket=bucket, events=stack.events, container=container)
+        finally:
+            container.workflow.drain()  # type: ignore[attr-defined]
+            container.database.close()
+            # Now, not at the session's end: the session's role cannot be dropped while a database grants it.
+            with psycopg.connect(migrated_database.owner_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

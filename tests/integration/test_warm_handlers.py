@@ -45,7 +45,9 @@ class RecordedStarts:
 
 
 @pytest.fixture
-def warm(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> tuple[Stack, RecordedStarts]:
+def warm(own_stack: Stack, monkeypatch: pytest.MonkeyPatch) -> tuple[Stack, RecordedStarts]:
+    # A database and bucket of its own: reconcile walks every tenant and object, and the session's others hold many.
+    stack = own_stack
     starts = RecordedStarts()
     # The workflow instance every service already holds starts nothing now: the test runs the steps itself.
     monkeypatch.setattr(stack.container.workflow, "start", starts.start)
