@@ -1,6 +1,6 @@
 # The two set-up commands of the README: `make demo` and `make test`.
 # Each creates or updates .venv from pyproject.toml; nothing is installed by hand.
-# Python 3.11 first: the CPU torch wheel this machine kind keeps on disk is for 3.11.
+# Python 3.11 first: the oldest the project supports (requires-python), the version ruff and mypy check against.
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv

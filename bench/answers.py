@@ -5,7 +5,7 @@ bench.answers` loads a database of its own and runs only these figures).
 - Retrieval is the search bench's own (`bench_retrieval`): the composition root's Retrieval with the FAKE query
   embedder, so both lanes see the synthetic query vectors the corpus was drawn for.
 - The sentence ranking costs what it costs for real: AnswerService's own embedder is the local MiniLM
-  (`SentenceTransformerEmbedder`), which embeds the question and every candidate sentence of the selected
+  (`OnnxMiniLmEmbedder`), which embeds the question and every candidate sentence of the selected
   evidence. The two embedders are separate ports of separate services, so no mixed stand-in is needed, and the
   question is compared with the sentences in MiniLM's space (a synthetic question vector against MiniLM
   sentence vectors would put every sentence under the floor). The corpus texts are in sentences of 12-28
@@ -207,7 +207,7 @@ def figures(
     result: Result, container: Any, retrieval: Any, queries: Sequence[BenchQuery], chunks: int
 ) -> list[dict[str, Any]]:
     from bench.search import skipped
-    from shared.adapters.local.sentence_embeddings import SentenceTransformerEmbedder
+    from shared.adapters.local.onnx_embeddings import OnnxMiniLmEmbedder
     from shared.domain.answers import AnswerRequest
     from shared.domain.auth import Principal
     from shared.domain.search import SearchFilters, SearchQuery
@@ -218,12 +218,12 @@ def figures(
         "answer bench: evidence-only answer p95",
         "answer bench: the same question again, served from the answer cache p50",
     )
-    minilm = SentenceTransformerEmbedder(dimension=container.settings.embedding_dimension)
+    minilm = OnnxMiniLmEmbedder(dimension=container.settings.embedding_dimension)
     status = minilm.capability()
     if not status.available:
         return [skipped(name, "ms", status.reason or "the local embedder is unavailable") for name in names]
     begun = time.perf_counter()
-    minilm.embed(["warm up"])  # loads torch and the model: not part of any answer
+    minilm.embed(["warm up"])  # loads the model: not part of any answer
     load_seconds = time.perf_counter() - begun
     ranking = CountingEmbedder(minilm)
 

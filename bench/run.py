@@ -140,8 +140,9 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def component_figures() -> list[dict[str, Any]]:
-    """Extraction, search and OCR, measured in this process against their own stand-ins; the Lambda packages'
-    sizes and their handlers' cold imports (fresh interpreters)."""
+    """Extraction, search, the local embedder and OCR, measured in this process against their own stand-ins; the
+    Lambda packages' sizes and their handlers' cold imports (fresh interpreters)."""
+    from bench.embedding import figures as embedding_figures
     from bench.extraction import figures as extraction_figures
     from bench.ocr import figures as ocr_figures
     from bench.packages import figures as package_figures
@@ -152,6 +153,7 @@ def component_figures() -> list[dict[str, Any]]:
     return [
         *extraction_figures(result),
         *search_figures(result),
+        *embedding_figures(result),
         *ocr_figures(result),
         *rendering_figures(result),
         *page_image_figures(result),

@@ -802,18 +802,18 @@ def indexing_figures(result: Result, database: Database, owner_url: str) -> list
     corpus_file = SCIFACT / "corpus.jsonl"
     if not corpus_file.is_file():
         return [skipped(name, "chunks/s", f"{corpus_file} is absent")]
-    from shared.adapters.local.sentence_embeddings import SentenceTransformerEmbedder
+    from shared.adapters.local.onnx_embeddings import OnnxMiniLmEmbedder
     from shared.config import Settings
     from shared.local.chunk_rows import new_indexing_version
     from shared.local.evaluation import as_document
     from shared.services.indexing import Indexer, IndexTarget
 
-    embedder = SentenceTransformerEmbedder(dimension=DIMENSION)
+    embedder = OnnxMiniLmEmbedder(dimension=DIMENSION)
     status = embedder.capability()
     if not status.available:
         return [skipped(name, "chunks/s", status.reason or "the local embedder is unavailable")]
     begun = time.perf_counter()
-    embedder.embed(["warm up"])  # loads torch and the model: not part of the rate
+    embedder.embed(["warm up"])  # loads the model: not part of the rate
     load_seconds = time.perf_counter() - begun
     documents = []
     with corpus_file.open(encoding="utf-8") as lines:

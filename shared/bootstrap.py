@@ -641,9 +641,9 @@ class Container:
     def embedder(self) -> EmbeddingProvider:
         dimension = self.settings.embedding_dimension
         if self._local:
-            from shared.adapters.local.sentence_embeddings import SentenceTransformerEmbedder
+            from shared.adapters.local.onnx_embeddings import OnnxMiniLmEmbedder
 
-            return SentenceTransformerEmbedder(dimension=dimension)
+            return OnnxMiniLmEmbedder(dimension=dimension)
         from shared.adapters.aws.bedrock_embeddings import BedrockTitanEmbedder
 
         try:

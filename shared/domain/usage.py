@@ -32,7 +32,7 @@ class RequestKind(StrEnum):
 class Usage(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    provider: str  # textract, bedrock, rapidocr, sentence-transformers
+    provider: str  # textract, bedrock, rapidocr, onnxruntime (the local embedder)
     operation: str  # e.g. textract:DetectDocumentText, bedrock:Converse
     model: str | None = None
     priced: bool
