@@ -164,6 +164,7 @@ def component_figures() -> list[dict[str, Any]]:
 def stack_workload_figures() -> list[dict[str, Any]]:
     """Each in a stack of its own: memory as files are ingested, the isolation probes with search's p95, and a
     3,000-chunk version re-indexed through the worker; a tool call over MCP, its HTTP twin and the route."""
+    from bench.durability import figures as durability_figures
     from bench.ingest_memory import figures as ingest_memory_figures
     from bench.isolation import figures as isolation_figures
     from bench.reindex import figures as reindex_figures
@@ -171,6 +172,7 @@ def stack_workload_figures() -> list[dict[str, Any]]:
 
     return [
         *ingest_memory_figures(result),
+        *durability_figures(result),
         *isolation_figures(result),
         *reindex_figures(result),
         *tool_figures(result),

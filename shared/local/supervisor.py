@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -39,6 +39,9 @@ from shared.local.paths import (
     write_private_json,
 )
 from shared.local.s3_server import LocalS3Server
+
+if TYPE_CHECKING:
+    from shared.bootstrap import Container
 
 _log = logging.getLogger("quire.supervisor")
 
@@ -202,11 +205,34 @@ class Supervisor:
             _log.info("reconciled after the start: %s", report.counts())
         except Exception:
             _log.exception("could not reconcile after the start; `quire reconcile` runs it by hand")
+        self._reembed_what_another_model_embedded(container)
         while interval and not self.stop_requested.wait(timeout=interval):
             try:
                 _log.info("reconciled: %s", container.reconciler.run(datetime.now(UTC)).counts())
             except Exception:
                 _log.exception("could not reconcile; the next run tries again")
+
+    @staticmethod
+    def _reembed_what_another_model_embedded(container: "Container") -> None:
+        """A stack whose local model changed (an upgrade: torch's fp32 vectors to the int8 ONNX model's) has
+        versions the vector lane no longer compares with the query's: each tenant's are queued for re-indexing
+        from their stored documents, on the workers, as `quire reindex` would (its spend limit applies)."""
+        from shared.domain.errors import QuireError
+
+        queued = 0
+        try:
+            for tenant_id in container.file_metadata.tenant_ids():
+                while True:
+                    report = container.reindexer.start_batch(tenant_id, None, limit=100)
+                    queued += report.queued
+                    if report.queued == 0 or report.remaining == 0:
+                        break
+        except QuireError as refusal:  # the model unavailable, a tenant's embedding budget spent
+            _log.warning("stale versions are not all re-embedded: %s; `quire reindex` asks again", refusal)
+        except Exception:
+            _log.exception("could not look for versions another model embedded; `quire reindex` asks again")
+        if queued:
+            _log.info("%s versions embedded by another model are being re-embedded", queued)
 
     def _restart_database_if_it_died(self, database: LocalDatabase) -> None:
         """The embedded PostgreSQL killed under a running stack (an OOM kill, `kill -9`) is started again on its

@@ -57,7 +57,9 @@ class Reindexer:
         self._workflow = workflow
         self._embedder = embedder
 
-    def start_batch(self, tenant_id: str, collections: frozenset[str], *, limit: int = 20) -> ReindexReport:
+    def start_batch(self, tenant_id: str, collections: frozenset[str] | None, *, limit: int = 20) -> ReindexReport:
+        """Queue up to `limit` of the stale versions of `collections` (None: every collection of the tenant, for
+        the local stack's own sweep after its model changed; a caller's request always names its collections)."""
         status = self._embedder.capability()
         if not status.available:
             # Re-indexing without a model would only rewrite the same lexical-only chunks.

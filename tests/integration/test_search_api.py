@@ -6,6 +6,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from shared.adapters.local.unavailable import UnavailableEmbedder
 from shared.domain.citations import excerpt_is_at_location, regions_are_blocks
 from shared.domain.search import Citation
@@ -213,3 +215,30 @@ def _snake(value: Any) -> Any:
     if isinstance(value, list):
         return [_snake(item) for item in value]
     return value
+
+
+def test_a_stack_started_after_its_local_model_changed_re_embeds_what_the_old_one_embedded(
+    stack: Stack, owner_connection: psycopg.Connection
+) -> None:
+    """An upgrade: chunks embedded by torch's fp32 MiniLM (another model id) are invisible to the vector lane
+    until re-embedded; the local stack queues them itself as it starts."""
+    from shared.local.supervisor import Supervisor
+
+    tenant = f"s{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant)
+    record = indexed(stack, token, "runbook.md", RUNBOOK)
+    owner_connection.execute(
+        "UPDATE file_versions SET embedding_model = 'sentence-transformers/all-MiniLM-L6-v2' WHERE version_id = %s",
+        (record["current"]["versionId"],),
+    )
+    owner_connection.execute(
+        "UPDATE knowledge_chunks SET embedding_model = 'sentence-transformers/all-MiniLM-L6-v2' WHERE version_id = %s",
+        (record["current"]["versionId"],),
+    )
+    question = "why were buyers unable to complete their purchases"
+    assert search(stack, token, question, mode="semantic")["outcome"] == "no_match"
+    assert stack.json("GET", "/v1/coverage", token)[1]["collections"][0]["stale"] == 1
+    Supervisor._reembed_what_another_model_embedded(stack.container)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    assert stack.json("GET", "/v1/coverage", token)[1]["collections"][0]["stale"] == 0
+    assert search(stack, token, question, mode="semantic")["hits"][0]["vectorScore"] is not None

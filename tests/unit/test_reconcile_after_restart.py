@@ -81,7 +81,7 @@ def extracted(fakes: Fakes, version: UUID) -> None:
     """The version's first attempt extracted it: its document stored, the row pointing at it."""
     found = fakes.metadata.find_version("acme", version)
     assert found is not None
-    file_id, _ = found
+    file_id = found[0].file_id
     assert fakes.metadata.move_processing(
         "acme", version, attempt=1, to=ProcessingState.EXTRACTING, expected=[ProcessingState.QUEUED]
     )
