@@ -326,8 +326,10 @@ class Observability(Construct):
                 width=12,
             ),
             cloudwatch.GraphWidget(
-                title=f"Reconciliation: stuck versions (max per {per})",
-                left=[self.reconcile_metric(STUCK_VERSIONS, window, label=STUCK_VERSIONS)],
+                title=f"Reconciliation: stuck versions and rows without bytes (max per {per})",
+                left=[
+                    self.reconcile_metric(name, window, label=name) for name in (STUCK_VERSIONS, "rowsWithoutBytes")
+                ],
                 width=6,
             ),
             cloudwatch.GraphWidget(
