@@ -61,9 +61,11 @@ class AnswerTooLarge:
 @dataclass(frozen=True)
 class Died:
     """The child ended without answering: `exitcode` is negative for a signal (SIGABRT: a native
-    allocation failed under the memory limit)."""
+    allocation failed under the memory limit). `killed_here`: the parent killed it itself (it did not end in
+    its grace period), so a SIGKILL is this process's doing, not the host's."""
 
     exitcode: int | None
+    killed_here: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,12 +177,13 @@ def run_in_child(
         if isinstance(outcome, TimedOut):
             return TimedOut(timeout_seconds)
         if isinstance(outcome, Died):
-            exitcode = _exit_code(child, grace_seconds=2)
+            ended_alone = _ended_within(child, grace_seconds=2)
+            exitcode = _exit_code(child)
             stderr_tail.finish()
             _log.warning(
                 "a sandboxed child died", extra={"work": name, "exitcode": exitcode, "stderr": stderr_tail.text}
             )
-            return Died(exitcode)
+            return Died(exitcode, killed_here=not ended_alone)
         return outcome
     finally:
         os.close(answer_read)
@@ -371,6 +374,14 @@ def _confinement_of(body: bytes) -> Confinement:
 def _child_path() -> list[str]:
     path = [os.path.abspath(entry) if entry else os.getcwd() for entry in sys.path]
     return [_PROJECT_ROOT, *(entry for entry in path if entry != _PROJECT_ROOT)]
+
+
+def _ended_within(child: "subprocess.Popen[bytes]", grace_seconds: float) -> bool:
+    try:
+        child.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _exit_code(child: "subprocess.Popen[bytes]", grace_seconds: float = 0) -> int | None:

@@ -10,6 +10,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from shared.bootstrap import infrastructure_outage
 from shared.domain.artifacts import VersionConflict
 from shared.domain.errors import (
+    INFRASTRUCTURE_UNAVAILABLE_SENTENCE,
+    RETRY_AFTER_OUTAGE_SECONDS,
     CapabilityUnavailable,
     Conflict,
     Forbidden,
@@ -25,11 +27,8 @@ from shared.domain.errors import (
 )
 from shared.domain.exports import RenderFailed
 
-# What a caller is told when the infrastructure did not answer (never which part, nor its address).
-UNAVAILABLE = (
-    "Quire's storage or database did not answer, so this request may not have been carried out: try again shortly"
-)
-RETRY_AFTER_SECONDS = 2
+UNAVAILABLE = INFRASTRUCTURE_UNAVAILABLE_SENTENCE
+RETRY_AFTER_SECONDS = RETRY_AFTER_OUTAGE_SECONDS
 
 
 def _json(status: int, body: dict[str, object]) -> Response[str]:

@@ -13,11 +13,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from functions.tools.catalog import TOOLS, TOOLS_BY_NAME, Tool, ToolContext, ToolRefused
 from functions.tools.models import Refusal
-from shared.bootstrap import acting_for_tenant
+from shared.bootstrap import acting_for_tenant, infrastructure_outage
 from shared.domain.artifacts import VersionConflict
 from shared.domain.audit import ToolCall, id_arguments
 from shared.domain.auth import Principal
 from shared.domain.errors import (
+    INFRASTRUCTURE_UNAVAILABLE_SENTENCE,
+    RETRY_AFTER_OUTAGE_SECONDS,
     CapabilityUnavailable,
     Conflict,
     Forbidden,
@@ -249,6 +251,13 @@ def refusal_for(error: Exception) -> Refusal:  # noqa: PLR0911 - one answer per 
     for kind, code, next_tool, retryable in _PLAIN_REFUSALS:
         if isinstance(error, kind):
             return Refusal(error=code, message=str(error), next_tool=next_tool, retryable=retryable)
+    if infrastructure_outage(error):  # the HTTP route's 503 `unavailable`, with its Retry-After
+        return Refusal(
+            error="unavailable",
+            message=INFRASTRUCTURE_UNAVAILABLE_SENTENCE,
+            retryable=True,
+            retry_after_seconds=RETRY_AFTER_OUTAGE_SECONDS,
+        )
     return Refusal(
         error="internal_error",
         message="the tool failed on Quire's side (it is logged); try again shortly",

@@ -327,9 +327,7 @@ class Observability(Construct):
             ),
             cloudwatch.GraphWidget(
                 title=f"Reconciliation: stuck versions and rows without bytes (max per {per})",
-                left=[
-                    self.reconcile_metric(name, window, label=name) for name in (STUCK_VERSIONS, "rowsWithoutBytes")
-                ],
+                left=[self.reconcile_metric(name, window, label=name) for name in (STUCK_VERSIONS, "rowsWithoutBytes")],
                 width=6,
             ),
             cloudwatch.GraphWidget(

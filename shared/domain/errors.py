@@ -49,6 +49,14 @@ class NotReady(QuireError):
     """The caller may see the resource, but it cannot do this yet (no stored bytes, say)."""
 
 
+# What a caller is told when the infrastructure did not answer (never which part, nor its address): the HTTP
+# API's 503 `unavailable` with Retry-After, and the agent tools' refusal of the same name.
+INFRASTRUCTURE_UNAVAILABLE_SENTENCE = (
+    "Quire's storage or database did not answer, so this request may not have been carried out: try again shortly"
+)
+RETRY_AFTER_OUTAGE_SECONDS = 2
+
+
 class StoredBytesMissing(QuireError, FileNotFoundError):
     """Bytes a row says are stored are not in storage (removed outside Quire: a lifecycle rule, a hand-deleted
     object). A FileNotFoundError, so that a deletion racing a read is still told apart where it matters; the API

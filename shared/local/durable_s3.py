@@ -150,6 +150,7 @@ class DurableBuckets:
         self._stripes = [threading.Lock() for _ in range(_LOCK_STRIPES)]
         self._trashed: list[tuple[float, Path]] = []
         self._trash_lock = threading.Lock()
+        self._bucket_lock = threading.Lock()
 
     # -- reading back ------------------------------------------------------------------------------------------
 
@@ -167,7 +168,14 @@ class DurableBuckets:
         for directory in sorted(self._buckets_root.iterdir()):
             settings = _read_json(directory / "bucket.json")
             if settings is None:
-                continue
+                if next((directory / "keys").glob("*/*/*.json"), None) is None:
+                    continue  # a deleted bucket (S3 deletes only empty ones)
+                # Unreadable settings must not hide the objects: the bucket comes back versioned, as the
+                # stack creates its buckets, without CORS rules until they are put again.
+                _log.error(
+                    "%s is unreadable; the bucket is restored versioned, without CORS", directory / "bucket.json"
+                )
+                settings = {"name": directory.name, "versioning": "Enabled"}
             self._restore_bucket(directory, settings)
             restored += 1
         return restored
@@ -212,10 +220,24 @@ class DurableBuckets:
         versions: list[Any] = []
         persisted: list[_Persisted] = []
         for seq, record in records:
+            if not record.get("deleteMarker") and not _bytes_intact(directory / f"{seq:016x}.data", record):
+                # Removed or cut short behind the store's back: the version is not there (S3's NoSuchKey, the
+                # API's 410), and reconciliation reports the row that names it. The record stays, for a person.
+                _log.warning(
+                    "the bytes of %s (version %s) are missing or not %s bytes in %s; the version is left out",
+                    record["key"],
+                    record.get("versionId"),
+                    record.get("size"),
+                    directory,
+                )
+                self._seq = max(self._seq, seq)
+                continue
             version = self._version_of(bucket, directory, seq, record, versions[-1] if versions else None)
             versions.append(version)
             persisted.append(_Persisted(version, seq, record))
             self._seq = max(self._seq, seq)
+        if not versions:
+            return
         dict.__setitem__(bucket.keys, name, versions)
         self._persisted[(bucket.name, name)] = persisted
 
@@ -298,6 +320,10 @@ class DurableBuckets:
         backend._quire_cors_remembered = self
 
     def _sync_bucket(self, name: str) -> None:
+        with self._bucket_lock:
+            self._sync_bucket_settings(name)
+
+    def _sync_bucket_settings(self, name: str) -> None:
         directory = self._buckets_root / name
         bucket = self._backend.buckets.get(name)
         if bucket is None:
@@ -328,10 +354,12 @@ class DurableBuckets:
 
     def _sync_key(self, bucket_name: str, key: str) -> list[CreatedObject]:
         bucket = self._backend.buckets.get(bucket_name)
-        current = list(bucket.keys.getlist(key, []) or []) if bucket is not None else []
         directory = self._key_directory(bucket_name, key)
         created: list[CreatedObject] = []
         with self._lock_of(bucket_name, key):
+            # Read under the lock: a list read before it could miss a version another request has committed
+            # since, which this commit would then take for deleted.
+            current = list(bucket.keys.getlist(key, []) or []) if bucket is not None else []
             persisted = self._persisted.get((bucket_name, key), [])
             kept: list[_Persisted] = []
             changed = False
@@ -358,7 +386,7 @@ class DurableBuckets:
             for entry in persisted:
                 if entry.seq not in kept_seqs:
                     (directory / f"{entry.seq:016x}.json").unlink(missing_ok=True)
-                    self._move_to_trash(directory / f"{entry.seq:016x}.data")
+                    self._move_to_trash(entry.version, directory / f"{entry.seq:016x}.data")
                     changed = True
             if changed and directory.exists():
                 _fsync_directory(directory)
@@ -414,12 +442,17 @@ class DurableBuckets:
             version._value_buffer = _StoredBytes(path)  # type: ignore[assignment]
             buffer.close()
 
-    def _move_to_trash(self, path: Path) -> None:
+    def _move_to_trash(self, version: Any, path: Path) -> None:
         if not path.exists():
             return
         self._trash.mkdir(mode=0o700, exist_ok=True)
         target = self._trash / f"{time.time_ns()}-{path.name}"
-        path.replace(target)
+        lock = getattr(version, "lock", None) or threading.Lock()
+        with lock:
+            path.replace(target)
+            # A read that looked the version up before its deletion still finds its bytes, for the grace period.
+            if isinstance(getattr(version, "_value_buffer", None), _StoredBytes):
+                version._value_buffer.path = target
         with self._trash_lock:
             self._trashed.append((time.monotonic(), target))
 
@@ -449,6 +482,13 @@ class DurableBuckets:
                 self._sync_key(name, key)
                 count += 1
         return count
+
+
+def _bytes_intact(path: Path, record: dict[str, Any]) -> bool:
+    try:
+        return path.stat().st_size == int(record["size"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return False
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -201,7 +201,9 @@ class EmbeddedPostgres:
             _grant_traversal(self.data_dir.parent, self._run_as_group)
             _grant_traversal_to_binaries(self._bin)
 
-    def start(self, *, preferred_port: int | None = None) -> ServerAddress:
+    def start(self, *, preferred_port: int | None = None, require_port: bool = False) -> ServerAddress:
+        """Start the server on `preferred_port` if it is free, else on any free port; with `require_port`, on
+        that port or not at all (EmbeddedPostgresError)."""
         if not self.initialized():
             self._initdb()
         # Every start, not just the first: the state directory's mode is re-tightened on each `quire up`.
@@ -210,6 +212,8 @@ class EmbeddedPostgres:
             # A server left behind by a crashed supervisor: stop it so that we own its lifetime.
             self.stop()
         port = free_port(preferred_port)
+        if require_port and port != preferred_port:
+            raise EmbeddedPostgresError(f"port {preferred_port} is taken; PostgreSQL is started on it or not at all")
         for attempt in range(_START_ATTEMPTS):
             self._remove_stale_lock()
             try:

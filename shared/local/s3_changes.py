@@ -134,6 +134,12 @@ _INTERNAL_ERROR = (
 )
 
 
+_BYTES_MISSING = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchKey</Code><Message>the bytes of this object version'
+    b" are missing from the local store (.quire/s3)</Message></Error>"
+)
+
+
 class DurableRequests:
     """WSGI middleware: each request's changes are on disk before its response leaves, and the objects it
     created are announced only then (an event never names an object a crash could still lose). Counts the
@@ -170,6 +176,15 @@ class DurableRequests:
         try:
             # Materialised here, so nothing of the response is sent before the changes are on disk.
             body = list(self._app(environ, hold))
+        except FileNotFoundError:
+            # A version whose bytes were removed from disk behind the store's back: S3's answer for an object
+            # that is not there (the API's 410 content_missing), not a 500 a client would retry forever.
+            self._store.revert(changes)
+            start_response("404 Not Found", [("Content-Type", "application/xml")])
+            return [_BYTES_MISSING]
+        except BaseException:
+            self._store.revert(changes)  # whatever moto changed before it failed was never acknowledged
+            raise
         finally:
             _request.changes = None
         try:

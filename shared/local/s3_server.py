@@ -15,6 +15,7 @@ snapshot is read once, written through, and renamed `*.imported`.
 
 import logging
 import pickle
+import shutil
 import threading
 import types
 import uuid
@@ -150,13 +151,21 @@ class LocalS3Server:
     def _import_legacy_snapshot(self, store: DurableBuckets) -> bool:
         """A snapshot of an earlier build (written on its last clean stop) becomes the store, once."""
         snapshot = self._legacy_snapshot
-        if snapshot is None or not snapshot.exists() or not store.is_empty():
+        if snapshot is None or not snapshot.exists():
             return False
+        # A marker for the import's duration: an import a crash cut short is started over, not taken for done.
+        importing = self.data_dir / "importing-snapshot"
+        if importing.exists():
+            shutil.rmtree(self.data_dir / "buckets", ignore_errors=True)
+        elif not store.is_empty():
+            return False
+        importing.touch()
         with snapshot.open("rb") as handle:
             buckets = pickle.load(handle)  # noqa: S301 - our own file, written by an earlier build of this server
         self._backend().buckets.update(buckets)
         store.persist_everything()
         snapshot.replace(snapshot.with_name(snapshot.name + ".imported"))
+        importing.unlink()
         return True
 
     def _announce(self, stored: CreatedObject) -> None:

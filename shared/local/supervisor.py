@@ -117,6 +117,7 @@ class Supervisor:
         self.paths = paths
         self.embedding_dimension = embedding_dimension
         self.stop_requested = threading.Event()
+        self._watchdog: threading.Thread | None = None
         self._postgres: EmbeddedPostgres | None = None
         self._s3: LocalS3Server | None = None
         self._api: LocalHttpApi | None = None
@@ -184,8 +185,13 @@ class Supervisor:
             threading.Thread(
                 target=self._reconcile_on_schedule, args=(started_at,), name="quire-reconcile", daemon=True
             ).start()
-            while not self.stop_requested.wait(timeout=0.5):
-                self._restart_database_if_it_died(database)
+            # On a thread of its own: a restart may take a while, and a stop must be acted on meanwhile.
+            self._watchdog = threading.Thread(
+                target=self._watch_database, args=(database,), name="quire-postgres-watchdog", daemon=True
+            )
+            self._watchdog.start()
+            while not self.stop_requested.wait(timeout=1.0):
+                pass  # a timeout, so the main thread runs the signal handlers promptly
         finally:
             self.shutdown()
 
@@ -234,6 +240,10 @@ class Supervisor:
         if queued:
             _log.info("%s versions embedded by another model are being re-embedded", queued)
 
+    def _watch_database(self, database: LocalDatabase) -> None:
+        while not self.stop_requested.wait(timeout=0.5):
+            self._restart_database_if_it_died(database)
+
     def _restart_database_if_it_died(self, database: LocalDatabase) -> None:
         """The embedded PostgreSQL killed under a running stack (an OOM kill, `kill -9`) is started again on its
         port: committed work is in its WAL, and the pools replace connections the server dropped."""
@@ -244,7 +254,8 @@ class Supervisor:
             return
         _log.warning("PostgreSQL is not running: starting it again on port %s", database.port)
         try:
-            postgres.start(preferred_port=database.port)
+            # On that port or not at all: the pools and every handler's settings name it.
+            postgres.start(preferred_port=database.port, require_port=True)
         except Exception:
             _log.exception("could not start PostgreSQL again; the next check tries again")
 
@@ -313,6 +324,9 @@ class Supervisor:
     def shutdown(self) -> None:
         """Stop in reverse order; each step runs even if an earlier one failed (PostgreSQL always stops)."""
         self.paths.state.unlink(missing_ok=True)
+        watchdog = self._watchdog
+        if watchdog is not None:
+            watchdog.join(timeout=120)  # a restart under way finishes, so the server it starts is stopped below
         api, mcp, s3, events, postgres = self._api, self._mcp, self._s3, self._events, self._postgres
         self._api = self._mcp = self._s3 = self._events = self._postgres = None
         if api is not None:

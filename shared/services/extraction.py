@@ -80,7 +80,7 @@ class Extractor:
                 detail=f"extraction took longer than {self._limits.timeout_seconds:g} seconds",
             )
         if isinstance(answer, Died):
-            if answer.exitcode == -signal.SIGKILL:
+            if answer.exitcode == -signal.SIGKILL and not answer.killed_here:
                 # Not the parser's doing (its own limits end it otherwise): the host's OOM killer, or a kill -9 of
                 # the stack. The step is tried again, as any other outage is, never failed as a bad document.
                 raise InfrastructureUnavailable("the sandboxed parser was killed from outside (SIGKILL)")

@@ -218,7 +218,8 @@ class Drill:
         with self.ledger.lock:
             if answer.status == 202:
                 self.ledger.deleted.add(file_id)
-            if answer.status is not None:
+            # No answer, or a 503 ("may not have been carried out"): it may be deleted or not, until it is read.
+            if answer.status is not None and answer.status != 503:
                 self.ledger.maybe_deleted.discard(file_id)
 
     def read_one(self) -> None:

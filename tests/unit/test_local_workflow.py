@@ -38,6 +38,31 @@ def test_one_tenants_backlog_delays_another_tenants_upload_by_one_version_not_by
     assert workers.queued() == {}
 
 
+def test_a_re_index_backlog_waits_while_a_new_upload_of_the_same_tenant_runs_first() -> None:
+    workers = FairWorkers(1)
+    ran: list[str] = []
+    first_started, release = threading.Event(), threading.Event()
+
+    def run(version: ProcessVersion) -> None:
+        if not ran:
+            first_started.set()
+            release.wait(timeout=10)
+        ran.append(version.version_id)
+
+    workflow = InProcessWorkflow(run, workers)
+    stale = [request("acme", number).model_copy(update={"reindex": True}) for number in range(50)]
+    workflow.start(stale[0])
+    assert first_started.wait(timeout=10)
+    for version in stale[1:]:
+        workflow.start(version)
+    workflow.start(request("acme", 99))  # an upload, after the model change queued every stale version
+    assert workers.queued() == {"acme": 50}
+    release.set()
+    workflow.drain()
+    assert ran[:2] == ["acme-0", "acme-99"]
+    assert ran[2:] == [f"acme-{n}" for n in range(1, 50)]
+
+
 def test_as_many_versions_run_at_once_as_there_are_workers() -> None:
     workers = FairWorkers(3)
     running, most, lock = 0, 0, threading.Lock()

@@ -94,6 +94,15 @@ def half_an_answer(payload: bytes) -> bytes:
     os._exit(3)
 
 
+def babbling(payload: bytes) -> bytes:
+    # Something a well-behaved child never says, then no end: the parent stops listening and kills it itself.
+    descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
+    pipe = max(descriptor for descriptor in descriptors if descriptor > 2)
+    os.write(pipe, b"?" + struct.pack("!Q", 4) + b"huh?")
+    time.sleep(60)
+    return b""
+
+
 def environment_seen(payload: bytes) -> bytes:
     def parent_environment() -> bytes:
         with open(f"/proc/{os.getppid()}/environ", "rb") as environ:
@@ -232,6 +241,13 @@ def test_a_child_that_dies_is_a_death_with_its_exit_code() -> None:
 
 def test_a_child_that_dies_in_the_middle_of_its_answer_is_a_death_not_a_large_answer() -> None:
     assert run(half_an_answer) == Died(3)
+
+
+def test_a_child_the_parent_had_to_kill_is_said_to_be_killed_here() -> None:
+    # Its SIGKILL is the parent's, not the host's OOM killer's: the extractor fails the document, never retries it.
+    died = run(babbling)
+    assert isinstance(died, Died) and died.killed_here
+    assert run(exit_seven) == Died(7, killed_here=False)
 
 
 def test_work_that_cannot_be_named_is_refused_before_a_child_starts() -> None:

@@ -103,3 +103,14 @@ def test_tools_that_carry_document_text_say_it_is_untrusted() -> None:
     for tool in TOOLS:
         if tool.carries_document_text:
             assert "untrusted" in tool.output_schema()["properties"], tool.name
+
+
+def test_an_outage_is_refused_as_unavailable_with_a_retry_after_like_the_http_routes_503() -> None:
+    import psycopg
+
+    from functions.tools.dispatcher import refusal_for
+
+    refusal = refusal_for(psycopg.OperationalError("connection to server at 127.0.0.1, port 1 failed"))
+    assert (refusal.error, refusal.retryable, refusal.retry_after_seconds) == ("unavailable", True, 2)
+    assert "127.0.0.1" not in refusal.message  # never which part, nor its address
+    assert refusal_for(RuntimeError("a bug")).error == "internal_error"

@@ -31,13 +31,17 @@ def machine_cores() -> int:
 
 
 class FairWorkers:
-    """Queued versions per tenant, taken round robin by a fixed number of worker threads."""
+    """Queued versions per tenant, taken round robin by a fixed number of worker threads. Re-indexing (a whole
+    tenant's versions queued at once after a model change) waits in a lane of its own, taken only while no
+    new upload waits: a re-index never holds up the upload someone is looking at."""
 
     def __init__(self, workers: int) -> None:
         self._workers = max(1, workers)
-        self._queues: dict[str, deque[tuple[Run, ProcessVersion]]] = {}
-        # Tenants with queued work, in the order their turn comes.
-        self._turns: deque[str] = deque()
+        # Keyed by (tenant, re-index?): each a queue with its own turn.
+        self._queues: dict[tuple[str, bool], deque[tuple[Run, ProcessVersion]]] = {}
+        # Queues with work, in the order their turn comes: new work first, re-indexing when none waits.
+        self._turns: deque[tuple[str, bool]] = deque()
+        self._background_turns: deque[tuple[str, bool]] = deque()
         self._unfinished = 0
         self._changed = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -48,9 +52,10 @@ class FairWorkers:
 
     def submit(self, run: Run, request: ProcessVersion) -> None:
         with self._changed:
-            queue = self._queues.setdefault(request.tenant_id, deque())
+            lane = (request.tenant_id, request.reindex)
+            queue = self._queues.setdefault(lane, deque())
             if not queue:
-                self._turns.append(request.tenant_id)
+                self._turns_of(lane).append(lane)
             queue.append((run, request))
             self._unfinished += 1
             self._threads = [thread for thread in self._threads if thread.is_alive()]
@@ -63,7 +68,11 @@ class FairWorkers:
     def queued(self) -> dict[str, int]:
         """How many versions wait, per tenant (not those running)."""
         with self._changed:
-            return {tenant: len(queue) for tenant, queue in self._queues.items() if queue}
+            counts: dict[str, int] = {}
+            for (tenant, _reindex), queue in self._queues.items():
+                if queue:
+                    counts[tenant] = counts.get(tenant, 0) + len(queue)
+            return counts
 
     def drain(self) -> None:
         """Wait until every version submitted so far (and any submitted meanwhile) has been run."""
@@ -72,15 +81,19 @@ class FairWorkers:
 
     def _next(self) -> tuple[Run, ProcessVersion]:
         with self._changed:
-            self._changed.wait_for(lambda: bool(self._turns))
-            tenant = self._turns.popleft()
-            queue = self._queues[tenant]
+            self._changed.wait_for(lambda: bool(self._turns or self._background_turns))
+            turns = self._turns or self._background_turns
+            lane = turns.popleft()
+            queue = self._queues[lane]
             taken = queue.popleft()
             if queue:
-                self._turns.append(tenant)  # its next version waits for every other tenant's turn
+                turns.append(lane)  # its next version waits for every other tenant's turn
             else:
-                del self._queues[tenant]
+                del self._queues[lane]
             return taken
+
+    def _turns_of(self, lane: tuple[str, bool]) -> deque[tuple[str, bool]]:
+        return self._background_turns if lane[1] else self._turns
 
     def _work(self) -> None:
         while True:
