@@ -32,7 +32,16 @@ def _note(serial: int) -> bytes:
 def _s3_client(endpoint: str) -> Any:
     import boto3
 
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    from shared.local.paths import LOCAL_AWS_ENVIRONMENT
+
+    # The stack's own stand-in credentials: the bench needs none of its caller's (CI has none).
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=LOCAL_AWS_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=LOCAL_AWS_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
+    )
 
 
 def _puts(state: dict[str, Any]) -> list[float]:

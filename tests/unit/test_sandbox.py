@@ -346,8 +346,9 @@ def test_the_parent_knows_the_child_confined_itself() -> None:
 def test_a_child_cannot_read_another_childs_environment_or_memory() -> None:
     # Given another child at work at the same time (another document, maybe another tenant's)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        sibling = pool.submit(run, napping, b"8")
-        time.sleep(2)
+        # It naps long enough for the second child to start and look (about a second), not much longer.
+        sibling = pool.submit(run, napping, b"4.5")
+        time.sleep(1.5)
         # When a second child looks for it in /proc
         seen = answer_of(siblings_read)
         assert sibling.result() == b"rested"
