@@ -120,6 +120,8 @@ class ToolDispatcher:
             refusal = refusal_for(error)
             if refusal.error == "internal_error":
                 logger.exception("tool failed", extra={"tool": tool.name})
+            elif refusal.error == "unavailable":
+                logger.warning("tool's infrastructure did not answer", extra={"tool": tool.name, "error": repr(error)})
             return ToolOutcome(tool=tool.name, is_error=True, content=_dumped(refusal))
 
     def _audit(

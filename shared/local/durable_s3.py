@@ -32,7 +32,7 @@ from typing import Any
 
 from moto.s3.models import FakeDeleteMarker, FakeKey
 
-from shared.local.s3_changes import RequestChanges, install_notes, noting_keys
+from shared.local.s3_changes import BytesMissing, RequestChanges, install_notes, noting_keys
 
 _log = logging.getLogger(__name__)
 
@@ -66,14 +66,27 @@ class _StoredBytes:
         elif whence == os.SEEK_CUR:
             self._position += offset
         else:
-            self._position = self.path.stat().st_size + offset
+            try:
+                self._position = self.path.stat().st_size + offset
+            except FileNotFoundError as missing:
+                raise BytesMissing(str(self.path)) from missing
         return self._position
+
+    def intact(self, size: int) -> bool:
+        try:
+            return self.path.stat().st_size == size
+        except OSError:
+            return False
 
     def tell(self) -> int:
         return self._position
 
     def read(self, size: int = -1) -> bytes:
-        with self.path.open("rb") as handle:
+        try:
+            handle = self.path.open("rb")
+        except FileNotFoundError as missing:
+            raise BytesMissing(str(self.path)) from missing
+        with handle:
             handle.seek(self._position)
             data = handle.read() if size is None or size < 0 else handle.read(size)
         self._position += len(data)
@@ -96,7 +109,7 @@ class _Persisted:
     record: dict[str, Any]
 
 
-def _fsync_directory(path: Path) -> None:
+def fsync_directory(path: Path) -> None:
     descriptor = os.open(path, os.O_RDONLY)
     try:
         os.fsync(descriptor)
@@ -128,7 +141,7 @@ def _make_directories(path: Path, *, up_to: Path) -> None:
         current = current.parent
     for directory in reversed(missing):
         directory.mkdir(mode=0o700, exist_ok=True)
-        _fsync_directory(directory.parent)
+        fsync_directory(directory.parent)
 
 
 def _iso(moment: datetime) -> str:
@@ -168,7 +181,7 @@ class DurableBuckets:
         for directory in sorted(self._buckets_root.iterdir()):
             settings = _read_json(directory / "bucket.json")
             if settings is None:
-                if next((directory / "keys").glob("*/*/*.json"), None) is None:
+                if not (directory / "bucket.json").exists():
                     continue  # a deleted bucket (S3 deletes only empty ones)
                 # Unreadable settings must not hide the objects: the bucket comes back versioned, as the
                 # stack creates its buckets, without CORS rules until they are put again.
@@ -221,23 +234,19 @@ class DurableBuckets:
         persisted: list[_Persisted] = []
         for seq, record in records:
             if not record.get("deleteMarker") and not _bytes_intact(directory / f"{seq:016x}.data", record):
-                # Removed or cut short behind the store's back: the version is not there (S3's NoSuchKey, the
-                # API's 410), and reconciliation reports the row that names it. The record stays, for a person.
+                # Removed or cut short behind the store's back. The version keeps its place (an older one must not
+                # become current), and a GET or HEAD of it answers NoSuchKey (`bytes_missing`): the API's 410.
                 _log.warning(
-                    "the bytes of %s (version %s) are missing or not %s bytes in %s; the version is left out",
+                    "the bytes of %s (version %s) are missing or not %s bytes in %s",
                     record["key"],
                     record.get("versionId"),
                     record.get("size"),
                     directory,
                 )
-                self._seq = max(self._seq, seq)
-                continue
             version = self._version_of(bucket, directory, seq, record, versions[-1] if versions else None)
             versions.append(version)
             persisted.append(_Persisted(version, seq, record))
             self._seq = max(self._seq, seq)
-        if not versions:
-            return
         dict.__setitem__(bucket.keys, name, versions)
         self._persisted[(bucket.name, name)] = persisted
 
@@ -300,6 +309,20 @@ class DurableBuckets:
                 if directory.exists():
                     self._restore_key(bucket, directory)
 
+    def bytes_missing(self, bucket_name: str, key: str, version_id: str | None) -> bool:
+        """True when the object version a GET or HEAD names (the current one without an id) is a stored version
+        whose file is gone or not its size: moto's memory would still answer from its record."""
+        bucket = self._backend.buckets.get(bucket_name)
+        versions = dict.get(bucket.keys, key) if bucket is not None else None
+        if not versions:
+            return False
+        if version_id is None:
+            version = versions[-1]
+        else:
+            version = next((v for v in versions if str(getattr(v, "version_id", "")) == version_id), None)
+        buffer = getattr(version, "_value_buffer", None)
+        return isinstance(buffer, _StoredBytes) and not buffer.intact(int(getattr(version, "contentsize", -1)))
+
     def _remember_cors_calls(self) -> None:
         """CORS rules as the backend was handed them (moto keeps them parsed), to be handed back on restore."""
         backend = self._backend
@@ -338,7 +361,7 @@ class DurableBuckets:
             "cors": self._cors.get(name),
         }
         _write_synced(directory / "bucket.json", [json.dumps(settings).encode()])
-        _fsync_directory(directory)
+        fsync_directory(directory)
 
     def _key_directory(self, bucket: str, key: str) -> Path:
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
@@ -389,7 +412,7 @@ class DurableBuckets:
                     self._move_to_trash(entry.version, directory / f"{entry.seq:016x}.data")
                     changed = True
             if changed and directory.exists():
-                _fsync_directory(directory)
+                fsync_directory(directory)
             if kept:
                 self._persisted[(bucket_name, key)] = kept
             else:
@@ -492,8 +515,11 @@ def _bytes_intact(path: Path, record: dict[str, Any]) -> bool:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """A record or settings file, or None for one that is missing or unreadable (garbage, cut short)."""
     try:
-        loaded: dict[str, Any] = json.loads(path.read_bytes())
-    except (FileNotFoundError, json.JSONDecodeError):
+        loaded = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(loaded, dict) or not isinstance(loaded.get("name", loaded.get("key")), str):
         return None
     return loaded

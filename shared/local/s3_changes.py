@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from moto.s3.utils import _VersionedKeyStore
 
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 _ARN_PREFIX = "arn:aws:s3:::"
+
+
+class BytesMissing(FileNotFoundError):
+    """An object version's file is gone from under the store (removed by hand): S3's NoSuchKey, not a 500."""
 
 
 @dataclass
@@ -140,6 +145,10 @@ _BYTES_MISSING = (
 )
 
 
+def _reads_the_object(parameter: str) -> bool:
+    return parameter in ("versionId", "partNumber") or parameter.lower().startswith(("x-amz-", "response-"))
+
+
 class DurableRequests:
     """WSGI middleware: each request's changes are on disk before its response leaves, and the objects it
     created are announced only then (an event never names an object a crash could still lose). Counts the
@@ -171,29 +180,35 @@ class DurableRequests:
             answer["status"], answer["headers"] = status, headers
             return lambda data: answer.setdefault("written", []).append(data)
 
+        if self._names_missing_bytes(environ):
+            # A version whose file was removed from disk behind the store's back (moto would answer a HEAD from
+            # its record): S3's answer for an object that is not there (the API's 410), never a 500 to retry.
+            start_response("404 Not Found", [("Content-Type", "application/xml")])
+            return [_BYTES_MISSING]
         changes = RequestChanges()
         _request.changes = changes
+        failure: BaseException | None = None
         try:
             # Materialised here, so nothing of the response is sent before the changes are on disk.
             body = list(self._app(environ, hold))
-        except FileNotFoundError:
-            # A version whose bytes were removed from disk behind the store's back: S3's answer for an object
-            # that is not there (the API's 410 content_missing), not a 500 a client would retry forever.
-            self._store.revert(changes)
-            start_response("404 Not Found", [("Content-Type", "application/xml")])
-            return [_BYTES_MISSING]
-        except BaseException:
-            self._store.revert(changes)  # whatever moto changed before it failed was never acknowledged
-            raise
+        except BytesMissing:
+            answer.update(status="404 Not Found", headers=[("Content-Type", "application/xml")])
+            body = [_BYTES_MISSING]
+        except BaseException as error:  # re-raised once what moto changed is on disk
+            failure, body = error, []
         finally:
             _request.changes = None
         try:
+            # Committed even when moto failed part way (a failed S3 request may have taken effect): undoing it
+            # from disk could also undo another request's change to the same key that moto already holds.
             created = self._store.commit(changes) if changes.keys or changes.buckets else []
         except Exception:  # a full disk, a permission, or a bug: never an answer for a change not on disk
             _log.exception("could not write an S3 change to disk; it is undone")
             self._store.revert(changes)
             start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
             return [_INTERNAL_ERROR]
+        if failure is not None:
+            raise failure
         if self._announce is not None:
             for stored in created:
                 try:
@@ -202,6 +217,23 @@ class DurableRequests:
                     _log.exception("could not announce a new object")
         start_response(answer["status"], answer["headers"])
         return [*answer.get("written", []), *body]
+
+    def _names_missing_bytes(self, environ: dict[str, Any]) -> bool:
+        """A GET or HEAD of an object version (path style: /bucket/key, `versionId` in the query) whose file is
+        gone. Requests for a subresource (?tagging, ?acl, ...) read the record only and pass."""
+        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            return False
+        bucket, _, key = environ.get("PATH_INFO", "").lstrip("/").partition("/")
+        if not bucket or not key:
+            return False
+        query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+        if any(not _reads_the_object(name) for name in query):
+            return False
+        try:
+            key = key.encode("latin-1").decode("utf-8")  # WSGI hands the path over as latin-1 of its bytes
+            return self._store.bytes_missing(bucket, key, (query.get("versionId") or [None])[0])
+        except (UnicodeError, ValueError):
+            return False
 
     def wait_idle(self, timeout: float) -> bool:
         with self._idle:

@@ -30,7 +30,7 @@ from moto.s3.models import s3_backends
 from moto.s3.utils import _VersionedKeyStore
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from shared.local.durable_s3 import CreatedObject, DurableBuckets
+from shared.local.durable_s3 import CreatedObject, DurableBuckets, fsync_directory
 from shared.local.s3_changes import DurableRequests
 
 DEFAULT_ACCOUNT = "123456789012"
@@ -160,6 +160,7 @@ class LocalS3Server:
         elif not store.is_empty():
             return False
         importing.touch()
+        fsync_directory(self.data_dir)  # the marker outlives a crash, or the import is taken for done
         with snapshot.open("rb") as handle:
             buckets = pickle.load(handle)  # noqa: S301 - our own file, written by an earlier build of this server
         self._backend().buckets.update(buckets)

@@ -241,8 +241,15 @@ class Supervisor:
             _log.info("%s versions embedded by another model are being re-embedded", queued)
 
     def _watch_database(self, database: LocalDatabase) -> None:
-        while not self.stop_requested.wait(timeout=0.5):
-            self._restart_database_if_it_died(database)
+        pause = 0.5
+        while not self.stop_requested.wait(timeout=pause):
+            try:
+                self._restart_database_if_it_died(database)
+                pause = 0.5
+            except Exception:
+                # A server that will not come back (its port taken, say): tried again ever more slowly, up to 30 s.
+                _log.exception("could not start PostgreSQL again; trying again in %.0f s", min(pause * 2, 30.0))
+                pause = min(pause * 2, 30.0)
 
     def _restart_database_if_it_died(self, database: LocalDatabase) -> None:
         """The embedded PostgreSQL killed under a running stack (an OOM kill, `kill -9`) is started again on its
@@ -253,11 +260,8 @@ class Supervisor:
         if self.stop_requested.is_set():
             return
         _log.warning("PostgreSQL is not running: starting it again on port %s", database.port)
-        try:
-            # On that port or not at all: the pools and every handler's settings name it.
-            postgres.start(preferred_port=database.port, require_port=True)
-        except Exception:
-            _log.exception("could not start PostgreSQL again; the next check tries again")
+        # On that port or not at all: the pools and every handler's settings name it.
+        postgres.start(preferred_port=database.port, require_port=True)
 
     def _start_database(self, ports: dict[str, Any]) -> LocalDatabase:
         external = os.environ.get("DATABASE_URL")
@@ -324,9 +328,11 @@ class Supervisor:
     def shutdown(self) -> None:
         """Stop in reverse order; each step runs even if an earlier one failed (PostgreSQL always stops)."""
         self.paths.state.unlink(missing_ok=True)
+        self.stop_requested.set()  # however the main loop ended: the watchdog starts nothing more
         watchdog = self._watchdog
         if watchdog is not None:
-            watchdog.join(timeout=120)  # a restart under way finishes, so the server it starts is stopped below
+            # A restart under way finishes (pg_ctl's attempts are bounded), so the server it starts is stopped below.
+            watchdog.join(timeout=600)
         api, mcp, s3, events, postgres = self._api, self._mcp, self._s3, self._events, self._postgres
         self._api = self._mcp = self._s3 = self._events = self._postgres = None
         if api is not None:

@@ -289,8 +289,8 @@ def test_a_read_holding_a_version_deleted_meanwhile_still_gets_its_bytes(tmp_pat
 
 def test_bytes_removed_behind_the_stores_back_are_missing_not_an_error(tmp_path: Path, aws_credentials: None) -> None:
     """A hand-deleted or truncated file under .quire/s3: S3's NoSuchKey (the API's 410 content_missing), not a
-    500 that a client retries forever; after a restart the version is left out, so HEAD says so as well, and
-    the other versions are untouched. A bucket whose settings file is unreadable keeps its objects."""
+    500 that a client retries forever, for GET and HEAD alike, before and after a restart; the version stays the
+    current one and the others are untouched. A bucket whose settings file is unreadable keeps its objects."""
     from shared.domain.errors import StoredBytesMissing
 
     server = LocalS3Server(tmp_path / "s3", port=free_port())
@@ -309,6 +309,9 @@ def test_bytes_removed_behind_the_stores_back_are_missing_not_an_error(tmp_path:
         cut_file.write_bytes(b"cut")
         with pytest.raises(StoredBytesMissing):
             store.get("doc", version_id=lost, max_bytes=100)
+        with pytest.raises(StoredBytesMissing):
+            store.get("doc", max_bytes=100)  # the current version, not the older one behind it
+        assert store.head("doc", version_id=lost) is None  # HEAD looks at the file too, not only the record
         assert store.get("doc", version_id=kept, max_bytes=100) == b"kept"
     finally:
         server.stop()
@@ -319,7 +322,10 @@ def test_bytes_removed_behind_the_stores_back_are_missing_not_an_error(tmp_path:
     try:
         store = store_for(restarted.endpoint, name)
         assert store.head("doc", version_id=lost) is None and store.head("cut", version_id=cut) is None
+        assert store.head("doc") is None  # still the current version: an older one does not stand in for it
         assert store.get("doc", version_id=kept, max_bytes=100) == b"kept"
+        listed = store.client.list_object_versions(Bucket=name, Prefix="doc")["Versions"]
+        assert [v["VersionId"] for v in listed] == [lost, kept]  # the record stays, for a person to see
         assert store.bucket_versioning() == "Enabled"
     finally:
         restarted.stop()

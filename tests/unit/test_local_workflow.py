@@ -63,6 +63,30 @@ def test_a_re_index_backlog_waits_while_a_new_upload_of_the_same_tenant_runs_fir
     assert ran[2:] == [f"acme-{n}" for n in range(1, 50)]
 
 
+def test_a_stream_of_uploads_cannot_starve_a_re_index() -> None:
+    workers = FairWorkers(1)
+    ran: list[str] = []
+    first_started, release = threading.Event(), threading.Event()
+
+    def run(version: ProcessVersion) -> None:
+        if not ran:
+            first_started.set()
+            release.wait(timeout=10)
+        ran.append(version.version_id)
+
+    workflow = InProcessWorkflow(run, workers)
+    workflow.start(request("busy", 0))
+    assert first_started.wait(timeout=10)
+    for number in range(3):
+        workflow.start(request("acme", number).model_copy(update={"reindex": True}))
+    for number in range(1, 40):
+        workflow.start(request("busy", number))
+    release.set()
+    workflow.drain()
+    # One turn in BACKGROUND_EVERY goes to the re-index while uploads wait.
+    assert [ran.index(f"acme-{n}") for n in range(3)] == [7, 15, 23]
+
+
 def test_as_many_versions_run_at_once_as_there_are_workers() -> None:
     workers = FairWorkers(3)
     running, most, lock = 0, 0, threading.Lock()

@@ -32,8 +32,12 @@ def machine_cores() -> int:
 
 class FairWorkers:
     """Queued versions per tenant, taken round robin by a fixed number of worker threads. Re-indexing (a whole
-    tenant's versions queued at once after a model change) waits in a lane of its own, taken only while no
-    new upload waits: a re-index never holds up the upload someone is looking at."""
+    tenant's versions queued at once after a model change) waits in a lane of its own, taken while no new
+    upload waits and otherwise one turn in `BACKGROUND_EVERY`: a re-index never holds up the upload someone is
+    looking at, and a steady stream of uploads cannot starve it (reconciliation would take a re-index queued
+    past the stuck threshold for lost, and process the version again from the start)."""
+
+    BACKGROUND_EVERY = 8
 
     def __init__(self, workers: int) -> None:
         self._workers = max(1, workers)
@@ -42,6 +46,7 @@ class FairWorkers:
         # Queues with work, in the order their turn comes: new work first, re-indexing when none waits.
         self._turns: deque[tuple[str, bool]] = deque()
         self._background_turns: deque[tuple[str, bool]] = deque()
+        self._taken = 0
         self._unfinished = 0
         self._changed = threading.Condition()
         self._threads: list[threading.Thread] = []
@@ -82,7 +87,9 @@ class FairWorkers:
     def _next(self) -> tuple[Run, ProcessVersion]:
         with self._changed:
             self._changed.wait_for(lambda: bool(self._turns or self._background_turns))
-            turns = self._turns or self._background_turns
+            self._taken += 1
+            due = self._background_turns and self._taken % self.BACKGROUND_EVERY == 0
+            turns = self._background_turns if due or not self._turns else self._turns
             lane = turns.popleft()
             queue = self._queues[lane]
             taken = queue.popleft()
