@@ -64,8 +64,8 @@ from shared.services.answers import AnswerService
 from shared.services.artifacts import ArtifactService
 from shared.services.audit import ToolAuditLog
 from shared.services.authorization import ClaimsAuthorizationPolicy
-from shared.services.document_tools import DocumentTools
 from shared.services.document_writing import DocumentWriter
+from shared.services.documents import DocumentReader
 from shared.services.exports import ExportService
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
@@ -474,9 +474,17 @@ class Container:
         )
 
     @cached_property
-    def document_tools(self) -> DocumentTools:
-        return DocumentTools(
-            self.files, self.file_metadata, self.workflow, self.documents, self.ocr, spend=self.spend_limits
+    def document_reader(self) -> DocumentReader:
+        return DocumentReader(
+            self.files,
+            self.documents,
+            attempts=self.file_metadata,
+            workflow=self.workflow,
+            ocr=self.ocr,
+            summarizer=self.summarizer,
+            policy=self.authorization,
+            spend=self.spend_limits,
+            metering=self.metering,
         )
 
     @cached_property

@@ -20,7 +20,12 @@ from typing import Any
 from urllib.parse import quote
 from uuid import UUID, uuid4
 
-from shared.adapters.local.unavailable import UnavailableMalwareScanning, UnavailableOcr, UnavailableVision
+from shared.adapters.local.unavailable import (
+    UnavailableMalwareScanning,
+    UnavailableOcr,
+    UnavailableSummarizer,
+    UnavailableVision,
+)
 from shared.adapters.parsers.markdown import MarkdownParser
 from shared.adapters.parsers.plain_text import PlainTextParser
 from shared.domain.audit import ToolCall, ToolCallRecord
@@ -45,7 +50,7 @@ from shared.domain.files import (
     VersionState,
 )
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite
-from shared.domain.limits import Spend
+from shared.domain.limits import Spend, TenantLimits
 from shared.domain.search import ChunkSnapshot
 from shared.domain.summaries import DraftCitation, DraftSentence, GeneratedSummary, validated_summary
 from shared.domain.uploads import signed_read_type, stored_content_type
@@ -53,6 +58,7 @@ from shared.domain.usage import RequestKind, Usage, UsageTotal, collection_share
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.ports import (
     MAX_SIGNED_READ_LIFETIME,
+    DocumentSummarizer,
     EmbeddingProvider,
     FileContentStore,
     FileMetadataStore,
@@ -64,11 +70,13 @@ from shared.ports import (
     Workflow,
 )
 from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.documents import DocumentReader
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
 from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
 from shared.services.limits import SpendLimits
+from shared.services.metering import Metering
 from shared.services.pipeline import IngestionPipeline, StepRetry
 from shared.services.recognition import Recognizers
 from shared.services.reconciliation import ReconcileBudget, Reconciler, ReconcileThresholds
@@ -1281,6 +1289,21 @@ class Fakes:
             sleep=sleep,
             spend=spend,
             retry=retry,
+        )
+
+    def reader(
+        self, *, summarizer: DocumentSummarizer | None = None, limits: TenantLimits | None = None
+    ) -> DocumentReader:
+        return DocumentReader(
+            self.files(),
+            ExtractedDocuments(self.metadata, self.metadata, self.content),
+            attempts=self.metadata,
+            workflow=self.workflow,
+            ocr=UnavailableOcr("no OCR in unit tests"),
+            summarizer=summarizer or UnavailableSummarizer("no summarizer in unit tests"),
+            policy=ClaimsAuthorizationPolicy(),
+            spend=SpendLimits(self.ledger, self.metadata, limits or TenantLimits()),
+            metering=Metering(self.ledger),
         )
 
     def __post_init__(self) -> None:

@@ -1,4 +1,4 @@
-"""Domain errors → HTTP, in exactly one place."""
+"""Domain errors → HTTP, in exactly one place: each error's `code` (shared/domain/errors.py) with its status."""
 
 import json
 from collections.abc import Mapping
@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from functions.views.files import NothingToReadView
 from shared.bootstrap import infrastructure_outage
 from shared.domain.artifacts import VersionConflict
 from shared.domain.errors import (
@@ -14,6 +15,7 @@ from shared.domain.errors import (
     RETRY_AFTER_OUTAGE_SECONDS,
     CapabilityUnavailable,
     Conflict,
+    DocumentNotReady,
     Forbidden,
     InvalidRequest,
     LimitExceeded,
@@ -80,7 +82,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(NotFound)
     def _not_found(error: NotFound) -> Response[str]:
         # One body for "does not exist" and "not yours", so a refusal never confirms an id.
-        body: dict[str, object] = {"error": "not_found", "message": "Not found"}
+        body: dict[str, object] = {"error": error.code, "message": "Not found"}
         if error.field:
             body["field"] = error.field
         return _json(404, body)
@@ -88,49 +90,52 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(VersionDeleted)
     def _deleted(error: VersionDeleted) -> Response[str]:
         # Only for a caller entitled to the collection the file was in: anyone else gets the body above.
-        return _json(404, {"error": "deleted", "message": str(error)})
+        return _json(404, {"error": error.code, "message": str(error)})
 
     @app.exception_handler(Forbidden)
     def _forbidden(error: Forbidden) -> Response[str]:
-        return _json(403, {"error": "forbidden", "message": str(error)})
+        return _json(403, {"error": error.code, "message": str(error)})
 
     @app.exception_handler(RenderFailed)
     def _unrenderable(error: RenderFailed) -> Response[str]:
         # Content that cannot be written in the format asked for (on the request path: a replacement).
-        return _json(422, {"error": "cannot_render", "message": error.sentence, "retryable": error.retryable})
+        return _json(422, {"error": error.code, "message": error.sentence, "retryable": error.retryable})
 
     @app.exception_handler(Conflict)
     def _stale(error: Conflict) -> Response[str]:
-        return _json(409, {"error": "conflict", "message": str(error)})
+        return _json(409, {"error": error.code, "message": str(error)})
 
     @app.exception_handler(VersionConflict)
     def _conflict(error: VersionConflict) -> Response[str]:
-        return _json(409, {"error": "version_conflict", "message": str(error), "latestVersion": error.latest_version})
+        return _json(409, {"error": error.code, "message": str(error), "latestVersion": error.latest_version})
 
     @app.exception_handler(InvalidRequest)
     def _invalid(error: InvalidRequest) -> Response[str]:
-        return _json(400, {"error": "invalid_request", "message": str(error)})
+        return _json(400, {"error": error.code, "message": str(error)})
 
     @app.exception_handler(NotReady)
     def _not_ready(error: NotReady) -> Response[str]:
-        return _json(409, {"error": "not_ready", "message": str(error)})
+        if isinstance(error, DocumentNotReady):
+            # Why there is no document, and whether trying again could change that.
+            return _json(409, NothingToReadView.of(error).model_dump(mode="json", by_alias=True))
+        return _json(409, {"error": error.code, "message": str(error)})
 
     @app.exception_handler(StoredBytesMissing)
-    def _bytes_missing(_: StoredBytesMissing) -> Response[str]:
+    def _bytes_missing(error: StoredBytesMissing) -> Response[str]:
         # Gone from storage though a row says stored: the caller is told, never a 500 (and never the key).
-        return _json(410, {"error": "content_missing", "message": StoredBytesMissing.SENTENCE})
+        return _json(410, {"error": error.code, "message": StoredBytesMissing.SENTENCE})
 
     @app.exception_handler(PayloadTooLarge)
     def _too_large(error: PayloadTooLarge) -> Response[str]:
-        return _json(413, {"error": "too_large", "message": str(error)})
+        return _json(413, {"error": error.code, "message": str(error)})
 
     @app.exception_handler(UnsupportedMediaType)
     def _unsupported(error: UnsupportedMediaType) -> Response[str]:
-        return _json(415, {"error": "unsupported_media_type", "message": str(error)})
+        return _json(415, {"error": error.code, "message": str(error)})
 
     @app.exception_handler(LimitExceeded)
     def _limited(error: LimitExceeded) -> Response[str]:
-        body = {"error": "limit_exceeded", "limit": error.limit, "message": str(error)}
+        body = {"error": error.code, "limit": error.limit, "message": str(error)}
         return Response(
             status_code=429,
             content_type=content_types.APPLICATION_JSON,
@@ -142,7 +147,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     def _unavailable(error: CapabilityUnavailable) -> Response[str]:
         return _json(
             503,
-            {"error": "capability_unavailable", "capability": error.capability, "message": error.reason},
+            {"error": error.code, "capability": error.capability, "message": error.reason},
         )
 
     @app.exception_handler(Exception)

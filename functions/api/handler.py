@@ -16,7 +16,7 @@ from functions.api.middleware import (
     resolve_refusing_unreadable_bodies,
 )
 from functions.api.routes import answers, artifacts, audit, exports, files, pdf, search, tools, writing
-from functions.api.schemas import CallerView
+from functions.views.account import CallerView
 from shared.bootstrap import Container
 from shared.config import load_settings
 from shared.domain.auth import Principal, principal_from_claims

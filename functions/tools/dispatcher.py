@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from functions.tools.catalog import TOOLS, TOOLS_BY_NAME, Tool, ToolContext, ToolRefused
+from functions.tools.catalog import TOOLS, TOOLS_BY_NAME
 from functions.tools.models import Refusal
+from functions.tools.registry import Tool, ToolContext
 from shared.bootstrap import acting_for_tenant, infrastructure_outage
 from shared.domain.artifacts import VersionConflict
 from shared.domain.audit import ToolCall, id_arguments
@@ -21,15 +22,13 @@ from shared.domain.errors import (
     INFRASTRUCTURE_UNAVAILABLE_SENTENCE,
     RETRY_AFTER_OUTAGE_SECONDS,
     CapabilityUnavailable,
-    Conflict,
-    Forbidden,
+    DocumentNotReady,
     InvalidRequest,
     LimitExceeded,
     NotFound,
     NotReady,
-    PayloadTooLarge,
-    StoredBytesMissing,
-    UnsupportedMediaType,
+    QuireError,
+    VersionDeleted,
 )
 from shared.domain.exports import RenderFailed
 from shared.domain.fencing import Fence
@@ -89,7 +88,7 @@ class ToolDispatcher:
         API's middleware, the MCP server's), once per HTTP request."""
         tool = self.tool(name)
         started = time.monotonic()
-        context = ToolContext(principal=principal, container=self._container, fence=Fence.new())
+        context = ToolContext(principal=principal, services=self._container, fence=Fence.new())
         with acting_for_tenant(principal.tenant_id):
             outcome = self._run(tool, context, arguments)
             self._audit(
@@ -196,19 +195,20 @@ def _id_fields(parameters: type[BaseModel]) -> tuple[str, ...]:
     )
 
 
-# The refusals that are the error's own sentence: (error, the tool to call instead, whether a retry could help).
-_PLAIN_REFUSALS: tuple[tuple[type[Exception], str, str | None, bool], ...] = (
-    (Forbidden, "forbidden", None, False),
-    (NotReady, "not_ready", "get_file_processing_status", True),
-    (UnsupportedMediaType, "unsupported_media_type", "extract_text", False),
-    (PayloadTooLarge, "too_large", None, False),
-    (Conflict, "conflict", None, False),
-    (InvalidRequest, "invalid_arguments", None, False),
-    (StoredBytesMissing, "content_missing", None, False),
-)
+# The tool to call instead, by error code, where one would help.
+NEXT_TOOL = {
+    "not_found": "list_files",
+    "deleted": "list_files",
+    "not_ready": "get_file_processing_status",
+    "unsupported_media_type": "extract_text",
+    "not_an_image": "extract_text",
+    "nothing_to_compare": "list_files",
+    "version_conflict": "update_artifact",
+}
 
 
 def invalid_arguments(error: ValidationError) -> Refusal:
+    """Arguments that do not fit the tool's schema (the HTTP API's 422)."""
     problems = "; ".join(
         f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
         for problem in error.errors()[:10]
@@ -217,42 +217,49 @@ def invalid_arguments(error: ValidationError) -> Refusal:
 
 
 def refusal_for(error: Exception) -> Refusal:  # noqa: PLR0911 - one answer per kind of refusal
-    """The result a model reads for a failed call: the same decision the HTTP route's status code states."""
+    """The result a model reads for a failed call: the code the HTTP route's body carries (shared/domain/errors.py),
+    with the tool to call instead. The one word the tools spell their own way: a request the service refuses is
+    `invalid_arguments` (a tool's request is its arguments), as is one that does not fit the schema."""
     match error:
-        case ToolRefused():
-            return Refusal(error=error.error, message=str(error), next_tool=error.next_tool, retryable=error.retryable)
         case ValidationError():
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
-                for problem in error.errors()[:10]
-            )
-            return Refusal(
-                error="invalid_arguments", message=f"the arguments do not fit this tool's schema: {problems}"
-            )
+            return invalid_arguments(error)
+        case VersionDeleted():
+            return Refusal(error=error.code, message=str(error), next_tool=NEXT_TOOL[error.code])
         case NotFound():
-            return Refusal(error="not_found", message=NOT_FOUND, next_tool="list_files")
+            # One sentence for "does not exist" and "not yours", as the HTTP API's 404: never confirms an id.
+            return Refusal(error=error.code, message=NOT_FOUND, next_tool=NEXT_TOOL[error.code])
         case VersionConflict():
             return Refusal(
-                error="version_conflict",
+                error=error.code,
                 message=f"{error}: read the latest version, then call update_artifact again with"
                 f" expectedLatestVersion={error.latest_version}",
-                next_tool="update_artifact",
+                next_tool=NEXT_TOOL[error.code],
                 latest_version=error.latest_version,
             )
+        case DocumentNotReady():
+            return Refusal(
+                error=error.code,
+                message=str(error),
+                next_tool="get_file_processing_status" if error.retryable else None,
+                retryable=error.retryable,
+            )
+        case NotReady():
+            return Refusal(error=error.code, message=str(error), next_tool=NEXT_TOOL[error.code], retryable=True)
         case LimitExceeded():
             return Refusal(
-                error="limit_exceeded",
+                error=error.code,
                 message=str(error),
                 retryable=True,
                 retry_after_seconds=error.retry_after_seconds,
             )
         case CapabilityUnavailable():
-            return Refusal(error="capability_unavailable", message=error.reason, capability=error.capability)
+            return Refusal(error=error.code, message=error.reason, capability=error.capability)
         case RenderFailed():
-            return Refusal(error="cannot_render", message=error.sentence, retryable=error.retryable)
-    for kind, code, next_tool, retryable in _PLAIN_REFUSALS:
-        if isinstance(error, kind):
-            return Refusal(error=code, message=str(error), next_tool=next_tool, retryable=retryable)
+            return Refusal(error=error.code, message=error.sentence, retryable=error.retryable)
+        case InvalidRequest() if error.code == InvalidRequest.code:
+            return Refusal(error="invalid_arguments", message=str(error))
+        case QuireError() if error.code != QuireError.code:
+            return Refusal(error=error.code, message=str(error), next_tool=NEXT_TOOL.get(error.code))
     if infrastructure_outage(error):  # the HTTP route's 503 `unavailable`, with its Retry-After
         return Refusal(
             error="unavailable",

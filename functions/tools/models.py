@@ -10,15 +10,17 @@ from uuid import UUID
 
 from pydantic import Field
 
-from functions.api.answer_schemas import ConfidenceView, RefusalView
-from functions.api.artifact_schemas import (
+from functions.views.answers import ConfidenceView, RefusalView
+from functions.views.artifacts import (
     ArtifactSummaryView,
     ArtifactVersionView,
     CreateArtifactRequest,
     NewArtifactVersionRequest,
 )
-from functions.api.export_schemas import ExportSummary
-from functions.api.schemas import ApiModel, CitationPlace, FileListView, FileView
+from functions.views.base import ApiModel
+from functions.views.exports import ExportSummary
+from functions.views.files import FileListView, FileView
+from functions.views.search import CitationPlace
 from shared.domain.answers import MAX_QUESTION_CHARACTERS, AnswerMethod, AnswerOutcome, ClaimKind
 from shared.domain.exports import ExportFormat
 from shared.domain.recognition import BoundingBox

@@ -184,6 +184,8 @@ class NewArtifactVersion(BaseModel):
 class VersionConflict(Conflict):
     """Another writer made a version since the caller read `expected`: nothing was written."""
 
+    code = "version_conflict"
+
     def __init__(self, latest_version: int, expected: int) -> None:
         super().__init__(
             f"the artifact is at version {latest_version}, not {expected}: read version {latest_version}"

@@ -1,4 +1,5 @@
-"""Domain exceptions. The API maps each one to an HTTP status in exactly one place.
+"""Domain exceptions. Each carries its `code`, the word both surfaces send (the HTTP API's `error`, an agent
+tool's refusal); `functions/api/errors.py` adds the status and `functions/tools/dispatcher.py` the next tool.
 
 Document problems are not exceptions (they are values recorded on the file version); these are the
 caller's mistakes and the platform's refusals.
@@ -10,9 +11,13 @@ import re
 class QuireError(Exception):
     """Base for every error the API knows how to turn into a response."""
 
+    code = "internal_error"
+
 
 class Unauthenticated(QuireError):
     """No caller identity, or one the edge did not vouch for."""
+
+    code = "unauthenticated"
 
 
 class NotFound(QuireError):
@@ -20,6 +25,8 @@ class NotFound(QuireError):
 
     `field` names the request field whose id was not found (an id in a body rather than the path): it says
     where, never whether the id exists."""
+
+    code = "not_found"
 
     def __init__(self, message: str = "not found", *, field: str | None = None) -> None:
         super().__init__(message)
@@ -31,22 +38,47 @@ class VersionDeleted(NotFound):
     told plainly, so that a citation whose source is gone says so (still a 404). Raised only after entitlement
     is checked; an unentitled caller gets the plain NotFound, as for an id that never existed."""
 
+    code = "deleted"
+
 
 class Forbidden(QuireError):
     """The caller may see the resource but its role there does not allow this: the message names the role
     needed. Raised only where the resource is visible to the caller; elsewhere a refusal is NotFound."""
 
+    code = "forbidden"
+
 
 class Conflict(QuireError):
     """The request was made against a state that has moved on (a stale version): nothing was written."""
+
+    code = "conflict"
 
 
 class InvalidRequest(QuireError):
     """The request is well-formed JSON but asks for something the contract refuses; the message says why."""
 
+    code = "invalid_request"
+
 
 class NotReady(QuireError):
     """The caller may see the resource, but it cannot do this yet (no stored bytes, say)."""
+
+    code = "not_ready"
+
+
+class DocumentNotReady(NotReady):
+    """A version has no extracted document to read (yet, or ever): `code` says which (`not_ready`,
+    `extraction_failed`, `not_extracted`), `retryable` whether trying again could change the answer, `reason` the
+    failure reason when extraction failed. Built by `shared.domain.files.unreadable`, the one rule."""
+
+    def __init__(
+        self, code: str, message: str, *, retryable: bool, processing_state: str, reason: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+        self.processing_state = processing_state
+        self.reason = reason
 
 
 # What a caller is told when the infrastructure did not answer (never which part, nor its address): the HTTP
@@ -62,6 +94,8 @@ class StoredBytesMissing(QuireError, FileNotFoundError):
     object). A FileNotFoundError, so that a deletion racing a read is still told apart where it matters; the API
     answers 410 with `SENTENCE`, never the storage key (`key` is for the log). Reconciliation reports the row."""
 
+    code = "content_missing"
+
     SENTENCE = (
         "the stored bytes of this file version are missing from storage (removed outside Quire); reconciliation"
         " reports it: upload the file again"
@@ -76,10 +110,14 @@ class StoredBytesMissing(QuireError, FileNotFoundError):
 class PayloadTooLarge(QuireError):
     """A declared size over a limit; the message names the limit."""
 
+    code = "too_large"
+
 
 class LimitExceeded(QuireError):
     """A tenant's spend or capacity limit would be passed: refused before anything is spent (a 429). `limit`
     names the setting, the message says its value and when it resets, `retry_after_seconds` when to try again."""
+
+    code = "limit_exceeded"
 
     def __init__(self, limit: str, message: str, *, retry_after_seconds: int) -> None:
         super().__init__(message)
@@ -90,12 +128,16 @@ class LimitExceeded(QuireError):
 class UnsupportedMediaType(QuireError):
     """A media type or extension outside the exact allow-list; the message names what is accepted."""
 
+    code = "unsupported_media_type"
+
 
 class CapabilityUnavailable(QuireError):
     """A capability (OCR, vision, embedding, transcription, generation) is not configured here.
 
     Raised instead of fabricating a result: a missing description is honest, an invented one is not.
     """
+
+    code = "capability_unavailable"
 
     def __init__(self, capability: str, reason: str) -> None:
         super().__init__(f"{capability} is unavailable: {reason}")

@@ -87,6 +87,8 @@ class RenderFailed(Exception):
     """The content cannot be rendered within the limits: `sentence` says why, for the person who asked.
     `retryable` when the same request may succeed later (a timeout, a crashed renderer), not the content's fault."""
 
+    code = "cannot_render"
+
     def __init__(self, sentence: str, *, retryable: bool = False) -> None:
         super().__init__(sentence)
         self.sentence = sentence

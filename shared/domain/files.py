@@ -6,6 +6,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from shared.domain.errors import DocumentNotReady, NotFound, VersionDeleted
 from shared.domain.recognition import LOW_CONFIDENCE_THRESHOLD
 
 
@@ -299,6 +300,65 @@ class FileRecord(BaseModel):
         live = [v for v in self.versions if v.state in LIVE_STATES]
         stored = [v for v in live if v.state is VersionState.STORED]
         return (stored or live or list(self.versions))[0]
+
+    def version(self, version_id: UUID | None) -> FileVersionRecord:
+        """The version named, or the current one: the one picker of a version. An id the file never had is
+        NotFound; a version deleted since is VersionDeleted (the record was found for a caller entitled to its
+        collection, so saying so confirms nothing to anyone else)."""
+        if version_id is None:
+            version = self.current
+        else:
+            found = next((v for v in self.versions if v.version_id == version_id), None)
+            if found is None:
+                raise NotFound("not found", field="versionId")
+            version = found
+        if version.state in (VersionState.DELETING, VersionState.DELETED):
+            raise VersionDeleted(VERSION_DELETED)
+        return version
+
+
+VERSION_DELETED = (
+    "this version of the file was deleted: its bytes, pages and document are gone (a citation of it can no longer"
+    " be shown)"
+)
+
+
+def unreadable(version: FileVersionRecord) -> DocumentNotReady | None:
+    """Why `version` has no extracted document to read, and whether trying again could change that; None when it
+    has one. The one rule behind GET /v1/files/{id}/document's 409, the agent tools' refusals and exports."""
+    state = version.processing_state
+    if state in DOCUMENT_READY and version.document_key is not None:
+        return None
+    if state is ProcessingState.FAILED and version.failure_reason is not None:
+        return DocumentNotReady(
+            "extraction_failed",
+            version.failure_reason.user_sentence,
+            reason=version.failure_reason.value,
+            # Only a timeout may go differently next time; the same bytes give the same answer otherwise.
+            retryable=version.failure_reason is FailureReason.TIMED_OUT,
+            processing_state=state.value,
+        )
+    if state is ProcessingState.SKIPPED:
+        return DocumentNotReady(
+            "not_extracted",
+            "this file is an export Quire rendered: it is never extracted, so read what it was rendered from (its"
+            " export's source file or artifact) instead",
+            retryable=False,
+            processing_state=state.value,
+        )
+    if state is ProcessingState.INTERRUPTED:
+        message = interruption_notice(version.failure_detail, version.processing_retries)
+    else:
+        message = f"the document is {state.value.replace('_', ' ')}; try again shortly"
+    return DocumentNotReady("not_ready", message, retryable=True, processing_state=state.value)
+
+
+def ensure_readable(version: FileVersionRecord) -> FileVersionRecord:
+    """`version`, if its extracted document can be read; else the refusal `unreadable` gives."""
+    refusal = unreadable(version)
+    if refusal is not None:
+        raise refusal
+    return version
 
 
 LIVE_STATES = frozenset({VersionState.PENDING, VersionState.STORED, VersionState.REJECTED})

@@ -33,6 +33,9 @@ ACCEPTED_TYPES: tuple[AcceptedType, ...] = (
     AcceptedType("image/tiff", (".tif", ".tiff"), "tiff"),
 )
 _BY_MEDIA_TYPE = {accepted.media_type: accepted for accepted in ACCEPTED_TYPES}
+# The accepted images (OCR and vision read them), and what a rescan can OCR again: images and PDFs.
+IMAGE_TYPES = frozenset(accepted.media_type for accepted in ACCEPTED_TYPES if accepted.media_type.startswith("image/"))
+SCANNABLE_TYPES = IMAGE_TYPES | {"application/pdf"}
 # Formats people have files in that are not read, with the conversion that makes them readable: a refusal that
 # names the fix is not retried as it is (by media type, then by extension, as browsers often send neither well).
 _WORD, _SHEET, _SLIDES = ("a Word document", ".docx"), ("a spreadsheet", ".xlsx"), ("a presentation", ".pptx")

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from shared.domain.auth import Principal
 from shared.domain.document import ExtractedDocument
-from shared.domain.errors import InvalidRequest, NotFound, NotReady
+from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.exports import (
     ExportFormat,
     ExportKind,
@@ -34,12 +34,11 @@ from shared.domain.exports import (
     content_id,
 )
 from shared.domain.files import (
-    DOCUMENT_READY,
-    FileRecord,
     FileVersionRecord,
     NewVersion,
     SignedRead,
     VersionState,
+    ensure_readable,
 )
 from shared.domain.uploads import clean_filename, storage_key
 from shared.observability import logger
@@ -138,14 +137,12 @@ class ExportService:
         if record is None:
             raise NotFound("not found")
         self._policy.ensure_can_write(principal, record.collection_id)
-        version = _version_of(record, version_id)
+        version = record.version(version_id)
         if version.export_id is not None:
             raise InvalidRequest(
                 "this file is itself an export: convert its source (the artifact or the uploaded file) instead"
             )
-        if version.processing_state not in DOCUMENT_READY or version.document_key is None:
-            state = version.processing_state.value.replace("_", " ")
-            raise NotReady(f"this version is {state}: it can be converted once it is extracted")
+        ensure_readable(version)
         return self.claim(
             NewExport(
                 tenant_id=principal.tenant_id,
@@ -395,15 +392,6 @@ class ExportService:
         else:
             stem = str((record.operation or {}).get("name") or "document")
         return clean_filename(stem[: 255 - len(extension)] + extension)
-
-
-def _version_of(record: FileRecord, version_id: UUID | None) -> FileVersionRecord:
-    if version_id is None:
-        return record.current
-    version = next((v for v in record.versions if v.version_id == version_id), None)
-    if version is None or version.state in (VersionState.DELETING, VersionState.DELETED):
-        raise NotFound("not found", field="versionId")
-    return version
 
 
 def _parse_answer(answer: bytes, export_format: ExportFormat) -> RenderedFile:

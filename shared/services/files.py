@@ -22,7 +22,6 @@ from shared.domain.errors import (
     NotFound,
     NotReady,
     UnsupportedMediaType,
-    VersionDeleted,
 )
 from shared.domain.files import (
     FilePage,
@@ -64,10 +63,6 @@ from shared.services.limits import SpendLimits
 MAX_PAGE_SIZE = 100
 EXPORTS_ARE_RENDERINGS = (
     "this file is an export (Quire rendered it from its source): change the source and export it again instead"
-)
-VERSION_DELETED = (
-    "this version of the file was deleted: its bytes, pages and document are gone (a citation of it can no longer"
-    " be shown)"
 )
 # A real cursor is about 100 characters (a timestamp and a UUID).
 MAX_CURSOR_CHARS = 200
@@ -299,13 +294,6 @@ class FileService:
         except ValueError as error:
             raise InvalidRequest(str(error)) from error
 
-    def readable_version(
-        self, principal: Principal, file_id: UUID, version_id: UUID | None
-    ) -> tuple[FileRecord, FileVersionRecord]:
-        """A stored version (the newest when `version_id` is None) and its file, entitlement checked."""
-        record = self.get_file(principal, file_id)
-        return record, self._readable_version(record, version_id)
-
     def cited_version(self, principal: Principal, file_id: UUID, version_id: UUID | None) -> FileVersionRecord:
         """The stored version (the newest when `version_id` is None) whose bytes `read` would serve, through the
         same entitlement and malware gate, for what a citation shows of it (a page image). A version deleted
@@ -330,31 +318,25 @@ class FileService:
 
     @staticmethod
     def _readable_version(record: FileRecord, version_id: UUID | None) -> FileVersionRecord:
-        if version_id is not None:
-            version = next((v for v in record.versions if v.version_id == version_id), None)
-            if version is None:
-                raise NotFound("not found")
-        else:
-            version = record.current
-        if version.state in (VersionState.DELETING, VersionState.DELETED):
-            # Reached only by a caller entitled to the file's collection (the record was found for it).
-            raise VersionDeleted(VERSION_DELETED)
+        version = record.version(version_id)
         if version.state is not VersionState.STORED:
             raise NotReady(f"this version is {version.state.value}, not stored: there are no bytes to read")
         return version
 
-    def readable_document(
+    def document_version(
         self, principal: Principal, file_id: UUID, version_id: UUID | None = None
-    ) -> FileVersionRecord:
-        """The newest stored version, or the version `version_id` (an older one a citation names), entitlement
-        checked; the caller reads its document. A named version deleted since raises VersionDeleted."""
+    ) -> tuple[FileRecord, FileVersionRecord]:
+        """The newest stored version, or the version `version_id` (an older one a citation names), and its file,
+        entitlement checked; the caller reads its document. A named version deleted since raises VersionDeleted."""
         if version_id is None:
-            version = self.get_file(principal, file_id).current
+            record = self.get_file(principal, file_id)
+            version = record.current
         else:
-            version = self._readable_version(self._file_even_if_deleted(principal, file_id), version_id)
+            record = self._file_even_if_deleted(principal, file_id)
+            version = self._readable_version(record, version_id)
         if version.state is not VersionState.STORED:
             raise NotReady(f"this version is {version.state.value}: there is nothing to read")
-        return version
+        return record, version
 
     def delete_collection_files(self, principal: Principal, collection_id: str) -> Deletion:
         """Every file of the collection, a pending upload included, leaves at once; returns versions moved."""

@@ -17,7 +17,7 @@ from shared.domain.files import FailureReason, FileVersionRecord, OcrState, Proc
 from shared.domain.recognition import MAX_OCR_PAGES, ImageDescription, RecognitionJob, RecognitionResult
 from shared.domain.recognized_layout import with_recognition
 from shared.domain.steps import Halt, RecognitionInput, Recognized
-from shared.domain.uploads import ACCEPTED_TYPES
+from shared.domain.uploads import IMAGE_TYPES
 from shared.domain.usage import UsageStep
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
@@ -26,8 +26,6 @@ from shared.services.attempts import AttemptClaims, Held
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
-
-IMAGE_TYPES = frozenset(accepted.media_type for accepted in ACCEPTED_TYPES if accepted.media_type.startswith("image/"))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from functions.tools.catalog import TOOLS, TOOLS_BY_NAME
 from shared.domain.auth import Role
 from shared.domain.text_reads import MAX_TEXT_READ_BYTES
 from shared.local import scan_corpus
+from tests.builders.containers import replaced
 from tests.fakes import FakeSummarizer
 from tests.integration.api_steps import REPORT, RUNBOOK, drain, indexed
 from tests.integration.files_stack import Stack
@@ -422,12 +423,8 @@ def test_every_call_is_audited_for_the_tenants_admins(stack: Stack, files: dict[
 @pytest.fixture
 def summarizer(stack: Stack) -> Iterator[FakeSummarizer]:
     """A scripted model behind the summarizer port (a named fake; nothing runs one locally by default)."""
-    fake = FakeSummarizer()
-    stack.container.__dict__["summarizer"] = fake
-    try:
+    with replaced(stack.container, "summarizer", FakeSummarizer()) as fake:
         yield fake
-    finally:
-        del stack.container.__dict__["summarizer"]
 
 
 def test_a_configured_summarizer_writes_a_cited_summary_checked_against_the_blocks(
@@ -449,11 +446,8 @@ def test_a_configured_summarizer_writes_a_cited_summary_checked_against_the_bloc
 
 
 def test_a_summarizer_that_refuses_leaves_the_extractive_outline(stack: Stack, files: dict[str, Any]) -> None:
-    stack.container.__dict__["summarizer"] = FakeSummarizer(refusal="Bedrock throttled the summary")
-    try:
+    with replaced(stack.container, "summarizer", FakeSummarizer(refusal="Bedrock throttled the summary")):
         summary = result(stack, files["token"], "summarize_document", fileId=files["report"])
-    finally:
-        del stack.container.__dict__["summarizer"]
     assert summary["method"] == "extractive" and "Bedrock throttled the summary" in summary["generator"]
     assert "Revenue grew in every region." in fenced_text(summary["content"])
 

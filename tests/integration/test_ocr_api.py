@@ -134,7 +134,8 @@ def test_a_screenshot_table_is_read_as_a_table_and_the_missing_vision_model_is_s
     tables = answer["result"]["tables"]
     assert len(tables) == 1 and "| Region | Orders | Returns | Margin |" in tables[0]["content"]
     assert tables[0]["confidence"] is not None
-    analysis = stack.container.document_tools.analyze_image(_principal(scanned), uuid.UUID(file_id))
+    reader = stack.container.document_reader
+    analysis = reader.analyze_image(reader.entitled(_principal(scanned), uuid.UUID(file_id)))
     assert analysis.description is None and analysis.recognition.vision_state == "unavailable"
     assert any("Zanzibar" in piece.text for piece in analysis.transcription)
 

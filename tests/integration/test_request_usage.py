@@ -9,6 +9,7 @@ from typing import Any
 
 from shared.domain.limits import day_start
 from shared.domain.usage import RequestKind, converse_usage
+from tests.builders.containers import replaced
 from tests.fakes import FakeSummarizer, principal
 from tests.integration.api_steps import REPORT, indexed
 from tests.integration.files_stack import Stack
@@ -36,11 +37,8 @@ def test_a_summary_and_an_answer_are_in_the_usage_report_of_their_readable_colle
     token = stack.token(tenant, ("docs", "finance"))
     report = indexed(stack, token, "report.md", REPORT.encode())
     summarizer = FakeSummarizer(input_tokens=1_200, output_tokens=80)
-    stack.container.__dict__["summarizer"] = summarizer
-    try:
+    with replaced(stack.container, "summarizer", summarizer):
         summary = summarize(stack, token, report["fileId"])
-    finally:
-        del stack.container.__dict__["summarizer"]
     assert summary["method"] == "generated" and len(summarizer.calls) == 1
 
     # An answer drafted from evidence in both collections, as the answer service records it.

@@ -28,7 +28,7 @@ from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 
-from functions.api.schemas import VersionView
+from functions.views.files import VersionView
 from migrations.runner import apply_migrations
 from shared.adapters.aws.step_functions_workflow import StepFunctionsWorkflow
 from shared.adapters.local.rapid_ocr import RapidOcr

@@ -158,3 +158,51 @@ def test_lambda_code_never_imports_the_local_runtime(path: Path) -> None:
 @pytest.mark.parametrize("path", files("tests"), ids=rel)
 def test_no_module_imports_a_test_module(path: Path) -> None:
     assert imported_test_modules(imports_of(path)) == set()
+
+
+# The HTTP API and the agent tools are two surfaces over one application layer: neither imports the other, but for
+# the route that dispatches tools (POST /v1/tools/{name}); what both send is in functions/views/.
+TOOLS_ROUTE = "functions/api/routes/tools.py"
+
+
+def tools_surface_violations(names: set[str]) -> set[str]:
+    return {n for n in names if _under(n, "functions.api")}
+
+
+def api_surface_violations(names: set[str], *, dispatches_tools: bool = False) -> set[str]:
+    allowed = ("functions.tools.dispatcher", "functions.tools.models") if dispatches_tools else ()
+    return {n for n in names if _under(n, "functions.tools") and not _under(n, *allowed)}
+
+
+def views_violations(names: set[str]) -> set[str]:
+    return {n for n in names if _under(n, "functions") and not _under(n, "functions.views")}
+
+
+@pytest.mark.parametrize(
+    ("rule", "source", "offender"),
+    [
+        (tools_surface_violations, "from functions.api.schemas import FileSummary\n", "functions.api.schemas"),
+        (api_surface_violations, "from functions.tools.catalog import TOOLS\n", "functions.tools.catalog"),
+        (views_violations, "from functions.tools import models\n", "functions.tools.models"),
+    ],
+)
+def test_each_surface_rule_catches_the_import_it_forbids(rule, source: str, offender: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    module = tmp_path / "functions" / "tools" / "sneaky.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(source, encoding="utf-8")
+    assert offender in rule(imports_of(module, root=tmp_path))
+
+
+@pytest.mark.parametrize("path", files("functions/tools"), ids=rel)
+def test_the_tools_never_import_the_http_api(path: Path) -> None:
+    assert tools_surface_violations(imports_of(path)) == set()
+
+
+@pytest.mark.parametrize("path", files("functions/api"), ids=rel)
+def test_the_http_api_imports_the_tools_only_to_dispatch_them(path: Path) -> None:
+    assert api_surface_violations(imports_of(path), dispatches_tools=rel(path) == TOOLS_ROUTE) == set()
+
+
+@pytest.mark.parametrize("path", files("functions/views"), ids=rel)
+def test_the_wire_models_import_no_handler_package(path: Path) -> None:
+    assert views_violations(imports_of(path)) == set()

@@ -3,8 +3,8 @@
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.answer_schemas import AnswerRequestBody, AnswerView, FeedbackRequest, FeedbackView
 from functions.api.routes.context import container, current_principal, json_response
+from functions.views.answers import AnswerRequestBody, AnswerView, FeedbackRequest, FeedbackView
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 

@@ -6,31 +6,21 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.artifact_schemas import (
+from functions.api.routes.context import container, current_principal, json_response, parse_id
+from functions.views.artifacts import (
     ArtifactDetailView,
     ArtifactHistoryView,
     ArtifactListView,
     ArtifactSummaryView,
     ArtifactVersionView,
-    ContentBody,
     CreateArtifactRequest,
     NewArtifactVersionRequest,
     RestoreRequest,
 )
-from functions.api.routes.context import container, current_principal, json_response, parse_id
 from shared.domain.errors import InvalidRequest
-from shared.services.artifacts import MAX_HISTORY_PAGE, ContentInput, SourceInput, parse_blocks
+from shared.services.artifacts import MAX_HISTORY_PAGE
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
-
-
-def content_input(body: ContentBody) -> ContentInput:
-    return ContentInput(
-        markdown=body.markdown,
-        blocks=parse_blocks(body.blocks) if body.blocks is not None else None,
-        citations=tuple(citation.chunk_id for citation in body.citations),
-        sources=tuple(SourceInput(file_id=s.file_id, version_id=s.version_id) for s in body.sources),
-    )
 
 
 def _cursor(raw: str | None) -> int:
@@ -46,7 +36,7 @@ def create_artifact(request: CreateArtifactRequest) -> Response[ArtifactDetailVi
         current_principal(router),
         collection_id=request.collection_id,
         name=request.name,
-        body=content_input(request),
+        body=request.to_input(),
         producer="POST /v1/artifacts",
     )
     return json_response(201, ArtifactDetailView.detail(view))
@@ -107,7 +97,7 @@ def add_artifact_version(artifact_id: str, request: NewArtifactVersionRequest) -
         current_principal(router),
         parse_id(artifact_id),
         expected_latest=request.expected_latest_version,
-        body=content_input(request),
+        body=request.to_input(),
         producer="POST /v1/artifacts/{id}/versions",
     )
     return json_response(201, ArtifactDetailView.detail(view))

@@ -5,8 +5,8 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.audit_schemas import AuditView
 from functions.api.routes.context import container, current_principal
+from functions.views.audit import AuditView
 from shared.services.audit import MAX_AUDIT_PAGE, MAX_CURSOR_CHARS
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]

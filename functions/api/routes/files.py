@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from functions.api.routes.context import binary_response, container, current_principal, json_response, parse_id
-from functions.api.schemas import (
+from functions.views.files import (
     CollectionDeletionView,
     DeletionView,
     DocumentWindowView,
@@ -17,7 +17,6 @@ from functions.api.schemas import (
     FileView,
     MoveRequest,
     NewVersionRequest,
-    NothingToReadView,
     PageImageView,
     ScanView,
     SignedReadView,
@@ -25,10 +24,7 @@ from functions.api.schemas import (
     UploadResponse,
 )
 from shared.domain.errors import InvalidRequest
-from shared.domain.files import DOCUMENT_READY
 from shared.domain.page_images import PAGE_IMAGE_TYPE
-from shared.domain.reading import window
-from shared.domain.rendering import render_markdown
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
 from shared.ports import MAX_SIGNED_READ_LIFETIME
 from shared.services.files import MAX_PAGE_SIZE, ProxiedContent
@@ -103,7 +99,7 @@ def read_content(
 def scan_file(file_id: str) -> Response[ScanView]:
     """OCR every page of the current version again, as a new processing attempt (202: it runs in the
     background; GET /v1/files/{id} shows its progress and, once done, the pages OCR read)."""
-    started = container().document_tools.scan_document(current_principal(router), parse_id(file_id))
+    started = container().document_reader.scan(current_principal(router), parse_id(file_id))
     return json_response(202, ScanView.model_validate(started.model_dump()))
 
 
@@ -149,37 +145,18 @@ def read_document(
     file_id: str,
     cursor: Annotated[str | None, Query(max_length=16)] = None,
     version_id: Annotated[str | None, Query(alias="versionId", max_length=64)] = None,
-) -> Response[Any]:
+) -> Response[DocumentWindowView]:
     """The extracted document of the newest stored version, or of `versionId` (an older version a citation
-    names, while it lives), in windows."""
-    parsed = parse_id(file_id)
-    wired = container()
-    version = wired.files.readable_document(
-        current_principal(router), parsed, parse_id(version_id) if version_id else None
-    )
-    if version.processing_state not in DOCUMENT_READY:
-        return json_response(409, NothingToReadView.of(version))
-    document = wired.documents.read(version)
+    names, while it lives), in windows; 409 with why when there is none to read."""
+    reader = container().document_reader
+    version = parse_id(version_id) if version_id else None
+    entitled = reader.entitled(current_principal(router), parse_id(file_id), version)
     try:
-        shown = window(document.blocks, int(cursor) if cursor else 0)
-    except ValueError as error:
-        raise InvalidRequest("cursor is not one this API returned") from error
-    return json_response(
-        200,
-        DocumentWindowView(
-            file_id=parsed,
-            version_id=version.version_id,
-            start=shown.start,
-            next_cursor=str(shown.next_start) if shown.next_start is not None else None,
-            total_blocks=shown.total_blocks,
-            markdown=render_markdown(shown.blocks),
-            blocks=[block.model_dump(mode="json", exclude_none=True) for block in shown.blocks],
-            warnings=list(document.warnings),
-            recognized_pages=list(document.recognized_pages),
-            confidence=document.confidence,
-            low_confidence=document.low_confidence,
-        ),
-    )
+        start = int(cursor) if cursor else 0
+    except ValueError:
+        raise InvalidRequest("cursor is not one this API returned") from None
+    document, shown = reader.window(entitled, start)
+    return json_response(200, DocumentWindowView.of(entitled.record.file_id, entitled.version, document, shown))
 
 
 @router.post("/v1/files/<file_id>/move")

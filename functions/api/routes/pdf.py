@@ -3,8 +3,9 @@
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.artifact_schemas import CreateArtifactRequest
-from functions.api.export_schemas import (
+from functions.api.routes.context import container, current_principal, json_response
+from functions.views.artifacts import CreateArtifactRequest
+from functions.views.exports import (
     ComposeRequest,
     ExportListView,
     ExportView,
@@ -13,8 +14,6 @@ from functions.api.export_schemas import (
     SplitRequest,
     WatermarkRequest,
 )
-from functions.api.routes.artifacts import content_input
-from functions.api.routes.context import container, current_principal, json_response
 from shared.domain.exports import ExportRecord, ExportState
 from shared.services.exports import ExportView as Export
 from shared.services.pdf_tools import PdfSource
@@ -75,6 +74,6 @@ def create_pdf(request: CreateArtifactRequest) -> Response[ExportListView]:
         current_principal(router),
         collection_id=request.collection_id,
         name=request.name,
-        body=content_input(request),
+        body=request.to_input(),
     )
     return _accepted([record])

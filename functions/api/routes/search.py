@@ -8,13 +8,13 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from functions.api.routes.context import container, current_principal, json_response
-from functions.api.schemas import (
+from functions.views.account import UsageView
+from functions.views.search import (
     CoverageView,
     ReindexView,
     SearchEmptyView,
     SearchFoundView,
     SearchRequest,
-    UsageView,
     search_view,
 )
 from shared.domain.errors import Forbidden

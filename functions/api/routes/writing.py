@@ -4,9 +4,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import TypeAdapter, ValidationError
 
-from functions.api.routes.artifacts import content_input
 from functions.api.routes.context import container, current_principal, json_response, parse_id
-from functions.api.writing_schemas import ProposalRequest, ProposalView, ReplacementRequest, ReplacementView
+from functions.views.writing import ProposalRequest, ProposalView, ReplacementRequest, ReplacementView
 from shared.domain.errors import InvalidRequest
 from shared.domain.proposals import Operation
 
@@ -42,7 +41,7 @@ def propose(artifact_id: str, request: ProposalRequest) -> Response[ProposalView
 @router.post("/v1/files/<file_id>/replacements")
 def propose_replacement(file_id: str, request: ReplacementRequest) -> Response[ReplacementView]:
     record = container().document_writer.propose_replacement(
-        current_principal(router), parse_id(file_id), version_id=request.version_id, body=content_input(request)
+        current_principal(router), parse_id(file_id), version_id=request.version_id, body=request.to_input()
     )
     return json_response(201, ReplacementView.of(record))
 

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from functions.api.schemas import ApiModel
+from functions.views.base import ApiModel
 from shared.domain.exports import ExportFormat, ExportKind, ExportState
 from shared.domain.pdf_tools import MAX_PDF_INPUTS, MAX_SPLIT_PARTS
 from shared.services.exports import ExportView as Export

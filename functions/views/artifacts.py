@@ -6,11 +6,12 @@ from uuid import UUID
 
 from pydantic import Field
 
-from functions.api.schemas import ApiModel, CitationView
+from functions.views.base import ApiModel
+from functions.views.search import CitationView
 from shared.domain.artifacts import ArtifactRecord, ArtifactVersionRecord, Provenance
 from shared.domain.reading import window
 from shared.domain.rendering import render_markdown
-from shared.services.artifacts import ArtifactView
+from shared.services.artifacts import ArtifactView, ContentInput, SourceInput, parse_blocks
 
 
 class SourceBody(ApiModel):
@@ -31,6 +32,15 @@ class ContentBody(ApiModel):
     blocks: list[dict[str, Any]] | None = None
     citations: list[CitationBody] = Field(default_factory=list)
     sources: list[SourceBody] = Field(default_factory=list)
+
+    def to_input(self) -> ContentInput:
+        """The service's input: blocks parsed (each refused with its position when it is not one)."""
+        return ContentInput(
+            markdown=self.markdown,
+            blocks=parse_blocks(self.blocks) if self.blocks is not None else None,
+            citations=tuple(citation.chunk_id for citation in self.citations),
+            sources=tuple(SourceInput(file_id=source.file_id, version_id=source.version_id) for source in self.sources),
+        )
 
 
 class CreateArtifactRequest(ContentBody):

@@ -7,8 +7,8 @@ from uuid import UUID
 
 from pydantic import Field
 
-from functions.api.artifact_schemas import ArtifactDetailView, ContentBody
-from functions.api.schemas import ApiModel
+from functions.views.artifacts import ArtifactDetailView, ContentBody
+from functions.views.base import ApiModel
 from shared.domain.artifacts import ArtifactBlock
 from shared.domain.proposals import MAX_OPERATIONS, ReplacementRecord, ReplacementState
 from shared.services.document_writing import ProposalOutcome

@@ -1,14 +1,14 @@
-"""The API's request and response bodies (camelCase on the wire). No storage key or bucket is a field."""
+"""Bodies of files: uploads, versions and their processing, reads, page images, the extracted document, deletion."""
 
 from datetime import datetime
-from typing import Annotated, Literal, Self
+from typing import Any, Literal, Self
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from shared.domain.auth import Role
-from shared.domain.errors import InvalidRequest
+from functions.views.base import ApiModel
+from shared.domain.document import Block, BlockKind, ExtractedDocument
+from shared.domain.errors import DocumentNotReady
 from shared.domain.files import (
     FailureReason,
     FileRecord,
@@ -20,26 +20,10 @@ from shared.domain.files import (
     VisionState,
     interruption_notice,
 )
-from shared.domain.knowledge import CollectionCoverage
+from shared.domain.reading import Window
 from shared.domain.recognition import BoundingBox
-from shared.domain.search import (
-    MAX_QUERY_CHARACTERS,
-    MAX_RESULTS,
-    CitedKind,
-    Empty,
-    EmptyReason,
-    SearchFilters,
-    SearchMode,
-    SearchOutcome,
-    SearchQuery,
-)
-from shared.domain.usage import UsageTotal
+from shared.domain.rendering import render_markdown
 from shared.services.page_images import PageImage
-from shared.services.reindexing import ReindexReport
-
-
-class ApiModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
 class UploadRequest(ApiModel):
@@ -208,6 +192,7 @@ class VersionView(ApiModel):
         )
 
 
+# Versions that no longer count: a deletion in progress or done.
 _GONE = frozenset({VersionState.DELETING, VersionState.DELETED})
 
 
@@ -297,6 +282,78 @@ class CollectionDeletionView(ApiModel):
     bytes_left_to_sweep: int = 0
 
 
+# Block fields whose snake_case name clients of the first release read: sent under both names until the next
+# release (docs/api.md "Extracted document"), then under the camelCase one only.
+_LEGACY_NAMES = {
+    "cellRange": "cell_range",
+    "paragraphIndex": "paragraph_index",
+    "tableIndex": "table_index",
+    "lineStart": "line_start",
+    "lineEnd": "line_end",
+    "headerRows": "header_rows",
+    "imageRef": "image_ref",
+    "headingPath": "heading_path",
+}
+
+
+def _without_unset(data: dict[str, Any]) -> dict[str, Any]:
+    """A block's fields as the first release sent them: only those set, each also under its old name."""
+    kept = {name: value for name, value in data.items() if value is not None}
+    kept.update({_LEGACY_NAMES[name]: value for name, value in kept.items() if name in _LEGACY_NAMES})
+    return kept
+
+
+class LocationView(ApiModel):
+    page: int | None = None
+    box: BoundingBox | None = None
+    sheet: str | None = None
+    cell_range: str | None = None
+    slide: int | None = None
+    shape: str | None = None
+    paragraph_index: int | None = None
+    table_index: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+    # No return annotation: one would replace this model's schema in the OpenAPI document.
+    @model_serializer(mode="wrap")
+    def _wire(self, serialize: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        return _without_unset(serialize(self))
+
+
+class TableView(ApiModel):
+    rows: list[list[str]]
+    header_rows: int = 0
+
+    @model_serializer(mode="wrap")
+    def _wire(self, serialize: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        return _without_unset(serialize(self))
+
+
+class BlockView(ApiModel):
+    """One block of an extracted document (the block model, camelCase like the rest of the API); the body of an
+    artifact's `blocks` takes the same shape back."""
+
+    kind: BlockKind
+    text: str = ""
+    location: LocationView = Field(default_factory=LocationView)
+    level: int | None = None
+    depth: int | None = None
+    ordered: bool | None = None
+    table: TableView | None = None
+    image_ref: str | None = None
+    heading_path: list[str] = Field(default_factory=list)
+    confidence: float | None = None
+
+    @classmethod
+    def of(cls, block: Block) -> "BlockView":
+        return cls.model_validate(block.model_dump())
+
+    @model_serializer(mode="wrap")
+    def _wire(self, serialize: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        return _without_unset(serialize(self))
+
+
 class DocumentWindowView(ApiModel):
     file_id: UUID
     version_id: UUID
@@ -304,15 +361,35 @@ class DocumentWindowView(ApiModel):
     next_cursor: str | None
     total_blocks: int
     markdown: str
-    blocks: list[dict[str, object]]
+    blocks: list["BlockView"]
     warnings: list[str]
     # OCR read some of these pages: how surely (None when every word came from a text layer), and the flag.
     recognized_pages: list[int] = Field(default_factory=list)
     confidence: float | None = None
     low_confidence: bool = False
 
+    @classmethod
+    def of(
+        cls, file_id: UUID, version: FileVersionRecord, document: ExtractedDocument, shown: Window
+    ) -> "DocumentWindowView":
+        return cls(
+            file_id=file_id,
+            version_id=version.version_id,
+            start=shown.start,
+            next_cursor=str(shown.next_start) if shown.next_start is not None else None,
+            total_blocks=shown.total_blocks,
+            markdown=render_markdown(shown.blocks),
+            blocks=[BlockView.of(block) for block in shown.blocks],
+            warnings=list(document.warnings),
+            recognized_pages=list(document.recognized_pages),
+            confidence=document.confidence,
+            low_confidence=document.low_confidence,
+        )
+
 
 class NothingToReadView(ApiModel):
+    """Why a version has no document to read (409), and whether trying again could change that."""
+
     error: str
     message: str
     retryable: bool
@@ -320,212 +397,14 @@ class NothingToReadView(ApiModel):
     reason: str | None = None
 
     @classmethod
-    def of(cls, version: FileVersionRecord) -> "NothingToReadView":
-        """Why there is nothing to read yet, and whether trying again could change that."""
-        if version.processing_state is ProcessingState.FAILED and version.failure_reason is not None:
-            return cls(
-                error="extraction_failed",
-                message=version.failure_reason.user_sentence,
-                reason=version.failure_reason.value,
-                # Only a timeout may go differently next time; the same bytes give the same answer otherwise.
-                retryable=version.failure_reason is FailureReason.TIMED_OUT,
-                processing_state=version.processing_state.value,
-            )
-        if version.processing_state is ProcessingState.SKIPPED:
-            return cls(
-                error="not_extracted",
-                message="this file is an export Quire rendered: it is never extracted, so read what it was rendered"
-                " from (its export's source file or artifact) instead",
-                retryable=False,
-                processing_state=version.processing_state.value,
-            )
-        if version.processing_state is ProcessingState.INTERRUPTED:
-            return cls(
-                error="not_ready",
-                message=interruption_notice(version.failure_detail, version.processing_retries),
-                retryable=True,
-                processing_state=version.processing_state.value,
-            )
+    def of(cls, refusal: DocumentNotReady) -> "NothingToReadView":
         return cls(
-            error="not_ready",
-            message=f"the document is {version.processing_state.value.replace('_', ' ')}; try again shortly",
-            retryable=True,
-            processing_state=version.processing_state.value,
+            error=refusal.code,
+            message=str(refusal),
+            retryable=refusal.retryable,
+            processing_state=refusal.processing_state,
+            reason=refusal.reason,
         )
-
-
-class SearchFiltersBody(ApiModel):
-    collections: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=100)
-    media_types: list[Annotated[str, Field(min_length=1, max_length=255)]] | None = Field(default=None, max_length=50)
-    filename: str | None = Field(default=None, min_length=1, max_length=255)
-    uploaded_after: datetime | None = None
-    uploaded_before: datetime | None = None
-
-
-class SearchRequest(ApiModel):
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS)
-    limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
-    mode: SearchMode = SearchMode.HYBRID
-    filters: SearchFiltersBody | None = None
-
-    def to_query(self) -> SearchQuery:
-        """The domain's query; a combination the body's schema allows but the query does not is a 400."""
-        try:
-            return SearchQuery(text=self.query, limit=self.limit, mode=self.mode, filters=search_filters(self.filters))
-        except ValidationError as error:
-            raise InvalidRequest("; ".join(str(problem["msg"]) for problem in error.errors())) from error
-
-
-def search_filters(filters: SearchFiltersBody | None) -> SearchFilters:
-    """The domain's filters of a body's (a ValidationError for a combination the schema allows but they do not)."""
-    return SearchFilters(
-        collections=frozenset(filters.collections) if filters and filters.collections is not None else None,
-        media_types=frozenset(filters.media_types) if filters and filters.media_types else None,
-        filename=filters.filename if filters else None,
-        uploaded_after=filters.uploaded_after if filters else None,
-        uploaded_before=filters.uploaded_before if filters else None,
-    )
-
-
-class CallerView(ApiModel):
-    """Who the API takes the caller for: the tenant, the subject, the collections they may read, and their
-    role in each (read, write or admin)."""
-
-    tenant_id: str
-    subject: str
-    collections: list[str]
-    roles: dict[str, Role]
-
-
-class CitedRegionView(ApiModel):
-    """One matching block of the cited chunk (or a run of adjacent ones): the fields of its format."""
-
-    page: int | None
-    box: BoundingBox | None
-    sheet: str | None
-    cells: str | None
-    slide: int | None
-    shape: str | None
-    line_start: int | None
-    line_end: int | None
-    paragraph_start: int | None
-    paragraph_end: int | None
-    table_index: int | None
-
-
-class CitationPlace(ApiModel):
-    """Where a citation points: the file version and the place in it, without the cited words (an agent's tool
-    gets those fenced, apart)."""
-
-    file_id: str
-    version_id: str
-    filename: str
-    media_type: str
-    collection_id: str
-    page: int | None
-    page_end: int | None
-    box: BoundingBox | None
-    sheet: str | None
-    cells: str | None
-    slide: int | None
-    line_start: int | None
-    line_end: int | None
-    paragraph_start: int | None
-    paragraph_end: int | None
-    table_index: int | None
-    shape: str | None
-    # Where the words that matched are (page and box are the first of them); every block's place when none
-    # matched; empty for chunks indexed before regions were kept.
-    regions: list[CitedRegionView]
-    # quote (the document's words), transcription (OCR's reading, with its confidence) or description
-    # (a vision model's reading of an image, never to be presented as the document's words).
-    kind: CitedKind
-    ocr_confidence: float | None
-
-
-class CitationView(CitationPlace):
-    heading_path: list[str]
-    excerpt: str
-    retrieved_at: datetime
-
-
-class HitView(ApiModel):
-    chunk_id: str
-    score: float
-    vector_score: float | None
-    lexical_score: float | None
-    direct_subject: bool
-    excerpt: str
-    citation: CitationView
-
-
-class SearchFoundView(ApiModel):
-    outcome: Literal["found"]
-    vector_available: bool
-    truncated_by_budget: bool
-    hits: list[HitView]
-
-
-class SearchEmptyView(ApiModel):
-    """No hits field at all: an empty result cannot be read as a weak answer."""
-
-    outcome: EmptyReason
-    message: str
-    vector_available: bool
-
-
-def search_view(outcome: SearchOutcome) -> SearchFoundView | SearchEmptyView:
-    if isinstance(outcome, Empty):
-        return SearchEmptyView(
-            outcome=outcome.outcome, message=outcome.message, vector_available=outcome.vector_available
-        )
-    return SearchFoundView(
-        outcome="found",
-        vector_available=outcome.vector_available,
-        truncated_by_budget=outcome.truncated_by_budget,
-        hits=[HitView.model_validate(hit.model_dump()) for hit in outcome.hits],
-    )
-
-
-class CollectionCoverageView(ApiModel):
-    collection_id: str
-    files: int
-    indexed: int
-    failed: int
-    in_progress: int
-    stale: int
-    lexical_only: int
-
-
-class CoverageView(ApiModel):
-    embedding_model: str
-    embedder_available: bool
-    collections: list[CollectionCoverageView]
-
-    @classmethod
-    def of(cls, embedding_model: str, available: bool, coverage: list[CollectionCoverage]) -> "CoverageView":
-        return cls(
-            embedding_model=embedding_model,
-            embedder_available=available,
-            collections=[CollectionCoverageView.model_validate(entry.model_dump()) for entry in coverage],
-        )
-
-
-class ReindexView(ApiModel):
-    """What one call started: `queued` re-indexes run through the workflow (GET /v1/coverage shows them in
-    progress, then indexed with `embeddingModel`); `remaining` stale versions are left for the next call."""
-
-    embedding_model: str
-    queued: int
-    # The same number under its name from before re-indexing ran through the workflow: started, not finished.
-    reindexed: int
-    dropped: int
-    skipped: int
-    remaining: int
-
-    @classmethod
-    def of(cls, report: ReindexReport) -> "ReindexView":
-        return cls(**report.model_dump(), reindexed=report.queued)
 
 
 class ScanView(ApiModel):
@@ -534,33 +413,3 @@ class ScanView(ApiModel):
     attempt: int
     engine: str
     state: Literal["queued"] = "queued"
-
-
-class UsageLineView(ApiModel):
-    step: str
-    provider: str
-    operation: str
-    model: str | None
-    priced: bool
-    calls: int
-    pages: int
-    images: int
-    input_tokens: int
-    output_tokens: int
-
-
-class UsageView(ApiModel):
-    since: datetime
-    until: datetime
-    lines: list[UsageLineView]
-
-    @classmethod
-    def of(cls, since: datetime, until: datetime, totals: list[UsageTotal]) -> "UsageView":
-        return cls(
-            since=since,
-            until=until,
-            lines=[
-                UsageLineView.model_validate(total.model_dump(exclude={"first_recorded_at", "last_recorded_at"}))
-                for total in totals
-            ],
-        )

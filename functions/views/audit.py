@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from functions.api.schemas import ApiModel
+from functions.views.base import ApiModel
 from shared.domain.audit import ToolCallPage, ToolCallRecord
 
 

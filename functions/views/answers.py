@@ -4,7 +4,8 @@ from datetime import datetime
 
 from pydantic import Field, ValidationError
 
-from functions.api.schemas import ApiModel, CitationView, SearchFiltersBody, search_filters
+from functions.views.base import ApiModel
+from functions.views.search import CitationView, SearchFiltersBody, search_filters
 from shared.domain.answers import (
     MAX_FEEDBACK_NOTE_CHARACTERS,
     MAX_QUESTION_CHARACTERS,

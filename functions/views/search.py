@@ -1,0 +1,187 @@
+"""Bodies of search: the query and its filters, hits with their exact citations, coverage, re-indexing."""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationError
+
+from functions.views.base import ApiModel
+from shared.domain.errors import InvalidRequest
+from shared.domain.knowledge import CollectionCoverage
+from shared.domain.recognition import BoundingBox
+from shared.domain.search import (
+    MAX_QUERY_CHARACTERS,
+    MAX_RESULTS,
+    CitedKind,
+    Empty,
+    EmptyReason,
+    SearchFilters,
+    SearchMode,
+    SearchOutcome,
+    SearchQuery,
+)
+from shared.services.reindexing import ReindexReport
+
+
+class SearchFiltersBody(ApiModel):
+    collections: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(default=None, max_length=100)
+    media_types: list[Annotated[str, Field(min_length=1, max_length=255)]] | None = Field(default=None, max_length=50)
+    filename: str | None = Field(default=None, min_length=1, max_length=255)
+    uploaded_after: datetime | None = None
+    uploaded_before: datetime | None = None
+
+
+class SearchRequest(ApiModel):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS)
+    limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
+    mode: SearchMode = SearchMode.HYBRID
+    filters: SearchFiltersBody | None = None
+
+    def to_query(self) -> SearchQuery:
+        """The domain's query; a combination the body's schema allows but the query does not is a 400."""
+        try:
+            return SearchQuery(text=self.query, limit=self.limit, mode=self.mode, filters=search_filters(self.filters))
+        except ValidationError as error:
+            raise InvalidRequest("; ".join(str(problem["msg"]) for problem in error.errors())) from error
+
+
+def search_filters(filters: SearchFiltersBody | None) -> SearchFilters:
+    """The domain's filters of a body's (a ValidationError for a combination the schema allows but they do not)."""
+    return SearchFilters(
+        collections=frozenset(filters.collections) if filters and filters.collections is not None else None,
+        media_types=frozenset(filters.media_types) if filters and filters.media_types else None,
+        filename=filters.filename if filters else None,
+        uploaded_after=filters.uploaded_after if filters else None,
+        uploaded_before=filters.uploaded_before if filters else None,
+    )
+
+
+class CitedRegionView(ApiModel):
+    """One matching block of the cited chunk (or a run of adjacent ones): the fields of its format."""
+
+    page: int | None
+    box: BoundingBox | None
+    sheet: str | None
+    cells: str | None
+    slide: int | None
+    shape: str | None
+    line_start: int | None
+    line_end: int | None
+    paragraph_start: int | None
+    paragraph_end: int | None
+    table_index: int | None
+
+
+class CitationPlace(ApiModel):
+    """Where a citation points: the file version and the place in it, without the cited words (an agent's tool
+    gets those fenced, apart)."""
+
+    file_id: str
+    version_id: str
+    filename: str
+    media_type: str
+    collection_id: str
+    page: int | None
+    page_end: int | None
+    box: BoundingBox | None
+    sheet: str | None
+    cells: str | None
+    slide: int | None
+    line_start: int | None
+    line_end: int | None
+    paragraph_start: int | None
+    paragraph_end: int | None
+    table_index: int | None
+    shape: str | None
+    # Where the words that matched are (page and box are the first of them); every block's place when none
+    # matched; empty for chunks indexed before regions were kept.
+    regions: list[CitedRegionView]
+    # quote (the document's words), transcription (OCR's reading, with its confidence) or description
+    # (a vision model's reading of an image, never to be presented as the document's words).
+    kind: CitedKind
+    ocr_confidence: float | None
+
+
+class CitationView(CitationPlace):
+    heading_path: list[str]
+    excerpt: str
+    retrieved_at: datetime
+
+
+class HitView(ApiModel):
+    chunk_id: str
+    score: float
+    vector_score: float | None
+    lexical_score: float | None
+    direct_subject: bool
+    excerpt: str
+    citation: CitationView
+
+
+class SearchFoundView(ApiModel):
+    outcome: Literal["found"]
+    vector_available: bool
+    truncated_by_budget: bool
+    hits: list[HitView]
+
+
+class SearchEmptyView(ApiModel):
+    """No hits field at all: an empty result cannot be read as a weak answer."""
+
+    outcome: EmptyReason
+    message: str
+    vector_available: bool
+
+
+def search_view(outcome: SearchOutcome) -> SearchFoundView | SearchEmptyView:
+    if isinstance(outcome, Empty):
+        return SearchEmptyView(
+            outcome=outcome.outcome, message=outcome.message, vector_available=outcome.vector_available
+        )
+    return SearchFoundView(
+        outcome="found",
+        vector_available=outcome.vector_available,
+        truncated_by_budget=outcome.truncated_by_budget,
+        hits=[HitView.model_validate(hit.model_dump()) for hit in outcome.hits],
+    )
+
+
+class CollectionCoverageView(ApiModel):
+    collection_id: str
+    files: int
+    indexed: int
+    failed: int
+    in_progress: int
+    stale: int
+    lexical_only: int
+
+
+class CoverageView(ApiModel):
+    embedding_model: str
+    embedder_available: bool
+    collections: list[CollectionCoverageView]
+
+    @classmethod
+    def of(cls, embedding_model: str, available: bool, coverage: list[CollectionCoverage]) -> "CoverageView":
+        return cls(
+            embedding_model=embedding_model,
+            embedder_available=available,
+            collections=[CollectionCoverageView.model_validate(entry.model_dump()) for entry in coverage],
+        )
+
+
+class ReindexView(ApiModel):
+    """What one call started: `queued` re-indexes run through the workflow (GET /v1/coverage shows them in
+    progress, then indexed with `embeddingModel`); `remaining` stale versions are left for the next call."""
+
+    embedding_model: str
+    queued: int
+    # The same number under its name from before re-indexing ran through the workflow: started, not finished.
+    reindexed: int
+    dropped: int
+    skipped: int
+    remaining: int
+
+    @classmethod
+    def of(cls, report: ReindexReport) -> "ReindexView":
+        return cls(**report.model_dump(), reindexed=report.queued)
