@@ -317,6 +317,8 @@ def test_an_unanswerable_draft_says_so() -> None:
         draft_input() | {"summary": {"text": "nested"}},
         draft_input() | {"unanswerable": "false"},
         draft_input() | {"assumptions": [None]},
+        # Past the claims kept, too: the wrong type anywhere is not a draft.
+        draft_input() | {"claims": [*(claim(f"Claim {n}.", "E1") for n in range(MAX_CLAIMS)), {"text": 42}]},
     ],
 )
 def test_a_draft_of_the_wrong_types_is_not_a_draft(tool_input: Any, caplog: pytest.LogCaptureFixture) -> None:

@@ -1,17 +1,9 @@
 """The EmbeddingProvider on AWS: Amazon Titan Text Embeddings V2 through Bedrock InvokeModel.
 
-Titan takes one text per InvokeModel call (there is no synchronous batch API), so `embed` runs up to
-`concurrency` calls at once on a small thread pool and hands the vectors back in input order.
-
-This adapter owns the retrying: throttling, a busy or warming model and transport timeouts are retried
-here with exponential back-off and full jitter, up to `max_attempts` calls per text. Create the client
-with botocore's own retries off, or every adapter attempt hides several SDK attempts and the back-off
-multiplies; `from_region` does exactly that:
-
-    Config(retries={"total_max_attempts": 1, "mode": "standard"}, max_pool_connections=..., ...)
-
-Request and response shapes are those of the Bedrock user guide, "Amazon Titan Embeddings G1 - Text"
-(model-parameters-titan-embed-text, V2 tabs); limits from "Amazon Titan Text Embeddings models".
+Titan takes one text per call (there is no synchronous batch API), so `embed` runs up to `concurrency` calls at
+once and hands the vectors back in input order. Each call is retried under the model adapters' policy (converse.py's
+tables, full-jitter back-off; botocore's own retries off). Shapes and limits: the Bedrock user guide's Titan
+Text Embeddings V2 pages (model-parameters-titan-embed-text).
 """
 
 import json
@@ -27,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError, ResponseStreamingError
 
+from shared.adapters.aws.converse import NOT_ENABLED_CODES, RETRYABLE_CODES, model_not_enabled
 from shared.adapters.aws.retrying import (
     RETRYABLE_TRANSPORT,
     Backoff,
@@ -35,6 +28,7 @@ from shared.adapters.aws.retrying import (
     check_attempts,
     error_code,
     error_message,
+    retried,
 )
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
@@ -57,20 +51,9 @@ BACKOFF_BASE_SECONDS = 0.2
 BACKOFF_CAP_SECONDS = 10.0
 _UNIT_TOLERANCE = 1e-3
 
-# Worth another call after a pause: the model or the service is busy, warming up or slow.
-_RETRYABLE_CODES = frozenset(
-    {
-        "ThrottlingException",
-        "ServiceUnavailableException",
-        "ModelTimeoutException",
-        "ModelNotReadyException",
-        "InternalServerException",
-    }
-)
-# The model is not there for this account and region: an operator has to act, no retry will help.
-_NOT_ENABLED_CODES = frozenset({"AccessDeniedException", "ResourceNotFoundException"})
 # Transport failures: no answer at all (connect), or none in time (read), or a body cut short.
 _RETRYABLE_TRANSPORT: tuple[type[Exception], ...] = (*RETRYABLE_TRANSPORT, ResponseStreamingError)
+_CALL_FAILURES: tuple[type[Exception], ...] = (ClientError, *_RETRYABLE_TRANSPORT)
 
 # A word or other letter run, a single digit, or a single punctuation mark: each costs at least one token
 # in any subword tokenizer (many split numbers digit by digit).
@@ -220,49 +203,45 @@ class BedrockTitanEmbedder(EmbeddingProvider):
 
     def _embed_one(self, client: BedrockRuntimeClient, index: int, text: str, stop: threading.Event) -> list[float]:
         body = self._request_body(text)
-        last_error = ""
-        for attempt in range(1, self._max_attempts + 1):
+
+        def invoke() -> bytes:
             if stop.is_set():
                 raise _Cancelled
-            try:
-                response = client.invoke_model(
-                    modelId=self._base_model_id, body=body, contentType="application/json", accept="application/json"
-                )
-                payload = response["body"].read()
-            except ClientError as error:
-                code, message = error_code(error), error_message(error)
-                if code in _NOT_ENABLED_CODES:
-                    raise CapabilityUnavailable(Capability.EMBEDDER.value, self._not_enabled(client, code)) from error
-                if code not in _RETRYABLE_CODES:
-                    # ValidationException (too long, empty), ModelErrorException, ServiceQuotaExceededException…
-                    _log.warning("Bedrock refused text %d: %s: %s", index, code, message)
-                    raise EmbeddingFailed(f"{self._base_model_id} refused text {index} ({code or 'error'})") from error
-                last_error = code
-            except _RETRYABLE_TRANSPORT as error:
-                last_error = type(error).__name__
-            else:
-                return self._vector(index, payload)
-            if attempt < self._max_attempts:
-                self._sleep(self._backoff.delay(attempt))
-        raise EmbeddingFailed(
-            f"{self._base_model_id} throttled/unavailable after {self._max_attempts} attempts at text {index}"
-            f" (last error: {last_error})"
-        )
+            response = client.invoke_model(
+                modelId=self._base_model_id, body=body, contentType="application/json", accept="application/json"
+            )
+            return response["body"].read()
 
-    def _not_enabled(self, client: BedrockRuntimeClient, code: str) -> str:
-        # The reason reaches API callers (a search's 503, a version's embedding gap); the fix is the operator's.
-        region = client.meta.region_name
-        _log.error(
-            "Bedrock answered %s for %s in %s. Enable model access for it in the Amazon Bedrock console (Model"
-            " access) and check that the function's role is allowed bedrock:InvokeModel on it",
-            code,
-            self._base_model_id,
-            region,
-        )
-        return (
-            f"the embedding model {self._base_model_id} is not enabled for this deployment: an operator must"
-            " enable access to it (the cause is in the function's log)"
-        )
+        def refuse(error: ClientError) -> None:
+            code, message = error_code(error), error_message(error)
+            if code in NOT_ENABLED_CODES:
+                # The reason reaches API callers (a search's 503, a version's embedding gap).
+                reason = model_not_enabled(
+                    client.meta.region_name, code, message, role="embedding", model_id=self._base_model_id
+                )
+                raise CapabilityUnavailable(Capability.EMBEDDER.value, reason) from error
+            if code not in RETRYABLE_CODES:
+                # ValidationException (too long, empty), ModelErrorException, ServiceQuotaExceededException…
+                _log.warning("Bedrock refused text %d: %s: %s", index, code, message)
+                raise EmbeddingFailed(f"{self._base_model_id} refused text {index} ({code or 'error'})") from error
+
+        try:
+            payload = retried(
+                invoke,
+                max_attempts=self._max_attempts,
+                retryable_codes=RETRYABLE_CODES,
+                backoff=self._backoff,
+                sleep=self._sleep,
+                refuse=refuse,
+                transport=_RETRYABLE_TRANSPORT,
+            )
+        except _CALL_FAILURES as error:  # still failing on the last attempt
+            last_error = error_code(error) if isinstance(error, ClientError) else type(error).__name__
+            raise EmbeddingFailed(
+                f"{self._base_model_id} throttled/unavailable after {self._max_attempts} attempts at text {index}"
+                f" (last error: {last_error})"
+            ) from error
+        return self._vector(index, payload)
 
     def _vector(self, index: int, payload: bytes) -> list[float]:
         try:

@@ -1,34 +1,8 @@
 """The DocumentSummarizer on AWS: a model writes a summary of one document through Bedrock Converse, citing it.
 
-The document goes out as ONE document content block with custom content: each of its blocks with text is one
-`{"text": ...}` entry of `source.content`, and `citations.enabled` is on, so the model cites by chunk (a
-`documentChunk` location whose start and end index that list), the way Anthropic's citations treat custom
-content: one chunk per entry, never split further. The document's text is only ever inside that block: the
-system prompt and the user's instruction are fixed, so text in the document that tries to steer the model
-("ignore previous instructions") arrives as data to summarise, and the system prompt says to treat it so.
-
-The answer's text and `citationsContent` blocks are joined, split into sentences, and each sentence takes the
-citations of the cited parts it contains (their chunk range and `sourceContent`, the text the model says it
-cited). Chunk indexes are mapped back to the caller's block indexes and every sentence is then checked by
-`shared.domain.summaries.validated_summary`: a citation outside the blocks sent, a quote the block does not
-contain, a figure the cited blocks do not state, and the sentence goes. A summary with nothing left is refused.
-
-Shapes are botocore's service model for bedrock-runtime 2023-09-30 (`botocore/data/bedrock-runtime/
-2023-09-30/service-2.json.gz`): DocumentBlock {name, source, format?, context?, citations}, DocumentSource
-{content: [DocumentContentBlock {text}]}, CitationsConfig {enabled}, ContentBlock.citationsContent
-(CitationsContentBlock {content: [CitationGeneratedContent {text}], citations: [Citation {title, source,
-sourceContent: [{text}], location: CitationLocation}]}), CitationLocation a union of web, documentChar,
-documentPage, documentChunk and searchResultLocation, DocumentChunkLocation {documentIndex, start, end} (each
-≥ 0). Whether a chunk range's `end` is exclusive (as Anthropic's `end_block_index` is) the model does not say:
-it is read as exclusive, and as inclusive only when the quoted text needs the end chunk to be found.
-
-Bounds: at most `max_blocks` blocks and `max_characters` characters are sent, from the first (the last one cut
-at a word if it does not fit; the summary says how far it read); `maxTokens` caps the answer. The API function
-has 29 seconds: the client's timeouts are short, botocore's own retries are off, and this class retries a busy
-model only while `retry_window_seconds` of the call have not passed. Every way of not getting a summary is
-CapabilityUnavailable with a sentence for the caller (the cause is logged), so the tool falls back to its
-extractive outline. Usage (input and output tokens) is reported on the summary, and the tool books it as request
-usage (`UsageLedger.record_request`, kind `summary`); a summary refused after the model answered is not booked.
+The document goes out as one document block of custom content with citations on, one chunk per block with text,
+so the model cites blocks by index; every sentence is then checked by `shared.domain.summaries.validated_summary`
+(docs/agent-tools.md, "Summaries and comparisons"). The call and its retries are converse.py's.
 """
 
 import logging
@@ -39,18 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
-from shared.adapters.aws.retrying import (
-    RETRYABLE_TRANSPORT,
-    Backoff,
-    LazyClient,
-    bedrock_runtime_factory,
-    check_attempts,
-    error_code,
-    error_message,
-    retried,
-)
+from shared.adapters.aws.converse import WITHHELD_STOP_REASONS, ConverseCall, ModelTask
+from shared.adapters.aws.retrying import Backoff, bedrock_runtime_factory
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
 from shared.domain.summaries import (
@@ -86,17 +50,14 @@ BACKOFF_CAP_SECONDS = 4.0
 # A neutral name: Bedrock warns that the model may read a document's name as instructions.
 DOCUMENT_NAME = "document"
 
-_RETRYABLE_CODES = frozenset(
-    {
-        "ThrottlingException",
-        "ServiceUnavailableException",
-        "ModelNotReadyException",
-        "ModelTimeoutException",
-        "InternalServerException",
-    }
+SUMMARY = ModelTask(
+    role="summary",
+    task="write the summary",
+    doing="writing the summary",
+    result="a summary",
+    invalid_because="a model that does not take documents with citations, or a document it cannot read",
 )
-_NOT_ENABLED_CODES = frozenset({"AccessDeniedException", "ResourceNotFoundException"})
-_WITHHELD_STOP_REASONS = frozenset({"content_filtered", "guardrail_intervened"})
+
 _FAILED_STOP_REASONS = frozenset({"malformed_model_output", "model_context_window_exceeded"})
 
 # After terminal punctuation and its closing quotes, white space and no lower-case letter next ("e.g. staff"
@@ -167,10 +128,6 @@ def blocks_to_send(blocks: Sequence[str], *, max_blocks: int, max_characters: in
     return SentBlocks(tuple(texts), tuple(indexes), blocks_sent, clipped)
 
 
-class _OutOfTime(Exception):
-    """A retry would start after the call's retry window."""
-
-
 class BedrockConverseSummarizer(DocumentSummarizer):
     """Summarises one document per Converse call to `model_id` (a model, or an inference profile containing
     one, that takes document blocks with citations: Anthropic Claude).
@@ -202,16 +159,21 @@ class BedrockConverseSummarizer(DocumentSummarizer):
         ):
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, not {value}")
-        self._client: LazyClient[BedrockRuntimeClient] = LazyClient(client)
         self._model_id = model_id
         self._max_blocks = max_blocks
         self._max_characters = max_characters
         self._max_output_tokens = max_output_tokens
-        self._max_attempts = check_attempts(max_attempts)
-        self._retry_window = retry_window_seconds
-        self._sleep = sleep
-        self._clock = clock
-        self._backoff = Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random)
+        self._converse = ConverseCall(
+            client,
+            model_id=model_id,
+            capability=Capability.SUMMARIZER,
+            task=SUMMARY,
+            max_attempts=max_attempts,
+            backoff=Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random),
+            sleep=sleep,
+            clock=clock,
+            window_seconds=retry_window_seconds,
+        )
 
     @classmethod
     def from_region(
@@ -253,7 +215,7 @@ class BedrockConverseSummarizer(DocumentSummarizer):
             raise CapabilityUnavailable(
                 Capability.SUMMARIZER.value, "the document has no text for a model to summarise"
             )
-        response = self._converse(self._client.get(), sent, max_sentences)
+        response = self._converse.call(self._request(sent, max_sentences))
         return self._summary(response, sent, max_sentences)
 
     def _request(self, sent: SentBlocks, max_sentences: int) -> dict[str, Any]:
@@ -282,72 +244,12 @@ class BedrockConverseSummarizer(DocumentSummarizer):
             "inferenceConfig": {"maxTokens": self._max_output_tokens, "temperature": 0},
         }
 
-    def _converse(
-        self, client: BedrockRuntimeClient, sent: SentBlocks, max_sentences: int
-    ) -> "ConverseResponseTypeDef":
-        request = self._request(sent, max_sentences)
-        started = self._clock()
-
-        def converse() -> "ConverseResponseTypeDef":
-            return client.converse(**request)
-
-        def within_window(seconds: float) -> None:
-            if self._clock() + seconds - started > self._retry_window:
-                raise _OutOfTime
-            self._sleep(seconds)
-
-        def refuse(error: ClientError) -> None:
-            code, message = error_code(error), error_message(error)
-            if code in _RETRYABLE_CODES:
-                return
-            if code in _NOT_ENABLED_CODES:
-                _log.error(
-                    "Bedrock answered %s for %s in %s: %s. Enable model access for it and grant the function's"
-                    " role bedrock:InvokeModel on it",
-                    code,
-                    self._model_id,
-                    client.meta.region_name,
-                    message,
-                )
-                raise self._unavailable(
-                    f"the summary model {self._model_id} is not enabled for this deployment: an operator must"
-                    " enable access to it (the cause is in the function's log)"
-                ) from error
-            _log.warning("Bedrock refused a summary request: %s: %s", code, message)
-            if code == "ValidationException":
-                raise self._unavailable(
-                    f"{self._model_id} refused the summary request as invalid (a model that does not take"
-                    " documents with citations, or a document it cannot read; the cause is in the function's log)"
-                ) from error
-            raise self._unavailable(f"{self._model_id} could not write the summary ({code or 'error'})") from error
-
-        try:
-            return retried(
-                converse,
-                max_attempts=self._max_attempts,
-                retryable_codes=_RETRYABLE_CODES,
-                backoff=self._backoff,
-                sleep=within_window,
-                refuse=refuse,
-            )
-        except ClientError as error:  # busy on the last attempt
-            raise self._unavailable(
-                f"{self._model_id} was busy ({error_code(error)}) through {self._max_attempts} attempts"
-            ) from error
-        except RETRYABLE_TRANSPORT as error:
-            raise self._unavailable(f"{self._model_id} did not answer in time ({type(error).__name__})") from error
-        except _OutOfTime as error:
-            raise self._unavailable(f"{self._model_id} stayed busy past the time a summary may take") from error
-
-    def _unavailable(self, reason: str) -> CapabilityUnavailable:
-        return CapabilityUnavailable(Capability.SUMMARIZER.value, reason)
-
     def _summary(self, response: "ConverseResponseTypeDef", sent: SentBlocks, max_sentences: int) -> GeneratedSummary:
         stop_reason = response.get("stopReason", "")
-        if stop_reason in _WITHHELD_STOP_REASONS:
-            raise self._unavailable(f"{self._model_id} withheld its summary ({stop_reason})")
+        if stop_reason in WITHHELD_STOP_REASONS:
+            raise self._converse.unavailable(f"{self._model_id} withheld its summary ({stop_reason})")
         if stop_reason in _FAILED_STOP_REASONS:
-            raise self._unavailable(f"{self._model_id} did not finish the summary ({stop_reason})")
+            raise self._converse.unavailable(f"{self._model_id} did not finish the summary ({stop_reason})")
         content = response.get("output", {}).get("message", {}).get("content", [])
         drafts = draft_sentences(content, sent.texts)
         cut = 0
@@ -361,7 +263,7 @@ class BedrockConverseSummarizer(DocumentSummarizer):
                 validated.dropped + cut,
                 stop_reason,
             )
-            raise self._unavailable(
+            raise self._converse.unavailable(
                 f"the model's summary had no valid citations ({validated.dropped + cut} sentences rejected)"
             )
         usage = response.get("usage", {})

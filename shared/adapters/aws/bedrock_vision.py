@@ -1,20 +1,8 @@
-"""The VisionProvider on AWS: an image-capable model through Bedrock Converse.
+"""The VisionProvider on AWS: an image-capable model describes one image per Bedrock Converse call.
 
-One image goes out per call, in a user message with a short instruction, under a system prompt that
-treats the image as untrusted data (it comes from a tenant's document, and text inside it may try to
-steer the model). The answer is a description, labelled as one by the caller, never a transcription.
-
-Request and response shapes are those of the Bedrock API reference: Converse, Message, ContentBlock,
-ImageBlock, ImageSource, InferenceConfiguration, ConverseOutput, TokenUsage; the botocore service model
-installed here agrees (ImageFormat png | jpeg | gif | webp; StopReason includes max_tokens,
-content_filtered and guardrail_intervened). Image limits come from the Message reference ("You can
-include up to 20 images. Each image's size, height, and width must be no more than 3.75 MB, 8000 px,
-and 8000 px, respectively"); one image per call is far inside the count.
-
-This adapter owns the retrying, as the Titan embedder does: create the client with botocore's retries
-off (`from_region` does), or each attempt here hides several SDK attempts and the back-off multiplies.
-Once the attempts are spent the last error is raised as it came: the port calls that infrastructure,
-and the pipeline retries the step.
+The image is untrusted data under a fixed system prompt, prepared in the sandbox within Converse's documented
+limits (Message reference: 3.75 MB and 8000 px a side per image); docs/ocr.md, "Vision". The call and its retries
+are converse.py's; in a pipeline step, a model still busy after them raises its last error for the step's retry.
 """
 
 import io
@@ -28,17 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from botocore.exceptions import ClientError
 
-from shared.adapters.aws.retrying import (
-    Backoff,
-    LazyClient,
-    bedrock_runtime_factory,
-    check_attempts,
-    error_code,
-    error_message,
-    retried,
-)
+from shared.adapters.aws.converse import WITHHELD_STOP_REASONS, ConverseCall, ModelTask
+from shared.adapters.aws.retrying import Backoff, bedrock_runtime_factory, error_code, error_message
 from shared.domain.capabilities import Capability, CapabilityStatus
-from shared.domain.errors import CapabilityUnavailable, VisionFailed
+from shared.domain.errors import VisionFailed
 from shared.domain.recognition import ImageDescription
 from shared.domain.usage import Usage
 from shared.ports import VisionProvider
@@ -77,18 +58,14 @@ _PILLOW_FORMAT = {"image/png": "PNG", "image/jpeg": "JPEG", "image/tiff": "TIFF"
 # Formats Converse takes as they are; TIFF is not one of them and is always re-encoded.
 _SENT_AS_IS: dict[str, SendFormat] = {"image/png": "png", "image/jpeg": "jpeg"}
 
-# Worth another call after a pause: the model or the service is busy, warming up or slow.
-_RETRYABLE_CODES = frozenset(
-    {
-        "ThrottlingException",
-        "ServiceUnavailableException",
-        "ModelNotReadyException",
-        "ModelTimeoutException",
-        "InternalServerException",
-    }
+DESCRIPTION = ModelTask(
+    role="vision",
+    task="describe the image",
+    doing="describing the image",
+    result="a description",
+    invalid_because="an image it cannot read",
 )
-# The model is not there for this account and region: an operator has to act, no retry will help.
-_NOT_ENABLED_CODES = frozenset({"AccessDeniedException", "ResourceNotFoundException"})
+
 # Bedrock reports a model id it cannot invoke as a ValidationException too. That is the configuration's
 # fault, not the image's: recording it as this image's failure would fail every image the same way.
 _MISCONFIGURED_MODEL_HINTS = (
@@ -96,8 +73,6 @@ _MISCONFIGURED_MODEL_HINTS = (
     "on-demand throughput",
     "doesn't support the model",
 )
-# The model answered but its output was withheld: whatever text came with it is not a description.
-_WITHHELD_STOP_REASONS = frozenset({"content_filtered", "guardrail_intervened"})
 
 # A JPEG that still does not fit is shrunk by this much more than the byte ratio alone suggests (JPEG size
 # is not exactly proportional to area), at most this many times before the image is refused.
@@ -162,12 +137,18 @@ class BedrockConverseVision(VisionProvider):
             raise ValueError("model_id must name an image-capable Bedrock model or inference profile")
         if max_output_tokens < 1:
             raise ValueError(f"max_output_tokens must be at least 1, not {max_output_tokens}")
-        self._client: LazyClient[BedrockRuntimeClient] = LazyClient(client)
         self._model_id = model_id
         self._max_output_tokens = max_output_tokens
-        self._max_attempts = check_attempts(max_attempts)
-        self._sleep = sleep
-        self._backoff = Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random)
+        self._converse = ConverseCall(
+            client,
+            model_id=model_id,
+            capability=Capability.VISION,
+            task=DESCRIPTION,
+            max_attempts=max_attempts,
+            backoff=Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random),
+            sleep=sleep,
+            refuse=self._refuse,
+        )
 
     @classmethod
     def from_region(
@@ -203,82 +184,47 @@ class BedrockConverseVision(VisionProvider):
 
     def describe(self, image: bytes, media_type: str) -> ImageDescription:
         prepared = prepare_image_isolated(image, media_type)
-        client = self._client.get()
-        response = self._converse(client, prepared)
-        return self._description(response)
+        return self._description(self._converse.call(self._request(prepared)))
 
-    def _converse(self, client: BedrockRuntimeClient, prepared: PreparedImage) -> "ConverseResponseTypeDef":
-        def converse() -> "ConverseResponseTypeDef":
-            return client.converse(
-                modelId=self._model_id,
-                system=[{"text": SYSTEM_PROMPT}],
-                messages=[
-                    {
-                        "role": "user",
-                        # Image before the instruction, as Anthropic advises for its vision models.
-                        "content": [
-                            {"image": {"format": prepared.format, "source": {"bytes": prepared.data}}},
-                            {"text": USER_INSTRUCTION},
-                        ],
-                    }
-                ],
-                # Temperature 0: a description is a reading, not a creative answer; the same image
-                # should read the same way when a version is processed again.
-                inferenceConfig={"maxTokens": self._max_output_tokens, "temperature": 0},
-            )
+    def _request(self, prepared: PreparedImage) -> dict[str, Any]:
+        return {
+            "modelId": self._model_id,
+            "system": [{"text": SYSTEM_PROMPT}],
+            "messages": [
+                {
+                    "role": "user",
+                    # Image before the instruction, as Anthropic advises for its vision models.
+                    "content": [
+                        {"image": {"format": prepared.format, "source": {"bytes": prepared.data}}},
+                        {"text": USER_INSTRUCTION},
+                    ],
+                }
+            ],
+            # Temperature 0: a description is a reading, not a creative answer; the same image
+            # should read the same way when a version is processed again.
+            "inferenceConfig": {"maxTokens": self._max_output_tokens, "temperature": 0},
+        }
 
-        def refuse(error: ClientError) -> None:
-            code, message = error_code(error), error_message(error)
-            if code in _NOT_ENABLED_CODES:
-                raise CapabilityUnavailable(
-                    Capability.VISION.value, self._not_enabled(client, code, message)
-                ) from error
-            if code == "ValidationException":
-                if any(hint in message.lower() for hint in _MISCONFIGURED_MODEL_HINTS):
-                    raise CapabilityUnavailable(
-                        Capability.VISION.value, self._not_invocable(client, message)
-                    ) from error
-                _log.warning("Bedrock refused an image: %s: %s", code, message)
-                raise VisionFailed(f"{self._model_id} refused the image as invalid input ({code})") from error
-            # ModelErrorException, ServiceQuotaExceededException and codes Bedrock adds later are not
-            # retried here; they go up unchanged for the caller to retry or record as it sees fit.
-
-        return retried(
-            converse,
-            max_attempts=self._max_attempts,
-            retryable_codes=_RETRYABLE_CODES,
-            backoff=self._backoff,
-            sleep=self._sleep,
-            refuse=refuse,
-        )
-
-    # The file's owner reads the reason; AWS's own words (account ids, role ARNs, the action to grant) are
-    # logged for the operator.
-    def _not_enabled(self, client: BedrockRuntimeClient, code: str, message: str) -> str:
-        region = client.meta.region_name
-        _log.error(
-            "Bedrock answered %s for %s in %s: %s. Enable model access for it in the Amazon Bedrock console"
-            " (Model access) and grant the function's role bedrock:InvokeModel on it",
-            code,
-            self._model_id,
-            region,
-            message,
-        )
-        return (
-            f"the vision model {self._model_id} is not enabled for this deployment: an operator must enable"
-            " access to it (the cause is in the function's log)"
-        )
-
-    def _not_invocable(self, client: BedrockRuntimeClient, message: str) -> str:
-        _log.error("Bedrock cannot invoke %s in %s: %s", self._model_id, client.meta.region_name, message)
-        return (
-            f"the vision model {self._model_id} cannot be invoked as configured: an operator must configure an"
-            " image-capable model, or an inference profile that contains one (the cause is in the function's log)"
-        )
+    def _refuse(self, error: ClientError) -> None:
+        """A model id Bedrock cannot invoke is the configuration's fault (vision unavailable); any other invalid
+        request is this image's (VisionFailed). ModelErrorException, ServiceQuotaExceededException and codes
+        Bedrock adds later go up unchanged, for the caller to retry or record as it sees fit."""
+        code, message = error_code(error), error_message(error)
+        if code != "ValidationException":
+            return
+        if any(hint in message.lower() for hint in _MISCONFIGURED_MODEL_HINTS):
+            _log.error("Bedrock cannot invoke %s in %s: %s", self._model_id, self._converse.region, message)
+            raise self._converse.unavailable(
+                f"the vision model {self._model_id} cannot be invoked as configured: an operator must configure an"
+                " image-capable model, or an inference profile that contains one (the cause is in the function's"
+                " log)"
+            ) from error
+        _log.warning("Bedrock refused an image: %s: %s", code, message)
+        raise VisionFailed(f"{self._model_id} refused the image as invalid input ({code})") from error
 
     def _description(self, response: "ConverseResponseTypeDef") -> ImageDescription:
         stop_reason = response.get("stopReason", "")
-        if stop_reason in _WITHHELD_STOP_REASONS:
+        if stop_reason in WITHHELD_STOP_REASONS:
             raise VisionFailed(f"{self._model_id} withheld its description of the image ({stop_reason})")
         message = response.get("output", {}).get("message", {})
         pieces = [block["text"] for block in message.get("content", []) if "text" in block]
