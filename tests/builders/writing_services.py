@@ -5,6 +5,7 @@ the Container takes its adapters from outside. Renderers and parsers are the rea
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 from uuid import UUID
 
 from shared.adapters.parsers.markdown import MarkdownParser
@@ -19,7 +20,7 @@ from shared.domain.exports import RenderLimits
 from shared.domain.files import FileVersionRecord
 from shared.domain.knowledge import RankedChunk
 from shared.domain.search import RetrievalTuning, SearchFilters
-from shared.ports import EmbeddingProvider, Generator
+from shared.ports import AuthorizationPolicy, EmbeddingProvider, Generator
 from shared.services.answers import AnswerService
 from shared.services.artifacts import ArtifactService
 from shared.services.authorization import ClaimsAuthorizationPolicy
@@ -164,8 +165,16 @@ class WritingServices:
             policy=self.policy,
         )
 
-    def answers(self, generator: Generator | None = None, embedder: EmbeddingProvider | None = None) -> AnswerService:
-        """Over the keyword lane alone (ask with mode `keyword` for an answer that may be cached)."""
+    def answers(
+        self,
+        generator: Generator | None = None,
+        *,
+        authorization: AuthorizationPolicy | None = None,
+        embedder: EmbeddingProvider | None = None,
+        **options: Any,
+    ) -> AnswerService:
+        """Over the keyword lane alone: ask with mode `keyword` for answers ranked by words, which may be cached.
+        `authorization` replaces the policy where the answer is assembled (retrieval keeps the real one)."""
         lanes = FakeKeywordLane(self.fakes.knowledge)
         chosen = embedder or self.fakes.embedder
         retrieval = Retrieval(
@@ -177,13 +186,14 @@ class WritingServices:
             tuning=RetrievalTuning(),
         )
         return AnswerService(
-            authorization=self.policy,
+            authorization=authorization or self.policy,
             retrieval=retrieval,
             knowledge=self.fakes.knowledge,
             embedder=chosen,
             generator=generator or NoGenerator(),
             store=self.answer_store,
             metering=Metering(self.fakes.ledger),
+            **options,
         )
 
     def render_all(self) -> None:
