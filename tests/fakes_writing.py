@@ -24,7 +24,7 @@ from shared.domain.exports import (
 )
 from shared.domain.knowledge import IndexedChunk
 from shared.domain.proposals import AppliedProposal, NewReplacement, ReplacementRecord, ReplacementState
-from shared.ports import AnswerStore, ArtifactStore, ExportStore, RenderQueue, ReplacementStore
+from shared.ports import AnswerStore, ArtifactStore, ExportStore, FileCatalog, RenderQueue, ReplacementStore
 from tests.fakes import Clock
 
 # The adapter's index version: 16 hex digits of a SHA-256 of each collection's generation.
@@ -137,14 +137,19 @@ def _matches_kind(record: ExportRecord, new: NewExport) -> bool:
 
 
 class FakeExportStore(ExportStore):
-    """Export records; every transition is a compare-and-set on state (and generation), as the UPDATEs are."""
+    """Export records; every transition is a compare-and-set on state (and generation), as the UPDATEs are. With
+    `artifacts`, an export of an artifact the store does not hold is refused, as the foreign key refuses it."""
 
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, *, artifacts: ArtifactStore | None = None) -> None:
         self._clock = clock or Clock()
+        self._artifacts = artifacts
         self._lock = threading.Lock()
         self.records: dict[tuple[str, UUID], ExportRecord] = {}
 
     def claim(self, new: NewExport) -> tuple[ExportRecord, bool]:
+        artifacts, artifact_id = self._artifacts, new.artifact_id
+        if artifacts is not None and artifact_id is not None and artifacts.get(new.tenant_id, artifact_id) is None:
+            raise ValueError(f"artifact {artifact_id} does not exist (the foreign key of an export)")
         with self._lock:
             mine = [r for (tenant, _), r in self.records.items() if tenant == new.tenant_id]
             if (new.tenant_id, new.export_id) not in self.records and not any(_same_source(r, new) for r in mine):
@@ -245,10 +250,12 @@ class FakeExportStore(ExportStore):
 
 
 class FakeReplacementStore(ReplacementStore):
-    """Replacements awaiting a decision; a decision is recorded only from `pending`, so of two exactly one wins."""
+    """Replacements awaiting a decision; a decision is recorded only from `pending`, so of two exactly one wins.
+    With `files`, a replacement of a file the catalog does not hold is refused, as the foreign key refuses it."""
 
-    def __init__(self, clock: Clock | None = None) -> None:
+    def __init__(self, clock: Clock | None = None, *, files: FileCatalog | None = None) -> None:
         self._clock = clock or Clock()
+        self._files = files
         self._lock = threading.Lock()
         self.records: dict[tuple[str, UUID], ReplacementRecord] = {}
 
@@ -256,6 +263,8 @@ class FakeReplacementStore(ReplacementStore):
         with self._lock:
             if (new.tenant_id, new.replacement_id) in self.records:
                 raise ValueError(f"replacement {new.replacement_id} already exists")
+            if self._files is not None and self._files.get_file(new.tenant_id, new.file_id, include_gone=True) is None:
+                raise ValueError(f"file {new.file_id} does not exist (the foreign key of a replacement)")
             record = ReplacementRecord(**new.model_dump(), state=ReplacementState.PENDING, created_at=self._clock())
             self.records[new.tenant_id, new.replacement_id] = record
             return record

@@ -104,8 +104,6 @@ class WritingServices:
 
     fakes: Fakes = field(default_factory=Fakes)
     artifact_store: FakeArtifactStore = field(default_factory=FakeArtifactStore)
-    export_store: FakeExportStore = field(default_factory=FakeExportStore)
-    replacement_store: FakeReplacementStore = field(default_factory=FakeReplacementStore)
     queue: RecordingRenderQueue = field(default_factory=RecordingRenderQueue)
     artifact_limits: ArtifactLimits | None = None
     render_limits: RenderLimits = field(
@@ -113,6 +111,8 @@ class WritingServices:
     )
 
     def __post_init__(self) -> None:
+        self.export_store = FakeExportStore(artifacts=self.artifact_store)
+        self.replacement_store = FakeReplacementStore(files=self.fakes.metadata)
         self.answer_store = FakeAnswerStore(chunks_of(self.fakes.knowledge.chunks))
         self.policy = ClaimsAuthorizationPolicy()
 

@@ -107,6 +107,23 @@ class ExportStoreContract:
         # Another format, or another version of the same artifact, is another export.
         assert store.claim(new.model_copy(update={"export_id": uuid.uuid4(), "format": ExportFormat.PDF}))[1]
 
+    def test_an_export_of_an_artifact_that_does_not_exist_is_refused(self, stores: Stores) -> None:
+        _, store = stores
+        tenant = new_tenant()
+        missing = NewExport(
+            tenant_id=tenant,
+            export_id=uuid.uuid4(),
+            collection_id="docs",
+            kind=ExportKind.ARTIFACT,
+            format=ExportFormat.PDF,
+            artifact_id=uuid.uuid4(),
+            version=1,
+            created_by="ann",
+        )
+        with pytest.raises(Exception, match=r"(?i)foreign key|does not exist"):  # the adapter's is psycopg's
+            store.claim(missing)
+        assert store.get(tenant, missing.export_id) is None
+
     def test_conversions_and_operations_are_one_export_per_source_too(self, stores: Stores) -> None:
         _, store = stores
         tenant = new_tenant()

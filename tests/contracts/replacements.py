@@ -60,6 +60,29 @@ class ReplacementStoreContract:
         assert replacements.get(tenant, record.replacement_id) == record
         assert replacements.get(tenant, uuid.uuid4()) is None
 
+    def test_a_replacement_of_a_file_that_does_not_exist_is_refused(self, stores: Stores) -> None:
+        files, replacements = stores
+        tenant = new_tenant()
+        base = stored(files, tenant)
+        replacement_id = uuid.uuid4()
+        orphan = NewReplacement(
+            tenant_id=tenant,
+            replacement_id=replacement_id,
+            file_id=uuid.uuid4(),
+            collection_id="docs",
+            base_version_id=base.version_id,
+            filename="x.pdf",
+            media_type="application/pdf",
+            staged_key=f"derived/tenants/{tenant}/replacements/{replacement_id}",
+            content_hash="ab" * 32,
+            byte_size=1,
+            created_by="ann",
+            expires_at=EXPIRES,
+        )
+        with pytest.raises(Exception, match=r"(?i)foreign key|does not exist"):  # the adapter's is psycopg's
+            replacements.create(orphan)
+        assert replacements.get(tenant, replacement_id) is None
+
     def test_an_approval_records_its_decider_and_the_planned_version_once(self, stores: Stores) -> None:
         _, replacements = stores
         tenant = new_tenant()

@@ -73,13 +73,15 @@ class TestFakeArtifactStore(ArtifactStoreContract):
 class TestFakeExportStore(ExportStoreContract):
     @pytest.fixture
     def stores(self) -> tuple[ArtifactStore, ExportStore]:
-        return FakeArtifactStore(), FakeExportStore()
+        artifacts = FakeArtifactStore()
+        return artifacts, FakeExportStore(artifacts=artifacts)
 
 
 class TestFakeReplacementStore(ReplacementStoreContract):
     @pytest.fixture
     def stores(self) -> tuple[FileMetadataStore, ReplacementStore]:
-        return FakeFileMetadataStore(), FakeReplacementStore()
+        files = FakeFileMetadataStore()
+        return files, FakeReplacementStore(files=files)
 
 
 class TestFakeAnswerStore(AnswerStoreContract):
