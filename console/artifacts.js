@@ -5,7 +5,7 @@
 import { get, post, query } from "./api.js";
 import { renderBlocks } from "./blocks.js";
 import { el, fill, formatBytes, formatTime, moreButton, notice } from "./dom.js";
-import { citationHref } from "./search.js";
+import { citationHref } from "./citations.js";
 import { citationChip } from "./source.js";
 
 const FORMATS = [

@@ -3,7 +3,8 @@
 // documents, text). A citation is a stored snapshot: when its source is gone, its excerpt still shows.
 
 import { ApiError, get, id, query } from "./api.js";
-import { placeOf, renderBlocks, cellRange } from "./blocks.js";
+import { renderBlocks, cellRange } from "./blocks.js";
+import { citationFromHref } from "./citations.js";
 import { el, fill, notice, shortId } from "./dom.js";
 
 const PAGE_TYPES = /^(application\/pdf|image\/)/;
@@ -170,4 +171,11 @@ export async function showCitation(container, citation, { backHref = null, headi
   } finally {
     source.removeAttribute("aria-busy");
   }
+}
+
+/** #/cite/{id}: the cited spot of a search hit's citation, the snapshot this tab kept under that id. */
+export async function renderKeptCitation(container, keptId) {
+  const citation = citationFromHref(keptId);
+  if (citation) await showCitation(container, citation, { backHref: "#/search" });
+  else fill(container, el("h2", {}, "Citation"), notice("This citation's address works in the tab whose search found it: search again to open it here.", "warning"));
 }

@@ -1,11 +1,16 @@
-// What the console knows about the caller (GET /v1/me) and how a version's processing state reads.
+// What the console knows about the caller (GET /v1/me) and the API (GET /v1/meta: the accepted upload types),
+// and how a version's processing state reads.
 
 import { get } from "./api.js";
 
 export const caller = { me: null };
+// The API's own vocabularies, fetched with the caller (never copied here: a copy drifts).
+export const server = { acceptedTypes: [] };
 
 export async function loadCaller() {
-  caller.me = await get("/v1/me");
+  const [me, meta] = await Promise.all([get("/v1/me"), get("/v1/meta")]);
+  server.acceptedTypes = meta.acceptedTypes;
+  caller.me = me;
   return caller.me;
 }
 
