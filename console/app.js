@@ -3,7 +3,15 @@
 // again from the API.
 
 import { ApiError, configureApi } from "./api.js";
-import { finishHostedSignIn, hasSignInKey, hostedSignOut, keepSignInKey, localSignIn, session, startHostedSignIn } from "./auth.js";
+import {
+  finishHostedSignIn,
+  hasSignInKey,
+  hostedSignOut,
+  keepSignInKey,
+  localSignIn,
+  session,
+  startHostedSignIn,
+} from "./auth.js";
 import { forgetCitations } from "./citations.js";
 import { el, fill, notice } from "./dom.js";
 import { routeOf } from "./routes.js";
@@ -15,13 +23,22 @@ const main = () => document.getElementById("main");
 
 function signInView(container) {
   if (config.auth.kind === "cognito") {
-    fill(container, el("h2", {}, "Sign in"), el("p", {}, "Sign in with your organisation's account."), el("button", { type: "button", onclick: () => startHostedSignIn(config.auth) }, "Sign in"));
+    fill(
+      container,
+      el("h2", {}, "Sign in"),
+      el("p", {}, "Sign in with your organisation's account."),
+      el("button", { type: "button", onclick: () => startHostedSignIn(config.auth) }, "Sign in"),
+    );
     return;
   }
   const problem = el("div");
   const token = el("textarea", { id: "token", rows: 4, spellcheck: "false", autocomplete: "off" });
   const collections = el("input", { id: "sign-in-collections", value: "default", autocomplete: "off" });
-  const role = el("select", { id: "sign-in-role" }, ["admin", "write", "read"].map((name) => el("option", { value: name }, name)));
+  const role = el(
+    "select",
+    { id: "sign-in-role" },
+    ["admin", "write", "read"].map((name) => el("option", { value: name }, name)),
+  );
   const pasted = el(
     "form",
     {
@@ -46,7 +63,13 @@ function signInView(container) {
       onsubmit: async (event) => {
         event.preventDefault();
         try {
-          await localSignIn(collections.value.split(",").map((name) => name.trim()).filter(Boolean), role.value);
+          await localSignIn(
+            collections.value
+              .split(",")
+              .map((name) => name.trim())
+              .filter(Boolean),
+            role.value,
+          );
         } catch (error) {
           fill(problem, notice(error.message, "error"));
         }
@@ -54,7 +77,9 @@ function signInView(container) {
     },
     el("h3", {}, "Local sign-in"),
     el("p", {}, "The local stack signs you in to its own tenant, from this machine only."),
-    hasSignInKey() ? null : notice("Open the console at the address `quire up` printed: it carries the stack's sign-in key.", "warning"),
+    hasSignInKey()
+      ? null
+      : notice("Open the console at the address `quire up` printed: it carries the stack's sign-in key.", "warning"),
     el("label", { for: "sign-in-collections" }, "Collections (comma-separated)"),
     collections,
     el("label", { for: "sign-in-role" }, "Role"),
@@ -76,7 +101,14 @@ function showWho() {
     who,
     el("span", {}, `${caller.me?.subject || claims.sub} · tenant ${caller.me?.tenantId || tenant}`),
     " ",
-    el("button", { type: "button", onclick: () => (config.auth.kind === "cognito" ? hostedSignOut(config.auth) : session.clear()) }, "Sign out"),
+    el(
+      "button",
+      {
+        type: "button",
+        onclick: () => (config.auth.kind === "cognito" ? hostedSignOut(config.auth) : session.clear()),
+      },
+      "Sign out",
+    ),
   );
 }
 
@@ -110,7 +142,10 @@ async function show() {
     if (route) await route.render(container, route.captured, route.params);
     else fill(container, el("h2", {}, "Not here"), el("p", {}, "No view has that address."));
   } catch (error) {
-    const sentence = error instanceof ApiError && error.status === 404 ? "Not found: it does not exist, or you may not read it." : error.message;
+    const sentence =
+      error instanceof ApiError && error.status === 404
+        ? "Not found: it does not exist, or you may not read it."
+        : error.message;
     fill(container, el("h2", {}, "Something went wrong"), notice(sentence, "error"));
   }
   // Keyboard and screen-reader users land on the new view's heading, not at the top of the page.

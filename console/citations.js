@@ -23,7 +23,8 @@ export function citationHref(citation) {
   for (let keep = MAX_KEPT_CITATIONS; keep > 0; keep = Math.floor(keep / 2)) {
     try {
       sessionStorage.setItem(CITED_KEY, JSON.stringify(kept.slice(-keep)));
-      if (keep < kept.length) addresses = null; // the oldest were dropped: built again from what is kept
+      if (keep < kept.length)
+        addresses = null; // the oldest were dropped: built again from what is kept
       else addresses.set(serialized, id);
       break;
     } catch {
@@ -45,7 +46,9 @@ function keptCitations() {
   try {
     const kept = JSON.parse(sessionStorage.getItem(CITED_KEY) || "[]");
     if (Array.isArray(kept)) {
-      return kept.filter((entry) => Array.isArray(entry) && typeof entry[0] === "string" && entry[1] && typeof entry[1] === "object");
+      return kept.filter(
+        (entry) => Array.isArray(entry) && typeof entry[0] === "string" && entry[1] && typeof entry[1] === "object",
+      );
     }
   } catch {
     // damaged: start again

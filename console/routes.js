@@ -13,14 +13,24 @@ import { renderUpload } from "./upload.js";
  * `render(container, captured, params)`. */
 export const ROUTES = [
   { name: "upload", pattern: /^(?:upload)?$/, navigation: "upload", render: (container) => renderUpload(container) },
-  { name: "files", pattern: /^files$/, navigation: "files", render: (container, _, params) => renderFiles(container, params) },
+  {
+    name: "files",
+    pattern: /^files$/,
+    navigation: "files",
+    render: (container, _, params) => renderFiles(container, params),
+  },
   {
     name: "file",
     pattern: /^files\/([^/]+)$/,
     navigation: "files",
     render: (container, [fileId], params) => renderFile(container, id(fileId), params),
   },
-  { name: "search", pattern: /^search$/, navigation: "search", render: (container, _, params) => renderSearch(container, params) },
+  {
+    name: "search",
+    pattern: /^search$/,
+    navigation: "search",
+    render: (container, _, params) => renderSearch(container, params),
+  },
   {
     name: "answer",
     pattern: /^answers\/([^/]+)$/,
@@ -39,7 +49,12 @@ export const ROUTES = [
     navigation: "search",
     render: (container, [keptId]) => renderKeptCitation(container, keptId),
   },
-  { name: "artifacts", pattern: /^artifacts$/, navigation: "artifacts", render: (container) => renderArtifacts(container) },
+  {
+    name: "artifacts",
+    pattern: /^artifacts$/,
+    navigation: "artifacts",
+    render: (container) => renderArtifacts(container),
+  },
   {
     name: "artifact",
     pattern: /^artifacts\/([^/]+)$/,

@@ -10,33 +10,75 @@ import { caller } from "./state.js";
 
 function hitItem(hit) {
   const scores = [`score ${hit.score.toFixed(3)}`];
-  if (hit.lexicalScore !== null && hit.lexicalScore !== undefined) scores.push(`keyword ${hit.lexicalScore.toFixed(3)}`);
+  if (hit.lexicalScore !== null && hit.lexicalScore !== undefined)
+    scores.push(`keyword ${hit.lexicalScore.toFixed(3)}`);
   if (hit.vectorScore !== null && hit.vectorScore !== undefined) scores.push(`semantic ${hit.vectorScore.toFixed(3)}`);
   return el(
     "li",
     { class: "hit", "data-testid": "hit" },
     el("p", { class: "excerpt" }, hit.excerpt),
-    el("p", { class: "hit-meta" }, citationChip(hit.citation, citationHref(hit.citation)), " ", el("span", { class: "scores" }, scores.join(" · ")), hit.directSubject ? el("span", { class: "badge" }, "names this document") : null),
+    el(
+      "p",
+      { class: "hit-meta" },
+      citationChip(hit.citation, citationHref(hit.citation)),
+      " ",
+      el("span", { class: "scores" }, scores.join(" · ")),
+      hit.directSubject ? el("span", { class: "badge" }, "names this document") : null,
+    ),
   );
 }
 
 function renderResults(target, result) {
   if (result.outcome !== "found") {
-    fill(target, el("p", { class: "notice notice-info outcome", role: "status", "data-testid": "outcome", "data-outcome": result.outcome }, result.message));
+    fill(
+      target,
+      el(
+        "p",
+        {
+          class: "notice notice-info outcome",
+          role: "status",
+          "data-testid": "outcome",
+          "data-outcome": result.outcome,
+        },
+        result.message,
+      ),
+    );
     return;
   }
   fill(
     target,
-    el("p", { role: "status" }, `${result.hits.length} hit${result.hits.length === 1 ? "" : "s"}${result.vectorAvailable ? "" : " (keyword only: the semantic lane is unavailable)"}`),
+    el(
+      "p",
+      { role: "status" },
+      `${result.hits.length} hit${result.hits.length === 1 ? "" : "s"}${result.vectorAvailable ? "" : " (keyword only: the semantic lane is unavailable)"}`,
+    ),
     el("ol", { class: "hits" }, result.hits.map(hitItem)),
   );
 }
 
 export function renderSearch(container, params) {
-  const input = el("input", { id: "query", type: "search", required: true, maxlength: 2000, value: params.get("q") || "", autocomplete: "off" });
-  const mode = el("select", { id: "mode" }, ["hybrid", "keyword", "semantic"].map((name) => el("option", { value: name, selected: name === (params.get("mode") || "hybrid") }, name)));
+  const input = el("input", {
+    id: "query",
+    type: "search",
+    required: true,
+    maxlength: 2000,
+    value: params.get("q") || "",
+    autocomplete: "off",
+  });
+  const mode = el(
+    "select",
+    { id: "mode" },
+    ["hybrid", "keyword", "semantic"].map((name) =>
+      el("option", { value: name, selected: name === (params.get("mode") || "hybrid") }, name),
+    ),
+  );
   const collections = caller.me?.collections || [];
-  const scope = el("select", { id: "scope" }, el("option", { value: "" }, "every collection I read"), collections.map((name) => el("option", { value: name }, name)));
+  const scope = el(
+    "select",
+    { id: "scope" },
+    el("option", { value: "" }, "every collection I read"),
+    collections.map((name) => el("option", { value: name }, name)),
+  );
   const results = el("section", { "aria-label": "Results", "data-testid": "results" });
   const filters = () => (scope.value ? { collections: [scope.value] } : undefined);
   const run = async (kind) => {
@@ -63,7 +105,14 @@ export function renderSearch(container, params) {
   };
   const form = el(
     "form",
-    { class: "search", role: "search", onsubmit: (event) => { event.preventDefault(); run("search"); } },
+    {
+      class: "search",
+      role: "search",
+      onsubmit: (event) => {
+        event.preventDefault();
+        run("search");
+      },
+    },
     el("label", { for: "query" }, "Search or ask"),
     input,
     el("label", { for: "mode" }, "Mode"),

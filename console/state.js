@@ -42,8 +42,15 @@ const STAGES = {
 /** {label, done, failed, sentence} for a version as GET /v1/files/{id} shows it. */
 export function stageOf(version) {
   if (!version) return { label: "unknown", done: false, failed: false, sentence: "" };
-  if (version.state === "rejected") return { label: "rejected", done: true, failed: true, sentence: version.rejectionReason || "the upload was rejected" };
-  if (version.state === "deleting" || version.state === "deleted") return { label: version.state, done: true, failed: false, sentence: "" };
+  if (version.state === "rejected")
+    return {
+      label: "rejected",
+      done: true,
+      failed: true,
+      sentence: version.rejectionReason || "the upload was rejected",
+    };
+  if (version.state === "deleting" || version.state === "deleted")
+    return { label: version.state, done: true, failed: false, sentence: "" };
   if (version.state === "pending") return { label: "waiting for its upload", done: false, failed: false, sentence: "" };
   const processing = version.processingState;
   if (processing === "failed") {

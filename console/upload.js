@@ -79,7 +79,12 @@ async function send(file, collectionId, row) {
     const ticket = await inTurn(async () => {
       if (started !== epoch) throw new SignedOut();
       showState(row, "asking for an upload");
-      const issued = await post("/v1/uploads", { collectionId, filename: file.name, mediaType: mediaTypeOf(file, server.acceptedTypes), byteSize: file.size });
+      const issued = await post("/v1/uploads", {
+        collectionId,
+        filename: file.name,
+        mediaType: mediaTypeOf(file, server.acceptedTypes),
+        byteSize: file.size,
+      });
       row.item.dataset.fileId = issued.fileId;
       showState(row, "uploading");
       await postToStore(issued.upload, file, (loaded, total) => {
@@ -105,19 +110,41 @@ function rowFor(file) {
   const state = el("span", { class: "state", "data-testid": "upload-state" }, "waiting");
   const bytes = el("span", { class: "bytes" }, `0 B of ${formatBytes(file.size)}`);
   const sentence = el("span", { class: "sentence", role: "status" });
-  const item = el("li", { class: "upload", "data-filename": file.name }, el("span", { class: "name" }, file.name), progress, bytes, state, sentence);
+  const item = el(
+    "li",
+    { class: "upload", "data-filename": file.name },
+    el("span", { class: "name" }, file.name),
+    progress,
+    bytes,
+    state,
+    sentence,
+  );
   return { item, progress, state, bytes, sentence };
 }
 
 export function renderUpload(container) {
   const writable = collectionsWith("write");
   if (!writable.length) {
-    fill(container, el("h2", {}, "Upload"), notice("You may not upload here: your token grants no collection the write role.", "warning"));
+    fill(
+      container,
+      el("h2", {}, "Upload"),
+      notice("You may not upload here: your token grants no collection the write role.", "warning"),
+    );
     return;
   }
-  const collection = el("select", { id: "upload-collection" }, writable.map((name) => el("option", { value: name }, name)));
+  const collection = el(
+    "select",
+    { id: "upload-collection" },
+    writable.map((name) => el("option", { value: name }, name)),
+  );
   // Out of the tab order: its label is the one control (Enter or Space opens the picker).
-  const picker = el("input", { id: "upload-picker", type: "file", multiple: true, class: "visually-hidden", tabindex: "-1" });
+  const picker = el("input", {
+    id: "upload-picker",
+    type: "file",
+    multiple: true,
+    class: "visually-hidden",
+    tabindex: "-1",
+  });
   const list = uploadList();
   const start = (files) => {
     for (const file of files) {
