@@ -12,8 +12,13 @@ INSTALLED_LOCAL := $(VENV)/.installed-local-$(PYPROJECT_HASH)
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -e
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
+# The console's formatter (Prettier, pinned in package.json and package-lock.json), installed from the npm
+# registry by `npm ci`, again only when the lock file changes. The console itself has no build step.
+NODE_INSTALLED := node_modules/.installed-$(shell cat package-lock.json | sha256sum | cut -c1-12)
+PRETTIER := node_modules/.bin/prettier
+CONSOLE_SOURCES := console tests/console
 
-.PHONY: demo test test-unit test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser screenshots
+.PHONY: demo test test-unit test-console test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser screenshots
 
 venv: $(INSTALLED)
 
@@ -29,12 +34,17 @@ $(INSTALLED_LOCAL): pyproject.toml
 	@rm -f $(VENV)/.installed-local-*
 	@touch $@
 
+$(NODE_INSTALLED): package.json package-lock.json
+	@npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 demo: $(INSTALLED_LOCAL)
 	$(BIN)/quire demo $(if $(DOCS),--docs $(DOCS))
 
-lint: $(INSTALLED)
+lint: $(INSTALLED) $(NODE_INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(PRETTIER) --check $(CONSOLE_SOURCES)
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
@@ -61,8 +71,12 @@ screenshots: $(INSTALLED) browser
 # One suite each, without lint or typecheck: tests/conftest.py marks every test by its folder. The path only
 # spares importing the other suites (aws_cdk, the stack fixtures); the marker is what selects.
 # test-unit is the quick loop: it leaves out the unit tests marked slow, which `make test` (and CI) runs.
+# The console's pure helpers run under node's own test runner, from tests/unit/test_console_helpers.py too.
 test-unit: $(INSTALLED)
 	$(BIN)/pytest -m "unit and not slow" tests/unit
+
+test-console:
+	node --test tests/console/*.test.js
 
 test-integration: $(INSTALLED)
 	$(BIN)/pytest -m integration tests/integration
@@ -120,10 +134,11 @@ FUZZ_EXAMPLES ?= 3000
 fuzz: $(INSTALLED)
 	QUIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/unit/test_parser_fuzz.py tests/unit/test_structured_fuzz.py tests/unit/test_text_parsers.py -k "fuzz or raise or damaged"
 
-fmt: $(INSTALLED)
+fmt: $(INSTALLED) $(NODE_INSTALLED)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+	$(PRETTIER) --write --log-level warn $(CONSOLE_SOURCES)
 
 clean:
 	-$(BIN)/quire down 2>/dev/null
-	rm -rf $(VENV) .quire .bench cdk.out build .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) node_modules .quire .bench cdk.out build .mypy_cache .pytest_cache .ruff_cache

@@ -1,28 +1,44 @@
 // The console: sign in, then one view per address (#/upload, #/files, #/search, #/answers/…, #/cite/…,
-// #/artifacts/…). Every address can be reloaded or shared: what a view shows is fetched again from the API.
+// #/artifacts/…; the table is routes.js). Every address can be reloaded or shared: what a view shows is fetched
+// again from the API.
 
-import { ApiError, configureApi, get, id } from "./api.js";
-import { finishHostedSignIn, hasSignInKey, hostedSignOut, keepSignInKey, localSignIn, session, startHostedSignIn } from "./auth.js";
+import { ApiError, configureApi } from "./api.js";
+import {
+  finishHostedSignIn,
+  hasSignInKey,
+  hostedSignOut,
+  keepSignInKey,
+  localSignIn,
+  session,
+  startHostedSignIn,
+} from "./auth.js";
+import { forgetCitations } from "./citations.js";
 import { el, fill, notice } from "./dom.js";
-import { renderArtifact, renderArtifacts } from "./artifacts.js";
-import { renderFile, renderFiles } from "./files.js";
-import { citationFromHref, forgetCitations, renderSearch, renderStoredAnswer } from "./search.js";
-import { showCitation } from "./source.js";
+import { routeOf } from "./routes.js";
 import { caller, loadCaller } from "./state.js";
-import { forgetUploads, renderUpload } from "./upload.js";
+import { forgetUploads } from "./upload.js";
 
 let config = { apiBase: "", auth: { kind: "local" } };
 const main = () => document.getElementById("main");
 
 function signInView(container) {
   if (config.auth.kind === "cognito") {
-    fill(container, el("h2", {}, "Sign in"), el("p", {}, "Sign in with your organisation's account."), el("button", { type: "button", onclick: () => startHostedSignIn(config.auth) }, "Sign in"));
+    fill(
+      container,
+      el("h2", {}, "Sign in"),
+      el("p", {}, "Sign in with your organisation's account."),
+      el("button", { type: "button", onclick: () => startHostedSignIn(config.auth) }, "Sign in"),
+    );
     return;
   }
   const problem = el("div");
   const token = el("textarea", { id: "token", rows: 4, spellcheck: "false", autocomplete: "off" });
   const collections = el("input", { id: "sign-in-collections", value: "default", autocomplete: "off" });
-  const role = el("select", { id: "sign-in-role" }, ["admin", "write", "read"].map((name) => el("option", { value: name }, name)));
+  const role = el(
+    "select",
+    { id: "sign-in-role" },
+    ["admin", "write", "read"].map((name) => el("option", { value: name }, name)),
+  );
   const pasted = el(
     "form",
     {
@@ -47,7 +63,13 @@ function signInView(container) {
       onsubmit: async (event) => {
         event.preventDefault();
         try {
-          await localSignIn(collections.value.split(",").map((name) => name.trim()).filter(Boolean), role.value);
+          await localSignIn(
+            collections.value
+              .split(",")
+              .map((name) => name.trim())
+              .filter(Boolean),
+            role.value,
+          );
         } catch (error) {
           fill(problem, notice(error.message, "error"));
         }
@@ -55,7 +77,9 @@ function signInView(container) {
     },
     el("h3", {}, "Local sign-in"),
     el("p", {}, "The local stack signs you in to its own tenant, from this machine only."),
-    hasSignInKey() ? null : notice("Open the console at the address `quire up` printed: it carries the stack's sign-in key.", "warning"),
+    hasSignInKey()
+      ? null
+      : notice("Open the console at the address `quire up` printed: it carries the stack's sign-in key.", "warning"),
     el("label", { for: "sign-in-collections" }, "Collections (comma-separated)"),
     collections,
     el("label", { for: "sign-in-role" }, "Role"),
@@ -77,7 +101,14 @@ function showWho() {
     who,
     el("span", {}, `${caller.me?.subject || claims.sub} · tenant ${caller.me?.tenantId || tenant}`),
     " ",
-    el("button", { type: "button", onclick: () => (config.auth.kind === "cognito" ? hostedSignOut(config.auth) : session.clear()) }, "Sign out"),
+    el(
+      "button",
+      {
+        type: "button",
+        onclick: () => (config.auth.kind === "cognito" ? hostedSignOut(config.auth) : session.clear()),
+      },
+      "Sign out",
+    ),
   );
 }
 
@@ -88,7 +119,7 @@ function markNavigation(view) {
   }
 }
 
-async function route() {
+async function show() {
   // Each address renders into a view of its own: a slower earlier view that finishes late writes into a view
   // no longer on the page, never over this one.
   const container = el("div", { class: "view" });
@@ -102,34 +133,19 @@ async function route() {
     return;
   }
   document.querySelector("nav").hidden = false;
-  const [path, search = ""] = location.hash.replace(/^#/, "").split("?");
-  const params = new URLSearchParams(search);
-  const parts = path.split("/").filter(Boolean);
-  const view = parts[0] || "upload";
-  markNavigation(view === "answers" || view === "cite" ? "search" : view);
+  const route = routeOf(location.hash);
+  markNavigation(route?.navigation ?? null);
   fill(container, notice("Loading…"));
   try {
     if (!caller.me) await loadCaller();
     showWho();
-    if (view === "upload") renderUpload(container);
-    else if (view === "files" && parts[1]) await renderFile(container, id(parts[1]), params);
-    else if (view === "files") await renderFiles(container, params);
-    else if (view === "search") renderSearch(container, params);
-    else if (view === "answers" && parts[2] === "citations") {
-      const answer = await get(`/v1/answers/${id(parts[1])}`);
-      const citation = answer.citations.find((candidate) => String(candidate.number) === parts[3]);
-      if (!citation) fill(container, el("h2", {}, "Citation"), notice("That citation is withheld: you can no longer read its source, or the answer has no such number.", "warning"));
-      else await showCitation(container, citation, { backHref: `#/answers/${parts[1]}`, heading: `Citation [${citation.number}]` });
-    } else if (view === "answers" && parts[1]) await renderStoredAnswer(container, id(parts[1]));
-    else if (view === "cite" && parts[1]) {
-      const citation = citationFromHref(parts[1]);
-      if (citation) await showCitation(container, citation, { backHref: "#/search" });
-      else fill(container, el("h2", {}, "Citation"), notice("This citation's address works in the tab whose search found it: search again to open it here.", "warning"));
-    } else if (view === "artifacts" && parts[1]) await renderArtifact(container, id(parts[1]), params);
-    else if (view === "artifacts") await renderArtifacts(container);
+    if (route) await route.render(container, route.captured, route.params);
     else fill(container, el("h2", {}, "Not here"), el("p", {}, "No view has that address."));
   } catch (error) {
-    const sentence = error instanceof ApiError && error.status === 404 ? "Not found: it does not exist, or you may not read it." : error.message;
+    const sentence =
+      error instanceof ApiError && error.status === 404
+        ? "Not found: it does not exist, or you may not read it."
+        : error.message;
     fill(container, el("h2", {}, "Something went wrong"), notice(sentence, "error"));
   }
   // Keyboard and screen-reader users land on the new view's heading, not at the top of the page.
@@ -162,10 +178,10 @@ async function start() {
       forgetUploads();
     }
     caller.me = null;
-    route();
+    show();
   });
-  window.addEventListener("hashchange", route);
-  await route();
+  window.addEventListener("hashchange", show);
+  await show();
 }
 
 start();

@@ -5,7 +5,7 @@
 import { get, post, query } from "./api.js";
 import { renderBlocks } from "./blocks.js";
 import { el, fill, formatBytes, formatTime, moreButton, notice } from "./dom.js";
-import { citationHref } from "./search.js";
+import { citationHref } from "./citations.js";
 import { citationChip } from "./source.js";
 
 const FORMATS = [
@@ -33,7 +33,10 @@ export async function renderArtifacts(container) {
   const more = el("div");
   const load = async (cursor) => {
     const page = await get(`/v1/artifacts${query({ cursor })}`);
-    if (!page.artifacts.length && !cursor) body.append(el("tr", {}, el("td", { colspan: 4 }, "No artifacts yet: ask a question and open its answer as an artifact.")));
+    if (!page.artifacts.length && !cursor)
+      body.append(
+        el("tr", {}, el("td", { colspan: 4 }, "No artifacts yet: ask a question and open its answer as an artifact.")),
+      );
     body.append(...page.artifacts.map(artifactRow));
     fill(more, page.nextCursor ? moreButton("More artifacts", () => load(page.nextCursor)) : null);
   };
@@ -43,7 +46,15 @@ export async function renderArtifacts(container) {
     el(
       "table",
       { "aria-label": "Artifacts" },
-      el("thead", {}, el("tr", {}, ["Name", "Collection", "Latest version", "Updated"].map((title) => el("th", { scope: "col" }, title)))),
+      el(
+        "thead",
+        {},
+        el(
+          "tr",
+          {},
+          ["Name", "Collection", "Latest version", "Updated"].map((title) => el("th", { scope: "col" }, title)),
+        ),
+      ),
       body,
     ),
     more,
@@ -64,28 +75,46 @@ async function exportVersion(artifactId, version, format, target) {
     fill(target, notice(exported.failure || `the ${format} export is not ready yet: try again in a moment`, "error"));
     return;
   }
-  const details = [formatBytes(exported.byteSize), exported.pageCount ? `${exported.pageCount} page${exported.pageCount === 1 ? "" : "s"}` : null].filter(Boolean).join(", ");
+  const details = [
+    formatBytes(exported.byteSize),
+    exported.pageCount ? `${exported.pageCount} page${exported.pageCount === 1 ? "" : "s"}` : null,
+  ]
+    .filter(Boolean)
+    .join(", ");
   fill(
     target,
-    el("a", { href: exported.url, class: "button", download: "", "data-testid": `download-${format}`, rel: "noopener" }, `Download ${format.toUpperCase()} (${details})`),
-    exported.unsupportedCharacters?.length ? notice(`Characters the ${format} fonts cannot draw were replaced: ${exported.unsupportedCharacters.join(" ")}`, "warning") : null,
+    el(
+      "a",
+      { href: exported.url, class: "button", download: "", "data-testid": `download-${format}`, rel: "noopener" },
+      `Download ${format.toUpperCase()} (${details})`,
+    ),
+    exported.unsupportedCharacters?.length
+      ? notice(
+          `Characters the ${format} fonts cannot draw were replaced: ${exported.unsupportedCharacters.join(" ")}`,
+          "warning",
+        )
+      : null,
     el("span", { class: "hint" }, ` link valid until ${formatTime(exported.expiresAt)}`),
   );
 }
 
 function historyRows(artifactId, versions, shown) {
   return versions.map((version) =>
-        el(
-          "tr",
-          { "aria-current": version.version === shown ? "true" : null },
-          el("td", {}, el("a", { href: `#/artifacts/${artifactId}?version=${version.version}` }, `v${version.version}`)),
-          el("td", {}, version.createdBy),
-          el("td", {}, `${version.provenance.producer}${version.provenance.restoredFrom ? ` (restored v${version.provenance.restoredFrom})` : ""}`),
-          el("td", {}, String(version.provenance.sources.length)),
-          el("td", {}, String(version.blockCount)),
-          el("td", {}, formatTime(version.createdAt)),
-        ),
-      );
+    el(
+      "tr",
+      { "aria-current": version.version === shown ? "true" : null },
+      el("td", {}, el("a", { href: `#/artifacts/${artifactId}?version=${version.version}` }, `v${version.version}`)),
+      el("td", {}, version.createdBy),
+      el(
+        "td",
+        {},
+        `${version.provenance.producer}${version.provenance.restoredFrom ? ` (restored v${version.provenance.restoredFrom})` : ""}`,
+      ),
+      el("td", {}, String(version.provenance.sources.length)),
+      el("td", {}, String(version.blockCount)),
+      el("td", {}, formatTime(version.createdAt)),
+    ),
+  );
 }
 
 function history(artifactId, first, shown) {
@@ -106,7 +135,20 @@ function history(artifactId, first, shown) {
   return el(
     "div",
     {},
-    el("table", { class: "history", "aria-label": "History" }, el("thead", {}, el("tr", {}, ["Version", "Made by", "How", "Sources", "Blocks", "When"].map((title) => el("th", { scope: "col" }, title)))), body),
+    el(
+      "table",
+      { class: "history", "aria-label": "History" },
+      el(
+        "thead",
+        {},
+        el(
+          "tr",
+          {},
+          ["Version", "Made by", "How", "Sources", "Blocks", "When"].map((title) => el("th", { scope: "col" }, title)),
+        ),
+      ),
+      body,
+    ),
     more,
   );
 }
@@ -123,9 +165,31 @@ export async function renderArtifact(container, artifactId, params) {
   fill(
     container,
     el("h2", {}, artifact.name),
-    el("p", {}, el("a", { href: "#/artifacts" }, "← Artifacts"), ` · collection ${artifact.collectionId} · version ${version} of ${artifact.latestVersion}`),
+    el(
+      "p",
+      {},
+      el("a", { href: "#/artifacts" }, "← Artifacts"),
+      ` · collection ${artifact.collectionId} · version ${version} of ${artifact.latestVersion}`,
+    ),
     el("h3", {}, "Export this version"),
-    el("div", { class: "exports", role: "group", "aria-label": "Export formats" }, FORMATS.map(([format, label]) => el("button", { type: "button", "data-format": format, onclick: () => exportVersion(artifactId, version, format, exportArea).catch((error) => fill(exportArea, notice(error.message, "error"))) }, `Export ${label}`))),
+    el(
+      "div",
+      { class: "exports", role: "group", "aria-label": "Export formats" },
+      FORMATS.map(([format, label]) =>
+        el(
+          "button",
+          {
+            type: "button",
+            "data-format": format,
+            onclick: () =>
+              exportVersion(artifactId, version, format, exportArea).catch((error) =>
+                fill(exportArea, notice(error.message, "error")),
+              ),
+          },
+          `Export ${label}`,
+        ),
+      ),
+    ),
     exportArea,
     el("h3", {}, "Content"),
     body,
@@ -139,9 +203,22 @@ export async function renderArtifact(container, artifactId, params) {
     body.append(renderBlocks(window.blocks, { start: window.start }));
     for (const cited of window.citations) {
       if (citations.querySelector(`[value="${cited.number}"]`)) continue;
-      citations.append(el("li", { value: cited.number }, citationChip(cited.citation, citationHref(cited.citation), `[${cited.number}]`)));
+      citations.append(
+        el(
+          "li",
+          { value: cited.number },
+          citationChip(cited.citation, citationHref(cited.citation), `[${cited.number}]`),
+        ),
+      );
     }
-    fill(more, window.nextCursor ? moreButton("Read on", async () => show((await get(`/v1/artifacts/${artifactId}${query({ version, cursor: window.nextCursor })}`)).content)) : null);
+    fill(
+      more,
+      window.nextCursor
+        ? moreButton("Read on", async () =>
+            show((await get(`/v1/artifacts/${artifactId}${query({ version, cursor: window.nextCursor })}`)).content),
+          )
+        : null,
+    );
   };
   show(artifact.content);
 }

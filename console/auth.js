@@ -116,7 +116,8 @@ export async function finishHostedSignIn(auth) {
   const saved = JSON.parse(sessionStorage.getItem(PKCE_KEY) || "null");
   sessionStorage.removeItem(PKCE_KEY);
   history.replaceState(null, "", `${location.pathname}${saved?.back || ""}`);
-  if (!saved || saved.state !== params.get("state")) throw new Error("the sign-in answer did not match this tab: sign in again");
+  if (!saved || saved.state !== params.get("state"))
+    throw new Error("the sign-in answer did not match this tab: sign in again");
   const response = await fetch(`${auth.domain}/oauth2/token`, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded" },
@@ -129,7 +130,8 @@ export async function finishHostedSignIn(auth) {
     }).toString(),
   });
   const tokens = await response.json().catch(() => ({}));
-  if (!response.ok || !tokens.access_token) throw new Error(tokens.error_description || "the sign-in could not be completed");
+  if (!response.ok || !tokens.access_token)
+    throw new Error(tokens.error_description || "the sign-in could not be completed");
   session.set(tokens.access_token); // the API's authorizer takes the access token (it carries the scope)
   return true;
 }

@@ -7,7 +7,11 @@ import { el } from "./dom.js";
 
 /** "B12" → {column: 1, row: 11} (both from 0); null for anything else. */
 export function cellAddress(text) {
-  const match = /^([A-Z]{1,3})([0-9]{1,7})$/.exec(String(text || "").trim().toUpperCase());
+  const match = /^([A-Z]{1,3})([0-9]{1,7})$/.exec(
+    String(text || "")
+      .trim()
+      .toUpperCase(),
+  );
   if (!match) return null;
   let column = 0;
   for (const letter of match[1]) column = column * 26 + (letter.charCodeAt(0) - 64);
@@ -53,7 +57,12 @@ function table(block, highlightCells) {
       el(
         "thead",
         {},
-        el("tr", {}, el("th", { scope: "col" }, ""), ...Array.from({ length: width }, (_, i) => el("th", { scope: "col" }, columnName(origin.left + i)))),
+        el(
+          "tr",
+          {},
+          el("th", { scope: "col" }, ""),
+          ...Array.from({ length: width }, (_, i) => el("th", { scope: "col" }, columnName(origin.left + i))),
+        ),
       ),
     );
   }
@@ -67,7 +76,13 @@ function table(block, highlightCells) {
       if (origin && !header) {
         const address = { row: origin.top + rowIndex - headerRows, column: origin.left + columnIndex };
         node.dataset.cell = `${columnName(address.column)}${address.row + 1}`;
-        if (cited && address.row >= cited.top && address.row <= cited.bottom && address.column >= cited.left && address.column <= cited.right) {
+        if (
+          cited &&
+          address.row >= cited.top &&
+          address.row <= cited.bottom &&
+          address.column >= cited.left &&
+          address.column <= cited.right
+        ) {
           node.classList.add("cited");
         }
       }
@@ -85,7 +100,11 @@ function element(block, highlightCells) {
       // The page has its own h1 and the view its h2: a document heading of level n is shown one step below.
       return el(`h${Math.min(Math.max(block.level || 1, 1) + 2, 6)}`, { class: "doc-heading" }, block.text);
     case "list_item":
-      return el("li", { style: { marginInlineStart: `${(block.depth || 0) * 1.5}em` }, class: block.ordered ? "ordered" : null }, block.text);
+      return el(
+        "li",
+        { style: { marginInlineStart: `${(block.depth || 0) * 1.5}em` }, class: block.ordered ? "ordered" : null },
+        block.text,
+      );
     case "table":
       return table(block, highlightCells);
     case "code":
@@ -109,8 +128,14 @@ export function placeOf(location = {}) {
   if (location.page) parts.push(`page ${location.page}`);
   if (location.sheet) parts.push(`${location.sheet}${location.cell_range ? ` ${location.cell_range}` : ""}`);
   if (location.slide) parts.push(`slide ${location.slide}`);
-  if (location.paragraph_index !== undefined && location.paragraph_index !== null) parts.push(`paragraph ${location.paragraph_index}`);
-  if (location.line_start) parts.push(location.line_end && location.line_end !== location.line_start ? `lines ${location.line_start}–${location.line_end}` : `line ${location.line_start}`);
+  if (location.paragraph_index !== undefined && location.paragraph_index !== null)
+    parts.push(`paragraph ${location.paragraph_index}`);
+  if (location.line_start)
+    parts.push(
+      location.line_end && location.line_end !== location.line_start
+        ? `lines ${location.line_start}–${location.line_end}`
+        : `line ${location.line_start}`,
+    );
   return parts.join(", ");
 }
 

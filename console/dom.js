@@ -62,18 +62,22 @@ export function shortId(id) {
  * failure said beside it rather than lost. */
 export function moreButton(label, load) {
   const problem = el("span", { role: "status" });
-  const button = el("button", {
-    type: "button",
-    onclick: async () => {
-      button.disabled = true;
-      problem.replaceChildren();
-      try {
-        await load();
-      } catch (error) {
-        problem.append(notice(error.message, "error"));
-        button.disabled = false;
-      }
+  const button = el(
+    "button",
+    {
+      type: "button",
+      onclick: async () => {
+        button.disabled = true;
+        problem.replaceChildren();
+        try {
+          await load();
+        } catch (error) {
+          problem.append(notice(error.message, "error"));
+          button.disabled = false;
+        }
+      },
     },
-  }, label);
+    label,
+  );
   return el("span", {}, button, problem);
 }

@@ -8,15 +8,35 @@ import { caller, mayIn, stageOf } from "./state.js";
 
 function ocrFlag(file) {
   const version = file.current || {};
-  if (file.lowConfidence) return el("span", { class: "badge badge-warning", title: "OCR read these pages with low confidence: words may be wrong" }, `OCR low confidence (pages ${file.ocrPages.join(", ")})`);
+  if (file.lowConfidence)
+    return el(
+      "span",
+      { class: "badge badge-warning", title: "OCR read these pages with low confidence: words may be wrong" },
+      `OCR low confidence (pages ${file.ocrPages.join(", ")})`,
+    );
   if (file.ocrPages?.length) return el("span", { class: "badge" }, `OCR pages ${file.ocrPages.join(", ")}`);
-  if (version.ocr?.state && version.ocr.state !== "not_needed") return el("span", { class: "badge" }, `OCR ${version.ocr.state}`);
+  if (version.ocr?.state && version.ocr.state !== "not_needed")
+    return el("span", { class: "badge" }, `OCR ${version.ocr.state}`);
   return "—";
+}
+
+/** A version's OCR in a cell: "done · 87% · low confidence", or "—" when OCR never ran. */
+function ocrSummary(ocr) {
+  if (!ocr) return "—";
+  const parts = [ocr.state];
+  if (ocr.confidence !== null && ocr.confidence !== undefined) parts.push(`${Math.round(ocr.confidence * 100)}%`);
+  if (ocr.lowConfidence) parts.push("low confidence");
+  return parts.join(" · ");
 }
 
 function stateCell(version) {
   const stage = stageOf(version);
-  return el("td", { class: stage.failed ? "failed" : null }, stage.label, stage.sentence ? el("div", { class: "sentence" }, stage.sentence) : null);
+  return el(
+    "td",
+    { class: stage.failed ? "failed" : null },
+    stage.label,
+    stage.sentence ? el("div", { class: "sentence" }, stage.sentence) : null,
+  );
 }
 
 async function remove(file, row) {
@@ -32,7 +52,12 @@ async function remove(file, row) {
 export async function renderFiles(container, params) {
   const readable = caller.me?.collections || [];
   const chosen = params.get("collection") || "";
-  const select = el("select", { id: "files-collection" }, el("option", { value: "" }, "every collection I read"), readable.map((name) => el("option", { value: name, selected: name === chosen }, name)));
+  const select = el(
+    "select",
+    { id: "files-collection" },
+    el("option", { value: "" }, "every collection I read"),
+    readable.map((name) => el("option", { value: name, selected: name === chosen }, name)),
+  );
   // A button, not the select's change: choosing with the arrow keys must not navigate (WCAG 3.2.2).
   const show = () => {
     location.hash = `#/files${query({ collection: select.value })}`;
@@ -42,18 +67,44 @@ export async function renderFiles(container, params) {
   fill(
     container,
     el("h2", {}, "Files"),
-    el("form", { class: "inline", onsubmit: (event) => { event.preventDefault(); show(); } }, el("label", { for: "files-collection" }, "Collection "), select, " ", el("button", { type: "submit" }, "Show"), " ", el("button", { type: "button", onclick: () => renderFiles(container, params) }, "Refresh")),
+    el(
+      "form",
+      {
+        class: "inline",
+        onsubmit: (event) => {
+          event.preventDefault();
+          show();
+        },
+      },
+      el("label", { for: "files-collection" }, "Collection "),
+      select,
+      " ",
+      el("button", { type: "submit" }, "Show"),
+      " ",
+      el("button", { type: "button", onclick: () => renderFiles(container, params) }, "Refresh"),
+    ),
     el(
       "table",
       { class: "files", "aria-label": "Files" },
-      el("thead", {}, el("tr", {}, ["Name", "Collection", "State", "Pages", "OCR", "Versions", "Size", "Uploaded", ""].map((title) => el("th", { scope: "col" }, title)))),
+      el(
+        "thead",
+        {},
+        el(
+          "tr",
+          {},
+          ["Name", "Collection", "State", "Pages", "OCR", "Versions", "Size", "Uploaded", ""].map((title) =>
+            el("th", { scope: "col" }, title),
+          ),
+        ),
+      ),
       body,
     ),
     more,
   );
   const load = async (cursor) => {
     const page = await get(`/v1/files${query({ collectionId: chosen, limit: 50, cursor })}`);
-    if (!page.files.length && !cursor) body.append(el("tr", {}, el("td", { colspan: 9 }, "No files yet: upload some.")));
+    if (!page.files.length && !cursor)
+      body.append(el("tr", {}, el("td", { colspan: 9 }, "No files yet: upload some.")));
     for (const file of page.files) {
       const version = file.current || {};
       const row = el(
@@ -67,7 +118,22 @@ export async function renderFiles(container, params) {
         el("td", {}, String(file.versionCount ?? 1)),
         el("td", {}, formatBytes(version.byteSize)),
         el("td", {}, formatTime(version.createdAt)),
-        el("td", {}, mayIn(file.collectionId, "admin") ? el("button", { type: "button", class: "danger", "aria-label": `Delete ${file.filename}`, onclick: () => remove(file, row) }, "Delete") : null),
+        el(
+          "td",
+          {},
+          mayIn(file.collectionId, "admin")
+            ? el(
+                "button",
+                {
+                  type: "button",
+                  class: "danger",
+                  "aria-label": `Delete ${file.filename}`,
+                  onclick: () => remove(file, row),
+                },
+                "Delete",
+              )
+            : null,
+        ),
       );
       body.append(row);
     }
@@ -80,7 +146,17 @@ function versionsTable(file) {
   return el(
     "table",
     { class: "versions", "aria-label": "Versions" },
-    el("thead", {}, el("tr", {}, ["Version", "File name", "State", "Pages", "OCR", "Malware scan", "Uploaded", ""].map((title) => el("th", { scope: "col" }, title)))),
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        ["Version", "File name", "State", "Pages", "OCR", "Malware scan", "Uploaded", ""].map((title) =>
+          el("th", { scope: "col" }, title),
+        ),
+      ),
+    ),
     el(
       "tbody",
       {},
@@ -88,14 +164,25 @@ function versionsTable(file) {
         el(
           "tr",
           {},
-          el("td", {}, el("code", { title: version.versionId }, shortId(version.versionId)), version.versionId === file.current.versionId ? " (current)" : ""),
+          el(
+            "td",
+            {},
+            el("code", { title: version.versionId }, shortId(version.versionId)),
+            version.versionId === file.current.versionId ? " (current)" : "",
+          ),
           el("td", {}, version.filename),
           stateCell(version),
           el("td", {}, version.extraction?.pageCount ?? "—"),
-          el("td", {}, version.ocr ? `${version.ocr.state}${version.ocr.confidence !== null && version.ocr.confidence !== undefined ? ` · ${Math.round(version.ocr.confidence * 100)}%` : ""}${version.ocr.lowConfidence ? " · low confidence" : ""}` : "—"),
+          el("td", {}, ocrSummary(version.ocr)),
           el("td", {}, version.malwareScan),
           el("td", {}, formatTime(version.createdAt)),
-          el("td", {}, stageOf(version).done && !stageOf(version).failed ? el("a", { href: `#/files/${file.fileId}?version=${version.versionId}` }, "Read") : null),
+          el(
+            "td",
+            {},
+            stageOf(version).done && !stageOf(version).failed
+              ? el("a", { href: `#/files/${file.fileId}?version=${version.versionId}` }, "Read")
+              : null,
+          ),
         ),
       ),
     ),
@@ -121,11 +208,27 @@ async function reader(target, fileId, versionId) {
       const window = await get(`/v1/files/${fileId}/document${query({ versionId, cursor })}`);
       document.append(renderBlocks(window.blocks, { start: window.start }));
       markdown.append(window.markdown);
-      if (window.lowConfidence) document.prepend(notice("OCR read parts of this document with low confidence: words may be wrong.", "warning"));
+      if (window.lowConfidence)
+        document.prepend(notice("OCR read parts of this document with low confidence: words may be wrong.", "warning"));
       cursor = window.nextCursor;
-      fill(more, cursor ? el("button", { type: "button", onclick: load }, `Read on (${window.start + window.blocks.length} of ${window.totalBlocks} blocks)`) : null);
+      fill(
+        more,
+        cursor
+          ? el(
+              "button",
+              { type: "button", onclick: load },
+              `Read on (${window.start + window.blocks.length} of ${window.totalBlocks} blocks)`,
+            )
+          : null,
+      );
     } catch (error) {
-      fill(more, notice(error instanceof ApiError && error.status === 409 ? `Nothing to read yet: ${error.message}` : error.message, "warning"));
+      fill(
+        more,
+        notice(
+          error instanceof ApiError && error.status === 409 ? `Nothing to read yet: ${error.message}` : error.message,
+          "warning",
+        ),
+      );
     }
   };
   await load();
@@ -139,7 +242,12 @@ export async function renderFile(container, fileId, params) {
   fill(
     container,
     el("h2", {}, file.filename),
-    el("p", {}, el("a", { href: "#/files" }, "← Files"), ` · collection ${file.collectionId} · ${file.versions.length} version${file.versions.length === 1 ? "" : "s"}`),
+    el(
+      "p",
+      {},
+      el("a", { href: "#/files" }, "← Files"),
+      ` · collection ${file.collectionId} · ${file.versions.length} version${file.versions.length === 1 ? "" : "s"}`,
+    ),
     el("h3", {}, "Versions"),
     versionsTable(file),
     el("h3", {}, `Document (version ${shortId(shown.versionId)})`),

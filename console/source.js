@@ -3,7 +3,8 @@
 // documents, text). A citation is a stored snapshot: when its source is gone, its excerpt still shows.
 
 import { ApiError, get, id, query } from "./api.js";
-import { placeOf, renderBlocks, cellRange } from "./blocks.js";
+import { renderBlocks, cellRange } from "./blocks.js";
+import { citationFromHref } from "./citations.js";
 import { el, fill, notice, shortId } from "./dom.js";
 
 const PAGE_TYPES = /^(application\/pdf|image\/)/;
@@ -11,14 +12,27 @@ const MAX_WINDOWS = 40; // how far the reader looks for the cited blocks (40 win
 
 export function citationPlace(citation) {
   const parts = [];
-  if (citation.page) parts.push(citation.pageEnd && citation.pageEnd !== citation.page ? `pages ${citation.page}–${citation.pageEnd}` : `page ${citation.page}`);
+  if (citation.page)
+    parts.push(
+      citation.pageEnd && citation.pageEnd !== citation.page
+        ? `pages ${citation.page}–${citation.pageEnd}`
+        : `page ${citation.page}`,
+    );
   if (citation.sheet) parts.push(`sheet ${citation.sheet}${citation.cells ? ` ${citation.cells}` : ""}`);
   if (citation.slide) parts.push(`slide ${citation.slide}`);
   if (!citation.page && !citation.sheet && !citation.slide) {
     if (citation.paragraphStart !== null && citation.paragraphStart !== undefined) {
-      parts.push(citation.paragraphEnd && citation.paragraphEnd !== citation.paragraphStart ? `paragraphs ${citation.paragraphStart}–${citation.paragraphEnd}` : `paragraph ${citation.paragraphStart}`);
+      parts.push(
+        citation.paragraphEnd && citation.paragraphEnd !== citation.paragraphStart
+          ? `paragraphs ${citation.paragraphStart}–${citation.paragraphEnd}`
+          : `paragraph ${citation.paragraphStart}`,
+      );
     } else if (citation.lineStart) {
-      parts.push(citation.lineEnd && citation.lineEnd !== citation.lineStart ? `lines ${citation.lineStart}–${citation.lineEnd}` : `line ${citation.lineStart}`);
+      parts.push(
+        citation.lineEnd && citation.lineEnd !== citation.lineStart
+          ? `lines ${citation.lineStart}–${citation.lineEnd}`
+          : `line ${citation.lineStart}`,
+      );
     }
   }
   return parts.join(", ");
@@ -41,7 +55,8 @@ export function citationChip(citation, href, label = null) {
 
 /** Does the citation's location include this block? The most specific field decides (as the API checks it). */
 export function covers(citation, location = {}) {
-  const within = (value, first, last) => value !== null && value !== undefined && value >= first && value <= (last ?? first);
+  const within = (value, first, last) =>
+    value !== null && value !== undefined && value >= first && value <= (last ?? first);
   if (citation.page) return within(location.page, citation.page, citation.pageEnd);
   if (citation.sheet || citation.slide) {
     if ((location.sheet ?? null) !== (citation.sheet ?? null)) return false;
@@ -49,15 +64,28 @@ export function covers(citation, location = {}) {
     if (citation.sheet && citation.cells && location.cell_range) {
       const cited = cellRange(citation.cells);
       const block = cellRange(location.cell_range);
-      if (cited && block) return cited.left <= block.right && cited.right >= block.left && cited.top <= block.bottom && cited.bottom >= block.top;
+      if (cited && block)
+        return (
+          cited.left <= block.right &&
+          cited.right >= block.left &&
+          cited.top <= block.bottom &&
+          cited.bottom >= block.top
+        );
     }
     return true;
   }
-  if (citation.tableIndex !== null && citation.tableIndex !== undefined) return location.table_index === citation.tableIndex;
-  if (citation.paragraphStart !== null && citation.paragraphStart !== undefined) return within(location.paragraph_index, citation.paragraphStart, citation.paragraphEnd);
+  if (citation.tableIndex !== null && citation.tableIndex !== undefined)
+    return location.table_index === citation.tableIndex;
+  if (citation.paragraphStart !== null && citation.paragraphStart !== undefined)
+    return within(location.paragraph_index, citation.paragraphStart, citation.paragraphEnd);
   if (citation.lineStart) {
     const last = citation.lineEnd || citation.lineStart;
-    return location.line_start !== undefined && location.line_start !== null && location.line_start <= last && (location.line_end || location.line_start) >= citation.lineStart;
+    return (
+      location.line_start !== undefined &&
+      location.line_start !== null &&
+      location.line_start <= last &&
+      (location.line_end || location.line_start) >= citation.lineStart
+    );
   }
   return false;
 }
@@ -70,18 +98,27 @@ function facts(citation) {
     ["Heading", (citation.headingPath || []).join(" › ") || "—"],
     ["Kind", citation.kind || "quote"],
   ];
-  if (citation.ocrConfidence !== null && citation.ocrConfidence !== undefined) rows.push(["OCR confidence", `${Math.round(citation.ocrConfidence * 100)}%`]);
-  return el("dl", { class: "facts" }, rows.map(([term, value]) => [el("dt", {}, term), el("dd", {}, value)]));
+  if (citation.ocrConfidence !== null && citation.ocrConfidence !== undefined)
+    rows.push(["OCR confidence", `${Math.round(citation.ocrConfidence * 100)}%`]);
+  return el(
+    "dl",
+    { class: "facts" },
+    rows.map(([term, value]) => [el("dt", {}, term), el("dd", {}, value)]),
+  );
 }
 
 function boxesOn(citation, page) {
-  const boxes = (citation.regions || []).filter((region) => region.page === page && region.box).map((region) => region.box);
+  const boxes = (citation.regions || [])
+    .filter((region) => region.page === page && region.box)
+    .map((region) => region.box);
   if (boxes.length) return boxes;
   return citation.box && citation.page === page ? [citation.box] : [];
 }
 
 async function pageImage(citation, page, target) {
-  const image = await get(`/v1/files/${id(citation.fileId)}/pages/${Number(page)}${query({ versionId: id(citation.versionId) })}`);
+  const image = await get(
+    `/v1/files/${id(citation.fileId)}/pages/${Number(page)}${query({ versionId: id(citation.versionId) })}`,
+  );
   const picture = el("img", {
     src: image.blob ? URL.createObjectURL(image.blob) : image.url,
     alt: `Page ${page} of ${citation.filename}`,
@@ -99,7 +136,12 @@ async function pageImage(citation, page, target) {
         role: "img",
         "aria-label": `cited region ${index + 1} of ${boxes.length}`,
         dataset: { left: box.left, top: box.top, width: box.width, height: box.height },
-        style: { left: `${box.left * 100}%`, top: `${box.top * 100}%`, width: `${box.width * 100}%`, height: `${box.height * 100}%` },
+        style: {
+          left: `${box.left * 100}%`,
+          top: `${box.top * 100}%`,
+          width: `${box.width * 100}%`,
+          height: `${box.height * 100}%`,
+        },
       }),
     ),
   );
@@ -109,11 +151,38 @@ async function pageImage(citation, page, target) {
   const navigation = el(
     "div",
     { class: "page-nav" },
-    el("button", { type: "button", disabled: page <= 1, onclick: () => pageImage(citation, page - 1, target).catch((error) => target.append(notice(error.message, "error"))) }, "Previous page"),
+    el(
+      "button",
+      {
+        type: "button",
+        disabled: page <= 1,
+        onclick: () =>
+          pageImage(citation, page - 1, target).catch((error) => target.append(notice(error.message, "error"))),
+      },
+      "Previous page",
+    ),
     el("span", { "aria-live": "polite" }, `Page ${page} of ${pages}${page >= first && page <= last ? " (cited)" : ""}`),
-    el("button", { type: "button", disabled: page >= pages, onclick: () => pageImage(citation, page + 1, target).catch((error) => target.append(notice(error.message, "error"))) }, "Next page"),
+    el(
+      "button",
+      {
+        type: "button",
+        disabled: page >= pages,
+        onclick: () =>
+          pageImage(citation, page + 1, target).catch((error) => target.append(notice(error.message, "error"))),
+      },
+      "Next page",
+    ),
   );
-  fill(target, navigation, boxes.length ? null : notice(page >= first && page <= last ? "This citation names the page, not a box on it." : "This page is not cited."), frame);
+  fill(
+    target,
+    navigation,
+    boxes.length
+      ? null
+      : notice(
+          page >= first && page <= last ? "This citation names the page, not a box on it." : "This page is not cited.",
+        ),
+    frame,
+  );
   await picture.decode().catch(() => {});
   frame.querySelector(".highlight")?.scrollIntoView({ block: "center" });
 }
@@ -121,11 +190,26 @@ async function pageImage(citation, page, target) {
 async function citedBlocks(citation, target) {
   let cursor = null;
   for (let windows = 0; windows < MAX_WINDOWS; windows += 1) {
-    const window = await get(`/v1/files/${id(citation.fileId)}/document${query({ versionId: id(citation.versionId), cursor })}`);
+    const window = await get(
+      `/v1/files/${id(citation.fileId)}/document${query({ versionId: id(citation.versionId), cursor })}`,
+    );
     const cited = window.blocks.some((block) => covers(citation, block.location));
     if (cited || !window.nextCursor) {
-      const rendered = renderBlocks(window.blocks, { start: window.start, isCited: (block) => covers(citation, block.location), cells: citation.cells });
-      fill(target, cited ? null : notice("The cited blocks were not found in this version's document; the excerpt above is what was cited.", "warning"), rendered);
+      const rendered = renderBlocks(window.blocks, {
+        start: window.start,
+        isCited: (block) => covers(citation, block.location),
+        cells: citation.cells,
+      });
+      fill(
+        target,
+        cited
+          ? null
+          : notice(
+              "The cited blocks were not found in this version's document; the excerpt above is what was cited.",
+              "warning",
+            ),
+        rendered,
+      );
       rendered.querySelector(".cited")?.scrollIntoView({ block: "center" });
       return;
     }
@@ -139,7 +223,10 @@ function gone(target, error) {
     error.status === 404
       ? "The source is gone: this file or version was deleted, or you can no longer read it. The excerpt above is what was cited, as it was stored."
       : `The source could not be shown: ${error.message}. The excerpt above is what was cited.`;
-  fill(target, el("p", { class: "notice notice-warning source-gone", role: "status", "data-testid": "source-gone" }, sentence));
+  fill(
+    target,
+    el("p", { class: "notice notice-warning source-gone", role: "status", "data-testid": "source-gone" }, sentence),
+  );
 }
 
 /** The cited-spot view of one citation, into `container`. */
@@ -170,4 +257,19 @@ export async function showCitation(container, citation, { backHref = null, headi
   } finally {
     source.removeAttribute("aria-busy");
   }
+}
+
+/** #/cite/{id}: the cited spot of a search hit's citation, the snapshot this tab kept under that id. */
+export async function renderKeptCitation(container, keptId) {
+  const citation = citationFromHref(keptId);
+  if (citation) await showCitation(container, citation, { backHref: "#/search" });
+  else
+    fill(
+      container,
+      el("h2", {}, "Citation"),
+      notice(
+        "This citation's address works in the tab whose search found it: search again to open it here.",
+        "warning",
+      ),
+    );
 }

@@ -1,11 +1,16 @@
-// What the console knows about the caller (GET /v1/me) and how a version's processing state reads.
+// What the console knows about the caller (GET /v1/me) and the API (GET /v1/meta: the accepted upload types),
+// and how a version's processing state reads.
 
 import { get } from "./api.js";
 
 export const caller = { me: null };
+// The API's own vocabularies, fetched with the caller (never copied here: a copy drifts).
+export const server = { acceptedTypes: [] };
 
 export async function loadCaller() {
-  caller.me = await get("/v1/me");
+  const [me, meta] = await Promise.all([get("/v1/me"), get("/v1/meta")]);
+  server.acceptedTypes = meta.acceptedTypes;
+  caller.me = me;
   return caller.me;
 }
 
@@ -37,8 +42,15 @@ const STAGES = {
 /** {label, done, failed, sentence} for a version as GET /v1/files/{id} shows it. */
 export function stageOf(version) {
   if (!version) return { label: "unknown", done: false, failed: false, sentence: "" };
-  if (version.state === "rejected") return { label: "rejected", done: true, failed: true, sentence: version.rejectionReason || "the upload was rejected" };
-  if (version.state === "deleting" || version.state === "deleted") return { label: version.state, done: true, failed: false, sentence: "" };
+  if (version.state === "rejected")
+    return {
+      label: "rejected",
+      done: true,
+      failed: true,
+      sentence: version.rejectionReason || "the upload was rejected",
+    };
+  if (version.state === "deleting" || version.state === "deleted")
+    return { label: version.state, done: true, failed: false, sentence: "" };
   if (version.state === "pending") return { label: "waiting for its upload", done: false, failed: false, sentence: "" };
   const processing = version.processingState;
   if (processing === "failed") {

@@ -4,36 +4,11 @@
 
 import { abortUploads, get, post, postToStore } from "./api.js";
 import { el, fill, formatBytes, notice } from "./dom.js";
-import { collectionsWith, stageOf } from "./state.js";
+import { collectionsWith, server, stageOf } from "./state.js";
+import { mediaTypeOf } from "./types.js";
 
 const POLL_MILLISECONDS = 1000;
 const MAX_POLLS = 900; // 15 minutes of watching; the Files view goes on showing the state after that
-// Browsers leave File.type empty for many formats: the extension decides then (the API checks the bytes).
-const TYPES_BY_EXTENSION = {
-  pdf: "application/pdf",
-  png: "image/png",
-  jpg: "image/jpeg",
-  jpeg: "image/jpeg",
-  tif: "image/tiff",
-  tiff: "image/tiff",
-  webp: "image/webp",
-  txt: "text/plain",
-  md: "text/markdown",
-  csv: "text/csv",
-  html: "text/html",
-  htm: "text/html",
-  json: "application/json",
-  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-  pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-};
-
-export function mediaTypeOf(file) {
-  if (file.type) return file.type;
-  const extension = file.name.includes(".") ? file.name.split(".").pop().toLowerCase() : "";
-  return TYPES_BY_EXTENSION[extension] || "application/octet-stream";
-}
-
 const sleep = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
 // Presigned POSTs at once; the rest wait their turn (a folder of 500 files must not open 500 connections).
 const MAX_CONCURRENT_UPLOADS = 3;
@@ -52,14 +27,16 @@ async function inTurn(work) {
 }
 
 // The uploads of this tab: kept when the person looks at another view meanwhile, shown again on return.
-const uploads = el("ul", { class: "uploads", "aria-label": "Uploads" });
+// Made on first use, so that the module loads without a DOM (node's unit tests import the route table).
+let uploads = null;
+const uploadList = () => (uploads ??= el("ul", { class: "uploads", "aria-label": "Uploads" }));
 // Raised when the caller signs out: what the last caller started stops, and their files leave the page.
 let epoch = 0;
 
 export function forgetUploads() {
   epoch += 1;
   abortUploads();
-  uploads.replaceChildren();
+  uploads?.replaceChildren();
 }
 
 class SignedOut extends Error {}
@@ -102,7 +79,12 @@ async function send(file, collectionId, row) {
     const ticket = await inTurn(async () => {
       if (started !== epoch) throw new SignedOut();
       showState(row, "asking for an upload");
-      const issued = await post("/v1/uploads", { collectionId, filename: file.name, mediaType: mediaTypeOf(file), byteSize: file.size });
+      const issued = await post("/v1/uploads", {
+        collectionId,
+        filename: file.name,
+        mediaType: mediaTypeOf(file, server.acceptedTypes),
+        byteSize: file.size,
+      });
       row.item.dataset.fileId = issued.fileId;
       showState(row, "uploading");
       await postToStore(issued.upload, file, (loaded, total) => {
@@ -128,20 +110,42 @@ function rowFor(file) {
   const state = el("span", { class: "state", "data-testid": "upload-state" }, "waiting");
   const bytes = el("span", { class: "bytes" }, `0 B of ${formatBytes(file.size)}`);
   const sentence = el("span", { class: "sentence", role: "status" });
-  const item = el("li", { class: "upload", "data-filename": file.name }, el("span", { class: "name" }, file.name), progress, bytes, state, sentence);
+  const item = el(
+    "li",
+    { class: "upload", "data-filename": file.name },
+    el("span", { class: "name" }, file.name),
+    progress,
+    bytes,
+    state,
+    sentence,
+  );
   return { item, progress, state, bytes, sentence };
 }
 
 export function renderUpload(container) {
   const writable = collectionsWith("write");
   if (!writable.length) {
-    fill(container, el("h2", {}, "Upload"), notice("You may not upload here: your token grants no collection the write role.", "warning"));
+    fill(
+      container,
+      el("h2", {}, "Upload"),
+      notice("You may not upload here: your token grants no collection the write role.", "warning"),
+    );
     return;
   }
-  const collection = el("select", { id: "upload-collection" }, writable.map((name) => el("option", { value: name }, name)));
+  const collection = el(
+    "select",
+    { id: "upload-collection" },
+    writable.map((name) => el("option", { value: name }, name)),
+  );
   // Out of the tab order: its label is the one control (Enter or Space opens the picker).
-  const picker = el("input", { id: "upload-picker", type: "file", multiple: true, class: "visually-hidden", tabindex: "-1" });
-  const list = uploads;
+  const picker = el("input", {
+    id: "upload-picker",
+    type: "file",
+    multiple: true,
+    class: "visually-hidden",
+    tabindex: "-1",
+  });
+  const list = uploadList();
   const start = (files) => {
     for (const file of files) {
       const row = rowFor(file);

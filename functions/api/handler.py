@@ -15,7 +15,7 @@ from functions.api.middleware import (
     refuse_nul_anywhere,
     resolve_refusing_unreadable_bodies,
 )
-from functions.api.routes import answers, artifacts, audit, exports, files, pdf, search, tools, writing
+from functions.api.routes import answers, artifacts, audit, exports, files, meta, pdf, search, tools, writing
 from functions.views.account import CallerView
 from shared.bootstrap import Container
 from shared.config import load_settings
@@ -34,7 +34,7 @@ container = Container(load_settings())
 
 
 app.use(middlewares=[limit_request_rate, refuse_nul_anywhere, act_for_the_callers_tenant])
-for resource in (files, search, answers, artifacts, exports, pdf, writing, tools, audit):
+for resource in (files, search, answers, artifacts, exports, pdf, writing, tools, audit, meta):
     app.include_router(resource.router)
 
 

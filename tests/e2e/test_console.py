@@ -376,6 +376,26 @@ def test_document_text_is_shown_as_text_and_inline_script_is_refused(
     assert "unsafe-inline" not in policy
 
 
+def test_a_markdown_file_the_browser_leaves_untyped_is_uploaded_as_markdown(page: Any, stack: dict[str, Any]) -> None:
+    # Given a .markdown file whose File.type the browser left empty (as Chromium does for extensions it does not
+    # know), dropped on the drop zone
+    sign_in(page, stack)
+    dropped = page.evaluate_handle(
+        "() => { const files = new DataTransfer();"
+        " files.items.add(new File(['# Otter notes\\n\\nThe otter holt lies under the willow.\\n'],"
+        " 'otter-notes.markdown', {type: ''})); return files; }"
+    )
+    assert page.evaluate("files => files.files[0].type", dropped) == ""
+    page.get_by_test_id("dropzone").dispatch_event("drop", {"dataTransfer": dropped})
+    # Then the console names its type from the API's accepted types (GET /v1/meta), the API accepts it, and it
+    # is indexed as Markdown
+    processed(page, "otter-notes.markdown")
+    token = token_of(page)
+    listed = api_call(stack["api"], token, "GET", "/v1/files?limit=50")["files"]
+    uploaded = next(file for file in listed if file["filename"] == "otter-notes.markdown")
+    assert uploaded["current"]["mediaType"] == "text/markdown", uploaded
+
+
 def test_keyboard_only_and_every_control_is_labelled(page: Any, stack: dict[str, Any]) -> None:
     api = stack["api"]
     sign_in(page, stack)

@@ -1,0 +1,25 @@
+"""What the API tells a client about itself (camelCase on the wire, like the rest of the API)."""
+
+from functions.views.base import ApiModel
+from shared.domain.uploads import ACCEPTED_TYPES, AcceptedType
+
+
+class AcceptedTypeView(ApiModel):
+    media_type: str
+    extensions: list[str]
+    kind: str
+
+    @classmethod
+    def of(cls, accepted: AcceptedType) -> "AcceptedTypeView":
+        return cls(media_type=accepted.media_type, extensions=list(accepted.extensions), kind=accepted.kind)
+
+
+class MetaView(ApiModel):
+    """The vocabularies a client needs and must not copy: the upload types the API accepts (each media type
+    with the extensions a file of it must have)."""
+
+    accepted_types: list[AcceptedTypeView]
+
+    @classmethod
+    def current(cls) -> "MetaView":
+        return cls(accepted_types=[AcceptedTypeView.of(accepted) for accepted in ACCEPTED_TYPES])

@@ -1,0 +1,45 @@
+// citationPlace and covers: where a citation points, in words, and which blocks it lights up.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { citationPlace, covers } from "../../console/source.js";
+
+test("citationPlace names pages, sheets and cells, slides, paragraphs or lines", () => {
+  assert.equal(citationPlace({ page: 2 }), "page 2");
+  assert.equal(citationPlace({ page: 2, pageEnd: 4 }), "pages 2–4");
+  assert.equal(citationPlace({ page: 3, pageEnd: 3 }), "page 3");
+  assert.equal(citationPlace({ sheet: "Pantry", cells: "A1:C7" }), "sheet Pantry A1:C7");
+  assert.equal(citationPlace({ slide: 5 }), "slide 5");
+  assert.equal(citationPlace({ paragraphStart: 0 }), "paragraph 0");
+  assert.equal(citationPlace({ paragraphStart: 3, paragraphEnd: 6 }), "paragraphs 3–6");
+  assert.equal(citationPlace({ lineStart: 4, lineEnd: 9 }), "lines 4–9");
+  assert.equal(citationPlace({ page: 1, lineStart: 4 }), "page 1"); // a page says it all
+  assert.equal(citationPlace({}), "");
+});
+
+test("covers: a page citation covers the blocks on its pages", () => {
+  const citation = { page: 2, pageEnd: 3 };
+  assert.equal(covers(citation, { page: 2 }), true);
+  assert.equal(covers(citation, { page: 3 }), true);
+  assert.equal(covers(citation, { page: 4 }), false);
+  assert.equal(covers(citation, {}), false);
+});
+
+test("covers: a sheet citation covers the blocks whose cells meet its range, in its sheet only", () => {
+  const citation = { sheet: "Pantry", cells: "C7" };
+  assert.equal(covers(citation, { sheet: "Pantry", cell_range: "A2:C11" }), true);
+  assert.equal(covers(citation, { sheet: "Pantry", cell_range: "A12:C20" }), false);
+  assert.equal(covers(citation, { sheet: "Other", cell_range: "A2:C11" }), false);
+  assert.equal(covers({ slide: 2 }, { slide: 2 }), true);
+  assert.equal(covers({ slide: 2 }, { slide: 3 }), false);
+});
+
+test("covers: tables, paragraphs and lines, by the most specific field", () => {
+  assert.equal(covers({ tableIndex: 1 }, { table_index: 1 }), true);
+  assert.equal(covers({ tableIndex: 1 }, { table_index: 2 }), false);
+  assert.equal(covers({ paragraphStart: 0, paragraphEnd: 2 }, { paragraph_index: 2 }), true);
+  assert.equal(covers({ paragraphStart: 0, paragraphEnd: 2 }, { paragraph_index: 3 }), false);
+  assert.equal(covers({ lineStart: 3, lineEnd: 5 }, { line_start: 5, line_end: 8 }), true);
+  assert.equal(covers({ lineStart: 3, lineEnd: 5 }, { line_start: 6, line_end: 8 }), false);
+  assert.equal(covers({}, { page: 1 }), false);
+});
