@@ -211,7 +211,7 @@ def figures(
     from shared.domain.answers import AnswerRequest
     from shared.domain.auth import Principal
     from shared.domain.search import SearchFilters, SearchQuery
-    from shared.services.answers import CACHE_LIFETIME, CANDIDATE_HITS, AnswerService
+    from shared.services.answers import CACHE_LIFETIME, CANDIDATE_HITS, AnswerService, AnswerTuning
 
     names = (
         "answer bench: evidence-only answer (AnswerService.answer, MiniLM sentence ranking) p50",
@@ -238,7 +238,7 @@ def figures(
             store=container.answer_store,
             spend=container.spend_limits,
             metering=container.metering,
-            cache_lifetime=cache_lifetime,
+            tuning=AnswerTuning(cache_lifetime=cache_lifetime),
         )
 
     cold = service(timedelta(seconds=-1))  # the cache is read, never hit

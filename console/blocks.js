@@ -42,8 +42,8 @@ export function columnName(index) {
 
 function table(block, highlightCells) {
   const rows = block.table?.rows || [];
-  const headerRows = block.table?.header_rows || 0;
-  const range = cellRange(block.location?.cell_range);
+  const headerRows = block.table?.headerRows || 0;
+  const range = cellRange(block.location?.cellRange);
   // A sheet block's cell range spans its data rows (its header row is repeated above them). Blank rows are
   // left out of a block, so the addresses are known only when its rows fill the range: otherwise the grid
   // shows no addresses, and a citation lights up the whole block.
@@ -126,15 +126,15 @@ function element(block, highlightCells) {
 export function placeOf(location = {}) {
   const parts = [];
   if (location.page) parts.push(`page ${location.page}`);
-  if (location.sheet) parts.push(`${location.sheet}${location.cell_range ? ` ${location.cell_range}` : ""}`);
+  if (location.sheet) parts.push(`${location.sheet}${location.cellRange ? ` ${location.cellRange}` : ""}`);
   if (location.slide) parts.push(`slide ${location.slide}`);
-  if (location.paragraph_index !== undefined && location.paragraph_index !== null)
-    parts.push(`paragraph ${location.paragraph_index}`);
-  if (location.line_start)
+  if (location.paragraphIndex !== undefined && location.paragraphIndex !== null)
+    parts.push(`paragraph ${location.paragraphIndex}`);
+  if (location.lineStart)
     parts.push(
-      location.line_end && location.line_end !== location.line_start
-        ? `lines ${location.line_start}–${location.line_end}`
-        : `line ${location.line_start}`,
+      location.lineEnd && location.lineEnd !== location.lineStart
+        ? `lines ${location.lineStart}–${location.lineEnd}`
+        : `line ${location.lineStart}`,
     );
   return parts.join(", ");
 }

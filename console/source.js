@@ -61,9 +61,9 @@ export function covers(citation, location = {}) {
   if (citation.sheet || citation.slide) {
     if ((location.sheet ?? null) !== (citation.sheet ?? null)) return false;
     if ((location.slide ?? null) !== (citation.slide ?? null)) return false;
-    if (citation.sheet && citation.cells && location.cell_range) {
+    if (citation.sheet && citation.cells && location.cellRange) {
       const cited = cellRange(citation.cells);
-      const block = cellRange(location.cell_range);
+      const block = cellRange(location.cellRange);
       if (cited && block)
         return (
           cited.left <= block.right &&
@@ -75,16 +75,16 @@ export function covers(citation, location = {}) {
     return true;
   }
   if (citation.tableIndex !== null && citation.tableIndex !== undefined)
-    return location.table_index === citation.tableIndex;
+    return location.tableIndex === citation.tableIndex;
   if (citation.paragraphStart !== null && citation.paragraphStart !== undefined)
-    return within(location.paragraph_index, citation.paragraphStart, citation.paragraphEnd);
+    return within(location.paragraphIndex, citation.paragraphStart, citation.paragraphEnd);
   if (citation.lineStart) {
     const last = citation.lineEnd || citation.lineStart;
     return (
-      location.line_start !== undefined &&
-      location.line_start !== null &&
-      location.line_start <= last &&
-      (location.line_end || location.line_start) >= citation.lineStart
+      location.lineStart !== undefined &&
+      location.lineStart !== null &&
+      location.lineStart <= last &&
+      (location.lineEnd || location.lineStart) >= citation.lineStart
     );
   }
   return false;

@@ -17,8 +17,7 @@ from functions.api.middleware import (
 )
 from functions.api.routes import answers, artifacts, audit, exports, files, meta, pdf, search, tools, writing
 from functions.views.account import CallerView
-from shared.bootstrap import Container
-from shared.config import load_settings
+from shared.bootstrap import container
 from shared.domain.auth import Principal, principal_from_claims
 from shared.observability import logger, tracer
 from shared.services.health import Health, HealthReport, check_health
@@ -30,7 +29,6 @@ UNAUTHENTICATED_ROUTES = frozenset({("GET", "/v1/health"), ("GET", "/v1/openapi.
 
 app = APIGatewayHttpResolver(enable_validation=True)
 register_error_handlers(app)
-container = Container(load_settings())
 
 
 app.use(middlewares=[limit_request_rate, refuse_nul_anywhere, act_for_the_callers_tenant])
@@ -45,7 +43,7 @@ def current_principal() -> Principal:
 
 @app.get("/v1/health")
 def health() -> Response[HealthReport]:
-    report = check_health(container.file_metadata)
+    report = check_health(container().file_metadata)
     return Response(
         status_code=200 if report.status is Health.OK else 503,
         content_type=content_types.APPLICATION_JSON,
@@ -59,7 +57,7 @@ def me() -> CallerView:
     return CallerView(
         tenant_id=principal.tenant_id,
         subject=principal.subject,
-        collections=sorted(container.authorization.readable_collections(principal)),
+        collections=sorted(container().authorization.readable_collections(principal)),
         roles=principal.roles(),
     )
 

@@ -11,8 +11,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions.api.routes.context import container
-from shared.bootstrap import acting_for_tenant
+from shared.bootstrap import acting_for_tenant, container
 from shared.domain.auth import TENANT_CLAIM, principal_from_claims
 from shared.domain.errors import InvalidRequest, Unauthenticated, refuse_nul
 

@@ -4,16 +4,13 @@ Cuts the extracted document into chunks stored in batches; the output lists batc
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container, workflow_step
-from shared.config import load_settings
+from shared.bootstrap import container, workflow_step
 from shared.domain.steps import Chunked, StepInput
 from shared.observability import logger, tracer
-
-container = Container(load_settings())
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @workflow_step(StepInput)
 def handler(request: StepInput, context: LambdaContext) -> Chunked:
-    return container.pipeline.chunk(request)
+    return container().pipeline.chunk(request)

@@ -4,16 +4,13 @@ Input: the version's references and `batch` (a number); the vectors go to storag
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container, workflow_step
-from shared.config import load_settings
+from shared.bootstrap import container, workflow_step
 from shared.domain.steps import Embedded, EmbedInput
 from shared.observability import logger, tracer
-
-container = Container(load_settings())
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @workflow_step(EmbedInput)
 def handler(request: EmbedInput, context: LambdaContext) -> Embedded:
-    return container.pipeline.embed(request, request.batch)
+    return container().pipeline.embed(request, request.batch)

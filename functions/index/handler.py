@@ -5,16 +5,13 @@ Swaps the chunks and vectors the chunk and embed steps stored into the index, in
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container, workflow_step
-from shared.config import load_settings
+from shared.bootstrap import container, workflow_step
 from shared.domain.steps import Indexed, StepInput
 from shared.observability import logger, tracer
-
-container = Container(load_settings())
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @workflow_step(StepInput)
 def handler(request: StepInput, context: LambdaContext) -> Indexed:
-    return container.pipeline.index(request)
+    return container().pipeline.index(request)

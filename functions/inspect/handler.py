@@ -5,16 +5,13 @@ Input and output are references (tenant, file, version ids), never document cont
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container, workflow_step
-from shared.config import load_settings
+from shared.bootstrap import container, workflow_step
 from shared.domain.steps import Claimed, StepInput
 from shared.observability import logger, tracer
-
-container = Container(load_settings())
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @workflow_step(StepInput)
 def handler(request: StepInput, context: LambdaContext) -> Claimed:
-    return container.pipeline.inspect(request)
+    return container().pipeline.inspect(request)

@@ -10,15 +10,14 @@ own (shared/local/mcp_server.py).
 
 from functions.mcp.server import create_app, endpoint_of
 from functions.tools.dispatcher import ToolDispatcher
-from shared.bootstrap import Container
-from shared.config import load_settings
+from shared.bootstrap import container
 
-container = Container(load_settings())
+wired = container()
 app = create_app(
-    ToolDispatcher(container),
-    container.token_verifier,
-    endpoint_of(container.settings),
-    request_rate=container.request_rate,
+    ToolDispatcher(wired),
+    wired.token_verifier,
+    endpoint_of(wired.settings),
+    request_rate=wired.request_rate,
     # One call per pooled connection: more would only wait for one.
-    max_concurrent_calls=container.settings.database_pool_size,
+    max_concurrent_calls=wired.settings.database_pool_size,
 )

@@ -2,12 +2,9 @@
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container, workflow_step
-from shared.config import load_settings
+from shared.bootstrap import container, workflow_step
 from shared.domain.steps import Published, PublishInput
 from shared.observability import logger, tracer
-
-container = Container(load_settings())
 
 
 @logger.inject_lambda_context
@@ -15,4 +12,4 @@ container = Container(load_settings())
 @workflow_step(PublishInput)
 def handler(request: PublishInput, context: LambdaContext) -> Published:
     # `work`: what the index step read, from its output (the state machine passes it on).
-    return container.pipeline.publish(request, work=request.work)
+    return container().pipeline.publish(request, work=request.work)

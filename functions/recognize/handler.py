@@ -7,16 +7,13 @@ input it starts the read; with one (a job the engine is still running) it polls 
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container, workflow_step
-from shared.config import load_settings
+from shared.bootstrap import container, workflow_step
 from shared.domain.steps import RecognitionInput, Recognized
 from shared.observability import logger, tracer
-
-container = Container(load_settings())
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @workflow_step(RecognitionInput)
 def handler(request: RecognitionInput, context: LambdaContext) -> Recognized:
-    return container.pipeline.recognize(request)
+    return container().pipeline.recognize(request)

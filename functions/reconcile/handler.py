@@ -6,7 +6,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container
+from shared.bootstrap import container
 from shared.config import load_settings
 from shared.observability import logger, metrics, tracer
 
@@ -24,16 +24,15 @@ REPORTED_COUNTS = (
     "staleWorkRemoved",
     "rendersResubmitted",
 )
-container = Container(load_settings())
 # QUIRE_ENVIRONMENT, set on every function by infra: the dimension the dashboard and alarms select on.
-ENVIRONMENT = container.settings.environment
+ENVIRONMENT = load_settings().environment
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report = container.reconciler.run(datetime.now(UTC))
+    report = container().reconciler.run(datetime.now(UTC))
     counts = report.counts()
     # Added with the counts, not before the run: a run that raises publishes nothing, and its silence is what
     # the stuck-files alarm notices.

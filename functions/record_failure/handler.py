@@ -6,12 +6,9 @@ catches it (`Error`, `Cause`). The execution then ends FAILED; the sweep starts 
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container, workflow_step
-from shared.config import load_settings
+from shared.bootstrap import container, workflow_step
 from shared.domain.steps import CaughtFailure, InterruptionRecorded
 from shared.observability import logger, tracer
-
-container = Container(load_settings())
 
 
 @logger.inject_lambda_context
@@ -19,4 +16,4 @@ container = Container(load_settings())
 @workflow_step(CaughtFailure)
 def handler(request: CaughtFailure, context: LambdaContext) -> InterruptionRecorded:
     # `work` is present when publish failed: the index step's output, naming the work to remove.
-    return container.pipeline.record_infrastructure_failure(request)
+    return container().pipeline.record_infrastructure_failure(request)

@@ -5,12 +5,9 @@ from uuid import UUID
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.bootstrap import Container, acting_for_tenant
-from shared.config import load_settings
+from shared.bootstrap import acting_for_tenant, container
 from shared.domain.exports import RenderJob
 from shared.observability import logger, tracer
-
-container = Container(load_settings())
 
 
 @logger.inject_lambda_context
@@ -18,5 +15,5 @@ container = Container(load_settings())
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     job = RenderJob(tenant_id=str(event["tenantId"]), export_id=UUID(str(event["exportId"])))
     with acting_for_tenant(job.tenant_id):
-        outcome = container.exports.render(job)
+        outcome = container().exports.render(job)
     return {"exportId": str(job.export_id), "state": outcome.value if outcome else "already-done"}

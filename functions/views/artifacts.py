@@ -7,6 +7,7 @@ from uuid import UUID
 from pydantic import Field
 
 from functions.views.base import ApiModel
+from functions.views.files import BlockView
 from functions.views.search import CitationView
 from shared.domain.artifacts import ArtifactRecord, ArtifactVersionRecord, Provenance
 from shared.domain.reading import window
@@ -103,6 +104,12 @@ class ArtifactCitationView(ApiModel):
     citation: CitationView
 
 
+class ArtifactBlockView(BlockView):
+    """A block of an artifact, with its id (kept as the block moves between versions)."""
+
+    id: str
+
+
 class ContentWindowView(ApiModel):
     """One window of the version's blocks (each with its id), the window as Markdown, and every citation."""
 
@@ -110,7 +117,7 @@ class ContentWindowView(ApiModel):
     next_cursor: str | None
     total_blocks: int
     markdown: str
-    blocks: list[dict[str, Any]]
+    blocks: list[ArtifactBlockView]
     citations: list[ArtifactCitationView]
 
 
@@ -144,7 +151,7 @@ class ArtifactDetailView(ArtifactSummaryView):
                 next_cursor=str(shown.next_start) if shown.next_start is not None else None,
                 total_blocks=shown.total_blocks,
                 markdown=render_markdown(shown.blocks),
-                blocks=[block.model_dump(mode="json", exclude_none=True) for block in shown.blocks],
+                blocks=[ArtifactBlockView.of(block) for block in shown.blocks],
                 citations=[
                     ArtifactCitationView.model_validate(citation.model_dump()) for citation in view.content.citations
                 ],

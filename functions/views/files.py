@@ -346,7 +346,7 @@ class BlockView(ApiModel):
     confidence: float | None = None
 
     @classmethod
-    def of(cls, block: Block) -> "BlockView":
+    def of(cls, block: Block) -> Self:
         return cls.model_validate(block.model_dump())
 
     @model_serializer(mode="wrap")

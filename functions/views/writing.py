@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from functions.views.artifacts import ArtifactDetailView, ContentBody
+from functions.views.artifacts import ArtifactBlockView, ArtifactDetailView, ContentBody
 from functions.views.base import ApiModel
 from shared.domain.artifacts import ArtifactBlock
 from shared.domain.proposals import MAX_OPERATIONS, ReplacementRecord, ReplacementState
@@ -50,7 +50,9 @@ def _echo(block: ArtifactBlock | None) -> dict[str, Any] | None:
     if block is None:
         return None
     # The heading path is the saved version's to say (it is recomputed there), not the edit's.
-    shown = block.model_dump(mode="json", exclude_none=True, exclude={"heading_path"})
+    shown: dict[str, Any] = ArtifactBlockView.of(block).model_dump(mode="json", by_alias=True)
+    for name in ("headingPath", "heading_path"):
+        shown.pop(name, None)
     size = len(json.dumps(shown))
     if size <= MAX_ECHOED_BLOCK_BYTES:
         return shown

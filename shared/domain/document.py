@@ -9,10 +9,17 @@ from collections.abc import Iterable
 from enum import StrEnum
 from itertools import islice
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from shared.domain.files import FailureReason
 from shared.domain.recognition import LOW_CONFIDENCE_THRESHOLD, BoundingBox
+
+# A block as the API sends it (camelCase: GET /v1/files/{id}/document) is read back as the same block: each field is
+# also read under its camelCase name, so a client never loses one it copied (an artifact's blocks, an edit's).
+_EITHER_SPELLING = ConfigDict(
+    frozen=True, alias_generator=AliasGenerator(validation_alias=lambda name: AliasChoices(name, to_camel(name)))
+)
 
 
 class BlockKind(StrEnum):
@@ -32,7 +39,7 @@ class BlockKind(StrEnum):
 class Location(BaseModel):
     """Where a block is in its source; only the fields that apply to the format are set."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = _EITHER_SPELLING
 
     page: int | None = None
     box: BoundingBox | None = None
@@ -47,7 +54,7 @@ class Location(BaseModel):
 
 
 class Table(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = _EITHER_SPELLING
 
     rows: tuple[tuple[str, ...], ...]
     # How many leading rows are headers (0 when the evidence for a header row is not there).
@@ -55,7 +62,7 @@ class Table(BaseModel):
 
 
 class Block(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = _EITHER_SPELLING
 
     kind: BlockKind
     text: str = ""

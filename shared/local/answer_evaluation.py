@@ -53,8 +53,7 @@ from shared.domain.grounding import cosine
 from shared.domain.search import Citation
 from shared.local.evaluation import COLLECTION as BEIR_COLLECTION
 from shared.local.evaluation import Dataset, Evaluation, as_document
-from shared.services import answers as answers_module
-from shared.services.answers import AnswerService, StageTimes
+from shared.services.answers import SENTENCE_FLOOR, AnswerTuning, StageTimes
 
 QUESTIONS_FILE = Path(__file__).with_name("answer_questions.json")
 DEMO_COLLECTION = "demo"
@@ -346,32 +345,25 @@ class Tenant:
     document_of: Callable[[Citation], ExtractedDocument | None]
 
 
-@contextmanager
-def sentence_floor(value: float) -> Iterator[None]:
-    """The service's sentence floor set to `value` for the calibration only (and restored)."""
-    before = answers_module.SENTENCE_FLOOR
-    answers_module.SENTENCE_FLOOR = value
-    try:
-        yield
-    finally:
-        answers_module.SENTENCE_FLOOR = before
-
-
 class AnswerEvaluation:
-    def __init__(self, container: Container, *, progress: Callable[[str], None] = lambda _: None) -> None:
+    def __init__(
+        self,
+        container: Container,
+        *,
+        progress: Callable[[str], None] = lambda _: None,
+        sentence_floor: float = SENTENCE_FLOOR,
+    ) -> None:
         self._container = container
         self._progress = progress
+        self._sentence_floor = sentence_floor
         # The product's service with its cache off: every question answered afresh (a calibration run or a
         # second run of the same index would otherwise be served its first answers, and their latency).
-        self._answers = AnswerService(
-            authorization=container.authorization,
-            retrieval=container.retrieval,
-            knowledge=container.knowledge,
-            embedder=container.embedder,
-            generator=container.generator,
-            store=container.answer_store,
-            cache_lifetime=timedelta(0),
-        )
+        tuning = AnswerTuning(cache_lifetime=timedelta(0), sentence_floor=sentence_floor)
+        self._answers = Container(container.settings, container.adapters, answer_tuning=tuning).answers
+
+    def at_sentence_floor(self, value: float) -> "AnswerEvaluation":
+        """The same evaluation with the service's sentence floor at `value` (the calibration's sweep)."""
+        return AnswerEvaluation(self._container, progress=self._progress, sentence_floor=value)
 
     # --- tenants
 
@@ -586,8 +578,7 @@ def floor_sweep(
     the higher floor drops). Train splits only."""
     rows = []
     for name, tenant, questions in sets:
-        with sentence_floor(min(floors)):
-            lowest = evaluation.run(tenant, questions, other=None)
+        lowest = evaluation.at_sentence_floor(min(floors)).run(tenant, questions, other=None)
         for floor in floors:
             observed = [at_floor(item, floor) for item in lowest]
             rows.append(

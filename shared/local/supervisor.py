@@ -203,8 +203,9 @@ class Supervisor:
     def _reconcile_on_schedule(self, started_at: datetime) -> None:
         """As the stack starts, take up what its last stop or crash cut off (a lost upload event, a version the
         workers were processing, a render); then reconcile as the schedule does on AWS."""
-        from functions.on_object_created.handler import container
+        from shared.bootstrap import container as process_container
 
+        container = process_container()
         interval = container.settings.local_reconcile_interval_seconds
         try:
             report = container.reconciler_after_restart().run(started_at)

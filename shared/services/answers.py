@@ -77,6 +77,20 @@ SENTENCE_FLOOR = 0.3
 LEXICAL_SENTENCE_FLOOR = 0.3
 CANDIDATE_HITS = 20  # hits asked of retrieval before deduplication and the evidence budget
 CACHE_LIFETIME = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class AnswerTuning:
+    """How evidence is chosen and kept: a sentence is quoted when its similarity to the question reaches
+    `sentence_floor` (`lexical_floor` when ranked by words); `candidate_hits` are asked of retrieval; an answer is
+    served from the cache for `cache_lifetime`. The answer evaluation calibrates them (`quire eval-answers`)."""
+
+    sentence_floor: float = SENTENCE_FLOOR
+    lexical_floor: float = LEXICAL_SENTENCE_FLOOR
+    candidate_hits: int = CANDIDATE_HITS
+    cache_lifetime: timedelta = CACHE_LIFETIME
+
+
 DRAFT_TOKENS_ESTIMATE = 2_000  # the generator's maxTokens
 EXTRACTIVE = "extractive"
 # Part of every cache key: bumped whenever grounding's rules change (selection, validation, extraction,
@@ -135,7 +149,7 @@ class AnswerService:
         metering: Metering | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
-        cache_lifetime: timedelta = CACHE_LIFETIME,
+        tuning: AnswerTuning = AnswerTuning(),
     ) -> None:
         self._authorization = authorization
         self._retrieval = retrieval
@@ -147,11 +161,13 @@ class AnswerService:
         self._metering = metering
         self._clock = clock
         self._new_id = new_id
-        self._cache_lifetime = cache_lifetime
+        self._tuning = tuning
 
     def answer(self, principal: Principal, request: AnswerRequest, times: StageTimes | None = None) -> Answer:
         times = times or StageTimes()
-        query = SearchQuery(text=request.question, limit=CANDIDATE_HITS, mode=request.mode, filters=request.filters)
+        query = SearchQuery(
+            text=request.question, limit=self._tuning.candidate_hits, mode=request.mode, filters=request.filters
+        )
         with times.stage("authorize"):
             collections = self._retrieval.searchable_collections(principal, query)
         model = self._generator.model_id if self._generator.capability().available else EXTRACTIVE
@@ -174,7 +190,7 @@ class AnswerService:
                 prompt_version=prompt_version,
                 model=model,
             )
-            hit = self._store.cached(principal.tenant_id, key, not_before=self._clock() - self._cache_lifetime)
+            hit = self._store.cached(principal.tenant_id, key, not_before=self._clock() - self._tuning.cache_lifetime)
             if hit is not None:
                 return self._served_from_cache(principal, hit, request.question)
         with times.stage("retrieve"):
@@ -402,13 +418,13 @@ class AnswerService:
             question, [sentence for piece in evidence for sentence in sentences_of(piece)], order
         )
         similarity: list[float] | None = None
-        floor = LEXICAL_SENTENCE_FLOOR
+        floor = self._tuning.lexical_floor
         embedding_failed = False
         if vector and sentences and self._embedder.capability().available:
             try:
                 vectors = self._embedder.embed([question] + [sentence.text for sentence in sentences])
                 similarity = [cosine(vectors[0], embedded) for embedded in vectors[1:]]
-                floor = SENTENCE_FLOOR
+                floor = self._tuning.sentence_floor
             except (CapabilityUnavailable, EmbeddingFailed) as error:
                 logger.warning("sentences could not be embedded; ranked by words", extra={"error": str(error)})
                 embedding_failed = True

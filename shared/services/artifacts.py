@@ -438,37 +438,12 @@ def _other_collection(where: str, theirs: str, ours: str) -> str:
     )
 
 
-# The block model's fields under the camelCase names GET /v1/files/{id}/document sends (and the snake_case ones of
-# the first release): a block read there can be written back as it came.
-_SNAKE_CASE = {
-    "cellRange": "cell_range",
-    "paragraphIndex": "paragraph_index",
-    "tableIndex": "table_index",
-    "lineStart": "line_start",
-    "lineEnd": "line_end",
-    "headerRows": "header_rows",
-    "imageRef": "image_ref",
-    "headingPath": "heading_path",
-}
-
-
-def _snake_case(item: object) -> object:
-    if not isinstance(item, dict):
-        return item
-    named = {_SNAKE_CASE.get(key, key): value for key, value in item.items() if key not in _SNAKE_CASE.values()}
-    named.update({key: value for key, value in item.items() if key in _SNAKE_CASE.values() and key not in named})
-    for nested in ("location", "table"):
-        if isinstance(named.get(nested), dict):
-            named[nested] = _snake_case(named[nested])
-    return named
-
-
 def parse_blocks(raw: Sequence[dict[str, object]]) -> tuple[Block, ...]:
     """A caller's blocks, each refused with its position when it is not one."""
     blocks = []
     for position, item in enumerate(raw):
         try:
-            blocks.append(Block.model_validate(_snake_case(item)))
+            blocks.append(Block.model_validate(item))
         except ValidationError as error:
             problem = error.errors()[0]
             where = ".".join(str(part) for part in problem["loc"])

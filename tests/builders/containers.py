@@ -1,22 +1,39 @@
-"""One part of a running stack's container replaced for a test (a named fake), and put back after."""
+"""One part of a running stack's container replaced for a test (a named fake), and put back after: every handler
+that asks `container()` for it meanwhile gets the replacement, while the rest of the stack runs as it was."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TypeVar
 
-# The services built over a part: dropped with it, so they are rebuilt over the replacement (and over the original).
-BUILT_OVER = {"summarizer": ("document_reader",)}
+from shared.bootstrap import Container
+
+Replacement = TypeVar("Replacement")
+_OWN = frozenset({"settings", "adapters", "answer_tuning"})
 
 
 @contextmanager
-def replaced(container: Any, part: str, replacement: Any) -> Iterator[Any]:
-    built = container.__dict__
-    for service in BUILT_OVER.get(part, ()):
-        built.pop(service, None)
+def replaced(container: Container, part: str, replacement: Replacement) -> Iterator[Replacement]:
+    """`container.<part>` is `replacement` within the block. An adapter is replaced in the container's adapter set,
+    and the services built over the old one are built again over the new one (and again after)."""
+    adapter = part in Container.adapter_parts()
+    if not adapter and part not in dir(Container):
+        raise AttributeError(f"the container has no part named {part!r}")
+    built = container.adapters.__dict__ if adapter else container.__dict__
+    had, before = part in built, built.get(part)
+    if adapter:
+        _forget_services(container)
     built[part] = replacement
     try:
         yield replacement
     finally:
-        del built[part]
-        for service in BUILT_OVER.get(part, ()):
-            built.pop(service, None)
+        if had:
+            built[part] = before
+        else:
+            del built[part]
+        if adapter:
+            _forget_services(container)
+
+
+def _forget_services(container: Container) -> None:
+    for name in [name for name in container.__dict__ if name not in _OWN]:
+        del container.__dict__[name]

@@ -27,19 +27,19 @@ test("covers: a page citation covers the blocks on its pages", () => {
 
 test("covers: a sheet citation covers the blocks whose cells meet its range, in its sheet only", () => {
   const citation = { sheet: "Pantry", cells: "C7" };
-  assert.equal(covers(citation, { sheet: "Pantry", cell_range: "A2:C11" }), true);
-  assert.equal(covers(citation, { sheet: "Pantry", cell_range: "A12:C20" }), false);
-  assert.equal(covers(citation, { sheet: "Other", cell_range: "A2:C11" }), false);
+  assert.equal(covers(citation, { sheet: "Pantry", cellRange: "A2:C11" }), true);
+  assert.equal(covers(citation, { sheet: "Pantry", cellRange: "A12:C20" }), false);
+  assert.equal(covers(citation, { sheet: "Other", cellRange: "A2:C11" }), false);
   assert.equal(covers({ slide: 2 }, { slide: 2 }), true);
   assert.equal(covers({ slide: 2 }, { slide: 3 }), false);
 });
 
 test("covers: tables, paragraphs and lines, by the most specific field", () => {
-  assert.equal(covers({ tableIndex: 1 }, { table_index: 1 }), true);
-  assert.equal(covers({ tableIndex: 1 }, { table_index: 2 }), false);
-  assert.equal(covers({ paragraphStart: 0, paragraphEnd: 2 }, { paragraph_index: 2 }), true);
-  assert.equal(covers({ paragraphStart: 0, paragraphEnd: 2 }, { paragraph_index: 3 }), false);
-  assert.equal(covers({ lineStart: 3, lineEnd: 5 }, { line_start: 5, line_end: 8 }), true);
-  assert.equal(covers({ lineStart: 3, lineEnd: 5 }, { line_start: 6, line_end: 8 }), false);
+  assert.equal(covers({ tableIndex: 1 }, { tableIndex: 1 }), true);
+  assert.equal(covers({ tableIndex: 1 }, { tableIndex: 2 }), false);
+  assert.equal(covers({ paragraphStart: 0, paragraphEnd: 2 }, { paragraphIndex: 2 }), true);
+  assert.equal(covers({ paragraphStart: 0, paragraphEnd: 2 }, { paragraphIndex: 3 }), false);
+  assert.equal(covers({ lineStart: 3, lineEnd: 5 }, { lineStart: 5, lineEnd: 8 }), true);
+  assert.equal(covers({ lineStart: 3, lineEnd: 5 }, { lineStart: 6, lineEnd: 8 }), false);
   assert.equal(covers({}, { page: 1 }), false);
 });

@@ -166,6 +166,7 @@ def test_the_stuck_files_alarm_selects_exactly_the_metric_the_reconcile_handler_
     monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
     monkeypatch.delenv("POWERTOOLS_DEV", raising=False)
     from functions.reconcile import handler
+    from shared.bootstrap import overridden
     from shared.services.reconciliation import ReconcileReport
 
     class Reconciler:
@@ -176,9 +177,9 @@ def test_the_stuck_files_alarm_selects_exactly_the_metric_the_reconcile_handler_
         reconciler = Reconciler()
 
     monkeypatch.setattr(handler, "ENVIRONMENT", variables["QUIRE_ENVIRONMENT"])
-    monkeypatch.setattr(handler, "container", Wired())
     # When it runs
-    handler.handler({}, LocalLambdaContext())
+    with overridden(Wired()):
+        handler.handler({}, LocalLambdaContext())
     (document,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     (directive,) = document["_aws"]["CloudWatchMetrics"]
     # Then the alarm names its namespace, metric and every dimension with the value it publishes

@@ -60,9 +60,9 @@ def drain(stack: Stack) -> None:
 
 
 class EventLost:
-    """Fake for the Object Created handler's container: the event never arrives (EventBridge lost it)."""
+    """Fake for the upload completion the Object Created handler calls: the event never arrives (EventBridge lost
+    it). Put in place with tests/builders/containers.py `replaced(container, "upload_completion", EventLost())`."""
 
-    class upload_completion:  # noqa: N801 - stands in for the container's attribute
-        @staticmethod
-        def object_created(key: str, version_id: str | None, size: int) -> Completion:
-            return Completion.DUPLICATE
+    @staticmethod
+    def object_created(key: str, version_id: str | None, size: int) -> Completion:
+        return Completion.DUPLICATE

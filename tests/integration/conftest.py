@@ -16,7 +16,7 @@ import pytest
 from migrations.runner import apply_migrations
 from shared.adapters.local.jwt_tokens import LocalTokenVerifier
 from shared.adapters.postgres.database import Database
-from shared.bootstrap import Container
+from shared.bootstrap import Container, overridden
 from shared.config import Settings
 from shared.local.embedded_postgres import EmbeddedPostgres, free_port
 from shared.local.events import EventDispatcher
@@ -153,9 +153,7 @@ def stack(
     api = LocalHttpApi(
         api_handler.handler, LocalTokenVerifier(SECRET), public_routes=api_handler.UNAUTHENTICATED_ROUTES, port=0
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(api_handler, "container", container)
-        patch.setattr(created_handler, "container", container)
+    with overridden(container):
         api.start()
         try:
             yield Stack(api=api.base_url, bucket=bucket, events=events, container=container)
@@ -172,9 +170,6 @@ def own_stack(stack: Stack, migrated_database: MigratedDatabase, new_database: C
     test whose sweeps walk every tenant and every object, which the session's other tests would otherwise fill."""
     from pydantic import SecretStr
 
-    from functions.api import handler as api_handler
-    from functions.on_object_created import handler as created_handler
-
     owner_url = new_database()
     apply_migrations(owner_url, embedding_dimension=384, app_role=migrated_database.app_role)
     name = psycopg.conninfo.conninfo_to_dict(owner_url)["dbname"]
@@ -184,9 +179,7 @@ def own_stack(stack: Stack, migrated_database: MigratedDatabase, new_database: C
     assert settings.s3_endpoint_url is not None
     ensure_bucket(settings.s3_endpoint_url, bucket)
     container = Container(settings.model_copy(update={"database_url": SecretStr(app_url), "bucket": bucket}))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(api_handler, "container", container)
-        patch.setattr(created_handler, "container", container)
+    with overridden(container):
         try:
             yield Stack(api=stack.api, bucket=bucket, events=stack.events, container=container)
         finally:

@@ -3,7 +3,7 @@
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from shared.bootstrap import Container
+from shared.bootstrap import Container, adapters_for, overridden
 from shared.ports import OcrProvider
 from tests.integration.files_stack import Stack
 
@@ -11,17 +11,11 @@ from tests.integration.files_stack import Stack
 @contextmanager
 def limited(stack: Stack, *, ocr: OcrProvider | None = None, **limits: object) -> Iterator[Container]:
     """The API and the Object Created handler on a Container of their own, with `limits` (QUIRE_LIMIT_* names)."""
-    from functions.api import handler as api_handler
-    from functions.on_object_created import handler as created_handler
-
-    container = Container(stack.container.settings.model_copy(update=limits))
-    if ocr is not None:
-        container.ocr = ocr
-    original_api, original_created = api_handler.container, created_handler.container
-    api_handler.container = created_handler.container = container
+    settings = stack.container.settings.model_copy(update=limits)
+    container = Container(settings, adapters_for(settings, **({"ocr": ocr} if ocr is not None else {})))
     try:
-        yield container
+        with overridden(container):
+            yield container
     finally:
-        api_handler.container, created_handler.container = original_api, original_created
         container.workflow.drain()  # type: ignore[attr-defined]
         container.database.close()

@@ -9,7 +9,7 @@ from typing import Any
 from shared.domain.answers import AnswerOutcome, AnswerRequest, RefusalReason
 from shared.domain.auth import Role, with_role
 from shared.domain.errors import EmbeddingFailed
-from shared.services.answers import AnswerService
+from shared.services.answers import AnswerService, AnswerTuning
 from shared.services.retrieval import Retrieval
 from tests.integration.api_steps import RUNBOOK, indexed
 from tests.integration.files_stack import Stack
@@ -273,7 +273,7 @@ def test_the_same_index_and_question_give_byte_identical_evidence_only_answers(s
             store=wired.answer_store,
             clock=lambda: moment,
             new_id=lambda: str(uuid.uuid4()),
-            cache_lifetime=timedelta(seconds=-1),  # never a cache hit: both are computed
+            tuning=AnswerTuning(cache_lifetime=timedelta(seconds=-1)),  # never a cache hit: both are computed
         )
 
     question = AnswerRequest(question="What happens to unused leave and why did checkout fail?")

@@ -25,7 +25,7 @@ def test_markdown_becomes_located_blocks_with_ids_and_the_server_records_provena
     assert [block["kind"] for block in blocks] == ["heading", "paragraph", "heading", "list_item", "list_item", "table"]
     assert [block["id"] for block in blocks] == ["b1", "b2", "b3", "b4", "b5", "b6"]
     assert blocks[5]["table"]["rows"] == [["Region", "Revenue"], ["North", "12"], ["South", "9"]]
-    assert blocks[5]["heading_path"] == ["Quarterly report", "Risks"]
+    assert blocks[5]["headingPath"] == ["Quarterly report", "Risks"]
     provenance = made["version"]["provenance"]
     assert provenance["producer"] == "POST /v1/artifacts"
     assert provenance["inputs"]["contentFormat"] == "markdown"

@@ -71,7 +71,7 @@ def test_every_operation_applies_in_order_into_a_new_version_and_a_dry_run_write
         ("b4", "Supply chain (Asia)"),
     ]
     assert after[1]["table"]["rows"][2] == ["South", "9.5"]
-    assert after[6]["heading_path"] == ["Quarterly report", "Risks and mitigations"]
+    assert after[6]["headingPath"] == ["Quarterly report", "Risks and mitigations"]
     history = stack.json("GET", f"/v1/artifacts/{artifact_id}/versions", token)[1]["versions"]
     provenance = history[1]["provenance"]
     assert provenance["producer"] == "POST /v1/artifacts/{id}/proposals"

@@ -4,12 +4,12 @@ import uuid
 from collections import Counter
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.services.upload_completion import Completion, UploadCompletion
+from tests.builders.containers import replaced
 from tests.integration.api_steps import EventLost
 from tests.integration.files_stack import PDF, Stack
 
@@ -32,11 +32,8 @@ class CountingWorkflow:
 def test_any_sequence_of_deliveries_stores_each_delivered_version_once(
     stack: Stack, deliveries: list[tuple[int, bool]]
 ) -> None:
-    from functions.on_object_created import handler
-
     token = stack.token()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(handler, "container", EventLost())  # the bytes land, the events are ours to deliver
+    with replaced(stack.container, "upload_completion", EventLost()):  # the bytes land, the events are ours to deliver
         tickets = [stack.upload(token, f"e{i}.pdf", "application/pdf", PDF) for i in range(3)]
     workflow = CountingWorkflow()
     completion = UploadCompletion(
@@ -84,11 +81,8 @@ class FlakyWorkflow(CountingWorkflow):
 
 
 def test_a_redelivered_event_asks_for_processing_the_first_delivery_could_not(stack: Stack) -> None:
-    from functions.on_object_created import handler
-
     token = stack.token()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(handler, "container", EventLost())
+    with replaced(stack.container, "upload_completion", EventLost()):
         ticket = stack.upload(token, "flaky.pdf", "application/pdf", PDF)
     key = ticket["upload"]["fields"]["key"]
     landed = stack.container.content.head(key)
@@ -132,11 +126,8 @@ class RacingMetadata:
 
 
 def test_a_second_post_racing_the_first_never_displaces_the_recorded_bytes(stack: Stack) -> None:
-    from functions.on_object_created import handler
-
     token = stack.token()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(handler, "container", EventLost())
+    with replaced(stack.container, "upload_completion", EventLost()):
         ticket = stack.upload(token, "double.txt", "text/plain", b"the first post")
         stack.post_bytes(ticket, b"again", "text/plain")  # a double-clicked form
     key = ticket["upload"]["fields"]["key"]

@@ -11,7 +11,7 @@ import pytest
 
 from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifier
 from shared.adapters.postgres.database import Database
-from shared.bootstrap import Container
+from shared.bootstrap import Container, adapters_for, overridden
 from shared.config import Settings
 from shared.domain.auth import Principal
 from shared.local.http_api import LocalHttpApi
@@ -21,23 +21,30 @@ SECRET = b"integration-secret-0123456789abc"
 
 
 @pytest.fixture
-def api_url(migrated_database: MigratedDatabase, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def api_url(migrated_database: MigratedDatabase) -> Iterator[str]:
     from functions.api import handler as api_handler
 
     container = Container(Settings(runtime="local", database_url=migrated_database.app_url))
-    monkeypatch.setattr(api_handler, "container", container)
     api = LocalHttpApi(
         api_handler.handler,
         LocalTokenVerifier(SECRET),
         public_routes=api_handler.UNAUTHENTICATED_ROUTES,
         port=0,
     )
-    api.start()
-    try:
-        yield api.base_url
-    finally:
-        api.stop()
-        container.database.close()
+    with overridden(container):
+        api.start()
+        try:
+            yield api.base_url
+        finally:
+            api.stop()
+            container.database.close()
+
+
+def unreachable_database() -> Container:
+    """A container whose database is nowhere (port 1 on loopback), giving up on a connection after 2 s."""
+    settings = Settings(runtime="local", database_url="postgresql://quire_app:pw@127.0.0.1:1/quire")
+    database = Database(settings.database_url.get_secret_value(), wait_seconds=2)  # type: ignore[union-attr]
+    return Container(settings, adapters_for(settings, database=database))
 
 
 def get(url: str, token: str | None = None) -> tuple[int, Any]:
@@ -53,29 +60,16 @@ def test_health_reaches_the_database_as_the_application_role(api_url: str) -> No
     assert get(f"{api_url}/v1/health") == (200, {"status": "ok", "database": "ok"})
 
 
-def test_health_reports_an_unreachable_database_without_leaking_its_url(
-    api_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from functions.api import handler as api_handler
-
-    dead = Container(Settings(runtime="local", database_url="postgresql://quire_app:pw@127.0.0.1:1/quire"))
-    dead.__dict__["database"] = Database(dead.settings.database_url.get_secret_value(), wait_seconds=2)  # type: ignore[union-attr]
-    monkeypatch.setattr(api_handler, "container", dead)
-    status, body = get(f"{api_url}/v1/health")
+def test_health_reports_an_unreachable_database_without_leaking_its_url(api_url: str) -> None:
+    with overridden(unreachable_database()):
+        status, body = get(f"{api_url}/v1/health")
     assert (status, body) == (503, {"status": "degraded", "database": "unreachable"})
 
 
-def test_a_route_whose_database_does_not_answer_is_a_503_to_retry_never_a_500(
-    api_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from functions.api import handler as api_handler
-
-    dead = Container(Settings(runtime="local", database_url="postgresql://quire_app:pw@127.0.0.1:1/quire"))
-    dead.__dict__["database"] = Database(dead.settings.database_url.get_secret_value(), wait_seconds=2)  # type: ignore[union-attr]
-    monkeypatch.setattr(api_handler, "container", dead)
+def test_a_route_whose_database_does_not_answer_is_a_503_to_retry_never_a_500(api_url: str) -> None:
     token = LocalTokenIssuer(SECRET).issue(Principal(tenant_id="acme", subject="ann", collections=frozenset({"hr"})))
     request = urllib.request.Request(f"{api_url}/v1/files", headers={"Authorization": f"Bearer {token}"})
-    with pytest.raises(urllib.error.HTTPError) as refused:
+    with overridden(unreachable_database()), pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30)
     assert refused.value.code == 503 and refused.value.headers["Retry-After"] == "2"
     body = json.loads(refused.value.read())

@@ -9,7 +9,9 @@ from typing import Any
 from functions.extract import handler as extract_step
 from functions.index import handler as index_step
 from functions.inspect import handler as inspect_step
+from shared.bootstrap import overridden
 from shared.local.http_api import LocalLambdaContext
+from tests.builders.containers import replaced
 from tests.builders.office import word_document
 from tests.builders.pdf import report_pdf
 from tests.conftest import load_event
@@ -26,15 +28,10 @@ def processed(stack: Stack, token: str, filename: str, media_type: str, content:
 
 def stored_without_processing(stack: Stack, token: str, filename: str, content: bytes) -> tuple[Any, uuid.UUID]:
     """An upload stored by hand, its event lost: nothing asked for processing yet (the crash shapes below)."""
-    from functions.on_object_created import handler as created_handler
     from tests.integration.api_steps import EventLost
 
-    original = created_handler.container
-    created_handler.container = EventLost()  # type: ignore[assignment]
-    try:
+    with replaced(stack.container, "upload_completion", EventLost()):
         ticket = stack.upload(token, filename, "text/plain", content)
-    finally:
-        created_handler.container = original
     version_id = uuid.UUID(ticket["versionId"])
     landed = stack.container.content.head(ticket["upload"]["fields"]["key"])
     assert landed is not None
@@ -55,8 +52,9 @@ def test_an_uploaded_docx_is_extracted_and_read_as_markdown_with_locations(stack
     assert "# Employee handbook" in window["markdown"]
     assert "| Region | Days |\n| --- | --- |\n| EU | 25 |" in window["markdown"]
     table = next(block for block in window["blocks"] if block["kind"] == "table")
-    assert table["location"] == {"table_index": 0}
-    assert table["heading_path"] == ["Leave"]
+    # camelCase like the rest of the API, with the first release's names alongside until the next release.
+    assert table["location"] == {"tableIndex": 0, "table_index": 0}
+    assert table["headingPath"] == table["heading_path"] == ["Leave"]
     assert window["nextCursor"] is None
 
 
@@ -117,11 +115,7 @@ def test_the_step_functions_tasks_take_and_return_references_only(stack: Stack) 
     ticket = stack.upload(token, "steps.txt", "text/plain", b"one\n\ntwo\n")
     stack.container.workflow.drain()  # type: ignore[attr-defined]
     event = {**load_event("pipeline_step.json"), "fileId": ticket["fileId"], "versionId": ticket["versionId"]}
-    with_container = [inspect_step, extract_step, index_step]
-    originals = [getattr(module, "container") for module in with_container]  # noqa: B009 - a module's global
-    try:
-        for module in with_container:
-            setattr(module, "container", stack.container)  # noqa: B010 - a module's global
+    with overridden(stack.container):
         # Already extracted by the local runner: inspect says so and does not proceed.
         inspected = inspect_step.handler(event, LocalLambdaContext())
         assert inspected["proceed"] is False
@@ -135,9 +129,6 @@ def test_the_step_functions_tasks_take_and_return_references_only(stack: Stack) 
         assert set(indexed) <= references | {"proceed", "why", "indexed", "failure"}
         # Each output is the next step's input as it stands: the attempt travels with it.
         assert indexed["attempt"] == event["attempt"]
-    finally:
-        for module, original in zip(with_container, originals, strict=True):
-            setattr(module, "container", original)  # noqa: B010 - a module's global
 
 
 def test_an_extracted_version_is_not_extracted_again_by_a_late_or_repeated_step(stack: Stack) -> None:

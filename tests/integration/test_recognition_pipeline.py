@@ -31,6 +31,7 @@ from shared.services.indexing import Indexer
 from shared.services.limits import SpendLimits
 from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import Recognizers
+from tests.builders.containers import replaced
 from tests.integration.files_stack import Stack
 
 BOX = BoundingBox(left=0.1, top=0.1, width=0.6, height=0.03)
@@ -338,38 +339,36 @@ def _future() -> Any:
 def test_the_recognize_step_hands_a_running_job_to_the_workflow_and_polls_it_when_given_back(
     stack: Stack, uploaded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from types import SimpleNamespace
-
     from functions.recognize import handler as recognize_step
     from shared.local.http_api import LocalLambdaContext
 
     tenant, file_id = uploaded["tenant"], uploaded["files"]["scanned-remittance.pdf"]
     engine = FakeAsyncOcr("Polled by the state machine", polls=1)
     steps = pipeline(stack, ocr=engine)
-    monkeypatch.setattr(recognize_step, "container", SimpleNamespace(pipeline=steps))
-    record = stack.container.file_metadata.get_file(tenant, uuid.UUID(file_id))
-    assert record is not None
-    attempt = stack.container.file_metadata.queue_rescan(tenant, record.current.version_id)
-    assert attempt is not None
-    request = ProcessVersion(
-        tenant_id=tenant, file_id=file_id, version_id=str(record.current.version_id), attempt=attempt
-    )
-    assert steps.inspect(request).proceed and steps.extract(request).recognize
+    with replaced(stack.container, "pipeline", steps):
+        record = stack.container.file_metadata.get_file(tenant, uuid.UUID(file_id))
+        assert record is not None
+        attempt = stack.container.file_metadata.queue_rescan(tenant, record.current.version_id)
+        assert attempt is not None
+        request = ProcessVersion(
+            tenant_id=tenant, file_id=file_id, version_id=str(record.current.version_id), attempt=attempt
+        )
+        assert steps.inspect(request).proceed and steps.extract(request).recognize
 
-    event = request.step_input()
-    first = recognize_step.handler(event, LocalLambdaContext("recognize"))
-    # References only: the job's id and pages, never a word of the document.
-    assert first["proceed"] and first["ocrJob"]["job_id"] == "job-1" and first["ocrJob"]["pages"] == [1, 2]
-    assert "Polled by the state machine" not in str(first)
-    # Each output is the next input as it stands (the state machine passes it on): attempt and all.
-    assert first["attempt"] == attempt
-    still_running = recognize_step.handler(first, LocalLambdaContext("recognize"))
-    assert "ocrJob" in still_running and still_running["proceed"]
-    done = recognize_step.handler(still_running, LocalLambdaContext("recognize"))
-    assert done["proceed"] and "ocrJob" not in done
-    found = stack.container.file_metadata.find_version(tenant, record.current.version_id)
-    assert found is not None and found[1].processing_state is ProcessingState.EXTRACTED
-    assert indexed(steps, request).indexed is True
+        event = request.step_input()
+        first = recognize_step.handler(event, LocalLambdaContext("recognize"))
+        # References only: the job's id and pages, never a word of the document.
+        assert first["proceed"] and first["ocrJob"]["job_id"] == "job-1" and first["ocrJob"]["pages"] == [1, 2]
+        assert "Polled by the state machine" not in str(first)
+        # Each output is the next input as it stands (the state machine passes it on): attempt and all.
+        assert first["attempt"] == attempt
+        still_running = recognize_step.handler(first, LocalLambdaContext("recognize"))
+        assert "ocrJob" in still_running and still_running["proceed"]
+        done = recognize_step.handler(still_running, LocalLambdaContext("recognize"))
+        assert done["proceed"] and "ocrJob" not in done
+        found = stack.container.file_metadata.find_version(tenant, record.current.version_id)
+        assert found is not None and found[1].processing_state is ProcessingState.EXTRACTED
+        assert indexed(steps, request).indexed is True
 
 
 def indexed(steps: IngestionPipeline, request: ProcessVersion) -> Indexed:

@@ -13,6 +13,7 @@ from shared.domain.attempt_work import work_prefix
 from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState
 from shared.domain.uploads import derived_prefix, document_key, ocr_staging_prefix, storage_key
 from shared.services.reconciliation import NEVER_ARRIVED, ReconcileBudget, Reconciler, ReconcileThresholds
+from tests.builders.containers import replaced
 from tests.integration.api_steps import EventLost
 from tests.integration.files_stack import PDF, Stack
 
@@ -28,11 +29,8 @@ def versions(entries: list[dict[str, Any]]) -> set[str]:
 
 
 @pytest.fixture
-def lost_events() -> Iterator[None]:
-    from functions.on_object_created import handler
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(handler, "container", EventLost())
+def lost_events(stack: Stack) -> Iterator[None]:
+    with replaced(stack.container, "upload_completion", EventLost()):
         yield
 
 

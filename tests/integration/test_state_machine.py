@@ -33,7 +33,7 @@ from migrations.runner import apply_migrations
 from shared.adapters.aws.step_functions_workflow import StepFunctionsWorkflow
 from shared.adapters.local.rapid_ocr import RapidOcr
 from shared.adapters.local.unavailable import UnavailableEmbedder
-from shared.bootstrap import Container
+from shared.bootstrap import Container, adapters_for, overridden
 from shared.config import Settings
 from shared.domain.auth import Role, with_role
 from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState
@@ -197,26 +197,17 @@ def deployment(
             roleArn=f"arn:aws:iam::{ACCOUNT}:role/quire-ingestion",
             type="STANDARD",
         )["stateMachineArn"]
-        container = Container(
-            Settings(
-                runtime="local",
-                database_url=app_url,
-                s3_endpoint_url=s3.endpoint,
-                bucket=bucket,
-                state_machine_arn=arn,
-            )
+        settings = Settings(
+            runtime="local", database_url=app_url, s3_endpoint_url=s3.endpoint, bucket=bucket, state_machine_arn=arn
         )
         # Starting processing is Step Functions' here, through the same adapter Lambda uses.
-        container.__dict__["workflow"] = StepFunctionsWorkflow(
-            lambda: boto3.client("stepfunctions", region_name=REGION), arn
-        )
-        with pytest.MonkeyPatch.context() as patch:
+        workflow = StepFunctionsWorkflow(lambda: boto3.client("stepfunctions", region_name=REGION), arn)
+        container = Container(settings, adapters_for(settings, workflow=workflow))
+        with pytest.MonkeyPatch.context() as patch, overridden(container):
             patch.setattr(lambda_eval_utils, "boto_client_for", lambda **_: router)
             # Time only: no back-off sleeps between retries, no 10-second Waits between OCR polls.
             patch.setattr(retrier_decl, "time", _NoSleep())
             patch.setattr(WaitFunction, "_wait_interval", lambda self, env, wait_seconds: None)
-            for module in {*(h.rpartition(".")[0] for h in handlers.values()), OBJECT_CREATED}:
-                patch.setattr(importlib.import_module(module), "container", container)
             yield Deployment(container, router, sfn, arn, owner_url, announced)
             container.database.close()
     finally:

@@ -51,8 +51,7 @@ def warm(own_stack: Stack, monkeypatch: pytest.MonkeyPatch) -> tuple[Stack, Reco
     starts = RecordedStarts()
     # The workflow instance every service already holds starts nothing now: the test runs the steps itself.
     monkeypatch.setattr(stack.container.workflow, "start", starts.start)
-    for step in STEPS:
-        monkeypatch.setattr(importlib.import_module(f"functions.{step}.handler"), "container", stack.container)
+    # Every handler's container() is the stack's own (own_stack puts it in place).
     return stack, starts
 
 

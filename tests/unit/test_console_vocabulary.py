@@ -5,8 +5,7 @@ The accepted upload types are not copied at all (GET /v1/meta)."""
 import re
 from pathlib import Path
 
-from functions.api.answer_schemas import ConfidenceFactorsView
-
+from functions.views.answers import ConfidenceFactorsView
 from shared.domain.files import ProcessingState
 
 CONSOLE = Path(__file__).resolve().parents[2] / "console"

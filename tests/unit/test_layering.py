@@ -206,3 +206,50 @@ def test_the_http_api_imports_the_tools_only_to_dispatch_them(path: Path) -> Non
 @pytest.mark.parametrize("path", files("functions/views"), ids=rel)
 def test_the_wire_models_import_no_handler_package(path: Path) -> None:
     assert views_violations(imports_of(path)) == set()
+
+
+def import_cycles(folder: str, root: Path = REPO_ROOT) -> list[list[str]]:
+    """The groups of modules under `folder` that import one another round in a circle (Tarjan's components)."""
+    modules = {module_name(path, root): path for path in sorted((root / folder).rglob("*.py"))}
+    graph = {
+        name: sorted(n for n in imports_of(path, root) if n in modules and n != name) for name, path in modules.items()
+    }
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(name: str) -> None:
+        order[name] = low[name] = len(order)
+        stack.append(name)
+        for imported in graph[name]:
+            if imported not in order:
+                visit(imported)
+                low[name] = min(low[name], low[imported])
+            elif imported in stack:
+                low[name] = min(low[name], order[imported])
+        if low[name] == order[name]:
+            group = []
+            while (member := stack.pop()) != name:
+                group.append(member)
+            if group:
+                cycles.append(sorted([name, *group]))
+
+    for name in graph:
+        if name not in order:
+            visit(name)
+    return cycles
+
+
+def test_the_cycle_rule_finds_a_circle_through_a_lazy_import(tmp_path: Path) -> None:
+    package = tmp_path / "functions" / "api"
+    package.mkdir(parents=True)
+    (package / "handler.py").write_text("from functions.api import routes\n", encoding="utf-8")
+    (package / "routes.py").write_text("def container():\n    from functions.api import handler\n", encoding="utf-8")
+    (package / "errors.py").write_text("from functions.api import routes\n", encoding="utf-8")
+    assert import_cycles("functions", root=tmp_path) == [["functions.api.handler", "functions.api.routes"]]
+
+
+def test_no_handler_module_imports_itself_round_a_circle() -> None:
+    # The routes find the container in the composition root, not in the handler that includes them.
+    assert import_cycles("functions") == []

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from shared.bootstrap import overridden
 from shared.local.http_api import LocalLambdaContext
 from shared.observability import SERVICE
 from shared.services.reconciliation import ReconcileReport
@@ -78,9 +79,9 @@ def test_every_count_is_published_in_the_quire_namespace_per_environment(
 ) -> None:
     # Given a run that found something of every kind
     values = {name: index + 1 for index, name in enumerate(reconcile.REPORTED_COUNTS)}
-    monkeypatch.setattr(reconcile, "container", Wired(FakeReconciler(report=StubReport(values))))
     # When the scheduled handler runs
-    answer = reconcile.handler({}, LocalLambdaContext())
+    with overridden(Wired(FakeReconciler(report=StubReport(values)))):
+        answer = reconcile.handler({}, LocalLambdaContext())
     # Then one EMF document carries each count, as a Count, in namespace Quire, by service and environment
     (document,) = published(capsys.readouterr().out)
     (directive,) = document["_aws"]["CloudWatchMetrics"]
@@ -98,9 +99,9 @@ def test_a_report_without_stuck_versions_publishes_zero_for_them(
     reconcile: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a report that has no stuckVersions count
-    monkeypatch.setattr(reconcile, "container", Wired(FakeReconciler(report=StubReport({"objectsScanned": 7}))))
     # When the handler runs
-    reconcile.handler({}, LocalLambdaContext())
+    with overridden(Wired(FakeReconciler(report=StubReport({"objectsScanned": 7})))):
+        reconcile.handler({}, LocalLambdaContext())
     # Then stuckVersions is published as 0 (its alarm treats silence, not zero, as trouble) and so is every other
     (document,) = published(capsys.readouterr().out)
     assert value(document, "stuckVersions") == 0
@@ -113,9 +114,9 @@ def test_every_count_a_real_report_gives_is_published(
 ) -> None:
     # Given the report the real reconciler returns
     report = ReconcileReport(deleted_versions=2, objects_scanned=40)
-    monkeypatch.setattr(reconcile, "container", Wired(FakeReconciler(report=report)))
     # When the handler runs
-    reconcile.handler({}, LocalLambdaContext())
+    with overridden(Wired(FakeReconciler(report=report))):
+        reconcile.handler({}, LocalLambdaContext())
     # Then none of its counts goes unpublished, each with its value
     (document,) = published(capsys.readouterr().out)
     assert set(report.counts()) <= set(metric_definitions(document))
@@ -126,18 +127,18 @@ def test_a_run_that_fails_publishes_nothing_and_leaves_nothing_for_the_next(
     reconcile: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a reconciler whose run fails (the database is unreachable)
-    monkeypatch.setattr(reconcile, "container", Wired(FakeReconciler(failure=ConnectionError("no database"))))
     # When the handler runs, then the failure reaches Lambda (an Errors datapoint) and no metric is published,
     # so the stuck-files alarm sees silence rather than a reassuring zero
     with (
+        overridden(Wired(FakeReconciler(failure=ConnectionError("no database")))),
         pytest.warns(UserWarning, match="No application metrics to publish"),
         pytest.raises(ConnectionError, match="no database"),
     ):
         reconcile.handler({}, LocalLambdaContext())
     assert published(capsys.readouterr().out) == []
     # and the next successful run publishes one clean document
-    monkeypatch.setattr(reconcile, "container", Wired(FakeReconciler(report=StubReport({"stuckVersions": 1}))))
-    reconcile.handler({}, LocalLambdaContext())
+    with overridden(Wired(FakeReconciler(report=StubReport({"stuckVersions": 1})))):
+        reconcile.handler({}, LocalLambdaContext())
     (document,) = published(capsys.readouterr().out)
     (directive,) = document["_aws"]["CloudWatchMetrics"]
     assert len(directive["Dimensions"]) == 1

@@ -169,7 +169,7 @@ def test_on_aws_the_content_store_reads_and_writes_with_the_acting_tenants_sessi
         url = container.content.signed_read(
             key, version_id=stored.version_id, filename="a.txt", lifetime=timedelta(minutes=15)
         )
-    acme = container._tenant_credentials.session("acme")
+    acme = container.adapters.clients._tenant_credentials.session("acme")
     assert signed_with == [acme.access_key_id]
     # The presigned GET carries the tenant's session, so IAM judges it as that tenant's request.
     assert url is not None and acme.access_key_id in url.url and "X-Amz-Security-Token" in url.url

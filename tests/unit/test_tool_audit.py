@@ -5,6 +5,7 @@ the service (a failed write logged with the call and counted, the admin check, k
 import base64
 import copy
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, cast
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 
 from functions.api.errors import register_error_handlers
 from functions.api.routes import audit as audit_route
+from shared.bootstrap import overridden
 from shared.domain.audit import MAX_ARGUMENT_IDS, NOT_AN_ID, ToolCall, id_arguments
 from shared.domain.auth import Role, with_role
 from shared.domain.errors import Forbidden, InvalidRequest
@@ -246,14 +248,12 @@ class Wired:
 
 
 @pytest.fixture
-def api(log: ToolAuditLog, monkeypatch: pytest.MonkeyPatch) -> APIGatewayHttpResolver:
-    from functions.api import handler
-
-    monkeypatch.setattr(handler, "container", Wired(log))
+def api(log: ToolAuditLog) -> Iterator[APIGatewayHttpResolver]:
     app = APIGatewayHttpResolver(enable_validation=True)
     register_error_handlers(app)
     app.include_router(audit_route.router)
-    return app
+    with overridden(Wired(log)):
+        yield app
 
 
 def get_audit(app: APIGatewayHttpResolver, query: dict[str, str], *, admin: str | None) -> tuple[int, Any]:

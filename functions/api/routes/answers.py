@@ -3,8 +3,9 @@
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.routes.context import container, current_principal, json_response
+from functions.api.routes.context import current_principal, json_response
 from functions.views.answers import AnswerRequestBody, AnswerView, FeedbackRequest, FeedbackView
+from shared.bootstrap import container
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 

@@ -6,7 +6,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.routes.context import container, current_principal, json_response, parse_id
+from functions.api.routes.context import current_principal, json_response, parse_id
 from functions.views.artifacts import (
     ArtifactDetailView,
     ArtifactHistoryView,
@@ -17,6 +17,7 @@ from functions.views.artifacts import (
     NewArtifactVersionRequest,
     RestoreRequest,
 )
+from shared.bootstrap import container
 from shared.domain.errors import InvalidRequest
 from shared.services.artifacts import MAX_HISTORY_PAGE
 

@@ -5,8 +5,9 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.routes.context import container, current_principal
+from functions.api.routes.context import current_principal
 from functions.views.audit import AuditView
+from shared.bootstrap import container
 from shared.services.audit import MAX_AUDIT_PAGE, MAX_CURSOR_CHARS
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]

@@ -1,7 +1,8 @@
-"""What every route needs: the process's container, the caller, and ids parsed as the API promises."""
+"""What every route needs: the process's container (`shared.bootstrap.container`), the caller, and ids parsed as the
+API promises."""
 
 import base64
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -9,16 +10,6 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from shared.domain.auth import Principal, principal_from_claims
 from shared.domain.errors import NotFound
-
-if TYPE_CHECKING:
-    from shared.bootstrap import Container
-
-
-def container() -> "Container":
-    # The handler module owns the process's container (built once per cold start; tests replace it there).
-    from functions.api import handler
-
-    return handler.container
 
 
 def current_principal(router: APIGatewayHttpRouter) -> Principal:

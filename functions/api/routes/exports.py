@@ -3,8 +3,9 @@
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.routes.context import container, current_principal, json_response, parse_id
+from functions.api.routes.context import current_principal, json_response, parse_id
 from functions.views.exports import ConversionRequest, ExportRequest, ExportView
+from shared.bootstrap import container
 from shared.domain.errors import NotFound
 from shared.domain.exports import ExportRecord, ExportState
 from shared.services.exports import ExportView as Export

@@ -7,7 +7,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.routes.context import binary_response, container, current_principal, json_response, parse_id
+from functions.api.routes.context import binary_response, current_principal, json_response, parse_id
 from functions.views.files import (
     CollectionDeletionView,
     DeletionView,
@@ -23,6 +23,7 @@ from functions.views.files import (
     UploadRequest,
     UploadResponse,
 )
+from shared.bootstrap import container
 from shared.domain.errors import InvalidRequest
 from shared.domain.page_images import PAGE_IMAGE_TYPE
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition

@@ -3,7 +3,7 @@
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.routes.context import container, current_principal, json_response
+from functions.api.routes.context import current_principal, json_response
 from functions.views.artifacts import CreateArtifactRequest
 from functions.views.exports import (
     ComposeRequest,
@@ -14,6 +14,7 @@ from functions.views.exports import (
     SplitRequest,
     WatermarkRequest,
 )
+from shared.bootstrap import container
 from shared.domain.exports import ExportRecord, ExportState
 from shared.services.exports import ExportView as Export
 from shared.services.pdf_tools import PdfSource

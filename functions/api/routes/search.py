@@ -7,7 +7,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.routes.context import container, current_principal, json_response
+from functions.api.routes.context import current_principal, json_response
 from functions.views.account import UsageView
 from functions.views.search import (
     CoverageView,
@@ -17,6 +17,7 @@ from functions.views.search import (
     SearchRequest,
     search_view,
 )
+from shared.bootstrap import container
 from shared.domain.errors import Forbidden
 from shared.domain.usage import usage_window
 

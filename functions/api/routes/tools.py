@@ -9,10 +9,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import Field
 
-from functions.api.routes.context import container, current_principal, json_response
+from functions.api.routes.context import current_principal, json_response
 from functions.tools.dispatcher import ToolDispatcher, UnknownTool
 from functions.tools.models import Refusal
 from functions.views.base import ApiModel
+from shared.bootstrap import container
 from shared.domain.errors import InvalidRequest
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]

@@ -4,8 +4,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import TypeAdapter, ValidationError
 
-from functions.api.routes.context import container, current_principal, json_response, parse_id
+from functions.api.routes.context import current_principal, json_response, parse_id
 from functions.views.writing import ProposalRequest, ProposalView, ReplacementRequest, ReplacementView
+from shared.bootstrap import container
 from shared.domain.errors import InvalidRequest
 from shared.domain.proposals import Operation
 

@@ -24,6 +24,7 @@ from shared.domain.answers import (
 from shared.domain.auth import Principal, Role, with_role
 from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.search import SearchFilters, SearchMode
+from shared.services.answers import AnswerTuning
 from tests.builders.writing_services import WritingServices
 from tests.scripted_converse import SCRIPTED_MODEL, Fails, claim, drafted, prose, scripted_generator
 
@@ -197,7 +198,7 @@ def test_the_same_index_and_question_give_byte_identical_answers() -> None:
     moment = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
     def computed() -> str:
-        service = services.answers(clock=lambda: moment, cache_lifetime=timedelta(seconds=-1))
+        service = services.answers(clock=lambda: moment, tuning=AnswerTuning(cache_lifetime=timedelta(seconds=-1)))
         answer = service.answer(reader(), keyword("What happens to annual leave and why did checkout fail?"))
         return answer.model_copy(update={"answer_id": "-"}).model_dump_json()
 

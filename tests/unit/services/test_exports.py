@@ -12,7 +12,7 @@ import pytest
 
 from shared.domain.auth import Principal
 from shared.domain.document import Block, BlockKind
-from shared.domain.errors import InvalidRequest, NotFound, NotReady
+from shared.domain.errors import DocumentNotReady, InvalidRequest, NotFound
 from shared.domain.exports import ExportFormat, ExportKind, ExportRecord, ExportState, RenderFailed, RenderJob
 from shared.domain.files import ProcessingState, VersionState
 from shared.services.artifacts import ContentInput
@@ -224,8 +224,10 @@ def test_a_stored_file_converts_through_its_block_list_once_it_is_extracted() ->
     with pytest.raises(InvalidRequest, match="itself an export"):
         services.exports.convert_file(ANN, done.file_id, version_id=None, export_format=ExportFormat.PDF)
     waiting = services.stored_file(ANN, b"# Not yet\n", filename="later.md", media_type="text/markdown")
-    with pytest.raises(NotReady, match="can be converted once it is extracted"):
+    # Refused by the one rule every reader of a document goes by: not yet extracted, so worth trying again.
+    with pytest.raises(DocumentNotReady, match="try again shortly") as not_yet:
         services.exports.convert_file(ANN, waiting.file_id, version_id=None, export_format=ExportFormat.PDF)
+    assert (not_yet.value.code, not_yet.value.retryable) == ("not_ready", True)
     with pytest.raises(NotFound) as missing:
         services.exports.convert_file(ANN, source.file_id, version_id=uuid.uuid4(), export_format=ExportFormat.PDF)
     assert missing.value.field == "versionId"

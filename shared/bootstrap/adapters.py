@@ -1,0 +1,439 @@
+"""The adapters one process uses, built when first asked for (a cold start pays only for what it touches): the ones
+both runtimes share (PostgreSQL, the S3 API, the parsers and renderers) in `Adapters`, and the ones that differ each
+in one place, `LocalAdapters` (the embedded stack) and `AwsAdapters`. `adapters_for(settings, **given)` picks one;
+what `given` names (a fake, in a test) is used instead of what would be built."""
+
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from shared.adapters.local.unavailable import (
+    UnavailableEmbedder,
+    UnavailableGenerator,
+    UnavailableMalwareScanning,
+    UnavailableRenderQueue,
+    UnavailableSummarizer,
+    UnavailableTranscription,
+    UnavailableVision,
+    UnavailableWorkflow,
+)
+from shared.bootstrap.clients import AwsClients
+from shared.config import Settings
+from shared.domain.exports import RenderJob
+from shared.domain.workflow import ProcessVersion
+from shared.ports import (
+    AnswerStore,
+    ArtifactStore,
+    DocumentParser,
+    DocumentSummarizer,
+    EmbeddingProvider,
+    ExportStore,
+    FileContentStore,
+    FileMetadataStore,
+    Generator,
+    KeywordIndex,
+    KnowledgeStore,
+    MalwareScanning,
+    OcrProvider,
+    PageRasterizer,
+    PdfOperations,
+    RenderQueue,
+    ReplacementStore,
+    SweepProgress,
+    TitleIndex,
+    TokenVerifier,
+    ToolCallAudit,
+    TranscriptionProvider,
+    UsageLedger,
+    VectorIndex,
+    VisionProvider,
+    Workflow,
+)
+
+if TYPE_CHECKING:
+    from shared.adapters.postgres.database import Database
+
+_NO_LOCAL_VISION = "no vision model runs locally; on AWS set QUIRE_VISION_MODEL_ID to a Bedrock image model"
+_NO_VISION_MODEL = "QUIRE_VISION_MODEL_ID is not set, so no image descriptions are made"
+_NO_LOCAL_MALWARE_SCANNER = (
+    "no malware scanner runs locally: uploads are processed unscanned; on AWS an environment's malware_scanning"
+    " setting turns on GuardDuty Malware Protection for S3"
+)
+_MALWARE_SCANNING_OFF = "malware scanning is off in this environment (infra/environments.py malware_scanning)"
+_NO_LOCAL_TRANSCRIPTION = "no transcription engine runs locally; on AWS Amazon Transcribe provides it"
+_NO_TRANSCRIBE = "the Amazon Transcribe adapter is not in this build yet"
+_NO_LOCAL_GENERATOR = "no text generator runs locally: answers are evidence only"
+_NO_ANSWER_MODEL = "QUIRE_ANSWER_MODEL_ID is not set: answers are evidence only"
+_NO_LOCAL_SUMMARIZER = "no text generator runs locally: summaries are extractive outlines"
+_NO_SUMMARY_MODEL = "QUIRE_SUMMARY_MODEL_ID is not set: summaries are extractive outlines"
+
+
+class ConfigurationError(Exception):
+    """Settings that cannot build a working composition; the message names the setting to fix."""
+
+
+class Adapters:
+    """What both runtimes build the same way. SDK-backed adapters are imported where they are built: a function
+    that never touches the database never imports psycopg."""
+
+    def __init__(self, settings: Settings, **given: Any) -> None:
+        self.settings = settings
+        self.clients = AwsClients(settings)
+        # The workflow runs the pipeline, and the render queue the export service, in the local stack: the
+        # container says how, once it is built (`bind`).
+        self._runs: Callable[[ProcessVersion], object] = _unbound
+        self._renders: Callable[[RenderJob], object] = _unbound
+        for name, adapter in given.items():
+            if not isinstance(getattr(type(self), name, None), cached_property):
+                raise TypeError(f"{type(self).__name__} builds no adapter named {name!r}")
+            self.__dict__[name] = adapter
+
+    def bind(self, *, runs: Callable[[ProcessVersion], object], renders: Callable[[RenderJob], object]) -> None:
+        """What the local workflow runs and the local render queue renders: the first container's pipeline and
+        export service (another container over the same adapters, a tuned one, leaves them be)."""
+        if self._runs is _unbound:
+            self._runs, self._renders = runs, renders
+
+    def _run(self, request: ProcessVersion) -> object:
+        return self._runs(request)  # looked up per run: `bind` may come after the workflow is built
+
+    def _render(self, job: RenderJob) -> object:
+        return self._renders(job)
+
+    @property
+    def local(self) -> bool:
+        return self.settings.runtime == "local"
+
+    @cached_property
+    def database(self) -> "Database":
+        from shared.adapters.postgres.database import Database, IamEndpoint, rds_auth_token
+
+        settings = self.settings
+        if settings.database_iam_auth:
+            host, name, user = settings.database_host, settings.database_name, settings.database_user
+            if host is None or name is None or user is None:
+                raise ConfigurationError(
+                    "QUIRE_DATABASE_IAM_AUTH needs QUIRE_DATABASE_HOST, QUIRE_DATABASE_NAME and QUIRE_DATABASE_USER"
+                )
+            from botocore.httpsession import get_cert_path
+
+            endpoint = IamEndpoint(
+                host=host,
+                port=settings.database_port,
+                dbname=name,
+                user=user,
+                region=settings.region,
+                # RDS Proxy presents an ACM certificate, which chains to the Amazon roots in the CA bundle
+                # botocore trusts: the proxy's name and certificate are verified, not just encrypted.
+                sslmode="verify-full",
+                sslrootcert=get_cert_path(True),
+            )
+            return Database.with_iam_auth(
+                endpoint, rds_auth_token(self.clients.rds, endpoint), max_size=settings.database_pool_size
+            )
+        if settings.database_url is None:
+            raise ConfigurationError("QUIRE_DATABASE_URL is not set (the application role's connection)")
+        return Database(settings.database_url.get_secret_value(), max_size=settings.database_pool_size)
+
+    @cached_property
+    def file_metadata(self) -> FileMetadataStore:
+        from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
+
+        return PostgresFileMetadataStore(self.database)
+
+    @cached_property
+    def content(self) -> FileContentStore:
+        from shared.adapters.aws.s3_content_store import S3ContentStore
+
+        return S3ContentStore(self.clients.tenant_scoped(self.clients.s3), self.settings.bucket)
+
+    @cached_property
+    def knowledge(self) -> KnowledgeStore:
+        from shared.adapters.postgres.knowledge import PostgresKnowledgeStore
+
+        return PostgresKnowledgeStore(self.database)
+
+    @cached_property
+    def vector_index(self) -> VectorIndex:
+        from shared.adapters.postgres.vector_lane import PostgresVectorIndex
+
+        return PostgresVectorIndex(self.database)
+
+    @cached_property
+    def keyword_index(self) -> KeywordIndex:
+        from shared.adapters.postgres.keyword_lane import PostgresKeywordIndex
+
+        return PostgresKeywordIndex(self.database)
+
+    @cached_property
+    def title_index(self) -> TitleIndex:
+        from shared.adapters.postgres.title_lane import PostgresTitleIndex
+
+        return PostgresTitleIndex(self.database)
+
+    @cached_property
+    def usage_ledger(self) -> UsageLedger:
+        from shared.adapters.postgres.usage import PostgresUsageLedger
+
+        return PostgresUsageLedger(self.database)
+
+    @cached_property
+    def tool_audit(self) -> ToolCallAudit:
+        from shared.adapters.postgres.tool_calls import PostgresToolCallAudit
+
+        return PostgresToolCallAudit(self.database)
+
+    @cached_property
+    def answer_store(self) -> AnswerStore:
+        from shared.adapters.postgres.answers import PostgresAnswerStore
+
+        return PostgresAnswerStore(self.database)
+
+    @cached_property
+    def artifact_store(self) -> ArtifactStore:
+        from shared.adapters.postgres.artifacts import PostgresArtifactStore
+
+        return PostgresArtifactStore(self.database)
+
+    @cached_property
+    def export_store(self) -> ExportStore:
+        from shared.adapters.postgres.exports import PostgresExportStore
+
+        return PostgresExportStore(self.database)
+
+    @cached_property
+    def replacement_store(self) -> ReplacementStore:
+        from shared.adapters.postgres.replacements import PostgresReplacementStore
+
+        return PostgresReplacementStore(self.database)
+
+    @cached_property
+    def sweep_progress(self) -> SweepProgress:
+        from shared.adapters.postgres.sweep_progress import PostgresSweepProgress
+
+        return PostgresSweepProgress(self.database)
+
+    @cached_property
+    def page_rasterizer(self) -> PageRasterizer:
+        from shared.adapters.renderers.page_image import PdfiumPageRasterizer
+
+        return PdfiumPageRasterizer()
+
+    @cached_property
+    def pdf_operations(self) -> PdfOperations:
+        from shared.adapters.pdf_operations import PypdfOperations
+
+        return PypdfOperations()
+
+    @cached_property
+    def markdown_parser(self) -> DocumentParser:
+        from shared.adapters.parsers.markdown import MarkdownParser
+
+        return MarkdownParser()
+
+    # What each runtime builds its own way: `LocalAdapters` and `AwsAdapters`.
+
+    @cached_property
+    def workflow(self) -> Workflow:
+        raise NotImplementedError
+
+    @cached_property
+    def render_queue(self) -> RenderQueue:
+        raise NotImplementedError
+
+    @cached_property
+    def token_verifier(self) -> TokenVerifier:
+        raise NotImplementedError
+
+    @cached_property
+    def embedder(self) -> EmbeddingProvider:
+        raise NotImplementedError
+
+    @cached_property
+    def ocr(self) -> OcrProvider:
+        raise NotImplementedError
+
+    @cached_property
+    def vision(self) -> VisionProvider:
+        raise NotImplementedError
+
+    @cached_property
+    def transcription(self) -> TranscriptionProvider:
+        raise NotImplementedError
+
+    @cached_property
+    def malware_scanning(self) -> MalwareScanning:
+        raise NotImplementedError
+
+    @cached_property
+    def generator(self) -> Generator:
+        raise NotImplementedError
+
+    @cached_property
+    def summarizer(self) -> DocumentSummarizer:
+        raise NotImplementedError
+
+
+class LocalAdapters(Adapters):
+    """The embedded stack (`quire up`): the pipeline and renders run in this process, the engines that run on one
+    machine (onnxruntime's embedder, RapidOCR), and an honest "unavailable" for what has no local engine."""
+
+    @cached_property
+    def workflow(self) -> Workflow:
+        from shared.adapters.local.workflow import InProcessWorkflow
+
+        return InProcessWorkflow(self._run)
+
+    @cached_property
+    def render_queue(self) -> RenderQueue:
+        from shared.adapters.local.render_queue import InProcessRenderQueue
+
+        return InProcessRenderQueue(self._render)
+
+    @cached_property
+    def token_verifier(self) -> TokenVerifier:
+        """The local stack's own tokens (the key shared/local/supervisor.py hands the local API)."""
+        from shared.adapters.local.jwt_tokens import LocalTokenVerifier
+        from shared.adapters.local.secret_files import read_or_create_secret
+
+        if self.settings.jwt_secret_file is None:
+            raise ConfigurationError("QUIRE_JWT_SECRET_FILE is not set (the local stack's token key)")
+        return LocalTokenVerifier(read_or_create_secret(self.settings.jwt_secret_file))
+
+    @cached_property
+    def embedder(self) -> EmbeddingProvider:
+        from shared.adapters.local.onnx_embeddings import OnnxMiniLmEmbedder
+
+        return OnnxMiniLmEmbedder(dimension=self.settings.embedding_dimension)
+
+    @cached_property
+    def ocr(self) -> OcrProvider:
+        from shared.adapters.local.rapid_ocr import RapidOcr
+
+        return RapidOcr()
+
+    @cached_property
+    def vision(self) -> VisionProvider:
+        return UnavailableVision(_NO_LOCAL_VISION)
+
+    @cached_property
+    def transcription(self) -> TranscriptionProvider:
+        return UnavailableTranscription(_NO_LOCAL_TRANSCRIPTION)
+
+    @cached_property
+    def malware_scanning(self) -> MalwareScanning:
+        return UnavailableMalwareScanning(_NO_LOCAL_MALWARE_SCANNER)
+
+    @cached_property
+    def generator(self) -> Generator:
+        return UnavailableGenerator(_NO_LOCAL_GENERATOR)
+
+    @cached_property
+    def summarizer(self) -> DocumentSummarizer:
+        return UnavailableSummarizer(_NO_LOCAL_SUMMARIZER)
+
+
+class AwsAdapters(Adapters):
+    """Lambda: Step Functions, the render function, Cognito's tokens, Bedrock, Textract and GuardDuty, each only
+    where its setting names it (else an "unavailable" that names the setting)."""
+
+    @cached_property
+    def workflow(self) -> Workflow:
+        if self.settings.state_machine_arn is None:
+            return UnavailableWorkflow("QUIRE_STATE_MACHINE_ARN is not set, so no processing can be started")
+        from shared.adapters.aws.step_functions_workflow import StepFunctionsWorkflow
+
+        return StepFunctionsWorkflow(self.clients.stepfunctions, self.settings.state_machine_arn)
+
+    @cached_property
+    def render_queue(self) -> RenderQueue:
+        if self.settings.render_function_name is None:
+            return UnavailableRenderQueue("QUIRE_RENDER_FUNCTION_NAME is not set, so no export can be rendered")
+        from shared.adapters.aws.lambda_render_queue import LambdaRenderQueue
+
+        return LambdaRenderQueue(self.clients.lambda_, self.settings.render_function_name)
+
+    @cached_property
+    def token_verifier(self) -> TokenVerifier:
+        """Cognito access tokens with the gateway authorizer's checks (the MCP server's; the REST API's are
+        verified by the gateway)."""
+        settings = self.settings
+        issuer, client_ids = settings.cognito_issuer_url, settings.cognito_client_ids
+        if issuer is None or not client_ids:
+            raise ConfigurationError("verifying tokens needs QUIRE_COGNITO_ISSUER_URL and QUIRE_COGNITO_CLIENT_IDS")
+        from shared.adapters.aws.cognito_tokens import CognitoTokenVerifier
+
+        try:
+            return CognitoTokenVerifier.for_user_pool(
+                issuer, client_ids, settings.cognito_required_scope, jwks_snapshot=settings.cognito_jwks
+            )
+        except ValueError as error:
+            raise ConfigurationError(f"QUIRE_COGNITO_*: {error}") from error
+
+    @cached_property
+    def embedder(self) -> EmbeddingProvider:
+        from shared.adapters.aws.bedrock_embeddings import BedrockTitanEmbedder
+
+        dimension = self.settings.embedding_dimension
+        try:
+            return BedrockTitanEmbedder.from_region(
+                self.settings.region, dimension=dimension, model_id=self.settings.bedrock_embedding_model_id
+            )
+        except ValueError as error:  # a dimension Titan does not offer: said, not guessed around
+            return UnavailableEmbedder(str(error), dimension=dimension)
+
+    @cached_property
+    def ocr(self) -> OcrProvider:
+        from shared.adapters.aws.textract_ocr import TextractOcr
+
+        return TextractOcr.from_region(
+            self.settings.region, bucket=self.settings.bucket, scoped=self.clients.tenant_scoped
+        )
+
+    @cached_property
+    def vision(self) -> VisionProvider:
+        if self.settings.vision_model_id is None:
+            return UnavailableVision(_NO_VISION_MODEL)
+        from shared.adapters.aws.bedrock_vision import BedrockConverseVision
+
+        return BedrockConverseVision.from_region(self.settings.region, self.settings.vision_model_id)
+
+    @cached_property
+    def transcription(self) -> TranscriptionProvider:
+        return UnavailableTranscription(_NO_TRANSCRIBE)
+
+    @cached_property
+    def malware_scanning(self) -> MalwareScanning:
+        if self.settings.malware_scanning == "off":
+            return UnavailableMalwareScanning(_MALWARE_SCANNING_OFF)
+        from shared.adapters.aws.guardduty_scanning import GuardDutyMalwareScanning
+
+        return GuardDutyMalwareScanning()
+
+    @cached_property
+    def generator(self) -> Generator:
+        """A model's structured draft of an answer (POST /v1/answer); without one, answers are evidence only."""
+        if self.settings.answer_model_id is None:
+            return UnavailableGenerator(_NO_ANSWER_MODEL)
+        from shared.adapters.aws.bedrock_answers import BedrockConverseGenerator
+
+        return BedrockConverseGenerator.from_region(self.settings.region, self.settings.answer_model_id)
+
+    @cached_property
+    def summarizer(self) -> DocumentSummarizer:
+        """A model's cited summary of one document (summarize_document); without one, the tool's outline."""
+        if self.settings.summary_model_id is None:
+            return UnavailableSummarizer(_NO_SUMMARY_MODEL)
+        from shared.adapters.aws.bedrock_summaries import BedrockConverseSummarizer
+
+        return BedrockConverseSummarizer.from_region(self.settings.region, self.settings.summary_model_id)
+
+
+def adapters_for(settings: Settings, **given: Any) -> Adapters:
+    """The runtime's adapter set; what `given` names is used instead of what it would build."""
+    kind = LocalAdapters if settings.runtime == "local" else AwsAdapters
+    return kind(settings, **given)
+
+
+def _unbound(_: object) -> object:
+    raise RuntimeError("these adapters were not bound to a container (Container(settings, adapters) binds them)")
