@@ -5,6 +5,9 @@ model's reading of an image). They are kept apart all the way to the citation, s
 quote from an inference (seeds/000 "OCR and vision").
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.domain.usage import Usage
@@ -37,6 +40,24 @@ class BoundingBox(BaseModel):
     @property
     def bottom(self) -> float:
         return self.top + self.height
+
+
+@dataclass(frozen=True)
+class OcrSource:
+    """The original a page range is read from: engines that read storage themselves (Textract) use the
+    key and version, engines that need the bytes (RapidOCR) call `read`, so nobody reads what they do not use."""
+
+    media_type: str
+    # 1-based pages of a PDF or multi-page TIFF to read, ascending; None reads every page (an image).
+    pages: tuple[int, ...] | None
+    # Pages in the original when known: an engine reading all of them can use the original as it is.
+    page_count: int | None
+    storage_key: str
+    storage_version_id: str | None
+    read: Callable[[], bytes]
+    # Names this read (version and attempt): a re-delivered start is the same read and gets the same job;
+    # a real re-run (a new attempt, a rescan) gets a new one.
+    run_id: str = ""
 
 
 class RecognizedSegment(BaseModel):

@@ -1,0 +1,71 @@
+"""Ports: every managed service Quire uses sits behind one of these Protocols, grouped by capability.
+
+Each port has an AWS adapter and an embedded local adapter (docs/architecture.md, "Ports and their
+adapters"); services take ports as arguments and never import an SDK. The docstrings are the contracts
+adapters must keep. Every port is importable from here, as it was when this was one module.
+"""
+
+from shared.domain.recognition import OcrSource
+from shared.ports.documents import ArtifactRenderer, DocumentParser, PageRasterizer, PdfOperations
+from shared.ports.files import (
+    MAX_SIGNED_READ_LIFETIME,
+    FileCatalog,
+    FileContentStore,
+    FileMetadataStore,
+    HealthProbe,
+    ProcessingAttempts,
+    ReconciliationQueries,
+    SweepProgress,
+    Workflow,
+)
+from shared.ports.models import (
+    CapabilityPort,
+    DocumentSummarizer,
+    EmbeddingProvider,
+    Generator,
+    OcrProvider,
+    TranscriptionProvider,
+    VisionProvider,
+)
+from shared.ports.search import KeywordIndex, KnowledgeStore, Reranker, TitleIndex, VectorIndex
+from shared.ports.security import AuthorizationPolicy, MalwareScanning, TokenVerifier, ToolCallAudit, UsageLedger
+from shared.ports.writing import AnswerStore, ArtifactStore, ExportStore, RenderQueue, ReplacementStore
+
+__all__ = [
+    "MAX_SIGNED_READ_LIFETIME",
+    "AnswerStore",
+    "ArtifactRenderer",
+    "ArtifactStore",
+    "AuthorizationPolicy",
+    "CapabilityPort",
+    "DocumentParser",
+    "DocumentSummarizer",
+    "EmbeddingProvider",
+    "ExportStore",
+    "FileCatalog",
+    "FileContentStore",
+    "FileMetadataStore",
+    "Generator",
+    "HealthProbe",
+    "KeywordIndex",
+    "KnowledgeStore",
+    "MalwareScanning",
+    "OcrProvider",
+    "OcrSource",
+    "PageRasterizer",
+    "PdfOperations",
+    "ProcessingAttempts",
+    "ReconciliationQueries",
+    "RenderQueue",
+    "ReplacementStore",
+    "Reranker",
+    "SweepProgress",
+    "TitleIndex",
+    "TokenVerifier",
+    "ToolCallAudit",
+    "TranscriptionProvider",
+    "UsageLedger",
+    "VectorIndex",
+    "VisionProvider",
+    "Workflow",
+]

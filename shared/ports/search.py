@@ -1,0 +1,125 @@
+"""Search: the chunks of indexed versions and the lanes that rank them.
+
+The docstrings are the contracts adapters keep (docs/architecture.md, "Ports and their adapters").
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+from uuid import UUID
+
+from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite, RankedChunk
+from shared.domain.search import ChunkSnapshot, SearchFilters
+from shared.domain.titles import DirectChunk, NamedTitle
+
+
+class KnowledgeStore(Protocol):
+    """Chunks of indexed file versions. Only the newest indexed version of a file has chunks."""
+
+    def replace_chunks(
+        self,
+        tenant_id: str,
+        version_id: UUID,
+        chunks: Iterable[IndexedChunk],
+        result: IndexingResult,
+        *,
+        attempt: int | None,
+    ) -> IndexWrite:
+        """In one transaction: check the version is still stored and held (by processing `attempt` in
+        `indexing`, or, for a re-index with attempt None, still `indexed`), remove every chunk of the
+        file, insert these (consumed as they are written: an iterator is never held whole), and record
+        `result` on the version (processing becomes `indexed`). A file being deleted, or a version
+        superseded by a newer indexed one, gets no chunks. The chunks carry the file's collection as it is at
+        this write (read under the file's lock), not the one they were made with: a file moved while it was
+        processed is indexed where it is now."""
+        ...
+
+    def versions_to_reindex(
+        self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
+    ) -> list[tuple[UUID, UUID]]:
+        """(file, version) of indexed versions with chunks embedded by another model or not at all; derived
+        from what is stored, so an interrupted re-index resumes with no cursor."""
+        ...
+
+    def coverage(
+        self, tenant_id: str, collections: frozenset[str], embedding_model: str
+    ) -> list[CollectionCoverage]: ...
+
+    def snapshots(self, tenant_id: str, collections: frozenset[str], chunk_ids: Sequence[str]) -> list[ChunkSnapshot]:
+        """The stored chunks among `chunk_ids` in `collections` (a hit outside them is never hydrated)."""
+        ...
+
+
+class VectorIndex(Protocol):
+    """Nearest neighbours over chunk embeddings (pgvector HNSW with iterative scan)."""
+
+    def nearest(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        embedding: Sequence[float],
+        *,
+        embedding_model: str,
+        limit: int,
+        filters: SearchFilters,
+    ) -> list[RankedChunk]:
+        """Only chunks of `collections` (required; empty means none) and `filters`, embedded by
+        `embedding_model`, are candidates, filtered inside the scan before ranking. Scores are
+        (cosine + 1) / 2, best first; the caller applies the floor."""
+        ...
+
+
+class KeywordIndex(Protocol):
+    """Lexical ranking over the same chunks: BM25 with statistics kept per tenant and collection."""
+
+    def search(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        query: str,
+        *,
+        limit: int,
+        filters: SearchFilters,
+        k1: float,
+        b: float,
+    ) -> list[RankedChunk]:
+        """Only chunks of `collections` (required) and `filters` are candidates; stopwords are stripped
+        from `query`, identifiers (ERR-4021, Q3-2026) kept whole; any query term may match (OR)."""
+        ...
+
+
+class TitleIndex(Protocol):
+    """Indexed documents by their complete titles (first heading, filename without extension), for the title
+    lane: written and removed with a version's chunks by the KnowledgeStore."""
+
+    def named(
+        self, tenant_id: str, collections: frozenset[str], keys: Sequence[str], *, filters: SearchFilters
+    ) -> list[NamedTitle]:
+        """The documents of `collections` (required), under `filters`, with a title whose key is one of `keys`
+        (shared/domain/titles.py), found by key equality: never a scan of the titles."""
+        ...
+
+    def direct_chunks(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        version_ids: Sequence[str],
+        *,
+        candidates: Iterable[str],
+        embedding: Sequence[float] | None,
+        embedding_model: str,
+        per_document: int,
+    ) -> list[DirectChunk]:
+        """The `candidates` (chunk ids the lanes found) that belong to `version_ids`, `found`; then, for each
+        version none of whose chunks is a candidate, its best `per_document` chunks (nearest to `embedding`
+        when given and the version is embedded with `embedding_model`, else its first), in `version_ids`
+        order."""
+        ...
+
+
+class Reranker(Protocol):
+    """Reorders fused candidates (the built-in identifier booster; a cross-encoder where one runs)."""
+
+    def rerank(self, query: str, candidates: Sequence[tuple[str, str]]) -> list[str]:
+        """(chunk id, text) in fusion order → chunk ids best first. Returning nothing (or ids it was not
+        given) means "no opinion": retrieval keeps fusion order rather than an empty result."""
+        ...
