@@ -39,10 +39,17 @@ from shared.domain.answers import (
     Refusal,
     RefusalReason,
 )
-from shared.domain.chunking import BLOCK_SEPARATOR, sentence_spans
 from shared.domain.knowledge import ChunkRegion
 from shared.domain.search import Citation, CitedKind, SearchFilters, excerpt_of, matching_regions, query_terms
-from shared.domain.summaries import contains_token, normalised, quote_fits, stated_figures
+from shared.domain.text import (
+    BLOCK_SEPARATOR,
+    CELL_SEPARATOR,
+    contains_token,
+    normalised,
+    quote_fits,
+    sentence_spans,
+    stated_figures,
+)
 
 MAX_EVIDENCE = 8
 # The generator sends at most this many blocks (its own bound, shared/adapters/aws/bedrock_answers.py): what is
@@ -395,18 +402,15 @@ def sentences_of(piece: Evidence) -> list[Sentence]:
     found: list[Sentence] = []
     offset = 0
     for block in body.split(BLOCK_SEPARATOR):
-        lines = block.split("\n") if " | " in block else [block]
-        line_offset = offset
-        for line in lines:
-            for start, end in sentence_spans(line):
-                text = line[start:end]
-                if len(text) >= MIN_SENTENCE_CHARACTERS and any(character.isalpha() for character in text):
-                    clipped = _clipped(text, MAX_CLAIM_CHARACTERS)
-                    begin = line_offset + start
-                    found.append(Sentence(piece.evidence_id, begin, begin + len(clipped), clipped))
-                if len(found) == MAX_SENTENCES_PER_EVIDENCE:
-                    return found
-            line_offset += len(line) + 1
+        # A table's rows are its sentences.
+        for start, end in sentence_spans(block, by_line=CELL_SEPARATOR in block):
+            text = block[start:end]
+            if len(text) >= MIN_SENTENCE_CHARACTERS and any(character.isalpha() for character in text):
+                clipped = _clipped(text, MAX_CLAIM_CHARACTERS)
+                begin = offset + start
+                found.append(Sentence(piece.evidence_id, begin, begin + len(clipped), clipped))
+            if len(found) == MAX_SENTENCES_PER_EVIDENCE:
+                return found
         offset += len(block) + len(BLOCK_SEPARATOR)
     return found
 
