@@ -24,7 +24,7 @@ LAMBDA_PYTHON = "3.12"
 LAMBDA_PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
 CODE_PACKAGES = ("functions", "shared", "migrations")
 # The local runtime (the `quire` CLI, the embedded stack) is never packaged for Lambda.
-NOT_PACKAGED = ("shared/local", "shared/cli.py")
+NOT_PACKAGED = ("shared/local", "shared/cli")
 # The repository's own packages the layer carries: data that changes with the dependencies, not with the code
 # (the fonts PDF exports are written in).
 LAYER_PACKAGES = ("quire_fonts",)

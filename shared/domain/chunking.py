@@ -17,23 +17,23 @@ from typing import Protocol, TypeVar
 from shared.domain.document import Block, BlockKind, ExtractedDocument, Location, Table
 from shared.domain.knowledge import MAX_CHUNK_REGIONS, ChunkDraft, ChunkLocation, ChunkRegion, embedded_content
 from shared.domain.layout import union
+from shared.domain.text import BLOCK_SEPARATOR, CELL_SEPARATOR, ROW_SEPARATOR, Span, block_text, sentence_spans
+from shared.domain.text import row_text as _row_text
 
-BLOCK_SEPARATOR = "\n\n"
-ROW_SEPARATOR = "\n"
-CELL_SEPARATOR = " | "
+# The text primitives are re-exported: they lived here before shared/domain/text.py.
+__all__ = [
+    "BLOCK_SEPARATOR",
+    "CELL_SEPARATOR",
+    "ROW_SEPARATOR",
+    "ChunkingStrategy",
+    "CountedSpan",
+    "Span",
+    "StructuralChunker",
+    "block_text",
+    "sentence_spans",
+]
 
-# A full stop after one of these (compared in lower case) does not end a sentence.
-_ABBREVIATIONS = frozenset(
-    {"e.g.", "i.e.", "cf.", "vs.", "al.", "approx.", "ca.", "dr.", "mr.", "mrs.", "ms.", "prof.", "sr.", "jr."}
-    | {"st.", "fig.", "figs.", "eq.", "eqs.", "vol.", "pp."}
-)
-_OPENERS = "\"'([{«\u201c\u2018"
-_CLOSERS = "\"')]}»\u201d\u2019"
-# Only from the first mark of a run: otherwise a run of thousands of dots with no space after it is rescanned from
-# each of its marks (quadratic in the run).
-_SENTENCE_END = re.compile(f"(?<![.!?…])[.!?…]+[{re.escape(_CLOSERS)}]*(?=\\s)")
 _WORD = re.compile(r"\S+")
-_INITIAL = re.compile(r"[A-Z]\.")
 _CELL_RANGE = re.compile(r"\$?([A-Za-z]{1,3})\$?(\d+)(?::\$?([A-Za-z]{1,3})\$?(\d+))?")
 
 _T = TypeVar("_T")
@@ -41,18 +41,6 @@ _T = TypeVar("_T")
 
 class ChunkingStrategy(Protocol):
     def chunk(self, document: ExtractedDocument) -> list[ChunkDraft]: ...
-
-
-def block_text(block: Block) -> str:
-    """A block as a chunk's body quotes it: its text, or a table's rows of cells joined " | ", one row a line."""
-    if block.table is None:
-        return block.text
-    return ROW_SEPARATOR.join(_row_text(row) for row in block.table.rows)
-
-
-def _row_text(row: tuple[str, ...]) -> str:
-    # A line break inside a cell would make one row two lines, and a piece could then cut a row in half.
-    return CELL_SEPARATOR.join(" ".join(cell.splitlines()) for cell in row)
 
 
 def _has_text(block: Block) -> bool:
@@ -63,45 +51,11 @@ def _has_text(block: Block) -> bool:
     return bool(block.text.strip())
 
 
-Span = tuple[int, int]
 CountedSpan = tuple[int, int, int]  # start, end, tokens
-
-
-def _stripped(text: str, start: int, end: int) -> Span | None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
 
 
 def _word_spans(text: str, start: int, end: int) -> list[Span]:
     return [(match.start(), match.end()) for match in _WORD.finditer(text, start, end)]
-
-
-def _ends_no_sentence(text: str, end: re.Match[str]) -> bool:
-    """An abbreviation ("e.g.", "Dr.") or an initial ("J. Smith") before a full stop. Decimals ("3.14") need
-    no rule: their point is not followed by white space."""
-    if end.group().rstrip(_CLOSERS) != ".":
-        return False
-    # Every abbreviation is short: a short look-back finds it without rescanning a long word.
-    words = text[max(0, end.start() - 16) : end.start() + 1].split()
-    word = words[-1].lstrip(_OPENERS) if words else ""
-    return word.lower() in _ABBREVIATIONS or _INITIAL.fullmatch(word) is not None
-
-
-def sentence_spans(text: str) -> list[Span]:
-    spans: list[Span] = []
-    start = 0
-    for end in _SENTENCE_END.finditer(text):
-        if _ends_no_sentence(text, end):
-            continue
-        if (span := _stripped(text, start, end.end())) is not None:
-            spans.append(span)
-        start = end.end()
-    if (span := _stripped(text, start, len(text))) is not None:
-        spans.append(span)
-    return spans
 
 
 def _longest_fitting(stops: Sequence[int], tokens_of: Callable[[int], int], budget: int) -> tuple[int, int] | None:

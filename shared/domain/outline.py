@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from shared.domain.document import Block, BlockKind, Location
+from shared.domain.text import Span, sentence_ends
 
 MAX_OUTLINE_SECTIONS = 100
 MAX_OUTLINE_CHARACTERS = 16_000  # headings (their whole paths) and sentences: within one reading window
@@ -24,23 +25,9 @@ MAX_HEADING_CHARACTERS = 200
 # breaks are not sentences, and a description is a vision model's inference, not the document's words.
 _PROSE = frozenset({BlockKind.PARAGRAPH, BlockKind.LIST_ITEM, BlockKind.QUOTE})
 
-# A full stop after one of these (compared in lower case) does not end a sentence.
-_ABBREVIATIONS = frozenset(
-    {"e.g.", "i.e.", "cf.", "vs.", "al.", "approx.", "ca.", "dr.", "mr.", "mrs.", "ms.", "prof.", "sr.", "jr."}
-    | {"st.", "fig.", "figs.", "eq.", "eqs.", "vol.", "pp.", "p.", "no.", "nos.", "sec.", "ch.", "art.", "etc."}
-    | {"inc.", "ltd.", "co.", "corp.", "dept.", "est.", "gen.", "gov.", "jan.", "feb.", "mar.", "apr.", "aug."}
-    | {"sept.", "sep.", "oct.", "nov.", "dec.", "ref.", "refs.", "tab.", "resp.", "viz."}
-)
-_OPENERS = "\"'([{«\u201c\u2018"
-_CLOSERS = "\"')]}»\u201d\u2019"
-# Terminal punctuation, its closing quotes, then white space and (captured) the first character of what follows.
-_TERMINAL = re.compile(f"[.!?]+[{re.escape(_CLOSERS)}]*(?=\\s+[{re.escape(_OPENERS)}]*(\\S))")
-_INITIALS = re.compile(r"[A-Z]\.|(?:[A-Za-z]\.){2,}")  # "J. Smith", "U.S. law"
-_NUMBERING = re.compile(r"[\d.]+|[IVXLivxl]+\.")  # "1." or "2.3." or "IV." opening a list item or heading
 _SPACE = re.compile(r"\s*")
 # White space and quotes looked at after terminal punctuation: beyond it, no boundary (conservative).
 _LOOKAHEAD = 64
-_ABBREVIATION_LOOKBACK = 16  # every abbreviation is shorter
 
 
 class OutlineSentence(BaseModel):
@@ -70,9 +57,6 @@ class Outline(BaseModel):
     truncated: bool  # a section, a sentence or part of a heading was left out to keep within the bounds
 
 
-Span = tuple[int, int]
-
-
 def _words_within(text: str, start: int, limit: int) -> int:
     """The end of the whole words of `text` from `start` that fit in `limit` characters (a single word longer
     than that is cut), trailing white space left out."""
@@ -95,29 +79,12 @@ def _skip_space(text: str, position: int) -> int:
     return match.end() if match else position
 
 
-def _ends_no_sentence(text: str, start: int, terminal: re.Match[str]) -> bool:
-    """An abbreviation ("e.g.", "Fig."), an initial ("J. Smith") or a list number ("1.") before a full stop."""
-    if terminal.group().rstrip(_CLOSERS) != ".":
-        return False
-    before = text[max(start, terminal.start() - _ABBREVIATION_LOOKBACK) : terminal.start() + 1]
-    words = before.split()
-    word = words[-1].lstrip(_OPENERS) if words else ""
-    if word.lower() in _ABBREVIATIONS or _INITIALS.fullmatch(word):
-        return True
-    return len(words) == 1 and terminal.start() - start < _ABBREVIATION_LOOKBACK and bool(_NUMBERING.fullmatch(word))
-
-
 def _sentence_end(text: str, start: int) -> int | None:
     """Where the sentence from `start` ends (after its punctuation and closing quotes), if it ends cleanly within
     MAX_SENTENCE_CHARACTERS: before white space and a capital letter or a digit."""
     window_end = min(len(text), start + MAX_SENTENCE_CHARACTERS + _LOOKAHEAD)
-    for terminal in _TERMINAL.finditer(text, start, window_end):
-        if terminal.end() - start > MAX_SENTENCE_CHARACTERS:
-            return None
-        following = terminal.group(1)
-        if (following.isupper() or following.isdigit()) and not _ends_no_sentence(text, start, terminal):
-            return terminal.end()
-    return None
+    end = next(sentence_ends(text, start, window_end, only_before_capitals=True), None)
+    return end if end is not None and end - start <= MAX_SENTENCE_CHARACTERS else None
 
 
 def _leading_sentences(text: str, count: int) -> list[tuple[Span, bool]]:

@@ -18,10 +18,11 @@ Dropped sentences are counted, so a reader can tell a short summary from a heavi
 """
 
 import re
-import unicodedata
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from shared.domain.text import contains_token, normalised, quote_fits, stated_figures
 
 MAX_SUMMARY_SENTENCES = 20
 MAX_SUMMARY_SENTENCE_CHARACTERS = 400
@@ -29,11 +30,23 @@ MAX_SUMMARY_SENTENCE_CHARACTERS = 400
 # of a whole long block would otherwise carry the block into every answer.
 MAX_QUOTE_CHARACTERS = 300
 
-_SPACE = re.compile(r"\s+")
-# A token: letters and digits, joined by . / : - _ inside it (v2.1, ERR-4021, 2026-03-01, 12:30, a_b).
-_TOKEN = re.compile(r"[^\W_](?:[\w./:-]*[^\W_])?")
-# An all-capitals code joined by a hyphen or underscore, digits or not (SKU-ABX, HTTP_PROXY).
-_CODE = re.compile(r"(?<![\w-])[A-Z]{2,}(?:[-_][A-Z0-9]+)+(?![\w-])")
+# The quote and figure checks are re-exported: they lived here before shared/domain/text.py.
+__all__ = [
+    "MAX_QUOTE_CHARACTERS",
+    "MAX_SUMMARY_SENTENCES",
+    "MAX_SUMMARY_SENTENCE_CHARACTERS",
+    "DraftCitation",
+    "DraftSentence",
+    "GeneratedSummary",
+    "SummarySentence",
+    "ValidatedSentences",
+    "contains_token",
+    "normalised",
+    "quote_fits",
+    "stated_figures",
+    "validated_summary",
+]
+
 # List markers a model may put before a sentence despite being asked for prose.
 _LIST_MARKER = re.compile(r"^(?:[-*\u2022\u2013]\s+|\d{1,2}[.)]\s+)")
 
@@ -96,35 +109,6 @@ class GeneratedSummary(BaseModel):
     last_block_clipped: bool = False
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
-
-
-def normalised(text: str) -> str:
-    """NFC, every run of white space one space, no white space at either end: how quotes are compared."""
-    return _SPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
-
-
-def quote_fits(quote: str, blocks_text: Sequence[str]) -> bool:
-    """Whether `quote` is a verbatim substring of these blocks (white space normalised). Over several blocks it
-    may run from one into the next, whether the model joined them with white space or with nothing."""
-    wanted = normalised(quote)
-    if not wanted:
-        return False
-    texts = [normalised(text) for text in blocks_text]
-    return any(wanted in text for text in texts) or (
-        len(texts) > 1 and (wanted in " ".join(texts) or wanted in "".join(texts))
-    )
-
-
-def stated_figures(text: str) -> list[str]:
-    """The numbers and identifiers `text` states, case-folded: tokens holding a digit, and all-capitals codes."""
-    figures = [token for token in _TOKEN.findall(text) if any(ch.isdigit() for ch in token)]
-    figures.extend(_CODE.findall(text))
-    return list(dict.fromkeys(figure.casefold() for figure in figures))
-
-
-def contains_token(text: str, token: str) -> bool:
-    # As a whole token: ERR-402 must not be found inside ERR-4021, nor 12 inside 2012.
-    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
 
 
 def _clipped_quote(quote: str) -> str:

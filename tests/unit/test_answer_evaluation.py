@@ -1,14 +1,21 @@
-"""The answer evaluation's metrics (shared/local/answer_evaluation.py), over observations built by hand."""
+"""The answer evaluation's pure parts (shared/local/answer_evaluation/): the metrics over observations built by
+hand, the labelled sets and the per-ask JSON, none of them needing a stack."""
 
 import pytest
 
 from shared.domain.answers import AnswerOutcome
-from shared.local.answer_evaluation import (
+from shared.local.answer_evaluation.labels import (
     RESTRICTED,
-    CitedChunk,
     Expectation,
     Gold,
     LabelledQuestion,
+    decoy_dataset,
+    demo_questions,
+    load_labels,
+    scifact_questions,
+)
+from shared.local.answer_evaluation.metrics import (
+    CitedChunk,
     Observation,
     at_floor,
     citation_precision,
@@ -16,12 +23,15 @@ from shared.local.answer_evaluation import (
     cross_tenant_citations,
     gold_passage_recall,
     latency,
+    metrics,
     percentile,
     recall_at,
     refusal_correctness,
     resolvability,
     verbatim_share,
 )
+from shared.local.answer_evaluation.report import observations_json
+from shared.local.evaluation import Dataset
 
 
 def cited(
@@ -160,3 +170,57 @@ def test_a_higher_floor_keeps_the_claims_scoring_at_least_it_and_refuses_when_no
     assert none.refused and none.refusal == "insufficient_evidence" and none.citations == ()
     refused = observed(UNANSWERABLE, refused=True)
     assert at_floor(refused, 0.6) is refused
+
+
+def test_metrics_gathers_every_figure_and_counts_the_questions_of_each_class_once() -> None:
+    items = [
+        observed(ANSWERABLE, (cited(1, True), cited(2, False, foreign=True)), claims=2, verbatim=2),
+        observed(ANSWERABLE, (cited(1, True),), own=False),
+        observed(UNANSWERABLE, refused=True),
+    ]
+    figures = metrics(items)
+    assert figures["questions"] == {"answerable": 1, "unanswerable": 1, "unauthorised": 0}
+    assert (figures["recall@1"], figures["citation_precision"], figures["verbatim_share"]) == (1.0, 0.5, 1.0)
+    assert (figures["citations_checked"], figures["cross_tenant_citations"], figures["asked_by_other_tenant"]) == (
+        3,
+        1,
+        1,
+    )
+    assert figures["refusal_correctness_by_class"] == {"answerable": 1.0, "unanswerable": 1.0, "unauthorised": None}
+
+
+def test_each_ask_as_json_names_its_question_its_cited_documents_and_whether_it_was_right() -> None:
+    own, other = observed(ANSWERABLE, (cited(1, True),)), observed(UNANSWERABLE, refused=True, own=False)
+    first, second = observations_json([own, other])
+    assert (first["id"], first["expect"], first["correct"], first["cited"]) == ("q", "answerable", True, ["doc"])
+    assert second["correct"] is None  # another tenant's ask is not scored
+    assert not {"question", "citations", "stages", "claim_citations"} & set(first)
+
+
+SCIFACT = Dataset(
+    corpus={},
+    queries={f"{n}": f"claim {n}" for n in range(10)},
+    # Claims 0 and 1 share a gold document; every claim also has an ungraded one.
+    qrels={f"{n}": {f"d{max(n, 1)}": 1, f"z{n}": 0} for n in range(10)},
+)
+LABELS = {"scifact": {"seed": 3, "answerable": 3, "unauthorised": 2, "unanswerable": ["Who won in 1900?"]}}
+
+
+def test_the_scifact_sample_is_seeded_and_no_unauthorised_gold_is_an_answerable_claims() -> None:
+    questions = scifact_questions(SCIFACT, LABELS)
+    assert questions == scifact_questions(SCIFACT, LABELS)
+    by_class = {expect: [q for q in questions if q.expect is expect] for expect in Expectation}
+    assert [len(by_class[expect]) for expect in Expectation] == [3, 1, 2]
+    assert by_class[UNANSWERABLE][0] == LabelledQuestion("n01", "Who won in 1900?", UNANSWERABLE)
+    answerable_gold = {gold.document for q in by_class[ANSWERABLE] for gold in q.gold}
+    assert all(gold.document not in answerable_gold for q in by_class[UNAUTHORISED] for gold in q.gold)
+    assert all(gold.document == f"d{max(int(q.id[1:]), 1)}" for q in questions for gold in q.gold)  # graded > 0
+    assert len(scifact_questions(SCIFACT, LABELS, answerable=1)) == 1 + 1 + 2
+
+
+def test_the_labels_file_gives_the_demo_questions_and_the_decoy_corpus() -> None:
+    labels = load_labels()
+    questions = demo_questions(labels)
+    assert questions and all(q.expect is not UNANSWERABLE or q.gold == () for q in questions)
+    assert all(isinstance(gold, Gold) for q in questions for gold in q.gold)
+    assert set(decoy_dataset(labels).corpus) == set(labels["decoy"]["documents"])

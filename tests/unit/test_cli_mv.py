@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from shared import cli
+from shared.cli import files
 from shared.domain.auth import Role
 from shared.local.api_client import ApiError
 
@@ -40,7 +41,7 @@ def run_mv(monkeypatch: pytest.MonkeyPatch, answer: Any, *argv: str) -> tuple[in
         minted.append((sorted(collections), role))
         return client
 
-    monkeypatch.setattr(cli, "_api", fake_api)
+    monkeypatch.setattr(files, "collections_client", fake_api)
     return cli.main(["mv", *argv]), client, minted
 
 

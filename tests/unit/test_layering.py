@@ -79,20 +79,24 @@ def imported_test_modules(names: set[str]) -> set[str]:
     return {n for n in names if _root(n) == "tests" and any(part.startswith("test_") for part in n.split("."))}
 
 
-def files(folder: str) -> list[Path]:
-    return sorted((REPO_ROOT / folder).rglob("*.py"))
+def files(folder: str, root: Path = REPO_ROOT) -> list[Path]:
+    return sorted((root / folder).rglob("*.py"))
 
 
 def rel(path: Path) -> str:
     return str(path.relative_to(REPO_ROOT))
 
 
-LAMBDA_CODE = [
-    p
-    for p in [*files("shared"), *files("functions")]
-    # shared/local/ and shared/cli.py are the local runtime itself; they are never packaged.
-    if p.relative_to(REPO_ROOT).parts[:2] != ("shared", "local") and p.name != "cli.py"
-]
+# shared/local/ and shared/cli/ are the local runtime itself; they are never packaged (infra/packaging.py).
+LOCAL_RUNTIME = (("shared", "local"), ("shared", "cli"))
+
+
+def lambda_code(root: Path = REPO_ROOT) -> list[Path]:
+    modules = [*files("shared", root), *files("functions", root)]
+    return [path for path in modules if path.relative_to(root).parts[:2] not in LOCAL_RUNTIME]
+
+
+LAMBDA_CODE = lambda_code()
 
 
 @pytest.mark.parametrize(
@@ -153,6 +157,21 @@ def test_infra_never_imports_runtime_code(path: Path) -> None:
 @pytest.mark.parametrize("path", LAMBDA_CODE, ids=rel)
 def test_lambda_code_never_imports_the_local_runtime(path: Path) -> None:
     assert lambda_code_violations(imports_of(path)) == set()
+
+
+def test_only_the_local_runtime_by_its_path_is_spared_the_lambda_code_rule(tmp_path: Path) -> None:
+    # Given modules that import the local runtime: two named cli.py outside shared/cli/, two inside the runtime
+    for module in ("shared/domain/cli.py", "functions/api/cli.py", "shared/cli/app.py", "shared/local/stack.py"):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text("from shared.local.paths import StackPaths\n", encoding="utf-8")
+    # When the Lambda code is listed, then only the runtime's own folders are left out
+    checked = lambda_code(tmp_path)
+    assert sorted(path.relative_to(tmp_path).as_posix() for path in checked) == [
+        "functions/api/cli.py",
+        "shared/domain/cli.py",
+    ]
+    # And the rule reports each of those two
+    assert all("shared.local.paths" in lambda_code_violations(imports_of(path, root=tmp_path)) for path in checked)
 
 
 @pytest.mark.parametrize("path", files("tests"), ids=rel)

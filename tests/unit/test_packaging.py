@@ -28,7 +28,7 @@ def test_the_mcp_functions_start_script_is_packaged_executable(staged: Path) -> 
 
 def test_the_local_runtime_and_the_cli_are_never_packaged(staged: Path) -> None:
     assert not (staged / "shared" / "local").exists()
-    assert not (staged / "shared" / "cli.py").exists()
+    assert not (staged / "shared" / "cli").exists()
     assert not (staged / "tests").exists() and not (staged / "infra").exists()
     # Bytecode only of Lambda's Python (the source tree's own caches are not copied).
     tag = f"cpython-{LAMBDA_PYTHON.replace('.', '')}"

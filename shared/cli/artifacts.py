@@ -1,4 +1,5 @@
-"""`quire artifact ...`: artifacts from the command line, through the API like any other caller."""
+"""`quire artifact ...`, `quire convert` and `quire pdf ...`: artifacts and exports from the command line, through
+the API like any other caller."""
 
 import argparse
 import json
@@ -7,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from shared import cli
+from shared.cli.common import add_api_options, caller_client, collections_client, print_result, reports_api_errors
 from shared.domain.auth import Role
 from shared.domain.exports import ExportFormat
 
@@ -26,8 +27,8 @@ def _version_line(version: dict[str, Any]) -> str:
     )
 
 
-def _report(args: argparse.Namespace, answer: dict[str, Any]) -> None:
-    cli._print_answer(args, answer, _print_latest)
+def _print_version_result(args: argparse.Namespace, answer: dict[str, Any]) -> None:
+    print_result(args, answer, _print_latest)
 
 
 def _print_latest(answer: dict[str, Any]) -> None:
@@ -47,7 +48,7 @@ def _sources(args: argparse.Namespace) -> list[dict[str, str]]:
     return [{"fileId": file_id} for file_id in (args.source or [])]
 
 
-@cli.reports_api_errors("artifact new")
+@reports_api_errors("artifact new")
 def cmd_new(args: argparse.Namespace) -> int:
     body = {
         "collectionId": args.collection,
@@ -56,19 +57,19 @@ def cmd_new(args: argparse.Namespace) -> int:
         "citations": _citations(args),
         "sources": _sources(args),
     }
-    answer = cli._api(args, [args.collection], Role.WRITE).call("POST", "/v1/artifacts", body)
-    _report(args, answer)
+    answer = collections_client(args, [args.collection], Role.WRITE).call("POST", "/v1/artifacts", body)
+    _print_version_result(args, answer)
     return 0
 
 
-@cli.reports_api_errors("artifact show: {artifact_id}")
+@reports_api_errors("artifact show: {artifact_id}")
 def cmd_show(args: argparse.Namespace) -> int:
-    client = cli._client(args)
+    client = caller_client(args)
     cursor: str | None = None
     query = f"version={args.version}&" if args.version else ""
     while True:
         answer = client.call("GET", f"/v1/artifacts/{args.artifact_id}?{query}cursor={cursor or 0}")
-        cli._print_answer(args, answer, partial(_print_window, first=cursor is None))
+        print_result(args, answer, partial(_print_window, first=cursor is None))
         cursor = answer["content"]["nextCursor"]
         if not cursor:
             break
@@ -85,9 +86,9 @@ def _print_window(answer: dict[str, Any], *, first: bool) -> None:
     print(answer["content"]["markdown"], end="")
 
 
-@cli.reports_api_errors("artifact history: {artifact_id}")
+@reports_api_errors("artifact history: {artifact_id}")
 def cmd_history(args: argparse.Namespace) -> int:
-    client = cli._client(args)
+    client = caller_client(args)
     versions: list[dict[str, Any]] = []
     cursor = ""
     while True:
@@ -96,7 +97,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         cursor = page["nextCursor"] or ""
         if not cursor:
             break
-    cli._print_answer(args, versions, _print_versions)
+    print_result(args, versions, _print_versions)
     return 0
 
 
@@ -105,24 +106,24 @@ def _print_versions(versions: list[dict[str, Any]]) -> None:
         print(_version_line(version))
 
 
-@cli.reports_api_errors("artifact restore: {artifact_id}")
+@reports_api_errors("artifact restore: {artifact_id}")
 def cmd_restore(args: argparse.Namespace) -> int:
-    client = cli._client(args, Role.WRITE)
+    client = caller_client(args, Role.WRITE)
     latest = args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
     answer = client.call(
         "POST",
         f"/v1/artifacts/{args.artifact_id}/restore",
         {"version": args.version, "expectedLatestVersion": latest},
     )
-    _report(args, answer)
+    _print_version_result(args, answer)
     return 0
 
 
-@cli.reports_api_errors("artifact update: {artifact_id}")
+@reports_api_errors("artifact update: {artifact_id}")
 def cmd_update(args: argparse.Namespace) -> int:
     """A whole new version from Markdown (an edit by proposal is `quire artifact edit`)."""
 
-    client = cli._client(args, Role.WRITE)
+    client = caller_client(args, Role.WRITE)
     latest = args.expected or client.call("GET", f"/v1/artifacts/{args.artifact_id}/versions?limit=1")["latestVersion"]
     answer = client.call(
         "POST",
@@ -134,7 +135,7 @@ def cmd_update(args: argparse.Namespace) -> int:
             "sources": _sources(args),
         },
     )
-    _report(args, answer)
+    _print_version_result(args, answer)
     return 0
 
 
@@ -191,13 +192,13 @@ def _finish_export(args: argparse.Namespace, client: Any, claimed: dict[str, Any
         print(f"quire: export {claimed['exportId']}: {error}", file=sys.stderr)
         return 1
     shown = {**export, "savedTo": str(saved) if saved else None}
-    cli._print_answer(args, shown, lambda shown: print(_export_line(shown, saved)))
+    print_result(args, shown, lambda shown: print(_export_line(shown, saved)))
     return 0 if saved else 1
 
 
-@cli.reports_api_errors("artifact export: {artifact_id}")
+@reports_api_errors("artifact export: {artifact_id}")
 def cmd_export(args: argparse.Namespace) -> int:
-    client = cli._client(args, Role.WRITE)
+    client = caller_client(args, Role.WRITE)
     version = args.version or _latest(client, args.artifact_id)
     claimed = client.call(
         "POST", f"/v1/artifacts/{args.artifact_id}/versions/{version}/exports", {"format": args.format}
@@ -205,9 +206,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     return _finish_export(args, client, claimed)
 
 
-@cli.reports_api_errors("convert: {file_id}")
+@reports_api_errors("convert: {file_id}")
 def cmd_convert(args: argparse.Namespace) -> int:
-    client = cli._client(args, Role.WRITE)
+    client = caller_client(args, Role.WRITE)
     body: dict[str, Any] = {"format": args.to}
     if args.version_id:
         body["versionId"] = args.version_id
@@ -215,11 +216,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return _finish_export(args, client, claimed)
 
 
-@cli.reports_api_errors("artifact edit: {artifact_id}")
+@reports_api_errors("artifact edit: {artifact_id}")
 def cmd_edit(args: argparse.Namespace) -> int:
     """Apply an edit proposal (a JSON list of operations, or {"operations": [...]}) to a version."""
 
-    client = cli._client(args, Role.WRITE)
+    client = caller_client(args, Role.WRITE)
     try:
         raw = json.loads(_read_markdown(args.operations))
     except (OSError, ValueError) as error:
@@ -232,7 +233,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
         f"/v1/artifacts/{args.artifact_id}/proposals",
         {"baseVersion": base, "operations": operations, "dryRun": args.dry_run},
     )
-    cli._print_answer(args, answer, partial(_print_changes, base=base))
+    print_result(args, answer, partial(_print_changes, base=base))
     return 0
 
 
@@ -253,9 +254,9 @@ def _pdf_source(text: str) -> dict[str, str]:
     return {"fileId": file_id, **({"pages": pages} if pages else {})}
 
 
-@cli.reports_api_errors("pdf {tool}")
+@reports_api_errors("pdf {tool}")
 def cmd_pdf(args: argparse.Namespace) -> int:
-    client = cli._client(args, Role.WRITE)
+    client = caller_client(args, Role.WRITE)
     if args.tool == "merge":
         body: dict[str, Any] = {"sources": [_pdf_source(source) for source in args.sources]}
     elif args.tool == "compose":
@@ -277,12 +278,6 @@ def add_artifact_commands(commands: "argparse._SubParsersAction[argparse.Argumen
     artifact = commands.add_parser("artifact", help="named, versioned content: new, show, history, restore")
     actions = artifact.add_subparsers(dest="action", required=True)
 
-    def caller(parser: argparse.ArgumentParser, *, collections: bool = True) -> None:
-        if collections:
-            cli._collections_option(parser)
-        parser.add_argument("--json", action="store_true", help="the API's answer as it is")
-        cli._caller_options(parser)
-
     def content(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("markdown", help="a Markdown file, or - for standard input")
         parser.add_argument("--cite", action="append", help="a chunk id (from search) that [n] refers to, in order")
@@ -292,41 +287,41 @@ def add_artifact_commands(commands: "argparse._SubParsersAction[argparse.Argumen
     new.add_argument("name")
     content(new)
     new.add_argument("--collection", default="default", help="the collection it belongs to (default: default)")
-    caller(new, collections=False)
+    add_api_options(new, collections=False)
     new.set_defaults(run=cmd_new)
     show = actions.add_parser("show", help="print a version as Markdown, with its citations")
     show.add_argument("artifact_id")
     show.add_argument("--version", type=int, help="a version number (default: the latest)")
-    caller(show)
+    add_api_options(show)
     show.set_defaults(run=cmd_show)
     history = actions.add_parser("history", help="every version with its provenance")
     history.add_argument("artifact_id")
-    caller(history)
+    add_api_options(history)
     history.set_defaults(run=cmd_history)
     update = actions.add_parser("update", help="a new version from Markdown")
     update.add_argument("artifact_id")
     content(update)
     update.add_argument("--expected", type=int, help="the version you edited (default: the latest)")
-    caller(update)
+    add_api_options(update)
     update.set_defaults(run=cmd_update)
     restore = actions.add_parser("restore", help="a new version with an earlier version's content")
     restore.add_argument("artifact_id")
     restore.add_argument("version", type=int)
     restore.add_argument("--expected", type=int, help="the latest version you saw (default: the latest now)")
-    caller(restore)
+    add_api_options(restore)
     restore.set_defaults(run=cmd_restore)
     edit = actions.add_parser("edit", help="apply an edit proposal (JSON operations on block ids) to a version")
     edit.add_argument("artifact_id")
     edit.add_argument("operations", help='a JSON file (or -): [{"op": "rename_heading", "blockId": "b1", ...}]')
     edit.add_argument("--base", type=int, help="the version the operations were written against (default: latest)")
     edit.add_argument("--dry-run", action="store_true", help="show the changes, write nothing")
-    caller(edit)
+    add_api_options(edit)
     edit.set_defaults(run=cmd_edit)
-    _add_export_commands(commands, actions, caller)
-    _add_pdf_commands(commands, caller)
+    _add_export_commands(commands, actions)
+    _add_pdf_commands(commands)
 
 
-def _add_pdf_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]", caller: Any) -> None:
+def _add_pdf_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     pdf = commands.add_parser("pdf", help="merge, split, watermark or compose stored PDFs into new files")
     tools = pdf.add_subparsers(dest="tool", required=True)
     merge = tools.add_parser("merge", help="several PDFs into one, an outline entry per source")
@@ -344,26 +339,25 @@ def _add_pdf_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPar
     watermark.add_argument("--opacity", type=float, default=0.25)
     for parser in (merge, compose, split, watermark):
         parser.add_argument("--out", help="a directory to save the results in (default: here)")
-        caller(parser)
+        add_api_options(parser)
         parser.set_defaults(run=cmd_pdf)
 
 
 def _add_export_commands(
     commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
     actions: "argparse._SubParsersAction[argparse.ArgumentParser]",
-    caller: Any,
 ) -> None:
     export = actions.add_parser("export", help="render a version as PDF, DOCX, HTML or Markdown and download it")
     export.add_argument("artifact_id")
     export.add_argument("--version", type=int, help="the version to export (default: the latest)")
     export.add_argument("--format", choices=[f.value for f in ExportFormat], default="pdf")
     export.add_argument("--out", help="where to save it (a file or a directory; default: its name, here)")
-    caller(export)
+    add_api_options(export)
     export.set_defaults(run=cmd_export)
     convert = commands.add_parser("convert", help="render an uploaded file's document as PDF, DOCX, HTML or Markdown")
     convert.add_argument("file_id")
     convert.add_argument("--to", choices=[f.value for f in ExportFormat], required=True)
     convert.add_argument("--version-id", help="a version of the file (default: the current one)")
     convert.add_argument("--out", help="where to save it (a file or a directory; default: its name, here)")
-    caller(convert)
+    add_api_options(convert)
     convert.set_defaults(run=cmd_convert)

@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-from shared import cli
+from shared.cli.common import add_api_options, caller_client, print_result, reports_api_errors
 from shared.domain.auth import Role
 
 
@@ -21,10 +21,10 @@ def _arguments(raw: str | None) -> dict[str, Any]:
     return arguments
 
 
-@cli.reports_api_errors("tools")
+@reports_api_errors("tools")
 def cmd_list(args: argparse.Namespace) -> int:
-    answer = cli._client(args).call("GET", "/v1/tools")
-    cli._print_answer(args, answer, _print_tools)
+    answer = caller_client(args).call("GET", "/v1/tools")
+    print_result(args, answer, _print_tools)
     return 0
 
 
@@ -34,9 +34,9 @@ def _print_tools(answer: dict[str, Any]) -> None:
         print(f"{tool['name']:<28} {kind:<7} {tool['description']}")
 
 
-@cli.reports_api_errors("tools show: {name}")
+@reports_api_errors("tools show: {name}")
 def cmd_show(args: argparse.Namespace) -> int:
-    answer = cli._client(args).call("GET", "/v1/tools")
+    answer = caller_client(args).call("GET", "/v1/tools")
     tool = next((tool for tool in answer["tools"] if tool["name"] == args.name), None)
     if tool is None:
         print(f"quire tools show: there is no tool {args.name!r} (quire tools lists them)", file=sys.stderr)
@@ -45,11 +45,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-@cli.reports_api_errors("tools call: {name}")
+@reports_api_errors("tools call: {name}")
 def cmd_call(args: argparse.Namespace) -> int:
     # A locally minted token needs the role the tool needs: the write tools write.
     role = Role.WRITE if args.write else Role.READ
-    answer = cli._client(args, role).call("POST", f"/v1/tools/{args.name}", _arguments(args.arguments))
+    answer = caller_client(args, role).call("POST", f"/v1/tools/{args.name}", _arguments(args.arguments))
     if answer["isError"]:
         error = answer["error"]
         hint = f" (call {error['nextTool']} instead)" if error.get("nextTool") else ""
@@ -64,24 +64,19 @@ def cmd_call(args: argparse.Namespace) -> int:
 def add_tool_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     tools = commands.add_parser("tools", help="the agent tools (as MCP serves them at /mcp): list, show, call")
 
-    def caller(parser: argparse.ArgumentParser) -> None:
-        cli._collections_option(parser)
-        parser.add_argument("--json", action="store_true", help="the API's answer as it is")
-        cli._caller_options(parser)
-
-    caller(tools)
+    add_api_options(tools)
     tools.set_defaults(run=cmd_list)
     actions = tools.add_subparsers(dest="action")
     listing = actions.add_parser("list", help="every tool, what it does, whether it writes")
-    caller(listing)
+    add_api_options(listing)
     listing.set_defaults(run=cmd_list)
     show = actions.add_parser("show", help="one tool's definition: input and output JSON Schemas")
     show.add_argument("name")
-    caller(show)
+    add_api_options(show)
     show.set_defaults(run=cmd_show)
     call = actions.add_parser("call", help="call a tool with JSON arguments and print its result")
     call.add_argument("name")
     call.add_argument("arguments", nargs="?", help="the arguments as a JSON object, or - for standard input")
     call.add_argument("--write", action="store_true", help="mint the local token with the write role")
-    caller(call)
+    add_api_options(call)
     call.set_defaults(run=cmd_call)

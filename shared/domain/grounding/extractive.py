@@ -1,0 +1,118 @@
+"""Extractive answers: sentences of the evidence, verbatim, ranked against the question."""
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from shared.domain.answers import MAX_CLAIM_CHARACTERS, Evidence
+from shared.domain.grounding.evidence import NEAR_DUPLICATE, shingle_containment, word_shingles
+from shared.domain.grounding.validation import clipped_at_word
+from shared.domain.search import query_terms
+from shared.domain.text import BLOCK_SEPARATOR, CELL_SEPARATOR, sentence_spans
+
+EXTRACTIVE_SENTENCES = 3
+# Sentences embedded to rank an extractive answer: all of the LEADING_PIECES best pieces', then word-sharing ones.
+MAX_RANKED_SENTENCES = 24
+LEADING_PIECES = 2
+MAX_SENTENCES_PER_EVIDENCE = 60  # a hostile chunk of a thousand one-word "sentences" is not ranked whole
+MIN_SENTENCE_CHARACTERS = 12  # "Yes." or a page number is no answer on its own
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence of one piece of evidence: verbatim `evidence.text[start:end]`."""
+
+    evidence_id: str
+    start: int
+    end: int
+    text: str
+
+
+def sentences_of(piece: Evidence) -> list[Sentence]:
+    """The piece's sentences, each a verbatim slice of its text: blocks (and a table's rows) first, then the
+    chunker's sentence boundaries inside each; bounded per piece."""
+    body = piece.text
+    found: list[Sentence] = []
+    offset = 0
+    for block in body.split(BLOCK_SEPARATOR):
+        # A table's rows are its sentences.
+        for start, end in sentence_spans(block, by_line=CELL_SEPARATOR in block):
+            text = block[start:end]
+            if len(text) >= MIN_SENTENCE_CHARACTERS and any(character.isalpha() for character in text):
+                clipped = clipped_at_word(text, MAX_CLAIM_CHARACTERS)
+                begin = offset + start
+                found.append(Sentence(piece.evidence_id, begin, begin + len(clipped), clipped))
+            if len(found) == MAX_SENTENCES_PER_EVIDENCE:
+                return found
+        offset += len(block) + len(BLOCK_SEPARATOR)
+    return found
+
+
+def sentences_to_rank(
+    question: str,
+    sentences: Sequence[Sentence],
+    evidence_order: Mapping[str, int],
+    *,
+    limit: int = MAX_RANKED_SENTENCES,
+) -> list[Sentence]:
+    """The sentences worth embedding, at most `limit`: every sentence of the best-ranked pieces (where a
+    paraphrase with no shared word is likeliest to be), then those of the rest that share a word with the
+    question, best-sharing first. Embedding every sentence of eight pieces costs most of an answer's time and
+    changes its choice seldom: the pieces are already ranked."""
+    if len(sentences) <= limit:
+        return list(sentences)
+    leading = [sentence for sentence in sentences if evidence_order[sentence.evidence_id] < LEADING_PIECES]
+    rest = sorted(
+        (sentence for sentence in sentences if evidence_order[sentence.evidence_id] >= LEADING_PIECES),
+        key=lambda sentence: (
+            -lexical_similarity(question, sentence.text),
+            evidence_order[sentence.evidence_id],
+            sentence.start,
+        ),
+    )
+    chosen = leading[:limit] + [sentence for sentence in rest if lexical_similarity(question, sentence.text) > 0]
+    kept = set(map(id, chosen[:limit]))
+    return [sentence for sentence in sentences if id(sentence) in kept]
+
+
+def lexical_similarity(question: str, sentence: str) -> float:
+    """The share of the question's words (stopwords off) the sentence holds: the ranking when no embedding runs."""
+    wanted = query_terms(question)
+    if not wanted:
+        return 0.0
+    return len(wanted & query_terms(sentence)) / len(wanted)
+
+
+def cosine(first: Sequence[float], second: Sequence[float]) -> float:
+    dot = sum(a * b for a, b in zip(first, second, strict=True))
+    norms = math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second))
+    return dot / norms if norms else 0.0
+
+
+def ranked_sentences(
+    sentences: Sequence[Sentence], similarity: Sequence[float], evidence_order: Mapping[str, int]
+) -> list[tuple[Sentence, float]]:
+    """Sentences best first; ties by evidence rank, then position (deterministic)."""
+    paired = list(zip(sentences, similarity, strict=True))
+    return sorted(paired, key=lambda item: (-round(item[1], 6), evidence_order[item[0].evidence_id], item[0].start))
+
+
+def extractive_choice(
+    ranked: Sequence[tuple[Sentence, float]], *, count: int = EXTRACTIVE_SENTENCES, floor: float
+) -> list[tuple[Sentence, float]]:
+    """The best `count` sentences at or above `floor`, no two near-identical, at most two from one piece."""
+    chosen: list[tuple[Sentence, float]] = []
+    per_piece: dict[str, int] = {}
+    shingles: list[frozenset[tuple[str, ...]]] = []
+    for sentence, score in ranked:
+        if len(chosen) == count or score < floor:
+            break
+        if per_piece.get(sentence.evidence_id, 0) == 2:
+            continue
+        own = word_shingles(sentence.text)
+        if any(shingle_containment(own, other) >= NEAR_DUPLICATE for other in shingles):
+            continue
+        chosen.append((sentence, score))
+        shingles.append(own)
+        per_piece[sentence.evidence_id] = per_piece.get(sentence.evidence_id, 0) + 1
+    return chosen
