@@ -44,7 +44,6 @@ from shared.local.answer_evaluation.runner import (
     evaluate,
     evaluate_demo,
     floor_sweep,
-    sentence_floor,
 )
 
 __all__ = [
@@ -84,6 +83,5 @@ __all__ = [
     "refusal_correctness",
     "resolvability",
     "scifact_questions",
-    "sentence_floor",
     "verbatim_share",
 ]
