@@ -95,7 +95,7 @@ DRAFT_TOKENS_ESTIMATE = 2_000  # the generator's maxTokens
 EXTRACTIVE = "extractive"
 # Part of every cache key: bumped whenever grounding's rules change (selection, validation, extraction,
 # confidence), so an answer computed by older rules is never served.
-GROUNDING_VERSION = "grounding-3"
+GROUNDING_VERSION = "grounding-4"
 
 _EMPTY_REFUSALS = {
     EmptyReason.NO_ACCESS: RefusalReason.NO_ACCESS,
