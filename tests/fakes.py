@@ -4,7 +4,7 @@ run by tests/unit/test_fake_contracts.py here and by tests/integration/test_adap
 PostgreSQL and moto's S3); the knowledge store, the usage ledger, the workflow and the embedder have no
 contract suite yet, and follow their adapters' SQL by reading.
 
-They keep the ports' promises as the docstrings in shared/ports.py state them (compare-and-set transitions,
+They keep the ports' promises as the docstrings in shared/ports/ state them (compare-and-set transitions,
 one attempt at a time, tenant scoping), not the adapters' incidental details: where a fake must choose, it
 does what the real adapter does.
 """

@@ -1,6 +1,6 @@
 """In-memory adapters for the second wave's stores (artifacts, exports, replacements, answers), checked against
 the contract suites the PostgreSQL adapters pass too (tests/contracts/artifacts.py, exports.py, replacements.py,
-answers.py). Each keeps what shared/ports.py promises and, where it must choose, does what the adapter's SQL does
+answers.py). Each keeps what shared/ports/ promises and, where it must choose, does what the adapter's SQL does
 (shared/adapters/postgres/): every row is keyed by tenant, and a call for one tenant never sees another's."""
 
 import hashlib

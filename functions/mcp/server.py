@@ -66,7 +66,7 @@ KEYS_RETRY_AFTER_SECONDS = 5
 
 
 class ToolSpec(Protocol):
-    """What the server reads of one tool (functions/tools/catalog.py:Tool)."""
+    """What the server reads of one tool (functions/tools/registry.py:Tool)."""
 
     @property
     def name(self) -> str: ...

@@ -237,7 +237,7 @@ class Console(Construct):
         invalidate the distribution's copies. `api_base` is the API's URL without a trailing slash (an origin),
         `sign_in_domain` the hosted UI's `https://` base URL."""
         stack = cdk.Stack.of(self)
-        # The host presigned uploads and reads are signed for (shared/bootstrap.py names the regional endpoint).
+        # The host presigned uploads and reads are signed for (shared/bootstrap/clients.py names the regional endpoint).
         uploads_origin = f"https://{uploads_bucket.bucket_name}.s3.{stack.region}.{stack.url_suffix}"
         self.csp = content_security_policy(
             api_origin=api_base, uploads_origin=uploads_origin, sign_in_origin=sign_in_domain

@@ -9,7 +9,7 @@ from shared.domain.steps import StepName
 
 # The error names a step's failure carries when retrying may help: the Lambda service's own errors, and
 # `InfrastructureUnavailable`, which the handlers raise for a database or AWS API that did not answer
-# (`workflow_step` in shared/bootstrap.py). Everything else is not retried: the same input gives the same answer.
+# (`workflow_step` in shared/bootstrap/steps.py). Everything else is not retried: the same input gives the same answer.
 RETRIED_ERRORS = (
     "InfrastructureUnavailable",
     "Lambda.ServiceException",

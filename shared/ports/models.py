@@ -102,7 +102,7 @@ class Generator(CapabilityPort, Protocol):
 
     The evidence is document text and untrusted: the adapter fences every block as data and its system rules
     forbid following instructions inside it. The draft it returns is not trusted either: the answer service
-    validates every claim against the evidence it sent (shared/domain/grounding.py).
+    validates every claim against the evidence it sent (shared/domain/grounding/).
     """
 
     @property

@@ -1,6 +1,6 @@
 """Run the right parser on a document, bounded from the outside.
 
-The parser runs in a child process (shared/sandbox.py), a fresh confined interpreter that builds the
+The parser runs in a child process (shared/sandbox/), a fresh confined interpreter that builds the
 parser again from its class name (`isolated.parse_document`): whatever goes wrong inside — an exception, a
 crash, running out of memory, a hang — comes back as a failure value. A document problem never raises
 out of here; a child killed from outside (SIGKILL: the host's OOM killer, a kill -9) raises

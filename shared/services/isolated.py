@@ -1,4 +1,4 @@
-"""The services' work that runs in the sandbox's child (shared/sandbox.py), one module-level function each:
+"""The services' work that runs in the sandbox's child (shared/sandbox/), one module-level function each:
 bytes in (a `pack`ed header and parts), bytes out, every exception turned into an answer.
 
 Imported by name in a fresh interpreter for each child, so it imports only the domain and what the work

@@ -1,6 +1,6 @@
 """The second wave's services (artifacts, exports, PDF tools, document writing, answers) wired over the in-memory
-fakes as shared/bootstrap.py wires them over the real adapters: the one place unit tests build them by hand, until
-the Container takes its adapters from outside. Renderers and parsers are the real ones, in their sandboxed child."""
+fakes as shared/bootstrap/container.py wires them over the real adapters: the one place unit tests build them by
+hand. Renderers and parsers are the real ones, in their sandboxed child."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field

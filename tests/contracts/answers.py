@@ -1,4 +1,4 @@
-"""What every AnswerStore keeps (shared/ports.py): an answer read back exactly as it was saved, or not saved at
+"""What every AnswerStore keeps (shared/ports/): an answer read back exactly as it was saved, or not saved at
 all; the cache's newest answer under a key from a moment on; an answer and its feedback the asker's alone (a
 feedback citation the answer does not have refused, naming the ones it has); an index version that depends on
 the set of collections only; and never another tenant's rows. How the index version follows changes to what is

@@ -1,4 +1,4 @@
-"""What every ArtifactStore keeps (shared/ports.py): an artifact made at version 1 with that version; versions
+"""What every ArtifactStore keeps (shared/ports/): an artifact made at version 1 with that version; versions
 numbered by compare-and-set on the latest (a stale writer gets VersionConflict naming the current version and
 writes nothing; a missing artifact is NotFound); history in order from a version on; the collection's artifacts
 newest first in keyset pages; and never another tenant's rows.

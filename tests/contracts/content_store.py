@@ -1,4 +1,4 @@
-"""What every FileContentStore keeps (shared/ports.py): a versioned store whose originals are never overwritten,
+"""What every FileContentStore keeps (shared/ports/): a versioned store whose originals are never overwritten,
 reads that refuse rather than truncate, deletes that are safe to repeat, and signed URLs clamped in lifetime.
 
 Each test works under a prefix of its own, so the suite can run against one shared bucket."""

@@ -1,4 +1,4 @@
-"""What every ExportStore keeps (shared/ports.py): one export per source and format (an artifact version, a file
+"""What every ExportStore keeps (shared/ports/): one export per source and format (an artifact version, a file
 version, an operation), whoever claims it first; transitions as compare-and-set on `pending` and the generation
 (a late worker of an earlier generation changes nothing); an export rendered again as its next generation, at
 most MAX_GENERATIONS times; pending exports nobody touched, oldest first; and never another tenant's rows.

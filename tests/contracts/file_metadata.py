@@ -1,4 +1,4 @@
-"""What every FileMetadataStore keeps (shared/ports.py: FileCatalog, ProcessingAttempts, ReconciliationQueries):
+"""What every FileMetadataStore keeps (shared/ports/: FileCatalog, ProcessingAttempts, ReconciliationQueries):
 the upload order's compare-and-set transitions, one processing attempt at a time, keyset pages, tenant scoping.
 
 Each test works in tenants of its own, so the suite can run against one shared database."""

@@ -1,4 +1,4 @@
-"""What every ReplacementStore keeps (shared/ports.py): a replacement made pending, exactly as asked; a decision
+"""What every ReplacementStore keeps (shared/ports/): a replacement made pending, exactly as asked; a decision
 recorded only from pending (of two decisions exactly one is recorded), an approval with its planned version, an
 expiry with no decider; and never another tenant's rows. A replacement replaces a file, so each test uploads
 one through the file store first.

@@ -1,4 +1,4 @@
-"""What the tenant limits read (shared/ports.py): the usage ledger's spend since a moment (OCR pages, images,
+"""What the tenant limits read (shared/ports/): the usage ledger's spend since a moment (OCR pages, images,
 embedding tokens of the embed and re-embed steps only, generation tokens of request usage), a file's OCR runs,
 the declared bytes of the versions created since a moment, and request usage (answers, summaries) shared out
 over its collections and totalled per readable collection. Each test works in tenants of its own, so the suite

@@ -1,4 +1,4 @@
-"""What every SweepProgress keeps (shared/ports.py): per tenant and sweep, where it stopped, until told it reached the
+"""What every SweepProgress keeps (shared/ports/): per tenant and sweep, where it stopped, until told it reached the
 end; and the order of the turns, the tenant whose turn is longest ago (or never was) first.
 
 Each test works in tenants of its own, so the suite can run against one shared database."""

@@ -1,4 +1,4 @@
-"""What every ToolCallAudit keeps (shared/ports.py): each call as it was recorded, under a call id of its own; a
+"""What every ToolCallAudit keeps (shared/ports/): each call as it was recorded, under a call id of its own; a
 tenant's calls newest first in keyset pages; a call shown only where every collection it acted in is visible
 (one that acted in none shown to every reader of the tenant's audit); and never another tenant's.
 

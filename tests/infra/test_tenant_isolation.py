@@ -40,7 +40,7 @@ OBJECT_ACTIONS = (
     "s3:PutObjectTagging",
     "s3:PutObjectVersionTagging",
 )
-# The maximum lifetime of a presigned URL (shared/ports.py's MAX_SIGNED_READ_LIFETIME): a URL signed with a
+# The maximum lifetime of a presigned URL (shared/ports/'s MAX_SIGNED_READ_LIFETIME): a URL signed with a
 # session dies with it, so the session must be allowed to outlive it.
 MAX_SIGNED_URL_SECONDS = 15 * 60
 

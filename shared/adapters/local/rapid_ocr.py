@@ -7,7 +7,7 @@ down, so the page's orientation is decided once, from its detected text boxes (m
 turn) and a width-weighted vote of the classifier over its widest lines (→ a half turn). Boxes are then
 mapped back onto the page as it is displayed, normalised, with each line's confidence.
 
-Everything runs in a child process (shared/sandbox.py): a scan is attacker-controlled input to image
+Everything runs in a child process (shared/sandbox/): a scan is attacker-controlled input to image
 decoders written in C, so it runs in a fresh confined interpreter (no environment, no socket, no new
 process) with a wall clock and a memory limit. The models load in that child (about half a second), one
 child per document, and never in the serving process.

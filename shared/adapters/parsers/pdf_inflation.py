@@ -12,7 +12,7 @@ the object header before it by a bounded tokenizer (names with #xx escapes, stri
 and a reference in it is resolved from the file or from its object streams. A stream whose dictionary
 cannot be read, or whose filters cannot be resolved, is decoded as its bytes look. A stream it cannot
 delimit or decode at all is left to PDFium, whose memory is still bounded by the child's address-space
-limit (shared/sandbox.py); so is what a lexical scan cannot see: encrypted streams, and content drawn
+limit (shared/sandbox/); so is what a lexical scan cannot see: encrypted streams, and content drawn
 many times over from one page (a form painted by another form), which the wall clock bounds too.
 
 The scan's own work is linear in the file: every search is done once for the file (or once per piece of
