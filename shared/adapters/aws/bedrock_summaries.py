@@ -25,6 +25,7 @@ from shared.domain.summaries import (
     quote_fits,
     validated_summary,
 )
+from shared.domain.text import sentence_spans
 from shared.ports import DocumentSummarizer
 
 _log = logging.getLogger(__name__)
@@ -60,9 +61,6 @@ SUMMARY = ModelTask(
 
 _FAILED_STOP_REASONS = frozenset({"malformed_model_output", "model_context_window_exceeded"})
 
-# After terminal punctuation and its closing quotes, white space and no lower-case letter next ("e.g. staff"
-# goes on); or a line break. A decimal point ("3.5") has no white space after it.
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?![\"'\u201c\u2018(\[]*[a-z])|\n\s*")
 _TERMINAL = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
 SYSTEM_PROMPT = """\
@@ -311,18 +309,12 @@ def draft_sentences(content: "Sequence[ContentBlockOutputTypeDef]", chunks: Sequ
         length += len(text)
     answer = "".join(pieces)
     drafts: list[DraftSentence] = []
-    start = 0
-    for boundary in [*_SENTENCE_BREAK.finditer(answer), None]:
-        end = len(answer) if boundary is None else boundary.start()
-        if end > start:
-            overlapping = [part for part in parts if part.start < end and part.end > start]
-            drafts.append(
-                DraftSentence(
-                    text=answer[start:end], citations=tuple(c for part in overlapping for c in part.citations)
-                )
-            )
-        if boundary is not None:
-            start = boundary.end()
+    # The project's one sentence splitter, as the outline cuts a document's prose (a line break ends one too).
+    for start, end in sentence_spans(answer, by_line=True, only_before_capitals=True):
+        overlapping = [part for part in parts if part.start < end and part.end > start]
+        drafts.append(
+            DraftSentence(text=answer[start:end], citations=tuple(c for part in overlapping for c in part.citations))
+        )
     return drafts
 
 
