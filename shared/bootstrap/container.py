@@ -230,6 +230,7 @@ class Container:
             workflow=self.workflow,
             embedder=self.embedder,
             spend=self.spend_limits,
+            policy=self.authorization,
         )
 
     @cached_property

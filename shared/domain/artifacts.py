@@ -1,4 +1,4 @@
-"""Artifacts: substantial output as a named, versioned thing (seeds/000 "Artifacts (#133)").
+"""Artifacts: substantial output as a named, versioned thing (docs/artifacts.md).
 
 An artifact's content is the located block model extraction produces, each block with an id that stays
 with it across versions (so an edit proposal can name the block it changes), plus the citations its text
@@ -16,7 +16,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
-from shared.domain.document import Block, BlockKind, Location, Table
+from shared.domain.document import Block, BlockKind, Table
 from shared.domain.errors import Conflict, InvalidRequest, PayloadTooLarge
 from shared.domain.search import Citation
 
@@ -206,9 +206,6 @@ def check_name(raw: str) -> str:
 def _text_bytes(block: Block) -> int:
     cells = sum(len(cell.encode()) for row in block.table.rows for cell in row) if block.table else 0
     return len(block.text.encode()) + cells
-
-
-_NO_PLACE = Location()
 
 
 def _clean(block: Block) -> Block:

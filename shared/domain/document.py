@@ -136,7 +136,7 @@ MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
 class ExtractionLimits(BaseModel):
-    """Every dimension an attacker-controlled document can grow in (seeds/000 "Bounded in every dimension")."""
+    """Every dimension an attacker-controlled document can grow in."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -149,11 +149,6 @@ class ExtractionLimits(BaseModel):
     max_columns: int = 256
     timeout_seconds: float = 120.0  # enforced from outside the parser
     max_inflated_bytes: int = 512 * 1024 * 1024  # decompressed PDF streams / OOXML members, as actually inflated
-
-
-class TooManyPages(Exception):
-    def __init__(self, pages: int, limit: int) -> None:
-        super().__init__(f"the document has {pages} pages; the limit is {limit}")
 
 
 def _row_cost(row: tuple[str, ...], width: int) -> int:

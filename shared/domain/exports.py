@@ -1,6 +1,6 @@
 """Exports: an exact artifact version (or an uploaded file version) rendered as a portable file.
 
-An export is a rendering of content, not a version of it (seeds/000 "Export rendering (#134)"): one record per
+An export is a rendering of content, not a version of it (docs/artifacts.md): one record per
 (artifact, version, format), rendered once and downloaded as often as wanted. Pure rules, no I/O.
 """
 
@@ -46,7 +46,7 @@ _MEDIA_TYPES = {
 }
 
 # The date every rendering carries (PDF /CreationDate, DOCX core properties, zip entries): a constant, so the
-# same content and format always give the same bytes (seeds/000 "Determinism is a requirement").
+# same content and format always give the same bytes.
 RENDER_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 

@@ -11,7 +11,7 @@ from shared.domain.recognition import LOW_CONFIDENCE_THRESHOLD
 
 
 class VersionState(StrEnum):
-    """Storage lifecycle of one file version (seeds/000 "Attachment storage").
+    """Storage lifecycle of one file version.
 
     pending → stored (compare-and-set after the bytes landed) or rejected (sniffing disagreed);
     stored → deleting (one statement, invisible to search at once) → deleted (after the bytes are swept).

@@ -1,4 +1,4 @@
-"""Structured edit proposals and the deterministic writer that applies them (seeds/000 "Document writing").
+"""Structured edit proposals and the deterministic writer that applies them (docs/artifacts.md).
 
 A proposal names the version it was made against and a list of operations on block ids: insert after a block,
 replace, delete, move, set a table cell, rename a heading. The writer applies them in order to that version's

@@ -1,4 +1,4 @@
-"""Read a document in windows (seeds/000 "Read in windows"): at most 50 blocks or 24,000 characters,
+"""Read a document in windows: at most 50 blocks or 24,000 characters,
 never splitting a block, with the block to continue from. A character bound that cut a table would hand
 a reader half of it, and the missing rows would be invisible."""
 

@@ -2,7 +2,7 @@
 
 OCR transcribes (the words on the page, each line with its box and a confidence); vision describes (a
 model's reading of an image). They are kept apart all the way to the citation, so an answer can tell a
-quote from an inference (seeds/000 "OCR and vision").
+quote from an inference (docs/ocr.md).
 """
 
 from collections.abc import Callable

@@ -1,4 +1,4 @@
-"""Bounded reads of a text file's own bytes (seeds/000 "Attachments in context"): at most 32 KiB a call, a larger
+"""Bounded reads of a text file's own bytes: at most 32 KiB a call, a larger
 request clamped rather than refused, the offset to continue from reported, and only an exact list of media types
 decoded as text. Everything else is read through its extracted document, which the refusal names.
 

@@ -1,5 +1,5 @@
 """Document writing: edit proposals applied to artifacts by the deterministic writer, and replacements of
-uploaded files that wait for an approval (seeds/000 "Document writing").
+uploaded files that wait for an approval (docs/artifacts.md).
 
 Originals never change, except by an approved replacement: a replacement is rendered in the file's own format
 and staged; only an approval makes it the file's next version, through the normal upload path (its bytes land

@@ -1,6 +1,6 @@
 """OCR and vision for what has no text of its own: PDF pages without a usable text layer, and images.
 
-The fallback is narrow on purpose (seeds/000 "OCR and vision"): only pages the text-layer parser found
+The fallback is narrow on purpose (docs/ocr.md): only pages the text-layer parser found
 empty, or whose layer it found not to be trusted, go to OCR (a mixed PDF keeps its text layer everywhere
 else), an image always does, and an encrypted or malformed document never reaches here — OCR would not fix
 it and would cost money to reach the same conclusion. An image is also described by a vision model where

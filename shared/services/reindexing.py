@@ -12,12 +12,21 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from shared.domain.errors import CapabilityUnavailable
+from shared.domain.auth import Principal
+from shared.domain.errors import CapabilityUnavailable, Forbidden
 from shared.domain.files import ProcessingState
 from shared.domain.knowledge import IndexingResult
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
-from shared.ports import EmbeddingProvider, FileCatalog, KnowledgeStore, ProcessingAttempts, Workflow
+from shared.ports import (
+    AuthorizationPolicy,
+    EmbeddingProvider,
+    FileCatalog,
+    KnowledgeStore,
+    ProcessingAttempts,
+    Workflow,
+)
+from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.limits import SpendLimits
 
@@ -48,14 +57,24 @@ class Reindexer:
         workflow: Workflow,
         embedder: EmbeddingProvider,
         spend: SpendLimits | None = None,
+        policy: AuthorizationPolicy | None = None,
     ) -> None:
         self._spend = spend
+        self._policy = policy or ClaimsAuthorizationPolicy()
         self._catalog = catalog
         self._attempts = attempts
         self._knowledge = knowledge
         self._documents = documents
         self._workflow = workflow
         self._embedder = embedder
+
+    def start_for(self, principal: Principal, *, limit: int = 20) -> ReindexReport:
+        """A caller's batch, over the collections it administers: re-indexing spends embeddings on every stale
+        version of a collection, so it is the admin role's call (403 for a token that administers none)."""
+        administered = self._policy.administered_collections(principal)
+        if not administered:
+            raise Forbidden("re-indexing needs the admin role in a collection; this token administers none")
+        return self.start_batch(principal.tenant_id, administered, limit=limit)
 
     def start_batch(self, tenant_id: str, collections: frozenset[str] | None, *, limit: int = 20) -> ReindexReport:
         """Queue up to `limit` of the stale versions of `collections` (None: every collection of the tenant, for

@@ -1,5 +1,5 @@
-"""The title lane of one search (seeds/002): the documents the question names by a complete title, and which of
-the candidates are therefore direct subjects. It adds candidates and a bit; it never disables a lane, routes
+"""The title lane of one search (docs/search.md): the documents the question names by a complete title, and which
+of the candidates are therefore direct subjects. It adds candidates and a bit; it never disables a lane, routes
 the query, or changes a fused score."""
 
 from collections.abc import Sequence

@@ -6,7 +6,8 @@ through the API and the local worker)."""
 import pytest
 
 from shared.adapters.local.unavailable import UnavailableEmbedder
-from shared.domain.errors import CapabilityUnavailable
+from shared.domain.auth import Role
+from shared.domain.errors import CapabilityUnavailable, Forbidden
 from shared.domain.files import ProcessingState
 from shared.services import attempt_work
 from shared.services.files import UploadTicket
@@ -136,3 +137,16 @@ def test_a_version_whose_document_is_gone_is_dropped_from_the_index() -> None:
     report = fakes.reindexer(FakeEmbedder(name="new-model")).start_batch("acme", frozenset({"docs"}))
     assert (report.queued, report.dropped, report.remaining) == (0, 1, 0)
     assert fakes.knowledge.of_version("acme", ticket.version_id) == []
+
+
+def test_a_caller_re_indexes_only_the_collections_it_administers_and_needs_the_admin_role() -> None:
+    fakes = Fakes(embedder=FakeEmbedder(name="old-model"))
+    indexed(fakes, "a.md")
+    new_model = FakeEmbedder(name="new-model")
+    # A writer (or reader) of the collection spends no embeddings on it: refused, naming the role.
+    with pytest.raises(Forbidden, match="admin role"):
+        fakes.reindexer(new_model).start_for(principal("acme", "docs", role=Role.WRITE))
+    assert [request for request in fakes.workflow.started if request.reindex] == []
+    # An admin of another collection queues nothing of this one; an admin of it queues its stale version.
+    assert fakes.reindexer(new_model).start_for(principal("acme", "hr")).queued == 0
+    assert fakes.reindexer(new_model).start_for(principal("acme", "docs")).queued == 1

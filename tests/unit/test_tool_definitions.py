@@ -1,14 +1,16 @@
-"""The agent tools' definitions: the fifteen of seeds/000 and `answer` (issue 18), parameters named as the HTTP API
-names them, and every input and output schema pinned by a snapshot so a change to what an agent sees is deliberate
+"""The agent tools' definitions (fifteen over files and documents, and `answer`), parameters named as the HTTP
+API names them, and every input and output schema pinned by a snapshot so a change to what an agent sees is deliberate
 (`QUIRE_UPDATE_TOOL_SCHEMAS=1 pytest tests/unit/test_tool_definitions.py` rewrites it, for review in the diff)."""
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from functions.tools.catalog import TOOLS
+from tests.conftest import REPO_ROOT
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tool_schemas.json"
 SEED_TOOLS = {
@@ -73,7 +75,7 @@ def property_names(schema: Any) -> Iterator[str]:
             yield from property_names(value)
 
 
-def test_the_catalog_is_the_seeds_fifteen_tools_and_answer() -> None:
+def test_the_catalog_is_the_fifteen_document_tools_and_answer() -> None:
     assert {tool.name for tool in TOOLS} == SEED_TOOLS | ANSWER_TOOLS
     assert len(TOOLS) == 16
 
@@ -114,3 +116,12 @@ def test_an_outage_is_refused_as_unavailable_with_a_retry_after_like_the_http_ro
     assert (refusal.error, refusal.retryable, refusal.retry_after_seconds) == ("unavailable", True, 2)
     assert "127.0.0.1" not in refusal.message  # never which part, nor its address
     assert refusal_for(RuntimeError("a bug")).error == "internal_error"
+
+
+def test_every_doc_that_counts_the_agent_tools_counts_the_catalog() -> None:
+    # One number, the catalog's: a doc that says how many tools there are says len(TOOLS), in words.
+    words = {15: "fifteen", 16: "sixteen", 17: "seventeen", 18: "eighteen", 19: "nineteen", 20: "twenty"}
+    counted = re.compile(r"\b(" + "|".join(words.values()) + r")(?: agent)? tools\b", re.IGNORECASE)
+    for name in ("README.md", "docs/api.md", "docs/architecture.md", "docs/cli.md", "docs/agent-tools.md"):
+        for found in counted.finditer((REPO_ROOT / name).read_text(encoding="utf-8")):
+            assert found.group(1).lower() == words[len(TOOLS)], f"{name} says {found.group(0)!r}"

@@ -18,7 +18,6 @@ from functions.views.search import (
     search_view,
 )
 from shared.bootstrap import container
-from shared.domain.errors import Forbidden
 from shared.domain.usage import usage_window
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
@@ -62,12 +61,5 @@ def reindex(limit: Annotated[int, Query(ge=1, le=100)] = 20) -> Response[Reindex
     """Start re-indexing up to `limit` stale or keyword-only versions of the collections the caller administers
     (202): each runs through the workflow, its embedding metered batch by batch; call again while `remaining`
     is above zero. Nothing is embedded inside this call, so it returns at once however large the versions."""
-    principal = current_principal(router)
-    wired = container()
-    administered = wired.authorization.administered_collections(principal)
-    if not administered:
-        # Re-indexing spends embeddings on every stale version of a collection: the admin role's call.
-        raise Forbidden("re-indexing needs the admin role in a collection; this token administers none")
-    return json_response(
-        202, ReindexView.of(wired.reindexer.start_batch(principal.tenant_id, administered, limit=limit))
-    )
+    report = container().reindexer.start_for(current_principal(router), limit=limit)
+    return json_response(202, ReindexView.of(report))

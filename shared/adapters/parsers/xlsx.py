@@ -27,8 +27,6 @@ from shared.ports import DocumentParser
 
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MAX_CELLS_VISITED = 5_000_000
-# Columns kept per sheet: one cell far to the right must not widen every row of the table to it.
-MAX_COLUMNS = ExtractionLimits().max_columns
 EXTERNAL_LINKS_WARNING = (
     "the workbook links to other workbooks or DDE sources; the links were not followed, "
     "and cells show the values saved with the file"

@@ -55,7 +55,7 @@ def cache_key(
     prompt_version: str,
     model: str,
 ) -> str:
-    """seeds/003's key: tenant, readable collections, normalised question, filter hash, index version derived from
+    """The cache key: tenant, readable collections, normalised question, filter hash, index version derived from
     indexed state, retrieval settings, prompt version and model. Any change to any of them is another key."""
     parts = {
         "tenant": tenant_id,

@@ -9,7 +9,7 @@ from typing import Any
 from shared.local.answer_evaluation.labels import Expectation
 from shared.local.answer_evaluation.metrics import Observation, correctly_refused
 
-# Seed 003's own figures (seeds/003_grounded_answers_pipeline.txt), printed beside ours.
+# The figures the earlier system this answer pipeline's design comes from reported, printed beside ours.
 SEED_003 = {
     "recall@1": 0.917,
     "recall@3": 1.0,
