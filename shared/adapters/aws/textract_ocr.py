@@ -1,44 +1,6 @@
-"""The OcrProvider on AWS: Amazon Textract, reading the originals where they are stored in S3.
-
-- A single image (PNG, JPEG, or a TIFF of one page) of at most 10 MB is read at once with
-  DetectDocumentText: `start` returns the result.
-- A PDF, a multi-page TIFF or a one-page TIFF over 10 MB is read by an asynchronous job
-  (StartDocumentAnalysis with TABLES, or StartDocumentTextDetection). `start` returns the job; the
-  workflow waits between polls and calls `collect`, which answers None until the job has finished. No
-  function sleeps on a job.
-- When only some pages of a PDF need OCR, those pages are copied into a PDF of their own (pypdfium2, in
-  the sandbox's confined child: the PDF is the tenant's), staged in the bucket under `staging_prefix`, and
-  only they are read and paid for. A multi-page TIFF
-  is read whole and the pages not asked for are dropped on collect: cutting a TIFF means re-encoding the
-  scan, which costs more than the pages saved.
-
-How a job's pages map back to the original (`RecognitionJob.pages`):
-- staged copy: page i of the job is `pages[i - 1]` of the original;
-- the original itself: job pages are the original's page numbers, and `pages` lists the ones to keep
-  (empty: every page, for an original whose page count was not known).
-
-A start delivered twice starts one job: ClientRequestToken is derived from what is read (key, version,
-pages, operation) and the run (`OcrSource.run_id`: a rescan is a new run), and so is the staged copy's
-key, so the second start sends identical parameters and
-Textract answers with the same JobId. The staged copy is removed version by version (the bucket is
-versioned: a plain delete would only hide the copied pages behind a delete marker).
-
-This adapter owns the retrying, as the embedder does: throttling, an internal error, the concurrent-job
-limit and transport failures are retried with exponential back-off and full jitter, up to `max_attempts`
-calls; then the last error is raised for the workflow to retry. Create the clients with botocore's own
-retries off (`from_region` does). A refusal of the document itself raises RecognitionFailed (recorded,
-never retried); a missing permission raises CapabilityUnavailable with OCR_NOT_PERMITTED and logs the
-action to grant.
-
-IAM for the function's role: textract:DetectDocumentText, textract:StartDocumentAnalysis,
-textract:GetDocumentAnalysis, textract:StartDocumentTextDetection, textract:GetDocumentTextDetection;
-s3:GetObject and s3:GetObjectVersion on the originals (Textract reads them with the caller's
-credentials); s3:PutObject, s3:ListBucketVersions and s3:DeleteObjectVersion on the staging prefix. A
-lifecycle rule expiring the staging prefix after a few days catches copies of jobs never collected.
-
-Response shapes are those of the Textract developer guide ("Text detection and document analysis
-response objects"); limits from "Set Quotas in Amazon Textract". Blocks are parsed with
-amazon-textract-response-parser (`trp`).
+"""The OcrProvider on AWS: Amazon Textract, reading the originals where they are stored in S3 (a single image at once,
+a PDF or a multi-page TIFF by an asynchronous job the workflow polls; only the pages that need OCR): how it stages
+pages, maps them back, starts a job once, retries and which IAM it needs is in docs/ocr.md, "The Textract adapter".
 """
 
 import hashlib

@@ -1,34 +1,5 @@
-"""Whether a PDF page's text layer can be trusted, or the page is read by OCR like one without text.
-
-A page with a text layer used to count as having text, whatever that layer was. Two kinds found on public
-files are not worth keeping over OCR:
-
-- **A layer that says little of what the page shows.** A scanned Chinese report whose invisible layer
-  (render mode 3, a CJK font that is not embedded) PDFium reads only the digits and Latin letters of: a few
-  per cent of the printed characters. Found by rendering the page small and measuring how much of its ink
-  lies inside the layer's line boxes (dilated a little, since a scanner's boxes are approximate).
-- **A layer that is not text.** Mostly one-letter words (a scanner's letters spaced apart: `T H E S E C R E T`),
-  or mostly characters no font mapped (U+FFFD, private use, control codes). Found from the text alone.
-
-Only a page that **looks like a scan** is rendered: images under most of the page, and a layer that is not
-drawn (invisible, a clip, or beneath the image). On a page whose text is drawn, the layer *is* what the page
-shows (its boxes are where PDFium drew its glyphs), and everything else on it (a big photo, a chart) is ink no
-layer could cover: such a page is trusted without a render. On a scan the image is the page, and the layer
-only claims to describe it, which is what the render measures.
-
-What counts as ink is meant to be writing. A pixel is inked when it is darker than 3/4 of the brightest pixels
-around it (within about a fifth of an inch), so a scan's dark margins, a shadow or a photo's dark areas count
-only by their edges; and only thin ink is counted, what an opening with a 3x3 square removes (writing is
-strokes a pixel or two wide at about 100 dpi; a photo's texture, a filled shape and the bulk of a heavy
-headline are not). Measured on generated scans: a good invisible layer covers all of its page's writing, 91%
-with a photograph under a third of the page (28% of all its ink); the layer that lost its Chinese covers 11%.
-A layer covering less than half is set aside ("mostly not covered"), which leaves room for the rules, a stamp
-or a signature a scanner's OCR leaves out of a page of print.
-
-Bounded: the page objects walked (`MAX_OBJECTS`, `MAX_DRAWINGS`), the characters sampled for render modes, the rendered
-pixels (`RENDER_PIXELS`, about 100 dpi on A4), the pixels of a page's images (a page with an image over
-`MAX_PAGE_IMAGE_PIXELS` is not rendered here) and of all the images a document's checks decode
-(`MAX_CHECKED_IMAGE_PIXELS`; the pages past it are trusted, and said so).
+"""Whether a PDF page's text layer can be trusted, or the page is read by OCR like one without text: a layer that
+says little of what a scanned page shows, or is not text, is set aside (docs/ocr.md, "Which text layers are kept").
 """
 
 import ctypes
