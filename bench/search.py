@@ -710,21 +710,13 @@ def keyword_plans_under_rls(database: Database, queries: Sequence[BenchQuery], t
 
 
 def bench_retrieval(container: Any, queries: Sequence[BenchQuery]) -> Any:
-    """The composition root's Retrieval (title lane and identifier booster as configured) with one part
-    swapped: the FAKE query embedder."""
-    from shared.domain.search import IdentifierBooster
-    from shared.services.retrieval import Retrieval
+    """The composition root's Retrieval (title lane and identifier booster as configured) over the same database,
+    with one part of the bench's own: the FAKE query embedder."""
+    from shared.bootstrap import Container, adapters_for
 
-    return Retrieval(
-        authorization=container.authorization,
-        knowledge=container.knowledge,
-        vectors=container.vector_index,
-        keywords=container.keyword_index,
-        embedder=FakeQueryEmbedder({query.text: query.vector for query in queries}),
-        tuning=container.retrieval.tuning,
-        reranker=IdentifierBooster() if container.settings.search_identifier_boost else None,
-        titles=container.title_index,
-    )
+    settings = container.settings
+    embedder = FakeQueryEmbedder({query.text: query.vector for query in queries})
+    return Container(settings, adapters_for(settings, database=container.database, embedder=embedder)).retrieval
 
 
 def latency_figures(
