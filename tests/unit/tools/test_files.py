@@ -92,8 +92,9 @@ ID_TOOLS: dict[str, dict[str, Any]] = {
 def test_a_file_in_another_collection_or_tenant_is_the_not_found_of_a_random_id_and_touches_nothing(
     services: ToolServicesOverFakes, name: str
 ) -> None:
-    runbook = services.markdown(ANN, RUNBOOK, collection="finance")
-    foreign = services.markdown(principal("globex", "docs"), NOTES)
+    # Stored, not extracted: the refusal comes before anything is read.
+    runbook = services.markdown(ANN, RUNBOOK, collection="finance", process=False)
+    foreign = services.markdown(principal("globex", "docs"), NOTES, process=False)
     missing = services.refused(name, DOCS_ONLY, fileId=uuid.uuid4(), **ID_TOOLS[name])
     assert (missing["error"], missing["message"], missing["nextTool"]) == ("not_found", NOT_FOUND, "list_files")
     assert services.last_audited.collection_ids == ()
