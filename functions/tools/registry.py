@@ -11,6 +11,7 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from shared.domain.auth import Principal
+from shared.domain.errors import VersionDeleted
 from shared.domain.fencing import Fence
 from shared.domain.files import FileRecord
 from shared.services.answers import AnswerService
@@ -63,7 +64,13 @@ class ToolContext:
     def entitled(self, file_id: UUID, version_id: UUID | None) -> EntitledVersion:
         """A version the caller may read, as GET /v1/files/{id}/document finds it, its collection noted before
         anything is read (a refusal after this is audited in it)."""
-        entitled = self.services.document_reader.entitled(self.principal, file_id, version_id)
+        try:
+            entitled = self.services.document_reader.entitled(self.principal, file_id, version_id)
+        except VersionDeleted as deleted:
+            # Told only to a reader of the collection the file was in: the refusal is audited there.
+            if deleted.collection_id is not None:
+                self.touched.add(deleted.collection_id)
+            raise
         self.touched.add(entitled.collection_id)
         return entitled
 

@@ -40,6 +40,11 @@ class VersionDeleted(NotFound):
 
     code = "deleted"
 
+    def __init__(self, message: str, *, collection_id: str | None = None) -> None:
+        super().__init__(message)
+        # The collection the caller was entitled in: where an audit records the refused call.
+        self.collection_id = collection_id
+
 
 class Forbidden(QuireError):
     """The caller may see the resource but its role there does not allow this: the message names the role

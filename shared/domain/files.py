@@ -313,7 +313,7 @@ class FileRecord(BaseModel):
                 raise NotFound("not found", field="versionId")
             version = found
         if version.state in (VersionState.DELETING, VersionState.DELETED):
-            raise VersionDeleted(VERSION_DELETED)
+            raise VersionDeleted(VERSION_DELETED, collection_id=self.collection_id)
         return version
 
 

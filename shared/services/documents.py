@@ -191,7 +191,10 @@ class DocumentReader:
 
     def document(self, entitled: EntitledVersion) -> ExtractedDocument:
         """The version's extracted document, or DocumentNotReady saying why there is none."""
-        return self._documents.read(ensure_readable(entitled.version))
+        version = entitled.version
+        if version.state is not VersionState.STORED:
+            raise NotReady(f"this version is {version.state.value}: there is nothing to read")
+        return self._documents.read(ensure_readable(version))
 
     def window(self, entitled: EntitledVersion, start: int) -> tuple[ExtractedDocument, Window]:
         """Whole blocks from `start` (GET /v1/files/{id}/document's cursor): a block larger than a window alone."""

@@ -327,15 +327,15 @@ class FileService:
         self, principal: Principal, file_id: UUID, version_id: UUID | None = None
     ) -> tuple[FileRecord, FileVersionRecord]:
         """The newest stored version, or the version `version_id` (an older one a citation names), and its file,
-        entitlement checked; the caller reads its document. A named version deleted since raises VersionDeleted."""
+        entitlement checked; the caller reads its document. A named version deleted since raises VersionDeleted
+        (naming the collection the caller was entitled in)."""
         if version_id is None:
             record = self.get_file(principal, file_id)
             version = record.current
         else:
             record = self._file_even_if_deleted(principal, file_id)
-            version = self._readable_version(record, version_id)
-        if version.state is not VersionState.STORED:
-            raise NotReady(f"this version is {version.state.value}: there is nothing to read")
+            version = record.version(version_id)
+        # Whether it is stored, and has a document, is the reader's to say (after the caller noted the file).
         return record, version
 
     def delete_collection_files(self, principal: Principal, collection_id: str) -> Deletion:
