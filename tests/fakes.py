@@ -1340,6 +1340,7 @@ class Fakes:
             documents,
             workflow=self.workflow,
             embedder=embedder or self.embedder,
+            policy=ClaimsAuthorizationPolicy(),
         )
 
 

@@ -7,13 +7,13 @@ import re
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from functions.tools.catalog import TOOLS, TOOLS_BY_NAME
 from functions.tools.models import Refusal
-from functions.tools.registry import Tool, ToolContext
+from functions.tools.registry import DispatchedServices, Tool, ToolContext
 from shared.bootstrap import acting_for_tenant, infrastructure_outage
 from shared.domain.artifacts import VersionConflict
 from shared.domain.audit import ToolCall, id_arguments
@@ -33,9 +33,6 @@ from shared.domain.errors import (
 from shared.domain.exports import RenderFailed
 from shared.domain.fencing import Fence
 from shared.observability import logger
-
-if TYPE_CHECKING:
-    from shared.bootstrap import Container
 
 Surface = Literal["mcp", "http"]
 # One sentence for "does not exist" and "not yours", as the HTTP API's 404: a refusal never confirms an id.
@@ -67,8 +64,8 @@ class ToolOutcome(BaseModel):
 
 
 class ToolDispatcher:
-    def __init__(self, container: "Container") -> None:
-        self._container = container
+    def __init__(self, services: DispatchedServices) -> None:
+        self._services = services
 
     @staticmethod
     def tools() -> tuple[Tool[Any, Any], ...]:
@@ -88,7 +85,7 @@ class ToolDispatcher:
         API's middleware, the MCP server's), once per HTTP request."""
         tool = self.tool(name)
         started = time.monotonic()
-        context = ToolContext(principal=principal, services=self._container, fence=Fence.new())
+        context = ToolContext(principal=principal, services=self._services, fence=Fence.new())
         with acting_for_tenant(principal.tenant_id):
             outcome = self._run(tool, context, arguments)
             self._audit(
@@ -151,7 +148,7 @@ class ToolDispatcher:
             logger.exception("a tool call could not be recorded", extra={"auditWriteFailed": True, "tool": tool})
             return
         # A failed write is logged with the whole record and counted; the call already ran, so its answer stands.
-        self._container.audit_log.record(call)
+        self._services.audit_log.record(call)
 
 
 def _dumped(refusal: Refusal) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from shared.domain.fencing import Fence
 from shared.domain.files import FileRecord
 from shared.services.answers import AnswerService
 from shared.services.artifacts import ArtifactService
+from shared.services.audit import ToolAuditLog
 from shared.services.documents import DocumentReader, EntitledVersion
 from shared.services.exports import ExportService
 from shared.services.files import FileService
@@ -43,6 +44,13 @@ class ToolServices(Protocol):
     def exports(self) -> ExportService: ...
     @property
     def pdf_tools(self) -> PdfTools: ...
+
+
+class DispatchedServices(ToolServices, Protocol):
+    """What the dispatcher needs besides: where each call is recorded (the Container is one)."""
+
+    @property
+    def audit_log(self) -> ToolAuditLog: ...
 
 
 @dataclass

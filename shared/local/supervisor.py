@@ -112,6 +112,10 @@ class LocalDatabase:
     port: int | None
 
 
+# The API's and the upload events' connections together (each 4 on Lambda, QUIRE_DATABASE_POOL_SIZE).
+LOCAL_DATABASE_POOL_SIZE = 8
+
+
 class Supervisor:
     def __init__(self, paths: StackPaths, *, embedding_dimension: int) -> None:
         self.paths = paths
@@ -285,8 +289,12 @@ class Supervisor:
         return LocalDatabase(app_url=app_url, embedded=external is None, port=port)
 
     def _configure_functions(self, app_url: str, s3_endpoint: str) -> None:
-        # Handlers read their settings once, at import: set them first, exactly as Lambda would.
+        # Handlers read their settings once, when the process's container is first built: set them first, exactly
+        # as Lambda would.
         os.environ.update(LOCAL_AWS_ENVIRONMENT)
+        # One container serves the API, the upload events, the sweep and the workers here (on Lambda each is a
+        # process of its own): its pool holds what the API's and the events' separate pools held before.
+        os.environ.setdefault("QUIRE_DATABASE_POOL_SIZE", str(LOCAL_DATABASE_POOL_SIZE))
         os.environ.update(
             {
                 "QUIRE_RUNTIME": "local",

@@ -26,7 +26,6 @@ from shared.ports import (
     ProcessingAttempts,
     Workflow,
 )
-from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.limits import SpendLimits
 
@@ -56,11 +55,11 @@ class Reindexer:
         *,
         workflow: Workflow,
         embedder: EmbeddingProvider,
+        policy: AuthorizationPolicy,
         spend: SpendLimits | None = None,
-        policy: AuthorizationPolicy | None = None,
     ) -> None:
         self._spend = spend
-        self._policy = policy or ClaimsAuthorizationPolicy()
+        self._policy = policy
         self._catalog = catalog
         self._attempts = attempts
         self._knowledge = knowledge

@@ -15,6 +15,9 @@ _OWN = frozenset({"settings", "adapters", "answer_tuning"})
 def replaced(container: Container, part: str, replacement: Replacement) -> Iterator[Replacement]:
     """`container.<part>` is `replacement` within the block. An adapter is replaced in the container's adapter set,
     and the services built over the old one are built again over the new one (and again after)."""
+    if part == "database":
+        # The other adapters are built over it: give a container its own with adapters_for(settings, database=…).
+        raise ValueError("the database is not replaced under a running stack: build a Container over another one")
     adapter = part in Container.adapter_parts()
     if not adapter and part not in dir(Container):
         raise AttributeError(f"the container has no part named {part!r}")

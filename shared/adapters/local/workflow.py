@@ -2,11 +2,11 @@
 Step Functions, where each version is an execution of its own). Whoever calls `start` has already claimed the
 attempt in the database, so each attempt is started once.
 
-The workers are the process's, shared by every container in it (the API's, the upload event's, the MCP
-server's): as many as the machine has cores, since a version's heavy work (parsing in a sandboxed child, OCR
-and embedding in onnxruntime) runs outside the interpreter lock. They take queued versions fairly across
-tenants: one tenant's next version, then the next tenant's, so a tenant that queued hundreds of files delays
-another's single upload by at most one version per worker, never by its whole backlog.
+The workers are the process's, shared by every container in it (the process's, which the API, the upload events
+and the sweep use, and the MCP server's): as many as the machine has cores, since a version's heavy work (parsing
+in a sandboxed child, OCR and embedding in onnxruntime) runs outside the interpreter lock. They take queued
+versions fairly across tenants: one tenant's next version, then the next tenant's, so a tenant that queued hundreds
+of files delays another's single upload by at most one version per worker, never by its whole backlog.
 """
 
 import logging
