@@ -40,3 +40,18 @@ def replaced(container: Container, part: str, replacement: Replacement) -> Itera
 def _forget_services(container: Container) -> None:
     for name in [name for name in container.__dict__ if name not in _OWN]:
         del container.__dict__[name]
+
+
+class WithParts:
+    """A stand-in for `container` whose given parts are a test's and every other part the container's own: put in
+    place with `overridden(...)`, it is what a handler sees while the rest of the stack (its workers, a sweep it
+    already built) keeps the real parts."""
+
+    def __init__(self, container: Container, **given: object) -> None:
+        self._container = container
+        self._given = given
+
+    def __getattr__(self, name: str) -> object:
+        if name in self._given:
+            return self._given[name]
+        return getattr(self._container, name)

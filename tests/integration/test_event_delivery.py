@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shared.bootstrap import overridden
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.services.upload_completion import Completion, UploadCompletion
-from tests.builders.containers import replaced
 from tests.integration.api_steps import EventLost
 from tests.integration.files_stack import PDF, Stack
 
@@ -33,7 +33,7 @@ def test_any_sequence_of_deliveries_stores_each_delivered_version_once(
     stack: Stack, deliveries: list[tuple[int, bool]]
 ) -> None:
     token = stack.token()
-    with replaced(stack.container, "upload_completion", EventLost()):  # the bytes land, the events are ours to deliver
+    with overridden(EventLost(stack.container)):  # the bytes land, the events are ours to deliver
         tickets = [stack.upload(token, f"e{i}.pdf", "application/pdf", PDF) for i in range(3)]
     workflow = CountingWorkflow()
     completion = UploadCompletion(
@@ -82,7 +82,7 @@ class FlakyWorkflow(CountingWorkflow):
 
 def test_a_redelivered_event_asks_for_processing_the_first_delivery_could_not(stack: Stack) -> None:
     token = stack.token()
-    with replaced(stack.container, "upload_completion", EventLost()):
+    with overridden(EventLost(stack.container)):
         ticket = stack.upload(token, "flaky.pdf", "application/pdf", PDF)
     key = ticket["upload"]["fields"]["key"]
     landed = stack.container.content.head(key)
@@ -127,7 +127,7 @@ class RacingMetadata:
 
 def test_a_second_post_racing_the_first_never_displaces_the_recorded_bytes(stack: Stack) -> None:
     token = stack.token()
-    with replaced(stack.container, "upload_completion", EventLost()):
+    with overridden(EventLost(stack.container)):
         ticket = stack.upload(token, "double.txt", "text/plain", b"the first post")
         stack.post_bytes(ticket, b"again", "text/plain")  # a double-clicked form
     key = ticket["upload"]["fields"]["key"]

@@ -11,7 +11,6 @@ from functions.index import handler as index_step
 from functions.inspect import handler as inspect_step
 from shared.bootstrap import overridden
 from shared.local.http_api import LocalLambdaContext
-from tests.builders.containers import replaced
 from tests.builders.office import word_document
 from tests.builders.pdf import report_pdf
 from tests.conftest import load_event
@@ -30,7 +29,7 @@ def stored_without_processing(stack: Stack, token: str, filename: str, content: 
     """An upload stored by hand, its event lost: nothing asked for processing yet (the crash shapes below)."""
     from tests.integration.api_steps import EventLost
 
-    with replaced(stack.container, "upload_completion", EventLost()):
+    with overridden(EventLost(stack.container)):
         ticket = stack.upload(token, filename, "text/plain", content)
     version_id = uuid.UUID(ticket["versionId"])
     landed = stack.container.content.head(ticket["upload"]["fields"]["key"])

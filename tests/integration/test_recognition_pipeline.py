@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from shared.adapters.local.unavailable import UnavailableOcr, UnavailableVision
+from shared.bootstrap import overridden
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import RecognitionFailed, VisionFailed
 from shared.domain.files import FailureReason, OcrState, ProcessingState, VisionState
@@ -31,7 +32,7 @@ from shared.services.indexing import Indexer
 from shared.services.limits import SpendLimits
 from shared.services.pipeline import IngestionPipeline
 from shared.services.recognition import Recognizers
-from tests.builders.containers import replaced
+from tests.builders.containers import WithParts
 from tests.integration.files_stack import Stack
 
 BOX = BoundingBox(left=0.1, top=0.1, width=0.6, height=0.03)
@@ -345,7 +346,7 @@ def test_the_recognize_step_hands_a_running_job_to_the_workflow_and_polls_it_whe
     tenant, file_id = uploaded["tenant"], uploaded["files"]["scanned-remittance.pdf"]
     engine = FakeAsyncOcr("Polled by the state machine", polls=1)
     steps = pipeline(stack, ocr=engine)
-    with replaced(stack.container, "pipeline", steps):
+    with overridden(WithParts(stack.container, pipeline=steps)):
         record = stack.container.file_metadata.get_file(tenant, uuid.UUID(file_id))
         assert record is not None
         attempt = stack.container.file_metadata.queue_rescan(tenant, record.current.version_id)

@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 
 from shared.adapters.postgres.sweep_progress import PostgresSweepProgress
-from shared.bootstrap import Container
+from shared.bootstrap import Container, overridden
 from shared.domain.attempt_work import work_prefix
 from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState
 from shared.domain.uploads import derived_prefix, document_key, ocr_staging_prefix, storage_key
 from shared.services.reconciliation import NEVER_ARRIVED, ReconcileBudget, Reconciler, ReconcileThresholds
-from tests.builders.containers import replaced
 from tests.integration.api_steps import EventLost
 from tests.integration.files_stack import PDF, Stack
 
@@ -30,7 +29,7 @@ def versions(entries: list[dict[str, Any]]) -> set[str]:
 
 @pytest.fixture
 def lost_events(stack: Stack) -> Iterator[None]:
-    with replaced(stack.container, "upload_completion", EventLost()):
+    with overridden(EventLost(stack.container)):
         yield
 
 
