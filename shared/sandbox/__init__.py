@@ -6,6 +6,7 @@ wall clock and reads its answer as bytes to validate (parent.py, protocol.py). d
 says what each layer stops.
 """
 
+from shared.sandbox.outcomes import Crashed, Failure, KilledFromOutside, OutOfMemory, Unreadable, death, sandboxed
 from shared.sandbox.parent import AnswerTooLarge, Confinement, Died, TimedOut, last_confinement, run_in_child
 from shared.sandbox.protocol import dotted_name, pack, parent_range, resolve, unpack
 from shared.sandbox.seccomp import seccomp_program
@@ -13,14 +14,21 @@ from shared.sandbox.seccomp import seccomp_program
 __all__ = [
     "AnswerTooLarge",
     "Confinement",
+    "Crashed",
     "Died",
+    "Failure",
+    "KilledFromOutside",
+    "OutOfMemory",
     "TimedOut",
+    "Unreadable",
+    "death",
     "dotted_name",
     "last_confinement",
     "pack",
     "parent_range",
     "resolve",
     "run_in_child",
+    "sandboxed",
     "seccomp_program",
     "unpack",
 ]

@@ -23,7 +23,17 @@ from shared.domain.errors import VisionFailed
 from shared.domain.recognition import ImageDescription
 from shared.domain.usage import Usage
 from shared.ports import VisionProvider
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, pack, run_in_child, unpack
+from shared.sandbox import (
+    AnswerTooLarge,
+    Crashed,
+    KilledFromOutside,
+    OutOfMemory,
+    TimedOut,
+    Unreadable,
+    pack,
+    sandboxed,
+    unpack,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -253,24 +263,25 @@ class BedrockConverseVision(VisionProvider):
 def prepare_image_isolated(image: bytes, media_type: str) -> PreparedImage:
     """`prepare_image` in the sandbox's child: Pillow decodes the tenant's image with no credentials, no
     socket and no process of its own, bounded in time and memory. The prepared bytes are checked again here."""
-    answer = run_in_child(
+    # Validated: never trust the shape of what a process that decoded hostile input sends back.
+    answer = sandboxed(
         _prepare_in_child,
         pack({"media_type": media_type}, image),
+        unpack,
         timeout_seconds=PREPARE_TIMEOUT_SECONDS,
         memory_limit_bytes=PREPARE_MEMORY_BYTES,
         max_answer_bytes=max(len(image), CONVERSE_MAX_IMAGE_BYTES) + 64 * 1024,
         answer_too_large=pack({"failed": "the image needs more memory to decode than is allowed"}),
     )
-    if isinstance(answer, TimedOut):
-        raise VisionFailed(f"decoding the image took longer than {answer.seconds:g} seconds")
-    if isinstance(answer, Died | AnswerTooLarge):
-        raise VisionFailed("the image decoder failed on this image (it may be damaged): re-save it")
     unreadable = VisionFailed("the image decoder's answer could not be read")
-    try:
-        # Validated: never trust the shape of what a process that decoded hostile input sends back.
-        header, parts = unpack(answer)
-    except ValueError as error:
-        raise unreadable from error
+    match answer:
+        case TimedOut(seconds=seconds):
+            raise VisionFailed(f"decoding the image took longer than {seconds:g} seconds")
+        case AnswerTooLarge() | OutOfMemory() | KilledFromOutside() | Crashed():
+            raise VisionFailed("the image decoder failed on this image (it may be damaged): re-save it")
+        case Unreadable(error=error):
+            raise unreadable from error
+    header, parts = answer
     if header.get("failed") is not None:
         raise VisionFailed(str(header["failed"])[:2000])
     send_format, width, height = header.get("format"), header.get("width"), header.get("height")

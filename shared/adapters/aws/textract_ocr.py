@@ -60,7 +60,17 @@ from shared.domain.recognition import (
 )
 from shared.domain.usage import Usage
 from shared.ports import OcrProvider, OcrSource
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, pack, run_in_child, unpack
+from shared.sandbox import (
+    AnswerTooLarge,
+    Crashed,
+    KilledFromOutside,
+    OutOfMemory,
+    TimedOut,
+    Unreadable,
+    pack,
+    sandboxed,
+    unpack,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -498,30 +508,31 @@ def _covers_every_page(source: OcrSource) -> bool:
 def _pdf_of_pages_isolated(content: bytes, pages: Sequence[int]) -> bytes | None:
     """`_pdf_of_pages` in the sandbox's child: PDFium parses the tenant's PDF with no credentials, no socket
     and no process of its own, bounded in time and memory."""
-    answer = run_in_child(
+    # Validated: never trust the shape of what a process that parsed hostile input sends back.
+    answer = sandboxed(
         _pdf_of_pages_in_child,
         pack({"pages": list(pages)}, content),
+        unpack,
         timeout_seconds=PAGE_COPY_TIMEOUT_SECONDS,
         memory_limit_bytes=PAGE_COPY_MEMORY_BYTES,
         max_answer_bytes=len(content) * 2 + 1024 * 1024,
         answer_too_large=pack({"failed": "copying out the pages that need OCR ran out of memory"}),
     )
-    if isinstance(answer, TimedOut):
-        raise RecognitionFailed(
-            f"Copying out the pages that need OCR took longer than {answer.seconds:g} seconds: re-save the PDF and"
-            " upload it again."
-        )
-    if isinstance(answer, Died | AnswerTooLarge):
-        raise RecognitionFailed(
-            "PDFium failed copying out the pages that need OCR (the PDF may be damaged): re-save it and upload it"
-            " again."
-        )
     unreadable = "PDFium's answer could not be read: re-save the PDF and upload it again."
-    try:
-        # Validated: never trust the shape of what a process that parsed hostile input sends back.
-        header, parts = unpack(answer)
-    except ValueError as error:
-        raise RecognitionFailed(unreadable) from error
+    match answer:
+        case TimedOut(seconds=seconds):
+            raise RecognitionFailed(
+                f"Copying out the pages that need OCR took longer than {seconds:g} seconds: re-save the PDF and"
+                " upload it again."
+            )
+        case AnswerTooLarge() | OutOfMemory() | KilledFromOutside() | Crashed():
+            raise RecognitionFailed(
+                "PDFium failed copying out the pages that need OCR (the PDF may be damaged): re-save it and upload it"
+                " again."
+            )
+        case Unreadable(error=error):
+            raise RecognitionFailed(unreadable) from error
+    header, parts = answer
     if header.get("failed") is not None:
         raise RecognitionFailed(str(header["failed"])[:2000])
     if header.get("outside") is not None:
