@@ -2,8 +2,8 @@
 
 The child is a fresh interpreter, never a fork, holding nothing of the parent (no credentials, no memory, no
 socket); it confines itself before it reads its input (confine.py, seccomp.py), and the parent enforces the
-wall clock and reads its answer as bytes to validate (parent.py, protocol.py). docs/security.md#the-parser-sandbox
-says what each layer stops.
+wall clock and reads its answer as bytes to validate (parent.py, protocol.py); callers use `sandboxed`
+(outcomes.py), which names what each end means. docs/security.md#the-parser-sandbox says what each layer stops.
 """
 
 from shared.sandbox.outcomes import Crashed, Failure, KilledFromOutside, OutOfMemory, Unreadable, death, sandboxed

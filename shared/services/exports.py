@@ -68,6 +68,8 @@ from shared.services.artifacts import ArtifactService
 STALLED_AFTER = timedelta(minutes=10)
 MAX_RENDER_ATTEMPTS = 5
 
+_OUT_OF_MEMORY = "rendering ran out of memory: export a shorter version"
+
 
 @dataclass(frozen=True)
 class ExportView:
@@ -347,14 +349,17 @@ class ExportService:
             timeout_seconds=timeout_seconds or limits.timeout_seconds,
             memory_limit_bytes=memory_limit_bytes or limits.memory_limit_bytes,
             max_answer_bytes=limits.max_bytes + 1024 * 1024,
-            answer_too_large=isolated.failure_answer("rendering ran out of memory: export a shorter version"),
+            answer_too_large=isolated.failure_answer(_OUT_OF_MEMORY),
         )
         match answer:
             case TimedOut(seconds=seconds):
                 raise RenderFailed(f"rendering took longer than {seconds:g} seconds (the export limit)", retryable=True)
             case AnswerTooLarge():
                 raise RenderFailed(f"the rendered file would pass {limits.max_bytes} bytes (the export limit)")
-            case OutOfMemory(exitcode=exitcode) | KilledFromOutside(exitcode=exitcode) | Crashed(exitcode=exitcode):
+            case OutOfMemory():
+                # A native allocation that failed under the limit is the MemoryError the child would report.
+                raise RenderFailed(_OUT_OF_MEMORY)
+            case KilledFromOutside(exitcode=exitcode) | Crashed(exitcode=exitcode):
                 logger.error("a renderer died", extra={"exitcode": exitcode, "format": export_format.value})
                 raise RenderFailed("rendering failed inside the renderer (recorded for the operators)", retryable=True)
             case Unreadable(error=error):

@@ -1,5 +1,6 @@
 """What each caller of `sandboxed` makes of each Failure: the sentence and error type the person who asked
-reads, the failure reason recorded on a version, and whether a retry may help. `sandboxed` is stood in for, so
+reads, the failure reason recorded on a version, and whether a retry may help. Out of memory (a native abort) is
+everywhere what the child's own MemoryError is to that caller. `sandboxed` is stood in for, so
 no child runs; tests/unit/test_sandbox_outcomes.py shows each Failure arising from a real child."""
 
 import signal
@@ -110,7 +111,7 @@ def test_a_page_that_timed_out_or_crashed_may_be_asked_for_again(failure: Failur
     [
         (TimedOut(30), "rendering took longer than 30 seconds (the export limit)", True),
         (AnswerTooLarge(1), "the rendered file would pass {max_bytes} bytes (the export limit)", False),
-        (ABORTED, "rendering failed inside the renderer (recorded for the operators)", True),
+        (ABORTED, "rendering ran out of memory: export a shorter version", False),
         (KILLED, "rendering failed inside the renderer (recorded for the operators)", True),
         (Crashed(1), "rendering failed inside the renderer (recorded for the operators)", True),
         (UNREADABLE, "rendering failed inside the renderer (recorded for the operators)", False),
@@ -192,7 +193,7 @@ PAGE_COPY_FAILED = (
             "Copying out the pages that need OCR took longer than 30 seconds: re-save the PDF and upload it again.",
         ),
         (AnswerTooLarge(1), PAGE_COPY_FAILED),
-        (ABORTED, PAGE_COPY_FAILED),
+        (ABORTED, "copying out the pages that need OCR ran out of memory"),
         (KILLED, PAGE_COPY_FAILED),
         (Crashed(1), PAGE_COPY_FAILED),
         (UNREADABLE, "PDFium's answer could not be read: re-save the PDF and upload it again."),
@@ -214,7 +215,7 @@ IMAGE_DECODER_FAILED = "the image decoder failed on this image (it may be damage
     [
         (TimedOut(10), "decoding the image took longer than 10 seconds"),
         (AnswerTooLarge(1), IMAGE_DECODER_FAILED),
-        (ABORTED, IMAGE_DECODER_FAILED),
+        (ABORTED, "the image needs more memory to decode than is allowed"),
         (KILLED, IMAGE_DECODER_FAILED),
         (Crashed(1), IMAGE_DECODER_FAILED),
         (UNREADABLE, "the image decoder's answer could not be read"),
@@ -233,7 +234,7 @@ def test_an_image_the_vision_decoder_failed_on_is_refused(
     [
         (TimedOut(60), "OCR took longer than 60 seconds"),
         (AnswerTooLarge(1), "the recognised text is too large"),
-        (ABORTED, "the OCR engine crashed on this document (exit -6)"),
+        (ABORTED, "the page needs more memory than OCR allows"),
         (KILLED, "the OCR engine crashed on this document (exit -9)"),
         (Crashed(1), "the OCR engine crashed on this document (exit 1)"),
         (UNREADABLE, "the OCR engine's answer could not be read (recorded for the operators)"),

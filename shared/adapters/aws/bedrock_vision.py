@@ -260,6 +260,9 @@ class BedrockConverseVision(VisionProvider):
         )
 
 
+_DECODING_OUT_OF_MEMORY = "the image needs more memory to decode than is allowed"
+
+
 def prepare_image_isolated(image: bytes, media_type: str) -> PreparedImage:
     """`prepare_image` in the sandbox's child: Pillow decodes the tenant's image with no credentials, no
     socket and no process of its own, bounded in time and memory. The prepared bytes are checked again here."""
@@ -271,13 +274,15 @@ def prepare_image_isolated(image: bytes, media_type: str) -> PreparedImage:
         timeout_seconds=PREPARE_TIMEOUT_SECONDS,
         memory_limit_bytes=PREPARE_MEMORY_BYTES,
         max_answer_bytes=max(len(image), CONVERSE_MAX_IMAGE_BYTES) + 64 * 1024,
-        answer_too_large=pack({"failed": "the image needs more memory to decode than is allowed"}),
+        answer_too_large=pack({"failed": _DECODING_OUT_OF_MEMORY}),
     )
     unreadable = VisionFailed("the image decoder's answer could not be read")
     match answer:
         case TimedOut(seconds=seconds):
             raise VisionFailed(f"decoding the image took longer than {seconds:g} seconds")
-        case AnswerTooLarge() | OutOfMemory() | KilledFromOutside() | Crashed():
+        case OutOfMemory():
+            raise VisionFailed(_DECODING_OUT_OF_MEMORY)
+        case AnswerTooLarge() | KilledFromOutside() | Crashed():
             raise VisionFailed("the image decoder failed on this image (it may be damaged): re-save it")
         case Unreadable(error=error):
             raise unreadable from error
@@ -304,7 +309,7 @@ def _prepare_in_child(payload: bytes) -> bytes:
     except VisionFailed as failure:
         return pack({"failed": failure.detail})
     except MemoryError:
-        return pack({"failed": "the image needs more memory to decode than is allowed"})
+        return pack({"failed": _DECODING_OUT_OF_MEMORY})
     except Exception as error:
         return pack({"failed": f"the image could not be decoded ({type(error).__name__})"})
     return pack({"format": prepared.format, "width": prepared.width, "height": prepared.height}, prepared.data)

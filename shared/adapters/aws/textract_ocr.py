@@ -505,6 +505,9 @@ def _covers_every_page(source: OcrSource) -> bool:
     )
 
 
+_PAGE_COPY_OUT_OF_MEMORY = "copying out the pages that need OCR ran out of memory"
+
+
 def _pdf_of_pages_isolated(content: bytes, pages: Sequence[int]) -> bytes | None:
     """`_pdf_of_pages` in the sandbox's child: PDFium parses the tenant's PDF with no credentials, no socket
     and no process of its own, bounded in time and memory."""
@@ -516,7 +519,7 @@ def _pdf_of_pages_isolated(content: bytes, pages: Sequence[int]) -> bytes | None
         timeout_seconds=PAGE_COPY_TIMEOUT_SECONDS,
         memory_limit_bytes=PAGE_COPY_MEMORY_BYTES,
         max_answer_bytes=len(content) * 2 + 1024 * 1024,
-        answer_too_large=pack({"failed": "copying out the pages that need OCR ran out of memory"}),
+        answer_too_large=pack({"failed": _PAGE_COPY_OUT_OF_MEMORY}),
     )
     unreadable = "PDFium's answer could not be read: re-save the PDF and upload it again."
     match answer:
@@ -525,7 +528,9 @@ def _pdf_of_pages_isolated(content: bytes, pages: Sequence[int]) -> bytes | None
                 f"Copying out the pages that need OCR took longer than {seconds:g} seconds: re-save the PDF and"
                 " upload it again."
             )
-        case AnswerTooLarge() | OutOfMemory() | KilledFromOutside() | Crashed():
+        case OutOfMemory():
+            raise RecognitionFailed(_PAGE_COPY_OUT_OF_MEMORY)
+        case AnswerTooLarge() | KilledFromOutside() | Crashed():
             raise RecognitionFailed(
                 "PDFium failed copying out the pages that need OCR (the PDF may be damaged): re-save it and upload it"
                 " again."
@@ -553,7 +558,7 @@ def _pdf_of_pages_in_child(payload: bytes) -> bytes:
     except ValueError as error:
         return pack({"outside": str(error)})
     except MemoryError:
-        return pack({"failed": "copying out the pages that need OCR ran out of memory"})
+        return pack({"failed": _PAGE_COPY_OUT_OF_MEMORY})
     except Exception as error:
         return pack({"failed": f"PDFium could not copy out the pages ({type(error).__name__}): re-save the PDF"})
     return pack({"every_page": subset is None}, *([subset] if subset is not None else []))

@@ -73,6 +73,9 @@ class OcrLimits:
     memory_limit_bytes: int = 3 * 1024 * 1024 * 1024
 
 
+_PAGE_OUT_OF_MEMORY = "the page needs more memory than OCR allows"
+
+
 class RapidOcr(OcrProvider):
     def __init__(self, limits: OcrLimits | None = None) -> None:
         self._limits = limits or OcrLimits()
@@ -113,7 +116,9 @@ class RapidOcr(OcrProvider):
         match answer:
             case TimedOut():
                 raise RecognitionFailed(f"OCR took longer than {timeout:g} seconds")
-            case OutOfMemory(exitcode=exitcode) | KilledFromOutside(exitcode=exitcode) | Crashed(exitcode=exitcode):
+            case OutOfMemory():
+                raise RecognitionFailed(_PAGE_OUT_OF_MEMORY)
+            case KilledFromOutside(exitcode=exitcode) | Crashed(exitcode=exitcode):
                 raise RecognitionFailed(f"the OCR engine crashed on this document (exit {exitcode})")
             case AnswerTooLarge():
                 raise RecognitionFailed("the recognised text is too large")
@@ -144,7 +149,7 @@ def _recognise_in_child(payload: bytes) -> bytes:
     except RecognitionFailed as failure:
         return json.dumps({"failed": failure.detail}).encode()
     except MemoryError:
-        return json.dumps({"failed": "the page needs more memory than OCR allows"}).encode()
+        return json.dumps({"failed": _PAGE_OUT_OF_MEMORY}).encode()
     except Exception as error:
         # The library's words go to the log (the child's stderr), never into the detail the file's owner reads.
         print(f"OCR failed: {type(error).__name__}: {error}", file=sys.stderr)
