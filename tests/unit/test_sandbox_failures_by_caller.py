@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from shared import sandbox
 from shared.adapters.aws import bedrock_vision, textract_ocr
 from shared.adapters.local import rapid_ocr
 from shared.adapters.parsers.plain_text import PlainTextParser
@@ -202,7 +203,7 @@ PAGE_COPY_FAILED = (
 def test_textract_page_copying_fails_the_recognition(
     monkeypatch: pytest.MonkeyPatch, failure: Failure, detail: str
 ) -> None:
-    failing(monkeypatch, textract_ocr, failure)
+    failing(monkeypatch, sandbox, failure)  # textract_ocr calls sandbox.sandboxed
     error = raised(lambda: textract_ocr._pdf_of_pages_isolated(b"%PDF-1.4", [1]))
     assert isinstance(error, RecognitionFailed) and error.detail == detail
 
