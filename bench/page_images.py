@@ -36,26 +36,18 @@ def _draw(content: bytes, media_type: str) -> tuple[float, int, tuple[int, int]]
     """Milliseconds to draw page 1 through the service's own sandboxed path, the PNG's bytes, its size."""
     from shared.adapters.renderers.page_image import PdfiumPageRasterizer
     from shared.domain.page_images import DrawnPage
-    from shared.sandbox import dotted_name, pack, run_in_child
-    from shared.services import isolated
-    from shared.services.page_images import (
-        MAX_PAGE_IMAGE_BYTES,
-        PAGE_DRAW_MEMORY_BYTES,
-        PAGE_DRAW_SECONDS,
-        drawing_outcome,
-    )
+    from shared.sandbox import dotted_name
+    from shared.services.page_images import PAGE_DRAW_MEMORY_BYTES, PAGE_DRAW_SECONDS, draw_page
 
-    header = {"rasterizer": dotted_name(PdfiumPageRasterizer), "media_type": media_type, "page": 1}
     begun = time.perf_counter()
-    answer = run_in_child(
-        isolated.render_page,
-        pack(header, content),
+    outcome = draw_page(
+        dotted_name(PdfiumPageRasterizer),
+        media_type,
+        content,
+        1,
         timeout_seconds=PAGE_DRAW_SECONDS,
         memory_limit_bytes=PAGE_DRAW_MEMORY_BYTES,
-        max_answer_bytes=MAX_PAGE_IMAGE_BYTES,
-        answer_too_large=b"",
     )
-    outcome = drawing_outcome(answer, 1)
     elapsed = (time.perf_counter() - begun) * 1000
     assert isinstance(outcome, DrawnPage), outcome
     return elapsed, len(outcome.png), (outcome.width, outcome.height)

@@ -49,7 +49,17 @@ from shared.ports import (
     FileContentStore,
     KnowledgeStore,
 )
-from shared.sandbox import TimedOut, dotted_name, pack, run_in_child
+from shared.sandbox import (
+    AnswerTooLarge,
+    Crashed,
+    KilledFromOutside,
+    OutOfMemory,
+    TimedOut,
+    Unreadable,
+    dotted_name,
+    pack,
+    sandboxed,
+)
 from shared.services import isolated
 
 MAX_HISTORY_PAGE = 100
@@ -351,26 +361,27 @@ class ArtifactService:
         )
         header = {"parser": dotted_name(type(self._markdown)), "limits": limits.model_dump(mode="json")}
         too_large = PayloadTooLarge("the Markdown is too large to read: send it in smaller parts, or as blocks")
-        answer = run_in_child(
+        # Validated: never trust the shape of what a process that parsed a caller's bytes sends back.
+        outcomes = sandboxed(
             isolated.parse_texts,
             pack(header, *(text.encode() for text in texts)),
+            isolated.OUTCOMES.validate_json,
             timeout_seconds=self._limits.parse_timeout_seconds,
             memory_limit_bytes=self._limits.parse_memory_bytes,
             max_answer_bytes=MAX_DOCUMENT_BYTES,
             answer_too_large=b"",
         )
-        if isinstance(answer, TimedOut):
-            raise PayloadTooLarge(
-                f"the Markdown took longer than {answer.seconds:g} seconds to read (the limit): send it in smaller"
-                " parts, or as blocks"
-            )
-        if not isinstance(answer, bytes) or not answer:
-            raise too_large
-        try:
-            # Validated: never trust the shape of what a process that parsed a caller's bytes sends back.
-            outcomes = isolated.OUTCOMES.validate_json(answer)
-        except ValidationError as error:
-            raise too_large from error
+        match outcomes:
+            case TimedOut(seconds=seconds):
+                raise PayloadTooLarge(
+                    f"the Markdown took longer than {seconds:g} seconds to read (the limit): send it in smaller"
+                    " parts, or as blocks"
+                )
+            case Unreadable(error=error):
+                raise too_large from error
+            # Out of memory (its empty answer is Unreadable), a death, an answer past the limit: all too large.
+            case AnswerTooLarge() | OutOfMemory() | KilledFromOutside() | Crashed():
+                raise too_large
         parsed = []
         for outcome in outcomes:
             if not isinstance(outcome, ExtractedDocument):

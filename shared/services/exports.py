@@ -13,9 +13,8 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import assert_never
 from uuid import UUID, uuid4
-
-from pydantic import ValidationError
 
 from shared.domain.auth import Principal
 from shared.domain.document import ExtractedDocument
@@ -51,13 +50,25 @@ from shared.ports import (
     FileContentStore,
     RenderQueue,
 )
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, dotted_name, pack, run_in_child
+from shared.sandbox import (
+    AnswerTooLarge,
+    Crashed,
+    KilledFromOutside,
+    OutOfMemory,
+    TimedOut,
+    Unreadable,
+    dotted_name,
+    pack,
+    sandboxed,
+)
 from shared.services import isolated
 from shared.services.artifacts import ArtifactService
 
 # A render left pending this long without a touch is handed to the worker again by the sweep.
 STALLED_AFTER = timedelta(minutes=10)
 MAX_RENDER_ATTEMPTS = 5
+
+_OUT_OF_MEMORY = "rendering ran out of memory: export a shorter version"
 
 
 @dataclass(frozen=True)
@@ -331,24 +342,34 @@ class ExportService:
         a child process bounded in time and memory; RenderFailed (raised there or for how it ended) comes back
         as a sentence."""
         limits = self._limits
-        answer = run_in_child(
+        answer = sandboxed(
             work,
             payload,
+            _rendered,
             timeout_seconds=timeout_seconds or limits.timeout_seconds,
             memory_limit_bytes=memory_limit_bytes or limits.memory_limit_bytes,
             max_answer_bytes=limits.max_bytes + 1024 * 1024,
-            answer_too_large=isolated.failure_answer("rendering ran out of memory: export a shorter version"),
+            answer_too_large=isolated.failure_answer(_OUT_OF_MEMORY),
         )
-        if isinstance(answer, TimedOut):
-            raise RenderFailed(
-                f"rendering took longer than {answer.seconds:g} seconds (the export limit)", retryable=True
-            )
-        if isinstance(answer, AnswerTooLarge):
-            raise RenderFailed(f"the rendered file would pass {limits.max_bytes} bytes (the export limit)")
-        if isinstance(answer, Died):
-            logger.error("a renderer died", extra={"exitcode": answer.exitcode, "format": export_format.value})
-            raise RenderFailed("rendering failed inside the renderer (recorded for the operators)", retryable=True)
-        return _parse_answer(answer, export_format)
+        match answer:
+            case TimedOut(seconds=seconds):
+                raise RenderFailed(f"rendering took longer than {seconds:g} seconds (the export limit)", retryable=True)
+            case AnswerTooLarge():
+                raise RenderFailed(f"the rendered file would pass {limits.max_bytes} bytes (the export limit)")
+            case OutOfMemory():
+                # A native allocation that failed under the limit is the MemoryError the child would report.
+                raise RenderFailed(_OUT_OF_MEMORY)
+            case KilledFromOutside(exitcode=exitcode) | Crashed(exitcode=exitcode):
+                logger.error("a renderer died", extra={"exitcode": exitcode, "format": export_format.value})
+                raise RenderFailed("rendering failed inside the renderer (recorded for the operators)", retryable=True)
+            case Unreadable(error=error):
+                raise RenderFailed("rendering failed inside the renderer (recorded for the operators)") from error
+            case RenderedFile() if answer.format is not export_format:
+                raise RenderFailed("rendering failed inside the renderer (recorded for the operators)")
+            case RenderedFile():
+                return answer
+            case _:
+                assert_never(answer)
 
     def _write_output(self, record: ExportRecord, rendered: RenderedFile) -> UUID:
         """The rendering as a file, through the file ports: row (pending, never extracted), bytes, stored."""
@@ -394,15 +415,10 @@ class ExportService:
         return clean_filename(stem[: 255 - len(extension)] + extension)
 
 
-def _parse_answer(answer: bytes, export_format: ExportFormat) -> RenderedFile:
+def _rendered(answer: bytes) -> RenderedFile:
+    """The child's answer read (ValueError, KeyError, TypeError: unreadable); RenderFailed when it says it failed."""
     header, _, content = answer.partition(b"\n")
-    try:
-        parsed = json.loads(header)
-        if "failed" in parsed:
-            raise RenderFailed(str(parsed["failed"])[:2000])
-        rendered = RenderedFile.model_validate({**parsed["ok"], "content": content})
-    except (ValueError, KeyError, TypeError, ValidationError) as error:
-        raise RenderFailed("rendering failed inside the renderer (recorded for the operators)") from error
-    if rendered.format is not export_format:
-        raise RenderFailed("rendering failed inside the renderer (recorded for the operators)")
-    return rendered
+    parsed = json.loads(header)
+    if "failed" in parsed:
+        raise RenderFailed(str(parsed["failed"])[:2000])
+    return RenderedFile.model_validate({**parsed["ok"], "content": content})

@@ -7,16 +7,27 @@ out of here; a child killed from outside (SIGKILL: the host's OOM killer, a kill
 InfrastructureUnavailable, which the workflow retries.
 """
 
-import signal
 from collections.abc import Sequence
+from typing import assert_never
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
 from shared.domain.document import MAX_DOCUMENT_BYTES, ExtractionFailure, ExtractionLimits, ExtractionOutcome
 from shared.domain.errors import InfrastructureUnavailable
 from shared.domain.files import FailureReason
 from shared.ports import DocumentParser
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, dotted_name, pack, run_in_child
+from shared.sandbox import (
+    AnswerTooLarge,
+    Crashed,
+    Failure,
+    KilledFromOutside,
+    OutOfMemory,
+    TimedOut,
+    Unreadable,
+    dotted_name,
+    pack,
+    sandboxed,
+)
 from shared.services import isolated
 
 _OUTCOME: TypeAdapter[ExtractionOutcome] = TypeAdapter(ExtractionOutcome)
@@ -59,9 +70,11 @@ class Extractor:
         return self._isolated(parser, content)
 
     def _isolated(self, parser: DocumentParser, content: bytes) -> ExtractionOutcome:
-        answer = run_in_child(
+        # Validated: never trust the shape of what a process that parsed hostile input sends back.
+        outcome = sandboxed(
             isolated.parse_document,
             pack({"parser": self._parser_names[id(parser)], "limits": self._limits.model_dump(mode="json")}, content),
+            _OUTCOME.validate_json,
             timeout_seconds=self._limits.timeout_seconds,
             memory_limit_bytes=self._memory_limit,
             max_answer_bytes=MAX_DOCUMENT_BYTES,
@@ -69,37 +82,40 @@ class Extractor:
                 ExtractionFailure(reason=FailureReason.TOO_LARGE, detail="the extracted document is too large")
             ),
         )
-        if isinstance(answer, TimedOut):
-            # Imported here: a child that builds a test's fake parser imports this module, and the tracer
-            # opens a UDP socket at import, which the child's filter refuses.
-            from shared.observability import logger
+        if isinstance(outcome, Failure):
+            return self._failed(outcome)
+        return outcome
 
-            logger.warning("extraction timed out", extra={"seconds": self._limits.timeout_seconds})
-            return ExtractionFailure(
-                reason=FailureReason.TIMED_OUT,
-                detail=f"extraction took longer than {self._limits.timeout_seconds:g} seconds",
-            )
-        if isinstance(answer, Died):
-            if answer.exitcode == -signal.SIGKILL and not answer.killed_here:
-                # Not the parser's doing (its own limits end it otherwise): the host's OOM killer, or a kill -9 of
-                # the stack. The step is tried again, as any other outage is, never failed as a bad document.
+    def _failed(self, failure: Failure) -> ExtractionFailure:
+        """A document problem is a failed document; only a kill from outside is an outage the step retries."""
+        match failure:
+            case TimedOut():
+                # Imported here: a child that builds a test's fake parser imports this module, and the tracer
+                # opens a UDP socket at import, which the child's filter refuses.
+                from shared.observability import logger
+
+                logger.warning("extraction timed out", extra={"seconds": self._limits.timeout_seconds})
+                return ExtractionFailure(
+                    reason=FailureReason.TIMED_OUT,
+                    detail=f"extraction took longer than {self._limits.timeout_seconds:g} seconds",
+                )
+            case KilledFromOutside():
                 raise InfrastructureUnavailable("the sandboxed parser was killed from outside (SIGKILL)")
-            return _died(answer.exitcode)
-        if isinstance(answer, AnswerTooLarge):
-            return ExtractionFailure(reason=FailureReason.TOO_LARGE, detail="the extracted document is too large")
-        try:
-            # Validated: never trust the shape of what a process that parsed hostile input sends back.
-            return _OUTCOME.validate_json(answer)
-        except ValidationError:
-            return _died(None)
+            case OutOfMemory():
+                return ExtractionFailure(
+                    reason=FailureReason.TOO_LARGE, detail="the document needed more memory than extraction allows"
+                )
+            case AnswerTooLarge():
+                return ExtractionFailure(reason=FailureReason.TOO_LARGE, detail="the extracted document is too large")
+            case Crashed(exitcode=exitcode):
+                return _crashed(exitcode)
+            case Unreadable():
+                return _crashed(None)
+            case _:
+                assert_never(failure)
 
 
-def _died(exitcode: int | None) -> ExtractionFailure:
-    # Native code that cannot allocate under the address-space limit aborts (C++ bad_alloc → SIGABRT).
-    if exitcode == -signal.SIGABRT:
-        return ExtractionFailure(
-            reason=FailureReason.TOO_LARGE, detail="the document needed more memory than extraction allows"
-        )
+def _crashed(exitcode: int | None) -> ExtractionFailure:
     return ExtractionFailure(
         reason=FailureReason.MALFORMED, detail=f"the parser crashed on this document (exit {exitcode})"
     )

@@ -8,10 +8,11 @@ the original, and reconciliation accounts for it while the version lives), and s
 `image/png`; a second request for the page finds the drawing and draws nothing.
 """
 
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
+from typing import assert_never
 from uuid import UUID
 
 from shared.domain.auth import Principal
@@ -34,7 +35,19 @@ from shared.domain.page_images import (
 )
 from shared.observability import logger
 from shared.ports import MAX_SIGNED_READ_LIFETIME, FileContentStore, PageRasterizer
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, dotted_name, pack, run_in_child, unpack
+from shared.sandbox import (
+    AnswerTooLarge,
+    Crashed,
+    Failure,
+    KilledFromOutside,
+    OutOfMemory,
+    TimedOut,
+    Unreadable,
+    dotted_name,
+    pack,
+    sandboxed,
+    unpack,
+)
 from shared.services import isolated
 from shared.services.files import FileService
 
@@ -168,16 +181,14 @@ class PageImages:
             # that committed since this request began is a VersionDeleted, not a 500; anything else goes on up.
             still()
             raise
-        header = {"rasterizer": self._rasterizer_name, "media_type": version.media_type, "page": page}
-        answer = run_in_child(
-            isolated.render_page,
-            pack(header, original),
+        outcome = draw_page(
+            self._rasterizer_name,
+            version.media_type,
+            original,
+            page,
             timeout_seconds=self._timeout,
             memory_limit_bytes=self._memory_limit,
-            max_answer_bytes=MAX_PAGE_IMAGE_BYTES,
-            answer_too_large=isolated.page_answer(PageUnreadable(isolated.PAGE_OUT_OF_MEMORY)),
         )
-        outcome = drawing_outcome(answer, page)
         if isinstance(outcome, PageOutOfRange):
             raise InvalidRequest(outcome.sentence)
         if isinstance(outcome, PageUnreadable):
@@ -190,26 +201,51 @@ class PageImages:
         return _Kept(key, stored.version_id, outcome, outcome.page_count, outcome.width, outcome.height)
 
 
-def drawing_outcome(answer: bytes | TimedOut | Died | AnswerTooLarge, page: int) -> PageOutcome:
-    """The child's answer, validated (a process that read hostile input may have been subverted), or what its end
-    means; a timeout or a crash raises RenderFailed."""
-    if isinstance(answer, TimedOut):
-        raise RenderFailed(
-            f"drawing page {page} took longer than {answer.seconds:g} seconds: it is not served", retryable=True
-        )
-    if isinstance(answer, AnswerTooLarge):
-        return PageUnreadable(f"the drawing of page {page} is larger than {answer.limit_bytes:,} bytes: not served")
-    if isinstance(answer, Died):
-        if answer.exitcode == -signal.SIGABRT:
-            # Native code that cannot allocate under the address-space limit aborts (C++ bad_alloc → SIGABRT).
+def draw_page(
+    rasterizer_name: str,
+    media_type: str,
+    original: bytes,
+    page: int,
+    *,
+    timeout_seconds: float,
+    memory_limit_bytes: int,
+) -> PageOutcome:
+    """Page `page` of `original` drawn in the sandbox's child by the rasterizer class `rasterizer_name`."""
+    header = {"rasterizer": rasterizer_name, "media_type": media_type, "page": page}
+    answer = sandboxed(
+        isolated.render_page,
+        pack(header, original),
+        partial(_validated, page=page),
+        timeout_seconds=timeout_seconds,
+        memory_limit_bytes=memory_limit_bytes,
+        max_answer_bytes=MAX_PAGE_IMAGE_BYTES,
+        answer_too_large=isolated.page_answer(PageUnreadable(isolated.PAGE_OUT_OF_MEMORY)),
+    )
+    return drawing_outcome(answer, page)
+
+
+def drawing_outcome(answer: PageOutcome | Failure, page: int) -> PageOutcome:
+    """The child's validated answer, or what its end means: a page the limits refuse is unreadable; a timeout or a
+    crash raises RenderFailed (retryable: not the page's fault)."""
+    if not isinstance(answer, Failure):
+        return answer
+    match answer:
+        case TimedOut(seconds=seconds):
+            raise RenderFailed(
+                f"drawing page {page} took longer than {seconds:g} seconds: it is not served", retryable=True
+            )
+        case AnswerTooLarge(limit_bytes=limit_bytes):
+            return PageUnreadable(f"the drawing of page {page} is larger than {limit_bytes:,} bytes: not served")
+        case OutOfMemory():
             return PageUnreadable(f"page {page} needs more memory to draw than allowed: it is not served")
-        logger.error("a page rasterizer died", extra={"exitcode": answer.exitcode, "page": page})
-        raise RenderFailed(f"drawing page {page} failed (recorded for the operators)", retryable=True)
-    try:
-        return _validated(answer, page)
-    except (ValueError, KeyError, TypeError) as error:
-        logger.error("a page rasterizer's answer could not be read", extra={"error": type(error).__name__})
-        raise RenderFailed(f"drawing page {page} failed (recorded for the operators)", retryable=True) from error
+        case Crashed(exitcode=exitcode) | KilledFromOutside(exitcode=exitcode):
+            logger.error("a page rasterizer died", extra={"exitcode": exitcode, "page": page})
+            raise RenderFailed(f"drawing page {page} failed (recorded for the operators)", retryable=True)
+        case Unreadable(error=error):
+            logger.error("a page rasterizer's answer could not be read", extra={"error": type(error).__name__})
+            raise RenderFailed(f"drawing page {page} failed (recorded for the operators)", retryable=True) from error
+        case _:
+            assert_never(answer)
 
 
 def _validated(answer: bytes, page: int) -> PageOutcome:

@@ -16,7 +16,7 @@ from shared.domain.uploads import accepted_type, parse_storage_key
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.observability import logger
 from shared.ports import FileCatalog, FileContentStore, MalwareScanning, ProcessingAttempts, Workflow
-from shared.sandbox import TimedOut, pack, run_in_child
+from shared.sandbox import TimedOut, pack, sandboxed
 from shared.services import isolated
 
 # The sandboxed read of an Office file's zip directory: a few MB at most, however the archive is made.
@@ -149,27 +149,25 @@ class UploadCompletion:
         accepted = accepted_type(version.media_type, version.filename)
         ranged = RangedObject(self._content, key, object_version_id, size)
         header = {"size": size, "media_type": version.media_type, "filename": version.filename}
-        answer = run_in_child(
+        # Validated: never trust the shape of what a process that parsed hostile input sends back.
+        found = sandboxed(
             isolated.sniff_office_archive,
             pack(header, prefix),
+            _mismatch,
             timeout_seconds=SNIFF_TIMEOUT_SECONDS,
             memory_limit_bytes=SNIFF_MEMORY_BYTES,
             max_answer_bytes=64 * 1024,
             ranges=ranged.range,
         )
         unchecked = f"the content could not be checked as {accepted.media_type}"
-        if isinstance(answer, TimedOut):
-            return f"{unchecked}: reading its archive took longer than {answer.seconds:g} seconds; upload it again"
-        if not isinstance(answer, bytes):
-            return f"{unchecked}: its archive could not be read safely; save the file again and upload it"
-        try:
-            # Validated: never trust the shape of what a process that parsed hostile input sends back.
-            found = json.loads(answer)["mismatch"]
-        except (ValueError, KeyError, TypeError):
-            found = False
-        if found is None or isinstance(found, str):
-            return found[:2000] if found else None
-        return f"{unchecked}: its archive could not be read safely; save the file again and upload it"
+        match found:
+            case TimedOut(seconds=seconds):
+                return f"{unchecked}: reading its archive took longer than {seconds:g} seconds; upload it again"
+            case None | str():
+                return found[:2000] if found else None
+            case _:
+                # Any other end, or an answer that is not a verdict.
+                return f"{unchecked}: its archive could not be read safely; save the file again and upload it"
 
     def _find(self, key: str) -> tuple[FileRecord, FileVersionRecord] | None:
         parts = parse_storage_key(key)
@@ -282,3 +280,9 @@ class UploadCompletion:
         # Read again: the verdict may have been recorded after the caller read this version.
         found = self._catalog.find_version(tenant_id, version.version_id)
         return found is not None and found[1].found_clean
+
+
+def _mismatch(answer: bytes) -> object:
+    """The child's verdict: None (the content is what it claims), a sentence saying why not, or anything else
+    (not a verdict, refused by the caller)."""
+    return json.loads(answer)["mismatch"]

@@ -15,7 +15,7 @@ from shared.domain.page_images import MAX_PAGE_SIDE, page_image_key, page_images
 from shared.domain.uploads import derived_prefix
 from shared.domain.workflow import StartOutcome
 from shared.local.hostile_corpus import raw_pdf
-from shared.sandbox import run_in_child
+from shared.sandbox import sandboxed
 from shared.services import page_images
 from tests.builders.images import picture
 from tests.builders.pdf import pdf_of
@@ -53,13 +53,13 @@ class CountedRuns:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
-        return run_in_child(*args, **kwargs)
+        return sandboxed(*args, **kwargs)
 
 
 @pytest.fixture
 def runs(monkeypatch: pytest.MonkeyPatch) -> CountedRuns:
     counted = CountedRuns()
-    monkeypatch.setattr(page_images, "run_in_child", counted)
+    monkeypatch.setattr(page_images, "sandboxed", counted)
     return counted
 
 

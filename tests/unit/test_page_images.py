@@ -32,7 +32,7 @@ from shared.domain.page_images import (
     read_png_header,
 )
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, document_key, signed_read_type, storage_key
-from shared.sandbox import run_in_child
+from shared.sandbox import sandboxed
 from shared.services import page_images
 from shared.services.page_images import PageImages
 from shared.services.upload_completion import Completion
@@ -190,7 +190,7 @@ class CountedRuns:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
-        return run_in_child(*args, **kwargs)
+        return sandboxed(*args, **kwargs)
 
 
 def test_a_page_is_drawn_once_kept_under_the_originals_derived_prefix_and_signed_as_png(
@@ -199,7 +199,7 @@ def test_a_page_is_drawn_once_kept_under_the_originals_derived_prefix_and_signed
     fakes = Fakes()
     file_id = stored(fakes, "two.pdf", "application/pdf", pdf_of("first page", "second page"))
     runs = CountedRuns()
-    monkeypatch.setattr(page_images, "run_in_child", runs)
+    monkeypatch.setattr(page_images, "sandboxed", runs)
     first = service(fakes).page(principal("acme", "docs"), file_id, 2, version_id=None)
     again = service(fakes).page(principal("acme", "docs"), file_id, 2, version_id=None)
     assert runs.calls == 1
@@ -301,14 +301,14 @@ def test_a_deletion_that_lands_while_a_page_is_read_or_drawn_is_a_deleted_answer
         raise PermissionError("AccessDenied")
 
     def drawn_meanwhile(*args: Any, **kwargs: Any) -> Any:
-        answer = run_in_child(*args, **kwargs)
+        answer = sandboxed(*args, **kwargs)
         fakes.metadata.begin_delete_file("acme", file_id)
         return answer
 
     if moment == "reading":
         monkeypatch.setattr(fakes.content, "get", refused)
     else:
-        monkeypatch.setattr(page_images, "run_in_child", drawn_meanwhile)
+        monkeypatch.setattr(page_images, "sandboxed", drawn_meanwhile)
     # When the page is asked for, then the answer says the version was deleted, and no link is handed out
     with pytest.raises(VersionDeleted):
         service(fakes).page(principal("acme", "docs"), file_id, 1, version_id=None)

@@ -23,7 +23,17 @@ from shared.domain.errors import VisionFailed
 from shared.domain.recognition import ImageDescription
 from shared.domain.usage import Usage
 from shared.ports import VisionProvider
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, pack, run_in_child, unpack
+from shared.sandbox import (
+    AnswerTooLarge,
+    Crashed,
+    KilledFromOutside,
+    OutOfMemory,
+    TimedOut,
+    Unreadable,
+    pack,
+    sandboxed,
+    unpack,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -250,27 +260,33 @@ class BedrockConverseVision(VisionProvider):
         )
 
 
+_DECODING_OUT_OF_MEMORY = "the image needs more memory to decode than is allowed"
+
+
 def prepare_image_isolated(image: bytes, media_type: str) -> PreparedImage:
     """`prepare_image` in the sandbox's child: Pillow decodes the tenant's image with no credentials, no
     socket and no process of its own, bounded in time and memory. The prepared bytes are checked again here."""
-    answer = run_in_child(
+    # Validated: never trust the shape of what a process that decoded hostile input sends back.
+    answer = sandboxed(
         _prepare_in_child,
         pack({"media_type": media_type}, image),
+        unpack,
         timeout_seconds=PREPARE_TIMEOUT_SECONDS,
         memory_limit_bytes=PREPARE_MEMORY_BYTES,
         max_answer_bytes=max(len(image), CONVERSE_MAX_IMAGE_BYTES) + 64 * 1024,
-        answer_too_large=pack({"failed": "the image needs more memory to decode than is allowed"}),
+        answer_too_large=pack({"failed": _DECODING_OUT_OF_MEMORY}),
     )
-    if isinstance(answer, TimedOut):
-        raise VisionFailed(f"decoding the image took longer than {answer.seconds:g} seconds")
-    if isinstance(answer, Died | AnswerTooLarge):
-        raise VisionFailed("the image decoder failed on this image (it may be damaged): re-save it")
     unreadable = VisionFailed("the image decoder's answer could not be read")
-    try:
-        # Validated: never trust the shape of what a process that decoded hostile input sends back.
-        header, parts = unpack(answer)
-    except ValueError as error:
-        raise unreadable from error
+    match answer:
+        case TimedOut(seconds=seconds):
+            raise VisionFailed(f"decoding the image took longer than {seconds:g} seconds")
+        case OutOfMemory():
+            raise VisionFailed(_DECODING_OUT_OF_MEMORY)
+        case AnswerTooLarge() | KilledFromOutside() | Crashed():
+            raise VisionFailed("the image decoder failed on this image (it may be damaged): re-save it")
+        case Unreadable(error=error):
+            raise unreadable from error
+    header, parts = answer
     if header.get("failed") is not None:
         raise VisionFailed(str(header["failed"])[:2000])
     send_format, width, height = header.get("format"), header.get("width"), header.get("height")
@@ -293,7 +309,7 @@ def _prepare_in_child(payload: bytes) -> bytes:
     except VisionFailed as failure:
         return pack({"failed": failure.detail})
     except MemoryError:
-        return pack({"failed": "the image needs more memory to decode than is allowed"})
+        return pack({"failed": _DECODING_OUT_OF_MEMORY})
     except Exception as error:
         return pack({"failed": f"the image could not be decoded ({type(error).__name__})"})
     return pack({"format": prepared.format, "width": prepared.width, "height": prepared.height}, prepared.data)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from shared import sandbox
 from shared.adapters.aws.retrying import Backoff, LazyClient, check_attempts, error_code, error_message, retried
 from shared.adapters.aws.textract_blocks import recognized_pages
 from shared.domain.capabilities import Capability, CapabilityStatus
@@ -22,7 +23,6 @@ from shared.domain.recognition import (
 )
 from shared.domain.usage import Usage
 from shared.ports import OcrProvider, OcrSource
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, pack, run_in_child, unpack
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -457,33 +457,39 @@ def _covers_every_page(source: OcrSource) -> bool:
     )
 
 
+_PAGE_COPY_OUT_OF_MEMORY = "copying out the pages that need OCR ran out of memory"
+
+
 def _pdf_of_pages_isolated(content: bytes, pages: Sequence[int]) -> bytes | None:
     """`_pdf_of_pages` in the sandbox's child: PDFium parses the tenant's PDF with no credentials, no socket
     and no process of its own, bounded in time and memory."""
-    answer = run_in_child(
+    # Validated: never trust the shape of what a process that parsed hostile input sends back.
+    answer = sandbox.sandboxed(
         _pdf_of_pages_in_child,
-        pack({"pages": list(pages)}, content),
+        sandbox.pack({"pages": list(pages)}, content),
+        sandbox.unpack,
         timeout_seconds=PAGE_COPY_TIMEOUT_SECONDS,
         memory_limit_bytes=PAGE_COPY_MEMORY_BYTES,
         max_answer_bytes=len(content) * 2 + 1024 * 1024,
-        answer_too_large=pack({"failed": "copying out the pages that need OCR ran out of memory"}),
+        answer_too_large=sandbox.pack({"failed": _PAGE_COPY_OUT_OF_MEMORY}),
     )
-    if isinstance(answer, TimedOut):
-        raise RecognitionFailed(
-            f"Copying out the pages that need OCR took longer than {answer.seconds:g} seconds: re-save the PDF and"
-            " upload it again."
-        )
-    if isinstance(answer, Died | AnswerTooLarge):
-        raise RecognitionFailed(
-            "PDFium failed copying out the pages that need OCR (the PDF may be damaged): re-save it and upload it"
-            " again."
-        )
     unreadable = "PDFium's answer could not be read: re-save the PDF and upload it again."
-    try:
-        # Validated: never trust the shape of what a process that parsed hostile input sends back.
-        header, parts = unpack(answer)
-    except ValueError as error:
-        raise RecognitionFailed(unreadable) from error
+    match answer:
+        case sandbox.TimedOut(seconds=seconds):
+            raise RecognitionFailed(
+                f"Copying out the pages that need OCR took longer than {seconds:g} seconds: re-save the PDF and"
+                " upload it again."
+            )
+        case sandbox.OutOfMemory():
+            raise RecognitionFailed(_PAGE_COPY_OUT_OF_MEMORY)
+        case sandbox.AnswerTooLarge() | sandbox.KilledFromOutside() | sandbox.Crashed():
+            raise RecognitionFailed(
+                "PDFium failed copying out the pages that need OCR (the PDF may be damaged): re-save it and upload it"
+                " again."
+            )
+        case sandbox.Unreadable(error=error):
+            raise RecognitionFailed(unreadable) from error
+    header, parts = answer
     if header.get("failed") is not None:
         raise RecognitionFailed(str(header["failed"])[:2000])
     if header.get("outside") is not None:
@@ -496,18 +502,20 @@ def _pdf_of_pages_isolated(content: bytes, pages: Sequence[int]) -> bytes | None
 
 
 def _pdf_of_pages_in_child(payload: bytes) -> bytes:
-    header, (content,) = unpack(payload)
+    header, (content,) = sandbox.unpack(payload)
     try:
         subset = _pdf_of_pages(content, header["pages"])
     except RecognitionFailed as failure:
-        return pack({"failed": failure.detail})
+        return sandbox.pack({"failed": failure.detail})
     except ValueError as error:
-        return pack({"outside": str(error)})
+        return sandbox.pack({"outside": str(error)})
     except MemoryError:
-        return pack({"failed": "copying out the pages that need OCR ran out of memory"})
+        return sandbox.pack({"failed": _PAGE_COPY_OUT_OF_MEMORY})
     except Exception as error:
-        return pack({"failed": f"PDFium could not copy out the pages ({type(error).__name__}): re-save the PDF"})
-    return pack({"every_page": subset is None}, *([subset] if subset is not None else []))
+        return sandbox.pack(
+            {"failed": f"PDFium could not copy out the pages ({type(error).__name__}): re-save the PDF"}
+        )
+    return sandbox.pack({"every_page": subset is None}, *([subset] if subset is not None else []))
 
 
 def _pdf_of_pages(content: bytes, pages: Sequence[int]) -> bytes | None:

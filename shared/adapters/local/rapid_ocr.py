@@ -35,7 +35,17 @@ from shared.domain.recognition import (
 )
 from shared.domain.usage import Usage
 from shared.ports import OcrProvider, OcrSource
-from shared.sandbox import AnswerTooLarge, Died, TimedOut, pack, run_in_child, unpack
+from shared.sandbox import (
+    AnswerTooLarge,
+    Crashed,
+    KilledFromOutside,
+    OutOfMemory,
+    TimedOut,
+    Unreadable,
+    pack,
+    sandboxed,
+    unpack,
+)
 
 ENGINE = "rapidocr"
 PDF_TYPE = "application/pdf"
@@ -61,6 +71,9 @@ class OcrLimits:
     seconds_per_page: float = 20.0
     min_timeout_seconds: float = 60.0
     memory_limit_bytes: int = 3 * 1024 * 1024 * 1024
+
+
+_PAGE_OUT_OF_MEMORY = "the page needs more memory than OCR allows"
 
 
 class RapidOcr(OcrProvider):
@@ -90,34 +103,43 @@ class RapidOcr(OcrProvider):
         expected = len(pages) if pages is not None else 1
         timeout = max(self._limits.min_timeout_seconds, self._limits.seconds_per_page * expected)
         header = {"media_type": source.media_type, "pages": pages, "max_pages": self._limits.max_pages}
-        answer = run_in_child(
+        # Validated: never trust the shape of what a process that read hostile input sends back.
+        answer = sandboxed(
             _recognise_in_child,
             pack(header, content),
+            _recognised,
             timeout_seconds=timeout,
             memory_limit_bytes=self._limits.memory_limit_bytes,
             answer_too_large=json.dumps({"failed": "the recognised text is too large"}).encode(),
             max_answer_bytes=MAX_ANSWER_BYTES,
         )
-        if isinstance(answer, TimedOut):
-            raise RecognitionFailed(f"OCR took longer than {timeout:g} seconds")
-        if isinstance(answer, Died):
-            raise RecognitionFailed(f"the OCR engine crashed on this document (exit {answer.exitcode})")
-        if isinstance(answer, AnswerTooLarge):
-            raise RecognitionFailed("the recognised text is too large")
-        try:
-            # Validated: never trust the shape of what a process that read hostile input sends back.
-            decoded = json.loads(answer)
-            if "failed" in decoded:
-                raise RecognitionFailed(str(decoded["failed"])[:2000])
-            return RecognitionResult.model_validate(decoded["result"])
-        except (ValueError, KeyError, TypeError) as error:
-            raise RecognitionFailed("the OCR engine's answer could not be read (recorded for the operators)") from error
+        match answer:
+            case TimedOut():
+                raise RecognitionFailed(f"OCR took longer than {timeout:g} seconds")
+            case OutOfMemory():
+                raise RecognitionFailed(_PAGE_OUT_OF_MEMORY)
+            case KilledFromOutside(exitcode=exitcode) | Crashed(exitcode=exitcode):
+                raise RecognitionFailed(f"the OCR engine crashed on this document (exit {exitcode})")
+            case AnswerTooLarge():
+                raise RecognitionFailed("the recognised text is too large")
+            case Unreadable(error=error):
+                raise RecognitionFailed(
+                    "the OCR engine's answer could not be read (recorded for the operators)"
+                ) from error
+        return answer
 
     def collect(self, job: RecognitionJob) -> RecognitionResult | None:
         raise ValueError(f"{ENGINE} finishes in `start`; job {job.job_id} is not one of its jobs")
 
     def discard(self, job: RecognitionJob) -> None:
         return None  # it never holds a job
+
+
+def _recognised(answer: bytes) -> RecognitionResult:
+    decoded = json.loads(answer)
+    if "failed" in decoded:
+        raise RecognitionFailed(str(decoded["failed"])[:2000])
+    return RecognitionResult.model_validate(decoded["result"])
 
 
 def _recognise_in_child(payload: bytes) -> bytes:
@@ -127,7 +149,7 @@ def _recognise_in_child(payload: bytes) -> bytes:
     except RecognitionFailed as failure:
         return json.dumps({"failed": failure.detail}).encode()
     except MemoryError:
-        return json.dumps({"failed": "the page needs more memory than OCR allows"}).encode()
+        return json.dumps({"failed": _PAGE_OUT_OF_MEMORY}).encode()
     except Exception as error:
         # The library's words go to the log (the child's stderr), never into the detail the file's owner reads.
         print(f"OCR failed: {type(error).__name__}: {error}", file=sys.stderr)
