@@ -21,9 +21,15 @@ CELL_SEPARATOR = " | "
 # A full stop after one of these (compared in lower case) does not end a sentence.
 ABBREVIATIONS = frozenset(
     {"e.g.", "i.e.", "cf.", "vs.", "al.", "approx.", "ca.", "dr.", "mr.", "mrs.", "ms.", "prof.", "sr.", "jr."}
-    | {"st.", "fig.", "figs.", "eq.", "eqs.", "vol.", "pp.", "p.", "no.", "nos.", "sec.", "ch.", "art.", "etc."}
-    | {"inc.", "ltd.", "co.", "corp.", "dept.", "est.", "gen.", "gov.", "jan.", "feb.", "mar.", "apr.", "aug."}
-    | {"sept.", "sep.", "oct.", "nov.", "dec.", "ref.", "refs.", "tab.", "resp.", "viz."}
+    | {"st.", "fig.", "figs.", "eq.", "eqs.", "vol.", "pp."}
+)
+# These also end sentences ("Acme Inc. The company …", "The answer was no. Then …"): before a capital letter they
+# do, unless a capital is what every boundary needs (`only_before_capitals`, where they never do); before anything
+# else ("No. 5", "p. 12", "Inc. last year") they never do.
+BEFORE_A_NUMBER = frozenset(
+    {"p.", "no.", "nos.", "sec.", "ch.", "art.", "etc.", "inc.", "ltd.", "co.", "corp.", "dept.", "est.", "gen."}
+    | {"gov.", "jan.", "feb.", "mar.", "apr.", "aug.", "sept.", "sep.", "oct.", "nov.", "dec.", "ref.", "refs."}
+    | {"tab.", "resp.", "viz."}
 )
 OPENERS = "\"'([{«\u201c\u2018"
 CLOSERS = "\"')]}»\u201d\u2019"
@@ -51,7 +57,7 @@ def _skip_space(text: str, position: int, stop: int) -> int:
     return match.end() if match else position
 
 
-def _ends_no_sentence(text: str, start: int, terminal: re.Match[str]) -> bool:
+def _ends_no_sentence(text: str, start: int, terminal: re.Match[str], *, only_before_capitals: bool) -> bool:
     """An abbreviation ("e.g.", "Fig."), an initial ("J. Smith") or a list number ("1.") opening the sentence
     (which began at `start`) before a full stop. Decimals ("3.14") need no rule: no white space follows."""
     if terminal.group().rstrip(CLOSERS) != ".":
@@ -60,6 +66,8 @@ def _ends_no_sentence(text: str, start: int, terminal: re.Match[str]) -> bool:
     words = before.split()
     word = words[-1].lstrip(OPENERS) if words else ""
     if word.lower() in ABBREVIATIONS or _INITIALS.fullmatch(word):
+        return True
+    if word.lower() in BEFORE_A_NUMBER and (only_before_capitals or not terminal.group(1).isupper()):
         return True
     return len(words) == 1 and terminal.start() - start < _ABBREVIATION_LOOKBACK and bool(_NUMBERING.fullmatch(word))
 
@@ -75,7 +83,7 @@ def sentence_ends(
         following = terminal.group(1)
         if only_before_capitals and not (following.isupper() or following.isdigit()):
             continue
-        if not _ends_no_sentence(text, sentence_start, terminal):
+        if not _ends_no_sentence(text, sentence_start, terminal, only_before_capitals=only_before_capitals):
             yield terminal.end()
             sentence_start = _skip_space(text, terminal.end(), stop)
 

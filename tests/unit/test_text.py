@@ -88,3 +88,20 @@ def test_an_outline_cuts_a_paragraph_where_the_splitter_does(words: list[str]) -
         for sentence in section.sentences
     ]
     assert shown == sentences(text, only_before_capitals=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("The answer was no. Then we left.", ["The answer was no.", "Then we left."]),
+        ("Shares of Acme Inc. The company grew.", ["Shares of Acme Inc.", "The company grew."]),
+        ("See No. 5 in the list. Then go.", ["See No. 5 in the list.", "Then go."]),
+        ("It was est. in the spring.", ["It was est. in the spring."]),
+    ],
+)
+def test_a_word_that_is_also_an_abbreviation_ends_a_sentence_before_a_capital_only(
+    text: str, sentences: list[str]
+) -> None:
+    assert [text[start:end] for start, end in sentence_spans(text)] == sentences
+    # An outline needs a capital at every boundary, so there the abbreviation never ends one.
+    assert len(sentence_spans(text, only_before_capitals=True)) <= len(sentences)
