@@ -7,108 +7,20 @@ searchable needs the knowledge store: tests/integration/test_answer_store.py on 
 Each test works in tenants of its own, so the suite can run against one shared database."""
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from shared.domain.answers import (
-    Answer,
-    AnswerCitation,
     AnswerClaim,
     AnswerFeedback,
-    AnswerMethod,
-    AnswerOutcome,
     ClaimKind,
-    Confidence,
-    ConfidenceBand,
-    ConfidenceFactors,
     FeedbackVerdict,
-    Refusal,
-    RefusalReason,
-    StoredAnswer,
 )
 from shared.domain.errors import InvalidRequest
-from shared.domain.search import Citation, CitedKind
 from shared.ports import AnswerStore
+from tests.builders.answers import CREATED, a_refusal, an_answer, stored
 from tests.contracts.file_metadata import new_tenant
-
-CREATED = datetime(2026, 12, 1, 9, 30, 15, 123456, tzinfo=UTC)
-FACTORS = ConfidenceFactors(
-    top_retrieval_score=0.0327868852459016,
-    direct_claim_coverage=2 / 3,
-    citation_coverage=1.0,
-    independent_documents=2,
-    unsupported_claim_penalty=0.1,
-    ambiguous_evidence_penalty=0.0,
-    degraded_index_penalty=0.05,
-)
-
-
-def citation(collection: str = "docs") -> Citation:
-    return Citation(
-        file_id=str(uuid.uuid4()),
-        version_id=str(uuid.uuid4()),
-        filename="Überblick Q3.md",
-        media_type="text/markdown",
-        collection_id=collection,
-        heading_path=("Finance", "Budget"),
-        kind=CitedKind.QUOTE,
-        excerpt="The budget is 400 EUR a quarter — «approved».",
-        retrieved_at=CREATED - timedelta(seconds=1),
-    )
-
-
-def answered(*, created_at: datetime = CREATED, collection: str = "docs") -> Answer:
-    first, second = citation(collection), citation(collection)
-    return Answer(
-        answer_id=str(uuid.uuid4()),
-        question="What is the budget?",
-        outcome=AnswerOutcome.ANSWERED,
-        method=AnswerMethod.GENERATED,
-        claims=(
-            # The claim's own order of its citations is kept, not sorted.
-            AnswerClaim(text="The budget is 400 EUR a quarter.", citations=(2, 1), kind=ClaimKind.DIRECT, quote="400"),
-            AnswerClaim(text="It may rise next year.", kind=ClaimKind.INFERRED),
-        ),
-        citations=(
-            AnswerCitation(number=1, chunk_id=f"{first.version_id}:3", score=0.1 + 0.2, citation=first),
-            AnswerCitation(number=2, chunk_id=f"{second.version_id}:0", score=1e-7, citation=second),
-        ),
-        assumptions=("The quarter is a calendar quarter.",),
-        needs_review=True,
-        confidence=Confidence(band=ConfidenceBand.MEDIUM, score=0.6180339887498949, factors=FACTORS),
-        withheld=1,
-        vector_available=False,
-        model="anthropic.claude-test",
-        prompt_version="answers-v1",
-        index_version="0123456789abcdef",
-        created_at=created_at,
-    )
-
-
-def refused(*, created_at: datetime = CREATED) -> Answer:
-    return Answer(
-        answer_id=str(uuid.uuid4()),
-        question="Who will win the match?",
-        outcome=AnswerOutcome.REFUSED,
-        method=None,
-        confidence=Confidence(band=ConfidenceBand.LOW, score=0.0, factors=FACTORS),
-        refusal=Refusal.of(RefusalReason.OUT_OF_SCOPE),
-        fallback="no generator is configured",
-        prompt_version="answers-v1",
-        index_version="fedcba9876543210",
-        created_at=created_at,
-    )
-
-
-def kept(tenant: str, answer: Answer, *, subject: str = "ann", key: str = "key-1") -> StoredAnswer:
-    return StoredAnswer(
-        tenant_id=tenant,
-        subject=subject,
-        cache_key=key,
-        collections=frozenset(cited.citation.collection_id for cited in answer.citations),
-        answer=answer,
-    )
 
 
 class AnswerStoreContract:
@@ -118,17 +30,17 @@ class AnswerStoreContract:
 
     def test_an_answer_reads_back_exactly_as_it_was_saved(self, store: AnswerStore) -> None:
         tenant = new_tenant()
-        answer, refusal = kept(tenant, answered()), kept(tenant, refused(), key="key-2")
+        answer, refusal = stored(tenant, an_answer()), stored(tenant, a_refusal(), key="key-2")
         store.save(answer)
         store.save(refusal)
         read = store.get(tenant, "ann", answer.answer.answer_id)
         assert read == answer
         assert store.get(tenant, "ann", refusal.answer.answer_id) == refusal
-        assert read is not None and [claim.supported for claim in read.answer.claims] == [True, False]
+        assert read is not None and [claim.supported for claim in read.answer.claims] == [True, True, False]
 
     def test_what_cannot_be_read_back_equal_is_refused_before_it_is_written(self, store: AnswerStore) -> None:
         tenant = new_tenant()
-        answer = answered()
+        answer = an_answer()
         for bad, message in (
             (answer.model_copy(update={"answer_id": answer.answer_id.upper()}), "canonical"),
             (answer.model_copy(update={"answer_id": "not-a-uuid"}), "canonical"),
@@ -136,23 +48,23 @@ class AnswerStoreContract:
             (answer.model_copy(update={"created_at": CREATED.replace(tzinfo=None)}), "time zone"),
         ):
             with pytest.raises(ValueError, match=message):
-                store.save(kept(tenant, bad))
+                store.save(stored(tenant, bad))
         assert store.get(tenant, "ann", answer.answer_id) is None
 
     def test_an_answer_whose_claims_cite_a_number_it_lacks_is_not_saved_at_all(self, store: AnswerStore) -> None:
         tenant = new_tenant()
-        answer = answered()
+        answer = an_answer()
         broken = answer.model_copy(update={"claims": (AnswerClaim(text="x", citations=(9,), kind=ClaimKind.DIRECT),)})
         with pytest.raises(Exception, match=r"(?i)citations|foreign key|numbers"):  # the adapter's is psycopg's
-            store.save(kept(tenant, broken))
+            store.save(stored(tenant, broken))
         assert store.get(tenant, "ann", answer.answer_id) is None
         assert store.cached(tenant, "key-1", not_before=CREATED - timedelta(days=1)) is None
 
     def test_the_cache_returns_the_newest_answer_under_the_key_from_the_given_time(self, store: AnswerStore) -> None:
         tenant = new_tenant()
-        older = kept(tenant, answered(created_at=CREATED))
-        newer = kept(tenant, answered(created_at=CREATED + timedelta(minutes=5)))
-        other_key = kept(tenant, answered(created_at=CREATED + timedelta(minutes=9)), key="key-other")
+        older = stored(tenant, an_answer(created_at=CREATED))
+        newer = stored(tenant, an_answer(created_at=CREATED + timedelta(minutes=5)))
+        other_key = stored(tenant, an_answer(created_at=CREATED + timedelta(minutes=9)), key="key-other")
         for answer in (newer, older, other_key):  # saved out of order: the newest by created_at wins
             store.save(answer)
         assert store.cached(tenant, "key-1", not_before=CREATED - timedelta(days=1)) == newer
@@ -162,7 +74,7 @@ class AnswerStoreContract:
 
     def test_an_answer_is_found_only_by_the_subject_who_asked_it(self, store: AnswerStore) -> None:
         tenant = new_tenant()
-        answer = kept(tenant, answered(), subject="ann")
+        answer = stored(tenant, an_answer(), subject="ann")
         store.save(answer)
         answer_id = answer.answer.answer_id
         assert store.get(tenant, "ann", answer_id) == answer
@@ -172,7 +84,7 @@ class AnswerStoreContract:
 
     def test_feedback_is_recorded_only_on_the_callers_own_answer(self, store: AnswerStore) -> None:
         tenant = new_tenant()
-        answer = kept(tenant, answered(), subject="ann")
+        answer = stored(tenant, an_answer(), subject="ann")
         store.save(answer)
         answer_id = answer.answer.answer_id
         wrong = AnswerFeedback(verdict=FeedbackVerdict.WRONG_CITATION, note="Not what it says.", citation=2)
@@ -185,7 +97,7 @@ class AnswerStoreContract:
 
     def test_feedback_naming_a_citation_the_answer_does_not_have_is_refused(self, store: AnswerStore) -> None:
         tenant = new_tenant()
-        answer, refusal = kept(tenant, answered()), kept(tenant, refused(), key="key-2")
+        answer, refusal = stored(tenant, an_answer()), stored(tenant, a_refusal(), key="key-2")
         store.save(answer)
         store.save(refusal)
         wrong_three = AnswerFeedback(verdict=FeedbackVerdict.WRONG_CITATION, citation=3)
@@ -211,13 +123,13 @@ class AnswerStoreContract:
 
     def test_one_tenant_never_reads_anothers_answers_or_attaches_to_them(self, store: AnswerStore) -> None:
         mine, theirs = new_tenant(), new_tenant()
-        their_answer = kept(theirs, answered(created_at=CREATED + timedelta(hours=1)), key="shared-key")
+        their_answer = stored(theirs, an_answer(created_at=CREATED + timedelta(hours=1)), key="shared-key")
         store.save(their_answer)
         answer_id = their_answer.answer.answer_id
         assert store.cached(mine, "shared-key", not_before=CREATED - timedelta(days=1)) is None
         assert store.get(mine, "ann", answer_id) is None
         assert store.add_feedback(mine, "ann", answer_id, AnswerFeedback(verdict=FeedbackVerdict.HELPFUL)) is None
-        my_answer = kept(mine, answered(), key="shared-key")
+        my_answer = stored(mine, an_answer(), key="shared-key")
         store.save(my_answer)
         # Theirs is newer, and still never mine.
         assert store.cached(mine, "shared-key", not_before=CREATED - timedelta(days=1)) == my_answer
