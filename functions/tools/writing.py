@@ -4,6 +4,7 @@ from functions.tools import models as m
 from functions.tools.registry import ToolContext, tool
 from functions.views.artifacts import ArtifactSummaryView, ArtifactVersionView
 from shared.domain.exports import ExportRecord
+from shared.services.artifacts import ArtifactView
 from shared.services.exports import ExportView
 
 
@@ -22,10 +23,7 @@ def create_artifact(ctx: ToolContext, params: m.CreateArtifactParams) -> m.Artif
         body=params.to_input(),
         producer="tool create_artifact",
     )
-    ctx.touched.add(view.artifact.collection_id)
-    return m.ArtifactWritten(
-        artifact=ArtifactSummaryView.of(view.artifact), version=ArtifactVersionView.of(view.version)
-    )
+    return _written(ctx, view)
 
 
 @tool(
@@ -44,10 +42,7 @@ def update_artifact(ctx: ToolContext, params: m.UpdateArtifactParams) -> m.Artif
         body=params.to_input(),
         producer="tool update_artifact",
     )
-    ctx.touched.add(view.artifact.collection_id)
-    return m.ArtifactWritten(
-        artifact=ArtifactSummaryView.of(view.artifact), version=ArtifactVersionView.of(view.version)
-    )
+    return _written(ctx, view)
 
 
 @tool(
@@ -98,6 +93,13 @@ def convert_file(ctx: ToolContext, params: m.ConvertFileParams) -> m.ToolExport:
         ctx.principal, params.file_id, version_id=params.version_id, export_format=params.format
     )
     return _export(ctx, record)
+
+
+def _written(ctx: ToolContext, view: ArtifactView) -> m.ArtifactWritten:
+    ctx.touched.add(view.artifact.collection_id)
+    return m.ArtifactWritten(
+        artifact=ArtifactSummaryView.of(view.artifact), version=ArtifactVersionView.of(view.version)
+    )
 
 
 def _export(ctx: ToolContext, record: ExportRecord) -> m.ToolExport:
