@@ -24,8 +24,11 @@ def build_app(
     layer_dir: Path | None = None,
     console_dir: Path | None = None,
     settings: EnvironmentSettings | None = None,
+    bootstrap_rule: bool = True,
 ) -> tuple[cdk.App, QuireStack]:
-    """The app for `env_name`'s settings, or for `settings` themselves (a variant the tests synthesize)."""
+    """The app for `env_name`'s settings, or for `settings` themselves (a variant the tests synthesize).
+    Without `bootstrap_rule`, the template does not check the account's bootstrap version (a stack deployed
+    into moto's CloudFormation, which has no bootstrap stack)."""
     app = cdk.App(outdir=outdir) if outdir else cdk.App()
     name = env_name or app.node.try_get_context("env") or "dev"
     settings = settings or settings_for(name)
@@ -37,6 +40,7 @@ def build_app(
         layer_dir=layer_dir or layer_directory(),
         console_dir=console_dir or CONSOLE_DIR,
         env=cdk.Environment(account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")),
+        synthesizer=cdk.DefaultStackSynthesizer(generate_bootstrap_version_rule=bootstrap_rule),
     )
     # Synthesis fails on any finding that has no written acknowledgement next to the resource concerned.
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))

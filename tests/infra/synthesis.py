@@ -45,7 +45,14 @@ class Synthesis:
     outdir: Path
 
 
-def synthesize_assembly(env: str, root: Path, package: tuple[Path, Path], console_dir: Path | None = None) -> Synthesis:
+def synthesize_assembly(
+    env: str,
+    root: Path,
+    package: tuple[Path, Path],
+    console_dir: Path | None = None,
+    *,
+    bootstrap_rule: bool = True,
+) -> Synthesis:
     """The environment's stack, synthesized with the cdk-nag AwsSolutions checks (a finding raises)."""
     code_dir, layer_dir = package
     outdir = root / f"cdk-{env}"
@@ -55,6 +62,7 @@ def synthesize_assembly(env: str, root: Path, package: tuple[Path, Path], consol
         code_dir=code_dir,
         layer_dir=layer_dir,
         console_dir=console_dir or stand_in_console(root),
+        bootstrap_rule=bootstrap_rule,
     )
     app.synth()
     return Synthesis(env=env, template=Template.from_stack(stack), outdir=outdir)

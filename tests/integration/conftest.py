@@ -9,6 +9,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -188,3 +189,13 @@ def own_stack(stack: Stack, migrated_database: MigratedDatabase, new_database: C
             # Now, not at the session's end: the session's role cannot be dropped while a database grants it.
             with psycopg.connect(migrated_database.owner_url, autocommit=True) as conn:
                 conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def dev_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dev stack's cloud assembly as `cdk deploy` uploads it, without the bootstrap-version rule (moto's
+    CloudFormation has no bootstrap stack): the template and its assets (tests/builders/moto_stack.py)."""
+    from tests.infra.synthesis import stand_in_package, synthesize_assembly
+
+    root = tmp_path_factory.mktemp("assembly")
+    return synthesize_assembly("dev", root, stand_in_package(root / "package"), bootstrap_rule=False).outdir

@@ -1,0 +1,214 @@
+"""The deployed stack's Python functions, run in this process as Lambda would run them: each from its resolved
+environment, with the credentials of its own role's session (Lambda assumes the function's role), invoked through
+moto's Lambda API (so the caller's grant to invoke it is judged too), one invocation at a time.
+
+What stands in: the database (Aurora behind RDS Proxy) is the embedded PostgreSQL, reached as the application role
+by password; Bedrock's embeddings are the local model's vectors zero-padded to Titan's dimension (cosine is
+unchanged); Textract is RapidOCR in process, given to the recognize function (moto's Textract answers canned
+text). docs/testing.md, "Handlers under IAM enforcement".
+"""
+
+import importlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.bedrockruntime.models import BedrockRuntimeBackend
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
+from shared.bootstrap import AwsAdapters, Container, overridden
+from shared.config import Settings
+from shared.local.http_api import LocalLambdaContext
+from tests.builders.moto_stack import REGION, DeployedFunction, DeployedStack
+
+
+@dataclass(frozen=True)
+class Invocation:
+    function: str  # logical id
+    event: dict[str, Any]
+    error: str | None
+
+
+@dataclass
+class DeployedFunctions:
+    """Runs the stack's functions; `given[logical id]` names adapters that stand in for that function's."""
+
+    stack: DeployedStack
+    database_url: str
+    admin: boto3.Session
+    given: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    invocations: list[Invocation] = field(default_factory=list)
+    _sessions: dict[str, boto3.Session] = field(default_factory=dict)
+    _containers: dict[str, Container] = field(default_factory=dict)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def session(self, function: DeployedFunction) -> boto3.Session:
+        """The function's role, assumed as Lambda assumes it (by the harness, before enforcement starts)."""
+        if function.logical_id not in self._sessions:
+            credentials = client(self.admin, "sts").assume_role(
+                RoleArn=function.role_arn, RoleSessionName=function.name[:64]
+            )["Credentials"]
+            self._sessions[function.logical_id] = boto3.Session(
+                aws_access_key_id=credentials["AccessKeyId"],
+                aws_secret_access_key=credentials["SecretAccessKey"],
+                aws_session_token=credentials["SessionToken"],
+                region_name=REGION,
+            )
+        return self._sessions[function.logical_id]
+
+    def settings(self, function: DeployedFunction) -> Settings:
+        """The function's settings from its resolved environment; the database's stand-in replaces the proxy."""
+        environment = {**function.environment, "QUIRE_DATABASE_IAM_AUTH": "false"}
+        with _environment(environment):
+            resolved = Settings()
+        return resolved.model_copy(update={"database_url": _secret(self.database_url), "database_iam_auth": False})
+
+    def container(self, function: DeployedFunction) -> Container:
+        if function.logical_id not in self._containers:
+            settings = self.settings(function)
+            adapters = AwsAdapters(settings, **self.given.get(function.logical_id, {}))
+            self._containers[function.logical_id] = Container(settings, adapters)
+        return self._containers[function.logical_id]
+
+    def prepare(self) -> None:
+        """Sessions for every Python function, before enforcement starts."""
+        for function in self.python_functions():
+            self.session(function)
+
+    def python_functions(self) -> list[DeployedFunction]:
+        return [f for f in self.stack.functions.values() if f.handler.startswith("functions.") and "." in f.handler]
+
+    def by_name(self, name: str) -> DeployedFunction:
+        name = name.rsplit(":", 1)[-1] if name.startswith("arn:") else name
+        (found,) = [f for f in self.stack.functions.values() if f.name == name]
+        return found
+
+    @contextmanager
+    def acting(self, function: DeployedFunction) -> Iterator[Container]:
+        """Within this block, code runs as `function` would: its session's credentials, its container."""
+        with self._lock, _default_session(self.session(function)), overridden(self.container(function)) as container:
+            yield container
+
+    def run(self, function: DeployedFunction, event: dict[str, Any]) -> Any:
+        """The handler, with the function's session as the process's default credentials and its container in
+        place; one at a time, as each would run in its own sandbox."""
+        module, _, name = function.handler.rpartition(".")
+        handler: Callable[..., Any] = getattr(importlib.import_module(module), name)
+        with self.acting(function):
+            try:
+                result = handler(event, LocalLambdaContext(function.name))
+            except Exception as error:
+                self.invocations.append(Invocation(function.logical_id, event, type(error).__name__))
+                raise
+            self.invocations.append(Invocation(function.logical_id, event, None))
+            return result
+
+    def steps(self, version_id: str) -> list[str]:
+        """The pipeline steps (handler package names) invoked for a version, in order."""
+        return [
+            self.stack.functions[i.function].handler.split(".")[1]
+            for i in self.invocations
+            if i.event.get("versionId") == version_id
+        ]
+
+    def close(self) -> None:
+        for container in self._containers.values():
+            if "database" in container.adapters.__dict__:
+                container.adapters.database.close()
+
+
+@contextmanager
+def invoked_through_moto(functions: DeployedFunctions, state_machine: boto3.Session) -> Iterator[None]:
+    """moto's Lambda runs the deployed handlers; Step Functions invokes them with the state machine's role."""
+    original_invoke = LambdaSimpleBackend.invoke
+    original_client = vars(lambda_eval_utils)["boto_client_for"]
+
+    def invoke(  # noqa: PLR0917 - moto's LambdaSimpleBackend.invoke, called positionally
+        backend: LambdaSimpleBackend, function_name: str, qualifier: Any, body: Any, headers: Any, response: Any
+    ) -> bytes:
+        function = functions.by_name(function_name)
+        event = json.loads(body) if body else {}
+        try:
+            result = functions.run(function, event)
+        except Exception as error:  # what the Lambda runtime reports of an unhandled exception
+            response["x-amz-function-error"] = "Unhandled"
+            return json.dumps({"errorType": type(error).__name__, "errorMessage": str(error)}).encode()
+        return json.dumps(result).encode()
+
+    def client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        return client(state_machine, service)
+
+    LambdaSimpleBackend.invoke = invoke  # type: ignore[assignment, method-assign]
+    vars(lambda_eval_utils)["boto_client_for"] = client_for
+    try:
+        yield
+    finally:
+        LambdaSimpleBackend.invoke = original_invoke  # type: ignore[method-assign]
+        vars(lambda_eval_utils)["boto_client_for"] = original_client
+
+
+@contextmanager
+def bedrock_answered_by(embed: Callable[[list[str]], list[list[float]]]) -> Iterator[None]:
+    """moto's bedrock-runtime (which answers `{}`) answers Titan's embedding request with `embed`'s vector,
+    zero-padded to the dimension asked for."""
+    original = BedrockRuntimeBackend.invoke_model
+
+    def invoke_model(self: BedrockRuntimeBackend, payload: dict[str, Any], model_id: str) -> dict[str, Any]:
+        if not model_id.startswith("amazon.titan-embed"):
+            raise NotImplementedError(f"no stand-in answers {model_id}")
+        (vector,) = embed([payload["inputText"]])
+        dimension = int(payload.get("dimensions", 1024))
+        padded = list(vector) + [0.0] * (dimension - len(vector))
+        return {"embedding": padded, "inputTextTokenCount": len(payload["inputText"].split())}
+
+    BedrockRuntimeBackend.invoke_model = invoke_model  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        BedrockRuntimeBackend.invoke_model = original  # type: ignore[method-assign]
+
+
+_DEFAULT_SESSION_LOCK = threading.RLock()
+
+
+@contextmanager
+def _default_session(session: boto3.Session) -> Iterator[None]:
+    """Clients made without explicit credentials take `session`'s, as a Lambda process takes its role's."""
+    with _DEFAULT_SESSION_LOCK:
+        previous = boto3.DEFAULT_SESSION
+        boto3.DEFAULT_SESSION = session
+        try:
+            yield
+        finally:
+            boto3.DEFAULT_SESSION = previous
+
+
+@contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def client(session: boto3.Session, service: str) -> Any:
+    """A client of the (mocked) account's region made with `session`'s credentials."""
+    return session.client(service, region_name=REGION)  # type: ignore[call-overload]
+
+
+def _secret(value: str) -> Any:
+    from pydantic import SecretStr
+
+    return SecretStr(value)
