@@ -81,7 +81,7 @@ test-console:
 test-integration: $(INSTALLED)
 	$(BIN)/pytest -m integration tests/integration
 
-test-infra: $(INSTALLED)
+test-infra: $(INSTALLED) $(NODE_INSTALLED)
 	$(BIN)/pytest -m infra tests/infra
 
 test-e2e: $(INSTALLED) browser
