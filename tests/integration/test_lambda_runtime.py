@@ -14,6 +14,7 @@ The MCP function is not a Python handler: Lambda runs `functions/mcp/run.sh` beh
 (an HTTP server, not the Runtime API's handler contract); tests/integration/test_mcp_end_to_end.py covers it.
 """
 
+import compileall
 import json
 import secrets
 import threading
@@ -129,6 +130,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
         found, not_python = quire_functions(Template.from_stack(stack).to_json())
         functions = {**found, **functions}
         others |= not_python
+    # The package ships bytecode for Lambda's 3.12; compiled once here for this Python too, or every run started at
+    # once would compile the same modules (then they differ from Lambda's cold start by that, and not by imports).
+    compileall.compile_dir(code_dir, quiet=1, workers=0)
     return Deployment(code_dir=code_dir, functions=functions, other_handlers=frozenset(others))
 
 
