@@ -13,7 +13,8 @@ awslambdaric 4.2.2 read either here, but it is not the contract).
 The process runs as Lambda's would: the packaged code as the task root (its working directory, first on the
 path: handler resolution is against the package, not the repository), then the layers, then the client's own
 packages, and Python's `site` off (`-S`), so that the repository's editable install cannot lend the package a
-module it does not ship (`shared.local`, say).
+module it does not ship (`shared.local`, say). What each function is given (its handler string, memory, timeout,
+Powertools settings) is read from a synthesized template (`quire_functions`).
 """
 
 import json
@@ -25,7 +26,7 @@ import sysconfig
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,6 +38,10 @@ RUNTIME_API_PREFIX = "/2018-06-01/runtime"
 EXECUTION_ENVIRONMENT = "AWS_Lambda_python3.12"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+
+# What every handler is given to run on: the local stack's settings, not the deployed ones (those name the RDS
+# Proxy, Step Functions, Bedrock); of the template's own variables, Powertools' and the environment's name.
+KEPT_FROM_TEMPLATE = ("POWERTOOLS_", "QUIRE_ENVIRONMENT")
 
 AnswerKind = Literal["response", "error", "init-error"]
 
@@ -349,3 +354,41 @@ def start_lambda_run(
     return LambdaRun(
         handler=handler, invocation=invocation, api=api, process=process, log_path=log_path, started=time.monotonic()
     )
+
+
+@dataclass(frozen=True)
+class DeployedFunction:
+    """A function as the template deploys it: what a run of its handler is given."""
+
+    logical_id: str
+    handler: str
+    memory_mb: int
+    timeout_seconds: int
+    environment: dict[str, str]
+
+
+def quire_functions(template: Mapping[str, Any]) -> tuple[dict[str, DeployedFunction], set[str]]:
+    """The template's functions that run Quire's code, by handler; and the handlers that are not Python's."""
+    found: dict[str, DeployedFunction] = {}
+    others: set[str] = set()
+    for logical_id, resource in template["Resources"].items():
+        properties = resource["Properties"]
+        if resource["Type"] != "AWS::Lambda::Function" or not str(properties.get("Handler")).startswith("functions"):
+            continue  # the CDK's own helpers (bucket notifications, the console's deployment, custom resources)
+        handler = properties["Handler"]
+        if not str(properties["Runtime"]).startswith("python") or "/" in handler:
+            others.add(handler)
+            continue
+        variables = properties.get("Environment", {}).get("Variables", {})
+        found[handler] = DeployedFunction(
+            logical_id=logical_id,
+            handler=handler,
+            memory_mb=int(properties.get("MemorySize", 128)),
+            timeout_seconds=int(properties.get("Timeout", 3)),
+            environment={
+                name: value
+                for name, value in variables.items()
+                if isinstance(value, str) and name.startswith(KEPT_FROM_TEMPLATE)
+            },
+        )
+    return found, others

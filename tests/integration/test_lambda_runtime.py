@@ -19,7 +19,7 @@ import json
 import secrets
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,13 @@ from shared.local import scan_corpus
 from shared.local.paths import LOCAL_AWS_ENVIRONMENT
 from shared.local.s3_server import object_created_event
 from shared.local.supervisor import ensure_bucket
-from tests.builders.lambda_runtime_api import FinishedRun, LambdaRun, start_lambda_run
+from tests.builders.lambda_runtime_api import (
+    DeployedFunction,
+    FinishedRun,
+    LambdaRun,
+    quire_functions,
+    start_lambda_run,
+)
 from tests.conftest import load_event
 from tests.fakes import RecordingWorkflow
 from tests.fakes_writing import RecordingRenderQueue
@@ -48,20 +54,8 @@ from tests.integration.conftest import MigratedDatabase, with_database
 
 PRINCIPAL = with_role("acme", "ann", {"docs"}, Role.ADMIN)
 MCP_HANDLER = "functions/mcp/run.sh"
-# What every handler is given to run on: the local stack's settings, not the deployed ones (those name the RDS
-# Proxy, Step Functions, Bedrock); of the template's own variables, Powertools' and the environment's name.
-KEPT_FROM_TEMPLATE = ("POWERTOOLS_", "QUIRE_ENVIRONMENT")
 # Each run's answer may take this long: a cold start with every other run importing beside it, on 2 cores.
 RUN_TIMEOUT_SECONDS = 180
-
-
-@dataclass(frozen=True)
-class DeployedFunction:
-    logical_id: str
-    handler: str
-    memory_mb: int
-    timeout_seconds: int
-    environment: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -70,33 +64,6 @@ class Deployment:
     functions: dict[str, DeployedFunction]
     # Quire's handlers that are not Python handlers of the Runtime API (the MCP server's script).
     other_handlers: frozenset[str]
-
-
-def quire_functions(template: Mapping[str, Any]) -> tuple[dict[str, DeployedFunction], set[str]]:
-    """The template's functions that run Quire's code, by handler; and the handlers that are not Python's."""
-    found: dict[str, DeployedFunction] = {}
-    others: set[str] = set()
-    for logical_id, resource in template["Resources"].items():
-        properties = resource["Properties"]
-        if resource["Type"] != "AWS::Lambda::Function" or not str(properties.get("Handler")).startswith("functions"):
-            continue  # the CDK's own helpers (bucket notifications, the console's deployment, custom resources)
-        handler = properties["Handler"]
-        if not str(properties["Runtime"]).startswith("python") or "/" in handler:
-            others.add(handler)
-            continue
-        variables = properties.get("Environment", {}).get("Variables", {})
-        found[handler] = DeployedFunction(
-            logical_id=logical_id,
-            handler=handler,
-            memory_mb=int(properties.get("MemorySize", 128)),
-            timeout_seconds=int(properties.get("Timeout", 3)),
-            environment={
-                name: value
-                for name, value in variables.items()
-                if isinstance(value, str) and name.startswith(KEPT_FROM_TEMPLATE)
-            },
-        )
-    return found, others
 
 
 @pytest.fixture(scope="module")
