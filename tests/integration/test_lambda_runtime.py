@@ -364,12 +364,14 @@ def runs(deployment: Deployment, local_stack: LocalStack, tmp_path_factory: pyte
 
     chain = threading.Thread(target=run_chain, name="pipeline-chain")
     chain.start()
+    started: dict[str, LambdaRun] = {}
     try:
         cases = {handler: prepare(local_stack) for handler, prepare in STANDALONE.items()}
-        started = {handler: start(handler, case.event) for handler, case in cases.items()}
+        for handler, case in cases.items():
+            started[handler] = start(handler, case.event)
+    finally:  # what started is always stopped, whatever failed to start after it
         for handler, run in started.items():
             finished[handler] = run.finish(RUN_TIMEOUT_SECONDS)
-    finally:
         chain.join()
     checks = {handler: case.check for handler, case in cases.items()}
     checks.update(pipeline_checks(local_stack, chain_input))
@@ -410,6 +412,8 @@ INVOKED = (*STANDALONE, *map(step_handler, PIPELINE_STEPS))
 
 
 def test_every_python_handler_the_app_deploys_is_invoked(deployment: Deployment) -> None:
+    missing = sorted(set(deployment.functions) - set(INVOKED))
+    assert not missing, f"deployed but never invoked here (add each to STANDALONE): {missing}"
     assert sorted(deployment.functions) == sorted(INVOKED)
     # Not a handler of the Runtime API: the Lambda Web Adapter runs the MCP server's script (see the docstring).
     assert deployment.other_handlers == {MCP_HANDLER}
