@@ -87,9 +87,13 @@ test-infra: $(INSTALLED) $(NODE_INSTALLED)
 test-e2e: $(INSTALLED) browser
 	$(BIN)/pytest -m e2e tests/e2e
 
-# The Lambda dependency layer: pyproject's runtime dependencies as arm64 CPython 3.12 wheels (pip, no Docker).
+# The Lambda dependency layer: pyproject's runtime dependencies as arm64 CPython 3.12 wheels (pip, no Docker),
+# built into build/ when missing or stale, then checked (infra/package_checks.py): every native library is
+# aarch64, each version is the one pip resolves for CPython 3.12 on this machine, and each function of every
+# environment stays under Lambda's 250 MB unzipped, code plus layers (printed as a table). `make test` runs the
+# same checks (tests/infra/test_lambda_packages.py).
 layer: $(INSTALLED)
-	$(BIN)/python -c "from infra.packaging import layer_directory; print(layer_directory())"
+	$(BIN)/python -m infra.package_checks
 
 # The CDK app synthesized into cdk.out/ offline (no AWS account), cdk-nag checked: `make synth ENV=prod`.
 ENV ?= dev

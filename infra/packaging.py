@@ -3,15 +3,22 @@
 The code asset holds the packages Lambda imports (`functions/`, `shared/` without the local runtime,
 `migrations/`). The layer holds the runtime dependencies named in pyproject.toml, installed for the
 Lambda architecture (arm64, CPython 3.12) from wheels only: nothing is compiled, nothing needs Docker.
+Beside it, the versions the same requirements resolve to on this machine, which infra/package_checks.py
+holds the layer to.
 This module copies files and runs pip; it never imports runtime code (docs/architecture.md, its import rules).
 """
 
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import tomllib
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -20,15 +27,25 @@ CODE_DIR = BUILD_DIR / "lambda-code"
 LAYER_DIR = BUILD_DIR / "lambda-layer"
 
 LAMBDA_PYTHON = "3.12"
+# Lambda's python3.12 runs on Amazon Linux 2023, whose glibc is 2.34: a wheel for any manylinux glibc up to that
+# loads. pip takes exactly the tags it is given (manylinux_2_28 does not imply the older ones), so each is named,
+# newest first as pip ranks them natively. manylinux2014 alone silently picks older releases of the packages
+# whose new wheels are manylinux_2_28 only (psycopg 3.2.13 for 3.3.9, pillow 12.2.0 for 13.0.0, measured).
 # Graviton: the cheaper architecture, and every dependency publishes aarch64 wheels.
-LAMBDA_PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
+LAMBDA_GLIBC = (2, 34)
+LAMBDA_PLATFORMS = (
+    *(f"manylinux_2_{minor}_aarch64" for minor in range(LAMBDA_GLIBC[1], 16, -1)),
+    "manylinux2014_aarch64",
+)
 CODE_PACKAGES = ("functions", "shared", "migrations")
 # The local runtime (the `quire` CLI, the embedded stack) is never packaged for Lambda.
 NOT_PACKAGED = ("shared/local", "shared/cli")
 # The repository's own packages the layer carries: data that changes with the dependencies, not with the code
 # (the fonts PDF exports are written in).
 LAYER_PACKAGES = ("quire_fonts",)
-_STAMP = ".requirements-sha256"
+LAYER_STAMP = ".requirements-sha256"
+# Beside the layer, not in it (its directory is the asset): what the same requirements resolve to on this machine.
+_REFERENCE_SUFFIX = ".reference-versions.json"
 
 
 def lambda_python(home: Path | None = None) -> str | None:
@@ -144,41 +161,122 @@ def stage_code(out: Path = CODE_DIR, root: Path = REPO_ROOT) -> Path:
 
 
 def layer_is_current(out: Path = LAYER_DIR) -> bool:
-    stamp = out / _STAMP
+    stamp = out / LAYER_STAMP
     return stamp.is_file() and stamp.read_text().strip() == _requirements_digest(runtime_requirements())
 
 
+def _pip_install(
+    requirements: list[str], target: Path, *, platforms: tuple[str, ...], report: Path | None
+) -> list[str]:
+    """pip installing `requirements` for CPython 3.12 from wheels only into `target`; with `report`, a dry run that
+    writes pip's installation report there instead (pip takes a target Python only with --target, even then)."""
+    platform_options = [argument for platform in platforms for argument in ("--platform", platform)]
+    dry_run = ["--dry-run", "--ignore-installed", "--report", str(report)] if report else []
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--no-compile",
+        "--only-binary=:all:",
+        "--implementation",
+        "cp",
+        "--python-version",
+        LAMBDA_PYTHON,
+        *platform_options,
+        *dry_run,
+        "--target",
+        str(target),
+        *requirements,
+    ]
+
+
+def reference_path(out: Path = LAYER_DIR) -> Path:
+    return out.with_name(out.name + _REFERENCE_SUFFIX)
+
+
+def _reference_versions_from(report: Path) -> dict[str, str]:
+    installs = json.loads(report.read_text(encoding="utf-8"))["install"]
+    return {canonical_name(item["metadata"]["name"]): item["metadata"]["version"] for item in installs}
+
+
+def canonical_name(name: str) -> str:
+    """A distribution's name as the package index compares names (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+class _ReferenceResolution:
+    """pip resolving the same requirements for CPython 3.12 on this machine's own platform (its tags, its glibc)
+    instead of the layer's: the versions the layer must hold. It runs beside the layer's install (a dry run, it
+    reads metadata only), so a build takes the longer of the two, not their sum."""
+
+    def __init__(self, requirements: list[str]) -> None:
+        self._scratch = tempfile.TemporaryDirectory(prefix="quire-layer-reference-")
+        scratch = Path(self._scratch.name)
+        self._report, self._errors = scratch / "report.json", scratch / "errors.txt"
+        # Errors to a file, not a pipe nobody reads while the layer installs (a full pipe would stall pip).
+        with self._errors.open("w") as errors:
+            self._process = subprocess.Popen(
+                _pip_install(requirements, scratch / "target", platforms=(), report=self._report),
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+            )
+
+    def versions(self) -> dict[str, str]:
+        try:
+            if self._process.wait() != 0:
+                errors = self._errors.read_text(errors="replace")
+                raise LayerNotBuilt(f"pip could not resolve the requirements for this machine:\n{errors[-4000:]}")
+            return _reference_versions_from(self._report)
+        finally:
+            self._scratch.cleanup()
+
+    def cancel(self) -> None:
+        self._process.kill()
+        self._process.wait()
+        self._scratch.cleanup()
+
+
+def reference_versions(out: Path = LAYER_DIR) -> dict[str, str]:
+    """What the layer's requirements resolve to for CPython 3.12 on this machine's platform, as resolved when the
+    layer was built (resolved now, and recorded, for a layer built without it)."""
+    digest = (out / LAYER_STAMP).read_text().strip() if (out / LAYER_STAMP).is_file() else None
+    recorded = reference_path(out)
+    if digest and recorded.is_file():
+        reference = json.loads(recorded.read_text(encoding="utf-8"))
+        if reference.get("layer") == digest:
+            return dict(reference["versions"])
+    versions = _ReferenceResolution(runtime_requirements()).versions()
+    if digest:
+        _record_reference(out, digest, versions)
+    return versions
+
+
+def _record_reference(out: Path, digest: str, versions: dict[str, str]) -> None:
+    reference_path(out).write_text(
+        json.dumps({"layer": digest, "python": LAMBDA_PYTHON, "versions": versions}, indent=1, sort_keys=True) + "\n",
+        encoding="utf-8",
+    )
+
+
 def build_layer(out: Path = LAYER_DIR) -> Path:
-    """Install the runtime requirements for Lambda's platform into `out/python` (pip, wheels only)."""
+    """Install the runtime requirements for Lambda's platform into `out/python` (pip, wheels only), and record
+    beside it what they resolve to on this machine's own platform (package_checks compares the two)."""
     requirements = runtime_requirements()
     if out.exists():
         shutil.rmtree(out)
-    platforms = [argument for platform in LAMBDA_PLATFORMS for argument in ("--platform", platform)]
+    reference = _ReferenceResolution(requirements)
     # Captured: pip's chatter (mirror warnings) is noise unless it fails.
     installed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--quiet",
-            "--no-compile",
-            "--only-binary=:all:",
-            "--implementation",
-            "cp",
-            "--python-version",
-            LAMBDA_PYTHON,
-            *platforms,
-            "--target",
-            str(out / "python"),
-            *requirements,
-        ],
+        _pip_install(requirements, out / "python", platforms=LAMBDA_PLATFORMS, report=None),
         check=False,
         capture_output=True,
         text=True,
     )
     if installed.returncode != 0:
+        reference.cancel()
         raise LayerNotBuilt(f"pip could not build the Lambda dependency layer:\n{installed.stderr[-4000:]}")
     copy_layer_packages(out / "python")
     # Console scripts and caches are of no use in a layer.
@@ -186,7 +284,9 @@ def build_layer(out: Path = LAYER_DIR) -> Path:
     for cache in (out / "python").rglob("__pycache__"):
         shutil.rmtree(cache, ignore_errors=True)
     compile_bytecode(out / "python", lambda_python(), deployed_at="/opt/python")
-    (out / _STAMP).write_text(_requirements_digest(requirements) + "\n")
+    digest = _requirements_digest(requirements)
+    _record_reference(out, digest, reference.versions())
+    (out / LAYER_STAMP).write_text(digest + "\n")
     return out
 
 
@@ -197,6 +297,22 @@ def layer_directory(out: Path = LAYER_DIR, *, build: bool = True) -> Path:
     if not build:
         raise LayerNotBuilt(f"the Lambda dependency layer in {out} is missing or stale: run `make layer`")
     return build_layer(out)
+
+
+_background_builds: dict[Path, Future[Path]] = {}
+_background_lock = threading.Lock()
+
+
+def layer_directory_in_background(out: Path = LAYER_DIR) -> Future[Path]:
+    """`layer_directory(out)` in a thread, started once per process. A build mostly waits on the package index
+    (about 20 s of CPU in 60-90 s), so a test session can start it early and run other tests meanwhile; the
+    future's result is the layer, or raises what the build raised."""
+    with _background_lock:
+        if out not in _background_builds:
+            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lambda-layer")
+            _background_builds[out] = executor.submit(layer_directory, out)
+            executor.shutdown(wait=False)
+        return _background_builds[out]
 
 
 if __name__ == "__main__":
