@@ -87,7 +87,7 @@ def _target(args: argparse.Namespace) -> tuple[str, str]:
         if not token:
             raise CommandFailed(
                 f"quire smoke: --api needs a token: --token, or {TOKEN_VARIABLE} to keep it out of shell history"
-                " (on AWS a Cognito access token with the quire/api scope: docs/deployment.md, 'Smoke test')",
+                " (on AWS a Cognito access token with the quire/api scope: docs/deployment.md, 'The smoke test')",
                 USAGE_ERROR,
             )
         return args.api.rstrip("/"), token
@@ -215,8 +215,9 @@ class Smoke:
             try:
                 report = get_public(f"{self.api}/v1/health")
             except ApiError as error:
-                # 503: the database did not answer. Aurora resuming from a pause does that for a while.
-                if error.status != 503 or time.monotonic() > deadline:
+                # 503: the database did not answer (Aurora resuming from a pause does that for a while); 504: the
+                # function waited for it past the gateway's patience.
+                if error.status not in (503, 504) or time.monotonic() > deadline:
                     raise
                 time.sleep(2)
                 continue
@@ -287,7 +288,7 @@ class Smoke:
             if time.monotonic() > deadline:
                 raise StepFailed(
                     f"not indexed after {self.timeout:g} s: stored as {state!r}, processing {processing!r}. The"
-                    " pipeline is slow or stuck (docs/deployment.md, 'Smoke test', says where to look); a cold"
+                    " pipeline is slow or stuck (docs/deployment.md, 'The smoke test', says where to look); a cold"
                     " deployment may need a longer --timeout"
                 )
             time.sleep(delay)
