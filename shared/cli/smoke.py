@@ -7,22 +7,26 @@ the search keeps concurrent smokes apart (each looks for its own file only). The
 stack (`make test` runs it) and a real deployment (`--api` with a Cognito access token)."""
 
 import argparse
-import http.client
-import ipaddress
 import os
 import random
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit
+from typing import Any
+from urllib.parse import quote
 
 from shared.cli.common import CommandFailed, add_caller_options
+from shared.cli.smoke_http import (
+    UNANSWERED,
+    StorageRefused,
+    api_url_problem,
+    get_public,
+    post_form,
+    refusal_message,
+    unanswered_reason,
+)
 from shared.domain.auth import Role, with_role
 from shared.local.paths import StackPaths
-
-if TYPE_CHECKING:
-    from shared.local.api_client import ApiError
 
 TOKEN_VARIABLE = "QUIRE_TOKEN"  # noqa: S105 - the name of the variable, not a token
 MEDIA_TYPE = "text/markdown"
@@ -33,7 +37,6 @@ DEFAULT_TIMEOUT_SECONDS = 300.0
 HEALTH_PATIENCE_SECONDS = 60.0
 # Words the answer must contain: a random one of these per run, so a stale or invented answer cannot pass.
 CODE_WORDS = ("heliotrope", "saltmarsh", "lodestar", "quillwort", "marigold", "tamarisk", "bramble", "larkspur")
-_LOOPBACK_NAMES = frozenset({"localhost"})
 
 
 class StepFailed(Exception):
@@ -110,28 +113,6 @@ def _target(args: argparse.Namespace) -> tuple[str, str]:
     return str(state["api"]), token
 
 
-def api_url_problem(url: str) -> str | None:
-    """Why `url` cannot be the API's base URL, or None: http(s) with a host, and a bearer token never sent in
-    clear text beyond this machine."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "not an http(s) URL with a host"
-    if parts.query or parts.fragment:
-        return "the base URL takes no query or fragment"
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        return "plain http would send the token in clear text: use https (plain http is for loopback only)"
-    return None
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class Smoke:
     """One run: its marker, what it created (to delete), and each step's outcome as it happens."""
 
@@ -192,12 +173,12 @@ class Smoke:
         started = time.monotonic()
         try:
             detail, failure = check(), None
-        except StepFailed as error:
+        except (StepFailed, StorageRefused) as error:
             failure = str(error)
         except ApiError as error:
             failure = refusal_message(error)
-        except (OSError, http.client.HTTPException) as error:
-            failure = f"the API did not answer ({_reason(error)}): is --api this deployment's ApiUrl?"
+        except UNANSWERED as error:
+            failure = f"the API did not answer ({unanswered_reason(error)}): is --api this deployment's ApiUrl?"
         except (ValueError, KeyError, TypeError) as error:
             failure = f"an answer the smoke test did not expect ({type(error).__name__}: {error}): is --api Quire's?"
         outcome = "ok" if failure is None else "FAIL"
@@ -250,7 +231,7 @@ class Smoke:
         )
         # Known before the bytes are sent: a pending upload is deleted too when the POST fails.
         self.file_id, self.version_id = str(ticket["fileId"]), str(ticket["versionId"])
-        post_form(ticket["upload"]["url"], ticket["upload"]["fields"], self.filename, content)
+        post_form(ticket["upload"]["url"], ticket["upload"]["fields"], self.filename, content, MEDIA_TYPE)
         return f"{self.filename} ({len(content)} bytes) through a presigned POST: file {self.file_id}"
 
     def indexed(self) -> str:
@@ -418,61 +399,3 @@ class Smoke:
         if self.file_id is None:
             raise StepFailed("no file was created")
         return self.file_id
-
-
-def refusal_message(error: "ApiError") -> str:
-    """An API refusal in words a person running the smoke test can act on."""
-    body = error.body if isinstance(error.body, dict) else {}
-    message = body.get("message") or str(error.body)[:300]
-    if error.status == 401:
-        return (
-            f"the API refused the token (HTTP 401 {message}): it is missing, malformed or expired, or not an access"
-            " token with the quire/api scope (on AWS, a Cognito access token lasts 15 minutes)"
-        )
-    code = f" {body['error']}" if body.get("error") else ""
-    return f"HTTP {error.status}{code}: {message}"
-
-
-def _reason(error: BaseException) -> str:
-    reason = getattr(error, "reason", None)
-    return str(reason if reason is not None else error) or type(error).__name__
-
-
-def get_public(url: str) -> Any:
-    """A GET of a route that takes no token, sent without one."""
-    import json
-    import urllib.error
-    import urllib.request
-
-    from shared.local.api_client import ApiError
-
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - the API's URL, checked
-            return json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        raw = error.read()
-        try:
-            detail: Any = json.loads(raw)
-        except ValueError:
-            detail = raw.decode(errors="replace")[:300]
-        raise ApiError(error.code, detail) from None
-
-
-def post_form(url: str, fields: dict[str, str], filename: str, content: bytes) -> None:
-    """A browser's multipart form POST of a file to a presigned URL (the fields first, the file last)."""
-    import urllib.error
-    import urllib.request
-
-    from urllib3 import encode_multipart_formdata
-
-    from shared.local.api_client import ApiError
-
-    body, content_type = encode_multipart_formdata({**fields, "file": (filename, content, MEDIA_TYPE)})
-    request = urllib.request.Request(url, data=body, headers={"Content-Type": content_type}, method="POST")  # noqa: S310 - the URL the API signed
-    try:
-        with urllib.request.urlopen(request, timeout=60):  # noqa: S310 - the URL the API signed
-            pass
-    except urllib.error.HTTPError as error:
-        raise ApiError(
-            error.code, f"the presigned POST was refused: {error.read().decode(errors='replace')[:300]}"
-        ) from None

@@ -16,7 +16,7 @@ import pytest
 from shared.adapters.local.jwt_tokens import LocalTokenIssuer
 from shared.adapters.local.secret_files import read_or_create_secret
 from shared.cli.app import main
-from shared.cli.smoke import api_url_problem
+from shared.cli.smoke_http import api_url_problem
 from shared.domain.auth import Role, with_role
 from shared.local.api_client import ApiClient
 from shared.local.paths import StackPaths
