@@ -33,7 +33,7 @@ MEDIA_TYPE = "text/markdown"
 USAGE_ERROR = 2
 DEFAULT_COLLECTION = "smoke"
 DEFAULT_TIMEOUT_SECONDS = 300.0
-# An auto-paused Aurora answers 503 while it resumes (up to about 15 s, longer after a long pause).
+# The health route answers 503 while an auto-paused Aurora resumes (seconds; longer after a long pause).
 HEALTH_PATIENCE_SECONDS = 60.0
 # Words the answer must contain: a random one of these per run, so a stale or invented answer cannot pass.
 CODE_WORDS = ("heliotrope", "saltmarsh", "lodestar", "quillwort", "marigold", "tamarisk", "bramble", "larkspur")
