@@ -8,6 +8,7 @@ from shared.cli.common import CommandFailed
 from shared.cli.evaluate import add_eval_command
 from shared.cli.files import add_file_commands
 from shared.cli.index import add_index_commands
+from shared.cli.smoke import add_smoke_command
 from shared.cli.stack import add_reconcile_command, add_stack_commands
 from shared.cli.tools import add_tool_commands
 
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_artifact_commands(commands)
     add_tool_commands(commands)
     add_reconcile_command(commands)
+    add_smoke_command(commands)
     return parser
 
 
