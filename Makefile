@@ -12,8 +12,9 @@ INSTALLED_LOCAL := $(VENV)/.installed-local-$(PYPROJECT_HASH)
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -e
 # Quiet the pip warnings about absent local mirrors; keep real errors.
 PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || true
-# The console's formatter (Prettier, pinned in package.json and package-lock.json), installed from the npm
-# registry by `npm ci`, again only when the lock file changes. The console itself has no build step.
+# The node tools, pinned in package.json and package-lock.json: the console's formatter (Prettier) and the state
+# machine's validator (asl-validator, run by the infra and integration suites), installed from the npm registry by
+# `npm ci`, again only when the lock file changes. The console itself has no build step.
 NODE_INSTALLED := node_modules/.installed-$(shell cat package-lock.json | sha256sum | cut -c1-12)
 PRETTIER := node_modules/.bin/prettier
 CONSOLE_SOURCES := console tests/console
@@ -78,7 +79,7 @@ test-unit: $(INSTALLED)
 test-console:
 	node --test tests/console/*.test.js
 
-test-integration: $(INSTALLED)
+test-integration: $(INSTALLED) $(NODE_INSTALLED)
 	$(BIN)/pytest -m integration tests/integration
 
 test-infra: $(INSTALLED) $(NODE_INSTALLED)

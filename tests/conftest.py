@@ -20,6 +20,15 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The Lambda layer (pip, mostly waiting on the package index) builds in the background from the start
+    when a test that needs it is selected, so the other suites run meanwhile (tests/infra/test_lambda_packages.py)."""
+    if any(item.nodeid.startswith("tests/infra/test_lambda_packages.py") for item in session.items):
+        from infra.packaging import layer_directory_in_background
+
+        layer_directory_in_background()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(str(item.fspath)).relative_to(REPO_ROOT / "tests").parts

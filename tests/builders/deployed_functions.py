@@ -3,14 +3,16 @@ environment, with the credentials of its own role's session (Lambda assumes the 
 moto's Lambda API (so the caller's grant to invoke it is judged too), one invocation at a time.
 
 What stands in: the database (Aurora behind RDS Proxy) is the embedded PostgreSQL, reached as the application role
-by password; Bedrock's embeddings are the local model's vectors zero-padded to Titan's dimension (cosine is
-unchanged); Textract is RapidOCR in process, given to the recognize function (moto's Textract answers canned
-text). docs/testing.md, "Handlers under IAM enforcement".
+with a password that stands for the IAM token (given only when the role may rds-db:connect); Bedrock's embeddings
+are the local model's vectors zero-padded to Titan's dimension (cosine is unchanged); Textract is RapidOCR in
+process, given to the recognize function (moto's Textract answers canned text). docs/testing.md, "Handlers under
+IAM enforcement".
 """
 
 import importlib
 import json
 import os
+import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -21,10 +23,13 @@ import boto3
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.bedrockruntime.models import BedrockRuntimeBackend
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from shared.adapters.postgres.database import Database
 from shared.bootstrap import AwsAdapters, Container, overridden
 from shared.config import Settings
 from shared.local.http_api import LocalLambdaContext
+from tests.builders.iam_judge import IamJudge
 from tests.builders.moto_stack import REGION, DeployedFunction, DeployedStack
 
 
@@ -42,6 +47,7 @@ class DeployedFunctions:
     stack: DeployedStack
     database_url: str
     admin: boto3.Session
+    judge: IamJudge
     given: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     invocations: list[Invocation] = field(default_factory=list)
     _sessions: dict[str, boto3.Session] = field(default_factory=dict)
@@ -72,9 +78,26 @@ class DeployedFunctions:
     def container(self, function: DeployedFunction) -> Container:
         if function.logical_id not in self._containers:
             settings = self.settings(function)
-            adapters = AwsAdapters(settings, **self.given.get(function.logical_id, {}))
+            given = {"database": self._database(function), **self.given.get(function.logical_id, {})}
+            adapters = AwsAdapters(settings, **given)
             self._containers[function.logical_id] = Container(settings, adapters)
         return self._containers[function.logical_id]
+
+    def _database(self, function: DeployedFunction) -> Database:
+        """The embedded PostgreSQL where the proxy would be. Each new connection's password stands for the IAM
+        token: the application role's password when the function's role may rds-db:connect as its database
+        user, else one PostgreSQL refuses, as the proxy refuses a token it cannot authorize."""
+        url = {name: str(value) for name, value in conninfo_to_dict(self.database_url).items() if value is not None}
+        password = url.pop("password", "")
+        user_arn = self.stack.database_user_arn(function.environment["QUIRE_DATABASE_USER"])
+
+        def token() -> str:
+            if self.judge.allows(function.role_arn, "rds-db:connect", user_arn):
+                return password
+            return "refused-" + secrets.token_hex(8)
+
+        # A refused token fails a connection at once; the pool need not wait long for another.
+        return Database(make_conninfo(**url), max_size=2, wait_seconds=1, password=token)
 
     def prepare(self) -> None:
         """Sessions for every Python function, before enforcement starts."""
@@ -116,6 +139,14 @@ class DeployedFunctions:
             for i in self.invocations
             if i.event.get("versionId") == version_id
         ]
+
+    def cold_start(self, function: DeployedFunction) -> None:
+        """The function's next invocation starts in a new sandbox: a new container, new database connections
+        (each signing its token again), new tenant sessions."""
+        with self._lock:
+            container = self._containers.pop(function.logical_id, None)
+        if container is not None and "database" in container.adapters.__dict__:
+            container.adapters.database.close()
 
     def close(self) -> None:
         for container in self._containers.values():

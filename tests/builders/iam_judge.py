@@ -81,6 +81,21 @@ class IamJudge:
             if not decided:
                 request._raise_access_denied()
 
+    def allows(self, role_arn: str, action: str, resource: str) -> bool:
+        """Whether `role_arn`'s own policies allow `action` on `resource`, for a permission no request to moto
+        carries (rds-db:connect: an IAM database token is signed locally and judged by the proxy)."""
+        backend = iam_backends[ACCOUNT]["aws"]
+        name = role_arn.rsplit("/", 1)[-1]
+        policies: list[Any] = [backend.get_role_policy(name, p)[1] for p in backend.list_role_policies(name)]
+        policies += backend.list_attached_role_policies(name)[0]
+        decided = allowed(
+            Request(action=action, resource=resource, principal=role_arn, context={"aws:SecureTransport": "true"}),
+            _statements(policies),
+        )
+        with self._lock:
+            self.decisions.append(Decision(role_arn, action, resource, decided))
+        return decided
+
     def _principal_context(self, key: Any) -> dict[str, str]:
         tags = self._session_tags.get(getattr(key, "_access_key_id", ""), {})
         return {f"aws:PrincipalTag/{name}": value for name, value in tags.items()}
@@ -107,6 +122,34 @@ class IamJudge:
     def remember_session_tags(self, access_key_id: str, tags: dict[str, str]) -> None:
         with self._lock:
             self._session_tags[access_key_id] = tags
+
+
+@contextmanager
+def grant_removed(iam: Any, role_name: str, action: str) -> Iterator[None]:
+    """`action` taken out of every inline policy of `role_name` (a statement left with no action goes), and put
+    back after: the stack as if that grant had been forgotten."""
+    originals = {
+        name: iam.get_role_policy(RoleName=role_name, PolicyName=name)["PolicyDocument"]
+        for name in iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+    }
+    removed = False
+    for name, document in originals.items():
+        statements = []
+        for statement in document["Statement"]:
+            actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+            kept = [a for a in actions if a != action]
+            removed = removed or len(kept) < len(actions)
+            if kept:
+                statements.append({**statement, "Action": kept})
+        iam.put_role_policy(
+            RoleName=role_name, PolicyName=name, PolicyDocument=json.dumps({**document, "Statement": statements})
+        )
+    assert removed, f"{role_name} has no grant of {action} to take away"
+    try:
+        yield
+    finally:
+        for name, document in originals.items():
+            iam.put_role_policy(RoleName=role_name, PolicyName=name, PolicyDocument=json.dumps(document))
 
 
 def _statements(policies: Sequence[Any]) -> list[Mapping[str, Any]]:

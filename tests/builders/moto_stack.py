@@ -270,6 +270,13 @@ class DeployedStack:
     resource_policies: list[ResourcePolicy]
     named_log_groups: list[str]
 
+    def database_user_arn(self, user: str) -> str:
+        """The rds-db:connect resource of `user` on the database proxy (which stands in: its resource id is the
+        stand-in's, as the roles' policies name it)."""
+        (proxy,) = [s for s in self.stand_ins if s.resource_type == "AWS::RDS::DBProxy"]
+        resource_id = stand_in_value(proxy.logical_id, proxy.resource_type, "DBProxyArn").split(":")[6]
+        return f"arn:aws:rds-db:{REGION}:{ACCOUNT}:dbuser:{resource_id}/{user}"
+
     def release_names(self, logs: Any) -> None:
         """Delete the log groups the template names itself, which another deployment in this account would
         create again (moto's delete_stack stops at the VPC's dependencies, so the stack itself stays)."""

@@ -127,3 +127,10 @@ def test_every_arn_a_function_role_is_granted_names_a_created_or_stood_in_resour
                     if not account_ok or not (known or foundation_model or "*" in arn):
                         unresolved.append((function.logical_id, arn))
     assert unresolved == []
+
+
+def test_the_definition_cloudformation_resolved_passes_asl_validator(deployed: DeployedStack) -> None:
+    from tests.infra.linting import asl_findings
+
+    # Every function ARN real (as CloudFormation made it), not a placeholder.
+    assert asl_findings(deployed.definition) == []

@@ -12,6 +12,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,13 +29,15 @@ from migrations.runner import apply_migrations
 from shared.adapters.local.onnx_embeddings import OnnxMiniLmEmbedder
 from shared.adapters.local.rapid_ocr import RapidOcr
 from shared.domain.files import FileVersionRecord, ProcessingState
+from shared.local import scan_corpus
 from shared.local.http_api import build_http_v2_event
 from shared.local.s3_server import object_created_event
 from shared.local.supervisor import app_url_from_owner, set_app_role_password
 from tests.builders.deployed_functions import DeployedFunctions, bedrock_answered_by, client, invoked_through_moto
-from tests.builders.iam_judge import IamJudge, enforced
+from tests.builders.iam_judge import IamJudge, enforced, grant_removed
 from tests.builders.moto_stack import REGION, DeployedStack, deploy
 from tests.builders.pdf import pdf_of
+from tests.conftest import load_event
 from tests.integration.conftest import drop_role
 
 # What API Gateway's JWT authorizer hands the API function from a Cognito token (shared/domain/auth.py).
@@ -75,15 +78,28 @@ class EnforcedStack:
         return answer["statusCode"], json.loads(answer.get("body") or "{}")
 
     def invoke(self, function: Any, event: dict[str, Any]) -> dict[str, Any]:
-        """A service (API Gateway, EventBridge) invoking `function` through Lambda's API."""
-        lambda_ = client(self.admin, "lambda")
-        answer = lambda_.invoke(FunctionName=function.name, Payload=json.dumps(event))
-        payload: dict[str, Any] = json.loads(answer["Payload"].read())
-        assert "FunctionError" not in answer, payload
+        """A service (API Gateway, EventBridge) invoking `function` through Lambda's API; it must not fail."""
+        payload, error = self.invoked(function, event)
+        assert error is None, payload
         return payload
+
+    def invoked(self, function: Any, event: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The function's answer, and the error Lambda reported ("Unhandled") when it raised."""
+        answer = client(self.admin, "lambda").invoke(FunctionName=function.name, Payload=json.dumps(event))
+        payload: dict[str, Any] = json.loads(answer["Payload"].read())
+        return payload, answer.get("FunctionError")
 
     def upload(self, filename: str, media_type: str, content: bytes) -> tuple[str, dict[str, Any]]:
         """POST /v1/uploads, then the presigned POST as a browser sends it; S3's Object Created event for it."""
+        ticket, posted = self.post(filename, media_type, content)
+        assert posted.status_code in (200, 201, 204), posted.text
+        key = ticket["upload"]["fields"]["key"]
+        head = client(self.admin, "s3").head_object(Bucket=self.bucket, Key=key)
+        event = object_created_event(self.bucket, key, head.get("VersionId"), len(content), head["ETag"].strip('"'))
+        return ticket["versionId"], event
+
+    def post(self, filename: str, media_type: str, content: bytes) -> tuple[dict[str, Any], requests.Response]:
+        """The upload's ticket from the API, and S3's answer to the browser's form POST."""
         status, ticket = self.api(
             "POST",
             "/v1/uploads",
@@ -92,11 +108,7 @@ class EnforcedStack:
         assert status == 201, ticket
         upload = ticket["upload"]
         posted = requests.post(upload["url"], data=upload["fields"], files={"file": ("upload", content)}, timeout=30)
-        assert posted.status_code in (200, 201, 204), posted.text
-        key = upload["fields"]["key"]
-        head = client(self.admin, "s3").head_object(Bucket=self.bucket, Key=key)
-        event = object_created_event(self.bucket, key, head.get("VersionId"), len(content), head["ETag"].strip('"'))
-        return ticket["versionId"], event
+        return ticket, posted
 
     def deliver(self, event: dict[str, Any]) -> dict[str, Any]:
         """EventBridge invoking on_object_created, its rule's target."""
@@ -105,6 +117,10 @@ class EnforcedStack:
     def run(self, filename: str, media_type: str, content: bytes) -> tuple[FileVersionRecord, dict[str, Any]]:
         version_id, event = self.upload(filename, media_type, content)
         assert self.deliver(event) == {"outcome": "stored"}
+        return self.finished(version_id)
+
+    def finished(self, version_id: str) -> tuple[FileVersionRecord, dict[str, Any]]:
+        """The version's one execution, once it has ended, and the version as it ended."""
         sfn = client(self.admin, "stepfunctions")
         (execution,) = [
             e
@@ -186,7 +202,8 @@ def enforced_stack(
             roleArn=stack.state_machine_role_arn,
         )
         recognize = stack.function("functions.recognize.handler.handler")
-        functions = DeployedFunctions(stack, app_url, admin, given={recognize.logical_id: {"ocr": RapidOcr()}})
+        judge = IamJudge(bucket_policies=bucket_policies)
+        functions = DeployedFunctions(stack, app_url, admin, judge, given={recognize.logical_id: {"ocr": RapidOcr()}})
         functions.prepare()
         credentials = client(admin, "sts").assume_role(RoleArn=stack.state_machine_role_arn, RoleSessionName="states")[
             "Credentials"
@@ -198,7 +215,6 @@ def enforced_stack(
             region_name=REGION,
         )
         embedder = OnnxMiniLmEmbedder(dimension=384)
-        judge = IamJudge(bucket_policies=bucket_policies)
         with (
             pytest.MonkeyPatch.context() as patch,
             invoked_through_moto(functions, state_machine),
@@ -236,3 +252,106 @@ def test_a_text_pdf_is_indexed_with_every_call_allowed_by_the_deployed_policies(
     assert any(action == "lambda:InvokeFunction" for action, _ in judged)
     assert any(action == "bedrock:InvokeModel" for action, _ in judged)
     assert any(action in {"s3:GetObjectVersion", "s3:GetObject"} for action, _ in judged)
+
+
+def _fully_indexed(version: FileVersionRecord, execution: dict[str, Any]) -> bool:
+    return (
+        execution["status"] == "SUCCEEDED"
+        and version.processing_state is ProcessingState.INDEXED
+        and version.embedded_chunk_count == version.chunk_count
+    )
+
+
+def _upload_refused(stack: EnforcedStack) -> None:
+    _ticket, posted = stack.post("refused.pdf", "application/pdf", _document("refused upload"))
+    assert posted.status_code == 403, posted.text
+
+
+def _no_execution_starts(stack: EnforcedStack) -> None:
+    """The upload is stored, but its processing does not start (the sweep asks again: docs/files.md)."""
+    version_id, event = stack.upload("unstarted.pdf", "application/pdf", _document("unstarted"))
+    stack.deliver(event)
+    sfn = client(stack.admin, "stepfunctions")
+    executions = sfn.list_executions(stateMachineArn=stack.stack.state_machine_arn)["executions"]
+    assert [e for e in executions if version_id in e["name"]] == []
+
+
+def _pipeline_falls_short(stack: EnforcedStack) -> None:
+    version, execution = stack.run("short.pdf", "application/pdf", _document("falls short"))
+    assert not _fully_indexed(version, execution), (version, execution["status"])
+
+
+def _scan_falls_short(stack: EnforcedStack) -> None:
+    scan = scan_corpus.scanned_pdf()
+    version, execution = stack.run(scan.filename, scan.media_type, scan.content)
+    assert not _fully_indexed(version, execution), (version, execution["status"])
+
+
+def _reconcile_fails(stack: EnforcedStack) -> None:
+    payload, error = stack.invoked(stack.handler("reconcile"), load_event("scheduled_reconcile.json"))
+    assert error is not None, payload
+
+
+def _render_fails(stack: EnforcedStack) -> None:
+    event = {"tenantId": "acme", "exportId": str(uuid.uuid4())}
+    payload, error = stack.invoked(stack.handler("render"), event)
+    assert error is not None, payload
+
+
+def _document(words: str) -> bytes:
+    return pdf_of(f"{words} {secrets.token_hex(4)}: the ferry exchanges ballast water beyond the shelf edge.")
+
+
+@dataclass(frozen=True)
+class TakenAway:
+    """A grant a function needs, taken from its own role or from its tenant data role, and what then fails."""
+
+    function: str
+    role: str  # "own" or "tenant"
+    action: str
+    fails: Callable[[EnforcedStack], None]
+    # Grants taken from other functions at the same time, to reach this one's (record_failure runs on a failure).
+    also: tuple[tuple[str, str, str], ...] = ()
+
+
+# One per function with a grant to take; `inspect` is record_failure's companion (docs/testing.md lists the
+# functions that have none and why).
+TAKEN_AWAY = [
+    TakenAway("api", "tenant", "s3:PutObject", _upload_refused),
+    TakenAway("on_object_created", "own", "states:StartExecution", _no_execution_starts),
+    TakenAway("extract", "tenant", "s3:GetObject", _pipeline_falls_short),
+    TakenAway("recognize", "tenant", "s3:GetObject", _scan_falls_short),
+    TakenAway("chunk", "tenant", "s3:PutObject", _pipeline_falls_short),
+    TakenAway("embed", "own", "bedrock:InvokeModel", _pipeline_falls_short),
+    TakenAway("index", "tenant", "s3:GetObject", _pipeline_falls_short),
+    TakenAway("publish", "tenant", "s3:DeleteObjectVersion", _pipeline_falls_short),
+    # Inspect's grant and record_failure's at once: record_failure runs when a step has failed for good.
+    TakenAway(
+        "record_failure", "own", "rds-db:connect", _pipeline_falls_short, also=(("inspect", "own", "rds-db:connect"),)
+    ),
+    TakenAway("reconcile", "own", "s3:ListBucketVersions", _reconcile_fails),
+    TakenAway("render", "own", "rds-db:connect", _render_fails),
+]
+
+
+@pytest.mark.parametrize("taken", TAKEN_AWAY, ids=lambda taken: f"{taken.function}-{taken.action}")
+def test_a_grant_taken_from_a_function_is_refused_and_its_work_fails(
+    enforced_stack: EnforcedStack, taken: TakenAway
+) -> None:
+    iam = client(enforced_stack.admin, "iam")
+
+    def role_of(function: str, role: str) -> str:
+        deployed = enforced_stack.handler(function)
+        arn = deployed.role_arn if role == "own" else deployed.environment["QUIRE_TENANT_DATA_ROLE_ARN"]
+        return str(arn).rsplit("/", 1)[-1]
+
+    removals = [(taken.function, taken.role, taken.action), *taken.also]
+    before = len(enforced_stack.judge.decisions)
+    with ExitStack() as removed:
+        for function, role, action in removals:
+            removed.enter_context(grant_removed(iam, role_of(function, role), action))
+            # A warm sandbox keeps what it was granted (an open database connection, a tenant session).
+            enforced_stack.functions.cold_start(enforced_stack.handler(function))
+        taken.fails(enforced_stack)
+    refused = {(d.principal.split("/")[1], d.action) for d in enforced_stack.judge.decisions[before:] if not d.allowed}
+    assert {(role_of(function, role), action) for function, role, action in removals} <= refused, refused
