@@ -174,7 +174,14 @@ class Pipeline(Construct):
             ephemeral_mib=step.ephemeral_mib,
             reserved_concurrency=self._reserved("pipeline_step"),
         )
-        self._grant_tenant_storage(function, read=step.read, write=step.write, delete=step.delete, listing=step.listing)
+        self._grant_tenant_storage(
+            function,
+            read=step.read,
+            write=step.write,
+            delete=step.delete,
+            listing=step.listing,
+            missing_is_not_found=step.missing_is_not_found,
+        )
         return function
 
     def _reserved(self, share: str) -> int | None:

@@ -47,10 +47,21 @@ class Step:
     delete: tuple[str, ...] = ()
     listing: tuple[str, ...] = ()
     ephemeral_mib: int = 512
+    # Reads a key that may be missing and acts on its absence (S3 answers 404 only to a caller that may list).
+    missing_is_not_found: bool = False
 
 
 STEPS = (
-    Step(StepName.INSPECT, "functions.inspect.handler.handler", "claims a stored version for this attempt", 30, 512),
+    Step(
+        StepName.INSPECT,
+        "functions.inspect.handler.handler",
+        "claims a stored version for this attempt",
+        30,
+        512,
+        # A re-index asks whether the version's extracted document is still stored (then chunk, not extract).
+        read=(DERIVED_PREFIX,),
+        missing_is_not_found=True,
+    ),
     Step(
         StepName.EXTRACT,
         "functions.extract.handler.handler",

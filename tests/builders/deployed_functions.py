@@ -36,8 +36,11 @@ from tests.builders.moto_stack import REGION, DeployedFunction, DeployedStack
 @dataclass(frozen=True)
 class Invocation:
     function: str  # logical id
+    step: str  # the handler's package: functions/<step>/handler.py
     event: dict[str, Any]
     error: str | None
+    # The size of the answer the function gave, in bytes of JSON (0 when it raised).
+    answered: int = 0
 
 
 @dataclass
@@ -127,18 +130,18 @@ class DeployedFunctions:
             try:
                 result = handler(event, LocalLambdaContext(function.name))
             except Exception as error:
-                self.invocations.append(Invocation(function.logical_id, event, type(error).__name__))
+                step = function.handler.split(".")[1]
+                self.invocations.append(Invocation(function.logical_id, step, event, type(error).__name__))
                 raise
-            self.invocations.append(Invocation(function.logical_id, event, None))
+            answered = len(json.dumps(result))
+            self.invocations.append(
+                Invocation(function.logical_id, function.handler.split(".")[1], event, None, answered)
+            )
             return result
 
     def steps(self, version_id: str) -> list[str]:
         """The pipeline steps (handler package names) invoked for a version, in order."""
-        return [
-            self.stack.functions[i.function].handler.split(".")[1]
-            for i in self.invocations
-            if i.event.get("versionId") == version_id
-        ]
+        return [i.step for i in self.invocations if i.event.get("versionId") == version_id]
 
     def cold_start(self, function: DeployedFunction) -> None:
         """The function's next invocation starts in a new sandbox: a new container, new database connections

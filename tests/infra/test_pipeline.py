@@ -269,7 +269,12 @@ def test_each_step_touches_only_the_storage_it_needs(synthesized: tuple[str, Tem
         return grants
 
     originals, derived = f"tenants/{TENANT}/*", f"derived/tenants/{TENANT}/*"
-    assert s3_grants("functions.inspect.handler.handler") == {}
+    # A re-index asks whether the stored document is still there: a read, and a 404 when it is not.
+    assert s3_grants("functions.inspect.handler.handler") == {
+        "s3:GetObject": {derived},
+        "s3:GetObjectVersion": {derived},
+        "s3:ListBucket": {"bucket"},
+    }
     index = s3_grants("functions.index.handler.handler")
     assert index == {
         "s3:GetObject": {derived},

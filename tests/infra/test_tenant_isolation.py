@@ -26,7 +26,7 @@ TENANT_DATA_HANDLERS = {
     "functions.on_object_created.handler.handler",
     *(
         f"functions.{step}.handler.handler"
-        for step in ("extract", "recognize", "chunk", "embed", "index", "publish", "record_failure")
+        for step in ("inspect", "extract", "recognize", "chunk", "embed", "index", "publish", "record_failure")
     ),
 }
 FILE = "6f1c2f9e-6a4b-4c0e-9b44-2f8f3c1e0a11"

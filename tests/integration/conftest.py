@@ -10,6 +10,7 @@ import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
@@ -26,6 +27,9 @@ from shared.local.paths import LOCAL_AWS_ENVIRONMENT
 from shared.local.s3_server import LocalS3Server
 from shared.local.supervisor import app_url_from_owner, ensure_bucket, set_app_role_password
 from tests.integration.files_stack import LIMIT, SECRET, Stack
+
+if TYPE_CHECKING:
+    from tests.builders.enforced_stack import EnforcedStack
 
 
 @pytest.fixture(scope="session")
@@ -199,3 +203,34 @@ def dev_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     root = tmp_path_factory.mktemp("assembly")
     return synthesize_assembly("dev", root, stand_in_package(root / "package"), bootstrap_rule=False).outdir
+
+
+@pytest.fixture(scope="module")
+def enforced_stack(  # noqa: PLR0917 - a fixture takes what it depends on as arguments
+    request: pytest.FixtureRequest,
+    dev_assembly: Path,
+    aws_credentials: None,
+    postgres_owner_url: str,
+    new_database: Callable[[], str],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> "Iterator[EnforcedStack]":
+    """The dev stack deployed into moto under IAM enforcement, one per module, over a database of its own
+    (tests/builders/enforced_stack.py)."""
+    from tests.builders.enforced_stack import enforced_deployment
+
+    owner_url = new_database()
+    role = f"quire_app_iam_{secrets.token_hex(4)}"
+    # The dimension the deployed functions embed at (QUIRE_EMBEDDING_DIMENSION, resolved from the template).
+    apply_migrations(owner_url, embedding_dimension=1024, app_role=role)
+    password = secrets.token_urlsafe(16)
+    set_app_role_password(owner_url, password, role=role)
+    app_url = app_url_from_owner(owner_url, password, role=role)
+    stack_name = "Quire-" + request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_").replace("_", "-")
+    try:
+        with enforced_deployment(
+            dev_assembly, app_url, tmp_path_factory.mktemp("assets"), stack_name=stack_name
+        ) as deployed:
+            deployed.owner_url = owner_url
+            yield deployed
+    finally:
+        drop_role(owner_url, role)
