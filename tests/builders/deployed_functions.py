@@ -103,12 +103,11 @@ class DeployedFunctions:
         return Database(make_conninfo(**url), max_size=2, wait_seconds=1, password=token)
 
     def prepare(self) -> None:
-        """Sessions for every Python function, before enforcement starts."""
-        for function in self.python_functions():
-            self.session(function)
-
-    def python_functions(self) -> list[DeployedFunction]:
-        return [f for f in self.stack.functions.values() if f.handler.startswith("functions.") and "." in f.handler]
+        """Sessions for every function of Quire's own (the MCP server's included), before enforcement starts:
+        their roles trust Lambda, not the harness's user."""
+        for function in self.stack.functions.values():
+            if function.handler.startswith("functions"):
+                self.session(function)
 
     def by_name(self, name: str) -> DeployedFunction:
         name = name.rsplit(":", 1)[-1] if name.startswith("arn:") else name

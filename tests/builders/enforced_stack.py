@@ -60,8 +60,9 @@ class EnforcedStack:
         return self.stack.outputs["OriginalsBucketName"]
 
     def handler(self, name: str) -> DeployedFunction:
-        """The function whose handler is functions/<name>/handler.py."""
-        return self.stack.function(f"functions.{name}.handler.handler")
+        """The function whose handler is functions/<name>/handler.py (`mcp`: the MCP server's function, whose
+        handler is its run.sh behind the Lambda Web Adapter)."""
+        return self.stack.function("functions/mcp/run.sh" if name == "mcp" else f"functions.{name}.handler.handler")
 
     def container(self, name: str) -> Container:
         """The container function `name` runs with (a test patches a part of one function's)."""

@@ -7,6 +7,7 @@ created (tests/builders/iam_judge.py). A grant the stack forgot is an AccessDeni
 grant away from each function and shows the run failing on it.
 """
 
+import json
 import secrets
 import uuid
 from collections.abc import Callable
@@ -16,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from functions.tools.dispatcher import ToolDispatcher, ToolOutcome
+from shared.domain.auth import Role, with_role
 from shared.domain.files import FileVersionRecord, ProcessingState
 from shared.local import scan_corpus
 from tests.builders.deployed_functions import client
@@ -90,6 +93,31 @@ def _render_fails(stack: EnforcedStack) -> None:
     assert error is not None, payload
 
 
+def _agent_reads(stack: EnforcedStack) -> ToolOutcome:
+    """An agent's extract_text through the MCP function's tools, as that function (its role, its container)."""
+    version, execution = stack.run("agent.pdf", "application/pdf", _document("read by an agent"))
+    assert _fully_indexed(version, execution)
+    found = stack.container("api").file_metadata.find_version("acme", version.version_id)
+    assert found is not None
+    principal = with_role("acme", "ann", {"docs"}, Role.ADMIN)
+    with stack.acting("mcp") as container:
+        return ToolDispatcher(container).call(
+            principal, "extract_text", {"fileId": str(found[0].file_id)}, surface="mcp"
+        )
+
+
+def _agent_read_fails(stack: EnforcedStack) -> None:
+    outcome = _agent_reads(stack)
+    # Storage refusing the function is Quire's failure, not the caller's: logged, and said as such.
+    assert outcome.is_error and outcome.content["error"] == "internal_error", outcome
+
+
+def test_an_agent_reads_a_document_through_the_mcp_function_with_its_own_roles(enforced_stack: EnforcedStack) -> None:
+    outcome = _agent_reads(enforced_stack)
+    assert not outcome.is_error, outcome
+    assert "read by an agent" in json.dumps(outcome.content)
+
+
 def _document(words: str) -> bytes:
     return pdf_of(f"{words} {secrets.token_hex(4)}: the ferry exchanges ballast water beyond the shelf edge.")
 
@@ -123,6 +151,7 @@ TAKEN_AWAY = [
     ),
     TakenAway("reconcile", "own", "s3:ListBucketVersions", _reconcile_fails),
     TakenAway("render", "own", "rds-db:connect", _render_fails),
+    TakenAway("mcp", "tenant", "s3:GetObject", _agent_read_fails),
 ]
 
 
