@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from infra.packaging import layer_directory, ships_bytecode, stage_code
+from infra.package_checks import tree_bytes
+from infra.packaging import LAYER_STAMP, layer_directory, ships_bytecode, stage_code
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDA_UNZIPPED_LIMIT_BYTES = 250 * 1024 * 1024
@@ -89,10 +90,6 @@ def handler_modules(root: Path = REPO_ROOT) -> dict[str, str]:
     if (root / "functions" / "mcp" / "app.py").exists():
         modules["mcp"] = "functions.mcp.app"
     return dict(sorted(modules.items()))
-
-
-def tree_bytes(directory: Path) -> int:
-    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file())
 
 
 def zipped_bytes(directory: Path, *, exclude: tuple[str, ...] = ()) -> int:
@@ -199,7 +196,7 @@ def size_figures(result: Callable[..., dict[str, Any]], functions: list[str]) ->
         code_dir = stage_code(Path(scratch) / "code")
         code_unzipped, code_zipped = tree_bytes(code_dir), zipped_bytes(code_dir)
     # The layer's stamp file is excluded from its asset (infra/constructs/functions.py).
-    layer_unzipped = tree_bytes(layer_dir) - (layer_dir / ".requirements-sha256").stat().st_size
+    layer_unzipped = tree_bytes(layer_dir, exclude=[LAYER_STAMP])
     layer_zipped = zipped_bytes(layer_dir, exclude=(".requirements-sha256",))
     limit_mib = LAMBDA_UNZIPPED_LIMIT_BYTES / MIB
     shared = {
