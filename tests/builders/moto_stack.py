@@ -23,8 +23,8 @@ REGION = "us-east-1"
 # provider functions would run at deploy time). A type missing here fails the deployment: say what replaces it.
 STAND_INS: Mapping[str, str] = {
     "AWS::S3::BucketPolicy": "resolved by CloudFormation through an output and put with the S3 API",
-    "AWS::SQS::QueuePolicy": "resolved by CloudFormation through an output; judged by the offline evaluator",
-    "AWS::SNS::TopicPolicy": "resolved by CloudFormation through an output; judged by the offline evaluator",
+    "AWS::SQS::QueuePolicy": "resolved by CloudFormation through an output (not judged here: asserted on the template)",
+    "AWS::SNS::TopicPolicy": "resolved by CloudFormation through an output (not judged here: asserted on the template)",
     "AWS::RDS::DBCluster": "the embedded PostgreSQL, migrated by the test's fixture",
     "AWS::RDS::DBProxy": "the embedded PostgreSQL, reached as the application role with a password",
     "AWS::RDS::DBProxyTargetGroup": "the embedded PostgreSQL",
