@@ -522,7 +522,8 @@ class Pipeline(Construct):
         _grant_storage(
             lambda actions, prefixes: self._storage.grant_objects(function, actions, prefixes),
             lambda prefixes: self._storage.grant_listing(function, prefixes),
-            read=(ORIGINALS_PREFIX,),
+            # The bytes sweep asks whether each stored version's original and derived document are still there.
+            read=(ORIGINALS_PREFIX, DERIVED_PREFIX),
             # OCR staging copies of a deleted original are removed with it, not left to the lifecycle rule.
             delete=(ORIGINALS_PREFIX, DERIVED_PREFIX, OCR_STAGING_PREFIX),
             listing=(ORIGINALS_PREFIX, DERIVED_PREFIX, OCR_STAGING_PREFIX),

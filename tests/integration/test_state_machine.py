@@ -41,6 +41,15 @@ def deployment(enforced_stack: EnforcedStack) -> EnforcedStack:
     return enforced_stack
 
 
+@pytest.fixture(autouse=True)
+def nothing_refused(deployment: EnforcedStack) -> Iterator[None]:
+    """Every path runs with the deployed grants: a refusal a handler caught (a clean-up that gave up, a look-up
+    taken for "missing") would pass the test's own checks and still be an AccessDenied on AWS."""
+    before = len(deployment.judge.decisions)
+    yield
+    assert [d for d in deployment.judge.decisions[before:] if not d.allowed] == []
+
+
 @contextmanager
 def tenant_data(deployment: EnforcedStack, function: str) -> Iterator[Container]:
     """As function `function` reaching acme's data: its role, its container, acme's tenant session."""
