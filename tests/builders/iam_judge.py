@@ -15,11 +15,12 @@ import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
-from xml.etree import ElementTree
+from urllib.parse import unquote, urlparse
 
+import pytest
 from moto import settings as moto_settings
 from moto.core.authorization import ActionAuthenticatorMixin
 from moto.iam.access_control import IAMPolicy, IAMRequestBase
@@ -27,9 +28,18 @@ from moto.iam.models import iam_backends
 from moto.sts import responses as sts_responses
 from moto.sts.models import sts_backends
 
+from tests.builders.iam_s3 import (
+    first,
+    policy_signature,
+    post_policy_violations,
+    presigned_fields,
+    presigned_headers,
+    s3_requested,
+)
 from tests.builders.moto_stack import ACCOUNT, REGION
 from tests.infra.policy_evaluation import Request, allowed
 
+_S3_REQUEST: ContextVar[Any] = ContextVar("s3_request_being_authorized")
 # IAM's name for an API operation where the two differ.
 _ACTIONS = {
     "lambda:Invoke": "lambda:InvokeFunction",
@@ -80,6 +90,11 @@ class IamJudge:
                 self.decisions.append(Decision(principal, action, target, decided))
             if not decided:
                 request._raise_access_denied()
+
+    def note_policy_refusal(self, request: IAMRequestBase, broken: list[str]) -> None:
+        """A form POST S3 refuses for what it breaks of its signed policy (recorded as a refused PutObject)."""
+        with self._lock:
+            self.decisions.append(Decision(request._access_key.arn, "s3:PutObject", "; ".join(broken), False))
 
     def allows(self, role_arn: str, action: str, resource: str) -> bool:
         """Whether `role_arn`'s own policies allow `action` on `resource`, for a permission no request to moto
@@ -182,7 +197,7 @@ def _requested(request: IAMRequestBase, resource: str) -> Iterator[tuple[str, st
     service = request._action.split(":", 1)[0]
     context: dict[str, Any] = {"aws:SecureTransport": "true"}
     if service == "s3":
-        yield from _s3_requested(request, resource, context)
+        yield from s3_requested(request, resource, context)
         return
     action = _ACTIONS.get(request._action, request._action)
     body = _json_body(request._body)
@@ -199,85 +214,16 @@ def _requested(request: IAMRequestBase, resource: str) -> Iterator[tuple[str, st
         target = model if model.startswith("arn:") else f"arn:aws:bedrock:{REGION}::foundation-model/{model}"
     elif service == "sts":
         target = resource
+        if action == "sts:AssumeRole" and _request_tags(request._data):
+            yield "sts:TagSession", target, context  # passing session tags is a permission of its own
     elif service == "sqs":
-        url = body.get("QueueUrl") or _first(request._data.get("QueueUrl")) or ""
+        url = body.get("QueueUrl") or first(request._data.get("QueueUrl")) or ""
         target = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{url.rsplit('/', 1)[-1]}" if url else resource
     elif service == "secretsmanager":
         target = body.get("SecretId", "*")
     else:
         target = "*"  # Textract and the rest: actions without resource-level permissions
     yield action, target, context
-
-
-def _s3_requested(request: IAMRequestBase, resource: str, context: dict[str, Any]) -> Iterator[Any]:
-    method = request._method.upper()
-    query = parse_qs(urlparse(request._path).query, keep_blank_values=True)
-    bucket_name, _, key = resource.removeprefix("arn:aws:s3:::").partition("/")
-    bucket = f"arn:aws:s3:::{bucket_name}"
-    form = _presigned_fields(request) or {}
-    if (not key or key == "None") and method == "POST" and "key" in form:
-        key = form["key"]  # a browser's form upload names its key in the form
-    if not key or key == "None":
-        yield from _s3_bucket_requested(request, method, query, bucket, context)
-    else:
-        yield from _s3_object_requested(request, method, query, f"{bucket}/{key}", context)
-
-
-def _s3_bucket_requested(
-    request: IAMRequestBase, method: str, query: Mapping[str, list[str]], bucket: str, context: dict[str, Any]
-) -> Iterator[Any]:
-    if method == "POST" and "delete" in query:
-        for deleted_key, version in _deleted_keys(request._body):
-            yield ("s3:DeleteObjectVersion" if version else "s3:DeleteObject"), f"{bucket}/{deleted_key}", context
-    elif method in ("GET", "HEAD"):
-        action = "s3:ListBucketVersions" if "versions" in query else "s3:ListBucket"
-        prefix = _first(query.get("prefix"))
-        yield action, bucket, {**context, **({"s3:prefix": prefix} if prefix is not None else {})}
-    else:
-        yield f"s3:{request._action.split(':', 1)[1]}", bucket, context
-
-
-def _s3_object_requested(
-    request: IAMRequestBase, method: str, query: Mapping[str, list[str]], target: str, context: dict[str, Any]
-) -> Iterator[Any]:
-    versioned = "versionId" in query
-    if "tagging" in query:
-        verb = "Get" if method == "GET" else "Put" if method == "PUT" else "Delete"
-        yield f"s3:{verb}Object{'Version' if versioned else ''}Tagging", target, context
-    elif method in ("GET", "HEAD"):
-        yield ("s3:GetObjectVersion" if versioned else "s3:GetObject"), target, context
-    elif method == "DELETE" and "uploadId" in query:
-        yield "s3:AbortMultipartUpload", target, context
-    elif method == "DELETE":
-        yield ("s3:DeleteObjectVersion" if versioned else "s3:DeleteObject"), target, context
-    elif method in ("PUT", "POST"):
-        headers = {name.lower(): value for name, value in request._headers.items()}
-        source = headers.get("x-amz-copy-source")
-        if source:
-            source_path, _, source_query = unquote(source).lstrip("/").partition("?")
-            read = "s3:GetObjectVersion" if "versionId=" in source_query else "s3:GetObject"
-            yield read, f"arn:aws:s3:::{source_path}", context
-        yield "s3:PutObject", target, context
-    else:
-        yield request._action, target, context
-
-
-def _presigned_fields(request: IAMRequestBase) -> dict[str, Any] | None:
-    fields: dict[str, Any] | None = vars(request).get("_presigned_fields")
-    return fields
-
-
-def _deleted_keys(body: bytes | str | None) -> list[tuple[str, str | None]]:
-    if not body:
-        return []
-    text = body.decode() if isinstance(body, bytes) else body
-    root = ElementTree.fromstring(text)  # noqa: S314 - the request was made by the test's own SDK client
-    namespace = root.tag.partition("}")[0] + "}" if root.tag.startswith("{") else ""
-    found = []
-    for item in root.iter(f"{namespace}Object"):
-        key = item.findtext(f"{namespace}Key") or ""
-        found.append((key, item.findtext(f"{namespace}VersionId")))
-    return found
 
 
 def _json_body(body: bytes | str | None) -> dict[str, Any]:
@@ -290,72 +236,39 @@ def _json_body(body: bytes | str | None) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _first(value: Any) -> Any:
-    return value[0] if isinstance(value, list) and value else value
-
-
-def _presigned(data: Mapping[str, Any], headers: Any) -> dict[str, str] | None:
-    """The credential a presigned request carries (a browser's form POST, a signed URL), as headers moto's
-    authentication reads; None for a request signed in its Authorization header."""
-    if "Authorization" in headers:
-        return None
-    fields = {name.lower(): _first(value) for name, value in data.items()}
-    credential = fields.get("x-amz-credential")
-    if credential is None:
-        return None
-    signature = fields.get("x-amz-signature", "")
-    presigned = {
-        "Authorization": f"AWS4-HMAC-SHA256 Credential={credential}, SignedHeaders=host, Signature={signature}"
-    }
-    token = fields.get("x-amz-security-token")
-    if token is not None:
-        presigned["X-Amz-Security-Token"] = token
-    return presigned
-
-
-def _policy_signature(secret: str, credential: str, policy: str) -> str:
-    """SigV4 over a POST policy: the signing key of the credential's date, region and service."""
-    import hashlib
-    import hmac
-
-    _, day, region, service, _ = credential.split("/")
-    key = ("AWS4" + secret).encode()
-    for part in (day, region, service, "aws4_request"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-    return hmac.new(key, policy.encode(), hashlib.sha256).hexdigest()
-
-
 @contextmanager
 def enforced(judge: IamJudge) -> Iterator[IamJudge]:
     """Within this block every request to moto is authenticated by moto and authorized by `judge`."""
-    original_check = IAMRequestBase.check_action_permitted
     original_init = IAMRequestBase.__init__
     original_signature = IAMRequestBase.check_signature
+    original_s3_authorization = ActionAuthenticatorMixin._authenticate_and_authorize_s3_action
     original_assume = sts_responses.TokenResponse.assume_role
-    original_count = moto_settings.INITIAL_NO_AUTH_ACTION_COUNT
 
     def check(self: IAMRequestBase, resource: str) -> None:
         judge.judge(self, resource)
 
     def init(self: IAMRequestBase, **request: Any) -> None:  # moto passes the request by keyword
         data, headers = request["data"], request["headers"]
-        presigned = _presigned(data, headers)
+        presigned = presigned_headers(data, headers)
         if presigned:
-            vars(self)["_presigned_fields"] = {name.lower(): _first(v) for name, v in data.items()}
+            vars(self)["_presigned_fields"] = {name.lower(): first(v) for name, v in data.items()}
             request["headers"] = {**dict(headers.items()), **presigned}
         original_init(self, **request)
 
     def check_signature(self: IAMRequestBase) -> None:
-        fields = _presigned_fields(self)
+        fields = presigned_fields(self)
         if fields is None:
             original_signature(self)
-            return
-        if "policy" in fields:  # a form POST: its signature is over the policy
-            secret = self._access_key.create_credentials().secret_key
-            expected = _policy_signature(secret, fields["x-amz-credential"], fields["policy"])
-            if expected != fields.get("x-amz-signature"):
-                self._raise_signature_does_not_match()
+        elif "policy" in fields:  # a form POST: its signature is over the policy, which S3 then enforces
+            _check_form_post(judge, self, fields)
         # A signed URL's signature is over a canonical request moto does not rebuild: its principal is judged.
+
+    def s3_authorization(self: Any, bucket_name: str | None = None, key_name: str | None = None) -> None:
+        token = _S3_REQUEST.set(self)  # the S3 request being authorized, for what IAMRequestBase is not given
+        try:
+            original_s3_authorization(self, bucket_name=bucket_name, key_name=key_name)
+        finally:
+            _S3_REQUEST.reset(token)
 
     def assume_role(self: Any) -> Any:
         answer = original_assume(self)
@@ -365,17 +278,24 @@ def enforced(judge: IamJudge) -> Iterator[IamJudge]:
             judge.remember_session_tags(newest.access_key_id, tags)
         return answer
 
-    IAMRequestBase.check_action_permitted = check  # type: ignore[method-assign]
-    IAMRequestBase.__init__ = init  # type: ignore[method-assign, assignment]
-    IAMRequestBase.check_signature = check_signature  # type: ignore[method-assign]
-    sts_responses.TokenResponse.assume_role = assume_role  # type: ignore[method-assign]
-    moto_settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
-    ActionAuthenticatorMixin.request_count = 0
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(IAMRequestBase, "check_action_permitted", check)
+        patch.setattr(IAMRequestBase, "__init__", init)
+        patch.setattr(IAMRequestBase, "check_signature", check_signature)
+        patch.setattr(ActionAuthenticatorMixin, "_authenticate_and_authorize_s3_action", s3_authorization)
+        patch.setattr(sts_responses.TokenResponse, "assume_role", assume_role)
+        patch.setattr(moto_settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)
+        ActionAuthenticatorMixin.request_count = 0
         yield judge
-    finally:
-        moto_settings.INITIAL_NO_AUTH_ACTION_COUNT = original_count
-        IAMRequestBase.check_action_permitted = original_check  # type: ignore[method-assign]
-        IAMRequestBase.__init__ = original_init  # type: ignore[method-assign]
-        IAMRequestBase.check_signature = original_signature  # type: ignore[method-assign]
-        sts_responses.TokenResponse.assume_role = original_assume  # type: ignore[method-assign]
+
+
+def _check_form_post(judge: IamJudge, request: IAMRequestBase, fields: Mapping[str, Any]) -> None:
+    """A browser's form POST: the signature over its policy, then what S3 enforces of the policy."""
+    secret = request._access_key.create_credentials().secret_key
+    if policy_signature(secret, fields["x-amz-credential"], fields["policy"]) != fields.get("x-amz-signature"):
+        request._raise_signature_does_not_match()
+    posted = getattr(_S3_REQUEST.get(None), "body", None)  # moto's S3 holds the form's file as its body
+    broken = post_policy_violations(fields, len(posted) if isinstance(posted, bytes | str) else None)
+    if broken:
+        judge.note_policy_refusal(request, broken)
+        request._raise_access_denied()

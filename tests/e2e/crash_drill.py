@@ -270,7 +270,10 @@ class Drill:
             while time.monotonic() < deadline:
                 children = self.parser_children()
                 if children:
-                    os.kill(children[0], signal.SIGKILL)
+                    try:
+                        os.kill(children[0], signal.SIGKILL)
+                    except ProcessLookupError:  # it ended between the listing and the kill: look again
+                        continue
                     return "parser"
                 time.sleep(0.02)
             target = "supervisor"

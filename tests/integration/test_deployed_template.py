@@ -86,7 +86,7 @@ def _task_states(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def test_every_environment_reference_resolves_to_what_the_stack_created(deployed: DeployedStack) -> None:
     function_names = {f.name for f in deployed.functions.values()}
     iam = client(boto3.Session(), "iam")
-    role_arns = {role["Arn"] for role in iam.list_roles()["Roles"]}
+    role_arns = {role["Arn"] for page in iam.get_paginator("list_roles").paginate() for role in page["Roles"]}
     buckets = {b["Name"] for b in client(boto3.Session(), "s3").list_buckets()["Buckets"]}
     checked = 0
     for function in deployed.functions.values():

@@ -15,7 +15,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
 import pytest
+import requests
+from botocore.exceptions import ClientError
 
 from functions.tools.dispatcher import ToolDispatcher, ToolOutcome
 from shared.domain.auth import Role, with_role
@@ -174,5 +177,72 @@ def test_a_grant_taken_from_a_function_is_refused_and_its_work_fails(
             # A warm sandbox keeps what it was granted (an open database connection, a tenant session).
             enforced_stack.functions.cold_start(enforced_stack.handler(function))
         taken.fails(enforced_stack)
+    for function, _role, _action in removals:  # and a sandbox refused keeps its failed pool: the next is new
+        enforced_stack.functions.cold_start(enforced_stack.handler(function))
     refused = {(d.principal.split("/")[1], d.action) for d in enforced_stack.judge.decisions[before:] if not d.allowed}
     assert {(role_of(function, role), action) for function, role, action in removals} <= refused, refused
+
+
+def _tenant_session(stack: EnforcedStack, name: str) -> boto3.Session:
+    """Function `name`'s session for tenant acme, assumed as the function assumes it (session tag tenant)."""
+    function = stack.handler(name)
+    assumed = client(stack.functions.session(function), "sts").assume_role(
+        RoleArn=function.environment["QUIRE_TENANT_DATA_ROLE_ARN"],
+        RoleSessionName=f"probe-{name}",
+        Tags=[{"Key": "tenant", "Value": "acme"}],
+    )["Credentials"]
+    return boto3.Session(
+        aws_access_key_id=assumed["AccessKeyId"],
+        aws_secret_access_key=assumed["SecretAccessKey"],
+        aws_session_token=assumed["SessionToken"],
+        region_name="us-east-1",
+    )
+
+
+def test_a_browser_upload_over_its_tickets_size_or_to_another_key_is_refused(enforced_stack: EnforcedStack) -> None:
+    """What S3 enforces of the presigned POST's policy: the byte range and the exact key it was signed for."""
+    status, ticket = enforced_stack.api(
+        "POST",
+        "/v1/uploads",
+        {"collectionId": "docs", "filename": "small.pdf", "mediaType": "application/pdf", "byteSize": 10},
+    )
+    assert status == 201, ticket
+    upload = ticket["upload"]
+    larger = requests.post(upload["url"], data=upload["fields"], files={"file": ("f", b"%PDF" * 1000)}, timeout=30)
+    assert larger.status_code == 403
+    elsewhere = {**upload["fields"], "key": upload["fields"]["key"] + "-elsewhere"}
+    moved = requests.post(upload["url"], data=elsewhere, files={"file": ("f", b"%PDF-1.7\n")}, timeout=30)
+    assert moved.status_code == 403
+    refusals = [d.resource for d in enforced_stack.judge.refused() if d.action == "s3:PutObject"]
+    assert any("outside 1..10" in refusal for refusal in refusals), refusals
+    assert any("key is" in refusal for refusal in refusals), refusals
+
+
+def test_a_missing_key_is_a_404_only_to_a_role_that_may_list_the_bucket(enforced_stack: EnforcedStack) -> None:
+    missing = f"derived/tenants/acme/files/{uuid.uuid4()}/document-1.json"
+    # Inspect may list (it asks whether a re-index's document is still stored): 404, "not there".
+    with pytest.raises(ClientError) as not_there:
+        client(_tenant_session(enforced_stack, "inspect"), "s3").head_object(Bucket=enforced_stack.bucket, Key=missing)
+    assert not_there.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    # Chunk may read derived objects but not list: S3 will not say whether the key exists.
+    with pytest.raises(ClientError) as refused:
+        client(_tenant_session(enforced_stack, "chunk"), "s3").head_object(Bucket=enforced_stack.bucket, Key=missing)
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+
+
+def test_a_version_tagged_deleted_is_refused_to_every_role_by_the_bucket_policy(enforced_stack: EnforcedStack) -> None:
+    key = f"tenants/acme/files/{uuid.uuid4()}/versions/{uuid.uuid4()}"
+    s3 = client(enforced_stack.admin, "s3")
+    s3.put_object(Bucket=enforced_stack.bucket, Key=key, Body=b"%PDF-1.7\n")
+    api = client(_tenant_session(enforced_stack, "api"), "s3")
+    assert api.get_object(Bucket=enforced_stack.bucket, Key=key)["Body"].read() == b"%PDF-1.7\n"
+    s3.put_object_tagging(
+        Bucket=enforced_stack.bucket, Key=key, Tagging={"TagSet": [{"Key": "quire:deleted", "Value": "true"}]}
+    )
+    for reader in (api, s3):  # the tenant's session, and even an administrator of the account
+        with pytest.raises(ClientError) as refused:
+            reader.get_object(Bucket=enforced_stack.bucket, Key=key)
+        assert refused.value.response["Error"]["Code"] == "AccessDenied"
+    # Nor can the tag be taken off again.
+    with pytest.raises(ClientError):
+        s3.put_object_tagging(Bucket=enforced_stack.bucket, Key=key, Tagging={"TagSet": []})
