@@ -9,6 +9,7 @@ the stack's outputs, and applied or kept for `tests/infra/policy_evaluation.py`.
 deployed into moto".
 """
 
+import hashlib
 import json
 import zipfile
 from collections.abc import Callable, Mapping
@@ -64,11 +65,12 @@ _POLICY_TARGETS = {
     "AWS::SQS::QueuePolicy": "Queues",
     "AWS::SNS::TopicPolicy": "Topics",
 }
+# The service and resource-type prefix of each stood-in ARN, as AWS writes them.
 _ARN_SERVICE = {
-    "AWS::Cognito::UserPool": ("cognito-idp", "userpool"),
-    "AWS::RDS::DBProxy": ("rds", "db-proxy"),
-    "AWS::RDS::DBCluster": ("rds", "cluster"),
-    "AWS::SecretsManager::Secret": ("secretsmanager", "secret"),
+    "AWS::Cognito::UserPool": ("cognito-idp", "userpool/"),
+    "AWS::RDS::DBProxy": ("rds", "db-proxy:"),
+    "AWS::RDS::DBCluster": ("rds", "cluster:"),
+    "AWS::SecretsManager::Secret": ("secretsmanager", "secret:"),
 }
 
 
@@ -96,16 +98,26 @@ class Fitted:
     template: dict[str, Any]
     stand_ins: list[StandIn]
     policy_outputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # output -> (logical id, type)
+    # Every value a reference to a taken-out resource resolved to.
+    stand_in_values: set[str] = field(default_factory=set)
 
 
 def stand_in_value(logical_id: str, resource_type: str, attribute: str | None = None) -> str:
-    """A value of a taken-out resource's shape: its ARN for `Arn`, a host name for an endpoint, else an id."""
+    """A value of a taken-out resource's shape: its ARN for `Arn` (with the resource id AWS puts there where it
+    is not the name: a proxy's `prx-…`, a secret's random suffix), a host name for an endpoint, else an id. A
+    reference built from the wrong one of those resolves differently here, as on AWS."""
     name = f"{logical_id.lower()}-stand-in"
+    generated = hashlib.sha256(logical_id.encode()).hexdigest()[:17]
     if attribute is None:
         return name
     if attribute.endswith("Arn") or attribute == "Arn":
-        service, kind = _ARN_SERVICE.get(resource_type, (resource_type.split("::")[1].lower(), "resource"))
-        return f"arn:aws:{service}:{REGION}:{ACCOUNT}:{kind}:{name}"
+        service, kind = _ARN_SERVICE.get(resource_type, (resource_type.split("::")[1].lower(), "resource:"))
+        resource = {
+            "AWS::RDS::DBProxy": f"prx-{generated}",
+            "AWS::SecretsManager::Secret": f"{name}-{generated[:6]}",
+            "AWS::Cognito::UserPool": f"{REGION}_{generated[:9]}",
+        }.get(resource_type, name)
+        return f"arn:aws:{service}:{REGION}:{ACCOUNT}:{kind}{resource}"
     if attribute.endswith("Port"):
         return "5432"  # the template's only ports are the database's
     if "Endpoint" in attribute or attribute.endswith(("DomainName", "Address")):
@@ -127,16 +139,22 @@ def fit_for_moto(template: Mapping[str, Any], supported: Callable[[str], bool]) 
         raise NotImplementedError(f"moto's CloudFormation cannot create {unknown}: add what stands in to STAND_INS")
     kept = {lid: r for lid, r in resources.items() if lid not in out}
 
+    values: set[str] = set()
+
+    def substituted(value: str) -> str:
+        values.add(value)
+        return value
+
     def replaced(value: Any) -> Any:
         if isinstance(value, list):
             return [replaced(item) for item in value]
         if not isinstance(value, dict):
             return value
         if set(value) == {"Ref"} and value["Ref"] in out:
-            return stand_in_value(value["Ref"], out[value["Ref"]]["Type"])
+            return substituted(stand_in_value(value["Ref"], out[value["Ref"]]["Type"]))
         if set(value) == {"Fn::GetAtt"} and value["Fn::GetAtt"][0] in out:
             logical_id, attribute = value["Fn::GetAtt"][0], value["Fn::GetAtt"][1]
-            return stand_in_value(logical_id, out[logical_id]["Type"], attribute)
+            return substituted(stand_in_value(logical_id, out[logical_id]["Type"], attribute))
         if set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str):
             return {"Fn::Sub": _sub_replaced(value["Fn::Sub"], out)}
         return {key: replaced(item) for key, item in value.items()}
@@ -168,7 +186,7 @@ def fit_for_moto(template: Mapping[str, Any], supported: Callable[[str], bool]) 
     fitted["Outputs"] = outputs
     fitted.get("Parameters", {}).pop("BootstrapVersion", None)
     stand_ins = [StandIn(lid, r["Type"], STAND_INS[r["Type"]]) for lid, r in sorted(out.items())]
-    return Fitted(fitted, stand_ins, policy_outputs)
+    return Fitted(fitted, stand_ins, policy_outputs, values)
 
 
 def _sub_replaced(text: str, out: Mapping[str, Any]) -> str:
@@ -269,6 +287,8 @@ class DeployedStack:
     stand_ins: list[StandIn]
     resource_policies: list[ResourcePolicy]
     named_log_groups: list[str]
+    # Every value a reference to a stood-in resource resolved to.
+    stand_in_values: set[str]
 
     def database_user_arn(self, user: str) -> str:
         """The rds-db:connect resource of `user` on the database proxy (which stands in: its resource id is the
@@ -369,6 +389,7 @@ def deploy(
         definition=json.loads(resolved.definition),
         stand_ins=fitted.stand_ins,
         resource_policies=policies,
+        stand_in_values=fitted.stand_in_values,
         named_log_groups=[
             r["Properties"]["LogGroupName"]
             for r in resources.values()
