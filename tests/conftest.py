@@ -35,6 +35,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.geteuid() == 0 and config.option.basetemp is None and not hasattr(config, "workerinput"):
         config.option.basetemp = tempfile.mkdtemp(prefix="quire-pytest-")
         config.stash[_OWN_BASETEMP] = Path(config.option.basetemp)
+    if os.geteuid() == 0 and config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        # Two workers starting their first PostgreSQL at once on a machine without the `pgserver` account would both
+        # run useradd, and one would fail: the account is made here (EmbeddedPostgres makes it), before any worker.
+        from shared.local.embedded_postgres import EmbeddedPostgres
+
+        EmbeddedPostgres(Path(config.option.basetemp) / "pgdata", secrets_file=Path(config.option.basetemp) / "unused")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
