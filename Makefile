@@ -19,7 +19,7 @@ NODE_INSTALLED := node_modules/.installed-$(shell cat package-lock.json | sha256
 PRETTIER := node_modules/.bin/prettier
 CONSOLE_SOURCES := console tests/console
 
-.PHONY: demo test test-unit test-console test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser screenshots
+.PHONY: demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser screenshots
 
 venv: $(INSTALLED)
 
@@ -50,8 +50,18 @@ lint: $(INSTALLED) $(NODE_INSTALLED)
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
-test: lint typecheck browser
-	QUIRE_REQUIRE_BROWSER=1 $(BIN)/pytest
+# pytest on both cores (pytest-xdist), and mypy's cold run beside it in the time pytest leaves a core idle (waiting on
+# PostgreSQL, the stack, a browser). --dist loadfile: a test file runs whole and in order on one worker, so that its
+# module fixtures are built once and a module's last test sees what the others did. --no-loadscope-reorder: files go
+# out in collection order, so that each worker runs all its integration files before any unit file, as one process
+# does: a unit test's mock_aws() resets moto's in-process backends, where the integration session's S3 server (in
+# process too) keeps its buckets.
+TEST_WORKERS ?= 2
+test: lint browser $(INSTALLED)
+	@$(MAKE) --no-print-directory -j2 typecheck test-all
+
+test-all: $(INSTALLED) browser
+	QUIRE_REQUIRE_BROWSER=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The console's browser tests drive Debian's Chromium (tests/e2e/test_console.py); Playwright never downloads
 # one. Installed here when missing, with apt as root (CI) or through sudo.

@@ -8,6 +8,7 @@ holds the layer to.
 This module copies files and runs pip; it never imports runtime code (docs/architecture.md, its import rules).
 """
 
+import fcntl
 import hashlib
 import json
 import os
@@ -296,7 +297,12 @@ def layer_directory(out: Path = LAYER_DIR, *, build: bool = True) -> Path:
         return out
     if not build:
         raise LayerNotBuilt(f"the Lambda dependency layer in {out} is missing or stale: run `make layer`")
-    return build_layer(out)
+    # One build at a time per directory, across processes (two test workers may both ask for it): the second
+    # waits, then finds it current.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with (out.parent / f".{out.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return out if layer_is_current(out) else build_layer(out)
 
 
 _background_builds: dict[Path, Future[Path]] = {}

@@ -2,6 +2,8 @@
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EVENTS_DIR = REPO_ROOT / "events"
 _SUITES = ("unit", "integration", "infra", "e2e")
+_OWN_BASETEMP = pytest.StashKey[Path]()
+_SESSION_PASSED = pytest.StashKey[bool]()
 
 # Helpers that assert and were moved out of test modules keep pytest's detailed assertion messages.
 pytest.register_assert_rewrite(
@@ -27,6 +31,39 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from infra.packaging import layer_directory_in_background
 
         layer_directory_in_background()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """As root, each session's temporary files go under a directory of its own in /tmp, not pytest's shared
+    /tmp/pytest-of-root: PostgreSQL runs as the unprivileged `pgserver` account and reaches its data directory
+    there through o+x on each ancestor, and every pytest session that starts on the machine re-tightens
+    /tmp/pytest-of-root to 0700, which cut a running server off from its files (`PANIC: could not open file
+    ".../global/pg_control": Permission denied`, then "server closed the connection" in the tests). Workers of
+    pytest-xdist are handed a folder inside the controller's; an explicit --basetemp is kept."""
+    if os.geteuid() == 0 and config.option.basetemp is None and not hasattr(config, "workerinput"):
+        config.option.basetemp = tempfile.mkdtemp(prefix="quire-pytest-")
+        config.stash[_OWN_BASETEMP] = Path(config.option.basetemp)
+    if os.geteuid() == 0 and config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        # Two workers starting their first PostgreSQL at once on a machine without the `pgserver` account would both
+        # run useradd, and one would fail: the account is made here (EmbeddedPostgres makes it), before any worker.
+        from shared.local.embedded_postgres import EmbeddedPostgres
+
+        EmbeddedPostgres(Path(config.option.basetemp) / "pgdata", secrets_file=Path(config.option.basetemp) / "unused")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's own temporary directory is removed when every test passed (or nothing was written there, as
+    with --help), kept for a look when one failed."""
+    own = config.stash.get(_OWN_BASETEMP, None)
+    if own is None or not own.exists():
+        return
+    if config.stash.get(_SESSION_PASSED, False) or not any(own.iterdir()):
+        shutil.rmtree(own, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[_SESSION_PASSED] = exitstatus == 0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

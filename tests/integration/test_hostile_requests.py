@@ -13,6 +13,8 @@ import pytest
 from tests.integration.files_stack import DOCX_TYPE, Stack
 
 NUL = "\x00"
+# A file id no stack has: fixed, not uuid4(), so that the test ids are the same in every pytest-xdist worker.
+UNKNOWN_FILE = uuid.UUID("6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f")
 
 
 def body_requests(collection: str) -> list[tuple[str, str, dict[str, object]]]:
@@ -42,8 +44,8 @@ def test_a_nul_in_a_request_body_is_a_400_that_names_it(stack: Stack, index: int
     [
         f"/v1/files?collectionId=docs{urllib.parse.quote(NUL)}",
         f"/v1/files?cursor={urllib.parse.quote(NUL)}abc",
-        f"/v1/files/{uuid.uuid4()}/content?versionId={urllib.parse.quote(NUL)}",
-        f"/v1/files/{uuid.uuid4()}/document?cursor={urllib.parse.quote(NUL)}",
+        f"/v1/files/{UNKNOWN_FILE}/content?versionId={urllib.parse.quote(NUL)}",
+        f"/v1/files/{UNKNOWN_FILE}/document?cursor={urllib.parse.quote(NUL)}",
         f"/v1/usage?since={urllib.parse.quote(NUL)}",
     ],
 )
