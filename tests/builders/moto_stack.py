@@ -23,11 +23,13 @@ REGION = "us-east-1"
 # What stands in for each resource type moto's CloudFormation cannot create (and for custom resources, whose
 # provider functions would run at deploy time). A type missing here fails the deployment: say what replaces it.
 STAND_INS: Mapping[str, str] = {
-    "AWS::S3::BucketPolicy": "resolved by CloudFormation through an output and put with the S3 API",
+    "AWS::S3::BucketPolicy": "resolved by CloudFormation through an output and applied by the IAM judge (moto's S3 "
+    "would read every condition in it as an explicit Deny)",
     "AWS::SQS::QueuePolicy": "resolved by CloudFormation through an output (not judged here: asserted on the template)",
     "AWS::SNS::TopicPolicy": "resolved by CloudFormation through an output (not judged here: asserted on the template)",
     "AWS::RDS::DBCluster": "the embedded PostgreSQL, migrated by the test's fixture",
-    "AWS::RDS::DBProxy": "the embedded PostgreSQL, reached as the application role with a password",
+    "AWS::RDS::DBProxy": "the embedded PostgreSQL, reached as the application role with a password that stands for "
+    "the IAM token (given only when the role may rds-db:connect)",
     "AWS::RDS::DBProxyTargetGroup": "the embedded PostgreSQL",
     "AWS::RDS::DBInstance": "the embedded PostgreSQL (moto creates an Aurora cluster's instance only with its cluster)",
     "AWS::RDS::DBClusterParameterGroup": "the embedded PostgreSQL's own settings",
