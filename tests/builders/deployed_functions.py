@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from awslambdaric.lambda_runtime_marshaller import LambdaMarshaller
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.bedrockruntime.models import BedrockRuntimeBackend
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
@@ -120,23 +121,22 @@ class DeployedFunctions:
         with self._lock, _default_session(self.session(function)), overridden(self.container(function)) as container:
             yield container
 
-    def run(self, function: DeployedFunction, event: dict[str, Any]) -> Any:
-        """The handler, with the function's session as the process's default credentials and its container in
-        place; one at a time, as each would run in its own sandbox."""
+    def run(self, function: DeployedFunction, event: dict[str, Any]) -> str:
+        """The handler's answer as the Lambda runtime marshals it (awslambdaric's marshaller: a result it cannot
+        marshal is Runtime.MarshalError), run with the function's session as the process's default credentials
+        and its container in place; one at a time, as each would run in its own sandbox."""
         module, _, name = function.handler.rpartition(".")
         handler: Callable[..., Any] = getattr(importlib.import_module(module), name)
+        step = function.handler.split(".")[1]
+        context = LocalLambdaContext(function_name=function.name, invoked_function_arn=function.arn)
         with self.acting(function):
             try:
-                result = handler(event, LocalLambdaContext(function.name))
+                answer, _content_type = LambdaMarshaller().marshal_response(handler(event, context))
             except Exception as error:
-                step = function.handler.split(".")[1]
-                self.invocations.append(Invocation(function.logical_id, step, event, type(error).__name__))
+                self.invocations.append(Invocation(function.logical_id, step, event, error_type(error)))
                 raise
-            answered = len(json.dumps(result))
-            self.invocations.append(
-                Invocation(function.logical_id, function.handler.split(".")[1], event, None, answered)
-            )
-            return result
+            self.invocations.append(Invocation(function.logical_id, step, event, None, len(answer)))
+            return str(answer)
 
     def steps(self, version_id: str) -> list[str]:
         """The pipeline steps (handler package names) invoked for a version, in order."""
@@ -168,11 +168,11 @@ def invoked_through_moto(functions: DeployedFunctions, state_machine: boto3.Sess
         function = functions.by_name(function_name)
         event = json.loads(body) if body else {}
         try:
-            result = functions.run(function, event)
+            answer = functions.run(function, event)
         except Exception as error:  # what the Lambda runtime reports of an unhandled exception
             response["x-amz-function-error"] = "Unhandled"
-            return json.dumps({"errorType": type(error).__name__, "errorMessage": str(error)}).encode()
-        return json.dumps(result).encode()
+            return json.dumps({"errorType": error_type(error), "errorMessage": str(error)}).encode()
+        return answer.encode()
 
     def client_for(region: str, service: str, state_credentials: Any = None) -> Any:
         return client(state_machine, service)
@@ -234,6 +234,11 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def error_type(error: Exception) -> str:
+    """The errorType Lambda reports: the runtime's own (Runtime.MarshalError), else the exception's class name."""
+    return str(getattr(error, "exception_type", None) or type(error).__name__)
 
 
 def client(session: boto3.Session, service: str) -> Any:
