@@ -52,6 +52,29 @@ def test_a_text_pdf_is_indexed_with_every_call_allowed_by_the_deployed_policies(
     assert any(action in {"s3:GetObjectVersion", "s3:GetObject"} for action, _ in judged)
 
 
+def test_an_export_is_rendered_by_the_render_function_the_api_invokes(enforced_stack: EnforcedStack) -> None:
+    """POST an export: the API function invokes the render function through Lambda (its lambda:InvokeFunction),
+    which renders with its own roles and stores the PDF under the tenant's exports; then a signed link to it."""
+    before = len(enforced_stack.judge.decisions)
+    status, artifact = enforced_stack.api(
+        "POST",
+        "/v1/artifacts",
+        {"collectionId": "docs", "name": "Harbour notes", "markdown": "# Harbour notes\n\nThe ferry sails at nine."},
+    )
+    assert status == 201, artifact
+    status, export = enforced_stack.api(
+        "POST", f"/v1/artifacts/{artifact['artifactId']}/versions/1/exports", {"format": "pdf"}
+    )
+    assert status in (200, 202), export
+    rendered = [i for i in enforced_stack.functions.invocations if i.step == "render"]
+    assert rendered and rendered[-1].error is None
+    status, ready = enforced_stack.api("GET", f"/v1/exports/{export['exportId']}")
+    assert status == 200 and ready["state"] == "rendered" and ready["url"], ready
+    assert [d for d in enforced_stack.judge.decisions[before:] if not d.allowed] == []
+    judged = {(d.principal.split("/")[1], d.action) for d in enforced_stack.judge.decisions[before:]}
+    assert any("RenderingTenantDataRole" in role and action == "s3:PutObject" for role, action in judged), judged
+
+
 def _fully_indexed(version: FileVersionRecord, execution: dict[str, Any]) -> bool:
     return (
         execution["status"] == "SUCCEEDED"
