@@ -34,7 +34,7 @@ OPERATORS = (*EQUALITIES, *COMPARISONS, *MEMBERSHIPS, *TEXT_TESTS, *PRESENCE, *G
 
 Scalar = str | int | float | bool
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
 class FilterError(ValueError):
@@ -141,7 +141,7 @@ def _scalar(raw: object, path: str) -> Scalar:
     if isinstance(raw, str):
         if len(raw) > MAX_STRING_CHARACTERS:
             raise FilterError(path, f"is {len(raw)} characters; at most {MAX_STRING_CHARACTERS} are allowed")
-        if _CONTROL.search(raw):
+        if CONTROL_CHARACTERS.search(raw):
             raise FilterError(path, "holds a control character or a lone surrogate")
         return raw
     raise FilterError(path, "must be a string, a number or a boolean")

@@ -1,0 +1,109 @@
+"""A product's own metadata on a file (issue 33): typed values within bounds, each refusal naming the field and
+the limit. A value's type is taken from its JSON: a string that is an ISO 8601 day or instant (with its zone) is a
+date; a key keeps in a collection the type it first had (`conflicting_types`).
+"""
+
+import json
+import math
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from shared.domain.metadata_filter import CONTROL_CHARACTERS, METADATA_KEY, as_instant
+
+MAX_KEYS = 64
+MAX_STRING_CHARACTERS = 1024
+MAX_LIST_ITEMS = 100
+MAX_METADATA_BYTES = 16 * 1024
+
+MetadataValue = str | int | float | bool | list[str]
+
+
+class MetadataType(StrEnum):
+    STRING = "string"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
+    DATE = "date"
+    LIST = "list"
+
+
+class MetadataError(ValueError):
+    """Metadata Quire refuses; `path` names the field (`metadata.customer`, `metadata.tags[3]`)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
+
+def validated_metadata(raw: object, *, path: str = "metadata") -> dict[str, MetadataValue]:
+    """`raw` (parsed JSON) as metadata, or MetadataError naming the first field that breaks a rule."""
+    if not isinstance(raw, Mapping):
+        raise MetadataError(path, "must be an object of keys and values")
+    if len(raw) > MAX_KEYS:
+        raise MetadataError(path, f"has {len(raw)} keys; at most {MAX_KEYS} are allowed")
+    checked: dict[str, MetadataValue] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not METADATA_KEY.fullmatch(key) or key.startswith("quire."):
+            raise MetadataError(
+                f"{path}.{key}", "a key must match ^[a-z][a-z0-9_.-]{0,63}$ and not start with quire. (reserved)"
+            )
+        checked[key] = _value(value, f"{path}.{key}")
+    size = len(json.dumps(checked, ensure_ascii=False).encode())
+    if size > MAX_METADATA_BYTES:
+        raise MetadataError(path, f"is {size} bytes as JSON; at most {MAX_METADATA_BYTES} are allowed")
+    return checked
+
+
+def _value(raw: object, path: str) -> MetadataValue:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, int | float):
+        if isinstance(raw, float) and not math.isfinite(raw):
+            raise MetadataError(path, "must be a finite number")
+        return raw
+    if isinstance(raw, str):
+        return _text(raw, path)
+    if isinstance(raw, list):
+        if len(raw) > MAX_LIST_ITEMS:
+            raise MetadataError(path, f"has {len(raw)} items; at most {MAX_LIST_ITEMS} are allowed")
+        items = []
+        for index, item in enumerate(raw):
+            if not isinstance(item, str):
+                raise MetadataError(f"{path}[{index}]", "a list holds strings only")
+            items.append(_text(item, f"{path}[{index}]"))
+        return items
+    raise MetadataError(path, "must be a string, a number, a boolean, a date (ISO 8601) or a list of strings")
+
+
+def _text(raw: str, path: str) -> str:
+    if len(raw) > MAX_STRING_CHARACTERS:
+        raise MetadataError(path, f"is {len(raw)} characters; at most {MAX_STRING_CHARACTERS} are allowed")
+    if CONTROL_CHARACTERS.search(raw):
+        raise MetadataError(path, "holds a control character, a NUL or a lone surrogate")
+    return raw
+
+
+def type_of(value: MetadataValue) -> MetadataType:
+    if isinstance(value, bool):
+        return MetadataType.BOOLEAN
+    if isinstance(value, int | float):
+        return MetadataType.NUMBER
+    if isinstance(value, list):
+        return MetadataType.LIST
+    return MetadataType.DATE if as_instant(value) is not None else MetadataType.STRING
+
+
+def conflicting_types(
+    metadata: Mapping[str, MetadataValue], known: Mapping[str, MetadataType], *, path: str = "metadata"
+) -> MetadataError | None:
+    """The first key whose value's type is not the one the collection already has for it, as the error to answer."""
+    for key, value in metadata.items():
+        found, had = type_of(value), known.get(key)
+        if had is not None and found is not had:
+            return MetadataError(f"{path}.{key}", f"is a {found.value}, but {key} is a {had.value} in this collection")
+    return None
+
+
+def attributes_of(metadata: Mapping[str, Any], built_in: Mapping[str, Any]) -> dict[str, Any]:
+    """What a filter reads of a file: its metadata and its `quire.*` attributes (which no metadata key can name)."""
+    return {**metadata, **built_in}
