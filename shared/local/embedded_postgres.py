@@ -41,6 +41,22 @@ def postgres_bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
+def reserved_port(preferred: int | None = None) -> socket.socket:
+    """A socket bound (not listening) to `preferred` if it is free on 127.0.0.1, else to any free port: while it is
+    open, no other process is given that port (not even as an outgoing connection's), so a server that starts a
+    while later can still have it. Close it just before the server binds."""
+    for candidate in ([preferred] if preferred else []) + [0]:
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", candidate))
+        except OSError:
+            probe.close()
+            continue
+        return probe
+    raise RuntimeError("no free TCP port on 127.0.0.1")
+
+
 def free_port(preferred: int | None = None) -> int:
     """`preferred` if it is free on 127.0.0.1, else any free port."""
     for candidate in ([preferred] if preferred else []) + [0]:

@@ -27,7 +27,7 @@ from shared.adapters.local.jwt_tokens import LocalTokenIssuer, LocalTokenVerifie
 from shared.adapters.local.secret_files import read_or_create_secret
 from shared.domain.uploads import ORIGINALS_PREFIX
 from shared.local.console_site import ConsoleSite
-from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port
+from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port, reserved_port
 from shared.local.events import EventDispatcher
 from shared.local.http_api import Forwarding, LocalHttpApi
 from shared.local.mcp_server import LocalMcpServer, local_mcp_app
@@ -149,7 +149,10 @@ class Supervisor:
                 legacy_snapshot=self.paths.legacy_s3_snapshot,
             )
             restored = self._s3.start()
-            api_port = free_port(ports.get("api"))
+            # Held from here until the API binds it: the MCP server and the bucket's CORS rule need its number
+            # first, and meanwhile another process (a connection's ephemeral port) could take a port only probed.
+            api_reservation = reserved_port(ports.get("api"))
+            api_port = api_reservation.getsockname()[1]
             versioning = ensure_bucket(self._s3.endpoint, LOCAL_BUCKET, browser_origins=console_origins(api_port))
             verifier = LocalTokenVerifier(read_or_create_secret(self.paths.jwt_secret))
             # Served on the API's base URL, as API Gateway routes /mcp to the MCP function.
@@ -159,6 +162,7 @@ class Supervisor:
                 store_origin=self._s3.endpoint,
                 sign_in_key=read_or_create_secret(self.paths.console_sign_in_key).decode(),
             )
+            api_reservation.close()
             self._api = self._start_api(api_port, verifier, self._mcp.forwarding(), console)
             write_private_json(self.paths.ports, {"postgres": database.port, "s3": s3_port, "api": api_port})
             if self.stop_requested.is_set():
