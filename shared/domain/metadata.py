@@ -5,14 +5,18 @@ date; a key keeps in a collection the type it first had (`conflicting_types`).
 
 import json
 import math
+import re
 from collections.abc import Mapping
+from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Any
 
-from shared.domain.metadata_filter import CONTROL_CHARACTERS, METADATA_KEY, as_instant
-
 MAX_KEYS = 64
 MAX_STRING_CHARACTERS = 1024
+# A product's own keys; `quire.` names the built-in attributes.
+METADATA_KEY = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 MAX_LIST_ITEMS = 100
 MAX_METADATA_BYTES = 16 * 1024
 
@@ -54,12 +58,33 @@ def validated_metadata(raw: object, *, path: str = "metadata") -> dict[str, Meta
     return checked
 
 
+def scalar_problem(raw: str | int | float | bool) -> str | None:
+    """What is wrong with a string, number or boolean as a metadata value (or a filter's), or None."""
+    if isinstance(raw, float) and not math.isfinite(raw):
+        return "must be a finite number"
+    if isinstance(raw, str) and len(raw) > MAX_STRING_CHARACTERS:
+        return f"is {len(raw)} characters; at most {MAX_STRING_CHARACTERS} are allowed"
+    if isinstance(raw, str) and CONTROL_CHARACTERS.search(raw):
+        return "holds a control character, a NUL or a lone surrogate"
+    return None
+
+
+def as_instant(value: str) -> datetime | None:
+    """An ISO 8601 day (midnight UTC) or instant (a zone required), else None."""
+    try:
+        if _ISO_DAY.fullmatch(value):
+            return datetime.combine(date.fromisoformat(value), datetime.min.time(), UTC)
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
 def _value(raw: object, path: str) -> MetadataValue:
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, int | float):
-        if isinstance(raw, float) and not math.isfinite(raw):
-            raise MetadataError(path, "must be a finite number")
+    if isinstance(raw, bool | int | float):
+        problem = scalar_problem(raw)
+        if problem:
+            raise MetadataError(path, problem)
         return raw
     if isinstance(raw, str):
         return _text(raw, path)
@@ -76,10 +101,9 @@ def _value(raw: object, path: str) -> MetadataValue:
 
 
 def _text(raw: str, path: str) -> str:
-    if len(raw) > MAX_STRING_CHARACTERS:
-        raise MetadataError(path, f"is {len(raw)} characters; at most {MAX_STRING_CHARACTERS} are allowed")
-    if CONTROL_CHARACTERS.search(raw):
-        raise MetadataError(path, "holds a control character, a NUL or a lone surrogate")
+    problem = scalar_problem(raw)
+    if problem:
+        raise MetadataError(path, problem)
     return raw
 
 

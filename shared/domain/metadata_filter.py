@@ -7,19 +7,15 @@ A filter object has exactly one operator: a leaf `{"equals": {"key": k, "value":
 names the path of what is wrong (`filter.andAll[2].greaterThan.value`) and the rule or limit it broke.
 """
 
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
 from typing import Any
+
+from shared.domain.metadata import METADATA_KEY, as_instant, scalar_problem
 
 MAX_DEPTH = 5
 MAX_LEAVES = 50
 MAX_IN_VALUES = 500
-MAX_STRING_CHARACTERS = 1024
-# A product's own keys; the built-in attributes are named `quire.<name>`.
-METADATA_KEY = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 BUILT_IN_KEYS = frozenset(
     {"quire.collection", "quire.mediaType", "quire.filename", "quire.uploadedAt", "quire.pages", "quire.language"}
 )
@@ -33,8 +29,6 @@ GROUPS = ("andAll", "orAll")
 OPERATORS = (*EQUALITIES, *COMPARISONS, *MEMBERSHIPS, *TEXT_TESTS, *PRESENCE, *GROUPS)
 
 Scalar = str | int | float | bool
-_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
 class FilterError(ValueError):
@@ -132,36 +126,18 @@ def _value(operator: str, raw: object, path: str) -> Scalar | tuple[Scalar, ...]
 
 
 def _scalar(raw: object, path: str) -> Scalar:
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, int | float):
-        if isinstance(raw, float) and not math.isfinite(raw):
-            raise FilterError(path, "must be a finite number")
-        return raw
-    if isinstance(raw, str):
-        if len(raw) > MAX_STRING_CHARACTERS:
-            raise FilterError(path, f"is {len(raw)} characters; at most {MAX_STRING_CHARACTERS} are allowed")
-        if CONTROL_CHARACTERS.search(raw):
-            raise FilterError(path, "holds a control character or a lone surrogate")
-        return raw
-    raise FilterError(path, "must be a string, a number or a boolean")
+    if not isinstance(raw, str | int | float | bool):
+        raise FilterError(path, "must be a string, a number or a boolean")
+    problem = scalar_problem(raw)
+    if problem:
+        raise FilterError(path, problem)
+    return raw
 
 
 def _count_leaves(parsed: Filter) -> int:
     if isinstance(parsed, Group):
         return sum(_count_leaves(child) for child in parsed.filters)
     return 1
-
-
-def as_instant(value: str) -> datetime | None:
-    """An ISO 8601 day (midnight UTC) or instant (a zone required), else None."""
-    try:
-        if _ISO_DAY.fullmatch(value):
-            return datetime.combine(date.fromisoformat(value), datetime.min.time(), UTC)
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None
 
 
 def matches(parsed: Filter, attributes: Mapping[str, Any]) -> bool:

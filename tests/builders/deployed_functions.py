@@ -11,7 +11,6 @@ IAM enforcement".
 
 import importlib
 import json
-import os
 import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+import pytest
 from awslambdaric.lambda_runtime_marshaller import LambdaMarshaller
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.bedrockruntime.models import BedrockRuntimeBackend
@@ -73,11 +73,12 @@ class DeployedFunctions:
         return self._sessions[function.logical_id]
 
     def settings(self, function: DeployedFunction) -> Settings:
-        """The function's settings from its resolved environment; the database's stand-in replaces the proxy."""
-        environment = {**function.environment, "QUIRE_DATABASE_IAM_AUTH": "false"}
-        with _environment(environment):
-            resolved = Settings()
-        return resolved.model_copy(update={"database_url": _secret(self.database_url), "database_iam_auth": False})
+        """The function's settings, read from its resolved environment as its handler reads them (the database's
+        stand-in is given to its adapters: `_database`)."""
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in function.environment.items():
+                patch.setenv(name, value)
+            return Settings()
 
     def container(self, function: DeployedFunction) -> Container:
         if function.logical_id not in self._containers:
@@ -222,20 +223,6 @@ def _default_session(session: boto3.Session) -> Iterator[None]:
             boto3.DEFAULT_SESSION = previous
 
 
-@contextmanager
-def _environment(values: Mapping[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def error_type(error: Exception) -> str:
     """The errorType Lambda reports: the runtime's own (Runtime.MarshalError), else the exception's class name."""
     return str(getattr(error, "exception_type", None) or type(error).__name__)
@@ -244,9 +231,3 @@ def error_type(error: Exception) -> str:
 def client(session: boto3.Session, service: str) -> Any:
     """A client of the (mocked) account's region made with `session`'s credentials."""
     return session.client(service, region_name=REGION)  # type: ignore[call-overload]
-
-
-def _secret(value: str) -> Any:
-    from pydantic import SecretStr
-
-    return SecretStr(value)

@@ -36,6 +36,8 @@ from tests.builders.deployed_functions import DeployedFunctions, bedrock_answere
 from tests.builders.iam_judge import IamJudge, enforced
 from tests.builders.moto_stack import REGION, DeployedFunction, DeployedStack, deploy
 
+# The steps a document with a text layer runs through, in order.
+TEXT_DOCUMENT_STEPS = ["inspect", "extract", "chunk", "embed", "index", "publish"]
 # What API Gateway's JWT authorizer hands the API function from a Cognito token (shared/domain/auth.py).
 CLAIMS = {
     "sub": "ann",

@@ -25,7 +25,7 @@ from shared.domain.auth import Role, with_role
 from shared.domain.files import FileVersionRecord, ProcessingState
 from shared.local import scan_corpus
 from tests.builders.deployed_functions import client
-from tests.builders.enforced_stack import EnforcedStack
+from tests.builders.enforced_stack import TEXT_DOCUMENT_STEPS, EnforcedStack
 from tests.builders.iam_judge import grant_removed
 from tests.builders.pdf import pdf_of
 from tests.conftest import load_event
@@ -37,14 +37,7 @@ def test_a_text_pdf_is_indexed_with_every_call_allowed_by_the_deployed_policies(
     assert execution["status"] == "SUCCEEDED", execution
     assert enforced_stack.judge.refused() == []
     assert version.processing_state is ProcessingState.INDEXED
-    assert enforced_stack.functions.steps(str(version.version_id)) == [
-        "inspect",
-        "extract",
-        "chunk",
-        "embed",
-        "index",
-        "publish",
-    ]
+    assert enforced_stack.functions.steps(str(version.version_id)) == TEXT_DOCUMENT_STEPS
     judged = {(d.action, d.principal.split("/")[1]) for d in enforced_stack.judge.decisions}
     assert any(action == "states:StartExecution" for action, _ in judged)
     assert any(action == "lambda:InvokeFunction" for action, _ in judged)

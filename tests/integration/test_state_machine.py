@@ -30,7 +30,7 @@ from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.local import scan_corpus
 from shared.ports import OcrSource
 from shared.services.indexing import Indexer, IndexTarget
-from tests.builders.enforced_stack import EnforcedStack
+from tests.builders.enforced_stack import TEXT_DOCUMENT_STEPS, EnforcedStack
 from tests.conftest import load_event
 
 PRINCIPAL = with_role("acme", "ann", {"docs"}, Role.ADMIN)
@@ -82,14 +82,7 @@ def test_a_text_pdf_runs_inspect_extract_chunk_embed_index_publish_and_is_found(
     assert execution["status"] == "SUCCEEDED"
     assert version.processing_state is ProcessingState.INDEXED and version.chunk_count >= 1
     assert version.embedded_chunk_count == version.chunk_count
-    assert deployment.functions.steps(str(version.version_id)) == [
-        "inspect",
-        "extract",
-        "chunk",
-        "embed",
-        "index",
-        "publish",
-    ]
+    assert deployment.functions.steps(str(version.version_id)) == TEXT_DOCUMENT_STEPS
     assert "ballast.pdf" in found(deployment, "Oresund ballast water shelf edge")
     # The attempt's intermediate work is gone once published.
     work = f"derived/{version.storage_key}/work-"
