@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 _ARN_PREFIX = "arn:aws:s3:::"
+_KEY_LOCK_STRIPES = 64
 
 
 class BytesMissing(FileNotFoundError):
@@ -117,12 +118,25 @@ def install_notes(backend: Any) -> None:
     backend.create_bucket = noting_bucket(backend.create_bucket, swap_keys=True)
     for name in ("delete_bucket", "put_bucket_versioning", "put_bucket_cors", "delete_bucket_cors"):
         setattr(backend, name, noting_bucket(getattr(backend, name)))
+    # moto changes a key's versions by reading the list and setting a new one: two requests changing one key at
+    # once would each drop the other's version (acknowledged, then never stored). One at a time per key.
+    stripes = [threading.RLock() for _ in range(_KEY_LOCK_STRIPES)]
+    for name in ("put_object", "delete_object"):
+        setattr(backend, name, _one_at_a_time_per_key(getattr(backend, name), stripes))
     tagger = backend.tagger
     for name in ("tag_resource", "untag_resource_using_names", "untag_resource_using_tags"):
         method = getattr(tagger, name)
         setattr(tagger, name, _noting_tags(method))
     tagger.delete_all_tags_for_resource = _noting_tags(tagger.delete_all_tags_for_resource)
     backend._quire_noting = True
+
+
+def _one_at_a_time_per_key(method: Callable[..., Any], stripes: list[threading.RLock]) -> Callable[..., Any]:
+    def wrapped(bucket_name: str, key_name: str, *args: Any, **kwargs: Any) -> Any:
+        with stripes[hash((bucket_name, key_name)) % len(stripes)]:
+            return method(bucket_name, key_name, *args, **kwargs)
+
+    return wrapped
 
 
 def _noting_tags(method: Callable[..., Any]) -> Callable[..., Any]:

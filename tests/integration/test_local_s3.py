@@ -267,6 +267,48 @@ def test_versions_written_at_once_to_one_key_are_all_kept(tmp_path: Path, aws_cr
         _forget(name)
 
 
+def test_moto_changes_one_keys_versions_one_request_at_a_time(tmp_path: Path, aws_credentials: None) -> None:
+    """moto puts a version by reading a key's list and setting a longer one: two puts at once would each drop the
+    other's version from memory, which its commit then never stores (an acknowledged write lost, as a kill -9 run
+    once showed). Threads switched every microsecond make that interleaving near certain without the server's
+    per-key lock; with it every put is kept and every deleted version is gone."""
+    server = LocalS3Server(tmp_path / "s3", port=free_port())
+    server.start()
+    name = f"quire-rmw-{server.port}"
+    backend = server._backend()
+    interval = sys.getswitchinterval()
+    try:
+        ensure_bucket(server.endpoint, name)
+        made: list[str] = []
+        deleted: list[str] = []
+        sys.setswitchinterval(1e-6)
+
+        def write() -> None:
+            for _ in range(150):
+                made.append(backend.put_object(name, "one/key", b"x").version_id)
+
+        def delete() -> None:
+            while len(deleted) < 100:
+                if len(made) > len(deleted):
+                    version = made[len(deleted)]
+                    backend.delete_object(name, "one/key", version_id=version)
+                    deleted.append(version)
+
+        threads = [threading.Thread(target=write) for _ in range(4)] + [threading.Thread(target=delete)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        sys.setswitchinterval(interval)
+        kept = {str(version.version_id) for version in backend.buckets[name].keys.getlist("one/key", [])}
+        assert len(made) == 600 and len(deleted) == 100
+        assert kept == set(made) - set(deleted)
+    finally:
+        sys.setswitchinterval(interval)
+        server.stop()
+        _forget(name)
+
+
 def test_a_read_holding_a_version_deleted_meanwhile_still_gets_its_bytes(tmp_path: Path, aws_credentials: None) -> None:
     from moto.s3.models import s3_backends
 
