@@ -7,7 +7,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -128,6 +128,66 @@ def conflicting_types(
     return None
 
 
+def types_of(
+    metadata: Mapping[str, MetadataValue], declared: Mapping[str, MetadataType] | None = None
+) -> dict[str, MetadataType]:
+    """Each key's type: as a collection's schema declares it, else as its value reads."""
+    declared = declared or {}
+    return {key: declared.get(key) or type_of(value) for key, value in metadata.items()}
+
+
+class DateText(str):
+    """A date as it was written, carrying the instant it names: text tests read the text, comparisons the instant."""
+
+    instant: datetime
+
+    def __new__(cls, text: str) -> "DateText":
+        instant = as_instant(text)
+        if instant is None:
+            raise ValueError(f"{text!r} is not an ISO 8601 day or instant with its zone")
+        made = super().__new__(cls, text)
+        made.instant = instant
+        return made
+
+
+def typed_attributes(metadata: Mapping[str, MetadataValue], types: Mapping[str, MetadataType]) -> dict[str, Any]:
+    """The values a filter compares (`metadata_filter.matches`): a date key's value as a DateText, the rest as
+    they are."""
+    return {
+        key: DateText(value) if types.get(key) is MetadataType.DATE and isinstance(value, str) else value
+        for key, value in metadata.items()
+    }
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def microseconds_since_epoch(instant: datetime) -> int:
+    """Exact (a float of seconds would round): what the index stores for a date, and what a filter compares."""
+    return (instant - _EPOCH) // timedelta(microseconds=1)
+
+
+def indexed_metadata(metadata: Mapping[str, MetadataValue], types: Mapping[str, MetadataType]) -> dict[str, Any]:
+    """Metadata by type, as the database filters it (`files.metadata_typed`): strings, numbers, booleans and lists
+    under `s`, `n`, `b` and `l`, dates under `d` as microseconds since the epoch. A key is under the one type it
+    has, so values of different types never compare."""
+    typed: dict[str, dict[str, Any]] = {"s": {}, "n": {}, "b": {}, "d": {}, "l": {}}
+    for key, value in metadata.items():
+        kind = types.get(key) or type_of(value)
+        if kind is MetadataType.DATE and isinstance(value, str) and (instant := as_instant(value)) is not None:
+            typed["d"][key] = microseconds_since_epoch(instant)
+        elif kind is MetadataType.BOOLEAN:
+            typed["b"][key] = value
+        elif kind is MetadataType.NUMBER:
+            typed["n"][key] = value
+        elif kind is MetadataType.LIST:
+            typed["l"][key] = value
+        else:
+            typed["s"][key] = value
+    return typed
+
+
 def attributes_of(metadata: Mapping[str, Any], built_in: Mapping[str, Any]) -> dict[str, Any]:
-    """What a filter reads of a file: its metadata and its `quire.*` attributes (which no metadata key can name)."""
+    """What a filter reads of a file: its typed metadata and its `quire.*` attributes (which no metadata key can
+    name)."""
     return {**metadata, **built_in}

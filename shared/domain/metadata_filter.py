@@ -7,11 +7,12 @@ A filter object has exactly one operator: a leaf `{"equals": {"key": k, "value":
 names the path of what is wrong (`filter.andAll[2].greaterThan.value`) and the rule or limit it broke.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from shared.domain.metadata import METADATA_KEY, as_instant, scalar_problem
+from shared.domain.metadata import METADATA_KEY, DateText, as_instant, scalar_problem
 
 MAX_DEPTH = 5
 MAX_LEAVES = 50
@@ -141,9 +142,12 @@ def _count_leaves(parsed: Filter) -> int:
 
 
 def matches(parsed: Filter, attributes: Mapping[str, Any]) -> bool:
-    """Whether a file with `attributes` (its metadata and its `quire.*` keys) is kept. A condition on a key the
-    file does not have keeps it only for notEquals, notIn and notExists; values of different kinds never
-    compare (a number is not equal to its text, a date compares with a date only)."""
+    """Whether a file with `attributes` is kept: its metadata typed (`metadata.typed_attributes`: a date key's
+    value is a DateText) and its `quire.*` keys (strings, numbers, and `quire.uploadedAt` as a datetime). A
+    condition on a key the file does not have keeps it only for notEquals, notIn and notExists. A value is read in
+    the type of the key it is compared with, and types never cross: a number is not equal to its text, a date
+    compares with a date only, the text "2026-12-06" equals a string key's "2026-12-06" but a date key's value only
+    as the same instant."""
     if isinstance(parsed, Group):
         results = (matches(child, attributes) for child in parsed.filters)
         return all(results) if parsed.operator == "andAll" else any(results)
@@ -155,39 +159,39 @@ def matches(parsed: Filter, attributes: Mapping[str, Any]) -> bool:
     return bool(_LEAF_TESTS[parsed.operator](attributes[parsed.key], parsed.value))
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "date" if as_instant(value) is not None else "string"
-    if isinstance(value, Sequence):
-        return "list"
-    return type(value).__name__
+def _instant_of(actual: Any) -> datetime | None:
+    if isinstance(actual, DateText):
+        return actual.instant
+    return actual if isinstance(actual, datetime) else None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _equal(actual: Any, wanted: Any) -> bool:
-    if _kind(actual) != _kind(wanted):
-        return False
-    if _kind(actual) == "date":
-        return as_instant(actual) == as_instant(wanted)
-    return bool(actual == wanted)
+    instant = _instant_of(actual)
+    if instant is not None:
+        return isinstance(wanted, str) and as_instant(wanted) == instant
+    if isinstance(actual, bool) or isinstance(wanted, bool):
+        return isinstance(actual, bool) and isinstance(wanted, bool) and actual == wanted
+    if _is_number(actual):
+        return _is_number(wanted) and bool(actual == wanted)
+    return isinstance(actual, str) and isinstance(wanted, str) and actual == wanted
 
 
 def _ordered(actual: Any, wanted: Any) -> int | None:
-    """-1, 0 or 1 comparing `actual` with `wanted` when both are numbers or both dates; None otherwise."""
-    kinds = (_kind(actual), _kind(wanted))
-    if kinds == ("number", "number"):
-        left, right = float(actual), float(wanted)
-    elif kinds == ("date", "date"):
-        left_instant, right_instant = as_instant(actual), as_instant(wanted)
-        assert left_instant is not None
-        assert right_instant is not None
-        left, right = left_instant.timestamp(), right_instant.timestamp()
-    else:
-        return None
-    return (left > right) - (left < right)
+    """-1, 0 or 1 comparing `actual` with `wanted` when both are numbers (exactly: an int is not rounded to a
+    float) or both dates; None otherwise."""
+    instant = _instant_of(actual)
+    if instant is not None:
+        other = as_instant(wanted) if isinstance(wanted, str) else None
+        if other is None:
+            return None
+        return (instant > other) - (instant < other)
+    if _is_number(actual) and _is_number(wanted):
+        return (actual > wanted) - (actual < wanted)
+    return None
 
 
 def _compared(wanted_order: tuple[int, ...]) -> Any:
@@ -198,14 +202,27 @@ def _compared(wanted_order: tuple[int, ...]) -> Any:
     return test
 
 
+def _text_of(actual: Any) -> str | None:
+    """The text a startsWith or stringContains reads: a string's, or a date's as written in the metadata."""
+    return str(actual) if isinstance(actual, str) else None
+
+
+def _contains(actual: Any, wanted: Any) -> bool:
+    # As Bedrock's stringContains: a string containing the value, or a list with a member that does.
+    if isinstance(actual, list | tuple):
+        return any(str(wanted) in item for item in actual)
+    text = _text_of(actual)
+    return text is not None and str(wanted) in text
+
+
 _LEAF_TESTS: Mapping[str, Any] = {
     "equals": _equal,
     "notEquals": lambda actual, wanted: not _equal(actual, wanted),
     "in": lambda actual, wanted: any(_equal(actual, item) for item in wanted),
     "notIn": lambda actual, wanted: not any(_equal(actual, item) for item in wanted),
     "listContains": lambda actual, wanted: isinstance(actual, list | tuple) and wanted in actual,
-    "startsWith": lambda actual, wanted: isinstance(actual, str) and actual.startswith(str(wanted)),
-    "stringContains": lambda actual, wanted: isinstance(actual, str) and str(wanted) in actual,
+    "startsWith": lambda actual, wanted: (text := _text_of(actual)) is not None and text.startswith(str(wanted)),
+    "stringContains": _contains,
     "greaterThan": _compared((1,)),
     "greaterThanOrEquals": _compared((0, 1)),
     "lessThan": _compared((-1,)),

@@ -2,12 +2,14 @@
 paths its errors name, and its meaning over one file's attributes (the oracle every lane's SQL is tested against)."""
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared.domain.metadata import DateText
 from shared.domain.metadata_filter import (
     MAX_DEPTH,
     MAX_IN_VALUES,
@@ -24,10 +26,10 @@ FILE = {
     "customer": "acme",
     "amount": 1250,
     "urgent": True,
-    "signed": "2026-03-01",
+    "signed": DateText("2026-03-01"),  # typed: a date key's value
     "tags": ["nda", "renewal"],
     "quire.filename": "acme-contract.pdf",
-    "quire.uploadedAt": "2026-12-06T09:30:00Z",
+    "quire.uploadedAt": datetime(2026, 12, 6, 9, 30, tzinfo=UTC),
 }
 
 
