@@ -1,0 +1,44 @@
+-- A product's own metadata on each file (issue 33; shared/domain/metadata.py). `metadata` is the object as the
+-- product wrote it (what every view shows); `metadata_typed` is the same values by type, which filters read
+-- (shared/adapters/postgres/metadata_sql.py): strings, numbers, booleans and lists under s, n, b and l, dates
+-- under d as microseconds since the epoch, so values of different types never compare. Both change together, in
+-- the statement that bumps `metadata_revision` (a patch names the revision it read; a stale one is refused).
+-- A file's metadata is the file's, not a version's: a new version keeps it. Chunks do not copy it (a change would
+-- rewrite every chunk and its vector index entry): the lanes join the file by its key.
+ALTER TABLE files
+  ADD COLUMN metadata          jsonb   NOT NULL DEFAULT '{}'::jsonb
+                               CHECK (jsonb_typeof(metadata) = 'object' AND octet_length(metadata::text) <= 65536),
+  ADD COLUMN metadata_typed    jsonb   NOT NULL DEFAULT '{"s": {}, "n": {}, "b": {}, "d": {}, "l": {}}'::jsonb
+                               CHECK (jsonb_typeof(metadata_typed) = 'object'),
+  ADD COLUMN metadata_revision integer NOT NULL DEFAULT 0 CHECK (metadata_revision >= 0);
+
+-- The type each key has in a collection: declared by the collection's schema, or else the type of the first value
+-- written for it (a later value of another type is refused). Written before the file row in the same
+-- transaction, so two writers racing on a new key agree on one type. Also what facets and the console offer.
+CREATE TABLE metadata_key_types (
+  tenant_id     text NOT NULL,
+  collection_id text NOT NULL,
+  key           text NOT NULL CHECK (key ~ '^[a-z][a-z0-9_.-]{0,63}$'),
+  type          text NOT NULL CHECK (type IN ('string', 'number', 'boolean', 'date', 'list')),
+  PRIMARY KEY (tenant_id, collection_id, key)
+);
+ALTER TABLE metadata_key_types ENABLE ROW LEVEL SECURITY;
+ALTER TABLE metadata_key_types FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON metadata_key_types
+  USING (tenant_id = current_tenant()) WITH CHECK (tenant_id = current_tenant());
+GRANT SELECT, INSERT, UPDATE, DELETE ON metadata_key_types TO {{app_role}};
+
+-- A collection's optional metadata schema (shared/domain/metadata_schema.py), as its admin put it.
+CREATE TABLE collection_metadata_schemas (
+  tenant_id     text        NOT NULL,
+  collection_id text        NOT NULL,
+  schema        jsonb       NOT NULL CHECK (jsonb_typeof(schema) = 'object'),
+  updated_by    text        NOT NULL,
+  updated_at    timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (tenant_id, collection_id)
+);
+ALTER TABLE collection_metadata_schemas ENABLE ROW LEVEL SECURITY;
+ALTER TABLE collection_metadata_schemas FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON collection_metadata_schemas
+  USING (tenant_id = current_tenant()) WITH CHECK (tenant_id = current_tenant());
+GRANT SELECT, INSERT, UPDATE, DELETE ON collection_metadata_schemas TO {{app_role}};
