@@ -190,7 +190,7 @@ def _ordered(actual: Any, wanted: Any) -> int | None:
             return None
         return (instant > other) - (instant < other)
     if _is_number(actual) and _is_number(wanted):
-        return (actual > wanted) - (actual < wanted)
+        return int(actual > wanted) - int(actual < wanted)
     return None
 
 
