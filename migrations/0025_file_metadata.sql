@@ -42,3 +42,11 @@ ALTER TABLE collection_metadata_schemas FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON collection_metadata_schemas
   USING (tenant_id = current_tenant()) WITH CHECK (tenant_id = current_tenant());
 GRANT SELECT, INSERT, UPDATE, DELETE ON collection_metadata_schemas TO {{app_role}};
+
+-- A metadata change changes what a filtered search finds and what its citations show: it bumps the collection's
+-- index generation (migrations/0020) as a change of chunks does, so no cached answer outlives it. The same
+-- function as the chunks' triggers (SECURITY DEFINER: the application cannot write generations itself). On any
+-- update of a file row (PostgreSQL refuses a column list beside a transition table): a rename or a move bumps it
+-- too, which they do through the chunks anyway. A new file's insert adds no chunk a cached answer could cite.
+CREATE TRIGGER files_metadata_generation AFTER UPDATE ON files
+  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_chunks_bump_generation();

@@ -51,6 +51,7 @@ from shared.domain.files import (
 )
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite
 from shared.domain.limits import Spend, TenantLimits
+from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.search import ChunkSnapshot
 from shared.domain.summaries import DraftCitation, DraftSentence, GeneratedSummary, validated_summary
 from shared.domain.uploads import signed_read_type, stored_content_type
@@ -217,7 +218,10 @@ class FakeFileMetadataStore(FileMetadataStore):
         collection_id: str | None,
         limit: int,
         after: tuple[datetime, UUID] | None,
+        where: MetadataFilter | None = None,
     ) -> tuple[list[FileRecord], bool]:
+        if where is not None:
+            raise NotImplementedError("the fake catalog keeps no metadata; metadata filters run on PostgreSQL")
         wanted = collections if collection_id is None else collections & {collection_id}
         with self._lock:
             files = sorted(

@@ -19,6 +19,7 @@ from shared.domain.errors import (
     Forbidden,
     InvalidRequest,
     LimitExceeded,
+    MetadataRevisionConflict,
     NotFound,
     NotReady,
     PayloadTooLarge,
@@ -104,6 +105,10 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(Conflict)
     def _stale(error: Conflict) -> Response[str]:
         return _json(409, {"error": error.code, "message": str(error)})
+
+    @app.exception_handler(MetadataRevisionConflict)
+    def _stale_metadata(error: MetadataRevisionConflict) -> Response[str]:
+        return _json(409, {"error": error.code, "message": str(error), "metadataRevision": error.current_revision})
 
     @app.exception_handler(VersionConflict)
     def _conflict(error: VersionConflict) -> Response[str]:

@@ -1,11 +1,19 @@
 """The bodies of grounded answers (camelCase on the wire): `POST /v1/answer`, `GET /v1/answers/{id}`, feedback."""
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import Field, ValidationError
 
 from functions.views.base import ApiModel
-from functions.views.search import CitationView, SearchFiltersBody, search_filters
+from functions.views.search import (
+    FILTER_DESCRIPTION,
+    FILTER_EXAMPLE,
+    CitationView,
+    SearchFiltersBody,
+    metadata_filter,
+    search_filters,
+)
 from shared.domain.answers import (
     MAX_FEEDBACK_NOTE_CHARACTERS,
     MAX_QUESTION_CHARACTERS,
@@ -27,10 +35,14 @@ class AnswerRequestBody(ApiModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARACTERS)
     mode: SearchMode = SearchMode.HYBRID
     filters: SearchFiltersBody | None = None
+    filter_: dict[str, Any] | None = Field(
+        default=None, alias="filter", description=FILTER_DESCRIPTION, examples=[FILTER_EXAMPLE]
+    )
 
     def to_request(self) -> AnswerRequest:
+        where = metadata_filter(self.filter_)
         try:
-            return AnswerRequest(question=self.question, mode=self.mode, filters=search_filters(self.filters))
+            return AnswerRequest(question=self.question, mode=self.mode, filters=search_filters(self.filters, where))
         except ValidationError as error:
             raise InvalidRequest("; ".join(str(problem["msg"]) for problem in error.errors())) from error
 

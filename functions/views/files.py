@@ -1,7 +1,7 @@
 """Bodies of files: uploads, versions and their processing, reads, page images, the extracted document, deletion."""
 
 from datetime import datetime
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 from uuid import UUID
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
@@ -20,10 +20,19 @@ from shared.domain.files import (
     VisionState,
     interruption_notice,
 )
+from shared.domain.metadata_schema import MetadataSchema
 from shared.domain.reading import Window
 from shared.domain.recognition import BoundingBox
 from shared.domain.rendering import render_markdown
 from shared.services.page_images import PageImage
+
+METADATA_DESCRIPTION = (
+    "The product's own attributes of the file: keys matching ^[a-z][a-z0-9_.-]{0,63}$ (quire. is reserved), values"
+    " a string (at most 1,024 characters), a finite number, a boolean, a date (an ISO 8601 day or an instant with"
+    " its zone) or a list of at most 100 strings; at most 64 keys and 16 KiB as JSON. A key keeps, in its"
+    " collection, the type it first had (or the one the collection's metadata schema declares)."
+)
+METADATA_EXAMPLE = {"customer": "acme", "doctype": "contract", "effective": "2026-01-01", "tags": ["nda"]}
 
 
 class UploadRequest(ApiModel):
@@ -31,12 +40,54 @@ class UploadRequest(ApiModel):
     filename: str = Field(min_length=1, max_length=4096)
     media_type: str = Field(min_length=1, max_length=255)
     byte_size: int = Field(ge=0)
+    metadata: dict[str, Any] | None = Field(default=None, description=METADATA_DESCRIPTION, examples=[METADATA_EXAMPLE])
 
 
 class NewVersionRequest(ApiModel):
     filename: str = Field(min_length=1, max_length=4096)
     media_type: str = Field(min_length=1, max_length=255)
     byte_size: int = Field(ge=0)
+    # Keys set on the file's metadata with this version (the rest stay as they are); none keeps it whole.
+    metadata: dict[str, Any] | None = Field(default=None, description=METADATA_DESCRIPTION, examples=[METADATA_EXAMPLE])
+
+
+class MetadataPatchRequest(ApiModel):
+    """`PATCH /v1/files/{id}/metadata`: keys to set, keys to remove, and the revision the writer last read (a
+    stale one is a 409 with the current revision; none applies the change to whatever the file has)."""
+
+    set: dict[str, Any] = Field(default_factory=dict, description=METADATA_DESCRIPTION)
+    remove: list[Annotated[str, Field(max_length=64)]] = Field(default_factory=list, max_length=64)
+    expected_revision: int | None = Field(default=None, ge=0)
+
+
+class BulkMetadataItem(MetadataPatchRequest):
+    file_id: UUID
+
+
+class BulkMetadataRequest(ApiModel):
+    """`POST /v1/files/metadata`: up to 1,000 files' changes, all applied or none."""
+
+    files: list[BulkMetadataItem] = Field(min_length=1, max_length=1000)
+
+
+class MetadataRevisionView(ApiModel):
+    file_id: UUID
+    metadata_revision: int
+
+
+class BulkMetadataView(ApiModel):
+    files: list[MetadataRevisionView]
+
+
+class MetadataSchemaView(ApiModel):
+    """A collection's metadata schema as put (`schema` null: none; types are then taken from the values)."""
+
+    collection_id: str
+    schema_: dict[str, Any] | None = Field(alias="schema")
+
+    @classmethod
+    def of(cls, collection_id: str, schema: MetadataSchema | None) -> "MetadataSchemaView":
+        return cls(collection_id=collection_id, schema_=schema.as_json() if schema is not None else None)
 
 
 class MoveRequest(ApiModel):
@@ -208,6 +259,9 @@ class FileSummary(ApiModel):
     ocr_pages: list[int] = Field(default_factory=list)
     # Versions not deleted nor being deleted: the file's history (one still uploading or refused included).
     version_count: int = 1
+    # The product's own attributes (issue 33) and how many times they have changed (a patch names it).
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata_revision: int = 0
 
     @classmethod
     def of(cls, record: FileRecord) -> "FileSummary":
@@ -221,6 +275,8 @@ class FileSummary(ApiModel):
             current=VersionView.of(current),
             low_confidence=current.recognition.low_confidence,
             ocr_pages=list(current.recognized_pages),
+            metadata=record.metadata,
+            metadata_revision=record.metadata_revision,
         )
 
 

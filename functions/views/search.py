@@ -1,13 +1,15 @@
 """Bodies of search: the query and its filters, hits with their exact citations, coverage, re-indexing."""
 
+import json
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 
 from functions.views.base import ApiModel
 from shared.domain.errors import InvalidRequest
 from shared.domain.knowledge import CollectionCoverage
+from shared.domain.metadata_filter import FilterError, MetadataFilter
 from shared.domain.recognition import BoundingBox
 from shared.domain.search import (
     MAX_QUERY_CHARACTERS,
@@ -31,23 +33,74 @@ class SearchFiltersBody(ApiModel):
     uploaded_before: datetime | None = None
 
 
+# The metadata filter's shape in the OpenAPI document: Bedrock Knowledge Bases' RetrievalFilter plus exists and
+# notExists (shared/domain/metadata_filter.py checks it, naming the path of what is wrong).
+FILTER_DESCRIPTION = (
+    "A metadata filter, the shape of Bedrock Knowledge Bases' RetrievalFilter: one operator per object, a leaf"
+    ' {"equals": {"key": "customer", "value": "acme"}} (equals, notEquals, greaterThan, greaterThanOrEquals,'
+    " lessThan, lessThanOrEquals, in, notIn, startsWith, listContains, stringContains), a presence test"
+    ' {"exists": {"key": "customer"}} (exists, notExists) or a group {"andAll": [...]} / {"orAll": [...]}. Keys'
+    " are the file's metadata keys or built-in ones: quire.collection, quire.mediaType, quire.filename,"
+    " quire.uploadedAt, quire.pages. At most 5 levels deep, 50 conditions, 500 values in an in or notIn list."
+)
+FILTER_EXAMPLE = {
+    "andAll": [
+        {"equals": {"key": "customer", "value": "acme"}},
+        {"greaterThanOrEquals": {"key": "effective", "value": "2026-01-01"}},
+    ]
+}
+
+
+# The query parameter `filter` of GET /v1/files: the same filter as URL-encoded JSON, its length bounded.
+MAX_FILTER_QUERY_CHARACTERS = 16_384
+FILTER_QUERY_DESCRIPTION = "The metadata filter as URL-encoded JSON (the body field `filter` of POST /v1/search)."
+
+
+def filter_json(text: str) -> dict[str, Any]:
+    """The `filter` query parameter's JSON object, or a 400 saying it is not one."""
+    try:
+        raw = json.loads(text)
+    except ValueError as error:
+        raise InvalidRequest(f"filter: is not JSON ({error.args[0]}); send the filter object URL-encoded") from error
+    if not isinstance(raw, dict):
+        raise InvalidRequest('filter: must be a JSON object with one operator, such as {"equals": {...}}')
+    return raw
+
+
+def metadata_filter(raw: dict[str, Any] | None, *, path: str = "filter") -> MetadataFilter | None:
+    """The body's filter parsed, or a 400 naming the path of what is wrong in it."""
+    if raw is None:
+        return None
+    try:
+        return MetadataFilter.parse(raw, path=path)
+    except FilterError as error:
+        raise InvalidRequest(str(error)) from error
+
+
 class SearchRequest(ApiModel):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS)
     limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
     mode: SearchMode = SearchMode.HYBRID
     filters: SearchFiltersBody | None = None
+    filter_: dict[str, Any] | None = Field(
+        default=None, alias="filter", description=FILTER_DESCRIPTION, examples=[FILTER_EXAMPLE]
+    )
 
     def to_query(self) -> SearchQuery:
         """The domain's query; a combination the body's schema allows but the query does not is a 400."""
+        where = metadata_filter(self.filter_)
         try:
-            return SearchQuery(text=self.query, limit=self.limit, mode=self.mode, filters=search_filters(self.filters))
+            return SearchQuery(
+                text=self.query, limit=self.limit, mode=self.mode, filters=search_filters(self.filters, where)
+            )
         except ValidationError as error:
             raise InvalidRequest("; ".join(str(problem["msg"]) for problem in error.errors())) from error
 
 
-def search_filters(filters: SearchFiltersBody | None) -> SearchFilters:
+def search_filters(filters: SearchFiltersBody | None, where: MetadataFilter | None = None) -> SearchFilters:
     """The domain's filters of a body's (a ValidationError for a combination the schema allows but they do not)."""
     return SearchFilters(
+        where=where,
         collections=frozenset(filters.collections) if filters and filters.collections is not None else None,
         media_types=frozenset(filters.media_types) if filters and filters.media_types else None,
         filename=filters.filename if filters else None,
@@ -106,6 +159,9 @@ class CitationView(CitationPlace):
     heading_path: list[str]
     excerpt: str
     retrieved_at: datetime
+    # The cited file's metadata and its revision when it was cited (null for citations made before metadata).
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata_revision: int | None = None
 
 
 class HitView(ApiModel):

@@ -65,7 +65,13 @@ ARTIFACT_CONTENT_PREFIX = "derived/tenants/*/artifacts/"
 REPLACEMENTS_PREFIX = "derived/tenants/*/replacements/"
 PUBLIC_ROUTES = (("GET", "/v1/health"), ("GET", "/v1/openapi.json"))
 # Every method the API function routes; anything else never reaches it.
-AUTHENTICATED_METHODS = (apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST, apigwv2.HttpMethod.DELETE)
+AUTHENTICATED_METHODS = (
+    apigwv2.HttpMethod.GET,
+    apigwv2.HttpMethod.POST,
+    apigwv2.HttpMethod.PUT,
+    apigwv2.HttpMethod.PATCH,
+    apigwv2.HttpMethod.DELETE,
+)
 AUTHENTICATED_PATH = "/v1/{proxy+}"
 # Query embeddings: Titan Text Embeddings v2, the model shared.config's bedrock_embedding_model_id names.
 # Storage key prefixes (shared/domain/uploads.py): originals under tenants/, extracted documents under derived/.
@@ -380,6 +386,8 @@ class Api(Construct):
                 allow_methods=[
                     apigwv2.CorsHttpMethod.GET,
                     apigwv2.CorsHttpMethod.POST,
+                    apigwv2.CorsHttpMethod.PUT,
+                    apigwv2.CorsHttpMethod.PATCH,
                     apigwv2.CorsHttpMethod.DELETE,
                 ],
                 allow_headers=["authorization", "content-type"],

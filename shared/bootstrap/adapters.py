@@ -34,6 +34,7 @@ from shared.ports import (
     KeywordIndex,
     KnowledgeStore,
     MalwareScanning,
+    MetadataWriter,
     OcrProvider,
     PageRasterizer,
     PdfOperations,
@@ -140,6 +141,12 @@ class Adapters:
         from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
 
         return PostgresFileMetadataStore(self.database)
+
+    @cached_property
+    def metadata_writer(self) -> MetadataWriter:
+        from shared.adapters.postgres.metadata_rows import PostgresMetadataWriter
+
+        return PostgresMetadataWriter(self.database)
 
     @cached_property
     def content(self) -> FileContentStore:

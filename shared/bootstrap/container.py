@@ -29,6 +29,7 @@ from shared.ports import (
     KeywordIndex,
     KnowledgeStore,
     MalwareScanning,
+    MetadataWriter,
     OcrProvider,
     RenderQueue,
     ReplacementStore,
@@ -50,6 +51,7 @@ from shared.services.documents import DocumentReader
 from shared.services.exports import ExportService
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
+from shared.services.file_metadata import FileMetadataService
 from shared.services.files import FileService, UploadLimits
 from shared.services.indexing import Indexer
 from shared.services.limits import SpendLimits
@@ -89,6 +91,7 @@ class Container:
 
     database: _Adapter[Any] = _Adapter()
     file_metadata: _Adapter[FileMetadataStore] = _Adapter()
+    metadata_writer: _Adapter[MetadataWriter] = _Adapter()
     content: _Adapter[FileContentStore] = _Adapter()
     knowledge: _Adapter[KnowledgeStore] = _Adapter()
     vector_index: _Adapter[VectorIndex] = _Adapter()
@@ -150,6 +153,10 @@ class Container:
             spend=self.spend_limits,
             scanning=self.malware_scanning,
         )
+
+    @cached_property
+    def file_metadata_changes(self) -> FileMetadataService:
+        return FileMetadataService(self.metadata_writer, self.file_metadata, self.authorization)
 
     @cached_property
     def page_images(self) -> PageImages:

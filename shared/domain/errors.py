@@ -59,6 +59,15 @@ class Conflict(QuireError):
     code = "conflict"
 
 
+class MetadataRevisionConflict(Conflict):
+    """A metadata change named a revision that is no longer the file's: nothing was written; the current one is
+    given, to read again and retry."""
+
+    def __init__(self, message: str, *, current_revision: int) -> None:
+        super().__init__(message)
+        self.current_revision = current_revision
+
+
 class InvalidRequest(QuireError):
     """The request is well-formed JSON but asks for something the contract refuses; the message says why."""
 

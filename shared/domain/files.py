@@ -2,9 +2,10 @@
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.domain.errors import DocumentNotReady, NotFound, VersionDeleted
 from shared.domain.recognition import LOW_CONFIDENCE_THRESHOLD
@@ -195,6 +196,9 @@ class NewVersion(BaseModel):
     created_by: str
     # Set when Quire rendered the bytes (an export): processing is skipped from the start.
     export_id: UUID | None = None
+    # The product's metadata the upload sets (validated; shared/domain/metadata.py): a new file's whole metadata,
+    # or, for a new version, the keys it sets on what the file has. None keeps the file's.
+    metadata: dict[str, Any] | None = None
 
 
 class MalwareScan(StrEnum):
@@ -293,6 +297,9 @@ class FileRecord(BaseModel):
     filename: str
     created_at: datetime
     versions: tuple[FileVersionRecord, ...]
+    # The product's own metadata (shared/domain/metadata.py) and how many times it has changed.
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata_revision: int = 0
 
     @property
     def current(self) -> FileVersionRecord:

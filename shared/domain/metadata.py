@@ -7,9 +7,11 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
+from uuid import UUID
 
 MAX_KEYS = 64
 MAX_STRING_CHARACTERS = 1024
@@ -118,11 +120,16 @@ def type_of(value: MetadataValue) -> MetadataType:
 
 
 def conflicting_types(
-    metadata: Mapping[str, MetadataValue], known: Mapping[str, MetadataType], *, path: str = "metadata"
+    metadata: Mapping[str, MetadataValue],
+    known: Mapping[str, MetadataType],
+    *,
+    path: str = "metadata",
+    found_types: Mapping[str, MetadataType] | None = None,
 ) -> MetadataError | None:
-    """The first key whose value's type is not the one the collection already has for it, as the error to answer."""
+    """The first key whose value's type (`found_types`, else as the value reads) is not the one the collection
+    already has for it, as the error to answer."""
     for key, value in metadata.items():
-        found, had = type_of(value), known.get(key)
+        found, had = (found_types or {}).get(key) or type_of(value), known.get(key)
         if had is not None and found is not had:
             return MetadataError(f"{path}.{key}", f"is a {found.value}, but {key} is a {had.value} in this collection")
     return None
@@ -191,3 +198,41 @@ def attributes_of(metadata: Mapping[str, Any], built_in: Mapping[str, Any]) -> d
     """What a filter reads of a file: its typed metadata and its `quire.*` attributes (which no metadata key can
     name)."""
     return {**metadata, **built_in}
+
+
+MAX_BULK_FILES = 1000
+# Distinct keys one collection may hold across its files: what facets, schemas and the console list stay bounded by.
+MAX_KEYS_PER_COLLECTION = 1000
+
+
+@dataclass(frozen=True)
+class MetadataChange:
+    """One file's change: keys to set, keys to remove, and the revision the writer read (None: whatever it is).
+    `path` is where the change sits in the request, for the errors it can meet (`metadata`, `files[3]`)."""
+
+    file_id: UUID
+    set_values: Mapping[str, Any]
+    remove: tuple[str, ...] = ()
+    expected_revision: int | None = None
+    path: str = "metadata"
+
+
+def changed_metadata(
+    current: Mapping[str, MetadataValue],
+    set_values: Mapping[str, Any],
+    remove: "tuple[str, ...] | list[str]",
+    *,
+    path: str = "metadata",
+) -> dict[str, MetadataValue]:
+    """`current` with `set_values` set and the keys in `remove` removed, within every bound (a key both set and
+    removed is refused: which was meant is unclear). `path` prefixes the fields an error names."""
+    values = validated_metadata(set_values, path=f"{path}.set")
+    for index, key in enumerate(remove):
+        if not isinstance(key, str) or not METADATA_KEY.fullmatch(key):
+            raise MetadataError(f"{path}.remove[{index}]", "must be a metadata key (^[a-z][a-z0-9_.-]{0,63}$)")
+        if key in values:
+            raise MetadataError(f"{path}.remove[{index}]", f"{key} is also set in the same change")
+    merged = {key: value for key, value in current.items() if key not in remove}
+    merged.update(values)
+    # The whole object after the change within the bounds too (64 keys, 16 KiB).
+    return validated_metadata(merged, path=path)

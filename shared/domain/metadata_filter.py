@@ -7,6 +7,7 @@ A filter object has exactly one operator: a leaf `{"equals": {"key": k, "value":
 names the path of what is wrong (`filter.andAll[2].greaterThan.value`) and the rule or limit it broke.
 """
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,6 +61,22 @@ class Group:
 
 
 Filter = Leaf | Presence | Group
+
+
+@dataclass(frozen=True)
+class MetadataFilter:
+    """A parsed filter and the JSON it came from, keys sorted (what a cache key and a sentence name)."""
+
+    tree: "Filter"
+    text: str
+
+    @classmethod
+    def parse(cls, raw: object, *, path: str = "filter") -> "MetadataFilter":
+        tree = parse_filter(raw, path=path)
+        return cls(tree, json.dumps(raw, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+
+    def keeps(self, attributes: Mapping[str, Any]) -> bool:
+        return matches(self.tree, attributes)
 
 
 def parse_filter(raw: object, *, path: str = "filter") -> Filter:

@@ -4,17 +4,19 @@
 sentence is true: you may read nothing that could match / nothing matches / nothing is close enough.
 """
 
+import json
 import re
 import statistics
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_validator
 
 from shared.domain.document import BlockKind
 from shared.domain.knowledge import ChunkLocation, ChunkRegion, RankedChunk
+from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.recognition import BoundingBox
 from shared.domain.stopwords import ENGLISH_STOPWORDS
 
@@ -32,13 +34,19 @@ class SearchMode(StrEnum):
 class SearchFilters(BaseModel):
     """Narrow the candidates inside both lanes, before ranking (never after: that would leak counts)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     collections: frozenset[str] | None = None
     media_types: frozenset[str] | None = None
     filename: str | None = Field(default=None, min_length=1, max_length=255)  # case-insensitive substring
     uploaded_after: datetime | None = None
     uploaded_before: datetime | None = None
+    # The product's metadata filter (the body's `filter`; shared/domain/metadata_filter.py), applied in every lane.
+    where: MetadataFilter | None = None
+
+    @field_serializer("where")
+    def _where_as_json(self, where: MetadataFilter | None) -> Any:
+        return json.loads(where.text) if where is not None else None
 
     @model_validator(mode="after")
     def _ordered_window(self) -> "SearchFilters":
@@ -194,6 +202,9 @@ class Citation(BaseModel):
     ocr_confidence: float | None = None
     excerpt: str
     retrieved_at: datetime
+    # The file's metadata when it was cited (issue 33), and its revision (None for citations made before).
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata_revision: int | None = None
 
     @classmethod
     def of_snapshot(
@@ -217,6 +228,8 @@ class Citation(BaseModel):
             heading_path=snapshot.heading_path,
             excerpt=excerpt,
             retrieved_at=retrieved_at,
+            metadata=snapshot.metadata,
+            metadata_revision=snapshot.metadata_revision,
         )
 
     @classmethod
@@ -308,6 +321,8 @@ class ChunkSnapshot(BaseModel):
     heading_path: tuple[str, ...]
     body: str
     block_kind: BlockKind = BlockKind.PARAGRAPH
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata_revision: int | None = None
 
 
 # --- pure functions -----------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ workflow that processes a stored version.
 The docstrings are the contracts adapters keep (docs/architecture.md, "Ports and their adapters").
 """
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 from uuid import UUID
@@ -22,6 +22,9 @@ from shared.domain.files import (
     StoredObject,
     VersionState,
 )
+from shared.domain.metadata import MetadataChange
+from shared.domain.metadata_filter import MetadataFilter
+from shared.domain.metadata_schema import MetadataSchema
 from shared.domain.workflow import ProcessVersion, StartOutcome
 
 MAX_SIGNED_READ_LIFETIME = timedelta(minutes=15)
@@ -138,6 +141,7 @@ class FileCatalog(Protocol):
         collection_id: str | None,
         limit: int,
         after: tuple[datetime, UUID] | None,
+        where: MetadataFilter | None = None,
     ) -> tuple[list[FileRecord], bool]:
         """Files with a live version in `collections`, newest first, after the keyset `after`.
 
@@ -191,6 +195,28 @@ class FileCatalog(Protocol):
         """Compare-and-set: while the file is live and still in `from_collection`, put it in `to_collection`, in
         one transaction with every chunk's subjects, the keyword statistics of both collections and the file's
         replacements, so no reader ever sees it in both or in neither. True when this call moved it."""
+        ...
+
+
+class MetadataWriter(Protocol):
+    """Changes to files' metadata (issue 33)."""
+
+    def change_metadata(
+        self, tenant_id: str, changes: Sequence[MetadataChange], *, authorize: Callable[[str], None]
+    ) -> dict[UUID, int]:
+        """Apply every change in one transaction, all or none; each file's new revision. `authorize(collection)`
+        raises for a file the caller may not change (NotFound where it cannot read it). A missing file is NotFound,
+        a stale expected revision MetadataRevisionConflict, a change breaking a bound or a key's type
+        InvalidRequest naming the field."""
+        ...
+
+    def metadata_schema(self, tenant_id: str, collection_id: str) -> MetadataSchema | None: ...
+
+    def put_metadata_schema(
+        self, tenant_id: str, collection_id: str, schema: MetadataSchema, *, updated_by: str
+    ) -> None:
+        """Store the collection's schema and make its declared types the keys' types; Conflict (nothing stored)
+        when a file of the collection breaks it."""
         ...
 
 

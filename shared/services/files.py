@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice
+from typing import Any
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
@@ -32,6 +33,8 @@ from shared.domain.files import (
     SignedRead,
     VersionState,
 )
+from shared.domain.metadata import MetadataError, validated_metadata
+from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.page_images import parse_page_image_key
 from shared.domain.text_reads import (
     ENCODING_PROBE_BYTES,
@@ -146,7 +149,14 @@ class FileService:
         self._scanning = scanning
 
     def start_upload(
-        self, principal: Principal, *, collection_id: str, filename: str, media_type: str, byte_size: int
+        self,
+        principal: Principal,
+        *,
+        collection_id: str,
+        filename: str,
+        media_type: str,
+        byte_size: int,
+        metadata: dict[str, Any] | None = None,
     ) -> UploadTicket:
         self._policy.ensure_can_write(principal, collection_id)
         return self._ticket(
@@ -157,10 +167,18 @@ class FileService:
             media_type=media_type,
             byte_size=byte_size,
             new_file=True,
+            metadata=metadata,
         )
 
     def start_new_version(
-        self, principal: Principal, file_id: UUID, *, filename: str, media_type: str, byte_size: int
+        self,
+        principal: Principal,
+        file_id: UUID,
+        *,
+        filename: str,
+        media_type: str,
+        byte_size: int,
+        metadata: dict[str, Any] | None = None,
     ) -> UploadTicket:
         record = self.writable_file(principal, file_id)
         if record.current.export_id is not None:
@@ -174,6 +192,7 @@ class FileService:
             media_type=media_type,
             byte_size=byte_size,
             new_file=False,
+            metadata=metadata,
         )
 
     def _ticket(
@@ -186,11 +205,16 @@ class FileService:
         media_type: str,
         byte_size: int,
         new_file: bool,
+        metadata: dict[str, Any] | None,
     ) -> UploadTicket:
-        # Refused before anything is recorded or signed: size (naming the limit), then type and name.
+        # Refused before anything is recorded or signed: size (naming the limit), then type and name, then metadata.
         check_declared_size(byte_size, self._limits.max_bytes)
         name = clean_filename(filename)
         accepted = accepted_type(media_type, name)
+        try:
+            checked = validated_metadata(metadata) if metadata is not None else None
+        except MetadataError as error:
+            raise InvalidRequest(str(error)) from error
         if self._spend is not None:
             self._spend.ensure_upload_fits(principal.tenant_id, byte_size)
         version_id = self._new_id()
@@ -207,6 +231,7 @@ class FileService:
                 declared_byte_size=byte_size,
                 storage_key=key,
                 created_by=principal.subject,
+                metadata=checked,
             ),
             new_file=new_file,
         )
@@ -229,7 +254,13 @@ class FileService:
         return record
 
     def list_files(
-        self, principal: Principal, *, collection_id: str | None, limit: int, cursor: str | None
+        self,
+        principal: Principal,
+        *,
+        collection_id: str | None,
+        limit: int,
+        cursor: str | None,
+        where: MetadataFilter | None = None,
     ) -> FilePage:
         if not 1 <= limit <= MAX_PAGE_SIZE:
             raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE_SIZE}")
@@ -239,6 +270,7 @@ class FileService:
             collection_id=collection_id,
             limit=limit,
             after=decode_cursor(cursor) if cursor else None,
+            where=where,
         )
         return FilePage(files=tuple(records), next_cursor=encode_cursor(records[-1]) if more and records else None)
 

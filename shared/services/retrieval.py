@@ -148,7 +148,7 @@ class Retrieval:
         fused = direct.joined(fused)
         if not fused:
             reason = EmptyReason.BELOW_FLOOR if lanes.below_floor else EmptyReason.NO_MATCH
-            return Empty(outcome=reason, message=reason.sentence, vector_available=lanes.vector_available)
+            return Empty(outcome=reason, message=_sentence(reason, query), vector_available=lanes.vector_available)
         best = fused[0][1]
         # A direct subject is named by the question: the relative floor does not drop it.
         kept = [
@@ -208,7 +208,7 @@ class Retrieval:
         if not hits:
             return Empty(
                 outcome=EmptyReason.NO_MATCH,
-                message=EmptyReason.NO_MATCH.sentence,
+                message=_sentence(EmptyReason.NO_MATCH, query),
                 vector_available=lanes.vector_available,
             )
         return Found(hits=tuple(hits), vector_available=lanes.vector_available, truncated_by_budget=truncated)
@@ -241,3 +241,12 @@ class Retrieval:
         except (CapabilityUnavailable, EmbeddingFailed) as error:
             logger.warning("the query could not be embedded; keyword lane only", extra={"error": str(error)})
             return None
+
+
+def _sentence(reason: EmptyReason, query: SearchQuery) -> str:
+    """Why nothing was found; with a metadata filter, naming it (it may be why: nothing was searched past it). The
+    same words whether the filter names another tenant's values or values that exist nowhere."""
+    where = query.filters.where
+    if reason is EmptyReason.NO_MATCH and where is not None:
+        return f"Nothing in your collections matches that search among the files the filter {where.text} keeps."
+    return reason.sentence

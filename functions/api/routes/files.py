@@ -4,17 +4,22 @@ import re
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from functions.api.routes.context import binary_response, current_principal, json_response, parse_id
 from functions.views.files import (
+    BulkMetadataRequest,
+    BulkMetadataView,
     CollectionDeletionView,
     DeletionView,
     DocumentWindowView,
     FileListView,
     FileSummary,
     FileView,
+    MetadataPatchRequest,
+    MetadataRevisionView,
+    MetadataSchemaView,
     MoveRequest,
     NewVersionRequest,
     PageImageView,
@@ -23,8 +28,15 @@ from functions.views.files import (
     UploadRequest,
     UploadResponse,
 )
+from functions.views.search import (
+    FILTER_QUERY_DESCRIPTION,
+    MAX_FILTER_QUERY_CHARACTERS,
+    filter_json,
+    metadata_filter,
+)
 from shared.bootstrap import container
 from shared.domain.errors import InvalidRequest
+from shared.domain.metadata import MetadataChange
 from shared.domain.page_images import PAGE_IMAGE_TYPE
 from shared.domain.uploads import SAFE_DOWNLOAD_TYPE, attachment_disposition
 from shared.ports import MAX_SIGNED_READ_LIFETIME
@@ -42,6 +54,7 @@ def create_upload(request: UploadRequest) -> Response[UploadResponse]:
         filename=request.filename,
         media_type=request.media_type,
         byte_size=request.byte_size,
+        metadata=request.metadata,
     )
     return json_response(201, UploadResponse.of(ticket.file_id, ticket.version_id, ticket.upload))
 
@@ -54,6 +67,7 @@ def create_version(file_id: str, request: NewVersionRequest) -> Response[UploadR
         filename=request.filename,
         media_type=request.media_type,
         byte_size=request.byte_size,
+        metadata=request.metadata,
     )
     return json_response(201, UploadResponse.of(ticket.file_id, ticket.version_id, ticket.upload))
 
@@ -63,11 +77,61 @@ def list_files(
     collection_id: Annotated[str | None, Query(alias="collectionId", max_length=64)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 50,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
+    filter_: Annotated[
+        str | None, Query(alias="filter", max_length=MAX_FILTER_QUERY_CHARACTERS, description=FILTER_QUERY_DESCRIPTION)
+    ] = None,
 ) -> FileListView:
     page = container().files.list_files(
-        current_principal(router), collection_id=collection_id, limit=limit, cursor=cursor
+        current_principal(router),
+        collection_id=collection_id,
+        limit=limit,
+        cursor=cursor,
+        where=metadata_filter(filter_json(filter_)) if filter_ is not None else None,
     )
     return FileListView(files=[FileSummary.of(record) for record in page.files], next_cursor=page.next_cursor)
+
+
+@router.patch("/v1/files/<file_id>/metadata")
+def change_metadata(file_id: str, request: MetadataPatchRequest) -> FileView:
+    """Set and remove keys of the file's metadata (write role); `expectedRevision` as last read, or a 409 with
+    the current `metadataRevision`. Search sees the change as soon as this returns."""
+    record = container().file_metadata_changes.change(
+        current_principal(router),
+        parse_id(file_id),
+        set_values=request.set,
+        remove=request.remove,
+        expected_revision=request.expected_revision,
+    )
+    return FileView.of(record)
+
+
+@router.post("/v1/files/metadata")
+def change_many_metadata(request: BulkMetadataRequest) -> BulkMetadataView:
+    """Up to 1,000 files' metadata changes, all applied or none (the first refusal names `files[i]`)."""
+    revisions = container().file_metadata_changes.change_many(
+        current_principal(router),
+        [
+            MetadataChange(item.file_id, item.set, tuple(item.remove), item.expected_revision, path=f"files[{i}]")
+            for i, item in enumerate(request.files)
+        ],
+    )
+    return BulkMetadataView(
+        files=[MetadataRevisionView(file_id=file_id, metadata_revision=revisions[file_id]) for file_id in revisions]
+    )
+
+
+@router.get("/v1/collections/<collection_id>/metadata-schema")
+def get_metadata_schema(collection_id: str) -> MetadataSchemaView:
+    schema = container().file_metadata_changes.schema(current_principal(router), collection_id)
+    return MetadataSchemaView.of(collection_id, schema)
+
+
+@router.put("/v1/collections/<collection_id>/metadata-schema")
+def put_metadata_schema(collection_id: str, body: Annotated[dict[str, Any], Body()]) -> MetadataSchemaView:
+    """The collection's metadata schema (admin role): declared keys with their type, `required` and `allowed`
+    values, and whether other keys are allowed. A 409 when a file already breaks it (nothing is stored)."""
+    schema = container().file_metadata_changes.put_schema(current_principal(router), collection_id, body)
+    return MetadataSchemaView.of(collection_id, schema)
 
 
 @router.get("/v1/files/<file_id>")

@@ -10,8 +10,12 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from shared.adapters.postgres.file_rows import VERSION_COLUMNS, FileRows, version_of
-from shared.domain.errors import NotFound
+from shared.adapters.postgres.metadata_rows import metadata_columns, record_key_types
+from shared.adapters.postgres.metadata_sql import FileColumns, filter_condition
+from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.files import FileRecord, FileVersionRecord, MalwareScan, NewVersion, VersionState
+from shared.domain.metadata import MetadataError, MetadataType, changed_metadata
+from shared.domain.metadata_filter import MetadataFilter
 from shared.ports import FileCatalog
 
 _LIVE = ("pending", "stored", "rejected")
@@ -67,6 +71,46 @@ def _move_chunks(conn: psycopg.Connection[Any], tenant_id: str, file_id: UUID, t
     )
 
 
+def _set_on_new_version(conn: psycopg.Connection[Any], new: NewVersion) -> None:
+    """A new version's upload sets these keys on what the file has (its row is locked): a new revision."""
+    row = conn.execute(
+        "SELECT metadata, metadata_revision FROM files WHERE tenant_id = %s AND file_id = %s",
+        (new.tenant_id, new.file_id),
+    ).fetchone()
+    assert row is not None
+    try:
+        merged = changed_metadata(row[0], new.metadata or {}, ())
+    except MetadataError as error:
+        raise InvalidRequest(str(error)) from error
+    if merged == row[0]:
+        return
+    written, typed = metadata_columns(merged, record_key_types(conn, new.tenant_id, new.collection_id, merged))
+    conn.execute(
+        "UPDATE files SET metadata = %s::jsonb, metadata_typed = %s::jsonb, metadata_revision = metadata_revision + 1"
+        " WHERE tenant_id = %s AND file_id = %s",
+        (written, typed, new.tenant_id, new.file_id),
+    )
+
+
+# The file's current version as the file views show it (FileRecord.current: the newest stored, else the newest
+# live one): where a filter reads quire.mediaType, quire.uploadedAt and quire.pages of a file.
+_CURRENT_VERSION = (
+    " LEFT JOIN LATERAL (SELECT v.media_type, coalesce(v.stored_at, v.created_at) AS uploaded_at, v.page_count"
+    " FROM file_versions v WHERE v.tenant_id = f.tenant_id AND v.file_id = f.file_id"
+    " AND v.state IN ('pending', 'stored', 'rejected')"
+    " ORDER BY (v.state = 'stored') DESC, v.created_at DESC, v.version_id DESC LIMIT 1) AS cur ON true"
+)
+FILE_COLUMNS = FileColumns(
+    built_in={
+        "quire.collection": ("f.collection_id", MetadataType.STRING),
+        "quire.filename": ("f.filename", MetadataType.STRING),
+        "quire.mediaType": ("cur.media_type", MetadataType.STRING),
+        "quire.uploadedAt": ("cur.uploaded_at", MetadataType.DATE),
+        "quire.pages": ("cur.page_count", MetadataType.NUMBER),
+    }
+)
+
+
 class PostgresFileCatalog(FileRows, FileCatalog):
     def create_version(self, new: NewVersion, *, new_file: bool) -> None:
         with self._database.tenant_transaction(new.tenant_id) as conn:
@@ -74,10 +118,13 @@ class PostgresFileCatalog(FileRows, FileCatalog):
             _lock_collection(conn, new.tenant_id, new.collection_id)
             conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (new.tenant_id,))
             if new_file:
+                metadata = new.metadata or {}
+                types = record_key_types(conn, new.tenant_id, new.collection_id, metadata)
+                written, typed = metadata_columns(metadata, types)
                 conn.execute(
-                    "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by)"
-                    " VALUES (%s, %s, %s, %s, %s)",
-                    (new.tenant_id, new.file_id, new.collection_id, new.filename, new.created_by),
+                    "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by, metadata,"
+                    " metadata_typed) VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb)",
+                    (new.tenant_id, new.file_id, new.collection_id, new.filename, new.created_by, written, typed),
                 )
             elif not _lock_live_file(conn, new.tenant_id, new.file_id):
                 # Deleted since the caller looked: a new version must not bring it back.
@@ -86,6 +133,8 @@ class PostgresFileCatalog(FileRows, FileCatalog):
                 # Moved since the caller's role was checked in the collection it saw: as far as that check
                 # goes, the file is gone from there (the file's lock orders this against the move).
                 raise NotFound("not found")
+            elif new.metadata:
+                _set_on_new_version(conn, new)
             conn.execute(
                 "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type,"
                 " declared_byte_size, storage_key, created_by, export_id, processing_state)"
@@ -131,17 +180,21 @@ class PostgresFileCatalog(FileRows, FileCatalog):
         collection_id: str | None,
         limit: int,
         after: tuple[datetime, UUID] | None,
+        where: MetadataFilter | None = None,
     ) -> tuple[list[FileRecord], bool]:
         wanted = sorted(collections if collection_id is None else collections & {collection_id})
         if not wanted:
             return [], False
+        params: dict[str, Any] = {"tenant": tenant_id, "collections": wanted, "limit": limit + 1}
         query = (
-            "SELECT f.file_id, f.created_at FROM files f"
-            " WHERE f.tenant_id = %(tenant)s AND f.collection_id = ANY(%(collections)s)"
+            "SELECT f.file_id, f.created_at FROM files f"  # noqa: S608 - constant text; values are parameters
+            + (_CURRENT_VERSION if where is not None else "")
+            + " WHERE f.tenant_id = %(tenant)s AND f.collection_id = ANY(%(collections)s)"
             " AND EXISTS (SELECT 1 FROM file_versions v WHERE v.tenant_id = f.tenant_id AND v.file_id = f.file_id"
             "             AND v.state IN ('pending', 'stored', 'rejected'))"
         )
-        params: dict[str, Any] = {"tenant": tenant_id, "collections": wanted, "limit": limit + 1}
+        if where is not None:
+            query += " AND " + filter_condition(where.tree, FILE_COLUMNS, params)
         if after is not None:
             query += " AND (f.created_at, f.file_id) < (%(after_at)s, %(after_id)s)"
             params.update(after_at=after[0], after_id=after[1])
@@ -156,7 +209,7 @@ class PostgresFileCatalog(FileRows, FileCatalog):
             return []
         with conn.cursor(row_factory=dict_row) as cursor:
             files = cursor.execute(
-                "SELECT file_id, collection_id, filename, created_at FROM files"
+                "SELECT file_id, collection_id, filename, created_at, metadata, metadata_revision FROM files"
                 " WHERE tenant_id = %s AND file_id = ANY(%s)",
                 (tenant_id, list(file_ids)),
             ).fetchall()
@@ -316,6 +369,11 @@ class PostgresFileCatalog(FileRows, FileCatalog):
                 return False
             if from_collection == to_collection:
                 return True
+            # The metadata's keys take (or must already have) their types in the collection it moves to.
+            metadata = conn.execute(
+                "SELECT metadata FROM files WHERE tenant_id = %s AND file_id = %s", (tenant_id, file_id)
+            ).fetchone()
+            record_key_types(conn, tenant_id, to_collection, metadata[0] if metadata else {})
             conn.execute(
                 "UPDATE files SET collection_id = %s WHERE tenant_id = %s AND file_id = %s",
                 (to_collection, tenant_id, file_id),

@@ -172,9 +172,11 @@ class PostgresKnowledgeStore(KnowledgeStore):
             return []
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
             rows = cursor.execute(
-                "SELECT chunk_id, file_id::text, version_id::text, filename, media_type, collection_id, location,"
-                " heading_path, block_kind, substr(content, body_offset + 1) AS body FROM knowledge_chunks"
-                " WHERE tenant_id = %s AND subjects && %s AND chunk_id = ANY(%s)",
+                "SELECT c.chunk_id, c.file_id::text, c.version_id::text, c.filename, c.media_type, c.collection_id,"
+                " c.location, c.heading_path, c.block_kind, substr(c.content, c.body_offset + 1) AS body,"
+                " f.metadata, f.metadata_revision FROM knowledge_chunks AS c"
+                " JOIN files AS f ON f.tenant_id = c.tenant_id AND f.file_id = c.file_id"
+                " WHERE c.tenant_id = %s AND c.subjects && %s AND c.chunk_id = ANY(%s)",
                 (tenant_id, sorted(collections), list(chunk_ids)),
             ).fetchall()
         return [
@@ -189,6 +191,8 @@ class PostgresKnowledgeStore(KnowledgeStore):
                 heading_path=tuple(row["heading_path"]),
                 block_kind=BlockKind(row["block_kind"]),
                 body=row["body"],
+                metadata=row["metadata"],
+                metadata_revision=row["metadata_revision"],
             )
             for row in rows
         ]

@@ -1,11 +1,44 @@
-"""The optional search filters as conditions on a chunk row, shared by both lanes."""
+"""The optional search filters as conditions on a chunk row, shared by every lane."""
 
 from typing import Any
 
+from shared.adapters.postgres.metadata_sql import FileColumns, filter_condition, references_metadata
+from shared.domain.metadata import MetadataType
+from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.search import SearchFilters
 
 
-def filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str = "") -> str:
+def chunk_columns(chunk: str) -> FileColumns:
+    """The built-in keys as a chunk row (alias `chunk`, with its dot) has them: its version's, as indexed; the
+    product's own keys from the file row `f`."""
+    return FileColumns(
+        built_in={
+            "quire.collection": (f"{chunk}collection_id", MetadataType.STRING),
+            "quire.filename": (f"{chunk}filename", MetadataType.STRING),
+            "quire.mediaType": (f"{chunk}media_type", MetadataType.STRING),
+            "quire.uploadedAt": (f"{chunk}uploaded_at", MetadataType.DATE),
+            "quire.pages": (
+                f"(SELECT v.page_count FROM file_versions AS v WHERE v.tenant_id = {chunk}tenant_id"  # noqa: S608
+                f" AND v.version_id = {chunk}version_id)",
+                MetadataType.NUMBER,
+            ),
+        }
+    )
+
+
+def where_sql(where: MetadataFilter, params: dict[str, Any], chunk: str) -> str:
+    """The metadata filter on a chunk row: its file's row is joined by key (one index probe) only when the filter
+    reads a product's key."""
+    condition = filter_condition(where.tree, chunk_columns(chunk), params)
+    if not references_metadata(where.tree):
+        return condition
+    return (
+        f"EXISTS (SELECT 1 FROM files AS f WHERE f.tenant_id = {chunk}tenant_id"  # noqa: S608 - aliases and parameters
+        f" AND f.file_id = {chunk}file_id AND {condition})"
+    )
+
+
+def filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str) -> str:
     """Conditions on the chunk row (`chunk` is its alias with a dot, if any) for the optional filters;
     collections are always applied, by each lane."""
     conditions = []
@@ -22,4 +55,6 @@ def filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str = "") 
     if filters.uploaded_before:
         conditions.append(f"{chunk}uploaded_at < %(uploaded_before)s")
         params["uploaded_before"] = filters.uploaded_before
+    if filters.where is not None:
+        conditions.append(where_sql(filters.where, params, chunk))
     return "".join(f" AND {condition}" for condition in conditions)

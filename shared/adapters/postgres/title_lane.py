@@ -23,7 +23,9 @@ _NAMED = """
 SELECT DISTINCT t.title_key, t.file_id::text, t.version_id::text
 FROM document_titles AS t
 CROSS JOIN LATERAL (
-  SELECT c.subjects, c.media_type, c.filename, c.uploaded_at FROM knowledge_chunks AS c
+  SELECT c.tenant_id, c.file_id, c.version_id, c.collection_id, c.subjects, c.media_type, c.filename,
+         c.uploaded_at
+  FROM knowledge_chunks AS c
   WHERE c.tenant_id = %(tenant)s AND c.version_id = t.version_id ORDER BY c.ordinal LIMIT 1
 ) AS c
 WHERE t.tenant_id = %(tenant)s AND t.title_key = ANY(%(keys)s) AND c.subjects && %(collections)s {filters}

@@ -1,0 +1,209 @@
+"""A file's metadata over HTTP (issue 33): set at upload, read back in every view and citation, patched with a
+revision, typed per collection, and filtering search (every mode) and the file list inside the lanes."""
+
+import json
+import threading
+import urllib.parse
+import uuid
+from typing import Any
+
+from shared.domain.auth import Role
+from tests.integration.api_steps import search
+from tests.integration.files_stack import Stack
+
+CONTRACT = b"# Supply contract\n\nThe supplier delivers turbine blades every quarter under this agreement.\n"
+POLICY = b"# Travel policy\n\nStaff book turbine inspection travel through the portal.\n"
+
+
+def _upload(stack: Stack, token: str, filename: str, content: bytes, metadata: dict[str, Any] | None) -> Any:
+    body: dict[str, Any] = {
+        "collectionId": "docs",
+        "filename": filename,
+        "mediaType": "text/markdown",
+        "byteSize": len(content),
+    }
+    if metadata is not None:
+        body["metadata"] = metadata
+    status, ticket = stack.json("POST", "/v1/uploads", token, body)
+    assert status == 201, ticket
+    assert stack.post_bytes(ticket, content, "text/markdown") in (200, 201, 204)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    return ticket
+
+
+def _tenant() -> str:
+    return f"m{uuid.uuid4().hex[:10]}"
+
+
+def test_metadata_set_at_upload_filters_search_in_every_mode_and_the_file_list(stack: Stack) -> None:
+    token = stack.token(tenant=_tenant())
+    acme = _upload(
+        stack, token, "contract.md", CONTRACT, {"customer": "acme", "effective": "2026-01-01", "tags": ["nda"]}
+    )
+    globex = _upload(stack, token, "policy.md", POLICY, {"customer": "globex", "amount": 12.5})
+
+    status, record = stack.json("GET", f"/v1/files/{acme['fileId']}", token)
+    assert status == 200
+    assert record["metadata"] == {"customer": "acme", "effective": "2026-01-01", "tags": ["nda"]}
+    assert record["metadataRevision"] == 0
+
+    only_acme = {"equals": {"key": "customer", "value": "acme"}}
+    for mode in ("hybrid", "keyword", "semantic"):
+        found = search(stack, token, "turbine", mode=mode, filter=only_acme)
+        assert found["outcome"] == "found", (mode, found)
+        assert {hit["citation"]["fileId"] for hit in found["hits"]} == {acme["fileId"]}, mode
+        assert found["hits"][0]["citation"]["metadata"]["customer"] == "acme"
+        assert found["hits"][0]["citation"]["metadataRevision"] == 0
+    dated = search(
+        stack,
+        token,
+        "turbine",
+        filter={"greaterThanOrEquals": {"key": "effective", "value": "2025-12-31T23:00:00+02:00"}},
+    )
+    assert {hit["citation"]["fileId"] for hit in dated["hits"]} == {acme["fileId"]}
+
+    # A filter keeping nothing answers no_match naming it: never the unfiltered hits.
+    nothing = {"equals": {"key": "customer", "value": "initech"}}
+    empty = search(stack, token, "turbine", filter=nothing)
+    assert empty["outcome"] == "no_match"
+    assert '{"equals":{"key":"customer","value":"initech"}}' in empty["message"]
+
+    listed = _list(stack, token, {"notEquals": {"key": "customer", "value": "acme"}})
+    assert [file["fileId"] for file in listed] == [globex["fileId"]]
+    assert listed[0]["metadata"] == {"customer": "globex", "amount": 12.5}
+    assert {
+        f["fileId"] for f in _list(stack, token, {"equals": {"key": "quire.mediaType", "value": "text/markdown"}})
+    } == {
+        acme["fileId"],
+        globex["fileId"],
+    }
+
+
+def _list(stack: Stack, token: str, where: dict[str, Any]) -> list[dict[str, Any]]:
+    query = urllib.parse.urlencode({"filter": json.dumps(where)})
+    status, page = stack.json("GET", f"/v1/files?{query}", token)
+    assert status == 200, page
+    return page["files"]  # type: ignore[no-any-return]
+
+
+def test_a_patch_takes_effect_in_search_at_once_and_a_stale_revision_is_a_conflict(stack: Stack) -> None:
+    token = stack.token(tenant=_tenant())
+    ticket = _upload(stack, token, "contract.md", CONTRACT, {"customer": "acme"})
+    path = f"/v1/files/{ticket['fileId']}/metadata"
+    status, changed = stack.json(
+        "PATCH", path, token, {"set": {"customer": "globex", "region": "eu"}, "expectedRevision": 0}
+    )
+    assert status == 200, changed
+    assert changed["metadata"] == {"customer": "globex", "region": "eu"} and changed["metadataRevision"] == 1
+    assert (
+        search(stack, token, "turbine", filter={"equals": {"key": "customer", "value": "acme"}})["outcome"]
+        == "no_match"
+    )
+    assert (
+        search(stack, token, "turbine", filter={"equals": {"key": "customer", "value": "globex"}})["outcome"] == "found"
+    )
+
+    status, stale = stack.json("PATCH", path, token, {"remove": ["region"], "expectedRevision": 0})
+    assert status == 409 and stale["metadataRevision"] == 1, stale
+    status, removed = stack.json("PATCH", path, token, {"remove": ["region"], "expectedRevision": 1})
+    assert status == 200 and removed["metadata"] == {"customer": "globex"} and removed["metadataRevision"] == 2
+
+
+def test_two_patches_with_one_expected_revision_give_one_200_and_one_409(stack: Stack) -> None:
+    token = stack.token(tenant=_tenant())
+    ticket = _upload(stack, token, "contract.md", CONTRACT, {"customer": "acme"})
+    path = f"/v1/files/{ticket['fileId']}/metadata"
+    statuses: list[int] = []
+    start = threading.Barrier(2)
+
+    def patch(value: str) -> None:
+        start.wait()
+        statuses.append(stack.json("PATCH", path, token, {"set": {"customer": value}, "expectedRevision": 0})[0])
+
+    threads = [threading.Thread(target=patch, args=(value,)) for value in ("globex", "initech")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200, 409]
+
+
+def test_each_refusal_names_the_field_and_the_limit(stack: Stack) -> None:
+    token = stack.token(tenant=_tenant())
+    body = {"collectionId": "docs", "filename": "a.md", "mediaType": "text/markdown", "byteSize": 3}
+    cases = [
+        ({"Customer": "x"}, "metadata.Customer: a key must match"),
+        ({f"k{i}": i for i in range(65)}, "metadata: has 65 keys; at most 64"),
+        ({"note": "x" * 1025}, "metadata.note: is 1025 characters; at most 1024"),
+        ({"tags": ["a"] * 101}, "metadata.tags: has 101 items; at most 100"),
+        ({"note": "a\u0007b"}, "metadata.note: holds a control character, a NUL or a lone surrogate"),
+        ({"note": "a\u0000b"}, "body.metadata.note contains a NUL character"),
+        ({"quire.collection": "x"}, "metadata.quire.collection: a key must match"),
+    ]
+    for metadata, message in cases:
+        status, refused = stack.json("POST", "/v1/uploads", token, {**body, "metadata": metadata})
+        assert status == 400, (metadata, refused)
+        assert message in refused["message"], refused
+    # A key keeps the type it first had in the collection.
+    _upload(stack, token, "contract.md", CONTRACT, {"amount": 5})
+    status, refused = stack.json("POST", "/v1/uploads", token, {**body, "metadata": {"amount": "five"}})
+    assert (
+        status == 400
+        and refused["message"] == "metadata.amount: is a string, but amount is a number in this collection"
+    )
+    # A malformed filter names its path.
+    status, refused = stack.json(
+        "POST",
+        "/v1/search",
+        token,
+        {
+            "query": "turbine",
+            "filter": {
+                "andAll": [{"equals": {"key": "a", "value": 1}}, {"greaterThan": {"key": "d", "value": "soon"}}]
+            },
+        },
+    )
+    assert status == 400 and refused["message"].startswith("filter.andAll[1].greaterThan.value:"), refused
+
+
+def test_a_reader_cannot_write_metadata_and_an_outsider_cannot_see_the_file(stack: Stack) -> None:
+    tenant = _tenant()
+    writer = stack.token(tenant=tenant)
+    ticket = _upload(stack, writer, "contract.md", CONTRACT, {"customer": "acme"})
+    path = f"/v1/files/{ticket['fileId']}/metadata"
+    reader = stack.token(tenant=tenant, role=Role.READ)
+    assert stack.json("PATCH", path, reader, {"set": {"customer": "x"}})[0] == 403
+    outsider = stack.token(tenant=_tenant())
+    status, body = stack.json("PATCH", path, outsider, {"set": {"customer": "x"}})
+    assert status == 404 and body["message"] == "Not found"
+
+
+def test_bulk_changes_are_all_applied_or_none(stack: Stack) -> None:
+    token = stack.token(tenant=_tenant())
+    first = _upload(stack, token, "contract.md", CONTRACT, {"customer": "acme"})
+    second = _upload(stack, token, "policy.md", POLICY, None)
+    bad = {
+        "files": [
+            {"fileId": first["fileId"], "set": {"region": "eu"}},
+            {"fileId": second["fileId"], "set": {"region": 3}},
+        ]
+    }
+    status, refused = stack.json("POST", "/v1/files/metadata", token, bad)
+    assert status == 400 and refused["message"].startswith("files[1]"), refused
+    assert stack.json("GET", f"/v1/files/{first['fileId']}", token)[1]["metadata"] == {"customer": "acme"}
+    good = {
+        "files": [
+            {"fileId": first["fileId"], "set": {"region": "eu"}},
+            {"fileId": second["fileId"], "set": {"region": "us"}},
+        ]
+    }
+    status, done = stack.json("POST", "/v1/files/metadata", token, good)
+    assert status == 200, done
+    assert {item["fileId"]: item["metadataRevision"] for item in done["files"]} == {
+        first["fileId"]: 1,
+        second["fileId"]: 1,
+    }
+    assert {f["fileId"] for f in _list(stack, token, {"exists": {"key": "region"}})} == {
+        first["fileId"],
+        second["fileId"],
+    }
