@@ -44,9 +44,24 @@ CREATE POLICY tenant_isolation ON collection_metadata_schemas
 GRANT SELECT, INSERT, UPDATE, DELETE ON collection_metadata_schemas TO {{app_role}};
 
 -- A metadata change changes what a filtered search finds and what its citations show: it bumps the collection's
--- index generation (migrations/0020) as a change of chunks does, so no cached answer outlives it. The same
--- function as the chunks' triggers (SECURITY DEFINER: the application cannot write generations itself). On any
--- update of a file row (PostgreSQL refuses a column list beside a transition table): a rename or a move bumps it
--- too, which they do through the chunks anyway. A new file's insert adds no chunk a cached answer could cite.
+-- index generation (migrations/0020) as a change of chunks does, so no cached answer outlives it. Only a change of
+-- the metadata (comparing each row before and after: PostgreSQL refuses a column list beside transition tables);
+-- a rename or a move bumps it through the chunks already. SECURITY DEFINER as 0020's function, for the same reason
+-- (the application cannot write generations), made safe the same way.
+CREATE FUNCTION files_bump_generation() RETURNS trigger
+  LANGUAGE plpgsql SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  AS $$
+BEGIN
+  INSERT INTO public.collection_index_generations AS g (tenant_id, collection_id, generation)
+    SELECT DISTINCT a.tenant_id, a.collection_id, 1::bigint
+    FROM after_change AS a JOIN before_change AS b ON b.tenant_id = a.tenant_id AND b.file_id = a.file_id
+    WHERE a.metadata_typed IS DISTINCT FROM b.metadata_typed OR a.metadata IS DISTINCT FROM b.metadata
+    ORDER BY 1, 2
+  ON CONFLICT (tenant_id, collection_id) DO UPDATE SET generation = g.generation + 1;
+  RETURN NULL;
+END $$;
+REVOKE ALL ON FUNCTION files_bump_generation() FROM PUBLIC;
 CREATE TRIGGER files_metadata_generation AFTER UPDATE ON files
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION knowledge_chunks_bump_generation();
+  REFERENCING OLD TABLE AS before_change NEW TABLE AS after_change
+  FOR EACH STATEMENT EXECUTE FUNCTION files_bump_generation();

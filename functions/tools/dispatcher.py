@@ -159,6 +159,8 @@ def _dumped(refusal: Refusal) -> dict[str, Any]:
 # each is fenced where it stands (a filename, a sheet's or a shape's name, an extraction warning naming them).
 SUPPLIED_TEXT_FIELDS = frozenset({"filename", "sheet", "shape"})
 SUPPLIED_TEXT_LISTS = frozenset({"warnings"})
+# A file's metadata (issue 33): every string value, and every string of a list, is the product's text.
+SUPPLIED_TEXT_MAPS = frozenset({"metadata"})
 
 
 def fence_supplied_text(content: Any, fence: Fence) -> Any:
@@ -170,12 +172,22 @@ def fence_supplied_text(content: Any, fence: Fence) -> Any:
                 fenced[key] = fence.wrap(value)
             elif key in SUPPLIED_TEXT_LISTS and isinstance(value, list):
                 fenced[key] = [fence.wrap(item) if isinstance(item, str) else item for item in value]
+            elif key in SUPPLIED_TEXT_MAPS and isinstance(value, dict):
+                fenced[key] = {name: _fenced_value(item, fence) for name, item in value.items()}
             else:
                 fenced[key] = fence_supplied_text(value, fence)
         return fenced
     if isinstance(content, list):
         return [fence_supplied_text(item, fence) for item in content]
     return content
+
+
+def _fenced_value(value: Any, fence: Fence) -> Any:
+    if isinstance(value, str):
+        return fence.wrap(value)
+    if isinstance(value, list):
+        return [fence.wrap(item) if isinstance(item, str) else item for item in value]
+    return value
 
 
 def _id_parameters(tool: Tool[Any, Any]) -> tuple[str, ...]:

@@ -10,7 +10,10 @@ from shared.domain.search import Citation, Empty, SearchQuery
 
 
 def _place(citation: Citation) -> CitationPlace:
-    return CitationPlace.model_validate(citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at"}))
+    # Metadata reaches agents fenced, as document-supplied text, not as a place (issue 33: the tools, next).
+    return CitationPlace.model_validate(
+        citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at", "metadata", "metadata_revision"})
+    )
 
 
 @tool(

@@ -189,7 +189,7 @@ def test_cors_allows_only_the_environments_origins_and_the_consoles(synthesized:
     assert origins == [*settings_for(env).cors_allowed_origins, console_origin(template)]
     assert "*" not in cors["AllowOrigins"]
     assert "*" not in cors["AllowHeaders"]
-    assert sorted(cors["AllowMethods"]) == ["DELETE", "GET", "POST"]
+    assert sorted(cors["AllowMethods"]) == ["DELETE", "GET", "PATCH", "POST", "PUT"]
     assert cors.get("AllowCredentials", False) is False
 
 
