@@ -499,7 +499,14 @@ class Writes:
             versions = sorted(k for k in self.acknowledged if k[0] == key)
         if versions:
             target = chance.choice(versions)
-            client.delete_object(Bucket=self.bucket, Key=target[0], VersionId=target[1])
+            try:
+                client.delete_object(Bucket=self.bucket, Key=target[0], VersionId=target[1])
+            except Exception:
+                # Unanswered (the kill came meanwhile): the delete may have been carried out before it, so the
+                # version may be there or not, as on S3. It is no longer one the server owes us.
+                with self.lock:
+                    self.acknowledged.pop(target, None)
+                raise
             with self.lock:
                 self.deleted.add(target)
                 self.acknowledged.pop(target, None)
