@@ -144,6 +144,7 @@ def component_figures() -> list[dict[str, Any]]:
     Lambda packages' sizes and their handlers' cold imports (fresh interpreters)."""
     from bench.embedding import figures as embedding_figures
     from bench.extraction import figures as extraction_figures
+    from bench.filtered_search import figures as filtered_search_figures
     from bench.ocr import figures as ocr_figures
     from bench.packages import figures as package_figures
     from bench.page_images import figures as page_image_figures
@@ -153,6 +154,7 @@ def component_figures() -> list[dict[str, Any]]:
     return [
         *extraction_figures(result),
         *search_figures(result),
+        *filtered_search_figures(result),
         *embedding_figures(result),
         *ocr_figures(result),
         *rendering_figures(result),
