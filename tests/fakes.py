@@ -14,6 +14,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -52,7 +53,7 @@ from shared.domain.files import (
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite
 from shared.domain.limits import Spend, TenantLimits
 from shared.domain.metadata_filter import MetadataFilter
-from shared.domain.search import ChunkSnapshot
+from shared.domain.search import ChunkSnapshot, SearchFilters
 from shared.domain.summaries import DraftCitation, DraftSentence, GeneratedSummary, validated_summary
 from shared.domain.uploads import signed_read_type, stored_content_type
 from shared.domain.usage import RequestKind, Usage, UsageTotal, collection_shares
@@ -222,6 +223,28 @@ class FakeFileMetadataStore(FileMetadataStore):
     ) -> tuple[list[FileRecord], bool]:
         if where is not None:
             raise NotImplementedError("the fake catalog keeps no metadata; metadata filters run on PostgreSQL")
+        return self._listed(tenant_id, collections, collection_id=collection_id, limit=limit, after=after)
+
+    def facets(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        keys: Sequence[str],
+        *,
+        where: MetadataFilter | None = None,
+        filters: SearchFilters | None = None,
+    ) -> dict[str, list[tuple[Any, int]]]:
+        raise NotImplementedError("the fake catalog keeps no metadata; facets are counted on PostgreSQL")
+
+    def _listed(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        *,
+        collection_id: str | None,
+        limit: int,
+        after: tuple[datetime, UUID] | None,
+    ) -> tuple[list[FileRecord], bool]:
         wanted = collections if collection_id is None else collections & {collection_id}
         with self._lock:
             files = sorted(
@@ -1068,6 +1091,9 @@ class FakeKnowledgeStore(KnowledgeStore):
     """Chunks over the fake metadata store's rows, with the real swap's checks: the version must still be
     stored and held (by the attempt in `indexing`, or `indexed` for a re-index), a superseded version gets no
     chunks, and the file's chunks are replaced whole. Deleting a file removes its chunks at once."""
+
+    def one_moment(self, tenant_id: str) -> AbstractContextManager[None]:
+        return nullcontext()  # one lock-free dict: every read is of one moment already
 
     def __init__(self, metadata: FakeFileMetadataStore) -> None:
         self._metadata = metadata

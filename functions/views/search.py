@@ -4,7 +4,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from functions.views.base import ApiModel
 from shared.domain.errors import InvalidRequest
@@ -84,6 +84,12 @@ class SearchRequest(ApiModel):
     filters: SearchFiltersBody | None = None
     filter_: dict[str, Any] | None = Field(
         default=None, alias="filter", description=FILTER_DESCRIPTION, examples=[FILTER_EXAMPLE]
+    )
+    facets: list[Annotated[str, Field(max_length=64)]] | None = Field(
+        default=None,
+        max_length=10,
+        description="Metadata keys (or quire.collection, quire.mediaType) whose most frequent values to count over"
+        " the files the caller can read and the filters keep: `facets` in the answer, at most 50 values each.",
     )
 
     def to_query(self) -> SearchQuery:
@@ -174,14 +180,31 @@ class HitView(ApiModel):
     citation: CitationView
 
 
-class SearchFoundView(ApiModel):
+class FacetCountView(ApiModel):
+    value: Any
+    count: int
+
+
+class _WithFacets(ApiModel):
+    # Only when asked for (`facets`): each key's most frequent values over the files the search could look in.
+    facets: dict[str, list[FacetCountView]] | None = None
+
+    @model_serializer(mode="wrap")
+    def _wire(self, serialize: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        dumped = serialize(self)
+        if dumped.get("facets") is None:
+            dumped.pop("facets", None)
+        return dumped
+
+
+class SearchFoundView(_WithFacets):
     outcome: Literal["found"]
     vector_available: bool
     truncated_by_budget: bool
     hits: list[HitView]
 
 
-class SearchEmptyView(ApiModel):
+class SearchEmptyView(_WithFacets):
     """No hits field at all: an empty result cannot be read as a weak answer."""
 
     outcome: EmptyReason
@@ -189,16 +212,24 @@ class SearchEmptyView(ApiModel):
     vector_available: bool
 
 
-def search_view(outcome: SearchOutcome) -> SearchFoundView | SearchEmptyView:
+def search_view(
+    outcome: SearchOutcome, facets: dict[str, list[tuple[Any, int]]] | None = None
+) -> SearchFoundView | SearchEmptyView:
+    counted = (
+        {key: [FacetCountView(value=value, count=count) for value, count in pairs] for key, pairs in facets.items()}
+        if facets is not None
+        else None
+    )
     if isinstance(outcome, Empty):
         return SearchEmptyView(
-            outcome=outcome.outcome, message=outcome.message, vector_available=outcome.vector_available
+            outcome=outcome.outcome, message=outcome.message, vector_available=outcome.vector_available, facets=counted
         )
     return SearchFoundView(
         outcome="found",
         vector_available=outcome.vector_available,
         truncated_by_budget=outcome.truncated_by_budget,
         hits=[HitView.model_validate(hit.model_dump()) for hit in outcome.hits],
+        facets=counted,
     )
 
 

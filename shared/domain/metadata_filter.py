@@ -8,7 +8,7 @@ names the path of what is wrong (`filter.andAll[2].greaterThan.value`) and the r
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -245,3 +245,28 @@ _LEAF_TESTS: Mapping[str, Any] = {
     "lessThan": _compared((-1,)),
     "lessThanOrEquals": _compared((-1, 0)),
 }
+
+
+MAX_FACET_KEYS = 10
+MAX_FACET_VALUES = 50
+# The built-in keys a facet may count (the rest are instants and numbers: a range filter suits them).
+FACET_BUILT_INS = ("quire.collection", "quire.mediaType")
+
+
+def facet_keys(raw: Sequence[object], *, path: str = "facets") -> tuple[str, ...]:
+    """The keys to count values of, each a metadata key or a FACET_BUILT_INS key, at most MAX_FACET_KEYS, no
+    repeats; FilterError names the one that is not."""
+    if len(raw) > MAX_FACET_KEYS:
+        raise FilterError(path, f"names {len(raw)} keys; at most {MAX_FACET_KEYS} are allowed")
+    keys: list[str] = []
+    for index, key in enumerate(raw):
+        here = f"{path}[{index}]"
+        metadata_key = isinstance(key, str) and METADATA_KEY.fullmatch(key) and not key.startswith("quire.")
+        if not isinstance(key, str) or not (key in FACET_BUILT_INS or metadata_key):
+            raise FilterError(
+                here, f"must be a metadata key (^[a-z][a-z0-9_.-]{{0,63}}$) or one of {', '.join(FACET_BUILT_INS)}"
+            )
+        if key in keys:
+            raise FilterError(here, f"{key} is named twice")
+        keys.append(key)
+    return tuple(keys)

@@ -6,7 +6,7 @@ The docstrings are the contracts adapters keep (docs/architecture.md, "Ports and
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
 from shared.domain.files import (
@@ -25,6 +25,7 @@ from shared.domain.files import (
 from shared.domain.metadata import MetadataChange
 from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.metadata_schema import MetadataSchema
+from shared.domain.search import SearchFilters
 from shared.domain.workflow import ProcessVersion, StartOutcome
 
 MAX_SIGNED_READ_LIFETIME = timedelta(minutes=15)
@@ -147,6 +148,19 @@ class FileCatalog(Protocol):
 
         Returns the page and whether more files follow it.
         """
+        ...
+
+    def facets(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        keys: Sequence[str],
+        *,
+        where: MetadataFilter | None = None,
+        filters: SearchFilters | None = None,
+    ) -> dict[str, list[tuple[Any, int]]]:
+        """Each key's most frequent values (at most 50) over the live files of `collections` that `where` and
+        `filters` keep, with how many files hold each: a list's items are counted each, a file once per value."""
         ...
 
     def find_version(self, tenant_id: str, version_id: UUID) -> tuple[FileRecord, FileVersionRecord] | None:

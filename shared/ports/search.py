@@ -4,6 +4,7 @@ The docstrings are the contracts adapters keep (docs/architecture.md, "Ports and
 """
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 from uuid import UUID
 
@@ -46,6 +47,11 @@ class KnowledgeStore(Protocol):
 
     def snapshots(self, tenant_id: str, collections: frozenset[str], chunk_ids: Sequence[str]) -> list[ChunkSnapshot]:
         """The stored chunks among `chunk_ids` in `collections` (a hit outside them is never hydrated)."""
+        ...
+
+    def one_moment(self, tenant_id: str) -> AbstractContextManager[None]:
+        """Every read of the index inside (the lanes, the title lane, `snapshots`) sees it at one moment: a search
+        racing a change of a file's metadata sees it before or after, never both."""
         ...
 
 

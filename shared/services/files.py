@@ -7,7 +7,7 @@ unentitled caller gets NotFound, exactly as for an id that does not exist.
 import base64
 import binascii
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice
@@ -34,8 +34,9 @@ from shared.domain.files import (
     VersionState,
 )
 from shared.domain.metadata import MetadataError, validated_metadata
-from shared.domain.metadata_filter import MetadataFilter
+from shared.domain.metadata_filter import FilterError, MetadataFilter, facet_keys
 from shared.domain.page_images import parse_page_image_key
+from shared.domain.search import SearchFilters
 from shared.domain.text_reads import (
     ENCODING_PROBE_BYTES,
     TEXT_READ_MEDIA_TYPES,
@@ -273,6 +274,31 @@ class FileService:
             where=where,
         )
         return FilePage(files=tuple(records), next_cursor=encode_cursor(records[-1]) if more and records else None)
+
+    def facets(
+        self,
+        principal: Principal,
+        keys: Sequence[object],
+        *,
+        collections: frozenset[str] | None = None,
+        where: MetadataFilter | None = None,
+        filters: SearchFilters | None = None,
+    ) -> dict[str, list[tuple[Any, int]]]:
+        """Each key's most frequent values over the files the caller can read in `collections` (by default all it
+        reads) that the filters keep: what a product builds its filter controls from. A key that is not a facet
+        is a 400 naming it; a count never includes a file the caller cannot read."""
+        try:
+            wanted = facet_keys(keys)
+        except FilterError as error:
+            raise InvalidRequest(str(error)) from error
+        readable = self._policy.readable_collections(principal)
+        return self._catalog.facets(
+            principal.tenant_id,
+            readable if collections is None else readable & collections,
+            wanted,
+            where=where,
+            filters=filters,
+        )
 
     def read(
         self, principal: Principal, file_id: UUID, *, version_id: UUID | None, lifetime: timedelta

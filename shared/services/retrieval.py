@@ -8,6 +8,7 @@ an optional filter is a filter someone omits.
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 from shared.domain.auth import Principal
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
@@ -91,16 +92,25 @@ class Retrieval:
         return readable if wanted is None else readable & wanted
 
     def lanes(
-        self, tenant_id: str, collections: frozenset[str], query: SearchQuery, *, candidates: int | None = None
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        query: SearchQuery,
+        *,
+        candidates: int | None = None,
+        embedding: list[float] | Literal["embed"] | None = "embed",
     ) -> LaneResults:
+        """Both lanes for `query`; `embedding` is the query's when the caller embedded it already (None: it could
+        not be), else it is embedded here."""
         depth = candidates or self._tuning.candidates
         vector: list[RankedChunk] = []
         keyword: list[RankedChunk] = []
         vector_available = False
         below_floor = 0
-        embedding = None
-        if query.mode is not SearchMode.KEYWORD:
-            embedding = self._embed_query(query.text)
+        if query.mode is SearchMode.KEYWORD:
+            embedding = None
+        else:
+            embedding = self._embed_query(query.text) if embedding == "embed" else embedding
             vector_available = embedding is not None
             if embedding is not None:
                 nearest = self._vectors.nearest(
@@ -141,27 +151,31 @@ class Retrieval:
                 message=EmptyReason.NO_ACCESS.sentence,
                 vector_available=self._embedder.capability().available,
             )
-        lanes = self.lanes(principal.tenant_id, collections, query)
-        fused = fuse([lanes.vector, lanes.keyword], self._tuning)
-        # The title lane: documents the question names by a complete title join as direct subjects.
-        direct = self.direct_subjects(principal.tenant_id, collections, query, fused, lanes)
-        fused = direct.joined(fused)
-        if not fused:
-            reason = EmptyReason.BELOW_FLOOR if lanes.below_floor else EmptyReason.NO_MATCH
-            return Empty(outcome=reason, message=_sentence(reason, query), vector_available=lanes.vector_available)
-        best = fused[0][1]
-        # A direct subject is named by the question: the relative floor does not drop it.
-        kept = [
-            (chunk_id, score)
-            for chunk_id, score in fused
-            if score >= self._tuning.fused_floor * best or chunk_id in direct.chunk_ids
-        ]
-        snapshots = {
-            snapshot.chunk_id: snapshot
-            for snapshot in self._knowledge.snapshots(
-                principal.tenant_id, collections, [chunk_id for chunk_id, _ in kept]
-            )
-        }
+        # Embedded before the index is read, so no connection waits on the model.
+        embedding = None if query.mode is SearchMode.KEYWORD else self._embed_query(query.text)
+        # The lanes, the title lane and the citations read the index at one moment.
+        with self._knowledge.one_moment(principal.tenant_id):
+            lanes = self.lanes(principal.tenant_id, collections, query, embedding=embedding)
+            fused = fuse([lanes.vector, lanes.keyword], self._tuning)
+            # The title lane: documents the question names by a complete title join as direct subjects.
+            direct = self.direct_subjects(principal.tenant_id, collections, query, fused, lanes)
+            fused = direct.joined(fused)
+            if not fused:
+                reason = EmptyReason.BELOW_FLOOR if lanes.below_floor else EmptyReason.NO_MATCH
+                return Empty(outcome=reason, message=_sentence(reason, query), vector_available=lanes.vector_available)
+            best = fused[0][1]
+            # A direct subject is named by the question: the relative floor does not drop it.
+            kept = [
+                (chunk_id, score)
+                for chunk_id, score in fused
+                if score >= self._tuning.fused_floor * best or chunk_id in direct.chunk_ids
+            ]
+            snapshots = {
+                snapshot.chunk_id: snapshot
+                for snapshot in self._knowledge.snapshots(
+                    principal.tenant_id, collections, [chunk_id for chunk_id, _ in kept]
+                )
+            }
         # A chunk deleted between the lanes and the hydration is simply gone, never cited.
         kept = [(chunk_id, score) for chunk_id, score in kept if chunk_id in snapshots]
         order = [chunk_id for chunk_id, _ in kept]

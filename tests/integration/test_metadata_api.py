@@ -211,3 +211,83 @@ def test_bulk_changes_are_all_applied_or_none(stack: Stack) -> None:
         first["fileId"],
         second["fileId"],
     }
+
+
+def _upload_to(stack: Stack, token: str, collection: str, filename: str, metadata: dict[str, Any]) -> Any:
+    body = {
+        "collectionId": collection,
+        "filename": filename,
+        "mediaType": "text/markdown",
+        "byteSize": len(CONTRACT),
+        "metadata": metadata,
+    }
+    status, ticket = stack.json("POST", "/v1/uploads", token, body)
+    assert status == 201, ticket
+    assert stack.post_bytes(ticket, CONTRACT, "text/markdown") in (200, 201, 204)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    return ticket
+
+
+def test_facets_count_the_files_the_caller_reads_and_the_filter_keeps(stack: Stack) -> None:
+    tenant = _tenant()
+    admin = stack.token(tenant=tenant, collections=("docs", "board"))
+    _upload_to(stack, admin, "docs", "a.md", {"customer": "acme", "tags": ["nda", "renewal"]})
+    _upload_to(stack, admin, "docs", "b.md", {"customer": "acme", "tags": ["nda"]})
+    _upload_to(stack, admin, "docs", "c.md", {"customer": "globex", "amount": 3})
+    _upload_to(stack, admin, "board", "d.md", {"customer": "initech", "tags": ["board-only"]})
+
+    status, page = stack.json("GET", "/v1/files?facets=customer,tags,quire.collection,amount", admin)
+    assert status == 200, page
+    assert page["facets"] == {
+        "customer": [{"value": "acme", "count": 2}, {"value": "globex", "count": 1}, {"value": "initech", "count": 1}],
+        "tags": [
+            {"value": "nda", "count": 2},
+            {"value": "board-only", "count": 1},
+            {"value": "renewal", "count": 1},
+        ],
+        "quire.collection": [{"value": "docs", "count": 3}, {"value": "board", "count": 1}],
+        "amount": [{"value": 3, "count": 1}],
+    }
+    query = urllib.parse.urlencode(
+        {"facets": "customer", "filter": json.dumps({"listContains": {"key": "tags", "value": "nda"}})}
+    )
+    assert stack.json("GET", f"/v1/files?{query}", admin)[1]["facets"] == {"customer": [{"value": "acme", "count": 2}]}
+
+    # A reader of docs alone never counts board's files; search's facets are over the files it could look in.
+    reader = stack.token(tenant=tenant, collections=("docs",), role=Role.READ)
+    assert stack.json("GET", "/v1/files?facets=customer", reader)[1]["facets"]["customer"] == [
+        {"value": "acme", "count": 2},
+        {"value": "globex", "count": 1},
+    ]
+    found = search(stack, reader, "turbine blades", facets=["customer", "tags"])
+    assert found["facets"]["tags"] == [{"value": "nda", "count": 2}, {"value": "renewal", "count": 1}]
+    status, refused = stack.json("GET", "/v1/files?facets=customer,quire.pages", admin)
+    assert status == 400 and refused["message"].startswith("facets[1]: must be a metadata key"), refused
+
+
+def test_a_filter_or_facet_on_values_the_caller_cannot_read_answers_as_values_that_exist_nowhere(stack: Stack) -> None:
+    owner, intruder = _tenant(), _tenant()
+    admin = stack.token(tenant=owner, collections=("docs", "board"))
+    _upload_to(stack, admin, "board", "merger.md", {"customer": "kessler-secret", "deal": 7})
+    _upload_to(stack, admin, "docs", "public.md", {"customer": "acme"})
+    neighbours = [
+        stack.token(tenant=intruder, collections=("docs", "board")),  # another tenant, same collection names
+        stack.token(tenant=owner, collections=("docs",), role=Role.READ),  # the same tenant, another collection
+    ]
+    for token in neighbours:
+        answers = []
+        for value in ("kessler-secret", "value-nowhere-00"):
+            where = {"orAll": [{"equals": {"key": "customer", "value": value}}, {"exists": {"key": "deal"}}]}
+            searched = stack.call(
+                "POST",
+                "/v1/search",
+                token,
+                {"query": "turbine blades", "filter": where, "facets": ["customer", "deal"]},
+            )
+            listed = stack.call(
+                "GET", "/v1/files?" + urllib.parse.urlencode({"filter": json.dumps(where), "facets": "deal"}), token
+            )
+            # The sentence names the filter, so it echoes the value asked for: compared with that value masked.
+            answers.append([(status, body.replace(value.encode(), b"<value>")) for status, body in (searched, listed)])
+        assert answers[0] == answers[1]
+        assert b"kessler" not in answers[0][0][1] and b'"deal"' in answers[0][1][1]

@@ -2,6 +2,7 @@
 the store answering from fixed rankings, and an embedder that returns one fixed vector."""
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 
 from shared.domain.auth import Principal
@@ -42,6 +43,9 @@ class FakeEmbedder:
 
 class FakeLanes:
     """Both lanes and the store, answering from fixed rankings, recording what they were asked."""
+
+    def one_moment(self, tenant_id: str) -> AbstractContextManager[None]:
+        return nullcontext()  # fixed rankings in memory: one moment already
 
     def __init__(self, vector: list[tuple[str, float]], keyword: list[tuple[str, float]], bodies: dict[str, str]):
         self.vector = vector

@@ -3,6 +3,7 @@ box of the block that holds them, through the real chunker and the real retrieva
 index, named as one, that matches query words the way the keyword lane does)."""
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 
 import pytest
@@ -37,6 +38,9 @@ BOTTOM = BoundingBox(left=0.1, top=0.7, width=0.8, height=0.2)
 class FakeIndex:
     """Both lanes and the store over chunk drafts held in memory. The keyword lane ranks chunks by how many
     of the query's terms (stopwords stripped) their content holds; the vector lane finds every chunk."""
+
+    def one_moment(self, tenant_id: str) -> AbstractContextManager[None]:
+        return nullcontext()  # fixed rankings in memory: one moment already
 
     def __init__(self, drafts: Sequence[ChunkDraft]) -> None:
         self.drafts = {f"v:{draft.ordinal}": draft for draft in drafts}

@@ -27,6 +27,7 @@ from functions.views.files import (
     SignedReadView,
     UploadRequest,
     UploadResponse,
+    facets_view,
 )
 from functions.views.search import (
     FILTER_QUERY_DESCRIPTION,
@@ -80,15 +81,26 @@ def list_files(
     filter_: Annotated[
         str | None, Query(alias="filter", max_length=MAX_FILTER_QUERY_CHARACTERS, description=FILTER_QUERY_DESCRIPTION)
     ] = None,
+    facets: Annotated[
+        str | None,
+        Query(
+            max_length=1_000,
+            description="Comma-separated metadata keys (or quire.collection, quire.mediaType), at most 10: each key's"
+            " most frequent values (at most 50) over every file the filter keeps, with their counts.",
+        ),
+    ] = None,
 ) -> FileListView:
-    page = container().files.list_files(
-        current_principal(router),
-        collection_id=collection_id,
-        limit=limit,
-        cursor=cursor,
-        where=metadata_filter(filter_json(filter_)) if filter_ is not None else None,
+    principal, files = current_principal(router), container().files
+    where = metadata_filter(filter_json(filter_)) if filter_ is not None else None
+    page = files.list_files(principal, collection_id=collection_id, limit=limit, cursor=cursor, where=where)
+    counted = None
+    if facets is not None:
+        keys = [key.strip() for key in facets.split(",") if key.strip()]
+        collections = frozenset({collection_id}) if collection_id is not None else None
+        counted = facets_view(files.facets(principal, keys, collections=collections, where=where))
+    return FileListView(
+        files=[FileSummary.of(record) for record in page.files], next_cursor=page.next_cursor, facets=counted
     )
-    return FileListView(files=[FileSummary.of(record) for record in page.files], next_cursor=page.next_cursor)
 
 
 @router.patch("/v1/files/<file_id>/metadata")

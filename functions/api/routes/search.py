@@ -25,7 +25,19 @@ router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 
 @router.post("/v1/search")
 def search(request: SearchRequest) -> SearchFoundView | SearchEmptyView:
-    return search_view(container().retrieval.search(current_principal(router), request.to_query()))
+    principal, query = current_principal(router), request.to_query()
+    wired = container()
+    facets = None
+    if request.facets is not None:
+        # Over the files this search could look in: its collections, its filters.
+        facets = wired.files.facets(
+            principal,
+            request.facets,
+            collections=wired.retrieval.searchable_collections(principal, query),
+            where=query.filters.where,
+            filters=query.filters,
+        )
+    return search_view(wired.retrieval.search(principal, query), facets)
 
 
 @router.get("/v1/usage")

@@ -11,6 +11,7 @@ connections whenever it needs them (minutes or hours later), so each new connect
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -25,6 +26,8 @@ from shared.adapters.aws.retrying import LazyClient
 from shared.domain.auth import IDENTIFIER_PATTERN
 
 TENANT_SETTING = "quire.tenant_id"
+# The snapshot this thread (or task) is reading in, if any: (database, tenant, its connection).
+_SNAPSHOT: ContextVar["tuple[Database, str, psycopg.Connection[Any]] | None"] = ContextVar("snapshot", default=None)
 
 
 @dataclass(frozen=True)
@@ -140,13 +143,39 @@ class Database:
 
     @contextmanager
     def tenant_transaction(self, tenant_id: str) -> Iterator[psycopg.Connection[Any]]:
-        """A transaction in which RLS shows and accepts only `tenant_id`'s rows."""
+        """A transaction in which RLS shows and accepts only `tenant_id`'s rows; inside `snapshot(tenant_id)`, the
+        snapshot's own."""
         if not IDENTIFIER_PATTERN.fullmatch(tenant_id):
             raise ValueError(f"invalid tenant id {tenant_id!r}")
+        active = _SNAPSHOT.get()
+        if active is not None and active[0] is self and active[1] == tenant_id:
+            yield active[2]
+            return
         self._ensure_open()
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant_id))
             yield conn
+
+    @contextmanager
+    def snapshot(self, tenant_id: str) -> Iterator[None]:
+        """Every `tenant_transaction(tenant_id)` of this thread inside is one REPEATABLE READ transaction: reads that
+        see the database at one moment (a search's lanes and its citations see a file's metadata before a change or
+        after it, never both). Nested, the outer one holds."""
+        active = _SNAPSHOT.get()
+        if active is not None and active[0] is self and active[1] == tenant_id:
+            yield
+            return
+        if not IDENTIFIER_PATTERN.fullmatch(tenant_id):
+            raise ValueError(f"invalid tenant id {tenant_id!r}")
+        self._ensure_open()
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant_id))
+            token = _SNAPSHOT.set((self, tenant_id, conn))
+            try:
+                yield
+            finally:
+                _SNAPSHOT.reset(token)
 
     @contextmanager
     def unscoped_transaction(self) -> Iterator[psycopg.Connection[Any]]:

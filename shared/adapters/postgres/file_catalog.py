@@ -12,10 +12,12 @@ from psycopg.rows import dict_row
 from shared.adapters.postgres.file_rows import VERSION_COLUMNS, FileRows, version_of
 from shared.adapters.postgres.metadata_rows import metadata_columns, record_key_types
 from shared.adapters.postgres.metadata_sql import FileColumns, filter_condition
+from shared.adapters.postgres.search_filters import filename_pattern
 from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.files import FileRecord, FileVersionRecord, MalwareScan, NewVersion, VersionState
 from shared.domain.metadata import MetadataError, MetadataType, changed_metadata
-from shared.domain.metadata_filter import MetadataFilter
+from shared.domain.metadata_filter import MAX_FACET_VALUES, MetadataFilter
+from shared.domain.search import SearchFilters
 from shared.ports import FileCatalog
 
 _LIVE = ("pending", "stored", "rejected")
@@ -111,6 +113,53 @@ FILE_COLUMNS = FileColumns(
 )
 
 
+# Facets: each key's values over the files kept, counted once per file (a list's items each), the most frequent
+# first (ties by value), at most `per_key` of them. A file is counted only with a live version, as listed.
+_FACETS = """
+WITH kept AS MATERIALIZED (
+  SELECT f.file_id,
+         f.metadata || jsonb_build_object('quire.collection', f.collection_id, 'quire.mediaType', cur.media_type)
+           AS attributes
+  FROM files f{current}
+  WHERE f.tenant_id = %(tenant)s AND f.collection_id = ANY(%(collections)s) AND cur.media_type IS NOT NULL
+    {conditions}
+), counted AS (
+  SELECT k.key, e.value, count(DISTINCT kept.file_id) AS files
+  FROM kept CROSS JOIN unnest(%(keys)s::text[]) AS k (key)
+  CROSS JOIN LATERAL jsonb_array_elements(
+    CASE WHEN jsonb_typeof(kept.attributes -> k.key) = 'array' THEN kept.attributes -> k.key
+         ELSE jsonb_build_array(kept.attributes -> k.key) END) AS e (value)
+  WHERE kept.attributes ? k.key
+  GROUP BY k.key, e.value
+)
+SELECT key, value, files FROM (
+  SELECT key, value, files, row_number() OVER (PARTITION BY key ORDER BY files DESC, value::text) AS place
+  FROM counted
+) AS ranked
+WHERE place <= %(per_key)s
+ORDER BY key, place
+"""
+
+
+def _file_filters(filters: SearchFilters, params: dict[str, Any]) -> str:
+    """A search's `filters` on a file (its current version's media type and upload time, its name), as search's
+    lanes apply them to its chunks."""
+    conditions = []
+    if filters.media_types:
+        conditions.append("cur.media_type = ANY(%(media_types)s)")
+        params["media_types"] = sorted(filters.media_types)
+    if filters.filename:
+        conditions.append("f.filename ILIKE %(filename)s")
+        params["filename"] = filename_pattern(filters.filename)
+    if filters.uploaded_after:
+        conditions.append("cur.uploaded_at >= %(uploaded_after)s")
+        params["uploaded_after"] = filters.uploaded_after
+    if filters.uploaded_before:
+        conditions.append("cur.uploaded_at < %(uploaded_before)s")
+        params["uploaded_before"] = filters.uploaded_before
+    return "".join(f" AND {condition}" for condition in conditions)
+
+
 class PostgresFileCatalog(FileRows, FileCatalog):
     def create_version(self, new: NewVersion, *, new_file: bool) -> None:
         with self._database.tenant_transaction(new.tenant_id) as conn:
@@ -203,6 +252,33 @@ class PostgresFileCatalog(FileRows, FileCatalog):
             rows = conn.execute(query, params).fetchall()
             records = self._records(conn, tenant_id, [row[0] for row in rows[:limit]])
         return records, len(rows) > limit
+
+    def facets(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        keys: Sequence[str],
+        *,
+        where: MetadataFilter | None = None,
+        filters: SearchFilters | None = None,
+    ) -> dict[str, list[tuple[Any, int]]]:
+        counted: dict[str, list[tuple[Any, int]]] = {key: [] for key in keys}
+        if not collections or not keys:
+            return counted
+        params: dict[str, Any] = {
+            "tenant": tenant_id,
+            "collections": sorted(collections),
+            "keys": list(keys),
+            "per_key": MAX_FACET_VALUES,
+        }
+        conditions = _file_filters(filters, params) if filters is not None else ""
+        if where is not None:
+            conditions += " AND " + filter_condition(where.tree, FILE_COLUMNS, params)
+        with self._database.tenant_transaction(tenant_id) as conn:
+            rows = conn.execute(_FACETS.format(current=_CURRENT_VERSION, conditions=conditions), params).fetchall()
+        for key, value, files in rows:
+            counted[key].append((value, int(files)))
+        return counted
 
     def _records(self, conn: psycopg.Connection[Any], tenant_id: str, file_ids: Sequence[UUID]) -> list[FileRecord]:
         if not file_ids:

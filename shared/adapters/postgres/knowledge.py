@@ -9,6 +9,7 @@ what was withheld.
 import itertools
 import json
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 from uuid import UUID
 
@@ -58,6 +59,11 @@ FROM unnest(%(chunk_id)s::text[], %(file_id)s::uuid[], %(version_id)s::uuid[], %
 class PostgresKnowledgeStore(KnowledgeStore):
     def __init__(self, database: Database) -> None:
         self._database = database
+
+    def one_moment(self, tenant_id: str) -> AbstractContextManager[None]:
+        # One REPEATABLE READ transaction for every lane's statement and the hydration (the adapters share the
+        # database, and its tenant transactions join the snapshot).
+        return self._database.snapshot(tenant_id)
 
     def replace_chunks(
         self,

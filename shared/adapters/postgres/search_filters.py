@@ -26,6 +26,40 @@ def chunk_columns(chunk: str) -> FileColumns:
     )
 
 
+def version_columns() -> FileColumns:
+    """The built-in keys as an indexed version `v` of file `f` has them: what its chunks copied when it was indexed
+    (their filename, media type and upload time are the version's)."""
+    return FileColumns(
+        built_in={
+            "quire.collection": ("f.collection_id", MetadataType.STRING),
+            "quire.filename": ("v.filename", MetadataType.STRING),
+            "quire.mediaType": ("v.media_type", MetadataType.STRING),
+            "quire.uploadedAt": ("coalesce(v.stored_at, v.created_at)", MetadataType.DATE),
+            "quire.pages": ("v.page_count", MetadataType.NUMBER),
+        }
+    )
+
+
+def version_filter_sql(filters: SearchFilters, params: dict[str, Any]) -> str:
+    """Every filter on an indexed version `v` of file `f`, as the lanes apply them to the version's chunks."""
+    conditions = []
+    if filters.media_types:
+        conditions.append("v.media_type = ANY(%(media_types)s)")
+        params["media_types"] = sorted(filters.media_types)
+    if filters.filename:
+        conditions.append("v.filename ILIKE %(filename)s")
+        params["filename"] = filename_pattern(filters.filename)
+    if filters.uploaded_after:
+        conditions.append("coalesce(v.stored_at, v.created_at) >= %(uploaded_after)s")
+        params["uploaded_after"] = filters.uploaded_after
+    if filters.uploaded_before:
+        conditions.append("coalesce(v.stored_at, v.created_at) < %(uploaded_before)s")
+        params["uploaded_before"] = filters.uploaded_before
+    if filters.where is not None:
+        conditions.append(filter_condition(filters.where.tree, version_columns(), params))
+    return "".join(f" AND {condition}" for condition in conditions)
+
+
 def where_sql(where: MetadataFilter, params: dict[str, Any], chunk: str) -> str:
     """The metadata filter on a chunk row: its file's row is joined by key (one index probe) only when the filter
     reads a product's key."""
@@ -38,6 +72,12 @@ def where_sql(where: MetadataFilter, params: dict[str, Any], chunk: str) -> str:
     )
 
 
+def filename_pattern(text: str) -> str:
+    """The ILIKE pattern for a case-insensitive substring: its own wildcards are escaped."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
 def filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str) -> str:
     """Conditions on the chunk row (`chunk` is its alias with a dot, if any) for the optional filters;
     collections are always applied, by each lane."""
@@ -46,9 +86,8 @@ def filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str) -> st
         conditions.append(f"{chunk}media_type = ANY(%(media_types)s)")
         params["media_types"] = sorted(filters.media_types)
     if filters.filename:
-        escaped = filters.filename.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         conditions.append(f"{chunk}filename ILIKE %(filename)s")
-        params["filename"] = f"%{escaped}%"
+        params["filename"] = filename_pattern(filters.filename)
     if filters.uploaded_after:
         conditions.append(f"{chunk}uploaded_at >= %(uploaded_after)s")
         params["uploaded_after"] = filters.uploaded_after
