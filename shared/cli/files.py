@@ -1,4 +1,4 @@
-"""The file commands: upload, files, read, rm and mv."""
+"""The file commands: upload, files, meta, read, rm and mv."""
 
 import argparse
 import sys
@@ -12,6 +12,7 @@ from shared.cli.common import (
     print_result,
     reports_api_errors,
 )
+from shared.cli.metadata import add_meta_command, add_meta_options, add_where_option, metadata_line, metadata_of
 from shared.domain.auth import Role
 
 
@@ -19,13 +20,16 @@ def add_file_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPar
     upload = commands.add_parser("upload", help="upload files through the API (presigned POST), wait until stored")
     upload.add_argument("paths", nargs="+")
     upload.add_argument("--collection", default="default", help="the collection to upload into (default: default)")
+    add_meta_options(upload)
     add_caller_options(upload)
     upload.set_defaults(run=cmd_upload)
     files = commands.add_parser("files", help="list files in the caller's collections")
     add_collections_option(files)
+    add_where_option(files, "only the files")
     files.add_argument("--json", action="store_true")
     add_caller_options(files)
     files.set_defaults(run=cmd_files)
+    add_meta_command(commands)
     read = commands.add_parser("read", help="show a file's extracted document as Markdown")
     read.add_argument("file_id")
     read.add_argument("--all", action="store_true", help="every window, not just the first")
@@ -51,12 +55,13 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
     from shared.local.api_client import ApiError, progress_bar
 
+    metadata = metadata_of("upload", args.meta, args.meta_json)
     client = collections_client(args, [args.collection], Role.WRITE)
     failed = 0
     for name in args.paths:
         path = Path(name)
         try:
-            ticket = client.upload(path, args.collection, progress_bar(path.name))
+            ticket = client.upload(path, args.collection, progress_bar(path.name), metadata)
             record = client.wait_until_decided(ticket["fileId"])
         except (ApiError, OSError, ValueError) as error:
             print(f"quire upload: {path}: {error}", file=sys.stderr)
@@ -67,17 +72,9 @@ def cmd_upload(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+@reports_api_errors("files")
 def cmd_files(args: argparse.Namespace) -> int:
-    client = caller_client(args)
-    records: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        query = f"/v1/files?limit=100{'&cursor=' + cursor if cursor else ''}"
-        page = client.call("GET", query)
-        records.extend(page["files"])
-        cursor = page["nextCursor"]
-        if not cursor:
-            break
+    records = caller_client(args).list_files(where=args.where)
     print_result(args, records, _print_file_lines)
     return 0
 
@@ -133,6 +130,8 @@ def file_line(record: dict[str, Any]) -> str:
         note += f"  [OCR: pages {_pages(ocr['pages'])}, confidence {ocr['confidence']:.2f}]"
     elif ocr:
         note += f"  [OCR {ocr['state']}]"
+    if record.get("metadata"):
+        note += f"  {metadata_line(record['metadata'])}"
     return (
         f"{record['fileId']}  {current['state']:<8} {size:>10}  {record['collectionId']:<16} {record['filename']}{note}"
     )

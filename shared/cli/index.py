@@ -12,6 +12,7 @@ from shared.cli.common import (
     reports_api_errors,
 )
 from shared.cli.files import file_line
+from shared.cli.metadata import add_where_option
 from shared.domain.auth import Role
 
 
@@ -23,6 +24,7 @@ def add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     search.add_argument("--json", action="store_true", help="the API's answer as it is")
     add_collections_option(search)
     search.add_argument("--in", dest="in_collections", help="only these collections (comma-separated)")
+    add_where_option(search, "only hits from files")
     add_caller_options(search)
     search.set_defaults(run=cmd_search)
 
@@ -32,6 +34,7 @@ def add_index_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPa
     ask.add_argument("--json", action="store_true", help="the API's answer as it is")
     add_collections_option(ask)
     ask.add_argument("--in", dest="in_collections", help="only these collections (comma-separated)")
+    add_where_option(ask, "an answer only from files")
     add_caller_options(ask)
     ask.set_defaults(run=cmd_ask)
     coverage = commands.add_parser("coverage", help="files, indexed, failed, stale and lexical-only per collection")
@@ -69,6 +72,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"query": args.query, "limit": args.limit, "mode": args.mode}
     if args.in_collections:
         body["filters"] = {"collections": args.in_collections.split(",")}
+    if args.where is not None:
+        body["filter"] = args.where
     result = client.call("POST", "/v1/search", body)
     print_result(args, result, lambda result: print_search_result(args.query, result))
     return 0
@@ -82,6 +87,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"question": args.question, "mode": args.mode}
     if args.in_collections:
         body["filters"] = {"collections": args.in_collections.split(",")}
+    if args.where is not None:
+        body["filter"] = args.where
     result = client.call("POST", "/v1/answer", body)
     print_result(args, result, print_answer)
     return 0

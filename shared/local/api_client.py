@@ -9,7 +9,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from urllib3 import encode_multipart_formdata
 
@@ -64,20 +64,62 @@ class ApiClient:
             raise ApiError(error.code, detail) from None
         return json.loads(raw) if raw else None
 
-    def upload(self, path: Path, collection_id: str, progress: Progress | None = None) -> dict[str, Any]:
-        """Ask for a presigned POST, send the file to it as a browser would, and return the ticket."""
+    def upload(
+        self,
+        path: Path,
+        collection_id: str,
+        progress: Progress | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Ask for a presigned POST (with the file's `metadata`, when given), send the file to it as a browser
+        would, and return the ticket."""
         content = path.read_bytes()
         media_type = media_type_for(path)
-        ticket: dict[str, Any] = self.call(
-            "POST",
-            "/v1/uploads",
-            {"collectionId": collection_id, "filename": path.name, "mediaType": media_type, "byteSize": len(content)},
-        )
+        request: dict[str, Any] = {
+            "collectionId": collection_id,
+            "filename": path.name,
+            "mediaType": media_type,
+            "byteSize": len(content),
+        }
+        if metadata:
+            request["metadata"] = metadata
+        ticket: dict[str, Any] = self.call("POST", "/v1/uploads", request)
         fields: dict[str, Any] = dict(ticket["upload"]["fields"])
         fields["file"] = (path.name, content, media_type)
         body, content_type = encode_multipart_formdata(fields)
         _post_with_progress(ticket["upload"]["url"], body, content_type, progress)
         return ticket
+
+    def change_metadata(
+        self,
+        file_id: str,
+        set_values: dict[str, Any] | None = None,
+        remove: list[str] | None = None,
+        expected_revision: int | None = None,
+    ) -> dict[str, Any]:
+        """`PATCH /v1/files/{id}/metadata`: the file view after the change; a stale `expected_revision` is an
+        ApiError 409 whose body holds the current `metadataRevision`."""
+        body: dict[str, Any] = {"set": set_values or {}, "remove": remove or []}
+        if expected_revision is not None:
+            body["expectedRevision"] = expected_revision
+        record: dict[str, Any] = self.call("PATCH", f"/v1/files/{file_id}/metadata", body)
+        return record
+
+    def list_files(self, where: dict[str, Any] | None = None, collection_id: str | None = None) -> list[dict[str, Any]]:
+        """Every file the caller can read (in `collection_id`, and kept by the metadata filter `where`), page by
+        page."""
+        records: list[dict[str, Any]] = []
+        query: dict[str, str] = {"limit": "100"}
+        if collection_id:
+            query["collectionId"] = collection_id
+        if where is not None:
+            query["filter"] = json.dumps(where, separators=(",", ":"))
+        while True:
+            page = self.call("GET", f"/v1/files?{urlencode(query)}")
+            records.extend(page["files"])
+            if not page["nextCursor"]:
+                return records
+            query["cursor"] = page["nextCursor"]
 
     def wait_until_processed(self, file_id: str, timeout: float = 600) -> dict[str, Any]:
         """Poll until the file's current version is indexed or failed (or was rejected as stored)."""
