@@ -5,27 +5,29 @@ from functions.tools.presenting import heading
 from functions.tools.registry import ToolContext, tool
 from functions.views.answers import AnswerRequestBody, AnswerView
 from functions.views.files import FileSummary
-from functions.views.search import CitationPlace, SearchFiltersBody, SearchRequest
+from functions.views.search import SearchFiltersBody, SearchRequest, metadata_filter
 from shared.domain.search import Citation, Empty, SearchQuery
 
 
-def _place(citation: Citation) -> CitationPlace:
-    # Metadata reaches agents fenced, as document-supplied text, not as a place (issue 33: the tools, next).
-    return CitationPlace.model_validate(
-        citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at", "metadata", "metadata_revision"})
-    )
+def _place(citation: Citation) -> m.CitedPlace:
+    # The cited words come apart, fenced (excerpt, section); the metadata's strings are fenced where they stand, by
+    # the dispatcher (SUPPLIED_TEXT_MAPS).
+    return m.CitedPlace.model_validate(citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at"}))
 
 
 @tool(
     "list_files",
     "List files",
-    "The files the caller may read (newest first), with each one's processing state; page with nextCursor.",
+    "The files the caller may read (newest first), with each one's processing state and metadata; `filter` keeps"
+    " those whose metadata it matches; page with nextCursor.",
 )
 def list_files(ctx: ToolContext, params: m.ListFilesParams) -> m.FileList:
+    # Parsed first, as the HTTP route parses it: a malformed filter is refused before anything is authorized.
+    where = metadata_filter(params.filter_)
     if params.collection_id:
         ctx.collection(params.collection_id)
     page = ctx.services.files.list_files(
-        ctx.principal, collection_id=params.collection_id, limit=params.limit, cursor=params.cursor
+        ctx.principal, collection_id=params.collection_id, limit=params.limit, cursor=params.cursor, where=where
     )
     ctx.touched.update(record.collection_id for record in page.files)
     return m.FileList(files=[FileSummary.of(record) for record in page.files], next_cursor=page.next_cursor)
@@ -60,12 +62,15 @@ def read_file(ctx: ToolContext, params: m.ReadFileParams) -> m.TextRead:
     "search_files",
     "Search files",
     "Hybrid (semantic + keyword) search over the files the caller may read; every hit has an exact citation"
-    " (file, version, page or cells).",
+    " (file, version, page or cells) and the file's metadata; `filter` searches only the files whose metadata it"
+    " matches.",
     carries_document_text=True,
 )
 def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResult:
     filters = SearchFiltersBody(collections=[params.collection_id]) if params.collection_id else None
-    query = SearchRequest(query=params.query, limit=params.limit, mode=params.mode, filters=filters).to_query()
+    query = SearchRequest(
+        query=params.query, limit=params.limit, mode=params.mode, filters=filters, filter_=params.filter_
+    ).to_query()
     retrieval = ctx.services.retrieval
     ctx.touched.update(retrieval.searchable_collections(ctx.principal, query))
     outcome = retrieval.search(ctx.principal, query)
@@ -96,7 +101,8 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
     "Answer a question",
     "A grounded answer from the files the caller may read: claims each citing numbered sources (file, version,"
     " page or cells), validated against the stored text; evidence only (quoted sentences) when no model is"
-    " configured; refused, with the reason, when the documents do not answer it. Confidence is computed.",
+    " configured; refused, with the reason, when the documents do not answer it. Confidence is computed. `filter`"
+    " answers from the files whose metadata it matches only.",
     carries_document_text=True,
 )
 def answer(ctx: ToolContext, params: m.AnswerParams) -> m.AnswerResult:
@@ -104,6 +110,7 @@ def answer(ctx: ToolContext, params: m.AnswerParams) -> m.AnswerResult:
         question=params.question,
         mode=params.mode,
         filters=SearchFiltersBody(collections=[params.collection_id]) if params.collection_id else None,
+        filter_=params.filter_,
     ).to_request()
     ctx.touched.update(
         ctx.services.retrieval.searchable_collections(

@@ -10,6 +10,7 @@ from uuid import UUID
 
 from pydantic import Field
 
+from functions.tools.filtering import FilterParameter
 from functions.views.answers import ConfidenceView, RefusalView
 from functions.views.artifacts import (
     ArtifactSummaryView,
@@ -45,6 +46,7 @@ class ListFilesParams(ApiModel):
     collection_id: str | None = Field(default=None, min_length=1, max_length=64, description="Only this collection.")
     limit: int = Field(default=20, ge=1, le=MAX_PAGE_SIZE)
     cursor: str | None = Field(default=None, max_length=512, description="nextCursor of the previous page.")
+    filter_: FilterParameter
 
 
 class ReadFileParams(VersionedFileRef):
@@ -62,6 +64,7 @@ class SearchFilesParams(ApiModel):
     collection_id: str | None = Field(default=None, min_length=1, max_length=64, description="Only this collection.")
     limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
     mode: SearchMode = SearchMode.HYBRID
+    filter_: FilterParameter
 
 
 _PART = (
@@ -204,12 +207,21 @@ class TablesWindow(Fenced):
     tables: list[TableRead]
 
 
+class CitedPlace(CitationPlace):
+    """Where a citation points, and the cited file's metadata as it was when cited."""
+
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="The cited file's metadata: every string value and list item fenced."
+    )
+    metadata_revision: int | None = Field(default=None, description="null for a citation made before metadata.")
+
+
 class SearchHitResult(ApiModel):
     chunk_id: str
     score: float
     section: str | None = Field(description="The heading path, fenced.")
     excerpt: str = Field(description="The cited text, fenced.")
-    citation: CitationPlace
+    citation: CitedPlace
 
 
 class SearchResult(Fenced):
@@ -224,6 +236,7 @@ class AnswerParams(ApiModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARACTERS)
     collection_id: str | None = Field(default=None, min_length=1, max_length=64, description="Only this collection.")
     mode: SearchMode = SearchMode.HYBRID
+    filter_: FilterParameter
 
 
 class AnswerClaimResult(ApiModel):
@@ -239,7 +252,7 @@ class AnswerCitationResult(ApiModel):
     score: float
     section: str | None = Field(description="The heading path, fenced.")
     excerpt: str = Field(description="The cited text, fenced.")
-    citation: CitationPlace
+    citation: CitedPlace
 
 
 class AnswerResult(Fenced):

@@ -57,6 +57,7 @@ OTHER_PARAMETERS = {
     "citations",
     "sources",
     "question",  # POST /v1/answer names it so
+    "filter",  # issue 33's metadata filter: the body field of POST /v1/search and POST /v1/answer
 }
 
 
@@ -125,3 +126,27 @@ def test_every_doc_that_counts_the_agent_tools_counts_the_catalog() -> None:
     for name in ("README.md", "docs/api.md", "docs/architecture.md", "docs/cli.md", "docs/agent-tools.md"):
         for found in counted.finditer((REPO_ROOT / name).read_text(encoding="utf-8")):
             assert found.group(1).lower() == words[len(TOOLS)], f"{name} says {found.group(0)!r}"
+
+
+def test_the_filter_tools_show_the_filters_shape_with_every_operator_the_domain_parses() -> None:
+    import jsonschema
+
+    from functions.views.search import FILTER_DESCRIPTION, FILTER_EXAMPLE
+    from shared.domain.metadata_filter import OPERATORS
+
+    takes_filter = {tool.name for tool in TOOLS if "filter" in tool.input_schema()["properties"]}
+    assert takes_filter == {"list_files", "search_files", "answer"}
+    for name in takes_filter:
+        schema = next(tool for tool in TOOLS if tool.name == name).input_schema()
+        jsonschema.Draft202012Validator.check_schema(schema)
+        parameter = schema["properties"]["filter"]
+        assert (parameter["description"], parameter["examples"]) == (FILTER_DESCRIPTION, [FILTER_EXAMPLE])
+        shape = schema["$defs"]["MetadataFilter"]
+        assert set(shape["properties"]) == set(OPERATORS) and shape["maxProperties"] == 1
+        # Groups nest: a group's items are filters again.
+        assert shape["properties"]["orAll"]["items"] == {"$ref": "#/$defs/MetadataFilter"}
+        filters = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/MetadataFilter"})
+        assert filters.is_valid(FILTER_EXAMPLE)
+        assert filters.is_valid({"orAll": [{"in": {"key": "region", "value": ["eu", "us"]}}, {"exists": {"key": "x"}}]})
+        for wrong in ({"equals": {"key": "a", "value": 1}, "exists": {"key": "a"}}, {"near": {"key": "a"}}, {}):
+            assert not filters.is_valid(wrong), wrong

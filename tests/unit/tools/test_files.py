@@ -175,3 +175,31 @@ def test_get_file_processing_status_shows_each_version_and_its_state(services: T
     assert status["fileId"] == str(file_id) and len(status["versions"]) == 2
     assert {version["processingState"] for version in status["versions"]} >= {"indexed"}
     assert ran.touched == {"docs"}
+
+
+# The second condition compares with text that is no number nor date: the domain names where.
+MALFORMED_FILTER = {
+    "andAll": [{"equals": {"key": "customer", "value": "acme"}}, {"lessThan": {"key": "n", "value": "x"}}]
+}
+FILTERED_TOOLS: dict[str, dict[str, Any]] = {
+    "list_files": {"collectionId": "docs"},
+    "search_files": {"query": "okapi", "mode": "keyword", "collectionId": "docs"},
+    "answer": {"question": "Is the okapi budget fixed?", "mode": "keyword", "collectionId": "docs"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILTERED_TOOLS))
+def test_a_malformed_filter_is_refused_naming_its_path_before_anything_is_authorized(
+    services: ToolServicesOverFakes, name: str
+) -> None:
+    services.markdown(ANN, NOTES)
+    refused = services.refused(name, ANN, filter=MALFORMED_FILTER, **FILTERED_TOOLS[name])
+    assert refused["error"] == "invalid_arguments"
+    assert refused["message"].startswith("filter.andAll[1].lessThan.value: must be a number or an ISO 8601 date")
+    assert services.last_audited.collection_ids == ()
+    unknown = services.refused(name, ANN, filter={"near": {"key": "customer"}}, **FILTERED_TOOLS[name])
+    assert unknown["message"].startswith("filter.near: is not an operator")
+    not_an_object = services.refused(name, ANN, filter="customer=acme", **FILTERED_TOOLS[name])
+    assert not_an_object["message"].endswith(
+        'filter: must be an object with exactly one operator, such as {"equals": {...}}'
+    )
