@@ -148,6 +148,7 @@ crash: $(INSTALLED)
 FUZZ_EXAMPLES ?= 3000
 fuzz: $(INSTALLED)
 	QUIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/unit/test_parser_fuzz.py tests/unit/test_structured_fuzz.py tests/unit/test_text_parsers.py -k "fuzz or raise or damaged"
+	QUIRE_FILTER_CASES=3000 $(BIN)/pytest -q tests/integration/test_metadata_filter_lanes.py
 
 fmt: $(INSTALLED) $(NODE_INSTALLED)
 	$(BIN)/ruff format .

@@ -291,3 +291,43 @@ def test_a_filter_or_facet_on_values_the_caller_cannot_read_answers_as_values_th
             answers.append([(status, body.replace(value.encode(), b"<value>")) for status, body in (searched, listed)])
         assert answers[0] == answers[1]
         assert b"kessler" not in answers[0][0][1] and b'"deal"' in answers[0][1][1]
+
+
+def test_a_search_racing_a_change_sees_the_metadata_before_or_after_never_a_mix(stack: Stack) -> None:
+    """Two files swap their customer in each bulk change: a search for one customer finds exactly one of them,
+    cited with that customer, whichever side of a change it runs on (its lanes and citations read one snapshot)."""
+    token = stack.token(tenant=_tenant())
+    first = _upload(stack, token, "contract.md", CONTRACT, {"customer": "acme"})
+    second = _upload(stack, token, "policy.md", CONTRACT, {"customer": "globex"})
+    done = threading.Event()
+    failures: list[str] = []
+
+    def swap() -> None:
+        owners = [first["fileId"], second["fileId"]]
+        for _ in range(60):
+            owners.reverse()
+            body = {
+                "files": [
+                    {"fileId": owners[0], "set": {"customer": "acme"}},
+                    {"fileId": owners[1], "set": {"customer": "globex"}},
+                ]
+            }
+            status, answer = stack.json("POST", "/v1/files/metadata", token, body)
+            if status != 200:
+                failures.append(f"swap: {status} {answer}")
+        done.set()
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    searches = 0
+    while not done.is_set() or searches < 5:
+        found = search(
+            stack, token, "turbine blades", mode="keyword", filter={"equals": {"key": "customer", "value": "acme"}}
+        )
+        searches += 1
+        cited = {(hit["citation"]["fileId"], hit["citation"]["metadata"]["customer"]) for hit in found.get("hits", [])}
+        if len({file_id for file_id, _ in cited}) != 1 or {customer for _, customer in cited} != {"acme"}:
+            failures.append(f"search {searches}: {sorted(cited)}")
+    swapper.join()
+    assert failures == []
+    assert searches >= 5
