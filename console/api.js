@@ -46,6 +46,7 @@ export async function call(method, path, body) {
 
 export const get = (path) => call("GET", path);
 export const post = (path, body = {}) => call("POST", path, body);
+export const patch = (path, body = {}) => call("PATCH", path, body);
 export const del = (path) => call("DELETE", path);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -4,6 +4,9 @@
 import { ApiError, del, get, query } from "./api.js";
 import { renderBlocks } from "./blocks.js";
 import { el, fill, formatBytes, formatTime, moreButton, notice, shortId } from "./dom.js";
+import { compactMetadata, facetBar, listFacets, showFacetProblem } from "./facets.js";
+import { conditionsFromParam, facetKeysOf, filterParam } from "./metadata.js";
+import { renderMetadataPanel } from "./metadata_panel.js";
 import { caller, mayIn, stageOf } from "./state.js";
 
 function ocrFlag(file) {
@@ -52,6 +55,9 @@ async function remove(file, row) {
 export async function renderFiles(container, params) {
   const readable = caller.me?.collections || [];
   const chosen = params.get("collection") || "";
+  // The facet chips' filter lives in the address (`filter`, the API's JSON), so a reload or a shared link keeps it.
+  const { conditions, problem } = conditionsFromParam(params.get("filter"));
+  const filter = filterParam(conditions);
   const select = el(
     "select",
     { id: "files-collection" },
@@ -60,10 +66,14 @@ export async function renderFiles(container, params) {
   );
   // A button, not the select's change: choosing with the arrow keys must not navigate (WCAG 3.2.2).
   const show = () => {
-    location.hash = `#/files${query({ collection: select.value })}`;
+    location.hash = `#/files${query({ collection: select.value, filter })}`;
+  };
+  const filterBy = (next) => {
+    location.hash = `#/files${query({ collection: chosen, filter: filterParam(next) })}`;
   };
   const body = el("tbody");
   const more = el("div");
+  const facetArea = el("div");
   fill(
     container,
     el("h2", {}, "Files"),
@@ -83,6 +93,8 @@ export async function renderFiles(container, params) {
       " ",
       el("button", { type: "button", onclick: () => renderFiles(container, params) }, "Refresh"),
     ),
+    problem ? notice(`${problem}: every file is shown.`, "warning") : null,
+    facetArea,
     el(
       "table",
       { class: "files", "aria-label": "Files" },
@@ -92,7 +104,7 @@ export async function renderFiles(container, params) {
         el(
           "tr",
           {},
-          ["Name", "Collection", "State", "Pages", "OCR", "Versions", "Size", "Uploaded", ""].map((title) =>
+          ["Name", "Collection", "State", "Pages", "OCR", "Versions", "Size", "Uploaded", "Metadata", ""].map((title) =>
             el("th", { scope: "col" }, title),
           ),
         ),
@@ -102,9 +114,11 @@ export async function renderFiles(container, params) {
     more,
   );
   const load = async (cursor) => {
-    const page = await get(`/v1/files${query({ collectionId: chosen, limit: 50, cursor })}`);
+    const page = await get(`/v1/files${query({ collectionId: chosen, limit: 50, cursor, filter })}`);
     if (!page.files.length && !cursor)
-      body.append(el("tr", {}, el("td", { colspan: 9 }, "No files yet: upload some.")));
+      body.append(
+        el("tr", {}, el("td", { colspan: 10 }, filter ? "No file matches the filter." : "No files yet: upload some.")),
+      );
     for (const file of page.files) {
       const version = file.current || {};
       const row = el(
@@ -118,6 +132,7 @@ export async function renderFiles(container, params) {
         el("td", {}, String(file.versionCount ?? 1)),
         el("td", {}, formatBytes(version.byteSize)),
         el("td", {}, formatTime(version.createdAt)),
+        el("td", {}, compactMetadata(file.metadata)),
         el(
           "td",
           {},
@@ -138,8 +153,24 @@ export async function renderFiles(container, params) {
       body.append(row);
     }
     fill(more, page.nextCursor ? moreButton("More files", () => load(page.nextCursor)) : null);
+    return page;
   };
-  await load(null);
+  let first;
+  try {
+    first = await load(null);
+  } catch (error) {
+    // A filter the API refuses (an edited address) is said with the API's sentence, and the way out offered.
+    if (!(error instanceof ApiError && error.status === 400 && filter)) throw error;
+    fill(facetArea, notice(error.message, "error"), el("p", {}, el("a", { href: "#/files" }, "Show every file")));
+    return;
+  }
+  // Chips for the keys the listed files hold, counted over every file the filter keeps.
+  const { keys, listKeys } = facetKeysOf(first.files, conditions);
+  try {
+    fill(facetArea, facetBar(await listFacets(chosen, conditions, keys), listKeys, conditions, filterBy));
+  } catch (error) {
+    showFacetProblem(facetArea, error);
+  }
 }
 
 function versionsTable(file) {
@@ -239,6 +270,12 @@ export async function renderFile(container, fileId, params) {
   const versionId = params.get("version") || null;
   const shown = file.versions.find((version) => version.versionId === versionId) || file.current;
   const readerArea = el("section", { "aria-label": "Reader" });
+  const metadataArea = el("section", {
+    class: "metadata",
+    "aria-labelledby": "metadata-heading",
+    "data-testid": "metadata",
+  });
+  renderMetadataPanel(metadataArea, file);
   fill(
     container,
     el("h2", {}, file.filename),
@@ -248,6 +285,7 @@ export async function renderFile(container, fileId, params) {
       el("a", { href: "#/files" }, "← Files"),
       ` · collection ${file.collectionId} · ${file.versions.length} version${file.versions.length === 1 ? "" : "s"}`,
     ),
+    metadataArea,
     el("h3", {}, "Versions"),
     versionsTable(file),
     el("h3", {}, `Document (version ${shortId(shown.versionId)})`),

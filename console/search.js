@@ -1,10 +1,12 @@
 // Search and ask: hybrid search with cited hits; Ask shows a grounded answer (answer.js) in place, at the
 // answer's own address.
 
-import { post } from "./api.js";
+import { post, query } from "./api.js";
 import { renderAnswer } from "./answer.js";
 import { citationHref } from "./citations.js";
 import { el, fill, notice } from "./dom.js";
+import { compactMetadata, discoverFacetKeys, facetBar, listFacets, showFacetProblem } from "./facets.js";
+import { conditionsFromParam, filterOf, filterParam } from "./metadata.js";
 import { citationChip } from "./source.js";
 import { caller } from "./state.js";
 
@@ -25,6 +27,9 @@ function hitItem(hit) {
       el("span", { class: "scores" }, scores.join(" · ")),
       hit.directSubject ? el("span", { class: "badge" }, "names this document") : null,
     ),
+    hit.citation.metadata && Object.keys(hit.citation.metadata).length
+      ? el("p", { class: "hit-metadata" }, compactMetadata(hit.citation.metadata))
+      : null,
   );
 }
 
@@ -79,8 +84,43 @@ export function renderSearch(container, params) {
     el("option", { value: "" }, "every collection I read"),
     collections.map((name) => el("option", { value: name }, name)),
   );
+  // Another scope counts other files: the chips follow it (a search with a query waits for its Search).
+  scope.addEventListener("change", () => {
+    if (!input.value.trim()) refreshFacets();
+  });
   const results = el("section", { "aria-label": "Results", "data-testid": "results" });
+  const facetArea = el("div");
+  // The facet chips' filter, kept in the address (`filter`) with the query, so a reload searches the same way.
+  const parsed = conditionsFromParam(params.get("filter"));
+  let conditions = parsed.conditions;
   const filters = () => (scope.value ? { collections: [scope.value] } : undefined);
+  const remember = () => {
+    const q = input.value.trim();
+    history.replaceState(
+      null,
+      "",
+      `#/search${query({ q, mode: q ? mode.value : "", filter: filterParam(conditions) })}`,
+    );
+  };
+  // Which keys to count: those the files the filter keeps hold (asked each time: a key added meanwhile shows).
+  const facetKeys = async () => {
+    try {
+      return await discoverFacetKeys(scope.value, conditions);
+    } catch (error) {
+      showFacetProblem(facetArea, error);
+      return null;
+    }
+  };
+  const showChips = (facets, listKeys) => fill(facetArea, facetBar(facets, listKeys, conditions, filterBy));
+  const refreshFacets = async () => {
+    const found = await facetKeys();
+    if (!found) return;
+    try {
+      showChips(await listFacets(scope.value, conditions, found.keys), found.listKeys);
+    } catch (error) {
+      showFacetProblem(facetArea, error);
+    }
+  };
   const run = async (kind) => {
     const question = input.value.trim();
     if (!question) {
@@ -88,21 +128,40 @@ export function renderSearch(container, params) {
       return;
     }
     fill(results, notice(kind === "ask" ? "Answering…" : "Searching…"));
+    const filter = filterOf(conditions);
     try {
       if (kind === "ask") {
-        const answer = await post("/v1/answer", { question, mode: mode.value, filters: filters() });
+        const answer = await post("/v1/answer", { question, mode: mode.value, filters: filters(), filter });
         history.replaceState(null, "", `#/answers/${answer.answerId}`);
         const body = el("div", { "data-testid": "answer" });
         fill(results, el("h3", {}, question), body);
         renderAnswer(body, answer);
       } else {
-        history.replaceState(null, "", `#/search?q=${encodeURIComponent(question)}&mode=${mode.value}`);
-        renderResults(results, await post("/v1/search", { query: question, mode: mode.value, filters: filters() }));
+        remember();
+        const found = await facetKeys();
+        const result = await post("/v1/search", {
+          query: question,
+          mode: mode.value,
+          filters: filters(),
+          filter,
+          facets: found?.keys.length ? found.keys : undefined,
+        });
+        // The search's own facets: counted over what it could look in, the filter applied.
+        if (found) showChips(result.facets || {}, found.listKeys);
+        renderResults(results, result);
       }
     } catch (error) {
       fill(results, notice(error.message, "error"));
     }
   };
+  function filterBy(next) {
+    conditions = next;
+    if (input.value.trim()) run("search");
+    else {
+      remember();
+      refreshFacets();
+    }
+  }
   const form = el(
     "form",
     {
@@ -122,6 +181,14 @@ export function renderSearch(container, params) {
     el("button", { type: "submit" }, "Search"),
     el("button", { type: "button", onclick: () => run("ask") }, "Ask"),
   );
-  fill(container, el("h2", {}, "Search and ask"), form, results);
+  fill(
+    container,
+    el("h2", {}, "Search and ask"),
+    form,
+    parsed.problem ? notice(`${parsed.problem}: searching without it.`, "warning") : null,
+    facetArea,
+    results,
+  );
   if (input.value) run("search");
+  else refreshFacets();
 }

@@ -23,6 +23,7 @@ import pytest
 from fpdf import FPDF
 
 from shared.local import scan_corpus
+from tests.e2e import console_metadata
 from tests.e2e.cli import quire
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -464,3 +465,28 @@ def test_a_citation_of_a_deleted_file_keeps_its_excerpt_and_says_the_source_is_g
     page.goto(f"{api}/console/#/cite/00000000-0000-4000-8000-000000000000")
     page.get_by_text("works in the tab whose search found it").wait_for()
     assert page.get_by_test_id("excerpt").count() == 0
+
+
+def test_metadata_shown_edited_by_a_writer_read_only_to_a_reader_and_facet_chips_filter(
+    page: Any, browser: Any, stack: dict[str, Any], shots: Path
+) -> None:
+    api = stack["api"]
+    sign_in(page, stack)
+    token = token_of(page)
+    dialogs: list[str] = []
+
+    def refuse(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", refuse)
+    acme, _ = console_metadata.two_files_with_metadata(page, api, token)
+    revision = console_metadata.panel_shows_each_type_and_markup_as_text(page, api, token, acme)
+    console_metadata.writer_edits(page, api, token, acme, revision=revision, shots=shots)
+    console_metadata.refusal_beside_its_field_and_conflict_reloads(page, api, token, acme, shots)
+    console_metadata.file_list_facets(page, api, shots)
+    console_metadata.search_facets(page, api, shots)
+    console_metadata.reader_sees_it_read_only(browser, api, stack["key"], acme)
+    # No value's markup ran as script (an alert would be a dialog), and the page met no error.
+    assert dialogs == []
+    assert page.problems == []
