@@ -59,9 +59,15 @@ class RestoreRequest(ApiModel):
 
 
 class SourceRefView(ApiModel):
+    """A file version the content came from, with the file's metadata as it was when the version (or export) was
+    made: a snapshot, which later changes to the file's metadata leave as it is."""
+
     file_id: UUID
     version_id: UUID
     chunk_ids: list[str]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # None: recorded before files had metadata.
+    metadata_revision: int | None = None
 
 
 class ProvenanceView(ApiModel):

@@ -6,6 +6,7 @@ from uuid import UUID
 
 from pydantic import Field
 
+from functions.views.artifacts import SourceRefView
 from functions.views.base import ApiModel
 from shared.domain.exports import ExportFormat, ExportKind, ExportState
 from shared.domain.pdf_tools import MAX_PDF_INPUTS, MAX_SPLIT_PARTS
@@ -42,6 +43,9 @@ class ExportSummary(ApiModel):
     byte_size: int | None = None
     created_at: datetime
     rendered_at: datetime | None = None
+    # The file versions rendered, each with its file's metadata as of the export's claim (an artifact version's
+    # as that version recorded them): provenance that later metadata changes leave as it is.
+    sources: list[SourceRefView] = Field(default_factory=list)
 
     @classmethod
     def of(cls, export: Export) -> "ExportSummary":
@@ -63,6 +67,7 @@ class ExportSummary(ApiModel):
             byte_size=record.byte_size,
             created_at=record.created_at,
             rendered_at=record.rendered_at,
+            sources=[SourceRefView.model_validate(source.model_dump()) for source in record.sources],
         )
 
 

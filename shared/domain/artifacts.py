@@ -108,13 +108,17 @@ def parse_artifact_content_key(key: str) -> tuple[str, UUID] | None:
 
 
 class SourceRef(BaseModel):
-    """An exact file version the content was derived from, and the chunks of it that are cited."""
+    """An exact file version the content was derived from, the chunks of it that are cited, and the file's
+    metadata (issue 33) when the version or export was made: a snapshot, like a citation's, that stays evidence
+    after the metadata changes (`metadata_revision` None: recorded before metadata existed)."""
 
     model_config = ConfigDict(frozen=True)
 
     file_id: UUID
     version_id: UUID
     chunk_ids: tuple[str, ...] = ()
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    metadata_revision: int | None = None
 
 
 class Provenance(BaseModel):
@@ -131,14 +135,30 @@ class Provenance(BaseModel):
 
 
 def merged_sources(sources: Iterable[SourceRef]) -> tuple[SourceRef, ...]:
-    """One entry per file version, its chunk ids united, in a stable order."""
+    """One entry per file version, its chunk ids united, in a stable order. Metadata is the file's, not a
+    version's: every version of a file carries the newest snapshot read of it (two reads in one request, the
+    citations' and the sources', may straddle a patch)."""
     chunks: dict[tuple[UUID, UUID], set[str]] = {}
+    newest: dict[UUID, SourceRef] = {}
     for source in sources:
         chunks.setdefault((source.file_id, source.version_id), set()).update(source.chunk_ids)
+        held = newest.get(source.file_id)
+        if held is None or _revision(source) > _revision(held):
+            newest[source.file_id] = source
     return tuple(
-        SourceRef(file_id=file_id, version_id=version_id, chunk_ids=tuple(sorted(ids)))
+        SourceRef(
+            file_id=file_id,
+            version_id=version_id,
+            chunk_ids=tuple(sorted(ids)),
+            metadata=newest[file_id].metadata,
+            metadata_revision=newest[file_id].metadata_revision,
+        )
         for (file_id, version_id), ids in sorted(chunks.items(), key=lambda item: (str(item[0][0]), str(item[0][1])))
     )
+
+
+def _revision(source: SourceRef) -> int:
+    return -1 if source.metadata_revision is None else source.metadata_revision
 
 
 class ArtifactRecord(BaseModel):

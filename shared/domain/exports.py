@@ -5,14 +5,16 @@ An export is a rendering of content, not a version of it (docs/artifacts.md): on
 """
 
 import hashlib
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 from uuid import UUID, uuid5
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from shared.domain.artifacts import ArtifactCitation
+from shared.domain.artifacts import ArtifactCitation, SourceRef
 from shared.domain.document import Block, BlockKind
 from shared.domain.search import Citation
 
@@ -129,15 +131,31 @@ def describe_location(citation: Citation) -> str:
     return ", ".join(parts)
 
 
+def _shortened(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def describe_metadata(metadata: Mapping[str, Any]) -> str:
+    """A file's metadata as a person reads it, keys in order: `customer: acme; tags: nda, renewal`."""
+
+    def shown(value: Any) -> str:
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value)
+        return json.dumps(value) if isinstance(value, bool) else str(value)
+
+    return "; ".join(f"{key}: {shown(metadata[key])}" for key in sorted(metadata))
+
+
 def note_text(note: ArtifactCitation) -> str:
-    """A citation as a numbered note: file, exact version, location, and the cited words."""
+    """A citation as a numbered note: file, exact version, location, the file's metadata when it was cited (cut
+    like the excerpt: a note stays a line or two), and the cited words."""
     cited = note.citation
     where = describe_location(cited)
     kind = "" if cited.kind.value == "quote" else f" ({cited.kind.value})"
-    excerpt = " ".join(cited.excerpt.split())
-    if len(excerpt) > 300:
-        excerpt = excerpt[:299].rstrip() + "…"
-    return f"{cited.filename}, version {cited.version_id}{', ' + where if where else ''}{kind}: “{excerpt}”"
+    metadata = f" ({_shortened(describe_metadata(cited.metadata))})" if cited.metadata else ""
+    excerpt = _shortened(cited.excerpt)
+    return f"{cited.filename}, version {cited.version_id}{', ' + where if where else ''}{kind}{metadata}: “{excerpt}”"
 
 
 def ordered_numbers(blocks: Sequence[Block]) -> list[int | None]:
@@ -193,6 +211,9 @@ class NewExport(BaseModel):
     operation: dict[str, JsonValue] | None = None
     operation_hash: str | None = None
     created_by: str
+    # The file versions rendered, each with its file's metadata as of the claim (an artifact version's: as the
+    # version recorded them), so the export's provenance stays what it was after the metadata changes.
+    sources: tuple[SourceRef, ...] = ()
 
 
 class ExportRecord(NewExport):

@@ -312,6 +312,8 @@ class ArtifactService:
                 file_id=UUID(entry.citation.file_id),
                 version_id=UUID(entry.citation.version_id),
                 chunk_ids=(entry.chunk_id,),
+                metadata=entry.citation.metadata,
+                metadata_revision=entry.citation.metadata_revision,
             )
             for entry in citations
         ]
@@ -438,7 +440,14 @@ class ArtifactService:
                 raise NotFound("not found", field=f"sources[{position}].versionId")
             if version.state is not VersionState.STORED:
                 raise InvalidRequest(f"sources[{position}]: that version is {version.state.value}, not stored")
-            found.append(SourceRef(file_id=source.file_id, version_id=version.version_id))
+            found.append(
+                SourceRef(
+                    file_id=source.file_id,
+                    version_id=version.version_id,
+                    metadata=record.metadata,
+                    metadata_revision=record.metadata_revision,
+                )
+            )
         return found
 
 

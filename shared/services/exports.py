@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import assert_never
 from uuid import UUID, uuid4
 
+from shared.domain.artifacts import SourceRef, merged_sources
 from shared.domain.auth import Principal
 from shared.domain.document import ExtractedDocument
 from shared.domain.errors import InvalidRequest, NotFound
@@ -33,6 +34,7 @@ from shared.domain.exports import (
     content_id,
 )
 from shared.domain.files import (
+    FileRecord,
     FileVersionRecord,
     NewVersion,
     SignedRead,
@@ -125,7 +127,8 @@ class ExportService:
         """An exact version, never "the artifact": sharing one export across versions would hand someone
         last week's document."""
         artifact = self._artifacts.writable(principal, artifact_id)
-        if self._artifacts.version_of(principal.tenant_id, artifact_id, version) is None:
+        exported = self._artifacts.version_of(principal.tenant_id, artifact_id, version)
+        if exported is None:
             raise InvalidRequest(f"the artifact has no version {version} (its latest is {artifact.latest_version})")
         return self.claim(
             NewExport(
@@ -137,6 +140,8 @@ class ExportService:
                 artifact_id=artifact_id,
                 version=version,
                 created_by=principal.subject,
+                # The version's sources as it recorded them: every format of one version names the same metadata.
+                sources=exported.provenance.sources,
             )
         )
 
@@ -164,13 +169,23 @@ class ExportService:
                 source_file_id=file_id,
                 source_version_id=version.version_id,
                 created_by=principal.subject,
+                sources=(
+                    SourceRef(
+                        file_id=file_id,
+                        version_id=version.version_id,
+                        metadata=record.metadata,
+                        metadata_revision=record.metadata_revision,
+                    ),
+                ),
             )
         )
 
     def claim(self, new: NewExport) -> tuple[ExportRecord, bool]:
         """The record for `new`'s source (made now, or the existing one), with its render requested when it
         is new; True when this call made it. An existing export whose file was deleted, or whose render failed
-        for a passing reason, is rendered again (its next generation)."""
+        for a passing reason, is rendered again (its next generation), keeping the sources its claim recorded."""
+        if new.kind is ExportKind.PDF and not new.sources:
+            new = new.model_copy(update={"sources": self._operation_sources(new)})
         record, made = self._store.claim(new)
         if not made and (record.failure_retryable or self._output_gone(record)):
             reopened = self._store.reopen(record.tenant_id, record.export_id, generation=record.generation)
@@ -181,6 +196,31 @@ class ExportService:
         if made:
             self._submit(record)
         return record, made
+
+    def _operation_sources(self, new: NewExport) -> tuple[SourceRef, ...]:
+        """A PDF operation's inputs (already resolved and authorized by its caller), each with its file's metadata
+        now; an input deleted in between is named without it."""
+        files: dict[UUID, FileRecord | None] = {}
+        found = []
+        inputs = (new.operation or {}).get("inputs")
+        for entry in inputs if isinstance(inputs, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            file_id, version_id = UUID(str(entry["fileId"])), UUID(str(entry["versionId"]))
+            if file_id not in files:
+                files[file_id] = self._files.get_file(new.tenant_id, file_id)
+            record = files[file_id]
+            found.append(
+                SourceRef(file_id=file_id, version_id=version_id)
+                if record is None
+                else SourceRef(
+                    file_id=file_id,
+                    version_id=version_id,
+                    metadata=record.metadata,
+                    metadata_revision=record.metadata_revision,
+                )
+            )
+        return merged_sources(found)
 
     def _output(self, record: ExportRecord) -> FileVersionRecord | None:
         """Exactly the version this export rendered, while it is stored (never whatever the file holds now)."""

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from shared.domain.artifacts import SourceRef
 from shared.domain.exports import (
     MAX_GENERATIONS,
     ExportFormat,
@@ -91,6 +92,16 @@ class ExportStoreContract:
             artifact_id=artifact.artifact_id,
             version=1,
             created_by="ann",
+            # Its provenance, kept as claimed (each file's metadata then).
+            sources=(
+                SourceRef(
+                    file_id=uuid.uuid4(),
+                    version_id=uuid.uuid4(),
+                    chunk_ids=("c:0",),
+                    metadata={"customer": "acme", "amount": 12.5, "tags": ["nda"]},
+                    metadata_revision=3,
+                ),
+            ),
         )
         record, made_now = store.claim(new)
         assert made_now and record.model_dump(include=set(NewExport.model_fields)) == new.model_dump()

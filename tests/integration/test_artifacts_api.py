@@ -140,6 +140,8 @@ def test_citations_come_from_stored_chunks_and_their_file_versions_join_the_prov
         "fileId": record["fileId"],
         "versionId": record["current"]["versionId"],
         "chunkIds": [hit["chunkId"]],
+        "metadata": {},
+        "metadataRevision": 0,
     }
     # A marker with no citation behind it is refused, naming the block.
     status, refused = stack.json(
@@ -278,3 +280,55 @@ def content_input(markdown: str) -> Any:
     from shared.services.artifacts import ContentInput
 
     return ContentInput(markdown=markdown)
+
+
+CONTRACT = b"# Supply contract\n\nThe supplier delivers turbine blades every quarter under this agreement.\n"
+
+
+def upload_with_metadata(stack: Stack, token: str, filename: str, metadata: dict[str, Any]) -> Any:
+    body = {
+        "collectionId": "docs",
+        "filename": filename,
+        "mediaType": "text/markdown",
+        "byteSize": len(CONTRACT),
+        "metadata": metadata,
+    }
+    status, ticket = stack.json("POST", "/v1/uploads", token, body)
+    assert status == 201, ticket
+    assert stack.post_bytes(ticket, CONTRACT, "text/markdown") in (200, 201, 204)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    return ticket
+
+
+def test_each_version_keeps_its_sources_metadata_as_it_was_when_the_version_was_made(stack: Stack) -> None:
+    token = stack.token(tenant=f"p{uuid.uuid4().hex[:10]}")  # its own tenant: metadata key types are per collection
+    ticket = upload_with_metadata(stack, token, "contract.md", {"customer": "acme", "tags": ["nda"]})
+    hit = search(stack, token, "turbine blades")["hits"][0]
+    body = {"markdown": "Blades ship quarterly [1].\n", "citations": [{"chunkId": hit["chunkId"]}]}
+    first = create(stack, token, {**body, "sources": [{"fileId": ticket["fileId"]}]})
+    was = {"fileId": ticket["fileId"], "versionId": ticket["versionId"], "chunkIds": [hit["chunkId"]]}
+    acme = {"metadata": {"customer": "acme", "tags": ["nda"]}, "metadataRevision": 0}
+    assert first["version"]["provenance"]["sources"] == [{**was, **acme}]
+    status, patched = stack.json(
+        "PATCH", f"/v1/files/{ticket['fileId']}/metadata", token, {"set": {"customer": "globex"}, "remove": ["tags"]}
+    )
+    assert status == 200 and patched["metadataRevision"] == 1, patched
+    artifact_id = first["artifactId"]
+    status, second = stack.json(
+        "POST", f"/v1/artifacts/{artifact_id}/versions", token, {**body, "expectedLatestVersion": 1}
+    )
+    assert status == 201, second
+    globex = {"metadata": {"customer": "globex"}, "metadataRevision": 1}
+    assert second["version"]["provenance"]["sources"] == [{**was, **globex}]
+    assert second["content"]["citations"][0]["citation"]["metadata"] == {"customer": "globex"}
+    # Version 1 is evidence of what it was made from: the patch did not reach it, nor its citation.
+    status, history = stack.json("GET", f"/v1/artifacts/{artifact_id}/versions", token)
+    assert status == 200
+    assert [v["provenance"]["sources"] for v in history["versions"]] == [[{**was, **acme}], [{**was, **globex}]]
+    status, shown = stack.json("GET", f"/v1/artifacts/{artifact_id}?version=1", token)
+    assert shown["content"]["citations"][0]["citation"]["metadataRevision"] == 0
+    # A restore is version 1's content again, with version 1's provenance.
+    status, restored = stack.json(
+        "POST", f"/v1/artifacts/{artifact_id}/restore", token, {"version": 1, "expectedLatestVersion": 2}
+    )
+    assert status == 201 and restored["version"]["provenance"]["sources"] == [{**was, **acme}]

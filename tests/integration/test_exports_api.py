@@ -281,3 +281,49 @@ def test_a_late_worker_of_an_earlier_generation_changes_nothing(stack: Stack) ->
     assert second["state"] == "rendered" and second["fileId"] != first["fileId"]
     record = store.get("late", export_id)
     assert record is not None and record.generation == 1
+
+
+CONTRACT = b"# Supply contract\n\nThe supplier delivers turbine blades every quarter under this agreement.\n"
+
+
+def test_an_export_keeps_its_sources_metadata_as_it_was_when_it_was_claimed(stack: Stack) -> None:
+    token = stack.token(tenant=f"p{uuid.uuid4().hex[:10]}")  # its own tenant: metadata key types are per collection
+    body = {"collectionId": "docs", "filename": "contract.md", "mediaType": "text/markdown"}
+    status, ticket = stack.json(
+        "POST", "/v1/uploads", token, {**body, "byteSize": len(CONTRACT), "metadata": {"customer": "acme"}}
+    )
+    assert status == 201, ticket
+    assert stack.post_bytes(ticket, CONTRACT, "text/markdown") in (200, 201, 204)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    status, found = stack.json("POST", "/v1/search", token, {"query": "turbine blades"})
+    chunk_id = found["hits"][0]["chunkId"]
+    content = {"markdown": "Blades ship quarterly [1].\n", "citations": [{"chunkId": chunk_id}]}
+    artifact_id = create(stack, token, content)["artifactId"]
+    source = {"fileId": ticket["fileId"], "versionId": ticket["versionId"]}
+    acme = {**source, "metadata": {"customer": "acme"}, "metadataRevision": 0}
+    _, of_version_1 = export(stack, token, artifact_id, 1, "md")
+    _, converted = stack.json("POST", f"/v1/files/{ticket['fileId']}/conversions", token, {"format": "md"})
+    assert of_version_1["sources"] == [{**acme, "chunkIds": [chunk_id]}]
+    assert converted["sources"] == [{**acme, "chunkIds": []}]
+
+    status, _ = stack.json("PATCH", f"/v1/files/{ticket['fileId']}/metadata", token, {"set": {"customer": "globex"}})
+    assert status == 200
+    globex = {**source, "metadata": {"customer": "globex"}, "metadataRevision": 1}
+    # What was exported stays as it was; a new export shows the metadata now.
+    for made in (of_version_1, converted):
+        assert rendered(stack, token, made["exportId"])["sources"] == made["sources"]
+    _, converted_now = stack.json("POST", f"/v1/files/{ticket['fileId']}/conversions", token, {"format": "txt"})
+    assert converted_now["sources"] == [{**globex, "chunkIds": []}]
+    stack.json("POST", f"/v1/artifacts/{artifact_id}/versions", token, {**content, "expectedLatestVersion": 1})
+    _, of_version_2 = export(stack, token, artifact_id, 2, "md")
+    assert of_version_2["sources"] == [{**globex, "chunkIds": [chunk_id]}]
+    # Another format of version 1 names version 1's sources, as the version recorded them.
+    _, of_version_1_as_text = export(stack, token, artifact_id, 1, "txt")
+    assert of_version_1_as_text["sources"] == of_version_1["sources"]
+    # The rendered notes name the cited file's metadata as it was cited.
+    notes = {
+        version: download(rendered(stack, token, made["exportId"])["url"]).decode()
+        for version, made in ((1, of_version_1), (2, of_version_2))
+    }
+    assert "contract.md, version" in notes[1] and "(customer: acme)" in notes[1] and "globex" not in notes[1]
+    assert "(customer: globex)" in notes[2]

@@ -78,6 +78,8 @@ def citation() -> ArtifactCitation:
         kind=CitedKind.QUOTE,
         excerpt="North 12.4 31%",
         retrieved_at=datetime(2026, 11, 30, tzinfo=UTC),
+        metadata={"region": "north", "audited": True, "tags": ["q3", "final"]},
+        metadata_revision=2,
     )
     return ArtifactCitation(number=1, chunk_id="chunk-1", citation=cited)
 
@@ -111,6 +113,8 @@ def test_every_export_reads_back_with_its_headings_paragraphs_and_table_cells(re
     ), tables
     # The citation is a numbered note naming the file, its exact version and the location.
     assert "sales-2026.xlsx, version 5d1f6c1e-0000-4000-8000-000000000002, sheet Q3, cells B2:D5" in text
+    # With the cited file's metadata as it was cited (issue 33: provenance carries it).
+    assert "cells B2:D5 (audited: true; region: north; tags: q3, final)" in text
 
 
 @pytest.mark.parametrize("renderer", RENDERERS, ids=lambda r: r.format.value)

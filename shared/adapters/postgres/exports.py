@@ -14,7 +14,7 @@ from shared.ports import ExportStore
 _COLUMNS = (
     "tenant_id, export_id, collection_id, kind, format, artifact_id, version, source_file_id, source_version_id,"
     " operation, operation_hash, state, file_id, failure_reason, unsupported_characters, page_count, byte_size,"
-    " render_attempts, generation, failure_retryable, created_by, created_at, updated_at, rendered_at"
+    " render_attempts, generation, failure_retryable, created_by, created_at, updated_at, rendered_at, sources"
 )
 # Which unique key names "the same export" for each kind.
 _SAME_SOURCE = {
@@ -51,14 +51,15 @@ class PostgresExportStore(ExportStore):
     def claim(self, new: NewExport) -> tuple[ExportRecord, bool]:
         params = new.model_dump()
         params["operation"] = Jsonb(new.operation) if new.operation is not None else None
+        params["sources"] = Jsonb([source.model_dump(mode="json", exclude_none=True) for source in new.sources])
         with self._database.tenant_transaction(new.tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
             # A second claim of the same source waits on the first's unique-index entry, then does nothing.
             made = cur.execute(
                 "INSERT INTO exports (tenant_id, export_id, collection_id, kind, format, artifact_id, version,"  # noqa: S608
-                " source_file_id, source_version_id, operation, operation_hash, created_by)"
+                " source_file_id, source_version_id, operation, operation_hash, created_by, sources)"
                 " VALUES (%(tenant_id)s, %(export_id)s, %(collection_id)s, %(kind)s, %(format)s, %(artifact_id)s,"
                 " %(version)s, %(source_file_id)s, %(source_version_id)s, %(operation)s, %(operation_hash)s,"
-                f" %(created_by)s) ON CONFLICT DO NOTHING RETURNING {_COLUMNS}",
+                f" %(created_by)s, %(sources)s) ON CONFLICT DO NOTHING RETURNING {_COLUMNS}",
                 params,
             ).fetchone()
             if made is not None:

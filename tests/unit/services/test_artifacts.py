@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from shared.domain.artifacts import ArtifactLimits, VersionConflict, content_hash
+from shared.domain.artifacts import ArtifactLimits, SourceRef, VersionConflict, content_hash, merged_sources
 from shared.domain.auth import Principal, Role, with_role
 from shared.domain.document import Block, BlockKind
 from shared.domain.errors import Forbidden, InvalidRequest, NotFound, PayloadTooLarge
@@ -111,6 +111,27 @@ def test_citations_snapshot_stored_chunks_and_their_versions_join_the_provenance
     # A marker with no citation behind it is refused, naming it.
     with pytest.raises(InvalidRequest, match=r"\[2\]"):
         made(services, body=cited("See [2].", chunk_id))
+
+
+def test_merged_sources_give_every_version_of_a_file_the_newest_metadata_snapshot_read_of_it() -> None:
+    contract, first, second = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    merged = merged_sources(
+        [
+            SourceRef(
+                file_id=contract,
+                version_id=first,
+                chunk_ids=("c1",),
+                metadata={"customer": "acme"},
+                metadata_revision=0,
+            ),
+            SourceRef(file_id=contract, version_id=second, metadata={"customer": "globex"}, metadata_revision=1),
+            SourceRef(file_id=contract, version_id=first, chunk_ids=("c0",), metadata={}, metadata_revision=None),
+        ]
+    )
+    assert [(s.version_id, s.chunk_ids, s.metadata, s.metadata_revision) for s in merged] == sorted(
+        [(first, ("c0", "c1"), {"customer": "globex"}, 1), (second, (), {"customer": "globex"}, 1)],
+        key=lambda entry: str(entry[0]),
+    )
 
 
 def test_a_chunk_or_file_the_caller_cannot_read_is_not_found_exactly_like_a_random_one() -> None:

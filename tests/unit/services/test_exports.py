@@ -13,7 +13,15 @@ import pytest
 from shared.domain.auth import Principal
 from shared.domain.document import Block, BlockKind
 from shared.domain.errors import DocumentNotReady, InvalidRequest, NotFound
-from shared.domain.exports import ExportFormat, ExportKind, ExportRecord, ExportState, RenderFailed, RenderJob
+from shared.domain.exports import (
+    ExportFormat,
+    ExportKind,
+    ExportRecord,
+    ExportState,
+    NewExport,
+    RenderFailed,
+    RenderJob,
+)
 from shared.domain.files import ProcessingState, VersionState
 from shared.services.artifacts import ContentInput
 from tests.builders.writing_services import WritingServices
@@ -262,3 +270,26 @@ def test_every_entry_point_answers_an_unentitled_caller_exactly_as_for_a_random_
         with pytest.raises(NotFound) as random:
             probe(uuid.uuid4())
         assert (str(theirs.value), theirs.value.field) == (str(random.value), random.value.field)
+
+
+def test_a_pdf_operation_records_each_input_file_version_once_as_its_sources() -> None:
+    services = WritingServices()
+    ticket = services.indexed_file(ANN, RUNBOOK, filename="runbook.md")
+    picked = {"fileId": str(ticket.file_id), "versionId": str(ticket.version_id)}
+    record, made = services.exports.claim(
+        NewExport(
+            tenant_id="acme",
+            export_id=uuid.uuid4(),
+            collection_id="docs",
+            kind=ExportKind.PDF,
+            format=ExportFormat.PDF,
+            operation={"op": "compose", "inputs": [{**picked, "pages": "1"}, {**picked, "pages": "2"}], "name": "x"},
+            operation_hash="a" * 64,
+            created_by="acme-user",
+        )
+    )
+    assert made
+    assert [(s.file_id, s.version_id, s.metadata_revision) for s in record.sources] == [
+        (ticket.file_id, ticket.version_id, 0)
+    ]
+    assert current(services, record).sources == record.sources
