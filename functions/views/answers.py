@@ -1,14 +1,12 @@
 """The bodies of grounded answers (camelCase on the wire): `POST /v1/answer`, `GET /v1/answers/{id}`, feedback."""
 
 from datetime import datetime
-from typing import Any
 
 from pydantic import Field, ValidationError
 
 from functions.views.base import ApiModel
+from functions.views.filter_shape import FilterParameter
 from functions.views.search import (
-    FILTER_DESCRIPTION,
-    FILTER_EXAMPLE,
     CitationView,
     SearchFiltersBody,
     metadata_filter,
@@ -35,9 +33,7 @@ class AnswerRequestBody(ApiModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARACTERS)
     mode: SearchMode = SearchMode.HYBRID
     filters: SearchFiltersBody | None = None
-    filter_: dict[str, Any] | None = Field(
-        default=None, alias="filter", description=FILTER_DESCRIPTION, examples=[FILTER_EXAMPLE]
-    )
+    filter_: FilterParameter
 
     def to_request(self) -> AnswerRequest:
         where = metadata_filter(self.filter_)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from functions.views.base import ApiModel
+from functions.views.filter_shape import FilterParameter
 from shared.domain.errors import InvalidRequest
 from shared.domain.knowledge import CollectionCoverage
 from shared.domain.metadata_filter import FilterError, MetadataFilter
@@ -31,24 +32,6 @@ class SearchFiltersBody(ApiModel):
     filename: str | None = Field(default=None, min_length=1, max_length=255)
     uploaded_after: datetime | None = None
     uploaded_before: datetime | None = None
-
-
-# The metadata filter's shape in the OpenAPI document: Bedrock Knowledge Bases' RetrievalFilter plus exists and
-# notExists (shared/domain/metadata_filter.py checks it, naming the path of what is wrong).
-FILTER_DESCRIPTION = (
-    "A metadata filter, the shape of Bedrock Knowledge Bases' RetrievalFilter: one operator per object, a leaf"
-    ' {"equals": {"key": "customer", "value": "acme"}} (equals, notEquals, greaterThan, greaterThanOrEquals,'
-    " lessThan, lessThanOrEquals, in, notIn, startsWith, listContains, stringContains), a presence test"
-    ' {"exists": {"key": "customer"}} (exists, notExists) or a group {"andAll": [...]} / {"orAll": [...]}. Keys'
-    " are the file's metadata keys or built-in ones: quire.collection, quire.mediaType, quire.filename,"
-    " quire.uploadedAt, quire.pages. At most 5 levels deep, 50 conditions, 500 values in an in or notIn list."
-)
-FILTER_EXAMPLE = {
-    "andAll": [
-        {"equals": {"key": "customer", "value": "acme"}},
-        {"greaterThanOrEquals": {"key": "effective", "value": "2026-01-01"}},
-    ]
-}
 
 
 # The query parameter `filter` of GET /v1/files: the same filter as URL-encoded JSON, its length bounded.
@@ -82,9 +65,7 @@ class SearchRequest(ApiModel):
     limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
     mode: SearchMode = SearchMode.HYBRID
     filters: SearchFiltersBody | None = None
-    filter_: dict[str, Any] | None = Field(
-        default=None, alias="filter", description=FILTER_DESCRIPTION, examples=[FILTER_EXAMPLE]
-    )
+    filter_: FilterParameter
     facets: list[Annotated[str, Field(max_length=64)]] | None = Field(
         default=None,
         max_length=10,

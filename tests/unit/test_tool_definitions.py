@@ -131,7 +131,7 @@ def test_every_doc_that_counts_the_agent_tools_counts_the_catalog() -> None:
 def test_the_filter_tools_show_the_filters_shape_with_every_operator_the_domain_parses() -> None:
     import jsonschema
 
-    from functions.views.search import FILTER_DESCRIPTION, FILTER_EXAMPLE
+    from functions.views.filter_shape import FILTER_DESCRIPTION, FILTER_EXAMPLE
     from shared.domain.metadata_filter import OPERATORS
 
     takes_filter = {tool.name for tool in TOOLS if "filter" in tool.input_schema()["properties"]}
