@@ -1,6 +1,7 @@
 """Issue 33's property test: random metadata on 2,000 indexed files, hundreds of random filters (every operator,
 nested groups, every type, built-in keys), and for each the vector lane, the keyword lane and the file list return
-exactly what a plain Python evaluation of the filter keeps, in the order search orders it. The seed is printed on
+exactly what a plain Python evaluation of the filter keeps, in the order search orders it; search itself, in each
+mode, returns only kept files, and something whenever anything kept matches. The seed is printed on
 failure; QUIRE_FILTER_SEED reruns one, QUIRE_FILTER_CASES sets how many filters."""
 
 import itertools
@@ -9,6 +10,7 @@ import math
 import os
 import random
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -16,10 +18,16 @@ import pytest
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.file_catalog import PostgresFileCatalog
 from shared.adapters.postgres.keyword_lane import PostgresKeywordIndex
+from shared.adapters.postgres.knowledge import PostgresKnowledgeStore
 from shared.adapters.postgres.vector_lane import PostgresVectorIndex
+from shared.domain.auth import Role, with_role
+from shared.domain.capabilities import CapabilityStatus
 from shared.domain.metadata import indexed_metadata, typed_attributes
 from shared.domain.metadata_filter import FilterError, MetadataFilter
-from shared.domain.search import SearchFilters
+from shared.domain.search import Found, RetrievalTuning, SearchFilters, SearchMode, SearchQuery
+from shared.domain.usage import Usage
+from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.retrieval import Retrieval
 from tests.builders.metadata_cases import BUILT_IN_STRINGS, KEY_TYPES, random_filter, random_metadata
 from tests.integration.knowledge_rows import DIMENSION, FAKE_MODEL, index_texts
 
@@ -107,6 +115,15 @@ def test_every_lane_and_the_file_list_keep_exactly_what_the_filter_keeps(
         PostgresFileCatalog(app_database),
     )
     query = _unit(rng)
+    retrieval = Retrieval(
+        authorization=ClaimsAuthorizationPolicy(),
+        knowledge=PostgresKnowledgeStore(app_database),
+        vectors=vectors,
+        keywords=keywords,
+        embedder=FixedQueryEmbedder(query),
+        tuning=RetrievalTuning(),
+    )
+    principal = with_role(corpus.tenant, "ann", COLLECTIONS, Role.READ)
     unfiltered = keywords.search(
         corpus.tenant, COLLECTIONS, "okapi filler3", limit=FILES, filters=SearchFilters(), k1=1.2, b=0.75
     )
@@ -154,16 +171,53 @@ def test_every_lane_and_the_file_list_keep_exactly_what_the_filter_keeps(
                 returned, distance
             )
 
-        # The file list: every kept file, newest first.
+        # Search itself, each mode, through the service: only kept files, and something whenever the keyword lane
+        # has kept chunks (every chunk holds "okapi"); keyword mode in the keyword lane's order.
+        for mode in SearchMode:
+            query_of_mode = SearchQuery(text="okapi filler3", limit=LIMIT, mode=mode, filters=filters)
+            outcome = retrieval.search(principal, query_of_mode)
+            hits = outcome.hits if isinstance(outcome, Found) else ()
+            assert {corpus.file_of[hit.chunk_id] for hit in hits} <= kept_files, (mode, context)
+            if mode is not SearchMode.SEMANTIC:
+                assert bool(hits) == bool(kept), (mode, context)
+            if mode is SearchMode.KEYWORD:
+                assert [hit.chunk_id for hit in hits] == found[: len(hits)], context
+
+        # The file list: the kept files, newest first (its first page).
         listed, more = catalog.list_files(
-            corpus.tenant, COLLECTIONS, collection_id=None, limit=FILES, after=None, where=where
+            corpus.tenant, COLLECTIONS, collection_id=None, limit=LIMIT, after=None, where=where
         )
-        assert not more and {record.file_id for record in listed} == kept_files, context
-        cases += 3
+        newest = sorted(kept_files, key=lambda file_id: (corpus.created[file_id], file_id), reverse=True)
+        assert [record.file_id for record in listed] == newest[:LIMIT], context
+        assert more == (len(newest) > LIMIT), context
+        cases += 6
         kept_sizes += len(kept)
     # The cases exercised the language: most filters parse, and they kept many different shares of the files.
-    assert cases > FILTERS * 3 * 0.7, cases
+    assert cases > FILTERS * 6 * 0.7, cases
     assert len(sizes) > 20 and 0 in sizes and max(sizes) > FILES / 2, sorted(sizes)[:5]
+
+
+class FixedQueryEmbedder:
+    """A fake embedder (named as one) that gives every query the one vector the test ranks against."""
+
+    model_id = FAKE_MODEL
+    dimension = DIMENSION
+    max_tokens = 512
+
+    def __init__(self, vector: tuple[float, ...]) -> None:
+        self.vector = list(vector)
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready(FAKE_MODEL)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.vector for _ in texts]
+
+    def usage(self, tokens: int) -> Usage:
+        return Usage(provider="fake", operation="fake:embed", model=FAKE_MODEL, priced=False, input_tokens=tokens)
 
 
 def _within(returned: list[str], distance: dict[str, float]) -> bool:
