@@ -5,6 +5,7 @@ limit) refused before the resolver."""
 import base64
 import json
 import re
+import sys
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -75,8 +76,19 @@ def resolve_refusing_unreadable_bodies(
         return _undecodable_body(event) or _body_that_is_not_text(event) or app.resolve(event, context)
     except RecursionError:
         # JSON nested past the parser's recursion limit (the resolver's own body parsing hits it first).
-        body = {"error": "invalid_request", "message": "the body nests too deeply to be read: flatten it"}
-        return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+        return _refused("the body nests too deeply to be read: flatten it")
+    except ValueError as error:
+        # An integer of more digits than Python converts (4,300), met as the resolver parses the body.
+        if "integer string conversion" not in str(error):
+            raise
+        return _refused(
+            f"the body holds a number of more than {sys.get_int_max_str_digits()} digits: send it as a string"
+        )
+
+
+def _refused(message: str) -> dict[str, Any]:
+    body = {"error": "invalid_request", "message": message}
+    return {"statusCode": 400, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
 
 
 def _undecodable_body(event: dict[str, Any]) -> dict[str, Any] | None:

@@ -68,7 +68,6 @@ class SearchRequest(ApiModel):
     filter_: FilterParameter
     facets: list[Annotated[str, Field(max_length=64)]] | None = Field(
         default=None,
-        max_length=10,
         description="Metadata keys (or quire.collection, quire.mediaType) whose most frequent values to count over"
         " the files the caller can read and the filters keep: `facets` in the answer, at most 50 values each.",
     )

@@ -17,7 +17,8 @@ MAX_KEYS = 64
 MAX_STRING_CHARACTERS = 1024
 # A product's own keys; `quire.` names the built-in attributes.
 METADATA_KEY = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
-CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+# C0 (tab and line breaks included: an attribute is one line), DEL, C1 and lone surrogates.
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 MAX_LIST_ITEMS = 100
 MAX_METADATA_BYTES = 16 * 1024
@@ -119,18 +120,29 @@ def type_of(value: MetadataValue) -> MetadataType:
     return MetadataType.DATE if as_instant(value) is not None else MetadataType.STRING
 
 
+def admits(kind: MetadataType, value: MetadataValue) -> bool:
+    """Whether `value` is a value of a key of type `kind`: a string key takes any text (date-like text included),
+    a date key an ISO 8601 day or zoned instant, a number key a number (not a boolean)."""
+    if kind is MetadataType.STRING:
+        return isinstance(value, str)
+    if kind is MetadataType.DATE:
+        return isinstance(value, str) and as_instant(value) is not None
+    if kind is MetadataType.NUMBER:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is MetadataType.BOOLEAN:
+        return isinstance(value, bool)
+    return isinstance(value, list)
+
+
 def conflicting_types(
-    metadata: Mapping[str, MetadataValue],
-    known: Mapping[str, MetadataType],
-    *,
-    path: str = "metadata",
-    found_types: Mapping[str, MetadataType] | None = None,
+    metadata: Mapping[str, MetadataValue], known: Mapping[str, MetadataType], *, path: str = "metadata"
 ) -> MetadataError | None:
-    """The first key whose value's type (`found_types`, else as the value reads) is not the one the collection
-    already has for it, as the error to answer."""
+    """The first key whose value is not a value of the type the collection already has for it, as the error to
+    answer."""
     for key, value in metadata.items():
-        found, had = (found_types or {}).get(key) or type_of(value), known.get(key)
-        if had is not None and found is not had:
+        had = known.get(key)
+        if had is not None and not admits(had, value):
+            found = type_of(value)
             return MetadataError(f"{path}.{key}", f"is a {found.value}, but {key} is a {had.value} in this collection")
     return None
 

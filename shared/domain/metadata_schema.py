@@ -24,6 +24,7 @@ from shared.domain.metadata import (
 )
 
 MAX_ALLOWED_VALUES = 500
+MAX_SCHEMA_BYTES = 64 * 1024
 _SCHEMA_FIELDS = ("keys", "additionalKeys")
 _RULE_FIELDS = ("type", "required", "allowed")
 _TYPES = ", ".join(kind.value for kind in MetadataType)
@@ -92,6 +93,10 @@ def parse_schema(raw: object, *, path: str = "schema") -> MetadataSchema:
     """`raw` (parsed JSON) as a metadata schema within the bounds; SchemaError names what is wrong and where."""
     if not isinstance(raw, Mapping):
         raise SchemaError(path, 'must be an object such as {"keys": {"customer": {"type": "string"}}}')
+    # Read on every write to the collection: bounded as a whole, not only key by key.
+    size = len(json.dumps(raw, ensure_ascii=False, default=str).encode())
+    if size > MAX_SCHEMA_BYTES:
+        raise SchemaError(path, f"is {size} bytes as JSON; at most {MAX_SCHEMA_BYTES} are allowed")
     _refuse_unknown_fields(raw, _SCHEMA_FIELDS, path, "a metadata schema")
     if "keys" not in raw:
         raise SchemaError(f"{path}.keys", "is required: an object of the declared keys and their rules")

@@ -467,6 +467,7 @@ class Writes:
         self.endpoint, self.bucket, self.server = endpoint, bucket, server
         self.acknowledged: dict[tuple[str, str], bytes] = {}
         self.deleted: set[tuple[str, str]] = set()
+        self.maybe_deleted: dict[tuple[str, str], bytes] = {}
         self.lock = threading.Lock()
 
     def run(self, worker: int) -> None:
@@ -495,17 +496,21 @@ class Writes:
                 self.acknowledged[(key, version)] = body
 
     def _delete_one(self, client: Any, key: str, chance: random.Random) -> None:
+        from botocore.exceptions import BotoCoreError
+
         with self.lock:
             versions = sorted(k for k in self.acknowledged if k[0] == key)
         if versions:
             target = chance.choice(versions)
             try:
                 client.delete_object(Bucket=self.bucket, Key=target[0], VersionId=target[1])
-            except Exception:
+            except BotoCoreError:
                 # Unanswered (the kill came meanwhile): the delete may have been carried out before it, so the
-                # version may be there or not, as on S3. It is no longer one the server owes us.
+                # version may be there or not, as on S3; if it is, it must be whole (checked at the end).
                 with self.lock:
-                    self.acknowledged.pop(target, None)
+                    body = self.acknowledged.pop(target, None)
+                    if body is not None:
+                        self.maybe_deleted[target] = body
                 raise
             with self.lock:
                 self.deleted.add(target)
@@ -543,6 +548,9 @@ def test_every_acknowledged_write_survives_kill_9_of_the_server(tmp_path: Path, 
             assert store.get(key, version_id=version, max_bytes=100_000) == body
         for key, version in writes.deleted:
             assert store.head(key, version_id=version) is None
+        for (key, version), body in writes.maybe_deleted.items():  # gone, or there as written
+            if store.head(key, version_id=version) is not None:
+                assert store.get(key, version_id=version, max_bytes=100_000) == body
         listed = store.client.list_object_versions(Bucket=name)
         for survivor in listed["Versions"]:  # whatever else survived is whole
             whole = store.get(survivor["Key"], version_id=survivor["VersionId"], max_bytes=100_000)

@@ -4,7 +4,9 @@ revision, typed per collection, and filtering search (every mode) and the file l
 import json
 import re
 import threading
+import urllib.error
 import urllib.parse
+import urllib.request
 import uuid
 from typing import Any
 
@@ -331,3 +333,64 @@ def test_a_search_racing_a_change_sees_the_metadata_before_or_after_never_a_mix(
     swapper.join()
     assert failures == []
     assert searches >= 5
+
+
+def test_a_keys_type_follows_the_schema_and_the_collection_a_file_moves_to(stack: Stack) -> None:
+    tenant = _tenant()
+    admin = stack.token(tenant=tenant, collections=("docs", "board"))
+    schema = {"keys": {"ref": {"type": "string"}}}
+    assert stack.json("PUT", "/v1/collections/docs/metadata-schema", admin, schema)[0] == 200
+    ticket = _upload_to(stack, admin, "docs", "a.md", {"ref": "2026-01-01"})
+    after_2025 = {"greaterThan": {"key": "ref", "value": "2025-01-01"}}
+    assert _list(stack, admin, after_2025) == []  # a string, declared so: not a date
+
+    # Without the schema, ref stays the string the collection made it, and the file can still be changed.
+    assert stack.json("PUT", "/v1/collections/docs/metadata-schema", admin, {"keys": {}})[0] == 200
+    assert _list(stack, admin, after_2025) == []
+    status, patched = stack.json("PATCH", f"/v1/files/{ticket['fileId']}/metadata", admin, {"set": {"other": 1}})
+    assert status == 200, patched
+    # A string key takes date-like text without a schema too; a date key refuses other text.
+    _upload_to(stack, admin, "docs", "b.md", {"ref": "not a date", "signed": "2026-02-01"})
+    status, refused = stack.json(
+        "POST",
+        "/v1/uploads",
+        admin,
+        {
+            "collectionId": "docs",
+            "filename": "c.md",
+            "mediaType": "text/markdown",
+            "byteSize": 3,
+            "metadata": {"signed": "soon"},
+        },
+    )
+    assert (
+        status == 400 and refused["message"] == "metadata.signed: is a string, but signed is a date in this collection"
+    )
+
+    # Moved to board, where ref is new: typed as board types it (a date there), and filtered so.
+    status, moved = stack.json("POST", f"/v1/files/{ticket['fileId']}/move", admin, {"collectionId": "board"})
+    assert status == 200, moved
+    assert [f["fileId"] for f in _list(stack, admin, after_2025)] == [ticket["fileId"]]
+
+
+def test_oversized_numbers_and_schemas_are_refused_with_the_limit(stack: Stack) -> None:
+    admin = stack.token(tenant=_tenant())
+    huge = "9" * 5000
+    raw = ('{"query": "turbine", "filter": {"equals": {"key": "n", "value": ' + huge + "}}}").encode()
+    request = urllib.request.Request(
+        f"{stack.api}/v1/search",
+        data=raw,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {admin}"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            status, answer = response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        status, answer = error.code, json.loads(error.read())
+    assert status == 400 and "more than 4300 digits" in answer["message"], answer
+    schema = {"keys": {f"k{i}": {"type": "string", "allowed": ["x" * 1024] * 500} for i in range(8)}}
+    status, refused = stack.json("PUT", "/v1/collections/docs/metadata-schema", admin, schema)
+    assert status == 400 and refused["message"].startswith("schema: is ") and "at most 65536" in refused["message"]
+    status, refused = stack.json("POST", "/v1/search", admin, {"query": "x", "facets": [f"k{i}" for i in range(11)]})
+    assert status == 400 and refused["message"] == "facets: names 11 keys; at most 10 are allowed", refused

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from shared.adapters.postgres import vector_lane
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.file_catalog import PostgresFileCatalog
 from shared.adapters.postgres.keyword_lane import PostgresKeywordIndex
@@ -223,3 +224,43 @@ class FixedQueryEmbedder:
 def _within(returned: list[str], distance: dict[str, float]) -> bool:
     """In order up to float32 rounding (the database computes in single precision)."""
     return all(distance[a] <= distance[b] + 1e-5 for a, b in itertools.pairwise(returned))
+
+
+def test_the_filtered_graph_scan_returns_the_limit_of_kept_chunks_and_none_other(
+    app_database: Database, seeded: tuple[Corpus, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other path of the vector lane (the HNSW scan with the filter inside it, taken when many chunks are kept),
+    forced here for every filter: never fewer than the limit when that many are kept, never a dropped chunk, and
+    near the exact nearest (it is approximate: recall over all cases, not each)."""
+    monkeypatch.setattr(vector_lane, "EXACT_SCAN_ROWS", -1)
+    corpus, seed = seeded
+    rng = random.Random(seed + 2)
+    vectors = PostgresVectorIndex(app_database)
+    query = _unit(rng)
+    distance = {
+        chunk: 1 - sum(a * b for a, b in zip(vector, query, strict=True)) for chunk, vector in corpus.vectors.items()
+    }
+    found = wanted = 0
+    for _ in range(60):
+        raw = random_filter(rng)
+        try:
+            where = MetadataFilter.parse(raw)
+        except FilterError:
+            continue
+        kept_files = {file_id for file_id, attributes in corpus.attributes.items() if where.keeps(attributes)}
+        kept = [chunk for chunk in corpus.vectors if corpus.file_of[chunk] in kept_files]
+        nearest = vectors.nearest(
+            corpus.tenant,
+            COLLECTIONS,
+            query,
+            embedding_model=FAKE_MODEL,
+            limit=LIMIT,
+            filters=SearchFilters(where=where),
+        )
+        returned = {hit.chunk_id for hit in nearest}
+        context = f"seed {seed}: {json.dumps(raw)} keeps {len(kept)}"
+        assert len(returned) == min(LIMIT, len(kept)) and returned <= set(kept), context
+        exact = set(sorted(kept, key=lambda chunk: distance[chunk])[:LIMIT])
+        found += len(returned & exact)
+        wanted += len(exact)
+    assert wanted and found / wanted >= 0.95, found / wanted

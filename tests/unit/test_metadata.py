@@ -63,3 +63,20 @@ def test_a_key_keeps_the_type_it_first_had_in_the_collection() -> None:
     assert conflict is not None
     assert conflict.path == "metadata.amount"
     assert "is a string, but amount is a number" in str(conflict)
+
+
+def test_a_string_key_takes_date_like_text_and_a_date_key_only_dates() -> None:
+    known = {"note": MetadataType.STRING, "signed": MetadataType.DATE}
+    assert conflicting_types({"note": "2026-01-01", "signed": "2026-01-01T10:00:00+02:00"}, known) is None
+    conflict = conflicting_types({"signed": "soon"}, known)
+    assert (
+        conflict is not None
+        and str(conflict) == "metadata.signed: is a string, but signed is a date in this collection"
+    )
+    assert conflicting_types({"note": 5}, known) is not None
+
+
+def test_control_characters_are_refused_in_values() -> None:
+    for text in ("a\tb", "a\nb", "a\rb", "a\x9bb", "a\x00b", "a\ud800b"):
+        with pytest.raises(MetadataError, match="control character"):
+            validated_metadata({"note": text})

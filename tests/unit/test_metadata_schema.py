@@ -207,8 +207,16 @@ def test_a_schema_breaking_a_rule_or_bound_is_refused_naming_its_path(raw: Any, 
 
 
 def test_the_bounds_themselves_are_accepted() -> None:
-    at_most = parse_schema({"keys": {f"k{i}": {"type": "string", "allowed": ["x" * 1024] * 500} for i in range(64)}})
+    at_most = parse_schema({"keys": {f"k{i}": {"type": "string", "allowed": ["x"] * 10} for i in range(64)}})
     assert len(at_most.keys) == MAX_KEYS
+    assert len(parse_schema({"keys": {"k": {"type": "string", "allowed": ["x" * 100] * 500}}}).keys["k"].allowed) == 500
+    assert parse_schema({"keys": {"k": {"type": "string", "allowed": ["x" * 1024]}}}).keys["k"].allowed == ("x" * 1024,)
+
+
+def test_a_schema_is_bounded_as_a_whole() -> None:
+    # Every key within its own bounds, the whole too large to read on every write.
+    with pytest.raises(SchemaError, match=r"^schema: is \d+ bytes as JSON; at most 65536 are allowed$"):
+        parse_schema({"keys": {f"k{i}": {"type": "string", "allowed": ["x" * 1024] * 500} for i in range(64)}})
     assert parse_schema({"keys": {"urgent": {"type": "boolean", "allowed": [True]}}}).keys["urgent"].allowed == (True,)
 
 

@@ -449,10 +449,12 @@ class PostgresFileCatalog(FileRows, FileCatalog):
             metadata = conn.execute(
                 "SELECT metadata FROM files WHERE tenant_id = %s AND file_id = %s", (tenant_id, file_id)
             ).fetchone()
-            record_key_types(conn, tenant_id, to_collection, metadata[0] if metadata else {})
+            values = metadata[0] if metadata else {}
+            # Typed as the collection it joins types them (a key's type there, or its schema's), filtered so too.
+            _, typed = metadata_columns(values, record_key_types(conn, tenant_id, to_collection, values))
             conn.execute(
-                "UPDATE files SET collection_id = %s WHERE tenant_id = %s AND file_id = %s",
-                (to_collection, tenant_id, file_id),
+                "UPDATE files SET collection_id = %s, metadata_typed = %s::jsonb WHERE tenant_id = %s AND file_id = %s",
+                (to_collection, typed, tenant_id, file_id),
             )
             _move_chunks(conn, tenant_id, file_id, to_collection)
             # Who may read or decide a replacement follows the file it would replace.

@@ -43,17 +43,16 @@ def record_key_types(
         problem = schema_problem(metadata, schema, path=path)
         if problem is not None:
             raise InvalidRequest(str(problem))
-    found = types_of(metadata, schema.declared_types() if schema is not None else None)
-    if not found:
+    if not metadata:
         return {}
-    keys = sorted(found)
-    known = {
-        key: MetadataType(kind)
-        for key, kind in conn.execute(
-            "SELECT key, type FROM metadata_key_types WHERE tenant_id = %s AND collection_id = %s AND key = ANY(%s)",
-            (tenant_id, collection_id, keys),
-        ).fetchall()
-    }
+    keys = sorted(metadata)
+    known = _known_types(conn, tenant_id, collection_id, keys)
+    declared = schema.declared_types() if schema is not None else {}
+    # A schema's type for the keys it declares (PUT made the registry agree); else the type the key has, which a
+    # value must be one of; a new key takes its value's type.
+    conflict = conflicting_types({k: v for k, v in metadata.items() if k not in declared}, known, path=path)
+    if conflict is not None:
+        raise InvalidRequest(str(conflict))
     new = [key for key in keys if key not in known]
     if new:
         row = conn.execute(
@@ -65,24 +64,31 @@ def record_key_types(
                 f"{path}: the collection already has {row[0]} metadata keys and this adds {len(new)}; at most"
                 f" {MAX_KEYS_PER_COLLECTION} distinct keys are allowed in a collection"
             )
+        first = types_of({key: metadata[key] for key in new}, declared)
         conn.execute(
             "INSERT INTO metadata_key_types (tenant_id, collection_id, key, type)"
             " SELECT %s, %s, key, type FROM unnest(%s::text[], %s::text[]) AS new (key, type) ON CONFLICT DO NOTHING",
-            (tenant_id, collection_id, new, [found[key].value for key in new]),
+            (tenant_id, collection_id, new, [first[key].value for key in new]),
         )
         # A writer racing on the same new key inserted first: its type is the collection's now.
-        known.update(
-            (key, MetadataType(kind))
-            for key, kind in conn.execute(
-                "SELECT key, type FROM metadata_key_types"
-                " WHERE tenant_id = %s AND collection_id = %s AND key = ANY(%s)",
-                (tenant_id, collection_id, new),
-            ).fetchall()
-        )
-    conflict = conflicting_types(metadata, known, path=path, found_types=found)
-    if conflict is not None:
-        raise InvalidRequest(str(conflict))
-    return {key: known[key] for key in keys}
+        raced = _known_types(conn, tenant_id, collection_id, new)
+        conflict = conflicting_types({key: metadata[key] for key in new}, raced, path=path)
+        if conflict is not None:
+            raise InvalidRequest(str(conflict))
+        known.update(raced)
+    return {key: declared.get(key) or known[key] for key in keys}
+
+
+def _known_types(
+    conn: psycopg.Connection[Any], tenant_id: str, collection_id: str, keys: Sequence[str]
+) -> dict[str, MetadataType]:
+    return {
+        key: MetadataType(kind)
+        for key, kind in conn.execute(
+            "SELECT key, type FROM metadata_key_types WHERE tenant_id = %s AND collection_id = %s AND key = ANY(%s)",
+            (tenant_id, collection_id, list(keys)),
+        ).fetchall()
+    }
 
 
 def collection_schema(conn: psycopg.Connection[Any], tenant_id: str, collection_id: str) -> MetadataSchema | None:
@@ -195,8 +201,16 @@ class PostgresMetadataWriter(FileRows, MetadataWriter):
                     " ON CONFLICT (tenant_id, collection_id, key) DO UPDATE SET type = excluded.type",
                     (tenant_id, collection_id, sorted(declared), [declared[k].value for k in sorted(declared)]),
                 )
+            registered = {
+                key: MetadataType(kind)
+                for key, kind in conn.execute(
+                    "SELECT key, type FROM metadata_key_types WHERE tenant_id = %s AND collection_id = %s",
+                    (tenant_id, collection_id),
+                ).fetchall()
+            }
             for file_id, metadata, typed in rows:
-                retyped = indexed_metadata(metadata, types_of(metadata, declared))
+                # Declared keys by the schema; the others keep the type the collection gave them.
+                retyped = indexed_metadata(metadata, {**types_of(metadata), **registered, **declared})
                 if retyped != typed:
                     conn.execute(
                         "UPDATE files SET metadata_typed = %s::jsonb WHERE tenant_id = %s AND file_id = %s",
