@@ -7,6 +7,7 @@ from uuid import UUID
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from functions.views.base import ApiModel
+from functions.views.facets import WithFacets
 from shared.domain.document import Block, BlockKind, ExtractedDocument
 from shared.domain.errors import DocumentNotReady
 from shared.domain.files import (
@@ -289,27 +290,9 @@ class FileView(FileSummary):
         return cls(**FileSummary.of(record).model_dump(), versions=[VersionView.of(v) for v in record.versions])
 
 
-class FacetValueView(ApiModel):
-    value: Any
-    count: int
-
-
-def facets_view(counted: dict[str, list[tuple[Any, int]]]) -> dict[str, list[FacetValueView]]:
-    return {key: [FacetValueView(value=value, count=count) for value, count in pairs] for key, pairs in counted.items()}
-
-
-class FileListView(ApiModel):
+class FileListView(WithFacets):
     files: list[FileSummary]
     next_cursor: str | None
-    # Only when asked for (`facets=`): each key's most frequent values over every file the filter keeps.
-    facets: dict[str, list[FacetValueView]] | None = None
-
-    @model_serializer(mode="wrap")
-    def _wire(self, serialize: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
-        dumped = serialize(self)
-        if dumped.get("facets") is None:
-            dumped.pop("facets", None)
-        return dumped
 
 
 class SignedReadView(ApiModel):

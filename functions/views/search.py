@@ -4,9 +4,10 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import Field, ValidationError
 
 from functions.views.base import ApiModel
+from functions.views.facets import WithFacets, facets_view
 from functions.views.filter_shape import FilterParameter
 from shared.domain.errors import InvalidRequest
 from shared.domain.knowledge import CollectionCoverage
@@ -160,31 +161,14 @@ class HitView(ApiModel):
     citation: CitationView
 
 
-class FacetCountView(ApiModel):
-    value: Any
-    count: int
-
-
-class _WithFacets(ApiModel):
-    # Only when asked for (`facets`): each key's most frequent values over the files the search could look in.
-    facets: dict[str, list[FacetCountView]] | None = None
-
-    @model_serializer(mode="wrap")
-    def _wire(self, serialize: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
-        dumped = serialize(self)
-        if dumped.get("facets") is None:
-            dumped.pop("facets", None)
-        return dumped
-
-
-class SearchFoundView(_WithFacets):
+class SearchFoundView(WithFacets):
     outcome: Literal["found"]
     vector_available: bool
     truncated_by_budget: bool
     hits: list[HitView]
 
 
-class SearchEmptyView(_WithFacets):
+class SearchEmptyView(WithFacets):
     """No hits field at all: an empty result cannot be read as a weak answer."""
 
     outcome: EmptyReason
@@ -195,11 +179,7 @@ class SearchEmptyView(_WithFacets):
 def search_view(
     outcome: SearchOutcome, facets: dict[str, list[tuple[Any, int]]] | None = None
 ) -> SearchFoundView | SearchEmptyView:
-    counted = (
-        {key: [FacetCountView(value=value, count=count) for value, count in pairs] for key, pairs in facets.items()}
-        if facets is not None
-        else None
-    )
+    counted = facets_view(facets)
     if isinstance(outcome, Empty):
         return SearchEmptyView(
             outcome=outcome.outcome, message=outcome.message, vector_available=outcome.vector_available, facets=counted

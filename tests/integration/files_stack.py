@@ -87,3 +87,21 @@ class Stack:
         ticket = self.start_upload(token, filename, media_type, len(content), collection)
         assert self.post_bytes(ticket, content, media_type) in (200, 201, 204)
         return ticket
+
+    def processed_markdown(
+        self, token: str, filename: str, content: bytes, metadata: dict[str, Any] | None, collection: str = "docs"
+    ) -> Any:
+        """A Markdown file uploaded with `metadata` (none: the field left out) and run through the pipeline."""
+        body: dict[str, Any] = {
+            "collectionId": collection,
+            "filename": filename,
+            "mediaType": "text/markdown",
+            "byteSize": len(content),
+        }
+        if metadata is not None:
+            body["metadata"] = metadata
+        status, ticket = self.json("POST", "/v1/uploads", token, body)
+        assert status == 201, ticket
+        assert self.post_bytes(ticket, content, "text/markdown") in (200, 201, 204)
+        self.container.workflow.drain()  # type: ignore[attr-defined]
+        return ticket

@@ -23,18 +23,7 @@ MALFORMED_PATH = "filter.andAll[1].greaterThan.value: "
 
 
 def _upload(stack: Stack, token: str, filename: str, content: bytes, metadata: dict[str, Any]) -> str:
-    body = {
-        "collectionId": "docs",
-        "filename": filename,
-        "mediaType": "text/markdown",
-        "byteSize": len(content),
-        "metadata": metadata,
-    }
-    status, ticket = stack.json("POST", "/v1/uploads", token, body)
-    assert status == 201, ticket
-    assert stack.post_bytes(ticket, content, "text/markdown") in (200, 201, 204)
-    stack.container.workflow.drain()  # type: ignore[attr-defined]
-    return str(ticket["fileId"])
+    return str(stack.processed_markdown(token, filename, content, metadata)["fileId"])
 
 
 @pytest.fixture(scope="module")

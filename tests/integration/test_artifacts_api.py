@@ -286,18 +286,7 @@ CONTRACT = b"# Supply contract\n\nThe supplier delivers turbine blades every qua
 
 
 def upload_with_metadata(stack: Stack, token: str, filename: str, metadata: dict[str, Any]) -> Any:
-    body = {
-        "collectionId": "docs",
-        "filename": filename,
-        "mediaType": "text/markdown",
-        "byteSize": len(CONTRACT),
-        "metadata": metadata,
-    }
-    status, ticket = stack.json("POST", "/v1/uploads", token, body)
-    assert status == 201, ticket
-    assert stack.post_bytes(ticket, CONTRACT, "text/markdown") in (200, 201, 204)
-    stack.container.workflow.drain()  # type: ignore[attr-defined]
-    return ticket
+    return stack.processed_markdown(token, filename, CONTRACT, metadata)
 
 
 def test_each_version_keeps_its_sources_metadata_as_it_was_when_the_version_was_made(stack: Stack) -> None:

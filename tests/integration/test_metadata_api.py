@@ -19,19 +19,7 @@ POLICY = b"# Travel policy\n\nStaff book turbine inspection travel through the p
 
 
 def _upload(stack: Stack, token: str, filename: str, content: bytes, metadata: dict[str, Any] | None) -> Any:
-    body: dict[str, Any] = {
-        "collectionId": "docs",
-        "filename": filename,
-        "mediaType": "text/markdown",
-        "byteSize": len(content),
-    }
-    if metadata is not None:
-        body["metadata"] = metadata
-    status, ticket = stack.json("POST", "/v1/uploads", token, body)
-    assert status == 201, ticket
-    assert stack.post_bytes(ticket, content, "text/markdown") in (200, 201, 204)
-    stack.container.workflow.drain()  # type: ignore[attr-defined]
-    return ticket
+    return stack.processed_markdown(token, filename, content, metadata)
 
 
 def _tenant() -> str:
@@ -216,18 +204,7 @@ def test_bulk_changes_are_all_applied_or_none(stack: Stack) -> None:
 
 
 def _upload_to(stack: Stack, token: str, collection: str, filename: str, metadata: dict[str, Any]) -> Any:
-    body = {
-        "collectionId": collection,
-        "filename": filename,
-        "mediaType": "text/markdown",
-        "byteSize": len(CONTRACT),
-        "metadata": metadata,
-    }
-    status, ticket = stack.json("POST", "/v1/uploads", token, body)
-    assert status == 201, ticket
-    assert stack.post_bytes(ticket, CONTRACT, "text/markdown") in (200, 201, 204)
-    stack.container.workflow.drain()  # type: ignore[attr-defined]
-    return ticket
+    return stack.processed_markdown(token, filename, CONTRACT, metadata, collection=collection)
 
 
 def test_facets_count_the_files_the_caller_reads_and_the_filter_keeps(stack: Stack) -> None:

@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from functions.api.routes.context import binary_response, current_principal, json_response, parse_id
+from functions.views.facets import facets_view
 from functions.views.files import (
     BulkMetadataRequest,
     BulkMetadataView,
@@ -27,7 +28,6 @@ from functions.views.files import (
     SignedReadView,
     UploadRequest,
     UploadResponse,
-    facets_view,
 )
 from functions.views.search import (
     FILTER_QUERY_DESCRIPTION,

@@ -12,7 +12,7 @@ from psycopg.rows import dict_row
 from shared.adapters.postgres.file_rows import VERSION_COLUMNS, FileRows, version_of
 from shared.adapters.postgres.metadata_rows import metadata_columns, record_key_types
 from shared.adapters.postgres.metadata_sql import FileColumns, filter_condition
-from shared.adapters.postgres.search_filters import filename_pattern
+from shared.adapters.postgres.search_filters import attribute_filters
 from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.files import FileRecord, FileVersionRecord, MalwareScan, NewVersion, VersionState
 from shared.domain.metadata import MetadataError, MetadataType, changed_metadata
@@ -141,25 +141,6 @@ ORDER BY key, place
 """
 
 
-def _file_filters(filters: SearchFilters, params: dict[str, Any]) -> str:
-    """A search's `filters` on a file (its current version's media type and upload time, its name), as search's
-    lanes apply them to its chunks."""
-    conditions = []
-    if filters.media_types:
-        conditions.append("cur.media_type = ANY(%(media_types)s)")
-        params["media_types"] = sorted(filters.media_types)
-    if filters.filename:
-        conditions.append("f.filename ILIKE %(filename)s")
-        params["filename"] = filename_pattern(filters.filename)
-    if filters.uploaded_after:
-        conditions.append("cur.uploaded_at >= %(uploaded_after)s")
-        params["uploaded_after"] = filters.uploaded_after
-    if filters.uploaded_before:
-        conditions.append("cur.uploaded_at < %(uploaded_before)s")
-        params["uploaded_before"] = filters.uploaded_before
-    return "".join(f" AND {condition}" for condition in conditions)
-
-
 class PostgresFileCatalog(FileRows, FileCatalog):
     def create_version(self, new: NewVersion, *, new_file: bool) -> None:
         with self._database.tenant_transaction(new.tenant_id) as conn:
@@ -271,7 +252,11 @@ class PostgresFileCatalog(FileRows, FileCatalog):
             "keys": list(keys),
             "per_key": MAX_FACET_VALUES,
         }
-        conditions = _file_filters(filters, params) if filters is not None else ""
+        conditions = (
+            "".join(f" AND {c}" for c in attribute_filters(filters, params, FILE_COLUMNS))
+            if filters is not None
+            else ""
+        )
         if where is not None:
             conditions += " AND " + filter_condition(where.tree, FILE_COLUMNS, params)
         with self._database.tenant_transaction(tenant_id) as conn:

@@ -42,22 +42,32 @@ def version_columns() -> FileColumns:
 
 def version_filter_sql(filters: SearchFilters, params: dict[str, Any]) -> str:
     """Every filter on an indexed version `v` of file `f`, as the lanes apply them to the version's chunks."""
-    conditions = []
-    if filters.media_types:
-        conditions.append("v.media_type = ANY(%(media_types)s)")
-        params["media_types"] = sorted(filters.media_types)
-    if filters.filename:
-        conditions.append("v.filename ILIKE %(filename)s")
-        params["filename"] = filename_pattern(filters.filename)
-    if filters.uploaded_after:
-        conditions.append("coalesce(v.stored_at, v.created_at) >= %(uploaded_after)s")
-        params["uploaded_after"] = filters.uploaded_after
-    if filters.uploaded_before:
-        conditions.append("coalesce(v.stored_at, v.created_at) < %(uploaded_before)s")
-        params["uploaded_before"] = filters.uploaded_before
+    conditions = attribute_filters(filters, params, version_columns())
     if filters.where is not None:
         conditions.append(filter_condition(filters.where.tree, version_columns(), params))
     return "".join(f" AND {condition}" for condition in conditions)
+
+
+def attribute_filters(filters: SearchFilters, params: dict[str, Any], columns: FileColumns) -> list[str]:
+    """The body's `filters` (media types, a filename substring, an upload window) as conditions on the columns
+    where `columns` reads quire.mediaType, quire.filename and quire.uploadedAt."""
+    media_type, filename, uploaded_at = (
+        columns.built_in[key][0] for key in ("quire.mediaType", "quire.filename", "quire.uploadedAt")
+    )
+    conditions = []
+    if filters.media_types:
+        conditions.append(f"{media_type} = ANY(%(media_types)s)")
+        params["media_types"] = sorted(filters.media_types)
+    if filters.filename:
+        conditions.append(f"{filename} ILIKE %(filename)s")
+        params["filename"] = filename_pattern(filters.filename)
+    if filters.uploaded_after:
+        conditions.append(f"{uploaded_at} >= %(uploaded_after)s")
+        params["uploaded_after"] = filters.uploaded_after
+    if filters.uploaded_before:
+        conditions.append(f"{uploaded_at} < %(uploaded_before)s")
+        params["uploaded_before"] = filters.uploaded_before
+    return conditions
 
 
 def where_sql(where: MetadataFilter, params: dict[str, Any], chunk: str) -> str:
@@ -81,19 +91,7 @@ def filename_pattern(text: str) -> str:
 def filter_sql(filters: SearchFilters, params: dict[str, Any], chunk: str) -> str:
     """Conditions on the chunk row (`chunk` is its alias with a dot, if any) for the optional filters;
     collections are always applied, by each lane."""
-    conditions = []
-    if filters.media_types:
-        conditions.append(f"{chunk}media_type = ANY(%(media_types)s)")
-        params["media_types"] = sorted(filters.media_types)
-    if filters.filename:
-        conditions.append(f"{chunk}filename ILIKE %(filename)s")
-        params["filename"] = filename_pattern(filters.filename)
-    if filters.uploaded_after:
-        conditions.append(f"{chunk}uploaded_at >= %(uploaded_after)s")
-        params["uploaded_after"] = filters.uploaded_after
-    if filters.uploaded_before:
-        conditions.append(f"{chunk}uploaded_at < %(uploaded_before)s")
-        params["uploaded_before"] = filters.uploaded_before
+    conditions = attribute_filters(filters, params, chunk_columns(chunk))
     if filters.where is not None:
         conditions.append(where_sql(filters.where, params, chunk))
     return "".join(f" AND {condition}" for condition in conditions)

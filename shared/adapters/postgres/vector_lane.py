@@ -74,6 +74,18 @@ def vector_scan_settings() -> dict[str, str]:
     }
 
 
+def _lane_params(
+    tenant_id: str, collections: frozenset[str], embedding: Sequence[float], *, embedding_model: str, limit: int
+) -> dict[str, Any]:
+    return {
+        "tenant": tenant_id,
+        "collections": sorted(collections),
+        "embedding": Vector(list(embedding)),
+        "model": embedding_model,
+        "limit": limit,
+    }
+
+
 def nearest_query(
     tenant_id: str,
     collections: frozenset[str],
@@ -84,13 +96,7 @@ def nearest_query(
     filters: SearchFilters,
 ) -> tuple[str, dict[str, Any]]:
     """The statement and parameters `nearest` runs (the search benchmark EXPLAINs them)."""
-    params: dict[str, Any] = {
-        "tenant": tenant_id,
-        "collections": sorted(collections),
-        "embedding": Vector(list(embedding)),
-        "model": embedding_model,
-        "limit": limit,
-    }
+    params = _lane_params(tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit)
     return _NEAREST.format(filters=filter_sql(filters, params, chunk="c.")), params
 
 
@@ -105,14 +111,8 @@ def exact_query(
 ) -> tuple[str, dict[str, Any]]:
     """The exact scan of the chunks a metadata filter keeps (`filters.where` set), bounded by EXACT_SCAN_ROWS."""
     assert filters.where is not None
-    params: dict[str, Any] = {
-        "tenant": tenant_id,
-        "collections": sorted(collections),
-        "embedding": Vector(list(embedding)),
-        "model": embedding_model,
-        "limit": limit,
-        "exact_rows": EXACT_SCAN_ROWS + 1,
-    }
+    params = _lane_params(tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit)
+    params["exact_rows"] = EXACT_SCAN_ROWS + 1
     others = filter_sql(filters.model_copy(update={"where": None}), params, chunk="c.")
     where = filter_condition(filters.where.tree, chunk_columns("c."), params)
     return _EXACT.format(filters=others, where=where), params
@@ -134,9 +134,6 @@ class PostgresVectorIndex(VectorIndex):
     ) -> list[RankedChunk]:
         if not collections:
             return []
-        query, params = nearest_query(
-            tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit, filters=filters
-        )
         settings = vector_scan_settings()
         with self._database.tenant_transaction(tenant_id) as conn:
             rows: list[tuple[str, float]] | None = None
@@ -148,6 +145,9 @@ class PostgresVectorIndex(VectorIndex):
                 if not found or found[0][2] <= EXACT_SCAN_ROWS:
                     rows = [(chunk_id, distance) for chunk_id, distance, _ in found]
             if rows is None:
+                query, params = nearest_query(
+                    tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit, filters=filters
+                )
                 # All in one round trip.
                 conn.execute(
                     "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings),
