@@ -115,6 +115,17 @@ class Settings(BaseSettings):
     limit_requests_per_second: float = Field(default=0, ge=0)
     limit_request_burst: int = Field(default=200, ge=1)
 
+    # Events and webhooks (docs/events.md). On AWS: the environment's EventBridge bus the relay publishes to, and the
+    # SQS queue that wakes the delivery function (unset: nothing is published or woken, and health says so).
+    event_bus_name: str | None = None
+    webhook_queue_url: str | None = None
+    # Locally: the JSON-lines file the local bus archives every published event to (set by the local stack).
+    event_archive_file: Path | None = None
+    # Webhook receivers on this machine (http or https to loopback): the local stack's default; never on AWS.
+    webhook_allow_loopback: bool | None = None
+    # A PEM file of certificates a webhook's TLS may also chain to (a local receiver's self-signed certificate).
+    webhook_ca_file: Path | None = None
+
     # The MCP endpoint (functions/mcp, docs/agent-tools.md#the-mcp-server), an OAuth resource server: the Host (and
     # Origin) headers it serves, comma-separated, "name:*" for any port (any other Host is answered 421); its
     # public URL (https://<api domain>/mcp); and the authorization server its tokens come from (on AWS the user
@@ -134,6 +145,13 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return tuple(client.strip() for client in value.split(",") if client.strip())
         return value
+
+    @property
+    def loopback_webhooks(self) -> bool:
+        """Whether a webhook may go to this machine: locally unless turned off, never on AWS."""
+        if self.runtime == "aws":
+            return False
+        return True if self.webhook_allow_loopback is None else self.webhook_allow_loopback
 
     @model_validator(mode="after")
     def _pending_outlives_upload_urls(self) -> "Settings":

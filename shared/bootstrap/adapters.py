@@ -3,9 +3,10 @@ both runtimes share (PostgreSQL, the S3 API, the parsers and renderers) in `Adap
 in one place, `LocalAdapters` (the embedded stack) and `AwsAdapters`. `adapters_for(settings, **given)` picks one;
 what `given` names (a fake, in a test) is used instead of what would be built."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from shared.adapters.local.unavailable import (
     UnavailableEmbedder,
@@ -24,9 +25,12 @@ from shared.domain.workflow import ProcessVersion
 from shared.ports import (
     AnswerStore,
     ArtifactStore,
+    DeliveryQueue,
     DocumentParser,
     DocumentSummarizer,
     EmbeddingProvider,
+    EventBus,
+    EventOutbox,
     ExportStore,
     FileContentStore,
     FileMetadataStore,
@@ -48,6 +52,8 @@ from shared.ports import (
     UsageLedger,
     VectorIndex,
     VisionProvider,
+    WebhookSender,
+    WebhookStore,
     Workflow,
 )
 
@@ -84,22 +90,33 @@ class Adapters:
         # container says how, once it is built (`bind`).
         self._runs: Callable[[ProcessVersion], object] = _unbound
         self._renders: Callable[[RenderJob], object] = _unbound
+        self._delivers: Callable[[str | None, Sequence[UUID]], object] = _unbound_delivery
         for name, adapter in given.items():
             if not isinstance(getattr(type(self), name, None), cached_property):
                 raise TypeError(f"{type(self).__name__} builds no adapter named {name!r}")
             self.__dict__[name] = adapter
 
-    def bind(self, *, runs: Callable[[ProcessVersion], object], renders: Callable[[RenderJob], object]) -> None:
-        """What the local workflow runs and the local render queue renders: the first container's pipeline and
-        export service (another container over the same adapters, a tuned one, leaves them be)."""
+    def bind(
+        self,
+        *,
+        runs: Callable[[ProcessVersion], object],
+        renders: Callable[[RenderJob], object],
+        delivers: Callable[[str | None, Sequence[UUID]], object],
+    ) -> None:
+        """What the local workflow runs, the local render queue renders and the local delivery queue delivers: the
+        first container's pipeline, export service and deliverer (another container over the same adapters, a
+        tuned one, leaves them be)."""
         if self._runs is _unbound:
-            self._runs, self._renders = runs, renders
+            self._runs, self._renders, self._delivers = runs, renders, delivers
 
     def _run(self, request: ProcessVersion) -> object:
         return self._runs(request)  # looked up per run: `bind` may come after the workflow is built
 
     def _render(self, job: RenderJob) -> object:
         return self._renders(job)
+
+    def _deliver(self, tenant_id: str | None, delivery_ids: Sequence[UUID]) -> object:
+        return self._delivers(tenant_id, delivery_ids)
 
     @property
     def local(self) -> bool:
@@ -215,6 +232,26 @@ class Adapters:
         return PostgresReplacementStore(self.database)
 
     @cached_property
+    def event_outbox(self) -> EventOutbox:
+        from shared.adapters.postgres.events import PostgresEventOutbox
+
+        return PostgresEventOutbox(self.database)
+
+    @cached_property
+    def webhook_store(self) -> WebhookStore:
+        from shared.adapters.postgres.webhooks import PostgresWebhookStore
+
+        return PostgresWebhookStore(self.database)
+
+    @cached_property
+    def webhook_sender(self) -> WebhookSender:
+        from shared.adapters.outbound_http import PinnedHttpSender, tls_context
+
+        return PinnedHttpSender(
+            allow_loopback=self.settings.loopback_webhooks, context=tls_context(self.settings.webhook_ca_file)
+        )
+
+    @cached_property
     def sweep_progress(self) -> SweepProgress:
         from shared.adapters.postgres.sweep_progress import PostgresSweepProgress
 
@@ -250,6 +287,14 @@ class Adapters:
 
     @cached_property
     def token_verifier(self) -> TokenVerifier:
+        raise NotImplementedError
+
+    @cached_property
+    def event_bus(self) -> EventBus:
+        raise NotImplementedError
+
+    @cached_property
+    def delivery_queue(self) -> DeliveryQueue:
         raise NotImplementedError
 
     @cached_property
@@ -296,6 +341,20 @@ class LocalAdapters(Adapters):
         from shared.adapters.local.render_queue import InProcessRenderQueue
 
         return InProcessRenderQueue(self._render)
+
+    @cached_property
+    def event_bus(self) -> EventBus:
+        from shared.adapters.local.event_bus import ArchiveEventBus
+
+        if self.settings.event_archive_file is None:
+            raise ConfigurationError("QUIRE_EVENT_ARCHIVE_FILE is not set (where the local bus archives events)")
+        return ArchiveEventBus(self.settings.event_archive_file)
+
+    @cached_property
+    def delivery_queue(self) -> DeliveryQueue:
+        from shared.adapters.local.event_bus import ThreadDeliveryQueue
+
+        return ThreadDeliveryQueue(self._deliver)
 
     @cached_property
     def token_verifier(self) -> TokenVerifier:
@@ -359,6 +418,22 @@ class AwsAdapters(Adapters):
         from shared.adapters.aws.lambda_render_queue import LambdaRenderQueue
 
         return LambdaRenderQueue(self.clients.lambda_, self.settings.render_function_name)
+
+    @cached_property
+    def event_bus(self) -> EventBus:
+        if self.settings.event_bus_name is None:
+            raise ConfigurationError("QUIRE_EVENT_BUS_NAME is not set, so the relay has no bus to publish to")
+        from shared.adapters.aws.eventbridge_bus import EventBridgeBus
+
+        return EventBridgeBus(self.clients.events, self.settings.event_bus_name)
+
+    @cached_property
+    def delivery_queue(self) -> DeliveryQueue:
+        if self.settings.webhook_queue_url is None:
+            raise ConfigurationError("QUIRE_WEBHOOK_QUEUE_URL is not set, so no webhook delivery can be woken")
+        from shared.adapters.aws.sqs_delivery_queue import SqsDeliveryQueue
+
+        return SqsDeliveryQueue(self.clients.sqs, self.settings.webhook_queue_url)
 
     @cached_property
     def token_verifier(self) -> TokenVerifier:
@@ -440,6 +515,10 @@ def adapters_for(settings: Settings, **given: Any) -> Adapters:
     """The runtime's adapter set; what `given` names is used instead of what it would build."""
     kind = LocalAdapters if settings.runtime == "local" else AwsAdapters
     return kind(settings, **given)
+
+
+def _unbound_delivery(_tenant: object, _ids: object) -> object:
+    raise RuntimeError("no container has bound the local deliverer yet")
 
 
 def _unbound(_: object) -> object:

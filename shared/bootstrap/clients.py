@@ -38,6 +38,16 @@ class AwsClients:
 
         return boto3.client("lambda", region_name=self.settings.region)
 
+    def events(self) -> object:
+        import boto3
+
+        return boto3.client("events", region_name=self.settings.region)
+
+    def sqs(self) -> object:
+        import boto3
+
+        return boto3.client("sqs", region_name=self.settings.region)
+
     def stepfunctions(self) -> object:
         import boto3
 

@@ -2,9 +2,11 @@
 request touches). `Container(settings, adapters=…)` is the one seam: the adapters of the runtime by default, or a
 set with some parts given (a fake, in a test); every service is then built over them the one way it is built."""
 
+from collections.abc import Sequence
 from datetime import timedelta
 from functools import cached_property
 from typing import Any, Generic, TypeVar, overload
+from uuid import UUID
 
 from shared.bootstrap.adapters import Adapters, adapters_for
 from shared.bootstrap.registries import document_parsers, export_renderers
@@ -20,8 +22,11 @@ from shared.ports import (
     AnswerStore,
     ArtifactStore,
     AuthorizationPolicy,
+    DeliveryQueue,
     DocumentSummarizer,
     EmbeddingProvider,
+    EventBus,
+    EventOutbox,
     ExportStore,
     FileContentStore,
     FileMetadataStore,
@@ -40,6 +45,8 @@ from shared.ports import (
     UsageLedger,
     VectorIndex,
     VisionProvider,
+    WebhookSender,
+    WebhookStore,
     Workflow,
 )
 from shared.services.answers import AnswerService, AnswerTuning
@@ -48,6 +55,7 @@ from shared.services.audit import ToolAuditLog
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.document_writing import DocumentWriter
 from shared.services.documents import DocumentReader
+from shared.services.event_relay import EventRelay
 from shared.services.exports import ExportService
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
@@ -65,6 +73,8 @@ from shared.services.reindexing import Reindexer
 from shared.services.request_rate import RequestRateLimiter
 from shared.services.retrieval import Retrieval
 from shared.services.upload_completion import UploadCompletion
+from shared.services.webhook_delivery import WebhookDeliverer
+from shared.services.webhooks import WebhookService
 
 Part = TypeVar("Part")
 
@@ -113,6 +123,11 @@ class Container:
     malware_scanning: _Adapter[MalwareScanning] = _Adapter()
     generator: _Adapter[Generator] = _Adapter()
     summarizer: _Adapter[DocumentSummarizer] = _Adapter()
+    event_outbox: _Adapter[EventOutbox] = _Adapter()
+    event_bus: _Adapter[EventBus] = _Adapter()
+    delivery_queue: _Adapter[DeliveryQueue] = _Adapter()
+    webhook_store: _Adapter[WebhookStore] = _Adapter()
+    webhook_sender: _Adapter[WebhookSender] = _Adapter()
 
     def __init__(
         self, settings: Settings, adapters: Adapters | None = None, *, answer_tuning: AnswerTuning | None = None
@@ -121,7 +136,7 @@ class Container:
         self.adapters = adapters or adapters_for(settings)
         self.answer_tuning = answer_tuning or AnswerTuning()
         # In the local stack the workflow runs the pipeline and the render queue the export service, here.
-        self.adapters.bind(runs=self._run, renders=self._render)
+        self.adapters.bind(runs=self._run, renders=self._render, delivers=self._deliver)
 
     @classmethod
     def adapter_parts(cls) -> frozenset[str]:
@@ -133,6 +148,32 @@ class Container:
 
     def _render(self, job: RenderJob) -> object:
         return self.exports.render(job)
+
+    def _deliver(self, tenant_id: str | None, delivery_ids: Sequence[UUID]) -> object:
+        if tenant_id is None:
+            return self.webhook_deliverer.deliver_all()
+        return self.webhook_deliverer.deliver_due(tenant_id, delivery_ids)
+
+    # --- events and webhooks ------------------------------------------------------------------------------------
+
+    @cached_property
+    def event_relay(self) -> EventRelay:
+        return EventRelay(self.event_outbox, self.event_bus, self.delivery_queue)
+
+    @cached_property
+    def webhook_deliverer(self) -> WebhookDeliverer:
+        return WebhookDeliverer(self.webhook_store, self.webhook_sender, queue=self.delivery_queue)
+
+    @cached_property
+    def webhooks(self) -> WebhookService:
+        return WebhookService(
+            self.webhook_store,
+            self.event_outbox,
+            self.webhook_sender,
+            self.delivery_queue,
+            self.authorization,
+            allow_loopback=self.settings.loopback_webhooks,
+        )
 
     # --- files and ingestion ------------------------------------------------------------------------------------
 

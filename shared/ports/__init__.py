@@ -7,6 +7,7 @@ adapters must keep. Every port is importable from here, as it was when this was 
 
 from shared.domain.recognition import OcrSource
 from shared.ports.documents import ArtifactRenderer, DocumentParser, PageRasterizer, PdfOperations
+from shared.ports.events import DeliveryQueue, EventBus, EventOutbox, WebhookSender, WebhookStore
 from shared.ports.files import (
     MAX_SIGNED_READ_LIFETIME,
     FileCatalog,
@@ -39,9 +40,12 @@ __all__ = [
     "ArtifactStore",
     "AuthorizationPolicy",
     "CapabilityPort",
+    "DeliveryQueue",
     "DocumentParser",
     "DocumentSummarizer",
     "EmbeddingProvider",
+    "EventBus",
+    "EventOutbox",
     "ExportStore",
     "FileCatalog",
     "FileContentStore",
@@ -69,5 +73,7 @@ __all__ = [
     "UsageLedger",
     "VectorIndex",
     "VisionProvider",
+    "WebhookSender",
+    "WebhookStore",
     "Workflow",
 ]

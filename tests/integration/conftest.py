@@ -148,6 +148,7 @@ def stack(
             s3_endpoint_url=f"http://127.0.0.1:{port}",
             bucket=bucket,
             max_upload_bytes=LIMIT,
+            event_archive_file=tmp_path_factory.mktemp("events") / "bus.jsonl",
         )
     )
     events = EventDispatcher(created_handler.handler, name="test")

@@ -54,7 +54,7 @@ class PostgresProcessingAttempts(FileRows, ProcessingAttempts):
             row = conn.execute(
                 "UPDATE file_versions SET processing_state = 'queued', processing_requested_at = now(),"
                 " processing_attempt = processing_attempt + 1, processing_retries = 0, updated_at = now(),"
-                " failure_reason = NULL, failure_detail = NULL"
+                " failure_reason = NULL, failure_detail = NULL, processing_purpose = 'process'"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
                 " AND processing_state IN ('indexed', 'failed', 'interrupted') RETURNING processing_attempt",
                 (tenant_id, version_id),
@@ -65,7 +65,9 @@ class PostgresProcessingAttempts(FileRows, ProcessingAttempts):
         with self._database.tenant_transaction(tenant_id) as conn:
             row = conn.execute(
                 "UPDATE file_versions SET processing_state = 'queued', processing_requested_at = now(),"
-                " processing_attempt = processing_attempt + 1, processing_retries = 0, updated_at = now()"
+                " processing_attempt = processing_attempt + 1, processing_retries = 0, updated_at = now(),"
+                # Ends in reindex.finished, not a second file.version.indexed (migrations/0027_events.sql).
+                " processing_purpose = 'reindex'"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored' AND processing_state = 'indexed'"
                 " RETURNING processing_attempt",
                 (tenant_id, version_id),

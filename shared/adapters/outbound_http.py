@@ -1,0 +1,140 @@
+"""WebhookSender: one POST to a URL Quire did not choose, under the rules of shared/domain/outbound.py.
+
+The name is resolved here, every address it resolves to is checked, and the connection is opened to one of those
+checked addresses (pinned: the name is not resolved again by the socket layer, so it cannot answer a public address
+to the check and a private one to the connection). TLS verifies the certificate against the name. No redirect is
+followed (http.client follows none), no proxy is used, nothing but the given headers is sent, the whole exchange is
+cut at TIMEOUT_SECONDS, and at most MAX_RESPONSE_BYTES of the answer are read.
+"""
+
+import http.client
+import ipaddress
+import socket
+import ssl
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from shared.domain.outbound import IPAddress, OutboundRefused, OutboundTarget, address_problem, checked_url
+from shared.domain.webhooks import MAX_RESPONSE_BYTES, TIMEOUT_SECONDS, SendOutcome
+from shared.ports import WebhookSender
+
+Resolver = Callable[[str, int], list[IPAddress]]
+USER_AGENT = "Quire-Webhooks/1"
+
+
+def system_resolver(host: str, port: int) -> list[IPAddress]:
+    """Every address the system resolver gives for `host` (no connection is made)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    seen: dict[IPAddress, None] = {}
+    for info in infos:
+        seen[ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])] = None
+    return list(seen)
+
+
+def tls_context(extra_ca_file: Path | None = None) -> ssl.SSLContext:
+    """The system's trust store, plus `extra_ca_file` (locally: a receiver's self-signed certificate)."""
+    context = ssl.create_default_context()
+    if extra_ca_file is not None:
+        context.load_verify_locations(cafile=str(extra_ca_file))
+    return context
+
+
+class _PinnedConnection(http.client.HTTPSConnection):
+    """An HTTP(S) connection whose Host header and certificate check use the URL's name, opened to `address`."""
+
+    def __init__(self, target: OutboundTarget, address: IPAddress, *, context: ssl.SSLContext, timeout: float) -> None:
+        super().__init__(target.host, target.port, timeout=timeout, context=context)
+        self._address = address
+        self._plain = target.plain_http
+        self._context = context
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((str(self._address), self.port), timeout=self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if not self._plain:
+            self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
+
+
+class PinnedHttpSender(WebhookSender):
+    def __init__(
+        self,
+        *,
+        allow_loopback: bool,
+        resolve: Resolver = system_resolver,
+        context: ssl.SSLContext | None = None,
+        timeout_seconds: float = TIMEOUT_SECONDS,
+    ) -> None:
+        """`allow_loopback`: the local stack's receivers on this machine (plain http or https to loopback); never
+        on AWS."""
+        self._allow_loopback = allow_loopback
+        self._resolve = resolve
+        self._context = context or tls_context()
+        self._timeout = timeout_seconds
+
+    def _addresses(self, target: OutboundTarget) -> list[IPAddress]:
+        if target.literal:
+            addresses = [ipaddress.ip_address(target.host.split("%", 1)[0])]
+        else:
+            try:
+                addresses = self._resolve(target.host, target.port)
+            except OSError as error:
+                raise OutboundRefused("unresolvable", f"the name {target.host} does not resolve: {error}") from error
+            if not addresses:
+                raise OutboundRefused("unresolvable", f"the name {target.host} resolves to no address")
+        for address in addresses:
+            if self._allow_loopback and address.is_loopback:
+                continue
+            problem = address_problem(address)
+            if problem is not None:
+                raise OutboundRefused(problem[0], f"{target.host} resolves to {address}, {problem[1]}")
+        return addresses
+
+    def check_destination(self, url: str) -> None:
+        self._addresses(checked_url(url, allow_plain_http_to_loopback=self._allow_loopback))
+
+    def send(self, url: str, headers: dict[str, str], body: bytes) -> SendOutcome:
+        try:
+            target = checked_url(url, allow_plain_http_to_loopback=self._allow_loopback)
+            addresses = self._addresses(target)
+        except OutboundRefused as refused:
+            return SendOutcome(
+                delivered=False, error=f"refused by the rule '{refused.rule}': {refused}", refused_rule=refused.rule
+            )
+        errors = []
+        for address in addresses:
+            connection = _PinnedConnection(target, address, context=self._context, timeout=self._timeout)
+            # The whole exchange is bounded, not only each read: closing the socket ends any call blocked on it.
+            watchdog = threading.Timer(self._timeout, connection.close)
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                connection.request(
+                    "POST",
+                    target.target,
+                    body=body,
+                    headers={**headers, "Content-Type": "application/json", "User-Agent": USER_AGENT},
+                )
+                response = connection.getresponse()
+                response.read(MAX_RESPONSE_BYTES)
+                return _outcome(response.status)
+            except ConnectionRefusedError as error:
+                errors.append(f"{address}: {error}")  # the next checked address may answer
+            except (OSError, http.client.HTTPException, ValueError) as error:
+                if not watchdog.is_alive():
+                    return SendOutcome(delivered=False, error=f"no answer within {self._timeout:g} s")
+                return SendOutcome(delivered=False, error=f"the request failed: {type(error).__name__}: {error}"[:500])
+            finally:
+                watchdog.cancel()
+                connection.close()
+        return SendOutcome(delivered=False, error=f"no connection: {'; '.join(errors)}"[:500])
+
+
+def _outcome(status: int) -> SendOutcome:
+    if 200 <= status < 300:
+        return SendOutcome(delivered=True, status=status)
+    if 300 <= status < 400:
+        return SendOutcome(
+            delivered=False, status=status, error=f"the endpoint answered {status}: redirects are not followed"
+        )
+    return SendOutcome(delivered=False, status=status, error=f"the endpoint answered {status}")

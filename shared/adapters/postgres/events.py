@@ -1,0 +1,101 @@
+"""EventOutbox over PostgreSQL (migrations/0027_events.sql): the triggers write events; this reads, publishes and
+lists them. Every statement runs in a tenant transaction and filters by tenant."""
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from shared.adapters.postgres.database import Database
+from shared.domain.events import StoredEvent, event_body
+from shared.ports import EventOutbox
+
+_COLUMNS = "tenant_id, event_id, seq, type, collection_id, ordering_key, data, occurred_at, position"
+# One relay per tenant at a time: positions are handed out in the order the relays commit.
+_RELAY_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('quire.events.relay/' || %s, 0))"
+# Every active webhook of the tenant that wants an event gets a delivery of its body, once (the unique key).
+_FAN_OUT = (
+    "INSERT INTO webhook_deliveries (tenant_id, delivery_id, webhook_id, message_id, event_type, ordering_key,"
+    " event_seq, body)"
+    " SELECT e.tenant_id, gen_random_uuid(), w.webhook_id, e.event_id::text, e.type, e.ordering_key, e.seq, b.body"
+    " FROM unnest(%(ids)s::uuid[], %(bodies)s::jsonb[]) AS b(event_id, body)"
+    " JOIN events AS e ON e.tenant_id = %(tenant)s AND e.event_id = b.event_id"
+    " JOIN webhooks AS w ON w.tenant_id = e.tenant_id AND w.state = 'active'"
+    "  AND e.collection_id = ANY(w.collection_ids) AND ('*' = ANY(w.event_types) OR e.type = ANY(w.event_types))"
+    " ORDER BY e.seq"
+    " ON CONFLICT DO NOTHING RETURNING delivery_id"
+)
+
+
+def _event(row: dict[str, Any]) -> StoredEvent:
+    return StoredEvent.model_validate(row)
+
+
+class PostgresEventOutbox(EventOutbox):
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    def tenants_with_unpublished(self) -> list[str]:
+        with self._database.unscoped_transaction() as conn:
+            return [row[0] for row in conn.execute("SELECT tenant_id FROM tenants_with_unpublished_events()")]
+
+    def publish_pending(
+        self, tenant_id: str, *, limit: int, publish: Callable[[Sequence[StoredEvent]], None]
+    ) -> list[UUID]:
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(_RELAY_LOCK, (tenant_id,))
+            events = [
+                _event(row)
+                for row in cur.execute(
+                    f"SELECT {_COLUMNS} FROM events WHERE tenant_id = %s AND published_at IS NULL"  # noqa: S608
+                    " ORDER BY seq LIMIT %s",
+                    (tenant_id, limit),
+                )
+            ]
+            if not events:
+                return []
+            publish(events)
+            positions = sorted(
+                row["nextval"]
+                for row in cur.execute("SELECT nextval('event_positions') FROM generate_series(1, %s)", (len(events),))
+            )
+            ids = [event.event_id for event in events]
+            cur.execute(
+                "UPDATE events SET published_at = now(), position = p.position"
+                " FROM unnest(%s::uuid[], %s::bigint[]) AS p(event_id, position)"
+                " WHERE events.tenant_id = %s AND events.event_id = p.event_id AND events.published_at IS NULL",
+                (ids, positions, tenant_id),
+            )
+            bodies = [Jsonb(event_body(event)) for event in events]
+            made = cur.execute(_FAN_OUT, {"ids": ids, "bodies": bodies, "tenant": tenant_id}).fetchall()
+        return [row["delivery_id"] for row in made]
+
+    def list_events(
+        self, tenant_id: str, collections: frozenset[str], *, after: int, limit: int, types: frozenset[str] | None
+    ) -> list[StoredEvent]:
+        if not collections:
+            return []
+        type_filter = " AND type = ANY(%(types)s)" if types else ""
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(
+                f"SELECT {_COLUMNS} FROM events WHERE tenant_id = %(tenant)s AND position > %(after)s"  # noqa: S608
+                f" AND collection_id = ANY(%(collections)s){type_filter} ORDER BY position LIMIT %(limit)s",
+                {
+                    "tenant": tenant_id,
+                    "after": after,
+                    "collections": sorted(collections),
+                    "types": sorted(types or ()),
+                    "limit": limit,
+                },
+            ).fetchall()
+        return [_event(row) for row in rows]
+
+    def purge_before(self, tenant_id: str, before: datetime) -> int:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            return conn.execute(
+                "DELETE FROM events WHERE tenant_id = %s AND occurred_at < %s AND published_at IS NOT NULL",
+                (tenant_id, before),
+            ).rowcount

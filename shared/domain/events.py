@@ -1,0 +1,118 @@
+"""Domain events (issue 34): what a product is told when something it cares about changes.
+
+The database writes them (migrations/0027_events.sql: a trigger on each row that changes, in the change's own
+transaction); this module is what an event is once read, and what a reader of it is shown: the ids, the state and
+its reason, never a storage key, a signed URL or document text.
+"""
+
+from collections.abc import Mapping
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from shared.domain.files import FailureReason
+
+RETENTION_DAYS = 14  # GET /v1/events lists this far back; older events are purged by the sweep
+MAX_PAGE = 500
+DEFAULT_PAGE = 100
+
+
+class EventType(StrEnum):
+    FILE_VERSION_INDEXED = "file.version.indexed"
+    FILE_VERSION_FAILED = "file.version.failed"
+    FILE_VERSION_REJECTED = "file.version.rejected"
+    FILE_DELETED = "file.deleted"
+    FILE_MOVED = "file.moved"
+    FILE_METADATA_CHANGED = "file.metadata.changed"
+    EXPORT_RENDERED = "export.rendered"
+    EXPORT_FAILED = "export.failed"
+    REPLACEMENT_PENDING = "replacement.pending"
+    REPLACEMENT_APPROVED = "replacement.approved"
+    REINDEX_FINISHED = "reindex.finished"
+    WEBHOOK_DISABLED = "webhook.disabled"
+
+
+# A version's processing ends in one of these (a re-index ends in reindex.finished or failed).
+TERMINAL_VERSION_EVENTS = frozenset(
+    {EventType.FILE_VERSION_INDEXED, EventType.FILE_VERSION_FAILED, EventType.FILE_VERSION_REJECTED}
+)
+
+
+class StoredEvent(BaseModel):
+    """An event as the outbox holds it. `seq` orders events as they were written; `position` is the order they
+    were published in (None until then), the cursor of the event list."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    event_id: UUID
+    seq: int
+    type: EventType
+    collection_id: str
+    ordering_key: str
+    data: dict[str, Any]
+    occurred_at: datetime
+    position: int | None = None
+
+
+def event_body(event: StoredEvent) -> dict[str, Any]:
+    """The event as every reader sees it (GET /v1/events, a webhook's body, EventBridge's detail): camelCase,
+    with the failure's sentence beside its reason."""
+    return {
+        "eventId": str(event.event_id),
+        "type": event.type.value,
+        "occurredAt": event.occurred_at.isoformat(),
+        "tenantId": event.tenant_id,
+        "collectionId": event.collection_id,
+        "data": _shown(event.type, event.data),
+    }
+
+
+def _shown(event_type: EventType, data: Mapping[str, Any]) -> dict[str, Any]:
+    shown = dict(data)
+    if event_type is EventType.FILE_VERSION_FAILED:
+        reason = shown.get("failureReason")
+        try:
+            shown["failureSentence"] = FailureReason(reason).user_sentence if reason else None
+        except ValueError:
+            shown["failureSentence"] = None
+    return shown
+
+
+class EventCursor:
+    """The opaque cursor of GET /v1/events: the position of the last event a page held. Decimal, so a product may
+    store it as text; refused when it is not one this API could have given."""
+
+    MAX_CHARACTERS = 20
+
+    @staticmethod
+    def parse(cursor: str | None) -> int:
+        if cursor is None or cursor == "":
+            return 0
+        if len(cursor) > EventCursor.MAX_CHARACTERS or not cursor.isascii() or not cursor.isdigit():
+            raise ValueError("the cursor is not one this API gave: pass back `nextCursor` exactly as it was sent")
+        return int(cursor)
+
+    @staticmethod
+    def of(position: int) -> str:
+        return str(position)
+
+
+class EventPage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    events: list[StoredEvent]
+    next_cursor: str
+
+
+def page_after(events: list[StoredEvent], *, after: int) -> EventPage:
+    last = max((event.position or 0 for event in events), default=after)
+    return EventPage(events=events, next_cursor=EventCursor.of(max(last, after)))
+
+
+def version_of(data: Mapping[str, Any]) -> UUID | None:
+    value = data.get("versionId")
+    return UUID(str(value)) if value else None
