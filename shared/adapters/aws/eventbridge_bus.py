@@ -40,7 +40,9 @@ class EventBridgeBus(EventBus):
                 ]
             )
             if answer.get("FailedEntryCount", 0):
-                failed: dict[str, Any] = next((entry for entry in answer.get("Entries", []) if entry.get("ErrorCode")), {})
+                failed: dict[str, Any] = next(
+                    (entry for entry in answer.get("Entries", []) if entry.get("ErrorCode")), {}
+                )
                 raise EventBridgePublishFailed(
                     f"{answer['FailedEntryCount']} of {len(batch)} events were not published:"
                     f" {failed.get('ErrorCode')}: {failed.get('ErrorMessage')}"
