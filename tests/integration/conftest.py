@@ -132,25 +132,40 @@ def s3_endpoint(tmp_path_factory: pytest.TempPathFactory, aws_credentials: None)
         server.stop()
 
 
+def stop_webhook_deliveries(container: Container) -> None:
+    """The delivery thread, if a test started it, before the pool it uses closes."""
+    queue = container.adapters.__dict__.get("delivery_queue")
+    if queue is not None:
+        queue.stop()
+
+
 @pytest.fixture(scope="session")
 def stack(
     migrated_database: MigratedDatabase, aws_credentials: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Stack]:
     from functions.api import handler as api_handler
     from functions.on_object_created import handler as created_handler
+    from shared.adapters.outbound_http import PinnedHttpSender, tls_context
+    from shared.bootstrap.adapters import adapters_for
+    from tests.webhook_receiver import RECEIVER_NAME, FakeResolver, loopback_only_connections, self_signed_certificate
 
     port = free_port()
     bucket = f"quire-files-{port}"
-    container = Container(
-        Settings(
-            runtime="local",
-            database_url=migrated_database.app_url,
-            s3_endpoint_url=f"http://127.0.0.1:{port}",
-            bucket=bucket,
-            max_upload_bytes=LIMIT,
-            event_archive_file=tmp_path_factory.mktemp("events") / "bus.jsonl",
-        )
+    settings = Settings(
+        runtime="local",
+        database_url=migrated_database.app_url,
+        s3_endpoint_url=f"http://127.0.0.1:{port}",
+        bucket=bucket,
+        max_upload_bytes=LIMIT,
+        event_archive_file=tmp_path_factory.mktemp("events") / "bus.jsonl",
     )
+    # Webhooks go to the tests' HTTPS receivers on 127.0.0.1 only, by a name this fake resolves (no DNS query
+    # leaves the machine), with the receivers' self-signed certificate trusted.
+    certificate = self_signed_certificate(tmp_path_factory.mktemp("receiver"))
+    resolver = FakeResolver()
+    resolver.set(RECEIVER_NAME, "127.0.0.1")
+    sender = PinnedHttpSender(allow_loopback=True, resolve=resolver, context=tls_context(certificate[0]))
+    container = Container(settings, adapters_for(settings, webhook_sender=sender))
     events = EventDispatcher(created_handler.handler, name="test")
     events.start()
     s3 = LocalS3Server(tmp_path_factory.mktemp("s3files"), port=port, on_object_created=events.submit)
@@ -159,14 +174,22 @@ def stack(
     api = LocalHttpApi(
         api_handler.handler, LocalTokenVerifier(SECRET), public_routes=api_handler.UNAUTHENTICATED_ROUTES, port=0
     )
-    with overridden(container):
+    with overridden(container), loopback_only_connections():
         api.start()
         try:
-            yield Stack(api=api.base_url, bucket=bucket, events=events, container=container)
+            yield Stack(
+                api=api.base_url,
+                bucket=bucket,
+                events=events,
+                container=container,
+                resolver=resolver,
+                receiver_certificate=certificate,
+            )
         finally:
             api.stop()
             s3.stop()
             events.stop()
+            stop_webhook_deliveries(container)
             container.database.close()
 
 
@@ -187,9 +210,17 @@ def own_stack(stack: Stack, migrated_database: MigratedDatabase, new_database: C
     container = Container(settings.model_copy(update={"database_url": SecretStr(app_url), "bucket": bucket}))
     with overridden(container):
         try:
-            yield Stack(api=stack.api, bucket=bucket, events=stack.events, container=container)
+            yield Stack(
+                api=stack.api,
+                bucket=bucket,
+                events=stack.events,
+                container=container,
+                resolver=stack.resolver,
+                receiver_certificate=stack.receiver_certificate,
+            )
         finally:
             container.workflow.drain()  # type: ignore[attr-defined]
+            stop_webhook_deliveries(container)
             container.database.close()
             # Now, not at the session's end: the session's role cannot be dropped while a database grants it.
             with psycopg.connect(migrated_database.owner_url, autocommit=True) as conn:

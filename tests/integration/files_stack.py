@@ -6,6 +6,7 @@ import urllib.error
 import urllib.request
 import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import urllib3
@@ -43,6 +44,9 @@ class Stack:
     bucket: str
     events: EventDispatcher
     container: Container
+    # The webhook sender's fake resolver, and the receivers' certificate and key (tests/webhook_receiver.py).
+    resolver: Any = None
+    receiver_certificate: tuple[Path, Path] | None = None
 
     def token(
         self,

@@ -1,0 +1,165 @@
+"""What the webhook tests send to: a real HTTPS receiver on 127.0.0.1 with a self-signed certificate the sender is
+told to trust, a fake resolver (names the test gives, nothing else: no DNS query leaves the machine), and a guard
+that refuses any connection but to loopback before it is opened."""
+
+import datetime
+import ipaddress
+import json
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from shared.domain.outbound import IPAddress
+
+RECEIVER_NAME = "receiver.quire.test"
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for RECEIVER_NAME and 127.0.0.1 and its key, as PEM files in `directory`."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, RECEIVER_NAME)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(RECEIVER_NAME), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "receiver.pem", directory / "receiver.key"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+class FakeResolver:
+    """Fake for the sender's resolver port: answers only the names a test set; any other name fails as an unknown
+    host would, without a query leaving the machine."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, list[IPAddress]] = {}
+        self.asked: list[str] = []
+
+    def set(self, name: str, *addresses: str) -> None:
+        self.names[name] = [ipaddress.ip_address(address) for address in addresses]
+
+    def __call__(self, host: str, port: int) -> list[IPAddress]:
+        self.asked.append(host)
+        if host in self.names:
+            return list(self.names[host])
+        raise socket.gaierror(socket.EAI_NONAME, f"{host} is not a name this test resolves")
+
+
+@contextmanager
+def loopback_only_connections() -> Iterator[list[tuple[str, int]]]:
+    """While inside, the webhook sender may open connections to loopback only: any other address fails the test's
+    delivery before a packet is sent, and is recorded (a test asserts none was tried)."""
+    from shared.adapters import outbound_http
+
+    refused: list[tuple[str, int]] = []
+    real = outbound_http.socket.create_connection
+
+    def guarded(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+        if not ipaddress.ip_address(address[0]).is_loopback:
+            refused.append(address)
+            raise ConnectionRefusedError(f"the test guard refused a connection to {address[0]}")
+        return real(address, *args, **kwargs)
+
+    outbound_http.socket.create_connection = guarded  # type: ignore[assignment]
+    try:
+        yield refused
+    finally:
+        outbound_http.socket.create_connection = real
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Receiver:
+    """The HTTPS receiver: records every request; answers `status` (a test may change it, or set `redirect_to`)."""
+
+    port: int
+    received: list[Received] = field(default_factory=list)
+    status: int = 200
+    redirect_to: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def url(self, path: str = "/hook") -> str:
+        return f"https://{RECEIVER_NAME}:{self.port}{path}"
+
+    def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
+        with self.arrived:
+            self.arrived.wait_for(lambda: len(self.received) >= count, timeout=timeout)
+            return list(self.received)
+
+    def of_type(self, event_type: str) -> list[Received]:
+        with self.lock:
+            return [r for r in self.received if r.json().get("type") == event_type]
+
+
+@contextmanager
+def https_receiver(cert_file: Path, key_file: Path) -> Iterator[Receiver]:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    receiver: Receiver
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            with receiver.lock:
+                receiver.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                status, redirect = receiver.status, receiver.redirect_to
+            with receiver.arrived:
+                receiver.arrived.notify_all()
+            self.send_response(302 if redirect else status)
+            if redirect:
+                self.send_header("Location", redirect)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    receiver = Receiver(port=server.server_address[1])
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
