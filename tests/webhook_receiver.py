@@ -73,26 +73,18 @@ class FakeResolver:
         raise socket.gaierror(socket.EAI_NONAME, f"{host} is not a name this test resolves")
 
 
-@contextmanager
-def loopback_only_connections() -> Iterator[list[tuple[str, int]]]:
-    """While inside, the webhook sender may open connections to loopback only: any other address fails the test's
-    delivery before a packet is sent, and is recorded (a test asserts none was tried)."""
-    from shared.adapters import outbound_http
+class LoopbackOnlyConnector:
+    """The sender's connector in tests: opens connections to loopback only; any other address is refused before a
+    packet is sent, and recorded (a test asserts none was tried)."""
 
-    refused: list[tuple[str, int]] = []
-    real = outbound_http.socket.create_connection
+    def __init__(self) -> None:
+        self.refused: list[tuple[str, int]] = []
 
-    def guarded(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+    def __call__(self, address: tuple[str, int], timeout: float) -> socket.socket:
         if not ipaddress.ip_address(address[0]).is_loopback:
-            refused.append(address)
+            self.refused.append(address)
             raise ConnectionRefusedError(f"the test guard refused a connection to {address[0]}")
-        return real(address, *args, **kwargs)
-
-    outbound_http.socket.create_connection = guarded  # type: ignore[assignment]
-    try:
-        yield refused
-    finally:
-        outbound_http.socket.create_connection = real
+        return socket.create_connection(address, timeout=timeout)
 
 
 @dataclass

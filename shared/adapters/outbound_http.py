@@ -20,6 +20,8 @@ from shared.domain.webhooks import MAX_RESPONSE_BYTES, TIMEOUT_SECONDS, SendOutc
 from shared.ports import WebhookSender
 
 Resolver = Callable[[str, int], list[IPAddress]]
+# Opens the TCP connection to an address already checked: (address, port), timeout.
+Connector = Callable[[tuple[str, int], float], socket.socket]
 USER_AGENT = "Quire-Webhooks/1"
 
 
@@ -43,14 +45,23 @@ def tls_context(extra_ca_file: Path | None = None) -> ssl.SSLContext:
 class _PinnedConnection(http.client.HTTPSConnection):
     """An HTTP(S) connection whose Host header and certificate check use the URL's name, opened to `address`."""
 
-    def __init__(self, target: OutboundTarget, address: IPAddress, *, context: ssl.SSLContext, timeout: float) -> None:
+    def __init__(
+        self,
+        target: OutboundTarget,
+        address: IPAddress,
+        *,
+        context: ssl.SSLContext,
+        timeout: float,
+        connect: Connector,
+    ) -> None:
         super().__init__(target.host, target.port, timeout=timeout, context=context)
         self._address = address
+        self._connect = connect
         self._plain = target.plain_http
         self._context = context
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((str(self._address), self.port), timeout=self.timeout)
+        self.sock = self._connect((str(self._address), self.port), self.timeout or TIMEOUT_SECONDS)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if not self._plain:
             self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
@@ -64,6 +75,7 @@ class PinnedHttpSender(WebhookSender):
         resolve: Resolver = system_resolver,
         context: ssl.SSLContext | None = None,
         timeout_seconds: float = TIMEOUT_SECONDS,
+        connect: Connector = socket.create_connection,
     ) -> None:
         """`allow_loopback`: the local stack's receivers on this machine (plain http or https to loopback); never
         on AWS."""
@@ -71,6 +83,7 @@ class PinnedHttpSender(WebhookSender):
         self._resolve = resolve
         self._context = context or tls_context()
         self._timeout = timeout_seconds
+        self._connect = connect
 
     def _addresses(self, target: OutboundTarget) -> list[IPAddress]:
         if target.literal:
@@ -103,7 +116,9 @@ class PinnedHttpSender(WebhookSender):
             )
         errors = []
         for address in addresses:
-            connection = _PinnedConnection(target, address, context=self._context, timeout=self._timeout)
+            connection = _PinnedConnection(
+                target, address, context=self._context, timeout=self._timeout, connect=self._connect
+            )
             # The whole exchange is bounded, not only each read: closing the socket ends any call blocked on it.
             watchdog = threading.Timer(self._timeout, connection.close)
             watchdog.daemon = True

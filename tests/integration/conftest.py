@@ -147,7 +147,7 @@ def stack(
     from functions.on_object_created import handler as created_handler
     from shared.adapters.outbound_http import PinnedHttpSender, tls_context
     from shared.bootstrap.adapters import adapters_for
-    from tests.webhook_receiver import RECEIVER_NAME, FakeResolver, loopback_only_connections, self_signed_certificate
+    from tests.webhook_receiver import RECEIVER_NAME, FakeResolver, LoopbackOnlyConnector, self_signed_certificate
 
     port = free_port()
     bucket = f"quire-files-{port}"
@@ -164,7 +164,10 @@ def stack(
     certificate = self_signed_certificate(tmp_path_factory.mktemp("receiver"))
     resolver = FakeResolver()
     resolver.set(RECEIVER_NAME, "127.0.0.1")
-    sender = PinnedHttpSender(allow_loopback=True, resolve=resolver, context=tls_context(certificate[0]))
+    connector = LoopbackOnlyConnector()
+    sender = PinnedHttpSender(
+        allow_loopback=True, resolve=resolver, context=tls_context(certificate[0]), connect=connector
+    )
     container = Container(settings, adapters_for(settings, webhook_sender=sender))
     events = EventDispatcher(created_handler.handler, name="test")
     events.start()
@@ -174,7 +177,7 @@ def stack(
     api = LocalHttpApi(
         api_handler.handler, LocalTokenVerifier(SECRET), public_routes=api_handler.UNAUTHENTICATED_ROUTES, port=0
     )
-    with overridden(container), loopback_only_connections():
+    with overridden(container):
         api.start()
         try:
             yield Stack(
@@ -184,6 +187,7 @@ def stack(
                 container=container,
                 resolver=resolver,
                 receiver_certificate=certificate,
+                connector=connector,
             )
         finally:
             api.stop()
@@ -217,6 +221,7 @@ def own_stack(stack: Stack, migrated_database: MigratedDatabase, new_database: C
                 container=container,
                 resolver=stack.resolver,
                 receiver_certificate=stack.receiver_certificate,
+                connector=stack.connector,
             )
         finally:
             container.workflow.drain()  # type: ignore[attr-defined]

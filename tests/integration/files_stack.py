@@ -47,6 +47,7 @@ class Stack:
     # The webhook sender's fake resolver, and the receivers' certificate and key (tests/webhook_receiver.py).
     resolver: Any = None
     receiver_certificate: tuple[Path, Path] | None = None
+    connector: Any = None  # the sender's loopback-only connector: what it refused
 
     def token(
         self,

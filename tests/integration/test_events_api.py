@@ -63,6 +63,7 @@ def test_an_indexed_upload_is_one_event_that_readers_of_its_collection_see_and_n
     assert event["data"]["fileId"] == ticket["fileId"] and event["data"]["versionId"] == ticket["versionId"]
     assert set(event) == {"eventId", "type", "occurredAt", "tenantId", "collectionId", "data"}
     assert not any(marker in json.dumps(event) for marker in FORBIDDEN_IN_EVENTS)
+    assert stack.connector.refused == []
     # Caught up: the cursor returns nothing more, and stays where it was.
     after = events_of(stack, token, page["nextCursor"])
     assert after == {"events": [], "nextCursor": page["nextCursor"]}
