@@ -25,6 +25,7 @@ from shared.local.http_api import LocalHttpApi
 from shared.local.mcp_server import LocalMcpServer
 from shared.services.request_rate import RequestRateLimiter
 from tests.fake_tools import FakeToolDispatcher
+from tests.mcp_results import refusal_of
 
 SECRET = b"mcp-local-api-secret-0123456789ab"
 BURST = 10
@@ -121,7 +122,7 @@ def test_the_sdks_client_calls_the_tools_at_the_local_apis_base_url_with_a_beare
     echo: types.CallToolResult = seen["echo"]
     refusal: types.CallToolResult = seen["refusal"]
     assert echo.structured_content == {"tenantId": "acme", "subject": "ann", "fileId": "f-1", "limit": 2}
-    assert (refusal.is_error, refusal.structured_content["error"]) == (True, "not_found")
+    assert refusal_of(refusal)["error"] == "not_found"
     # Forwarded, not handled: the API function never saw an MCP request.
     assert local.handler.events == []
     assert [call.name for call in local.dispatcher.calls] == ["echo_file", "refuse_always"]

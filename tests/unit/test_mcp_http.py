@@ -26,6 +26,7 @@ from shared.domain.errors import InfrastructureUnavailable, LimitExceeded
 from shared.domain.limits import request_rate_refusal
 from shared.services.request_rate import RequestRateLimiter
 from tests.fake_tools import FakeToolDispatcher
+from tests.mcp_results import refusal_of
 
 SECRET = b"mcp-http-secret-0123456789abcdef"
 BASE = "http://testserver"
@@ -338,7 +339,7 @@ def test_the_sdks_streamable_http_client_lists_and_calls_with_a_bearer_token(
     assert isinstance(echo, types.CallToolResult)
     assert isinstance(refusal, types.CallToolResult)
     assert echo.structured_content == {"tenantId": "acme", "subject": "ann", "fileId": "f-9", "limit": 10}
-    assert (refusal.is_error, refusal.structured_content["error"]) == (True, "not_found")
+    assert refusal_of(refusal)["error"] == "not_found"
     assert {call.surface for call in dispatcher.calls} == {"mcp"}
     assert (mode == "legacy") == (seen["protocol"] != "2026-07-28")
     # Each POST the client made was one of the tenant's, the handshake and the listing as much as the calls

@@ -4,6 +4,7 @@ The in-process client has no HTTP and so no bearer middleware: each test puts th
 middleware would (the SDK's auth context), as ClaimsTokenVerifier would have built it. The HTTP side (401, 421, the
 metadata document) is tests/unit/test_mcp_http.py."""
 
+import json
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from functions.mcp.server import ClaimsTokenVerifier, SigningKeysUnavailable, bu
 from shared.domain.auth import COLLECTIONS_CLAIM, SUBJECT_CLAIM, TENANT_CLAIM
 from shared.domain.errors import InfrastructureUnavailable, Unauthenticated
 from tests.fake_tools import FAKE_TOOLS, NOT_FOUND_REFUSAL, FakeToolDispatcher
+from tests.mcp_results import refusal_of
 
 MODES = ("auto", "legacy")  # 2026-07-28 (direct, no handshake) and the initialize handshake
 ACME_ANN = {
@@ -105,23 +107,26 @@ def test_a_call_is_the_dispatchers_result_as_structured_content_and_as_its_json_
     assert (call.name, call.arguments, call.surface) == ("echo_file", {"fileId": "f-1", "limit": 3}, "mcp")
 
 
-def test_a_refusal_is_a_result_with_is_error_and_the_refusal_json() -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_a_refusal_is_its_sentence_and_its_json_with_is_error_and_no_structured_content(mode: str) -> None:
     results: list[types.CallToolResult] = []
 
     async def session(client: Client) -> None:
+        # The client checks structured content against the output schema: a refusal is not the result it declares.
         results.append(await client.call_tool("refuse_always", {"fileId": "someone-elses"}))
         results.append(await client.call_tool("echo_file", {"limit": 1000}))
 
     with caller(ACME_ANN):
-        run(session, FakeToolDispatcher())
+        run(session, FakeToolDispatcher(), mode)
     not_found, invalid = results
-    assert not_found.is_error is True
-    assert not_found.structured_content == NOT_FOUND_REFUSAL
-    assert isinstance(not_found.content[0], types.TextContent)
-    assert '"error":"not_found"' in not_found.content[0].text
+    assert not_found.structured_content is None
+    assert not_found.content == [
+        types.TextContent(type="text", text=NOT_FOUND_REFUSAL["message"]),
+        types.TextContent(type="text", text=json.dumps(NOT_FOUND_REFUSAL, separators=(",", ":"))),
+    ]
+    assert refusal_of(not_found) == NOT_FOUND_REFUSAL
     # Arguments outside the schema are the dispatcher's to refuse, as a result the model can correct itself from.
-    assert invalid.is_error is True
-    assert invalid.structured_content["error"] == "invalid_arguments"
+    assert refusal_of(invalid)["error"] == "invalid_arguments"
 
 
 @pytest.mark.parametrize("mode", MODES)
