@@ -57,6 +57,11 @@ class StackPaths:
         return self.root / "console-sign-in.key"
 
     @property
+    def event_archive(self) -> Path:
+        """Every event the local bus published, one JSON line each (the stand-in for the AWS bus's archive)."""
+        return self.root / "events" / "bus.jsonl"
+
+    @property
     def s3_objects(self) -> Path:
         """The local S3's buckets, every object version written through before S3 answers."""
         return self.root / "s3"

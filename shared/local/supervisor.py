@@ -28,6 +28,7 @@ from shared.adapters.local.secret_files import read_or_create_secret
 from shared.domain.uploads import ORIGINALS_PREFIX
 from shared.local.console_site import ConsoleSite
 from shared.local.embedded_postgres import EmbeddedPostgres, ServerAddress, free_port, reserved_port
+from shared.local.event_workers import RelayWorker
 from shared.local.events import EventDispatcher
 from shared.local.http_api import Forwarding, LocalHttpApi
 from shared.local.mcp_server import LocalMcpServer, local_mcp_app
@@ -127,6 +128,7 @@ class Supervisor:
         self._api: LocalHttpApi | None = None
         self._mcp: LocalMcpServer | None = None
         self._events: EventDispatcher | None = None
+        self._relay: RelayWorker | None = None
 
     def run(self) -> None:
         started = time.monotonic()
@@ -190,6 +192,7 @@ class Supervisor:
                 },
             )
             _log.info("ready in %.2fs", time.monotonic() - started)
+            self._start_event_workers(database.app_url)
             threading.Thread(
                 target=self._reconcile_on_schedule, args=(started_at,), name="quire-reconcile", daemon=True
             ).start()
@@ -202,6 +205,15 @@ class Supervisor:
                 pass  # a timeout, so the main thread runs the signal handlers promptly
         finally:
             self.shutdown()
+
+    def _start_event_workers(self, app_url: str) -> None:
+        """The relay, and the webhook deliverer's sweep (what was due before a stop is sent now)."""
+        from shared.bootstrap import container as process_container
+
+        container = process_container()
+        self._relay = RelayWorker(container.event_relay, app_url)
+        self._relay.start()
+        container.delivery_queue.start()  # type: ignore[attr-defined]
 
     def _announce_original(self, event: dict[str, Any]) -> None:
         """Only originals reach the handler, as the EventBridge rule on AWS matches their prefix alone."""
@@ -308,6 +320,7 @@ class Supervisor:
                 "QUIRE_EMBEDDING_DIMENSION": str(self.embedding_dimension),
                 # The key the local API's verifier (below) and the container's token_verifier check tokens with.
                 "QUIRE_JWT_SECRET_FILE": str(self.paths.jwt_secret),
+                "QUIRE_EVENT_ARCHIVE_FILE": str(self.paths.event_archive),
                 "POWERTOOLS_TRACE_DISABLED": "true",
             }
         )
@@ -348,8 +361,12 @@ class Supervisor:
             watchdog.join(timeout=600)
         api, mcp, s3, events, postgres = self._api, self._mcp, self._s3, self._events, self._postgres
         self._api = self._mcp = self._s3 = self._events = self._postgres = None
+        relay, self._relay = self._relay, None
         if api is not None:
             _attempt("stop the local API", api.stop)
+        if relay is not None:
+            _attempt("stop the event relay", relay.stop)
+            _attempt("stop webhook deliveries", _stop_deliveries)
         if mcp is not None:
             _attempt("stop the MCP endpoint", mcp.stop)
         if s3 is not None:
@@ -359,6 +376,12 @@ class Supervisor:
             _attempt("deliver pending events", events.stop)
         if postgres is not None:
             _attempt("stop PostgreSQL", postgres.stop)
+
+
+def _stop_deliveries() -> None:
+    from shared.bootstrap import container as process_container
+
+    process_container().delivery_queue.stop()  # type: ignore[attr-defined]
 
 
 def _attempt(what: str, step: Callable[[], None]) -> None:

@@ -47,19 +47,21 @@ class WebhookDeliverer:
         queue: DeliveryQueue | None = None,
         clock: Callable[[], datetime] = _utcnow,
         batch: int = BATCH,
+        lease_seconds: int = LEASE_SECONDS,
     ) -> None:
         self._store = store
         self._sender = sender
         self._queue = queue
         self._clock = clock
         self._batch = batch
+        self._lease_seconds = lease_seconds
 
     def deliver_due(self, tenant_id: str, only: Sequence[UUID] | None = None) -> int:
         """Send the tenant's due deliveries (or only those named, and the ones they unblock); how many were tried."""
         tried = 0
         for _ in range(MAX_ROUNDS):
             claimed = self._store.claim_due(
-                tenant_id, now=self._clock(), limit=self._batch, lease_seconds=LEASE_SECONDS, only=only
+                tenant_id, now=self._clock(), limit=self._batch, lease_seconds=self._lease_seconds, only=only
             )
             if not claimed:
                 break
