@@ -3,6 +3,7 @@ signed deliveries to a real HTTPS receiver on 127.0.0.1, rotation, replay, the t
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -227,3 +228,89 @@ def test_a_failing_endpoint_is_retried_and_the_delivery_says_why(stack: Stack, r
     )
     assert delivered
     assert stack.json("GET", f"/v1/webhooks/{webhook_id}", token)[1]["failingSince"] is None
+
+
+def test_a_name_that_turns_private_after_registration_or_a_redirect_to_metadata_is_never_followed(
+    stack: Stack, receiver: Receiver
+) -> None:
+    token = stack.token(tenant="ev-rebind")
+    stack.resolver.set("rebinding.quire.test", "93.184.216.34")  # public when registered (resolved, never connected)
+    status, made = register(stack, token, "https://rebinding.quire.test/hook")
+    assert status == 201, made
+    stack.resolver.set("rebinding.quire.test", "10.0.0.7")  # private when delivered
+    rebinding = made["webhook"]["webhookId"]
+    stack.json("POST", f"/v1/webhooks/{rebinding}/test", token)
+    (refused,) = wait_until(
+        lambda: [
+            d
+            for d in stack.json("GET", f"/v1/webhooks/{rebinding}/deliveries", token)[1]["deliveries"]
+            if d["lastError"]
+        ]
+    )
+    assert "'private'" in refused["lastError"] and refused["lastStatus"] is None
+
+    receiver.redirect_to = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
+    status, made = register(stack, token, receiver.url("/redirecting"))
+    redirecting = made["webhook"]["webhookId"]
+    stack.json("POST", f"/v1/webhooks/{redirecting}/test", token)
+    (redirected,) = wait_until(
+        lambda: [
+            d
+            for d in stack.json("GET", f"/v1/webhooks/{redirecting}/deliveries", token)[1]["deliveries"]
+            if d["lastError"]
+        ]
+    )
+    assert redirected["lastStatus"] == 302 and "redirects are not followed" in redirected["lastError"]
+    assert [r.path for r in receiver.received] == ["/redirecting"]
+    assert stack.connector.refused == []  # neither reached for a connection anywhere but 127.0.0.1
+
+
+def test_a_delivery_is_retried_for_24_hours_and_an_endpoint_failing_for_3_days_is_disabled_with_an_event(
+    stack: Stack, receiver: Receiver
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from shared.services.webhook_delivery import WebhookDeliverer
+
+    tenant = "ev-window"
+    token = stack.token(tenant=tenant)
+    receiver.status = 500
+    status, made = register(stack, token, receiver.url())
+    webhook_id = made["webhook"]["webhookId"]
+    clock = [datetime.now(UTC)]
+    deliverer = WebhookDeliverer(stack.container.webhook_store, stack.container.webhook_sender, clock=lambda: clock[0])
+
+    def delivery(delivery_id: str) -> Any:
+        listed = stack.json("GET", f"/v1/webhooks/{webhook_id}/deliveries?limit=100", token)[1]["deliveries"]
+        return next(d for d in listed if d["deliveryId"] == delivery_id)
+
+    # Made directly in the store, so the stack's own deliverer (real time) leaves it to this one's clock.
+    first = stack.container.webhook_store.add_delivery(
+        tenant, uuid.UUID(webhook_id), message_id="m-window", event_type="webhook.test", body={"n": 1}
+    )
+    attempts = 0
+    while delivery(str(first.delivery_id))["state"] == "pending" and attempts < 60:
+        clock[0] += timedelta(hours=2)  # past any backoff step (an hour at most)
+        deliverer.deliver_due(tenant, [first.delivery_id])
+        attempts += 1
+    failed = delivery(str(first.delivery_id))
+    assert failed["state"] == "failed" and failed["finishedAt"] is not None and 12 <= failed["attempts"] <= 14
+    assert stack.json("GET", f"/v1/webhooks/{webhook_id}", token)[1]["state"] == "active"  # 1 day: not yet
+    # Two days later, still failing: three days since the streak began, so the endpoint is disabled and told.
+    clock[0] += timedelta(days=2)
+    later = stack.container.webhook_store.add_delivery(
+        tenant, first.webhook_id, message_id="m-later", event_type="webhook.test", body={"n": 2}
+    )
+    deliverer.deliver_due(tenant, [later.delivery_id])
+    hook = stack.json("GET", f"/v1/webhooks/{webhook_id}", token)[1]
+    assert hook["state"] == "disabled" and "3 days" in hook["disabledReason"]
+    relay(stack)
+    disabled = events_of(stack, token, type="webhook.disabled")["events"]
+    assert [e["data"]["webhookId"] for e in disabled] == [webhook_id]
+    # Enabled again, it delivers (and the streak starts over).
+    receiver.status = 200
+    assert stack.json("POST", f"/v1/webhooks/{webhook_id}/enable", token)[1]["state"] == "active"
+    status, _ = stack.json("POST", f"/v1/webhooks/{webhook_id}/deliveries/{first.delivery_id}/replay", token)
+    assert status == 202
+    deliverer.deliver_due(tenant, [first.delivery_id])
+    assert delivery(str(first.delivery_id))["state"] == "delivered"
