@@ -137,6 +137,19 @@ def test_the_token_goes_to_the_api_and_the_query_leaves_out_what_is_not_given() 
     assert dict(request.url.params) == {"collectionId": "docs/1", "filter": '{"equals":{"key":"a","value":1}}'}
 
 
+def test_a_query_in_the_path_is_kept_and_merged_with_the_parameters() -> None:
+    seen: list[str] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(str(request.url))
+        return json_answer(200, {})
+
+    client, _ = fake_api(answer)
+    client.request("GET", "/v1/files/a/document?cursor=12")
+    client.request("GET", "/v1/files?limit=5", query={"cursor": "c 1", "facets": None})
+    assert seen == [f"{API}/v1/files/a/document?cursor=12", f"{API}/v1/files?limit=5&cursor=c+1"]
+
+
 def test_a_path_parameter_is_one_segment_whatever_it_holds() -> None:
     seen: list[str] = []
 

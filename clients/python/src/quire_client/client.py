@@ -132,11 +132,14 @@ class Quire(Operations):
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         params = {name: _query_value(value) for name, value in (query or {}).items() if value is not None}
+        # Merged into a query the path may already hold (httpx2 would replace it with `params`).
+        url = httpx2.URL(self.base_url + path)
+        url = url.copy_merge_params(params) if params else url
         content = json.dumps(body).encode() if body is not None else None
         if content is not None:
             headers["Content-Type"] = "application/json"
         for attempt in range(1, self._retries.attempts + 1):
-            response = self._send(method, self.base_url + path, params=params, content=content, headers=headers)
+            response = self._send(method, url, content=content, headers=headers)
             if response.is_success:
                 return _answer(response, binary)
             error = error_for(response.status_code, _error_body(response), _wait_hint(response))
@@ -156,7 +159,7 @@ class Quire(Operations):
     ) -> Any:
         return self.request(method, path, query=query, body=body, binary=binary)
 
-    def _send(self, method: str, url: str, **options: Any) -> httpx2.Response:
+    def _send(self, method: str, url: str | httpx2.URL, **options: Any) -> httpx2.Response:
         try:
             return self._http.request(method, url, **options)
         except httpx2.TimeoutException as error:
