@@ -5,7 +5,10 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-PYPROJECT_HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
+# The Python client (clients/python) is a distribution of its own, installed beside the project: the CLI calls the API
+# through it.
+CLIENT_PYPROJECT := clients/python/pyproject.toml
+PYPROJECT_HASH := $(shell cat pyproject.toml $(CLIENT_PYPROJECT) | sha256sum | cut -c1-12)
 # Everything (the tests need the CDK, the linters and Playwright); the demo needs the runtime and `local` only.
 INSTALLED := $(VENV)/.installed-all-$(PYPROJECT_HASH)
 INSTALLED_LOCAL := $(VENV)/.installed-local-$(PYPROJECT_HASH)
@@ -17,21 +20,23 @@ PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || t
 # `npm ci`, again only when the lock file changes. The console itself has no build step.
 NODE_INSTALLED := node_modules/.installed-$(shell cat package-lock.json | sha256sum | cut -c1-12)
 PRETTIER := node_modules/.bin/prettier
-CONSOLE_SOURCES := console tests/console
+CONSOLE_SOURCES := console tests/console clients/typescript/src/index.ts clients/typescript/examples
 
-.PHONY: demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser screenshots
+.PHONY: clients demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser screenshots
 
 venv: $(INSTALLED)
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml $(CLIENT_PYPROJECT)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@set -o pipefail; $(PIP_INSTALL) '.[local,infra,dev]' 2>&1 | { $(PIP_FILTER); }
+	@set -o pipefail; $(PIP_INSTALL) clients/python 2>&1 | { $(PIP_FILTER); }
 	@rm -f $(VENV)/.installed-*
 	@touch $@ $(INSTALLED_LOCAL)
 
-$(INSTALLED_LOCAL): pyproject.toml
+$(INSTALLED_LOCAL): pyproject.toml $(CLIENT_PYPROJECT)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@set -o pipefail; $(PIP_INSTALL) '.[local]' 2>&1 | { $(PIP_FILTER); }
+	@set -o pipefail; $(PIP_INSTALL) clients/python 2>&1 | { $(PIP_FILTER); }
 	@rm -f $(VENV)/.installed-local-*
 	@touch $@
 
@@ -149,6 +154,12 @@ FUZZ_EXAMPLES ?= 3000
 fuzz: $(INSTALLED)
 	QUIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/unit/test_parser_fuzz.py tests/unit/test_structured_fuzz.py tests/unit/test_text_parsers.py -k "fuzz or raise or damaged"
 	QUIRE_FILTER_CASES=3000 $(BIN)/pytest -q tests/integration/test_metadata_filter_lanes.py
+
+# The API's clients written again from the OpenAPI document the server builds (clients/codegen/generate.py): the
+# committed document, the Python client's models and operations, the TypeScript client's types. `make test` fails
+# while they differ (tests/unit/test_clients_current.py).
+clients: $(INSTALLED) $(NODE_INSTALLED)
+	$(BIN)/python -m clients.codegen.generate
 
 fmt: $(INSTALLED) $(NODE_INSTALLED)
 	$(BIN)/ruff format .

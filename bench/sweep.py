@@ -189,14 +189,7 @@ def _one(client: Any, path: Path, source: str, *, bound: float, begun: float, ap
                 "byteSize": len(content),
             },
         )
-        from urllib3 import encode_multipart_formdata
-
-        from shared.local.api_client import _post_with_progress
-
-        fields: dict[str, Any] = dict(ticket["upload"]["fields"])
-        fields["file"] = (path.name, content, _media_type(path))
-        body, content_type = encode_multipart_formdata(fields)
-        _post_with_progress(ticket["upload"]["url"], body, content_type, None)
+        client.quire.post_to_storage(ticket, path.name, content, _media_type(path))
         record = client.wait_until_processed(ticket["fileId"], timeout=bound)
     except api_error as error:
         status = getattr(error, "status", 0)

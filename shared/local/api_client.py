@@ -1,30 +1,19 @@
-"""A small client for Quire's HTTP API, used by the CLI: JSON calls and browser-style presigned uploads."""
+"""The CLI's client of Quire's HTTP API: the typed client (quire_client, clients/python) with the few helpers the
+commands share, the JSON call by path, uploads from a path, the file list, and waits."""
 
-import http.client
 import json
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlencode, urlsplit
+from typing import Any, cast
 
-from urllib3 import encode_multipart_formdata
+from quire_client import ApiError, Quire
 
 from shared.domain.uploads import ACCEPTED_TYPES
 
-_CHUNK = 64 * 1024
+__all__ = ["ApiClient", "ApiError", "media_type_for", "progress_bar"]
 Progress = Callable[[int, int], None]
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, body: Any) -> None:
-        message = body.get("message") if isinstance(body, dict) else body
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-        self.body = body
 
 
 def media_type_for(path: Path) -> str:
@@ -41,28 +30,15 @@ _FINISHED = frozenset({"indexed", "failed"})
 
 
 class ApiClient:
+    """`quire` (the typed client, every route a method) for a base URL and a token, and the calls the commands
+    share on top of it."""
+
     def __init__(self, base_url: str, token: str) -> None:
-        self._base = base_url.rstrip("/")
-        self._token = token
+        self.quire = Quire(base_url, token, timeout=60)
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
-        request = urllib.request.Request(  # noqa: S310 - the configured API
-            f"{self._base}{path}",
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={"Authorization": f"Bearer {self._token}", "Content-Type": "application/json"},
-            method=method,
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - the configured API
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            raw = error.read()
-            try:
-                detail: Any = json.loads(raw)
-            except ValueError:
-                detail = raw.decode(errors="replace")
-            raise ApiError(error.code, detail) from None
-        return json.loads(raw) if raw else None
+        """The API's JSON answer to `method` on `path` (which may hold its query); ApiError when it refuses."""
+        return self.quire.request(method, path, body=body)
 
     def upload(
         self,
@@ -73,22 +49,10 @@ class ApiClient:
     ) -> dict[str, Any]:
         """Ask for a presigned POST (with the file's `metadata`, when given), send the file to it as a browser
         would, and return the ticket."""
-        content = path.read_bytes()
-        media_type = media_type_for(path)
-        request: dict[str, Any] = {
-            "collectionId": collection_id,
-            "filename": path.name,
-            "mediaType": media_type,
-            "byteSize": len(content),
-        }
-        if metadata:
-            request["metadata"] = metadata
-        ticket: dict[str, Any] = self.call("POST", "/v1/uploads", request)
-        fields: dict[str, Any] = dict(ticket["upload"]["fields"])
-        fields["file"] = (path.name, content, media_type)
-        body, content_type = encode_multipart_formdata(fields)
-        _post_with_progress(ticket["upload"]["url"], body, content_type, progress)
-        return ticket
+        uploaded = self.quire.upload(
+            path, collection_id, media_type=media_type_for(path), metadata=metadata, wait=False, progress=progress
+        )
+        return cast("dict[str, Any]", uploaded.ticket)
 
     def change_metadata(
         self,
@@ -108,58 +72,32 @@ class ApiClient:
     def list_files(self, where: dict[str, Any] | None = None, collection_id: str | None = None) -> list[dict[str, Any]]:
         """Every file the caller can read (in `collection_id`, and kept by the metadata filter `where`), page by
         page."""
-        records: list[dict[str, Any]] = []
-        query: dict[str, str] = {"limit": "100"}
-        if collection_id:
-            query["collectionId"] = collection_id
-        if where is not None:
-            query["filter"] = json.dumps(where, separators=(",", ":"))
-        while True:
-            page = self.call("GET", f"/v1/files?{urlencode(query)}")
-            records.extend(page["files"])
-            if not page["nextCursor"]:
-                return records
-            query["cursor"] = page["nextCursor"]
+        where_json = json.dumps(where, separators=(",", ":")) if where is not None else None
+        files = self.quire.iter_files(limit=100, collection_id=collection_id, filter=where_json)
+        return [cast("dict[str, Any]", record) for record in files]
 
     def wait_until_processed(self, file_id: str, timeout: float = 600) -> dict[str, Any]:
         """Poll until the file's current version is indexed or failed (or was rejected as stored)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            record: dict[str, Any] = self.call("GET", f"/v1/files/{file_id}")
-            current = record["current"]
-            if current["state"] == "rejected" or current["processingState"] in _FINISHED or time.monotonic() > deadline:
-                return record
-            time.sleep(0.2)
+        return self._poll(file_id, timeout, 0.2, _processed)
 
     def wait_until_decided(self, file_id: str, timeout: float = 120) -> dict[str, Any]:
         """Poll the file until its newest version leaves `pending` (or the timeout passes)."""
+        return self._poll(file_id, timeout, 0.05, lambda current: current["state"] != "pending")
+
+    def _poll(
+        self, file_id: str, timeout: float, every: float, done: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any]:
+        """The file's view once `done` holds of its current version, or when `timeout` passes, whichever first."""
         deadline = time.monotonic() + timeout
         while True:
-            record: dict[str, Any] = self.call("GET", f"/v1/files/{file_id}")
-            if record["current"]["state"] != "pending" or time.monotonic() > deadline:
+            record = cast("dict[str, Any]", self.quire.get_file(file_id))
+            if done(record["current"]) or time.monotonic() > deadline:
                 return record
-            time.sleep(0.05)
+            time.sleep(every)
 
 
-def _post_with_progress(url: str, body: bytes, content_type: str, progress: Progress | None) -> None:
-    parts = urlsplit(url)
-    connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = connection_class(parts.netloc, timeout=120)
-    try:
-        connection.putrequest("POST", parts.path or "/")
-        connection.putheader("Content-Type", content_type)
-        connection.putheader("Content-Length", str(len(body)))
-        connection.endheaders()
-        for offset in range(0, len(body), _CHUNK):
-            connection.send(body[offset : offset + _CHUNK])
-            if progress:
-                progress(min(offset + _CHUNK, len(body)), len(body))
-        response = connection.getresponse()
-        answer = response.read()
-        if response.status >= 300:
-            raise ApiError(response.status, answer.decode(errors="replace")[:500])
-    finally:
-        connection.close()
+def _processed(current: dict[str, Any]) -> bool:
+    return bool(current["state"] == "rejected" or current["processingState"] in _FINISHED)
 
 
 def progress_bar(label: str) -> Progress:

@@ -1,0 +1,1 @@
+"""The API's clients, generated from the OpenAPI document the server builds (clients/generate.py)."""

@@ -1,0 +1,60 @@
+"""A typed client of Quire's HTTP API (docs/clients.md): `Quire(base_url, token)` has every route as a method."""
+
+from quire_client.client import Polling, Quire, Retries, Upload, retry_after_seconds
+from quire_client.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    PayloadTooLarge,
+    QuireError,
+    RateLimited,
+    ServerError,
+    StorageRefused,
+    TimedOut,
+    TransportFailed,
+    Unauthorized,
+    Unavailable,
+    Unprocessable,
+    UnsupportedMediaType,
+    WebhookVerificationError,
+)
+from quire_client.events import TERMINAL_EVENTS, Event, EventPage, Outcome
+from quire_client.uploads import MEDIA_TYPES, media_type_for
+from quire_client.webhooks import sign, verify_webhook
+
+__all__ = [
+    "MEDIA_TYPES",
+    "TERMINAL_EVENTS",
+    "ApiError",
+    "BadRequest",
+    "Conflict",
+    "Event",
+    "EventPage",
+    "Forbidden",
+    "Gone",
+    "NotFound",
+    "Outcome",
+    "PayloadTooLarge",
+    "Polling",
+    "Quire",
+    "QuireError",
+    "RateLimited",
+    "Retries",
+    "ServerError",
+    "StorageRefused",
+    "TimedOut",
+    "TransportFailed",
+    "Unauthorized",
+    "Unavailable",
+    "Unprocessable",
+    "UnsupportedMediaType",
+    "Upload",
+    "WebhookVerificationError",
+    "media_type_for",
+    "retry_after_seconds",
+    "sign",
+    "verify_webhook",
+]

@@ -1,0 +1,368 @@
+"""`Quire`: the API's routes as typed methods (operations.py, generated), over one HTTP connection pool, with the
+caller's bearer token, typed errors, retries on 429 and 503 that honour `Retry-After`, page iteration, and uploads
+that do the presigned POST and wait for the version to settle (by the event feed when given a cursor, else by
+polling the file with backoff)."""
+
+import email.utils
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import httpx2
+
+from quire_client.errors import ApiError, NotFound, StorageRefused, TimedOut, TransportFailed, error_for
+from quire_client.events import Event, EventPage, Outcome, outcome_of_event, outcome_of_file
+from quire_client.models import FileSummary, FileView, UploadRequest, UploadResponse
+from quire_client.operations import Operations
+from quire_client.uploads import MultipartForm, Progress, media_type_for
+
+PageT = TypeVar("PageT")
+# Methods a retry cannot apply twice; a POST or PATCH is retried on 503 only when the API said when (Retry-After):
+# its own outage answer, given before anything changed.
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+_EVENTS_PAGE = 500
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How 429 and 503 answers are retried: `attempts` in all, each after the answer's Retry-After (at most
+    `max_wait_seconds`), or `backoff_seconds` doubling when it gives none."""
+
+    attempts: int = 4
+    max_wait_seconds: float = 60.0
+    backoff_seconds: float = 0.5
+
+
+@dataclass(frozen=True)
+class Polling:
+    """How a wait asks again: after `first_seconds`, growing by `factor` up to `max_seconds`."""
+
+    first_seconds: float = 0.2
+    factor: float = 1.5
+    max_seconds: float = 1.0
+
+    def delays(self) -> Iterator[float]:
+        delay = self.first_seconds
+        while True:
+            yield delay
+            delay = min(delay * self.factor, self.max_seconds)
+
+
+@dataclass(frozen=True)
+class Upload:
+    """An upload's ticket and, once waited for, the file and how its version settled (`event` when the event feed
+    said so)."""
+
+    ticket: UploadResponse
+    file: FileView | None = None
+    outcome: Outcome | None = None
+    event: Event | None = None
+
+    @property
+    def file_id(self) -> str:
+        return self.ticket["fileId"]
+
+    @property
+    def version_id(self) -> str:
+        return self.ticket["versionId"]
+
+
+def retry_after_seconds(value: str | None, now: float) -> float | None:
+    """A Retry-After header's wait: seconds, or an HTTP date (`now` is the epoch time to count from)."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - now)
+    except (TypeError, ValueError):
+        return None
+
+
+class Quire(Operations):
+    """A client of one Quire API (`base_url`, such as https://api.example.com), calling as the holder of `token`.
+    `transport` replaces the network (httpx2.MockTransport in tests); `sleep` is what waiting calls."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        retries: Retries = Retries(),
+        polling: Polling = Polling(),
+        transport: httpx2.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._token = token
+        self._retries = retries
+        self._polling = polling
+        self._sleep = sleep
+        # No default Authorization header: the token goes to the API only, never to a presigned storage URL.
+        self._http = httpx2.Client(timeout=timeout, transport=transport, follow_redirects=False)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "Quire":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # The one way every route is called.
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        binary: bool = False,
+    ) -> Any:
+        """Call `path` (from /v1/...) and return the JSON answer (None when empty; bytes when `binary` and the
+        answer is not JSON). An error answer raises its ApiError subclass once the retries are spent."""
+        headers = {"Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        params = {name: _query_value(value) for name, value in (query or {}).items() if value is not None}
+        # Merged into a query the path may already hold (httpx2 would replace it with `params`).
+        url = httpx2.URL(self.base_url + path)
+        url = url.copy_merge_params(params) if params else url
+        content = json.dumps(body).encode() if body is not None else None
+        if content is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in range(1, self._retries.attempts + 1):
+            response = self._send(method, url, content=content, headers=headers)
+            if response.is_success:
+                return _answer(response, binary)
+            error = error_for(response.status_code, _error_body(response), _wait_hint(response))
+            if attempt == self._retries.attempts or not self._retryable(method, response):
+                raise error
+            self._sleep(self._retry_wait(error, attempt))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        binary: bool = False,
+    ) -> Any:
+        return self.request(method, path, query=query, body=body, binary=binary)
+
+    def _send(self, method: str, url: str | httpx2.URL, **options: Any) -> httpx2.Response:
+        try:
+            return self._http.request(method, url, **options)
+        except httpx2.TimeoutException as error:
+            raise TimedOut(f"{method} {url}: no answer in time ({error})") from error
+        except httpx2.TransportError as error:
+            raise TransportFailed(f"{method} {url}: {error}") from error
+
+    def _retryable(self, method: str, response: httpx2.Response) -> bool:
+        if response.status_code == 429:
+            return True
+        return response.status_code == 503 and (method in _IDEMPOTENT or "retry-after" in response.headers)
+
+    def _retry_wait(self, error: ApiError, attempt: int) -> float:
+        hinted = error.retry_after
+        wait = hinted if hinted is not None else self._retries.backoff_seconds * 2 ** (attempt - 1)
+        return min(wait, self._retries.max_wait_seconds)
+
+    # Pages.
+
+    def pages(self, fetch: Callable[..., PageT], /, **arguments: Any) -> Iterator[PageT]:
+        """Every page of a listing: `fetch` (a method such as `list_files`) called with `arguments`, then again
+        with each answer's `nextCursor` as `cursor`, until a page has none."""
+        while True:
+            page = fetch(**arguments)
+            yield page
+            cursor = cast("Mapping[str, Any]", page).get("nextCursor")
+            if not cursor:
+                return
+            arguments = {**arguments, "cursor": cursor}
+
+    def items(self, fetch: Callable[..., Any], key: str, /, **arguments: Any) -> Iterator[Any]:
+        """The entries under `key` of every page (`items(client.list_files, "files")`)."""
+        for page in self.pages(fetch, **arguments):
+            yield from page[key]
+
+    def iter_files(self, **arguments: Any) -> Iterator[FileSummary]:
+        """Every file the caller can read, across pages (`list_files`'s keyword arguments)."""
+        yield from self.items(self.list_files, "files", **arguments)
+
+    # Events.
+
+    def events_page(
+        self, *, after: str | None = None, limit: int | None = None, collection_id: str | None = None
+    ) -> EventPage:
+        """One page of `GET /v1/events`: the caller's events after the cursor `after` (from the oldest kept)."""
+        query = {"after": after, "limit": limit, "collectionId": collection_id}
+        return cast("EventPage", self.request("GET", "/v1/events", query=query))
+
+    def iter_events(
+        self, *, after: str | None = None, collection_id: str | None = None, follow: bool = False
+    ) -> Iterator[tuple[Event, str]]:
+        """Each event after `after` with the cursor to resume after it; at the end, waits for more when `follow`
+        (polling with backoff), else stops."""
+        delays = self._polling.delays()
+        while True:
+            page = self.events_page(after=after, limit=_EVENTS_PAGE, collection_id=collection_id)
+            after = page["nextCursor"]
+            for event in page["events"]:
+                yield event, after
+            if page["events"]:
+                delays = self._polling.delays()
+            elif follow:
+                self._sleep(next(delays))
+            else:
+                return
+
+    # Uploads.
+
+    def upload(
+        self,
+        source: str | os.PathLike[str] | bytes,
+        collection_id: str,
+        *,
+        filename: str | None = None,
+        media_type: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        wait: bool = True,
+        timeout: float = 600.0,
+        events_after: str | None = None,
+        progress: Progress | None = None,
+    ) -> Upload:
+        """Upload a file (a path, or bytes with `filename`) into a collection: ask `POST /v1/uploads` for a ticket,
+        post the bytes to storage as a browser would, and (with `wait`) wait until the version is indexed, failed
+        or rejected. Give `events_after`, an event cursor from before the upload, to wait on the event feed rather
+        than polling. The outcome is in the answer, not an exception: a failed document is an answer too."""
+        if isinstance(source, bytes):
+            if not filename:
+                raise ValueError("uploading bytes takes a filename")
+            content = source
+        else:
+            content = Path(source).read_bytes()
+            filename = filename or Path(source).name
+        kind = media_type or media_type_for(filename)
+        request: UploadRequest = {
+            "collectionId": collection_id,
+            "filename": filename,
+            "mediaType": kind,
+            "byteSize": len(content),
+        }
+        if metadata:
+            request["metadata"] = dict(metadata)
+        ticket = self.create_upload(request)
+        self.post_to_storage(ticket, filename, content, kind, progress)
+        if not wait:
+            return Upload(ticket)
+        return self.wait_for_version(
+            ticket["fileId"],
+            ticket["versionId"],
+            timeout=timeout,
+            events_after=events_after,
+            collection_id=collection_id,
+        )
+
+    def post_to_storage(
+        self, ticket: UploadResponse, filename: str, content: bytes, media_type: str, progress: Progress | None = None
+    ) -> None:
+        """The presigned POST of a ticket: its fields, then the file; StorageRefused with storage's answer."""
+        form = MultipartForm(ticket["upload"]["fields"], filename, content, media_type)
+        headers = {"Content-Type": form.content_type, "Content-Length": str(form.length)}
+        response = self._send("POST", ticket["upload"]["url"], content=form.chunks(progress), headers=headers)
+        if response.status_code >= 300:
+            raise StorageRefused(response.status_code, response.text[:500])
+
+    def wait_for_version(
+        self,
+        file_id: str,
+        version_id: str,
+        *,
+        timeout: float = 600.0,
+        events_after: str | None = None,
+        collection_id: str | None = None,
+    ) -> Upload:
+        """Wait until the version is indexed, failed or rejected: on the event feed from `events_after` when given
+        (falling back to polling where the API has no feed), else polling `GET /v1/files/{id}` with backoff.
+        TimedOut (with the last file view) after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        ticket: UploadResponse = cast("UploadResponse", {"fileId": file_id, "versionId": version_id})
+        if events_after is not None:
+            try:
+                return self._wait_on_events(ticket, events_after, collection_id, deadline)
+            except ApiError as error:
+                if not _no_such_route(error):
+                    raise
+        return self._wait_polling(ticket, deadline)
+
+    def _wait_on_events(self, ticket: UploadResponse, after: str, collection_id: str | None, deadline: float) -> Upload:
+        for event, _ in self._events_until(after, collection_id, deadline):
+            outcome = outcome_of_event(event, ticket["fileId"], ticket["versionId"])
+            if outcome is not None:
+                return Upload(ticket, self.get_file(ticket["fileId"]), outcome, event)
+        raise TimedOut(f"file {ticket['fileId']}: no terminal event for version {ticket['versionId']} in time")
+
+    def _events_until(self, after: str, collection_id: str | None, deadline: float) -> Iterator[tuple[Event, str]]:
+        delays = self._polling.delays()
+        while time.monotonic() < deadline:
+            page = self.events_page(after=after, limit=_EVENTS_PAGE, collection_id=collection_id)
+            after = page["nextCursor"]
+            for event in page["events"]:
+                yield event, after
+            if not page["events"]:
+                self._sleep(next(delays))
+
+    def _wait_polling(self, ticket: UploadResponse, deadline: float) -> Upload:
+        delays = self._polling.delays()
+        while True:
+            record = self.get_file(ticket["fileId"])
+            outcome = outcome_of_file(cast("Mapping[str, Any]", record), ticket["versionId"])
+            if outcome is not None:
+                return Upload(ticket, record, outcome)
+            if time.monotonic() >= deadline:
+                raise TimedOut(f"file {ticket['fileId']}: version {ticket['versionId']} still in progress", record)
+            self._sleep(next(delays))
+
+
+def _no_such_route(error: ApiError) -> bool:
+    return error.status == 405 or isinstance(error, NotFound)
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def _answer(response: httpx2.Response, binary: bool) -> Any:
+    if not response.content:
+        return None
+    if binary and "json" not in response.headers.get("content-type", ""):
+        return response.content
+    return response.json()
+
+
+def _error_body(response: httpx2.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _wait_hint(response: httpx2.Response) -> float | None:
+    return retry_after_seconds(response.headers.get("retry-after"), time.time())
+
+
+__all__ = ["Polling", "Quire", "Retries", "Upload", "retry_after_seconds"]
