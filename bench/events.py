@@ -160,12 +160,14 @@ def _queue_backlog(owner_url: str) -> None:
         conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (TENANT,))
         file_id = uuid.uuid4()
         conn.execute(
-            "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by) VALUES (%s, %s, %s, 'a.md', 'b')",
+            "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by)"
+            " VALUES (%s, %s, %s, 'a.md', 'b')",
             (TENANT, file_id, COLLECTION),
         )
         conn.execute(
             "INSERT INTO webhooks (tenant_id, webhook_id, url, event_types, collection_ids, secret, created_by)"
-            " VALUES (%s, %s, 'https://receiver.example/hook', '{*}', %s, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'b')",
+            " VALUES (%s, %s, 'https://receiver.example/hook', '{*}', %s,"
+            " 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'b')",
             (TENANT, uuid.uuid4(), [COLLECTION]),
         )
         for _ in range(BACKLOG):

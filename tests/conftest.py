@@ -41,6 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
     /tmp/pytest-of-root to 0700, which cut a running server off from its files (`PANIC: could not open file
     ".../global/pg_control": Permission denied`, then "server closed the connection" in the tests). Workers of
     pytest-xdist are handed a folder inside the controller's; an explicit --basetemp is kept."""
+    _outbound_guard()
     if os.geteuid() == 0 and config.option.basetemp is None and not hasattr(config, "workerinput"):
         config.option.basetemp = tempfile.mkdtemp(prefix="quire-pytest-")
         config.stash[_OWN_BASETEMP] = Path(config.option.basetemp)
@@ -50,6 +51,29 @@ def pytest_configure(config: pytest.Config) -> None:
         from shared.local.embedded_postgres import EmbeddedPostgres
 
         EmbeddedPostgres(Path(config.option.basetemp) / "pgdata", secrets_file=Path(config.option.basetemp) / "unused")
+
+
+def _outbound_guard() -> None:
+    """No test's webhook sender resolves a name or connects anywhere but loopback, whatever sender a test builds:
+    the system resolver and connector it falls back to are replaced by refusals (a test gives its sender a fake
+    resolver, tests/webhook_receiver.py). So no packet leaves the machine, not even a DNS query."""
+    import ipaddress
+    import socket
+
+    from shared.adapters import outbound_http
+
+    real_connect = outbound_http._connect
+
+    def no_resolving(host: str, port: int) -> list[Any]:
+        raise socket.gaierror(socket.EAI_NONAME, f"tests resolve no names ({host}): give the sender a FakeResolver")
+
+    def loopback_only(address: tuple[str, int], timeout: float) -> socket.socket:
+        if not ipaddress.ip_address(address[0]).is_loopback:
+            raise ConnectionRefusedError(f"tests connect to loopback only, not {address[0]}")
+        return real_connect(address, timeout)
+
+    outbound_http.system_resolver = no_resolving
+    outbound_http._connect = loopback_only
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

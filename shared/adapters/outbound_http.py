@@ -42,6 +42,10 @@ def tls_context(extra_ca_file: Path | None = None) -> ssl.SSLContext:
     return context
 
 
+def _connect(address: tuple[str, int], timeout: float) -> socket.socket:
+    return socket.create_connection(address, timeout=timeout)
+
+
 class _PinnedConnection(http.client.HTTPSConnection):
     """An HTTP(S) connection whose Host header and certificate check use the URL's name, opened to `address`."""
 
@@ -72,13 +76,13 @@ class PinnedHttpSender(WebhookSender):
         self,
         *,
         allow_loopback: bool,
-        resolve: Resolver = system_resolver,
+        resolve: Resolver | None = None,
         context: ssl.SSLContext | None = None,
         timeout_seconds: float = TIMEOUT_SECONDS,
-        connect: Connector = socket.create_connection,
+        connect: Connector | None = None,
     ) -> None:
         """`allow_loopback`: the local stack's receivers on this machine (plain http or https to loopback); never
-        on AWS."""
+        on AWS. `resolve` and `connect` default to the system's (looked up when used)."""
         self._allow_loopback = allow_loopback
         self._resolve = resolve
         self._context = context or tls_context()
@@ -90,7 +94,7 @@ class PinnedHttpSender(WebhookSender):
             addresses = [ipaddress.ip_address(target.host.split("%", 1)[0])]
         else:
             try:
-                addresses = self._resolve(target.host, target.port)
+                addresses = (self._resolve or system_resolver)(target.host, target.port)
             except OSError as error:
                 raise OutboundRefused("unresolvable", f"the name {target.host} does not resolve: {error}") from error
             if not addresses:
@@ -117,7 +121,7 @@ class PinnedHttpSender(WebhookSender):
         errors = []
         for address in addresses:
             connection = _PinnedConnection(
-                target, address, context=self._context, timeout=self._timeout, connect=self._connect
+                target, address, context=self._context, timeout=self._timeout, connect=self._connect or _connect
             )
             # The whole exchange is bounded, not only each read: closing the socket ends any call blocked on it.
             watchdog = threading.Timer(self._timeout, connection.close)

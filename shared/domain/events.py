@@ -84,9 +84,11 @@ def _shown(event_type: EventType, data: Mapping[str, Any]) -> dict[str, Any]:
 
 class EventCursor:
     """The opaque cursor of GET /v1/events: the position of the last event a page held. Decimal, so a product may
-    store it as text; refused when it is not one this API could have given."""
+    store it as text; refused when it is not one this API could have given. `latest` asks for no events, only the
+    cursor after the last one published: what a product takes before an upload, to wait on its events."""
 
     MAX_CHARACTERS = 20
+    LATEST = "latest"
 
     @staticmethod
     def parse(cursor: str | None) -> int:

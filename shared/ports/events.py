@@ -35,6 +35,11 @@ class EventOutbox(Protocol):
         """Delete published events that occurred before `before`; returns how many."""
         ...
 
+    def latest_position(self, tenant_id: str) -> int:
+        """The position of the tenant's last published event (0 for none): a cursor from which only what is
+        published next is listed."""
+        ...
+
 
 class EventBus(Protocol):
     """Where published events go: EventBridge on AWS (source `quire`, detail-type the event type), the local

@@ -163,6 +163,8 @@ class WebhookService:
         collection_id: str | None,
         types: list[str] | None,
     ) -> EventPage:
+        if after == EventCursor.LATEST:
+            return page_after([], after=self._outbox.latest_position(principal.tenant_id))
         try:
             position = EventCursor.parse(after)
         except ValueError as error:

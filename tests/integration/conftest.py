@@ -19,6 +19,7 @@ from migrations.runner import apply_migrations
 from shared.adapters.local.jwt_tokens import LocalTokenVerifier
 from shared.adapters.postgres.database import Database
 from shared.bootstrap import Container, overridden
+from shared.bootstrap.adapters import adapters_for
 from shared.config import Settings
 from shared.local.embedded_postgres import EmbeddedPostgres, free_port
 from shared.local.events import EventDispatcher
@@ -146,7 +147,7 @@ def stack(
     from functions.api import handler as api_handler
     from functions.on_object_created import handler as created_handler
     from shared.adapters.outbound_http import PinnedHttpSender, tls_context
-    from shared.bootstrap.adapters import adapters_for
+    from shared.local.event_workers import RelayWorker
     from tests.webhook_receiver import RECEIVER_NAME, FakeResolver, LoopbackOnlyConnector, self_signed_certificate
 
     port = free_port()
@@ -177,8 +178,12 @@ def stack(
     api = LocalHttpApi(
         api_handler.handler, LocalTokenVerifier(SECRET), public_routes=api_handler.UNAUTHENTICATED_ROUTES, port=0
     )
+    # The relay publishes events as the local stack's does (LISTEN + a 1 s sweep): a client waiting on the event
+    # feed sees them. Tests that inject crashes into the relay use a database of their own (`own_stack`).
+    relay = RelayWorker(container.event_relay, migrated_database.app_url)
     with overridden(container):
         api.start()
+        relay.start()
         try:
             yield Stack(
                 api=api.base_url,
@@ -193,6 +198,7 @@ def stack(
             api.stop()
             s3.stop()
             events.stop()
+            relay.stop()
             stop_webhook_deliveries(container)
             container.database.close()
 
@@ -211,7 +217,9 @@ def own_stack(stack: Stack, migrated_database: MigratedDatabase, new_database: C
     settings = stack.container.settings
     assert settings.s3_endpoint_url is not None
     ensure_bucket(settings.s3_endpoint_url, bucket)
-    container = Container(settings.model_copy(update={"database_url": SecretStr(app_url), "bucket": bucket}))
+    own_settings = settings.model_copy(update={"database_url": SecretStr(app_url), "bucket": bucket})
+    # The session's webhook sender: its fake resolver and loopback-only connector.
+    container = Container(own_settings, adapters_for(own_settings, webhook_sender=stack.container.webhook_sender))
     with overridden(container):
         try:
             yield Stack(

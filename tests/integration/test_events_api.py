@@ -65,9 +65,10 @@ def test_an_indexed_upload_is_one_event_that_readers_of_its_collection_see_and_n
     assert set(event) == {"eventId", "type", "occurredAt", "tenantId", "collectionId", "data"}
     assert not any(marker in json.dumps(event) for marker in FORBIDDEN_IN_EVENTS)
     assert stack.connector.refused == []
-    # Caught up: the cursor returns nothing more, and stays where it was.
+    # Caught up: the cursor returns nothing more, and stays where it was; `latest` is that cursor.
     after = events_of(stack, token, page["nextCursor"])
     assert after == {"events": [], "nextCursor": page["nextCursor"]}
+    assert events_of(stack, token, "latest") == after
     # A reader of the collection sees it; a reader of another collection, and another tenant, see nothing.
     reader = stack.token(tenant="ev-list", role=Role.READ)
     assert [e["eventId"] for e in events_of(stack, reader)["events"]] == [e["eventId"] for e in page["events"]]
@@ -266,8 +267,10 @@ def test_a_name_that_turns_private_after_registration_or_a_redirect_to_metadata_
 
 
 def test_a_delivery_is_retried_for_24_hours_and_an_endpoint_failing_for_3_days_is_disabled_with_an_event(
-    stack: Stack, receiver: Receiver
+    own_stack: Stack, receiver: Receiver
 ) -> None:
+    # A database of its own, and nothing here wakes its delivery thread: only this test's clock sends.
+    stack = own_stack
     from datetime import UTC, datetime, timedelta
 
     from shared.services.webhook_delivery import WebhookDeliverer
@@ -275,7 +278,7 @@ def test_a_delivery_is_retried_for_24_hours_and_an_endpoint_failing_for_3_days_i
     tenant = "ev-window"
     token = stack.token(tenant=tenant)
     receiver.status = 500
-    status, made = register(stack, token, receiver.url())
+    _, made = register(stack, token, receiver.url())
     webhook_id = made["webhook"]["webhookId"]
     clock = [datetime.now(UTC)]
     deliverer = WebhookDeliverer(stack.container.webhook_store, stack.container.webhook_sender, clock=lambda: clock[0])
@@ -310,7 +313,7 @@ def test_a_delivery_is_retried_for_24_hours_and_an_endpoint_failing_for_3_days_i
     # Enabled again, it delivers (and the streak starts over).
     receiver.status = 200
     assert stack.json("POST", f"/v1/webhooks/{webhook_id}/enable", token)[1]["state"] == "active"
-    status, _ = stack.json("POST", f"/v1/webhooks/{webhook_id}/deliveries/{first.delivery_id}/replay", token)
-    assert status == 202
+    assert stack.container.webhook_store.replay(tenant, first.webhook_id, first.delivery_id) is not None
+    clock[0] += timedelta(seconds=1)
     deliverer.deliver_due(tenant, [first.delivery_id])
     assert delivery(str(first.delivery_id))["state"] == "delivered"

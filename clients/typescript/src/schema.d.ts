@@ -228,6 +228,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GET /v1/events */
+        get: operations["list_events_v1_events_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/exports/{export_id}": {
         parameters: {
             query?: never;
@@ -750,6 +767,127 @@ export interface paths {
         get: operations["usage_v1_usage_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GET /v1/webhooks */
+        get: operations["list_webhooks_v1_webhooks_get"];
+        put?: never;
+        /** POST /v1/webhooks */
+        post: operations["register_webhook_v1_webhooks_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GET /v1/webhooks/{webhook_id} */
+        get: operations["get_webhook_v1_webhooks__webhook_id__get"];
+        put?: never;
+        post?: never;
+        /** DELETE /v1/webhooks/{webhook_id} */
+        delete: operations["delete_webhook_v1_webhooks__webhook_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GET /v1/webhooks/{webhook_id}/deliveries */
+        get: operations["list_deliveries_v1_webhooks__webhook_id__deliveries_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/replay */
+        post: operations["replay_delivery_v1_webhooks__webhook_id__deliveries__delivery_id__replay_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** POST /v1/webhooks/{webhook_id}/enable */
+        post: operations["enable_webhook_v1_webhooks__webhook_id__enable_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** POST /v1/webhooks/{webhook_id}/rotate-secret */
+        post: operations["rotate_webhook_secret_v1_webhooks__webhook_id__rotate_secret_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** POST /v1/webhooks/{webhook_id}/test */
+        post: operations["test_webhook_v1_webhooks__webhook_id__test_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1452,6 +1590,55 @@ export interface components {
              */
             state?: string;
         };
+        /** DeliveryListView */
+        DeliveryListView: {
+            /** Deliveries */
+            deliveries: components["schemas"]["DeliveryView"][];
+            /** Nextcursor */
+            nextCursor: string | null;
+        };
+        /**
+         * DeliveryState
+         * @enum {string}
+         */
+        DeliveryState: "pending" | "delivered" | "failed";
+        /** DeliveryView */
+        DeliveryView: {
+            /** Attempts */
+            attempts: number;
+            /** Body */
+            body: {
+                [key: string]: unknown;
+            };
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /**
+             * Deliveryid
+             * Format: uuid
+             */
+            deliveryId: string;
+            /** Eventtype */
+            eventType: string;
+            /** Finishedat */
+            finishedAt: string | null;
+            /** Lasterror */
+            lastError: string | null;
+            /** Laststatus */
+            lastStatus: number | null;
+            /** Messageid */
+            messageId: string;
+            /** Nextattemptat */
+            nextAttemptAt: string | null;
+            state: components["schemas"]["DeliveryState"];
+            /**
+             * Webhookid
+             * Format: uuid
+             */
+            webhookId: string;
+        };
         /** DocumentWindowView */
         DocumentWindowView: {
             /** Blocks */
@@ -1491,6 +1678,39 @@ export interface components {
          * @enum {string}
          */
         EmptyReason: "no_access" | "no_match" | "below_floor";
+        /** EventPageView */
+        EventPageView: {
+            /** Events */
+            events: components["schemas"]["EventView"][];
+            /** Nextcursor */
+            nextCursor: string;
+        };
+        /**
+         * EventView
+         * @description One event as every reader sees it: ids, the state and its reason; never a storage key, a URL or text.
+         */
+        EventView: {
+            /** Collectionid */
+            collectionId: string;
+            /** Data */
+            data: {
+                [key: string]: unknown;
+            };
+            /**
+             * Eventid
+             * Format: uuid
+             */
+            eventId: string;
+            /**
+             * Occurredat
+             * Format: date-time
+             */
+            occurredAt: string;
+            /** Tenantid */
+            tenantId: string;
+            /** Type */
+            type: string;
+        };
         /**
          * ExportFormat
          * @enum {string}
@@ -2591,6 +2811,69 @@ export interface components {
             /** Versionid */
             versionId?: string | null;
         };
+        /** WebhookListView */
+        WebhookListView: {
+            /** Webhooks */
+            webhooks: components["schemas"]["WebhookView"][];
+        };
+        /** WebhookRequestBody */
+        WebhookRequestBody: {
+            /** Collectionids */
+            collectionIds: string[];
+            /**
+             * Description
+             * @default
+             */
+            description?: string;
+            /** Events */
+            events: string[];
+            /** Url */
+            url: string;
+        };
+        /**
+         * WebhookSecretView
+         * @description A webhook with its signing secret: shown by registration and rotation only, never again.
+         */
+        WebhookSecretView: {
+            /** Secret */
+            secret: string;
+            webhook: components["schemas"]["WebhookView"];
+        };
+        /**
+         * WebhookState
+         * @enum {string}
+         */
+        WebhookState: "active" | "disabled";
+        /** WebhookView */
+        WebhookView: {
+            /** Collectionids */
+            collectionIds: string[];
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Createdby */
+            createdBy: string;
+            /** Description */
+            description: string;
+            /** Disabledreason */
+            disabledReason: string | null;
+            /** Events */
+            events: string[];
+            /** Failingsince */
+            failingSince: string | null;
+            /** Previoussecretexpiresat */
+            previousSecretExpiresAt: string | null;
+            state: components["schemas"]["WebhookState"];
+            /** Url */
+            url: string;
+            /**
+             * Webhookid
+             * Format: uuid
+             */
+            webhookId: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -3121,6 +3404,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CoverageView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_events_v1_events_get: {
+        parameters: {
+            query?: {
+                after?: string | null;
+                limit?: number;
+                collectionId?: string | null;
+                type?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPageView"];
                 };
             };
             /** @description Validation Error */
@@ -4155,6 +4472,289 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UsageView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_webhooks_v1_webhooks_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookListView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    register_webhook_v1_webhooks_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookRequestBody"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecretView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_webhook_v1_webhooks__webhook_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    delete_webhook_v1_webhooks__webhook_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_deliveries_v1_webhooks__webhook_id__deliveries_get: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string | null;
+            };
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryListView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    replay_delivery_v1_webhooks__webhook_id__deliveries__delivery_id__replay_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    enable_webhook_v1_webhooks__webhook_id__enable_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    rotate_webhook_secret_v1_webhooks__webhook_id__rotate_secret_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecretView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    test_webhook_v1_webhooks__webhook_id__test_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryView"];
                 };
             };
             /** @description Validation Error */

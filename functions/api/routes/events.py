@@ -35,7 +35,8 @@ def list_events(
     type_: Annotated[str | None, Query(alias="type", max_length=400)] = None,
 ) -> EventPageView:
     """The tenant's events in the collections the caller reads, oldest first, after the cursor `after` (none: the
-    oldest kept, 14 days). `type` is a comma-separated list of event types. Pass `nextCursor` back as `after`."""
+    oldest kept, 14 days; `latest`: no events, only the cursor after the last one published). `type` is a
+    comma-separated list of event types. Pass `nextCursor` back as `after`."""
     types = [name.strip() for name in type_.split(",") if name.strip()] if type_ else None
     page = container().webhooks.events(
         current_principal(router), after=after, limit=limit, collection_id=collection_id, types=types

@@ -93,6 +93,13 @@ class PostgresEventOutbox(EventOutbox):
             ).fetchall()
         return [_event(row) for row in rows]
 
+    def latest_position(self, tenant_id: str) -> int:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            row = conn.execute(
+                "SELECT max(position) FROM events WHERE tenant_id = %s AND position IS NOT NULL", (tenant_id,)
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
     def purge_before(self, tenant_id: str, before: datetime) -> int:
         with self._database.tenant_transaction(tenant_id) as conn:
             return conn.execute(

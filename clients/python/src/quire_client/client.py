@@ -243,8 +243,9 @@ class Quire(Operations):
     ) -> Upload:
         """Upload a file (a path, or bytes with `filename`) into a collection: ask `POST /v1/uploads` for a ticket,
         post the bytes to storage as a browser would, and (with `wait`) wait until the version is indexed, failed
-        or rejected. Give `events_after`, an event cursor from before the upload, to wait on the event feed rather
-        than polling. The outcome is in the answer, not an exception: a failed document is an answer too."""
+        or rejected: on the event feed from `events_after` (an event cursor from before the upload; by default the
+        feed's `latest` cursor, taken before the ticket), polling where the API has no feed. The outcome is in the
+        answer, not an exception: a failed document is an answer too."""
         if isinstance(source, bytes):
             if not filename:
                 raise ValueError("uploading bytes takes a filename")
@@ -261,6 +262,8 @@ class Quire(Operations):
         }
         if metadata:
             request["metadata"] = dict(metadata)
+        if wait and events_after is None:
+            events_after = self._latest_event_cursor()
         ticket = self.create_upload(request)
         self.post_to_storage(ticket, filename, content, kind, progress)
         if not wait:
@@ -272,6 +275,15 @@ class Quire(Operations):
             events_after=events_after,
             collection_id=collection_id,
         )
+
+    def _latest_event_cursor(self) -> str | None:
+        """The cursor after the last published event, or None where the API has no event feed (then: polling)."""
+        try:
+            return self.events_page(after="latest", limit=1)["nextCursor"]
+        except ApiError as error:
+            if _no_such_route(error) or error.status in (400, 422):
+                return None
+            raise
 
     def post_to_storage(
         self, ticket: UploadResponse, filename: str, content: bytes, media_type: str, progress: Progress | None = None

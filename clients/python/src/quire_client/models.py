@@ -48,8 +48,13 @@ __all__ = [
     "CoverageView",
     "CreateArtifactRequest",
     "DeletionView",
+    "DeliveryListView",
+    "DeliveryState",
+    "DeliveryView",
     "DocumentWindowView",
     "EmptyReason",
+    "EventPageView",
+    "EventView",
     "ExportFormat",
     "ExportKind",
     "ExportListView",
@@ -124,6 +129,11 @@ __all__ = [
     "VisionState",
     "VisionView",
     "WatermarkRequest",
+    "WebhookListView",
+    "WebhookRequestBody",
+    "WebhookSecretView",
+    "WebhookState",
+    "WebhookView",
 ]
 
 
@@ -148,6 +158,9 @@ ClaimKind: TypeAlias = Literal["direct", "inferred", "extractive"]
 
 
 ConfidenceBand: TypeAlias = Literal["high", "medium", "low"]
+
+
+DeliveryState: TypeAlias = Literal["pending", "delivered", "failed"]
 
 
 EmptyReason: TypeAlias = Literal["no_access", "no_match", "below_floor"]
@@ -205,6 +218,9 @@ SearchMode: TypeAlias = Literal["hybrid", "keyword", "semantic"]
 
 # Whether an image was described by a vision model (nothing, for a document that is not an image).
 VisionState: TypeAlias = Literal["described", "unavailable", "failed"]
+
+
+WebhookState: TypeAlias = Literal["active", "disabled"]
 
 
 class AcceptedTypeView(TypedDict):
@@ -564,6 +580,26 @@ class DeletionView(TypedDict):
     bytesLeftToSweep: NotRequired[int]
 
 
+class DeliveryListView(TypedDict):
+    deliveries: list[DeliveryView]
+    nextCursor: str | None
+
+
+class DeliveryView(TypedDict):
+    deliveryId: str
+    webhookId: str
+    messageId: str
+    eventType: str
+    state: DeliveryState
+    attempts: int
+    nextAttemptAt: str | None
+    lastStatus: int | None
+    lastError: str | None
+    createdAt: str
+    finishedAt: str | None
+    body: dict[str, Any]
+
+
 class DocumentWindowView(TypedDict):
     fileId: str
     versionId: str
@@ -576,6 +612,22 @@ class DocumentWindowView(TypedDict):
     recognizedPages: NotRequired[list[int]]
     confidence: NotRequired[float | None]
     lowConfidence: NotRequired[bool]
+
+
+class EventPageView(TypedDict):
+    events: list[EventView]
+    nextCursor: str
+
+
+class EventView(TypedDict):
+    """One event as every reader sees it: ids, the state and its reason; never a storage key, a URL or text."""
+
+    eventId: str
+    type: str
+    occurredAt: str
+    tenantId: str
+    collectionId: str
+    data: dict[str, Any]
 
 
 class ExportListView(TypedDict):
@@ -1108,3 +1160,35 @@ class WatermarkRequest(TypedDict):
     versionId: NotRequired[str | None]
     text: str
     opacity: NotRequired[float]
+
+
+class WebhookListView(TypedDict):
+    webhooks: list[WebhookView]
+
+
+class WebhookRequestBody(TypedDict):
+    url: str
+    events: list[str]
+    collectionIds: list[str]
+    description: NotRequired[str]
+
+
+class WebhookSecretView(TypedDict):
+    """A webhook with its signing secret: shown by registration and rotation only, never again."""
+
+    webhook: WebhookView
+    secret: str
+
+
+class WebhookView(TypedDict):
+    webhookId: str
+    url: str
+    events: list[str]
+    collectionIds: list[str]
+    description: str
+    state: WebhookState
+    disabledReason: str | None
+    failingSince: str | None
+    previousSecretExpiresAt: str | None
+    createdBy: str
+    createdAt: str

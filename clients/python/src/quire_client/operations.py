@@ -25,7 +25,10 @@ if TYPE_CHECKING:
         CoverageView,
         CreateArtifactRequest,
         DeletionView,
+        DeliveryListView,
+        DeliveryView,
         DocumentWindowView,
+        EventPageView,
         ExportListView,
         ExportRequest,
         ExportView,
@@ -58,6 +61,10 @@ if TYPE_CHECKING:
         UploadResponse,
         UsageView,
         WatermarkRequest,
+        WebhookListView,
+        WebhookRequestBody,
+        WebhookSecretView,
+        WebhookView,
     )
 
 
@@ -290,6 +297,28 @@ class Operations:
         )
         return cast("DeletionView", answer)
 
+    def delete_webhook(
+        self,
+        webhook_id: str,
+    ) -> str:
+        """DELETE /v1/webhooks/{webhook_id}."""
+        answer = self._call(
+            "DELETE",
+            f"/v1/webhooks/{_segment(webhook_id)}",
+        )
+        return cast("str", answer)
+
+    def enable_webhook(
+        self,
+        webhook_id: str,
+    ) -> WebhookView:
+        """POST /v1/webhooks/{webhook_id}/enable."""
+        answer = self._call(
+            "POST",
+            f"/v1/webhooks/{_segment(webhook_id)}/enable",
+        )
+        return cast("WebhookView", answer)
+
     def export_artifact_version(
         self,
         artifact_id: str,
@@ -379,6 +408,17 @@ class Operations:
         )
         return cast("ReplacementView", answer)
 
+    def get_webhook(
+        self,
+        webhook_id: str,
+    ) -> WebhookView:
+        """GET /v1/webhooks/{webhook_id}."""
+        answer = self._call(
+            "GET",
+            f"/v1/webhooks/{_segment(webhook_id)}",
+        )
+        return cast("WebhookView", answer)
+
     def health(self) -> HealthReport:
         """GET /v1/health."""
         answer = self._call(
@@ -405,6 +445,45 @@ class Operations:
             },
         )
         return cast("ArtifactListView", answer)
+
+    def list_deliveries(
+        self,
+        webhook_id: str,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> DeliveryListView:
+        """GET /v1/webhooks/{webhook_id}/deliveries."""
+        answer = self._call(
+            "GET",
+            f"/v1/webhooks/{_segment(webhook_id)}/deliveries",
+            query={
+                "limit": limit,
+                "cursor": cursor,
+            },
+        )
+        return cast("DeliveryListView", answer)
+
+    def list_events(
+        self,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+        collection_id: str | None = None,
+        type: str | None = None,
+    ) -> EventPageView:
+        """GET /v1/events."""
+        answer = self._call(
+            "GET",
+            "/v1/events",
+            query={
+                "after": after,
+                "limit": limit,
+                "collectionId": collection_id,
+                "type": type,
+            },
+        )
+        return cast("EventPageView", answer)
 
     def list_files(
         self,
@@ -436,6 +515,14 @@ class Operations:
             "/v1/tools",
         )
         return cast("ToolListView", answer)
+
+    def list_webhooks(self) -> WebhookListView:
+        """GET /v1/webhooks."""
+        answer = self._call(
+            "GET",
+            "/v1/webhooks",
+        )
+        return cast("WebhookListView", answer)
 
     def me(self) -> CallerView:
         """GET /v1/me."""
@@ -577,6 +664,18 @@ class Operations:
         )
         return cast("PageImageView | bytes", answer)
 
+    def register_webhook(
+        self,
+        body: WebhookRequestBody,
+    ) -> WebhookSecretView:
+        """POST /v1/webhooks."""
+        answer = self._call(
+            "POST",
+            "/v1/webhooks",
+            body=body,
+        )
+        return cast("WebhookSecretView", answer)
+
     def reindex(
         self,
         *,
@@ -603,6 +702,18 @@ class Operations:
         )
         return cast("ReplacementView", answer)
 
+    def replay_delivery(
+        self,
+        webhook_id: str,
+        delivery_id: str,
+    ) -> DeliveryView:
+        """POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/replay."""
+        answer = self._call(
+            "POST",
+            f"/v1/webhooks/{_segment(webhook_id)}/deliveries/{_segment(delivery_id)}/replay",
+        )
+        return cast("DeliveryView", answer)
+
     def restore_artifact(
         self,
         artifact_id: str,
@@ -615,6 +726,17 @@ class Operations:
             body=body,
         )
         return cast("ArtifactDetailView", answer)
+
+    def rotate_webhook_secret(
+        self,
+        webhook_id: str,
+    ) -> WebhookSecretView:
+        """POST /v1/webhooks/{webhook_id}/rotate-secret."""
+        answer = self._call(
+            "POST",
+            f"/v1/webhooks/{_segment(webhook_id)}/rotate-secret",
+        )
+        return cast("WebhookSecretView", answer)
 
     def scan_file(
         self,
@@ -661,6 +783,17 @@ class Operations:
             f"/v1/answers/{_segment(answer_id)}",
         )
         return cast("AnswerView", answer)
+
+    def test_webhook(
+        self,
+        webhook_id: str,
+    ) -> DeliveryView:
+        """POST /v1/webhooks/{webhook_id}/test."""
+        answer = self._call(
+            "POST",
+            f"/v1/webhooks/{_segment(webhook_id)}/test",
+        )
+        return cast("DeliveryView", answer)
 
     def usage(
         self,
