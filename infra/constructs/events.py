@@ -70,9 +70,13 @@ class Events(Construct):
         super().__init__(scope, construct_id)
         self._settings = settings
         removal = cdk.RemovalPolicy.RETAIN if settings.retain_data else cdk.RemovalPolicy.DESTROY
-        self.bus = events.EventBus(self, "Bus", event_bus_name=f"{cdk.Aws.STACK_NAME}-events")
+        # Named after the stack, so that two stacks (or two test deployments) in one account and region never
+        # collide; the archive too (a name CloudFormation would generate can pass its 48 characters).
+        name = f"{cdk.Aws.STACK_NAME}-events"
+        self.bus = events.EventBus(self, "Bus", event_bus_name=name)
         self.archive = self.bus.archive(
             "Archive",
+            archive_name=name,
             description=f"Quire {settings.name}: every event the relay published, for replay",
             event_pattern=events.EventPattern(source=[EVENT_SOURCE]),
             retention=cdk.Duration.days(ARCHIVE_RETENTION_DAYS),
@@ -109,7 +113,8 @@ class Events(Construct):
             description="publishes the events outbox to the environment's bus and wakes webhook deliveries",
             timeout=RELAY_TIMEOUT,
             memory_size=512,
-            environment={"QUIRE_EVENT_BUS_NAME": self.bus.event_bus_name},
+            # The name as the bus declares it (its Ref is the same name, but moto's CloudFormation cannot resolve it).
+            environment={"QUIRE_EVENT_BUS_NAME": name},
             database=database,
             reserved_concurrency=reserved.relay if reserved else None,
         )

@@ -78,6 +78,7 @@ def test_the_bus_is_named_after_the_stack_and_archived_as_long_as_events_are_lis
     _, archive = only(template.find_resources("AWS::Events::Archive"))
     properties = archive["Properties"]
     assert properties["SourceArn"] == get_att(bus_id)
+    assert properties["ArchiveName"] == bus_resource["Properties"]["Name"]
     assert ARCHIVE_RETENTION_DAYS == RETENTION_DAYS
     assert properties["RetentionDays"] == RETENTION_DAYS
     # Exactly what the relay publishes (shared/adapters/aws/eventbridge_bus.py's source).
@@ -167,7 +168,8 @@ def test_the_relay_may_publish_to_this_bus_and_wake_the_deliverer_and_nothing_mo
     assert set(granted) == {"events:PutEvents", "sqs:SendMessage", "rds-db:connect"}
     assert granted["events:PutEvents"] == [json.dumps(get_att(bus(template)))]
     assert granted["sqs:SendMessage"] == [json.dumps(get_att(queue_id))]
-    assert environment(relay)["QUIRE_EVENT_BUS_NAME"] == {"Ref": bus(template)}
+    bus_name = template.find_resources("AWS::Events::EventBus")[bus(template)]["Properties"]["Name"]
+    assert environment(relay)["QUIRE_EVENT_BUS_NAME"] == bus_name
     assert environment(relay)["QUIRE_WEBHOOK_QUEUE_URL"] == {"Ref": queue_id}
     assert environment(relay)["QUIRE_DATABASE_IAM_AUTH"] == "true"
 
