@@ -28,6 +28,10 @@ class ReservedConcurrency:
     render: int
     # One sweep at a time: two overlapping sweeps would only repeat each other's work.
     reconcile: int
+    # The event relay runs a minute and a bit, once a minute: two at a time at most (infra/constructs/events.py).
+    relay: int = 2
+    # The webhook deliverer: the queue's pollers (WEBHOOK_POLLERS, fewer than this) and the minute's sweep.
+    deliver_webhooks: int = 10
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,9 @@ class EnvironmentSettings:
     answer_model_id: str | None = None
     # None: the console is served on its distribution's *.cloudfront.net name.
     console_domain: ConsoleDomain | None = None
+    # NAT gateways of the webhook deliverer's way out to customers' endpoints (infra/constructs/database.py): one
+    # (~32 USD a month plus traffic) or one per zone (two), so that a zone's outage does not stop deliveries.
+    webhook_nat_gateways: int = 1
 
 
 ENVIRONMENTS: dict[str, EnvironmentSettings] = {
@@ -118,13 +125,14 @@ ENVIRONMENTS: dict[str, EnvironmentSettings] = {
         backup_retention_days=30,
         aurora_failover_reader=True,
         vision_model_id="amazon.nova-lite-v1:0",
-        # 200 + 50 + 20 + 50 + 9 x 50 + 50 + 1 = 821 of the default 1,000, leaving 179 unreserved (>= 100; a test
-        # sums the template's reservations). The API's
+        # 200 + 50 + 20 + 50 + 9 x 50 + 50 + 1 + 2 + 10 = 833 of the default 1,000, leaving 167 unreserved (>= 100;
+        # a test sums the template's reservations). The API's
         # 200 is twice what 500 requests a second at 200 ms need; the stage's throttle turns away the rest. The
         # MCP server's 50: an agent's calls are sequential, and its tools are the API's services.
         reserved_concurrency=ReservedConcurrency(
             api=200, mcp=50, sign_in=20, on_object_created=50, pipeline_step=50, render=50, reconcile=1
         ),
+        webhook_nat_gateways=2,
     ),
 }
 

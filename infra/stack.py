@@ -8,6 +8,7 @@ from constructs import Construct
 from infra.constructs.api import Api
 from infra.constructs.console import CONSOLE_DIR, Console
 from infra.constructs.database import Database
+from infra.constructs.events import Events
 from infra.constructs.functions import LambdaPackage
 from infra.constructs.mcp import McpServer
 from infra.constructs.migrations import Migrations
@@ -77,6 +78,10 @@ class QuireStack(cdk.Stack):
             api=self.api,
         )
         self.mcp.node.add_dependency(self.migrations)
+        self.events = Events(self, "Events", settings=settings, package=self.package, database=self.database)
+        self.events.node.add_dependency(self.migrations)
+        # The API's replays and tests wake the deliverer.
+        self.events.grant_wake(self.api.function)
         # The API and the MCP server's tools hand exports to the render function; the sweep hands it what was
         # left pending.
         self.rendering.grant_submit(self.api.function)
@@ -94,7 +99,7 @@ class QuireStack(cdk.Stack):
             "Observability",
             settings=settings,
             state_machine=self.pipeline.state_machine,
-            queues=[*self.pipeline.dead_letter_queues, self.rendering.failures],
+            queues=[*self.pipeline.dead_letter_queues, self.rendering.failures, *self.events.queues],
             functions=[
                 *self.pipeline.functions,
                 self.api.function,
@@ -103,7 +108,9 @@ class QuireStack(cdk.Stack):
                 self.mcp.signing_keys_function,
                 self.migrations.function,
                 self.rendering.function,
+                *self.events.functions,
             ],
+            logged_errors=self.events.logged_errors,
         )
         self._acknowledge_cdk_internal_handlers()
         cdk.CfnOutput(self, "OriginalsBucketName", value=self.storage.originals.bucket_name)

@@ -1,16 +1,23 @@
-"""Database: Aurora PostgreSQL Serverless v2 (pgvector 0.8) behind an RDS Proxy, in a VPC with no way out.
+"""Database: Aurora PostgreSQL Serverless v2 (pgvector 0.8) behind an RDS Proxy, in a VPC whose one way out is
+the webhook deliverer's.
 
-The network has only private isolated subnets in two AZs: no internet gateway, no NAT. Functions reach
-AWS APIs through VPC endpoints (an S3 gateway, interface endpoints for the rest) and the database only
-through the proxy. The application role (`quire_app`, created by migrations/0001) authenticates with
-IAM end to end: the function signs a token for the proxy, the proxy signs its own for the cluster, and
-no password for that role exists anywhere. The owner's (master) password is generated, kept and rotated
-by RDS in Secrets Manager; only the migrations read it.
+The database, the proxy and every function but one run in private isolated subnets in two AZs, which route
+nowhere: functions reach AWS APIs through VPC endpoints (an S3 gateway, interface endpoints for the rest) and the
+database only through the proxy. The webhook deliverer (infra/constructs/events.py) must POST to customers' https
+endpoints on the internet: it alone runs in the egress subnets, whose default route is a NAT gateway in a public
+subnet (one per zone in prod, `webhook_nat_gateways`), with a security group of its own that opens 443 and the
+proxy, nothing else; nothing else runs in those subnets or in the public ones.
+
+The application role (`quire_app`, created by migrations/0001) authenticates with IAM end to end: the function signs
+a token for the proxy, the proxy signs its own for the cluster, and no password for that role exists anywhere. The
+owner's (master) password is generated, kept and rotated by RDS in Secrets Manager; only the migrations read it.
 
 Traffic allowed, and nothing else:
-    functions -> proxy:5432 -> cluster:5432
+    functions, webhook deliverer -> proxy:5432 -> cluster:5432
     migrations (the owner) -> cluster writer:5432
-    functions, migrations -> endpoints:443;  functions -> S3 (gateway endpoint):443
+    functions, webhook deliverer, migrations -> endpoints:443;  functions -> S3 (gateway endpoint):443
+    webhook deliverer -> any address:443, through the NAT gateway (the sender refuses every address that is not
+    public unicast before it connects: shared/domain/outbound.py, docs/security.md)
 """
 
 import aws_cdk as cdk
@@ -35,6 +42,7 @@ APP_ROLE = "quire_app"
 # The owner: creates the schema, owns every table; the application never connects as it.
 OWNER_USERNAME = "quire_owner"
 _ISOLATED = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+WEBHOOK_EGRESS = ec2.SubnetType.PRIVATE_WITH_EGRESS
 
 
 class Database(Construct):
@@ -50,9 +58,15 @@ class Database(Construct):
             self,
             "Network",
             max_azs=2,
-            nat_gateways=0,
+            nat_gateways=settings.webhook_nat_gateways,
+            # The isolated subnets first, so that their address ranges stay what they were before the others.
             subnet_configuration=[
-                ec2.SubnetConfiguration(name="isolated", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=22)
+                ec2.SubnetConfiguration(name="isolated", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=22),
+                ec2.SubnetConfiguration(name="webhook-egress", subnet_type=WEBHOOK_EGRESS, cidr_mask=24),
+                # The NAT gateways only.
+                ec2.SubnetConfiguration(
+                    name="nat", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=28, map_public_ip_on_launch=False
+                ),
             ],
             # Nothing is ever placed in the default security group; locking it down would cost a CDK
             # custom-resource Lambda for no gain.
@@ -70,6 +84,10 @@ class Database(Construct):
         )
         self.owner_security_group = self._security_group(
             "OwnerSecurityGroup", "Quire migrations: to the cluster writer as the owner, and to Secrets Manager"
+        )
+        self.webhook_egress_security_group = self._security_group(
+            "WebhookEgressSecurityGroup",
+            "Quire webhook deliverer: to the RDS Proxy, to AWS APIs through VPC endpoints, to https endpoints",
         )
         self.proxy_security_group = self._security_group("ProxySecurityGroup", "Quire RDS Proxy: to the cluster")
         self.cluster_security_group = self._security_group("ClusterSecurityGroup", "Quire Aurora cluster")
@@ -155,6 +173,9 @@ class Database(Construct):
         self.proxy_security_group.connections.allow_from(
             self.functions_security_group, ec2.Port.tcp(PORT), "Quire functions to the RDS Proxy"
         )
+        self.proxy_security_group.connections.allow_from(
+            self.webhook_egress_security_group, ec2.Port.tcp(PORT), "The webhook deliverer to the RDS Proxy"
+        )
         # (proxy -> cluster on the cluster's port is added by the proxy target itself.)
         self.cluster_security_group.connections.allow_from(
             self.owner_security_group, ec2.Port.tcp(PORT), "Migrations (the owner) to the cluster writer"
@@ -223,6 +244,9 @@ class Database(Construct):
             "BedrockRuntimeEndpoint": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
             # Tenant-scoped sessions (infra/constructs/tenant_data.py) are assumed from inside the VPC.
             "StsEndpoint": ec2.InterfaceVpcEndpointAwsService.STS,
+            # The relay publishes events (infra/constructs/events.py) and wakes webhook deliveries.
+            "EventBridgeEndpoint": ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,
+            "SqsEndpoint": ec2.InterfaceVpcEndpointAwsService.SQS,
         }
         for construct_id, service in interface_services.items():
             self.vpc.add_interface_endpoint(
@@ -241,11 +265,19 @@ class Database(Construct):
         self.endpoints_security_group.connections.allow_from(
             self.owner_security_group, https, "Migrations to Secrets Manager"
         )
+        self.endpoints_security_group.connections.allow_from(
+            self.webhook_egress_security_group, https, "The webhook deliverer to SQS"
+        )
         # S3 is reached through the gateway endpoint at S3's public addresses (a managed prefix list whose id
         # is only known by a lookup, which synthesis does not do offline). The isolated subnets route nowhere
         # else, so 443 to any address reaches S3 and the interface endpoints, nothing more.
         self.functions_security_group.add_egress_rule(
             ec2.Peer.any_ipv4(), https, "S3 through the gateway endpoint (the subnets have no other route)"
+        )
+        # Customers' endpoints, through the NAT gateway: https on its default port only (the port a security group
+        # can name; docs/security.md). The interface endpoints are reached by the same rule.
+        self.webhook_egress_security_group.add_egress_rule(
+            ec2.Peer.any_ipv4(), https, "Webhook endpoints (https) through the NAT gateway, and AWS APIs"
         )
 
     def _acknowledge(self, settings: EnvironmentSettings) -> None:

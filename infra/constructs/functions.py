@@ -77,12 +77,15 @@ class LambdaPackage(Construct):
         dead_letter_queue: sqs.IQueue | None = None,
         ephemeral_storage_mib: int = 512,
         reserved_concurrency: int | None = None,
+        subnet_type: ec2.SubnetType = ec2.SubnetType.PRIVATE_ISOLATED,
     ) -> lambda_.Function:
         """A function running `handler` (a dotted path: infra names handlers by string, never imports them).
-        With `database`, it runs in the database's network and connects as the application role."""
+        With `database`, it runs in the database's network and connects as the application role: in its isolated
+        subnets with the functions' group, unless `subnet_type` and `security_groups` say otherwise (the webhook
+        deliverer's way out, infra/constructs/events.py)."""
         settings = self.settings
         if database is not None:
-            vpc, security_groups = database.vpc, [database.functions_security_group]
+            vpc, security_groups = database.vpc, security_groups or [database.functions_security_group]
             environment = {**database.connection_environment(), **(environment or {})}
         log_group = logs.LogGroup(
             scope,
@@ -127,7 +130,7 @@ class LambdaPackage(Construct):
                 **(environment or {}),
             },
             vpc=vpc,
-            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED) if vpc else None,
+            vpc_subnets=ec2.SubnetSelection(subnet_type=subnet_type) if vpc else None,
             security_groups=list(security_groups) if security_groups else None,
             dead_letter_queue=dead_letter_queue,
             reserved_concurrent_executions=reserved_concurrency,

@@ -8,7 +8,7 @@ looking for stuck files any more, and that silence alarms too.
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -92,7 +92,10 @@ class Observability(Construct):
         state_machine: sfn.IStateMachine,
         queues: Sequence[sqs.IQueue],
         functions: Sequence[lambda_.IFunction],
+        logged_errors: Mapping[str, cloudwatch.IMetric] | None = None,
     ) -> None:
+        """`logged_errors`: per alarm id, the errors a function logged and carried on past (a count per period),
+        for a function whose failures do not fail its invocation (infra/constructs/events.py)."""
         super().__init__(scope, construct_id)
         self.settings = settings
         self.topic = self._alarm_topic(settings)
@@ -132,6 +135,17 @@ class Observability(Construct):
                     datapoints_to_alarm=FUNCTION_DATAPOINTS_TO_ALARM,
                     evaluation_periods=FUNCTION_EVALUATION_PERIODS,
                 )
+
+        for alarm_id, logged in (logged_errors or {}).items():
+            self._alarm(
+                alarm_id,
+                logged,
+                description=f"Quire {settings.name}: {alarm_id.removesuffix('LoggedErrors')} logged errors in "
+                f"{FUNCTION_DATAPOINTS_TO_ALARM} of the last {FUNCTION_EVALUATION_PERIODS} five-minute periods "
+                "(its invocations may still succeed): read its log group for the entries at level ERROR.",
+                datapoints_to_alarm=FUNCTION_DATAPOINTS_TO_ALARM,
+                evaluation_periods=FUNCTION_EVALUATION_PERIODS,
+            )
 
         window = reconcile_window(settings.reconcile_schedule)
         self.stuck_files = self._alarm(

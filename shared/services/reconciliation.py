@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from shared.domain.attempt_work import WorkKeyParts, parse_work_key
+from shared.domain.events import RETENTION_DAYS
 from shared.domain.files import FileVersionRecord, ProcessingState, StoredObject, VersionState
 from shared.domain.page_images import is_superseded_drawing, parse_page_image_key
 from shared.domain.uploads import (
@@ -114,6 +115,8 @@ class ReconcileReport:
     tenants_unfinished: list[str] = field(default_factory=list)
     tenants_waiting: list[str] = field(default_factory=list)
     failed_rows: list[dict[str, Any]] = field(default_factory=list)
+    # Records past their retention (events, finished webhook deliveries), deleted.
+    records_purged: int = 0
 
     @property
     def orphaned(self) -> bool:
@@ -151,6 +154,7 @@ class ReconcileReport:
             "tenantsUnfinished": self.tenants_unfinished,
             "tenantsWaiting": self.tenants_waiting,
             "failedRows": self.failed_rows,
+            "recordsPurged": self.records_purged,
             "orphaned": self.orphaned,
         }
 
@@ -169,6 +173,12 @@ class StalledRenders(Protocol):
         ...
 
 
+class Purgeable(Protocol):
+    """Records kept for a while, then purged per tenant: the event outbox, the webhooks' deliveries."""
+
+    def purge_before(self, tenant_id: str, before: datetime) -> int: ...
+
+
 class Reconciler:
     def __init__(
         self,
@@ -182,9 +192,13 @@ class Reconciler:
         budget: ReconcileBudget = ReconcileBudget(),
         renders: StalledRenders | None = None,
         derived_owners: Sequence[DerivedOwner] = (),
+        purges: Sequence[Purgeable] = (),
+        retention: timedelta = timedelta(days=RETENTION_DAYS),
         clock: Callable[[], float] = time.monotonic,
         from_the_top: bool = False,
     ) -> None:
+        """`purges`: what each tenant's turn purges of what is older than `retention` (events are listed that far
+        back, GET /v1/events; finished deliveries kept for replay as long)."""
         self._catalog = catalog
         self._queries = queries
         self._content = content
@@ -194,6 +208,8 @@ class Reconciler:
         self._budget = budget
         self._renders = renders
         self._derived_owners = tuple(derived_owners)
+        self._purges = tuple(purges)
+        self._retention = retention
         self._clock = clock
         # A sweep after a restart walks every row, not from where the last scheduled run stopped.
         self._from_the_top = from_the_top
@@ -286,6 +302,8 @@ class Reconciler:
                 report.renders_resubmitted += self._renders.resubmit_stalled(
                     tenant_id, now, untouched_since=None if untouched is None else now - untouched
                 )
+            for purge in self._purges:
+                report.records_purged += purge.purge_before(tenant_id, now - self._retention)
             return not ran_out
         finally:
             self._progress.end_turn(tenant_id)

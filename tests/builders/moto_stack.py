@@ -49,6 +49,7 @@ STAND_INS: Mapping[str, str] = {
     "AWS::CloudFront::OriginAccessControl": "none: the console is not served here",
     "AWS::CloudFront::ResponseHeadersPolicy": "none: asserted on the template (tests/infra/test_console.py)",
     "AWS::CloudWatch::Alarm": "none: asserted on the template (tests/infra/test_observability.py)",
+    "AWS::Logs::MetricFilter": "none: asserted on the template (tests/infra/test_events.py)",
     "AWS::Lambda::EventInvokeConfig": "none: asynchronous retries are asserted on the template",
     "AWS::EC2::SecurityGroupEgress": "none: moto does not filter traffic; asserted on the template",
     "AWS::Scheduler::Schedule": "the test invokes the reconcile function as the schedule would",
@@ -82,8 +83,17 @@ def _kms_tags(properties: dict[str, Any]) -> dict[str, Any]:
     return {**properties, "Tags": tags}
 
 
+def _pattern_text(properties: dict[str, Any]) -> dict[str, Any]:
+    # moto 5.2 parses an archive's EventPattern as JSON text; CloudFormation takes it as an object too.
+    pattern = properties.get("EventPattern")
+    return {**properties, "EventPattern": json.dumps(pattern)} if isinstance(pattern, dict) else properties
+
+
 # Properties reshaped for a moto quirk; the resource is still created from what the template declares.
-_MOTO_QUIRKS: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"AWS::KMS::Key": _kms_tags}
+_MOTO_QUIRKS: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "AWS::KMS::Key": _kms_tags,
+    "AWS::Events::Archive": _pattern_text,
+}
 
 
 @dataclass(frozen=True)

@@ -219,14 +219,66 @@ def test_no_principal_may_connect_to_the_database_with_a_wildcard(synthesized: t
 # The network
 
 
-def test_only_isolated_subnets_in_two_zones_and_no_way_out(synthesized: tuple[str, Template]) -> None:
+def subnets_named(template: Template, name: str) -> dict[str, Mapping[str, Any]]:
+    """The subnets of one of the VPC's subnet configurations (the CDK tags each with its name)."""
+    return {
+        logical_id: subnet
+        for logical_id, subnet in template.find_resources("AWS::EC2::Subnet").items()
+        if {"Key": "aws-cdk:subnet-name", "Value": name} in subnet["Properties"]["Tags"]
+    }
+
+
+def default_routes(template: Template, subnet_ids: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The routes of the route tables associated with these subnets."""
+    tables = [
+        association["Properties"]["RouteTableId"]
+        for association in template.find_resources("AWS::EC2::SubnetRouteTableAssociation").values()
+        if association["Properties"]["SubnetId"]["Ref"] in subnet_ids
+    ]
+    return [
+        route["Properties"]
+        for route in template.find_resources("AWS::EC2::Route").values()
+        if route["Properties"]["RouteTableId"] in tables
+    ]
+
+
+def test_isolated_subnets_in_two_zones_route_nowhere_and_only_the_webhook_egress_subnets_reach_a_nat(
+    synthesized: tuple[str, Template],
+) -> None:
+    env, template = synthesized
+    isolated = subnets_named(template, "isolated")
+    egress = subnets_named(template, "webhook-egress")
+    public = subnets_named(template, "nat")
+    assert len(isolated) == len(egress) == len(public) == 2
+    assert len(template.find_resources("AWS::EC2::Subnet")) == 6
+    for group in (isolated, egress, public):
+        assert {s["Properties"]["AvailabilityZone"]["Fn::Select"][0] for s in group.values()} == {0, 1}
+    # The isolated subnets' ranges are what they were before the others were added (a change would replace them).
+    assert sorted(s["Properties"]["CidrBlock"] for s in isolated.values()) == ["10.0.0.0/22", "10.0.4.0/22"]
+    # Nothing is given a public address: the NAT gateways have their Elastic IPs.
+    for subnet in template.find_resources("AWS::EC2::Subnet").values():
+        assert subnet["Properties"]["MapPublicIpOnLaunch"] is False
+    assert default_routes(template, isolated) == []
+    nat_gateways = template.find_resources("AWS::EC2::NatGateway")
+    assert len(nat_gateways) == settings_for(env).webhook_nat_gateways == (2 if env == "prod" else 1)
+    egress_routes = default_routes(template, egress)
+    assert len(egress_routes) == 2
+    for route in egress_routes:
+        assert route["DestinationCidrBlock"] == "0.0.0.0/0" and route["NatGatewayId"]["Ref"] in nat_gateways
+    for route in default_routes(template, public):
+        assert route["DestinationCidrBlock"] == "0.0.0.0/0" and "GatewayId" in route
+    assert {g["Properties"]["SubnetId"]["Ref"] for g in nat_gateways.values()} <= set(public)
+
+
+def test_only_the_webhook_deliverer_runs_in_the_egress_subnets(synthesized: tuple[str, Template]) -> None:
     _, template = synthesized
-    subnets = template.find_resources("AWS::EC2::Subnet")
-    assert len(subnets) == 2
-    assert {s["Properties"]["AvailabilityZone"]["Fn::Select"][0] for s in subnets.values()} == {0, 1}
-    assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets.values())
-    for absent in ("AWS::EC2::NatGateway", "AWS::EC2::InternetGateway", "AWS::EC2::EIP", "AWS::EC2::Route"):
-        assert template.find_resources(absent) == {}, absent
+    egress = [{"Ref": logical_id} for logical_id in subnets_named(template, "webhook-egress")]
+    in_egress = [
+        function["Properties"]["Handler"]
+        for function in template.find_resources("AWS::Lambda::Function").values()
+        if any(subnet in egress for subnet in function["Properties"].get("VpcConfig", {}).get("SubnetIds", []))
+    ]
+    assert in_egress == ["functions.deliver_webhooks.handler.handler"]
 
 
 def test_vpc_flow_logs_record_all_traffic(synthesized: tuple[str, Template]) -> None:
@@ -244,8 +296,9 @@ def test_aws_apis_are_reached_through_vpc_endpoints(synthesized: tuple[str, Temp
         for endpoint in template.find_resources("AWS::EC2::VPCEndpoint").values()
     }
     assert endpoints["s3"]["VpcEndpointType"] == "Gateway"
-    # Exactly the APIs the functions call (nothing calls EventBridge's API: S3 publishes to it itself).
-    interfaces = {"secretsmanager", "states", "textract", "bedrock-runtime", "sts"}
+    # Exactly the APIs the functions call (EventBridge's and SQS's: the relay publishes events and wakes the webhook
+    # deliverer, and the API wakes it too).
+    interfaces = {"secretsmanager", "states", "textract", "bedrock-runtime", "sts", "events", "sqs"}
     assert set(endpoints) == {"s3", *interfaces}
     # Through the gateway, only this account's buckets: no copying tenants' data to a bucket elsewhere.
     (statement,) = endpoints["s3"]["PolicyDocument"]["Statement"]
@@ -258,21 +311,39 @@ def test_aws_apis_are_reached_through_vpc_endpoints(synthesized: tuple[str, Temp
         assert endpoints[name]["SecurityGroupIds"] == [get_att(endpoints_group, "GroupId")]
 
 
+def egress_of(template: Template, group: str) -> list[dict[str, Any]]:
+    inline = template.find_resources("AWS::EC2::SecurityGroup")[group]["Properties"].get("SecurityGroupEgress", [])
+    separate = [
+        rule["Properties"]
+        for rule in template.find_resources("AWS::EC2::SecurityGroupEgress").values()
+        if rule["Properties"]["GroupId"] == get_att(group, "GroupId")
+    ]
+    return [*inline, *separate]
+
+
 def test_security_groups_open_only_the_chain_functions_proxy_cluster(synthesized: tuple[str, Template]) -> None:
     _, template = synthesized
     functions = security_group(template, "Quire functions")
+    webhooks = security_group(template, "Quire webhook deliverer")
     owner = security_group(template, "Quire migrations")
     proxy = security_group(template, "Quire RDS Proxy")
     cluster = security_group(template, "Quire Aurora cluster")
     endpoints = security_group(template, "Quire interface VPC endpoints")
-    assert sources(ingress_to(template, proxy)) == {functions}
+    assert sources(ingress_to(template, proxy)) == {functions, webhooks}
     assert sources(ingress_to(template, cluster)) == {proxy, owner}
-    assert sources(ingress_to(template, endpoints)) == {functions, owner}
+    assert sources(ingress_to(template, endpoints)) == {functions, owner, webhooks}
     assert ingress_to(template, functions) == [] and ingress_to(template, owner) == []
+    assert ingress_to(template, webhooks) == []
     for rule in [*ingress_to(template, proxy), *ingress_to(template, cluster)]:
         assert rule["IpProtocol"] == "tcp"
         assert rule["FromPort"] in (5432, get_att(only(template, "AWS::RDS::DBCluster")[0], "Endpoint.Port"))
     assert {(rule["FromPort"], rule["ToPort"]) for rule in ingress_to(template, endpoints)} == {(443, 443)}
+    # The webhook deliverer's way out: https to any address (its sender refuses every address that is not public),
+    # the proxy and the endpoints (SQS); no other port.
+    assert sorted(
+        (rule.get("CidrIp") or rule["DestinationSecurityGroupId"]["Fn::GetAtt"][0], rule["FromPort"], rule["ToPort"])
+        for rule in egress_of(template, webhooks)
+    ) == sorted([("0.0.0.0/0", 443, 443), (proxy, 5432, 5432), (endpoints, 443, 443)])
     # No group allows all outbound traffic.
     for group in template.find_resources("AWS::EC2::SecurityGroup").values():
         for rule in group["Properties"].get("SecurityGroupEgress", []):
@@ -282,10 +353,15 @@ def test_security_groups_open_only_the_chain_functions_proxy_cluster(synthesized
 def test_app_functions_run_in_the_isolated_subnets_with_the_functions_group(synthesized: tuple[str, Template]) -> None:
     _, template = synthesized
     functions_group = security_group(template, "Quire functions")
-    subnets = [{"Ref": logical_id} for logical_id in template.find_resources("AWS::EC2::Subnet")]
+    webhooks_group = security_group(template, "Quire webhook deliverer")
+    isolated = [{"Ref": logical_id} for logical_id in subnets_named(template, "isolated")]
+    egress = [{"Ref": logical_id} for logical_id in subnets_named(template, "webhook-egress")]
     for logical_id, function in functions_with_env(template, "QUIRE_DATABASE_IAM_AUTH", "true").items():
         vpc_config = function["Properties"]["VpcConfig"]
-        assert vpc_config["SecurityGroupIds"] == [get_att(functions_group, "GroupId")], logical_id
+        # The webhook deliverer alone has a way out (test_only_the_webhook_deliverer_runs_in_the_egress_subnets).
+        deliverer = function["Properties"]["Handler"] == "functions.deliver_webhooks.handler.handler"
+        group, subnets = (webhooks_group, egress) if deliverer else (functions_group, isolated)
+        assert vpc_config["SecurityGroupIds"] == [get_att(group, "GroupId")], logical_id
         assert sorted(map(str, vpc_config["SubnetIds"])) == sorted(map(str, subnets)), logical_id
 
 

@@ -152,8 +152,9 @@ def test_the_function_reaches_the_database_as_the_api_function_does(synthesized:
     assert mcp["Properties"]["VpcConfig"] == api["Properties"]["VpcConfig"]
     database = {name: value for name, value in variables(api).items() if name.startswith("QUIRE_DATABASE_")}
     assert database and database.items() <= variables(mcp).items()
-    # Every setting the API function's services read, the tools (the same services) get too.
-    shared = set(variables(api)) - {"QUIRE_TENANT_DATA_ROLE_ARN"}
+    # Every setting the API function's services read, the tools (the same services) get too; but the webhook queue:
+    # MCP has no webhook tool (issue 34: an agent does not register endpoints, or replay or test their deliveries).
+    shared = set(variables(api)) - {"QUIRE_TENANT_DATA_ROLE_ARN", "QUIRE_WEBHOOK_QUEUE_URL"}
     assert shared <= set(variables(mcp)), shared - set(variables(mcp))
 
 
@@ -254,9 +255,11 @@ def test_its_roles_may_do_for_tenants_what_the_api_functions_may_and_no_more(syn
     _, mcp = function_with_handler(template, MCP_HANDLER)
     # Its own role: the same named actions on the same resources (the embedding model, the state machine, the
     # render function, the database as quire_app, its own tenant data role), its own log group.
-    assert grants(template, role_statements(template, mcp), own_resources(mcp)) == grants(
-        template, role_statements(template, api), own_resources(api)
-    )
+    # But waking the webhook deliverer (a replay's, a test's): no webhook tool.
+    api_grants = grants(template, role_statements(template, api), own_resources(api))
+    (wake,) = [grant for grant in api_grants if grant[1] == "sqs:SendMessage"]
+    assert "WebhookWakeUps" in wake[2]
+    assert grants(template, role_statements(template, mcp), own_resources(mcp)) == api_grants - {wake}
     # A session of one tenant's: the same objects under the same prefixes.
     mcp_data, api_data = tenant_data_role_id(mcp), tenant_data_role_id(api)
     assert mcp_data != api_data, "its own tenant data role, as every function has"

@@ -46,6 +46,7 @@ from tests.builders.lambda_runtime_api import (
     quire_functions,
     start_lambda_run,
 )
+from tests.builders.webhook_receiver import Receiver, webhook_receiver
 from tests.conftest import load_event
 from tests.fakes import RecordingWorkflow
 from tests.fakes_writing import RecordingRenderQueue
@@ -111,6 +112,9 @@ class LocalStack:
     environment: dict[str, str]
     bucket: str
     endpoint: str
+    # Where the local bus appends what the relay publishes (QUIRE_EVENT_ARCHIVE_FILE), and a webhook receiver.
+    event_archive: Path
+    receiver: Receiver
 
     def upload(self, filename: str, media_type: str, content: bytes) -> tuple[uuid.UUID, dict[str, Any]]:
         """A browser's upload through the presigned POST; the file id and the Object Created event S3 sends."""
@@ -142,7 +146,10 @@ class LocalStack:
 
 @pytest.fixture(scope="module")
 def local_stack(
-    migrated_database: MigratedDatabase, new_database: Callable[[], str], s3_endpoint: str
+    migrated_database: MigratedDatabase,
+    new_database: Callable[[], str],
+    s3_endpoint: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[LocalStack]:
     """A database and a bucket of this module's own (the reconcile run sweeps every tenant and every object), and a
     container here that prepares what the runs act on: its workflow and render queue record, never run."""
@@ -152,7 +159,14 @@ def local_stack(
     app_url = with_database(migrated_database.app_url, name)
     bucket = f"quire-runtime-{secrets.token_hex(4)}"
     ensure_bucket(s3_endpoint, bucket)
-    settings = Settings(runtime="local", database_url=app_url, s3_endpoint_url=s3_endpoint, bucket=bucket)
+    event_archive = tmp_path_factory.mktemp("events") / "bus.jsonl"
+    settings = Settings(
+        runtime="local",
+        database_url=app_url,
+        s3_endpoint_url=s3_endpoint,
+        bucket=bucket,
+        event_archive_file=event_archive,
+    )
     workflow, renders = RecordingWorkflow(), RecordingRenderQueue()
     container = Container(settings, adapters_for(settings, workflow=workflow, render_queue=renders))
     environment = {
@@ -161,9 +175,11 @@ def local_stack(
         "QUIRE_DATABASE_URL": app_url,
         "QUIRE_S3_ENDPOINT_URL": s3_endpoint,
         "QUIRE_BUCKET": bucket,
+        "QUIRE_EVENT_ARCHIVE_FILE": str(event_archive),
     }
     try:
-        yield LocalStack(container, workflow, renders, environment, bucket, s3_endpoint)
+        with webhook_receiver() as receiver:
+            yield LocalStack(container, workflow, renders, environment, bucket, s3_endpoint, event_archive, receiver)
     finally:
         container.database.close()
         with psycopg.connect(migrated_database.owner_url, autocommit=True) as conn:
@@ -285,6 +301,55 @@ def reconcile_case(stack: LocalStack) -> Case:
     return Case(load_event("scheduled_reconcile.json"), check)
 
 
+def relay_case(stack: LocalStack) -> Case:
+    """A file deleted before the run: its event is in the outbox, and the relay publishes it to the local bus (the
+    archive file the local stack's bus appends to)."""
+    state = stack.stored("leaving.md", "text/markdown", b"# Leaving\n")
+    stack.container.files.delete_file(PRINCIPAL, uuid.UUID(state["fileId"]))
+
+    def check(result: Any) -> None:
+        assert result["published"] >= 1 and result["passes"] >= 1, result
+        published = [json.loads(line) for line in stack.event_archive.read_text(encoding="utf-8").splitlines()]
+        deleted = [entry for entry in published if entry["DetailType"] == "file.deleted"]
+        assert [json.loads(entry["Detail"])["data"]["fileId"] for entry in deleted] == [state["fileId"]], published
+
+    return Case(load_event("scheduled_relay.json"), check)
+
+
+def deliver_webhooks_case(stack: LocalStack) -> Case:
+    """A wake-up from the queue naming one delivery, sent to a receiver on 127.0.0.1 (the local rules allow plain
+    http to loopback; AWS never does). The webhook watches a collection nothing else here changes."""
+    from shared.domain.webhook_signing import new_secret
+    from shared.domain.webhooks import NewWebhook
+
+    webhook = stack.container.webhook_store.create(
+        NewWebhook(
+            tenant_id="acme",
+            webhook_id=uuid.uuid4(),
+            url=stack.receiver.url,
+            event_types=["*"],
+            collection_ids=["quiet"],
+            description="runtime check",
+            secret=new_secret(),
+            created_by="ann",
+        )
+    )
+    delivery = stack.container.webhook_store.add_delivery(
+        "acme", webhook.webhook_id, message_id="msg_runtime", event_type="webhook.test", body={"hello": "acme"}
+    )
+    event = load_event("sqs_webhook_wake.json")
+    event["Records"][0]["body"] = json.dumps({"tenantId": "acme", "deliveryIds": [str(delivery.delivery_id)]})
+
+    def check(result: Any) -> None:
+        assert result == {"batchItemFailures": []}, result
+        (received,) = stack.receiver.received
+        assert received.headers["webhook-id"] == "msg_runtime" and json.loads(received.body) == {"hello": "acme"}
+        stored = stack.container.webhook_store.delivery("acme", webhook.webhook_id, delivery.delivery_id)
+        assert stored is not None and stored.state.value == "delivered", stored
+
+    return Case(event, check)
+
+
 # The handlers invoked on their own, each with what prepares its case. A new function: one line here.
 STANDALONE: dict[str, Callable[[LocalStack], Case]] = {
     "functions.token_claims.handler.handler": token_claims_case,
@@ -296,7 +361,12 @@ STANDALONE: dict[str, Callable[[LocalStack], Case]] = {
     "functions.on_object_created.handler.handler": on_object_created_case,
     "functions.malware_verdict.handler.handler": malware_verdict_case,
     "functions.reconcile.handler.handler": reconcile_case,
+    "functions.relay.handler.handler": relay_case,
+    "functions.deliver_webhooks.handler.handler": deliver_webhooks_case,
 }
+# The relay loops until STOP_MARGIN_SECONDS of its invocation remain (a minute on AWS): given a few seconds above
+# that here, it makes a few passes and stops.
+TIMEOUT_SECONDS = {"functions.relay.handler.handler": 62}
 # The pipeline's steps, in the order the state machine runs them on a scanned image (the OCR branch).
 PIPELINE_STEPS = ("inspect", "extract", "recognize", "chunk", "embed", "index", "publish")
 
@@ -335,7 +405,7 @@ def runs(deployment: Deployment, local_stack: LocalStack, tmp_path_factory: pyte
             log_dir=root,
             function_name=function.logical_id,
             memory_mb=function.memory_mb,
-            timeout_seconds=function.timeout_seconds,
+            timeout_seconds=TIMEOUT_SECONDS.get(handler, function.timeout_seconds),
         )
 
     # The chain first: its steps run one after the other, the longest part; the standalone runs start beside it.
