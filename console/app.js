@@ -1,5 +1,5 @@
 // The console: sign in, then one view per address (#/upload, #/files, #/search, #/answers/…, #/cite/…,
-// #/artifacts/…; the table is routes.js). Every address can be reloaded or shared: what a view shows is fetched
+// #/artifacts/…, #/webhooks/…; the table is routes.js). Every address can be reloaded or shared: what a view shows is fetched
 // again from the API.
 
 import { ApiError, configureApi } from "./api.js";
@@ -14,8 +14,9 @@ import {
 } from "./auth.js";
 import { forgetCitations } from "./citations.js";
 import { el, fill, notice } from "./dom.js";
+import { forgetEvents, leaveView } from "./live.js";
 import { routeOf } from "./routes.js";
-import { caller, loadCaller } from "./state.js";
+import { caller, collectionsWith, loadCaller } from "./state.js";
 import { forgetUploads } from "./upload.js";
 
 let config = { apiBase: "", auth: { kind: "local" } };
@@ -121,7 +122,8 @@ function markNavigation(view) {
 
 async function show() {
   // Each address renders into a view of its own: a slower earlier view that finishes late writes into a view
-  // no longer on the page, never over this one.
+  // no longer on the page, never over this one; and the view left stops following the event stream.
+  leaveView();
   const container = el("div", { class: "view" });
   fill(main(), container);
   keepSignInKey(); // the printed address pasted into a tab already on the console arrives as a hash change
@@ -139,6 +141,8 @@ async function show() {
   try {
     if (!caller.me) await loadCaller();
     showWho();
+    // Webhooks are a collection admin's: the link shows only to one (the API shows a webhook to no one else).
+    document.querySelector('nav a[data-view="webhooks"]').parentElement.hidden = !collectionsWith("admin").length;
     if (route) await route.render(container, route.captured, route.params);
     else fill(container, el("h2", {}, "Not here"), el("p", {}, "No view has that address."));
   } catch (error) {
@@ -176,6 +180,7 @@ async function start() {
       // Nothing of the last caller's stays in the tab: their citations' snapshots, their uploads.
       forgetCitations();
       forgetUploads();
+      forgetEvents();
     }
     caller.me = null;
     show();

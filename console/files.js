@@ -5,6 +5,8 @@ import { ApiError, del, get, query } from "./api.js";
 import { renderBlocks } from "./blocks.js";
 import { el, fill, formatBytes, formatTime, moreButton, notice, shortId } from "./dom.js";
 import { compactMetadata, facetBar, listFacets, showFacetProblem } from "./facets.js";
+import { fileChangeOf } from "./events.js";
+import { follow } from "./live.js";
 import { conditionsFromParam, facetKeysOf, filterParam } from "./metadata.js";
 import { renderMetadataPanel } from "./metadata_panel.js";
 import { caller, mayIn, stageOf } from "./state.js";
@@ -33,10 +35,13 @@ function ocrSummary(ocr) {
 }
 
 function stateCell(version) {
-  const stage = stageOf(version);
+  return stageCell(stageOf(version));
+}
+
+function stageCell(stage) {
   return el(
     "td",
-    { class: stage.failed ? "failed" : null },
+    { class: stage.failed ? "failed" : null, "data-state": stage.label },
     stage.label,
     stage.sentence ? el("div", { class: "sentence" }, stage.sentence) : null,
   );
@@ -50,6 +55,89 @@ async function remove(file, row) {
   } catch (error) {
     alert(error.message);
   }
+}
+
+/** A file's row in the list; its Delete removes it. */
+function fileRow(file) {
+  const version = file.current || {};
+  const row = el(
+    "tr",
+    { "data-file-id": file.fileId, "data-version-id": version.versionId || null, "data-done": stageOf(version).done },
+    el("td", {}, el("a", { href: `#/files/${file.fileId}` }, file.filename)),
+    el("td", {}, file.collectionId),
+    stateCell(version),
+    el("td", {}, version.extraction?.pageCount ?? "—"),
+    el("td", {}, ocrFlag(file)),
+    el("td", {}, String(file.versionCount ?? 1)),
+    el("td", {}, formatBytes(version.byteSize)),
+    el("td", {}, formatTime(version.createdAt)),
+    el("td", {}, compactMetadata(file.metadata)),
+    el(
+      "td",
+      {},
+      mayIn(file.collectionId, "admin")
+        ? el(
+            "button",
+            {
+              type: "button",
+              class: "danger",
+              "aria-label": `Delete ${file.filename}`,
+              onclick: () => remove(file, row),
+            },
+            "Delete",
+          )
+        : null,
+    ),
+  );
+  return row;
+}
+
+/**
+ * Keep the listed files' rows current from the event stream while the list is shown: a version's end shows at once
+ * (from the event), then the row is read again for what else changed (pages, OCR, metadata, collection); a deleted
+ * file's row goes. Without the stream the list stays as it was read (Refresh reads it again).
+ */
+function followRows(body) {
+  const rowOf = (fileId) => body.querySelector(`tr[data-file-id="${CSS.escape(fileId)}"]`);
+  const asked = new Map(); // a file's latest read: an earlier one answering late must not show an older state
+  const reread = async (fileId) => {
+    const mine = (asked.get(fileId) || 0) + 1;
+    asked.set(fileId, mine);
+    try {
+      const fresh = await get(`/v1/files/${fileId}`);
+      if (asked.get(fileId) !== mine) return;
+      const row = rowOf(fileId);
+      if (row) {
+        const replaced = fileRow(fresh);
+        replaced.dataset.toldBy = row.dataset.toldBy || "";
+        row.replaceWith(replaced);
+      }
+    } catch (error) {
+      // Gone, or no longer readable (moved to a collection the caller does not read): no row to show.
+      if (error instanceof ApiError && error.status === 404) rowOf(fileId)?.remove();
+    }
+  };
+  follow({
+    // Caught up: the rows still processing are read once more (an end before now is not told); later ends are.
+    onReady: () => {
+      for (const row of body.querySelectorAll("tr[data-file-id]:not([data-done])")) reread(row.dataset.fileId);
+    },
+    onEvent: (event) => {
+      const change = fileChangeOf(event);
+      const row = change && rowOf(change.fileId);
+      if (!row) return;
+      if (change.kind === "deleted") {
+        row.remove();
+        return;
+      }
+      if (change.stage && change.versionId === row.dataset.versionId) {
+        row.children[2].replaceWith(stageCell(change.stage));
+        row.dataset.toldBy = "event";
+        row.toggleAttribute("data-done", change.stage.done);
+      }
+      reread(change.fileId);
+    },
+  });
 }
 
 export async function renderFiles(container, params) {
@@ -119,45 +207,14 @@ export async function renderFiles(container, params) {
       body.append(
         el("tr", {}, el("td", { colspan: 10 }, filter ? "No file matches the filter." : "No files yet: upload some.")),
       );
-    for (const file of page.files) {
-      const version = file.current || {};
-      const row = el(
-        "tr",
-        { "data-file-id": file.fileId },
-        el("td", {}, el("a", { href: `#/files/${file.fileId}` }, file.filename)),
-        el("td", {}, file.collectionId),
-        stateCell(version),
-        el("td", {}, version.extraction?.pageCount ?? "—"),
-        el("td", {}, ocrFlag(file)),
-        el("td", {}, String(file.versionCount ?? 1)),
-        el("td", {}, formatBytes(version.byteSize)),
-        el("td", {}, formatTime(version.createdAt)),
-        el("td", {}, compactMetadata(file.metadata)),
-        el(
-          "td",
-          {},
-          mayIn(file.collectionId, "admin")
-            ? el(
-                "button",
-                {
-                  type: "button",
-                  class: "danger",
-                  "aria-label": `Delete ${file.filename}`,
-                  onclick: () => remove(file, row),
-                },
-                "Delete",
-              )
-            : null,
-        ),
-      );
-      body.append(row);
-    }
+    for (const file of page.files) body.append(fileRow(file));
     fill(more, page.nextCursor ? moreButton("More files", () => load(page.nextCursor)) : null);
     return page;
   };
   let first;
   try {
     first = await load(null);
+    followRows(body);
   } catch (error) {
     // A filter the API refuses (an edited address) is said with the API's sentence, and the way out offered.
     if (!(error instanceof ApiError && error.status === 400 && filter)) throw error;
@@ -275,6 +332,8 @@ export async function renderFile(container, fileId, params) {
     "aria-labelledby": "metadata-heading",
     "data-testid": "metadata",
   });
+  const news = el("div", { "data-testid": "file-news" });
+  const versions = versionsTable(file);
   renderMetadataPanel(metadataArea, file);
   fill(
     container,
@@ -285,13 +344,76 @@ export async function renderFile(container, fileId, params) {
       el("a", { href: "#/files" }, "← Files"),
       ` · collection ${file.collectionId} · ${file.versions.length} version${file.versions.length === 1 ? "" : "s"}`,
     ),
+    news,
     metadataArea,
     el("h3", {}, "Versions"),
-    versionsTable(file),
+    versions,
     el("h3", {}, `Document (version ${shortId(shown.versionId)})`),
     readerArea,
   );
-  const stage = stageOf(shown);
-  if (stage.failed) fill(readerArea, notice(stage.sentence, "error"));
-  else await reader(readerArea, fileId, versionId);
+  let readable = stageOf(shown).done;
+  const showReader = async (version) => {
+    const stage = stageOf(version);
+    if (stage.failed) fill(readerArea, notice(stage.sentence, "error"));
+    else await reader(readerArea, fileId, versionId);
+  };
+  followFile(fileId, {
+    shownDone: () => readable,
+    news,
+    metadataArea,
+    versions: () => container.querySelector("table.versions"),
+    changed: async (fresh) => {
+      const now = fresh.versions.find((version) => version.versionId === shown.versionId);
+      if (!readable && now && stageOf(now).done) {
+        readable = true;
+        await showReader(now);
+      }
+    },
+  });
+  await showReader(shown);
+}
+
+/** The file view kept current from the event stream: the versions' states, the reader once the shown version is
+ * done, the metadata panel (unless it is being edited), and a deletion said. */
+function followFile(fileId, { shownDone, news, metadataArea, versions, changed }) {
+  const reread = async () => {
+    try {
+      const fresh = await get(`/v1/files/${fileId}`);
+      const table = versionsTable(fresh);
+      table.dataset.toldBy = "event";
+      versions()?.replaceWith(table);
+      await changed(fresh);
+      return fresh;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404)
+        fill(news, notice("This file was deleted, or you may no longer read it.", "warning"));
+      return null;
+    }
+  };
+  follow({
+    onReady: () => {
+      if (!shownDone()) reread();
+    },
+    onEvent: async (event) => {
+      const change = fileChangeOf(event);
+      if (change?.fileId !== fileId) return;
+      if (change.kind === "deleted") {
+        fill(news, notice("This file was deleted: search no longer finds it.", "warning"));
+        return;
+      }
+      if (change.kind === "metadata") {
+        const editing = metadataArea.querySelector("[data-testid=metadata-editor]");
+        if (editing || change.metadataRevision <= Number(metadataArea.dataset.revision)) return;
+        const fresh = await reread();
+        if (fresh && !metadataArea.querySelector("[data-testid=metadata-editor]"))
+          renderMetadataPanel(
+            metadataArea,
+            fresh,
+            notice(`The metadata changed: revision ${fresh.metadataRevision} is shown.`),
+          );
+        return;
+      }
+      await reread();
+    },
+  });
 }

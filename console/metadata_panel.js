@@ -23,6 +23,7 @@ function heading(file) {
 function readView(target, file, message) {
   const entries = Object.entries(file.metadata || {}).sort(([a], [b]) => a.localeCompare(b));
   const writable = mayIn(file.collectionId, "write");
+  target.dataset.revision = String(file.metadataRevision ?? 0); // what the file view's event stream compares with
   fill(
     target,
     heading(file),
@@ -265,7 +266,8 @@ async function editView(target, file) {
   );
 }
 
-/** The panel for `file` (as GET /v1/files/{id} answers it), read-only unless the caller may write its collection. */
-export function renderMetadataPanel(target, file) {
-  readView(target, file, null);
+/** The panel for `file` (as GET /v1/files/{id} answers it), read-only unless the caller may write its collection;
+ * `message` (a notice) above its values. */
+export function renderMetadataPanel(target, file, message = null) {
+  readView(target, file, message);
 }

@@ -8,6 +8,7 @@ import { renderFile, renderFiles } from "./files.js";
 import { renderSearch } from "./search.js";
 import { renderKeptCitation } from "./source.js";
 import { renderUpload } from "./upload.js";
+import { renderWebhook, renderWebhooks } from "./webhooks_view.js";
 
 /** The views by address, first match wins: `pattern` over the path, the `navigation` link marked current,
  * `render(container, captured, params)`. */
@@ -60,6 +61,18 @@ export const ROUTES = [
     pattern: /^artifacts\/([^/]+)$/,
     navigation: "artifacts",
     render: (container, [artifactId], params) => renderArtifact(container, id(artifactId), params),
+  },
+  {
+    name: "webhooks",
+    pattern: /^webhooks$/,
+    navigation: "webhooks",
+    render: (container) => renderWebhooks(container),
+  },
+  {
+    name: "webhook",
+    pattern: /^webhooks\/([^/]+)$/,
+    navigation: "webhooks",
+    render: (container, [webhookId]) => renderWebhook(container, id(webhookId)),
   },
 ];
 

@@ -1,15 +1,20 @@
 // Upload: drag and drop or the picker, several files at once. Each file gets its ticket (POST /v1/uploads),
 // goes straight to the object store by the presigned POST with a real byte progress bar, then shows its
-// processing state live (queued → extracting → OCR → indexed, or the failure sentence) until it ends.
+// processing state live (queued → extracting → OCR → indexed, or the failure sentence) until it ends: the end
+// arrives from the event stream (live.js) the moment it is published; the stages between, which no event tells,
+// are read again every few seconds. Without the stream (GET /v1/events not answering) it is read every second.
 
 import { abortUploads, get, post, postToStore } from "./api.js";
 import { el, fill, formatBytes, notice } from "./dom.js";
+import { fileChangeOf } from "./events.js";
+import { follow, streaming } from "./live.js";
 import { collectionsWith, server, stageOf } from "./state.js";
 import { mediaTypeOf } from "./types.js";
 
 const POLL_MILLISECONDS = 1000;
-const MAX_POLLS = 900; // 15 minutes of watching; the Files view goes on showing the state after that
-const sleep = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+// With the event stream the end arrives as an event; this only refreshes the stage shown on the way.
+const STAGE_REFRESH_MILLISECONDS = 5000;
+const WATCH_MILLISECONDS = 15 * 60 * 1000; // then the Files view goes on showing the state
 // Presigned POSTs at once; the rest wait their turn (a folder of 500 files must not open 500 connections).
 const MAX_CONCURRENT_UPLOADS = 3;
 let running = 0;
@@ -49,18 +54,50 @@ function showState(row, label) {
   row.item.dataset.history = row.item.dataset.history ? `${row.item.dataset.history} > ${label}` : label;
 }
 
+/** Watch a file until its processing ends: by its events while the stream answers, else by polling. The row says
+ * which told it the end (data-told-by: "event" or "poll"). */
 async function watch(fileId, row, started) {
-  for (let polls = 0; polls < MAX_POLLS && started === epoch; polls += 1) {
-    const file = await get(`/v1/files/${fileId}`);
-    const stage = stageOf(file.current);
+  let finished = false;
+  let wake = () => {};
+  const show = (stage, toldBy) => {
+    if (finished) return;
     showState(row, stage.label);
     if (stage.sentence) fill(row.sentence, stage.sentence);
-    if (stage.done) {
-      row.item.classList.add(stage.failed ? "failed" : "done");
-      if (!stage.failed) fill(row.sentence, el("a", { href: `#/files/${fileId}` }, "Open in the reader"));
-      return;
+    if (!stage.done) return;
+    finished = true;
+    row.item.dataset.toldBy = toldBy;
+    row.item.classList.add(stage.failed ? "failed" : "done");
+    if (!stage.failed && stage.label !== "deleted")
+      fill(row.sentence, el("a", { href: `#/files/${fileId}` }, "Open in the reader"));
+    wake();
+  };
+  const unsubscribe = follow(
+    {
+      onEvent: (event) => {
+        const change = fileChangeOf(event);
+        if (change?.fileId !== fileId) return;
+        if (change.stage) show(change.stage, "event");
+      },
+      // Caught up: read it once more, as what happened before is not told; from here on, each end is.
+      onReady: () => wake(),
+      onUnavailable: () => wake(), // poll at once, then every second
+    },
+    { view: false },
+  );
+  try {
+    const deadline = Date.now() + WATCH_MILLISECONDS;
+    while (!finished && started === epoch && Date.now() < deadline) {
+      const file = await get(`/v1/files/${fileId}`);
+      if (started !== epoch) return;
+      show(stageOf(file.current), "poll");
+      if (finished) return;
+      await new Promise((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, streaming() ? STAGE_REFRESH_MILLISECONDS : POLL_MILLISECONDS);
+      });
     }
-    await sleep(POLL_MILLISECONDS);
+  } finally {
+    unsubscribe();
   }
 }
 

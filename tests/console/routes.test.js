@@ -27,6 +27,8 @@ test("each view's address names its route and what the route needs", () => {
   assert.deepEqual(named(`#/cite/${ID}`), { name: "kept citation", navigation: "search", captured: [ID] });
   assert.deepEqual(named("#/artifacts"), { name: "artifacts", navigation: "artifacts", captured: [] });
   assert.deepEqual(named(`#/artifacts/${ID}`), { name: "artifact", navigation: "artifacts", captured: [ID] });
+  assert.deepEqual(named("#/webhooks"), { name: "webhooks", navigation: "webhooks", captured: [] });
+  assert.deepEqual(named(`#/webhooks/${ID}`), { name: "webhook", navigation: "webhooks", captured: [ID] });
 });
 
 test("the query string is the view's params; empty segments do not count", () => {
@@ -38,7 +40,14 @@ test("the query string is the view's params; empty segments do not count", () =>
 });
 
 test("an address no view has is no route", () => {
-  for (const hash of ["#/nowhere", "#/answers", "#/cite", `#/files/${ID}/more`, `#/answers/${ID}/citations`]) {
+  for (const hash of [
+    "#/nowhere",
+    "#/answers",
+    "#/cite",
+    `#/files/${ID}/more`,
+    `#/answers/${ID}/citations`,
+    `#/webhooks/${ID}/deliveries`,
+  ]) {
     assert.equal(routeOf(hash), null, hash);
   }
 });

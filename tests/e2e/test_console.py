@@ -4,7 +4,8 @@ A person's session, start to end: sign in, upload two files at once with byte pr
 indexed, search, open a citation and check that the highlight sits on the cited box (and that the words
 there are the cited words, read back from the PDF by PDFium), the cited cells of a sheet, ask, open the
 answer as an artifact, export it and download the file; a hostile document's text shown as text; a
-citation whose file was deleted still showing its excerpt. Screenshots of each view go to
+citation whose file was deleted still showing its excerpt; a webhook registered and tested, and a file's state told
+by its events (tests/e2e/console_events.py). Screenshots of each view go to
 $QUIRE_SCREENSHOTS (`make screenshots` sets .bench/console) or the test's own folder.
 
 Playwright never downloads a browser here: it launches /usr/bin/chromium, which `make test` installs.
@@ -23,7 +24,7 @@ import pytest
 from fpdf import FPDF
 
 from shared.local import scan_corpus
-from tests.e2e import console_metadata
+from tests.e2e import console_events, console_metadata
 from tests.e2e.cli import quire
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -421,7 +422,7 @@ def test_keyboard_only_and_every_control_is_labelled(page: Any, stack: dict[str,
     outcome.wait_for()
     assert outcome.get_attribute("data-outcome") in ("no_match", "below_floor")
     assert len(outcome.inner_text()) > 20
-    for view in ("#/upload", "#/files", "#/search", "#/artifacts"):
+    for view in ("#/upload", "#/files", "#/search", "#/artifacts", "#/webhooks"):
         page.goto(f"{api}/console/{view}")
         page.locator("main h2").wait_for()
         unlabelled = page.evaluate(
@@ -489,4 +490,20 @@ def test_metadata_shown_edited_by_a_writer_read_only_to_a_reader_and_facet_chips
     console_metadata.reader_sees_it_read_only(browser, api, stack["key"], acme)
     # No value's markup ran as script (an alert would be a dialog), and the page met no error.
     assert dialogs == []
+    assert page.problems == []
+
+
+def test_webhooks_view_and_file_states_told_by_the_event_stream(
+    page: Any, browser: Any, stack: dict[str, Any], shots: Path, tmp_path: Path
+) -> None:
+    api = stack["api"]
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=api)
+    sign_in(page, stack)
+    token = token_of(page)
+    with console_events.loopback_receiver() as receiver:
+        console_events.register_and_see_the_secret_once(page, api, token, receiver, shots)
+        console_events.send_a_test_and_rotate(page, receiver, shots)
+    console_events.file_state_follows_its_events(page, api, token)
+    console_events.upload_polls_without_the_stream(page, api, tmp_path)
+    console_events.hidden_from_a_reader(browser, api, stack["key"])
     assert page.problems == []
