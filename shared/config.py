@@ -153,6 +153,11 @@ class Settings(BaseSettings):
             return False
         return True if self.webhook_allow_loopback is None else self.webhook_allow_loopback
 
+    @property
+    def webhook_ports(self) -> frozenset[int] | None:
+        """The ports a webhook URL may name: on AWS only 443 leaves the delivery function's network; any locally."""
+        return frozenset({443}) if self.runtime == "aws" else None
+
     @model_validator(mode="after")
     def _pending_outlives_upload_urls(self) -> "Settings":
         # Reconciliation rejects a pending upload with no bytes: only safe once its URL can no longer be used.

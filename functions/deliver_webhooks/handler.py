@@ -8,6 +8,7 @@
   later than SQS can delay a message).
 """
 
+import time
 from typing import Any
 from uuid import UUID
 
@@ -20,6 +21,7 @@ from shared.bootstrap import container
 from shared.observability import logger, tracer
 
 processor = BatchProcessor(event_type=EventType.SQS)
+MARGIN_SECONDS = 5
 
 
 class WakeUp(BaseModel):
@@ -31,14 +33,20 @@ class WakeUp(BaseModel):
     delivery_ids: list[UUID] = Field(alias="deliveryIds", min_length=1, max_length=100)
 
 
-def deliver_woken(record: SQSRecord) -> int:
+def deliver_woken(record: SQSRecord, deadline: float | None = None) -> int:
     wake = WakeUp.model_validate_json(record.body)
-    return container().webhook_deliverer.deliver_due(wake.tenant_id, wake.delivery_ids)
+    return container().webhook_deliverer.deliver_due(wake.tenant_id, wake.delivery_ids, deadline=deadline)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # No batch of sends starts that could outlast the invocation (what is left stays due for the sweep).
+    deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - MARGIN_SECONDS
     if "Records" in event:
-        return dict(process_partial_response(event=event, record_handler=deliver_woken, processor=processor))
-    return {"tried": container().webhook_deliverer.deliver_all()}
+        return dict(
+            process_partial_response(
+                event=event, record_handler=lambda record: deliver_woken(record, deadline), processor=processor
+            )
+        )
+    return {"tried": container().webhook_deliverer.deliver_all(deadline=deadline)}

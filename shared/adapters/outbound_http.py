@@ -12,6 +12,7 @@ import ipaddress
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -80,9 +81,12 @@ class PinnedHttpSender(WebhookSender):
         context: ssl.SSLContext | None = None,
         timeout_seconds: float = TIMEOUT_SECONDS,
         connect: Connector | None = None,
+        allowed_ports: frozenset[int] | None = None,
     ) -> None:
         """`allow_loopback`: the local stack's receivers on this machine (plain http or https to loopback); never
-        on AWS. `resolve` and `connect` default to the system's (looked up when used)."""
+        on AWS. `resolve` and `connect` default to the system's (looked up when used). `allowed_ports`: the only
+        ports a URL may name (on AWS, 443: nothing else leaves the delivery function's network), None for any."""
+        self._allowed_ports = allowed_ports
         self._allow_loopback = allow_loopback
         self._resolve = resolve
         self._context = context or tls_context()
@@ -107,27 +111,41 @@ class PinnedHttpSender(WebhookSender):
                 raise OutboundRefused(problem[0], f"{target.host} resolves to {address}, {problem[1]}")
         return addresses
 
+    def _checked(self, url: str) -> OutboundTarget:
+        return checked_url(url, allow_plain_http_to_loopback=self._allow_loopback, allowed_ports=self._allowed_ports)
+
     def check_destination(self, url: str) -> None:
-        self._addresses(checked_url(url, allow_plain_http_to_loopback=self._allow_loopback))
+        self._addresses(self._checked(url))
 
     def send(self, url: str, headers: dict[str, str], body: bytes) -> SendOutcome:
         try:
-            target = checked_url(url, allow_plain_http_to_loopback=self._allow_loopback)
+            target = self._checked(url)
             addresses = self._addresses(target)
         except OutboundRefused as refused:
             return SendOutcome(
                 delivered=False, error=f"refused by the rule '{refused.rule}': {refused}", refused_rule=refused.rule
             )
         errors = []
+        # One bound for the whole exchange, whatever addresses it tries: closing the socket ends any call blocked on it.
+        deadline = time.monotonic() + self._timeout
         for address in addresses:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
             connection = _PinnedConnection(
-                target, address, context=self._context, timeout=self._timeout, connect=self._connect or _connect
+                target, address, context=self._context, timeout=remaining, connect=self._connect or _connect
             )
-            # The whole exchange is bounded, not only each read: closing the socket ends any call blocked on it.
-            watchdog = threading.Timer(self._timeout, connection.close)
+            watchdog = threading.Timer(remaining, connection.close)
             watchdog.daemon = True
             watchdog.start()
             try:
+                try:
+                    connection.connect()
+                except OSError as error:  # refused, unreachable (an IPv6 address on an IPv4 network), TLS refused
+                    if not watchdog.is_alive():
+                        break
+                    errors.append(f"{address}: {type(error).__name__}: {error}")
+                    continue  # the next checked address may answer
                 connection.request(
                     "POST",
                     target.target,
@@ -137,8 +155,6 @@ class PinnedHttpSender(WebhookSender):
                 response = connection.getresponse()
                 response.read(MAX_RESPONSE_BYTES)
                 return _outcome(response.status)
-            except ConnectionRefusedError as error:
-                errors.append(f"{address}: {error}")  # the next checked address may answer
             except (OSError, http.client.HTTPException, ValueError) as error:
                 if not watchdog.is_alive():
                     return SendOutcome(delivered=False, error=f"no answer within {self._timeout:g} s")
@@ -146,6 +162,8 @@ class PinnedHttpSender(WebhookSender):
             finally:
                 watchdog.cancel()
                 connection.close()
+        if not errors:
+            return SendOutcome(delivered=False, error=f"no answer within {self._timeout:g} s")
         return SendOutcome(delivered=False, error=f"no connection: {'; '.join(errors)}"[:500])
 
 

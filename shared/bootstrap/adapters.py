@@ -248,7 +248,9 @@ class Adapters:
         from shared.adapters.outbound_http import PinnedHttpSender, tls_context
 
         return PinnedHttpSender(
-            allow_loopback=self.settings.loopback_webhooks, context=tls_context(self.settings.webhook_ca_file)
+            allow_loopback=self.settings.loopback_webhooks,
+            context=tls_context(self.settings.webhook_ca_file),
+            allowed_ports=self.settings.webhook_ports,
         )
 
     @cached_property

@@ -173,6 +173,7 @@ class Container:
             self.delivery_queue,
             self.authorization,
             allow_loopback=self.settings.loopback_webhooks,
+            allowed_ports=self.settings.webhook_ports,
         )
 
     # --- files and ingestion ------------------------------------------------------------------------------------
@@ -315,6 +316,7 @@ class Container:
             renders=self.exports,
             derived_owners=(self.artifacts, self.document_writer),
             from_the_top=from_the_top,
+            purges=(self.event_outbox, self.webhook_store),
         )
 
     # --- search and answers -------------------------------------------------------------------------------------

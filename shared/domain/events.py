@@ -110,8 +110,12 @@ class EventPage(BaseModel):
     next_cursor: str
 
 
-def page_after(events: list[StoredEvent], *, after: int) -> EventPage:
+def page_after(events: list[StoredEvent], *, after: int, limit: int | None = None, head: int = 0) -> EventPage:
+    """The page and its cursor: after its last event, or, when it is not full (everything up to `head` was seen),
+    at `head`, so a caller who sees few of the tenant's events does not read the others' positions again."""
     last = max((event.position or 0 for event in events), default=after)
+    if limit is not None and len(events) < limit:
+        last = max(last, head)
     return EventPage(events=events, next_cursor=EventCursor.of(max(last, after)))
 
 

@@ -53,7 +53,9 @@ class OutboundTarget:
         return self.scheme == "http"
 
 
-def checked_url(url: str, *, allow_plain_http_to_loopback: bool) -> OutboundTarget:
+def checked_url(
+    url: str, *, allow_plain_http_to_loopback: bool, allowed_ports: frozenset[int] | None = None
+) -> OutboundTarget:
     """`url` as a destination, or OutboundRefused naming the rule. `https` only, except plain `http` to a loopback
     address or `localhost` when allowed (the local stack allows it; AWS never does). No user name or password in the
     URL: Quire sends no credentials. An address literal is checked here; a name is checked when resolved."""
@@ -83,6 +85,14 @@ def checked_url(url: str, *, allow_plain_http_to_loopback: bool) -> OutboundTarg
             raise OutboundRefused(problem[0], f"the URL's address {literal} is {problem[1]}")
     if host == "localhost" and not allow_plain_http_to_loopback:
         raise OutboundRefused("loopback", "the URL names this machine (localhost)")
+    effective_port = port or (443 if scheme == "https" else 80)
+    if (
+        allowed_ports is not None
+        and effective_port not in allowed_ports
+        and not (allow_plain_http_to_loopback and loopback)
+    ):
+        allowed = ", ".join(str(p) for p in sorted(allowed_ports))
+        raise OutboundRefused("port", f"the URL's port {effective_port} is not one webhooks are sent to ({allowed})")
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return OutboundTarget(
         scheme=scheme,

@@ -137,13 +137,15 @@ class SendOutcome(BaseModel):
     refused_rule: str | None = None
 
 
-def checked_registration(request: WebhookRequest, *, allow_loopback: bool) -> WebhookRequest:
+def checked_registration(
+    request: WebhookRequest, *, allow_loopback: bool, allowed_ports: frozenset[int] | None = None
+) -> WebhookRequest:
     """The request with its lists cleaned, or InvalidRequest naming the field and the limit (an unsafe URL names
     the rule it breaks)."""
     if len(request.url) > MAX_URL_CHARACTERS:
         raise InvalidRequest(f"url: at most {MAX_URL_CHARACTERS} characters")
     try:
-        checked_url(request.url, allow_plain_http_to_loopback=allow_loopback)
+        checked_url(request.url, allow_plain_http_to_loopback=allow_loopback, allowed_ports=allowed_ports)
     except OutboundRefused as refused:
         raise InvalidRequest(f"url: refused by the rule '{refused.rule}': {refused}") from refused
     events = sorted(set(request.events))

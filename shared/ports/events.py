@@ -27,8 +27,10 @@ class EventOutbox(Protocol):
 
     def list_events(
         self, tenant_id: str, collections: frozenset[str], *, after: int, limit: int, types: frozenset[str] | None
-    ) -> list[StoredEvent]:
-        """Published events of `collections` with a position after `after`, in position order."""
+    ) -> tuple[list[StoredEvent], int]:
+        """Published events of `collections` (of `types`) with a position after `after`, in position order; and the
+        tenant's last published position, read at the same moment (a page that is not full has seen everything up
+        to it, so the cursor may move there past events the caller does not see)."""
         ...
 
     def purge_before(self, tenant_id: str, before: datetime) -> int:

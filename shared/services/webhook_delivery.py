@@ -9,12 +9,14 @@ disabled, and an event says so.
 """
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from uuid import UUID
 
 from shared.domain.webhook_signing import signed_headers
 from shared.domain.webhooks import (
+    TIMEOUT_SECONDS,
     DeliveryRecord,
     WebhookRecord,
     disabled_reason,
@@ -24,8 +26,11 @@ from shared.domain.webhooks import (
 from shared.observability import logger
 from shared.ports import DeliveryQueue, WebhookSender, WebhookStore
 
-LEASE_SECONDS = 60  # longer than one send (TIMEOUT_SECONDS) with room; a deliverer that dies frees them after it
-BATCH = 20
+BATCH = 5
+# A claim leases its batch for as long as sending all of it can take (each send is cut at TIMEOUT_SECONDS), with room:
+# no other deliverer sends one of them meanwhile; a deliverer that dies frees them when the lease runs out.
+SEND_AT_MOST_SECONDS = TIMEOUT_SECONDS + 2  # one send, cut at its timeout, and its record
+LEASE_SECONDS = int(BATCH * SEND_AT_MOST_SECONDS + 10)
 MAX_ROUNDS = 50  # per call, so one tenant's stream cannot hold a worker forever; the next wake-up goes on
 
 
@@ -56,12 +61,19 @@ class WebhookDeliverer:
         self._batch = batch
         self._lease_seconds = lease_seconds
 
-    def deliver_due(self, tenant_id: str, only: Sequence[UUID] | None = None) -> int:
-        """Send the tenant's due deliveries (or only those named, and the ones they unblock); how many were tried."""
+    def deliver_due(self, tenant_id: str, only: Sequence[UUID] | None = None, *, deadline: float | None = None) -> int:
+        """Send the tenant's due deliveries (or only those named, and the ones they unblock); how many were tried.
+        Before `deadline` (time.monotonic()) only as many are claimed as can be sent, each at its longest: what is
+        left stays due for the next wake-up or sweep."""
         tried = 0
         for _ in range(MAX_ROUNDS):
+            limit = self._batch
+            if deadline is not None:  # only as many as can be sent, each at its longest, before the deadline
+                limit = min(limit, int((deadline - time.monotonic()) // SEND_AT_MOST_SECONDS))
+                if limit < 1:
+                    break
             claimed = self._store.claim_due(
-                tenant_id, now=self._clock(), limit=self._batch, lease_seconds=self._lease_seconds, only=only
+                tenant_id, now=self._clock(), limit=limit, lease_seconds=self._lease_seconds, only=only
             )
             if not claimed:
                 break
@@ -71,11 +83,11 @@ class WebhookDeliverer:
             only = None  # what the named ones unblocked (a file's next delivery) is due now too
         return tried
 
-    def deliver_all(self) -> int:
+    def deliver_all(self, *, deadline: float | None = None) -> int:
         tried = 0
         for tenant_id in self._store.tenants_with_due_deliveries():
             try:
-                tried += self.deliver_due(tenant_id)
+                tried += self.deliver_due(tenant_id, deadline=deadline)
             except Exception:  # the database for one tenant's batch; the next sweep retries
                 logger.exception("delivering a tenant's webhooks failed; they stay due", tenant_id=tenant_id)
         return tried

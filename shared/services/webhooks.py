@@ -49,6 +49,7 @@ class WebhookService:
         policy: AuthorizationPolicy,
         *,
         allow_loopback: bool,
+        allowed_ports: frozenset[int] | None = None,
     ) -> None:
         self._store = store
         self._outbox = outbox
@@ -56,9 +57,10 @@ class WebhookService:
         self._queue = queue
         self._policy = policy
         self._allow_loopback = allow_loopback
+        self._allowed_ports = allowed_ports
 
     def register(self, principal: Principal, request: WebhookRequest) -> Registered:
-        checked = checked_registration(request, allow_loopback=self._allow_loopback)
+        checked = checked_registration(request, allow_loopback=self._allow_loopback, allowed_ports=self._allowed_ports)
         administered = self._policy.administered_collections(principal)
         missing = [collection for collection in checked.collection_ids if collection not in administered]
         if missing:
@@ -178,10 +180,10 @@ class WebhookService:
             raise InvalidRequest(
                 f"type: unknown event type {unknown[0][:64]!r}; the types are {', '.join(sorted(known))}"
             )
-        events = self._outbox.list_events(
+        events, head = self._outbox.list_events(
             principal.tenant_id, readable, after=position, limit=limit, types=frozenset(types) if types else None
         )
-        return page_after(events, after=position)
+        return page_after(events, after=position, limit=limit, head=head)
 
 
 def retention_cutoff(now: datetime) -> datetime:

@@ -147,7 +147,6 @@ def stack(
     from functions.api import handler as api_handler
     from functions.on_object_created import handler as created_handler
     from shared.adapters.outbound_http import PinnedHttpSender, tls_context
-    from shared.local.event_workers import RelayWorker
     from tests.webhook_receiver import RECEIVER_NAME, FakeResolver, LoopbackOnlyConnector, self_signed_certificate
 
     port = free_port()
@@ -178,12 +177,10 @@ def stack(
     api = LocalHttpApi(
         api_handler.handler, LocalTokenVerifier(SECRET), public_routes=api_handler.UNAUTHENTICATED_ROUTES, port=0
     )
-    # The relay publishes events as the local stack's does (LISTEN + a 1 s sweep): a client waiting on the event
-    # feed sees them. Tests that inject crashes into the relay use a database of their own (`own_stack`).
-    relay = RelayWorker(container.event_relay, migrated_database.app_url)
+    # No relay runs in the background: a test publishes events when it means to (`relay_worker` runs one as the
+    # local stack does, for a test that needs it).
     with overridden(container):
         api.start()
-        relay.start()
         try:
             yield Stack(
                 api=api.base_url,
@@ -198,9 +195,21 @@ def stack(
             api.stop()
             s3.stop()
             events.stop()
-            relay.stop()
             stop_webhook_deliveries(container)
             container.database.close()
+
+
+@pytest.fixture
+def relay_worker(stack: Stack, migrated_database: MigratedDatabase) -> Iterator[None]:
+    """The local stack's relay (LISTEN quire_events + a 1 s sweep) over the session's database, for this test."""
+    from shared.local.event_workers import RelayWorker
+
+    relay = RelayWorker(stack.container.event_relay, migrated_database.app_url)
+    relay.start()
+    try:
+        yield
+    finally:
+        relay.stop()
 
 
 @pytest.fixture

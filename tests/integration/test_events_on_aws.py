@@ -213,7 +213,7 @@ class FakeDeliverer:
     def __init__(self) -> None:
         self.sweeps = 0
 
-    def deliver_all(self) -> int:
+    def deliver_all(self, *, deadline: float | None = None) -> int:
         self.sweeps += 1
         return 3
 

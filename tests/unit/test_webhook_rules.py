@@ -188,3 +188,49 @@ def test_a_name_that_resolves_public_then_private_is_refused_when_it_turns() -> 
     resolver.set("rebinding.quire.test", "10.9.8.7")
     outcome = sender.send("https://rebinding.quire.test/hook", {}, b"{}")
     assert outcome.refused_rule == "private" and "10.9.8.7" in (outcome.error or "")
+
+
+def test_on_aws_only_port_443_is_sent_to() -> None:
+    sender = PinnedHttpSender(
+        allow_loopback=False, resolve=FakeResolver(), connect=NoConnections(), allowed_ports=frozenset({443})
+    )
+    outcome = sender.send("https://example.test:8443/hook", {}, b"{}")
+    assert outcome.refused_rule == "port" and "8443" in (outcome.error or "")
+    with pytest.raises(InvalidRequest, match="'port'"):
+        checked_registration(
+            WebhookRequest(url="https://example.test:8080/", events=["*"], collection_ids=["docs"]),
+            allow_loopback=False,
+            allowed_ports=frozenset({443}),
+        )
+
+
+def test_an_address_that_cannot_be_reached_gives_way_to_the_next_one_the_name_has() -> None:
+    """A name with an IPv6 address first, on a network without IPv6: the IPv4 address is tried next."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    tried: list[str] = []
+
+    def connect(address: tuple[str, int], timeout: float) -> socket.socket:
+        tried.append(address[0])
+        if address[0] == "::1":
+            raise OSError(101, "Network is unreachable")
+        return socket.create_connection(address, timeout=timeout)
+
+    resolver = FakeResolver()
+    resolver.set("localhost", "::1", "127.0.0.1")
+    sender = PinnedHttpSender(allow_loopback=True, resolve=resolver, connect=connect)
+    outcome = sender.send(f"http://localhost:{server.server_address[1]}/hook", {}, b"{}")
+    server.server_close()
+    assert outcome.delivered and outcome.status == 204 and tried == ["::1", "127.0.0.1"]

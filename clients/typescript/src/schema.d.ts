@@ -2050,11 +2050,13 @@ export interface components {
         /**
          * MetaView
          * @description The vocabularies a client needs and must not copy: the upload types the API accepts (each media type
-         *     with the extensions a file of it must have).
+         *     with the extensions a file of it must have), and the event types a webhook may ask for (docs/events.md).
          */
         MetaView: {
             /** Acceptedtypes */
             acceptedTypes: components["schemas"]["AcceptedTypeView"][];
+            /** Eventtypes */
+            eventTypes: string[];
         };
         /**
          * MetadataFilter

@@ -75,11 +75,18 @@ class PostgresEventOutbox(EventOutbox):
 
     def list_events(
         self, tenant_id: str, collections: frozenset[str], *, after: int, limit: int, types: frozenset[str] | None
-    ) -> list[StoredEvent]:
-        if not collections:
-            return []
+    ) -> tuple[list[StoredEvent], int]:
         type_filter = " AND type = ANY(%(types)s)" if types else ""
-        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
+        # One snapshot for both reads: an event published between them is either in the page or after the head.
+        with (
+            self._database.snapshot(tenant_id),
+            self._database.tenant_transaction(tenant_id) as conn,
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            head = cur.execute(
+                "SELECT coalesce(max(position), 0) AS head FROM events WHERE tenant_id = %s AND position IS NOT NULL",
+                (tenant_id,),
+            ).fetchone()
             rows = cur.execute(
                 f"SELECT {_COLUMNS} FROM events WHERE tenant_id = %(tenant)s AND position > %(after)s"  # noqa: S608
                 f" AND collection_id = ANY(%(collections)s){type_filter} ORDER BY position LIMIT %(limit)s",
@@ -91,7 +98,7 @@ class PostgresEventOutbox(EventOutbox):
                     "limit": limit,
                 },
             ).fetchall()
-        return [_event(row) for row in rows]
+        return [_event(row) for row in rows], int(head["head"]) if head else 0
 
     def latest_position(self, tenant_id: str) -> int:
         with self._database.tenant_transaction(tenant_id) as conn:

@@ -795,10 +795,11 @@ class MergeRequest(TypedDict):
 
 class MetaView(TypedDict):
     """The vocabularies a client needs and must not copy: the upload types the API accepts (each media type with the
-    extensions a file of it must have).
+    extensions a file of it must have), and the event types a webhook may ask for (docs/events.md).
     """
 
     acceptedTypes: list[AcceptedTypeView]
+    eventTypes: list[str]
 
 
 # Exactly one operator: a comparison, a list test, a presence test, or a group of filters.
