@@ -165,8 +165,10 @@ def component_figures() -> list[dict[str, Any]]:
 
 def stack_workload_figures() -> list[dict[str, Any]]:
     """Each in a stack of its own: memory as files are ingested, the isolation probes with search's p95, and a
-    3,000-chunk version re-indexed through the worker; a tool call over MCP, its HTTP twin and the route."""
+    3,000-chunk version re-indexed through the worker; a tool call over MCP, its HTTP twin and the route; a change
+    to its webhook's receipt, and the event relay's throughput."""
     from bench.durability import figures as durability_figures
+    from bench.events import figures as event_figures
     from bench.ingest_memory import figures as ingest_memory_figures
     from bench.isolation import figures as isolation_figures
     from bench.reindex import figures as reindex_figures
@@ -178,6 +180,7 @@ def stack_workload_figures() -> list[dict[str, Any]]:
         *isolation_figures(result),
         *reindex_figures(result),
         *tool_figures(result),
+        *event_figures(result),
     ]
 
 
