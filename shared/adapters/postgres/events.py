@@ -16,16 +16,17 @@ from shared.ports import EventOutbox
 _COLUMNS = "tenant_id, event_id, seq, type, collection_id, ordering_key, data, occurred_at, position"
 # One relay per tenant at a time: positions are handed out in the order the relays commit.
 _RELAY_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('quire.events.relay/' || %s, 0))"
-# Every active webhook of the tenant that wants an event gets a delivery of its body, once (the unique key).
+# Every active webhook of the tenant that wants an event gets a delivery of its body, once (the unique key). The
+# events come as arrays, not joined back from the table: a join on the tenant's events would scan all of them.
 _FAN_OUT = (
     "INSERT INTO webhook_deliveries (tenant_id, delivery_id, webhook_id, message_id, event_type, ordering_key,"
     " event_seq, body)"
-    " SELECT e.tenant_id, gen_random_uuid(), w.webhook_id, e.event_id::text, e.type, e.ordering_key, e.seq, b.body"
-    " FROM unnest(%(ids)s::uuid[], %(bodies)s::jsonb[]) AS b(event_id, body)"
-    " JOIN events AS e ON e.tenant_id = %(tenant)s AND e.event_id = b.event_id"
-    " JOIN webhooks AS w ON w.tenant_id = e.tenant_id AND w.state = 'active'"
-    "  AND e.collection_id = ANY(w.collection_ids) AND ('*' = ANY(w.event_types) OR e.type = ANY(w.event_types))"
-    " ORDER BY e.seq"
+    " SELECT %(tenant)s, gen_random_uuid(), w.webhook_id, b.event_id::text, b.type, b.ordering_key, b.seq, b.body"
+    " FROM unnest(%(ids)s::uuid[], %(types)s::text[], %(collections)s::text[], %(keys)s::text[], %(seqs)s::bigint[],"
+    "  %(bodies)s::jsonb[]) AS b(event_id, type, collection_id, ordering_key, seq, body)"
+    " JOIN webhooks AS w ON w.tenant_id = %(tenant)s AND w.state = 'active'"
+    "  AND b.collection_id = ANY(w.collection_ids) AND ('*' = ANY(w.event_types) OR b.type = ANY(w.event_types))"
+    " ORDER BY b.seq"
     " ON CONFLICT DO NOTHING RETURNING delivery_id"
 )
 
@@ -69,8 +70,16 @@ class PostgresEventOutbox(EventOutbox):
                 " WHERE events.tenant_id = %s AND events.event_id = p.event_id AND events.published_at IS NULL",
                 (ids, positions, tenant_id),
             )
-            bodies = [Jsonb(event_body(event)) for event in events]
-            made = cur.execute(_FAN_OUT, {"ids": ids, "bodies": bodies, "tenant": tenant_id}).fetchall()
+            fan_out = {
+                "tenant": tenant_id,
+                "ids": ids,
+                "types": [event.type.value for event in events],
+                "collections": [event.collection_id for event in events],
+                "keys": [event.ordering_key for event in events],
+                "seqs": [event.seq for event in events],
+                "bodies": [Jsonb(event_body(event)) for event in events],
+            }
+            made = cur.execute(_FAN_OUT, fan_out).fetchall()
         return [row["delivery_id"] for row in made]
 
     def list_events(
