@@ -6,6 +6,7 @@ import sys
 from shared.cli.artifacts import add_artifact_commands
 from shared.cli.common import CommandFailed
 from shared.cli.evaluate import add_eval_command
+from shared.cli.events import add_event_commands
 from shared.cli.files import add_file_commands
 from shared.cli.index import add_index_commands
 from shared.cli.smoke import add_smoke_command
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_command(commands)
     add_artifact_commands(commands)
     add_tool_commands(commands)
+    add_event_commands(commands)
     add_reconcile_command(commands)
     add_smoke_command(commands)
     return parser
