@@ -7,7 +7,7 @@ from uuid import UUID
 from pydantic import Field
 
 from functions.views.base import ApiModel
-from shared.domain.events import EventPage, StoredEvent, event_body
+from shared.domain.events import EventCursor, EventPage, StoredEvent, event_body
 from shared.domain.outbound import MAX_URL_CHARACTERS
 from shared.domain.webhooks import (
     MAX_COLLECTIONS_PER_WEBHOOK,
@@ -28,11 +28,14 @@ class EventView(ApiModel):
     tenant_id: str
     collection_id: str
     data: dict[str, Any]
+    # In the list only (not in a webhook's body): the cursor just after this event, to resume from mid-page.
+    cursor: str | None = None
 
     @classmethod
     def of(cls, event: StoredEvent) -> "EventView":
         body = event_body(event)
         return cls(
+            cursor=EventCursor.of(event.position) if event.position is not None else None,
             event_id=event.event_id,
             type=body["type"],
             occurred_at=event.occurred_at,

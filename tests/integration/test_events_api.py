@@ -62,7 +62,8 @@ def test_an_indexed_upload_is_one_event_that_readers_of_its_collection_see_and_n
     event = indexed[0]
     assert event["collectionId"] == "docs" and event["tenantId"] == "ev-list"
     assert event["data"]["fileId"] == ticket["fileId"] and event["data"]["versionId"] == ticket["versionId"]
-    assert set(event) == {"eventId", "type", "occurredAt", "tenantId", "collectionId", "data"}
+    assert set(event) == {"eventId", "type", "occurredAt", "tenantId", "collectionId", "data", "cursor"}
+    assert int(event["cursor"]) <= int(page["nextCursor"])
     assert not any(marker in json.dumps(event) for marker in FORBIDDEN_IN_EVENTS)
     assert stack.connector.refused == []
     # Caught up: the cursor returns nothing more, and stays where it was; `latest` is that cursor.

@@ -1692,6 +1692,8 @@ export interface components {
         EventView: {
             /** Collectionid */
             collectionId: string;
+            /** Cursor */
+            cursor?: string | null;
             /** Data */
             data: {
                 [key: string]: unknown;

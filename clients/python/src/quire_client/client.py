@@ -7,7 +7,7 @@ import email.utils
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -202,23 +202,42 @@ class Quire(Operations):
     # Events.
 
     def events_page(
-        self, *, after: str | None = None, limit: int | None = None, collection_id: str | None = None
+        self,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+        collection_id: str | None = None,
+        types: Sequence[str] | None = None,
     ) -> EventPage:
-        """One page of `GET /v1/events`: the caller's events after the cursor `after` (from the oldest kept)."""
-        query = {"after": after, "limit": limit, "collectionId": collection_id}
+        """One page of `GET /v1/events`: the caller's events after the cursor `after` (from the oldest kept;
+        `latest`: none, only the cursor after the last published), of `types` when given."""
+        query = {
+            "after": after,
+            "limit": limit,
+            "collectionId": collection_id,
+            "type": ",".join(types) if types else None,
+        }
         return cast("EventPage", self.request("GET", "/v1/events", query=query))
 
     def iter_events(
-        self, *, after: str | None = None, collection_id: str | None = None, follow: bool = False
+        self,
+        *,
+        after: str | None = None,
+        collection_id: str | None = None,
+        types: Sequence[str] | None = None,
+        follow: bool = False,
     ) -> Iterator[tuple[Event, str]]:
-        """Each event after `after` with the cursor to resume after it; at the end, waits for more when `follow`
-        (polling with backoff), else stops."""
+        """Each event after `after` with the cursor to resume just after it; at the end, waits for more when
+        `follow` (polling with backoff), else stops."""
         delays = self._polling.delays()
         while True:
-            page = self.events_page(after=after, limit=_EVENTS_PAGE, collection_id=collection_id)
+            page = self.events_page(after=after, limit=_EVENTS_PAGE, collection_id=collection_id, types=types)
+            events = page["events"]
+            for index, event in enumerate(events):
+                # Each event's own cursor, so stopping mid-page loses nothing; the page's last gives the page's cursor.
+                own = event.get("cursor")
+                yield event, page["nextCursor"] if index == len(events) - 1 or own is None else own
             after = page["nextCursor"]
-            for event in page["events"]:
-                yield event, after
             if page["events"]:
                 delays = self._polling.delays()
             elif follow:

@@ -31,6 +31,8 @@ class Event(TypedDict):
     tenantId: str
     collectionId: str
     data: EventData
+    # In the list only: the cursor just after this event (resume from mid-page).
+    cursor: NotRequired[str | None]
 
 
 class EventPage(TypedDict):

@@ -628,6 +628,7 @@ class EventView(TypedDict):
     tenantId: str
     collectionId: str
     data: dict[str, Any]
+    cursor: NotRequired[str | None]
 
 
 class ExportListView(TypedDict):
