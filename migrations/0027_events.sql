@@ -6,8 +6,17 @@
 -- An event's id is derived from what changed (the type, the resource and its attempt, revision or generation), so a
 -- retried change that writes its event again writes the same id, and the primary key keeps one.
 
-CREATE SEQUENCE event_positions;
-GRANT USAGE ON SEQUENCE event_positions TO {{app_role}};
+-- Each tenant's last published position: positions count one tenant's events only (no gap tells of another
+-- tenant's), never go back (a purge leaves them), and the row lock orders relays of one tenant.
+CREATE TABLE event_heads (
+  tenant_id text   NOT NULL PRIMARY KEY CHECK (tenant_id ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'),
+  position  bigint NOT NULL CHECK (position >= 0)
+);
+ALTER TABLE event_heads ENABLE ROW LEVEL SECURITY;
+ALTER TABLE event_heads FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON event_heads
+  USING (tenant_id = current_tenant()) WITH CHECK (tenant_id = current_tenant());
+GRANT SELECT, INSERT, UPDATE ON event_heads TO {{app_role}};
 
 CREATE TABLE events (
   tenant_id     text        NOT NULL CHECK (tenant_id ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$'),

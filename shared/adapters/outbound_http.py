@@ -7,7 +7,9 @@ followed (http.client follows none), no proxy is used, nothing but the given hea
 cut at TIMEOUT_SECONDS, and at most MAX_RESPONSE_BYTES of the answer are read.
 """
 
+import contextlib
 import http.client
+import io
 import ipaddress
 import socket
 import ssl
@@ -15,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from shared.domain.outbound import IPAddress, OutboundRefused, OutboundTarget, address_problem, checked_url
 from shared.domain.webhooks import MAX_RESPONSE_BYTES, TIMEOUT_SECONDS, SendOutcome
@@ -47,8 +50,49 @@ def _connect(address: tuple[str, int], timeout: float) -> socket.socket:
     return socket.create_connection(address, timeout=timeout)
 
 
+class _Budget(io.RawIOBase):
+    """The answer's bytes from the socket, up to a budget: past it, the answer ends (status line and headers
+    included, so a server cannot make the sender read megabytes of headers)."""
+
+    def __init__(self, sock: socket.socket, budget: int) -> None:
+        self._sock = sock
+        self._left = budget
+
+    @property
+    def spent(self) -> bool:
+        return self._left <= 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._left <= 0:
+            return 0
+        view = memoryview(buffer)[: self._left]
+        read = self._sock.recv_into(view)
+        self._left -= read
+        return read
+
+
+class _BoundedResponse(http.client.HTTPResponse):
+    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        # The socket's own file, made by HTTPResponse, is kept (unread) until the answer is closed: while it is open
+        # the connection's close does not close the socket under the budget's reads.
+        self._socket_file = self.fp
+        self.budget = _Budget(sock, MAX_RESPONSE_BYTES)
+        self.fp = io.BufferedReader(self.budget)
+
+    def close(self) -> None:
+        super().close()
+        self._socket_file.close()
+
+
 class _PinnedConnection(http.client.HTTPSConnection):
-    """An HTTP(S) connection whose Host header and certificate check use the URL's name, opened to `address`."""
+    """An HTTP(S) connection whose Host header and certificate check use the URL's name, opened to `address`; its
+    answer is read through a budget of MAX_RESPONSE_BYTES."""
+
+    response_class = _BoundedResponse
 
     def __init__(
         self,
@@ -70,6 +114,15 @@ class _PinnedConnection(http.client.HTTPSConnection):
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if not self._plain:
             self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
+        self._opened = self.sock
+
+    def cut(self) -> None:
+        """End the exchange now, from another thread: a shutdown wakes any read or write blocked on the socket
+        (closing it would not, while the answer's reader holds it; and the connection may have let go of it)."""
+        sock = getattr(self, "_opened", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 class PinnedHttpSender(WebhookSender):
@@ -99,7 +152,7 @@ class PinnedHttpSender(WebhookSender):
         else:
             try:
                 addresses = (self._resolve or system_resolver)(target.host, target.port)
-            except OSError as error:
+            except (OSError, UnicodeError) as error:
                 raise OutboundRefused("unresolvable", f"the name {target.host} does not resolve: {error}") from error
             if not addresses:
                 raise OutboundRefused("unresolvable", f"the name {target.host} resolves to no address")
@@ -108,7 +161,10 @@ class PinnedHttpSender(WebhookSender):
                 continue
             problem = address_problem(address)
             if problem is not None:
-                raise OutboundRefused(problem[0], f"{target.host} resolves to {address}, {problem[1]}")
+                # Not which address: the refusal must not tell a tenant what a name resolves to inside the network.
+                raise OutboundRefused(
+                    problem[0], f"{target.host} resolves to an address that is {_without_address(problem[1])}"
+                )
         return addresses
 
     def _checked(self, url: str) -> OutboundTarget:
@@ -126,7 +182,7 @@ class PinnedHttpSender(WebhookSender):
                 delivered=False, error=f"refused by the rule '{refused.rule}': {refused}", refused_rule=refused.rule
             )
         errors = []
-        # One bound for the whole exchange, whatever addresses it tries: closing the socket ends any call blocked on it.
+        # One bound for the whole exchange, whatever addresses it tries: the watchdog's cut ends any call blocked on it.
         deadline = time.monotonic() + self._timeout
         for address in addresses:
             remaining = deadline - time.monotonic()
@@ -135,7 +191,7 @@ class PinnedHttpSender(WebhookSender):
             connection = _PinnedConnection(
                 target, address, context=self._context, timeout=remaining, connect=self._connect or _connect
             )
-            watchdog = threading.Timer(remaining, connection.close)
+            watchdog = threading.Timer(remaining, connection.cut)
             watchdog.daemon = True
             watchdog.start()
             try:
@@ -146,15 +202,7 @@ class PinnedHttpSender(WebhookSender):
                         break
                     errors.append(f"{address}: {type(error).__name__}: {error}")
                     continue  # the next checked address may answer
-                connection.request(
-                    "POST",
-                    target.target,
-                    body=body,
-                    headers={**headers, "Content-Type": "application/json", "User-Agent": USER_AGENT},
-                )
-                response = connection.getresponse()
-                response.read(MAX_RESPONSE_BYTES)
-                return _outcome(response.status)
+                return _exchange(connection, target, headers, body)
             except (OSError, http.client.HTTPException, ValueError) as error:
                 if not watchdog.is_alive():
                     return SendOutcome(delivered=False, error=f"no answer within {self._timeout:g} s")
@@ -165,6 +213,32 @@ class PinnedHttpSender(WebhookSender):
         if not errors:
             return SendOutcome(delivered=False, error=f"no answer within {self._timeout:g} s")
         return SendOutcome(delivered=False, error=f"no connection: {'; '.join(errors)}"[:500])
+
+
+def _exchange(
+    connection: "_PinnedConnection", target: OutboundTarget, headers: dict[str, str], body: bytes
+) -> SendOutcome:
+    """The POST on a connection made, and what its answer says (read through the budget)."""
+    connection.request(
+        "POST",
+        target.target,
+        body=body,
+        headers={**headers, "Content-Type": "application/json", "User-Agent": USER_AGENT},
+    )
+    response = connection.getresponse()
+    if isinstance(response, _BoundedResponse) and response.budget.spent:
+        return SendOutcome(
+            delivered=False,
+            status=response.status,
+            error=f"the answer's status line and headers passed {MAX_RESPONSE_BYTES // 1024} KiB",
+        )
+    response.read(MAX_RESPONSE_BYTES)
+    return _outcome(response.status)
+
+
+def _without_address(what: str) -> str:
+    """The address problem's words without the embedded address it names ("... (10.0.0.1, inside an IPv6 address)")."""
+    return what.split(" (", 1)[0]
 
 
 def _outcome(status: int) -> SendOutcome:

@@ -75,6 +75,10 @@ def checked_url(
         raise OutboundRefused("credentials", "the URL must not hold a user name or password")
     if not host:
         raise OutboundRefused("malformed", "the URL names no host")
+    try:
+        host.encode("idna")
+    except UnicodeError as error:
+        raise OutboundRefused("malformed", f"the URL's host cannot be written as a domain name: {error}") from error
     literal = _address_literal(host)
     loopback = host == "localhost" or (literal is not None and literal.is_loopback)
     if scheme == "http" and not (allow_plain_http_to_loopback and loopback):

@@ -154,7 +154,7 @@ def checked_registration(
     unknown = [name for name in events if name != ALL_EVENTS and name not in {t.value for t in EventType}]
     if unknown:
         known = ", ".join(t.value for t in EventType)
-        raise InvalidRequest(f'events: unknown event type {unknown[0]!r}; the types are {known}, or "*"')
+        raise InvalidRequest(f'events: unknown event type {unknown[0][:64]!r}; the types are {known}, or "*"')
     collections = sorted(set(request.collection_ids))
     if not collections:
         raise InvalidRequest("collectionIds: name at least one collection")

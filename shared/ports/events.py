@@ -29,17 +29,21 @@ class EventOutbox(Protocol):
         self, tenant_id: str, collections: frozenset[str], *, after: int, limit: int, types: frozenset[str] | None
     ) -> tuple[list[StoredEvent], int]:
         """Published events of `collections` (of `types`) with a position after `after`, in position order; and the
-        tenant's last published position, read at the same moment (a page that is not full has seen everything up
-        to it, so the cursor may move there past events the caller does not see)."""
+        last published position of `collections`, read at the same moment (a page that is not full has seen all
+        of theirs up to it, so the cursor may move there past events of other types)."""
         ...
 
     def purge_before(self, tenant_id: str, before: datetime) -> int:
         """Delete published events that occurred before `before`; returns how many."""
         ...
 
-    def latest_position(self, tenant_id: str) -> int:
-        """The position of the tenant's last published event (0 for none): a cursor from which only what is
-        published next is listed."""
+    def latest_position(self, tenant_id: str, collections: frozenset[str]) -> int:
+        """The position of the last published event of `collections` (0 for none): a cursor from which only what is
+        published next is listed. Only those collections': a reader must not watch another collection's activity."""
+        ...
+
+    def published_through(self, tenant_id: str) -> int:
+        """The tenant's last position ever given (purges do not lower it): no valid cursor is past it."""
         ...
 
 
@@ -58,9 +62,9 @@ class DeliveryQueue(Protocol):
 
 
 class WebhookStore(Protocol):
-    def count(self, tenant_id: str) -> int: ...
-
-    def create(self, new: NewWebhook) -> WebhookRecord: ...
+    def create(self, new: NewWebhook, *, at_most: int) -> WebhookRecord | None:
+        """The webhook made, or None when the tenant already has `at_most` (counted and written in one step)."""
+        ...
 
     def get(self, tenant_id: str, webhook_id: UUID) -> WebhookRecord | None: ...
 
@@ -73,8 +77,10 @@ class WebhookStore(Protocol):
     def set_enabled(self, tenant_id: str, webhook_id: UUID) -> bool: ...
 
     def deliveries(
-        self, tenant_id: str, webhook_id: UUID, *, limit: int, before: datetime | None
-    ) -> list[DeliveryRecord]: ...
+        self, tenant_id: str, webhook_id: UUID, *, limit: int, before: tuple[datetime, UUID] | None
+    ) -> list[DeliveryRecord]:
+        """Newest first; `before`: the (created_at, delivery_id) of the last one a page held."""
+        ...
 
     def delivery(self, tenant_id: str, webhook_id: UUID, delivery_id: UUID) -> DeliveryRecord | None: ...
 

@@ -71,10 +71,6 @@ class WebhookService:
             self._sender.check_destination(checked.url)
         except OutboundRefused as refused:
             raise InvalidRequest(f"url: refused by the rule '{refused.rule}': {refused}") from refused
-        if self._store.count(principal.tenant_id) >= MAX_WEBHOOKS_PER_TENANT:
-            raise InvalidRequest(
-                f"a tenant may have at most {MAX_WEBHOOKS_PER_TENANT} webhooks: delete one before adding another"
-            )
         secret = new_secret()
         record = self._store.create(
             NewWebhook(
@@ -86,8 +82,13 @@ class WebhookService:
                 description=checked.description,
                 secret=secret,
                 created_by=principal.subject,
-            )
+            ),
+            at_most=MAX_WEBHOOKS_PER_TENANT,
         )
+        if record is None:
+            raise InvalidRequest(
+                f"a tenant may have at most {MAX_WEBHOOKS_PER_TENANT} webhooks: delete one before adding another"
+            )
         return Registered(webhook=record, secret=secret)
 
     def _visible(self, principal: Principal, record: WebhookRecord | None) -> WebhookRecord:
@@ -122,7 +123,7 @@ class WebhookService:
         return self.get(principal, webhook_id)
 
     def deliveries(
-        self, principal: Principal, webhook_id: UUID, *, limit: int, before: datetime | None
+        self, principal: Principal, webhook_id: UUID, *, limit: int, before: tuple[datetime, UUID] | None
     ) -> list[DeliveryRecord]:
         self.get(principal, webhook_id)
         return self._store.deliveries(principal.tenant_id, webhook_id, limit=limit, before=before)
@@ -165,20 +166,24 @@ class WebhookService:
         collection_id: str | None,
         types: list[str] | None,
     ) -> EventPage:
-        if after == EventCursor.LATEST:
-            return page_after([], after=self._outbox.latest_position(principal.tenant_id))
-        try:
-            position = EventCursor.parse(after)
-        except ValueError as error:
-            raise InvalidRequest(f"after: {error}") from error
-        readable = self._policy.readable_collections(principal)
-        if collection_id is not None:
-            readable = readable & {collection_id}
         known = {t.value for t in EventType}
         unknown = [name for name in types or [] if name not in known]
         if unknown:
             raise InvalidRequest(
                 f"type: unknown event type {unknown[0][:64]!r}; the types are {', '.join(sorted(known))}"
+            )
+        readable = self._policy.readable_collections(principal)
+        if collection_id is not None:
+            readable = readable & {collection_id}
+        if after == EventCursor.LATEST:
+            return page_after([], after=self._outbox.latest_position(principal.tenant_id, readable))
+        try:
+            position = EventCursor.parse(after)
+        except ValueError as error:
+            raise InvalidRequest(f"after: {error}") from error
+        if position > self._outbox.published_through(principal.tenant_id):
+            raise InvalidRequest(
+                "after: the cursor is not one this API gave: pass back `nextCursor` exactly as it was sent"
             )
         events, head = self._outbox.list_events(
             principal.tenant_id, readable, after=position, limit=limit, types=frozenset(types) if types else None

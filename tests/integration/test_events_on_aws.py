@@ -115,7 +115,7 @@ def a_webhook(store: PostgresWebhookStore, tenant: str, url: str) -> NewWebhook:
         secret=new_secret(),
         created_by="ann",
     )
-    store.create(new)
+    assert store.create(new, at_most=50) is not None
     return new
 
 

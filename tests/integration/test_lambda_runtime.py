@@ -332,8 +332,10 @@ def deliver_webhooks_case(stack: LocalStack) -> Case:
             description="runtime check",
             secret=new_secret(),
             created_by="ann",
-        )
+        ),
+        at_most=50,
     )
+    assert webhook is not None
     delivery = stack.container.webhook_store.add_delivery(
         "acme", webhook.webhook_id, message_id="msg_runtime", event_type="webhook.test", body={"hello": "acme"}
     )

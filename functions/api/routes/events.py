@@ -3,6 +3,7 @@ endpoints with their deliveries."""
 
 from datetime import datetime
 from typing import Annotated
+from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -93,19 +94,21 @@ def enable_webhook(webhook_id: str) -> WebhookView:
 def list_deliveries(
     webhook_id: str,
     limit: Annotated[int, Query(ge=1, le=MAX_DELIVERY_PAGE)] = 50,
-    cursor: Annotated[str | None, Query(max_length=40)] = None,
+    cursor: Annotated[str | None, Query(max_length=100)] = None,
 ) -> DeliveryListView:
     """The webhook's deliveries, newest first, with each attempt's outcome and the exact body sent."""
     before = None
     if cursor:
         try:
-            before = datetime.fromisoformat(cursor)
+            at, _, delivery_id = cursor.partition("~")
+            before = (datetime.fromisoformat(at), UUID(delivery_id))
         except ValueError:
             raise InvalidRequest("cursor: not one this API gave: pass back `nextCursor` exactly") from None
     deliveries = container().webhooks.deliveries(
         current_principal(router), parse_id(webhook_id), limit=limit, before=before
     )
-    next_cursor = deliveries[-1].created_at.isoformat() if len(deliveries) == limit else None
+    last = deliveries[-1] if len(deliveries) == limit else None
+    next_cursor = f"{last.created_at.isoformat()}~{last.delivery_id}" if last else None
     return DeliveryListView(deliveries=[DeliveryView.of(d) for d in deliveries], next_cursor=next_cursor)
 
 

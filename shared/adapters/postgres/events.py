@@ -22,8 +22,8 @@ _FAN_OUT = (
     "INSERT INTO webhook_deliveries (tenant_id, delivery_id, webhook_id, message_id, event_type, ordering_key,"
     " event_seq, body)"
     " SELECT %(tenant)s, gen_random_uuid(), w.webhook_id, b.event_id::text, b.type, b.ordering_key, b.seq, b.body"
-    " FROM unnest(%(ids)s::uuid[], %(types)s::text[], %(collections)s::text[], %(keys)s::text[], %(seqs)s::bigint[],"
-    "  %(bodies)s::jsonb[]) AS b(event_id, type, collection_id, ordering_key, seq, body)"
+    " FROM unnest(%(ids)s::uuid[], %(types)s::text[], %(collections)s::text[], %(keys)s::text[],"
+    "  %(positions)s::bigint[], %(bodies)s::jsonb[]) AS b(event_id, type, collection_id, ordering_key, seq, body)"
     " JOIN webhooks AS w ON w.tenant_id = %(tenant)s AND w.state = 'active'"
     "  AND b.collection_id = ANY(w.collection_ids) AND ('*' = ANY(w.event_types) OR b.type = ANY(w.event_types))"
     " ORDER BY b.seq"
@@ -59,10 +59,13 @@ class PostgresEventOutbox(EventOutbox):
             if not events:
                 return []
             publish(events)
-            positions = sorted(
-                row["nextval"]
-                for row in cur.execute("SELECT nextval('event_positions') FROM generate_series(1, %s)", (len(events),))
-            )
+            head = cur.execute(
+                "INSERT INTO event_heads AS h (tenant_id, position) VALUES (%s, %s)"
+                " ON CONFLICT (tenant_id) DO UPDATE SET position = h.position + excluded.position RETURNING position",
+                (tenant_id, len(events)),
+            ).fetchone()
+            assert head is not None
+            positions = list(range(head["position"] - len(events) + 1, head["position"] + 1))
             ids = [event.event_id for event in events]
             cur.execute(
                 "UPDATE events SET published_at = now(), position = p.position"
@@ -76,7 +79,8 @@ class PostgresEventOutbox(EventOutbox):
                 "types": [event.type.value for event in events],
                 "collections": [event.collection_id for event in events],
                 "keys": [event.ordering_key for event in events],
-                "seqs": [event.seq for event in events],
+                # Deliveries go in publication order, as the event list does.
+                "positions": positions,
                 "bodies": [Jsonb(event_body(event)) for event in events],
             }
             made = cur.execute(_FAN_OUT, fan_out).fetchall()
@@ -92,10 +96,7 @@ class PostgresEventOutbox(EventOutbox):
             self._database.tenant_transaction(tenant_id) as conn,
             conn.cursor(row_factory=dict_row) as cur,
         ):
-            head = cur.execute(
-                "SELECT coalesce(max(position), 0) AS head FROM events WHERE tenant_id = %s AND position IS NOT NULL",
-                (tenant_id,),
-            ).fetchone()
+            head = self.latest_position(tenant_id, collections)
             rows = cur.execute(
                 f"SELECT {_COLUMNS} FROM events WHERE tenant_id = %(tenant)s AND position > %(after)s"  # noqa: S608
                 f" AND collection_id = ANY(%(collections)s){type_filter} ORDER BY position LIMIT %(limit)s",
@@ -107,14 +108,21 @@ class PostgresEventOutbox(EventOutbox):
                     "limit": limit,
                 },
             ).fetchall()
-        return [_event(row) for row in rows], int(head["head"]) if head else 0
+        return [_event(row) for row in rows], head
 
-    def latest_position(self, tenant_id: str) -> int:
+    def latest_position(self, tenant_id: str, collections: frozenset[str]) -> int:
         with self._database.tenant_transaction(tenant_id) as conn:
             row = conn.execute(
-                "SELECT max(position) FROM events WHERE tenant_id = %s AND position IS NOT NULL", (tenant_id,)
+                "SELECT max(position) FROM events WHERE tenant_id = %s AND position IS NOT NULL"
+                " AND collection_id = ANY(%s)",
+                (tenant_id, sorted(collections)),
             ).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
+
+    def published_through(self, tenant_id: str) -> int:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            row = conn.execute("SELECT position FROM event_heads WHERE tenant_id = %s", (tenant_id,)).fetchone()
+        return int(row[0]) if row else 0
 
     def purge_before(self, tenant_id: str, before: datetime) -> int:
         with self._database.tenant_transaction(tenant_id) as conn:

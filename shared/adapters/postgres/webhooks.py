@@ -51,13 +51,13 @@ class PostgresWebhookStore(WebhookStore):
     def __init__(self, database: Database) -> None:
         self._database = database
 
-    def count(self, tenant_id: str) -> int:
-        with self._database.tenant_transaction(tenant_id) as conn:
-            row = conn.execute("SELECT count(*) FROM webhooks WHERE tenant_id = %s", (tenant_id,)).fetchone()
-        return int(row[0]) if row else 0
-
-    def create(self, new: NewWebhook) -> WebhookRecord:
+    def create(self, new: NewWebhook, *, at_most: int) -> WebhookRecord | None:
         with self._database.tenant_transaction(new.tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
+            # Two registrations at once count one after the other.
+            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended('quire.webhooks/' || %s, 0))", (new.tenant_id,))
+            count = cur.execute("SELECT count(*) AS n FROM webhooks WHERE tenant_id = %s", (new.tenant_id,)).fetchone()
+            if count is not None and count["n"] >= at_most:
+                return None
             row = cur.execute(
                 "INSERT INTO webhooks (tenant_id, webhook_id, url, event_types, collection_ids, description, secret,"  # noqa: S608
                 " created_by) VALUES (%(tenant_id)s, %(webhook_id)s, %(url)s, %(event_types)s, %(collection_ids)s,"
@@ -115,13 +115,20 @@ class PostgresWebhookStore(WebhookStore):
             )
 
     def deliveries(
-        self, tenant_id: str, webhook_id: UUID, *, limit: int, before: datetime | None
+        self, tenant_id: str, webhook_id: UUID, *, limit: int, before: tuple[datetime, UUID] | None
     ) -> list[DeliveryRecord]:
+        after_page = " AND (created_at, delivery_id) < (%(at)s, %(id)s)" if before is not None else ""
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(
-                f"SELECT {_DELIVERY} FROM webhook_deliveries WHERE tenant_id = %s AND webhook_id = %s"  # noqa: S608
-                " AND (%s::timestamptz IS NULL OR created_at < %s) ORDER BY created_at DESC, delivery_id LIMIT %s",
-                (tenant_id, webhook_id, before, before, limit),
+                f"SELECT {_DELIVERY} FROM webhook_deliveries WHERE tenant_id = %(tenant)s"  # noqa: S608
+                f" AND webhook_id = %(webhook)s{after_page} ORDER BY created_at DESC, delivery_id DESC LIMIT %(limit)s",
+                {
+                    "tenant": tenant_id,
+                    "webhook": webhook_id,
+                    "at": before[0] if before else None,
+                    "id": before[1] if before else None,
+                    "limit": limit,
+                },
             ).fetchall()
         return [_delivery(row) for row in rows]
 
