@@ -163,10 +163,19 @@ def test_only_an_admin_of_every_collection_registers_or_sees_a_webhook(stack: St
     assert status == 403 and "admin" in body["message"]
     docs_admin = stack.token(tenant="ev-roles", collections=("docs",))
     other_tenant = stack.token(tenant="ev-roles-2", collections=("docs", "legal"))
+    status, delivery = stack.json("POST", f"/v1/webhooks/{webhook_id}/test", admin)
+    assert status == 202
     for caller in (docs_admin, writer, other_tenant):
-        assert stack.json("GET", f"/v1/webhooks/{webhook_id}", caller)[0] == 404
-        assert stack.json("DELETE", f"/v1/webhooks/{webhook_id}", caller)[0] == 404
-        assert stack.json("POST", f"/v1/webhooks/{webhook_id}/test", caller)[0] == 404
+        for method, path in (
+            ("GET", f"/v1/webhooks/{webhook_id}"),
+            ("DELETE", f"/v1/webhooks/{webhook_id}"),
+            ("POST", f"/v1/webhooks/{webhook_id}/test"),
+            ("POST", f"/v1/webhooks/{webhook_id}/rotate-secret"),
+            ("POST", f"/v1/webhooks/{webhook_id}/enable"),
+            ("GET", f"/v1/webhooks/{webhook_id}/deliveries"),
+            ("POST", f"/v1/webhooks/{webhook_id}/deliveries/{delivery['deliveryId']}/replay"),
+        ):
+            assert stack.json(method, path, caller)[0] == 404, (method, path)
         assert webhook_id not in json.dumps(stack.json("GET", "/v1/webhooks", caller)[1])
     assert stack.json("GET", f"/v1/webhooks/{webhook_id}", admin)[0] == 200
 

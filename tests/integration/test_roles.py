@@ -203,6 +203,16 @@ def test_the_roles_do_what_they_grant_and_a_token_without_roles_only_reads(stack
 # role only (tests/integration/test_answers_api.py asks and gives feedback as readers of their collections).
 READS_BY_POST = {"POST /v1/search", "POST /v1/answer", "POST /v1/answers/{answer_id}/feedback"}
 TESTED_BY_THE_GRANTS = {"POST /v1/reindex"}
+# A webhook belongs to the collections it names: only an admin of every one of them registers or touches it, anyone
+# else gets a 404 (tests/integration/test_events_api.py, test_only_an_admin_of_every_collection_...).
+TESTED_WITH_THE_WEBHOOKS = {
+    "POST /v1/webhooks",
+    "DELETE /v1/webhooks/{webhook_id}",
+    "POST /v1/webhooks/{webhook_id}/rotate-secret",
+    "POST /v1/webhooks/{webhook_id}/enable",
+    "POST /v1/webhooks/{webhook_id}/test",
+    "POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/replay",
+}
 # The tools' HTTP twin: its writing tools are called by a reader below (a refusal there is a result, not a 403).
 TESTED_AS_TOOLS = {"POST /v1/tools/{name}"}
 TOOL_WRITES: dict[str, Callable[[Ids], Any]] = {
@@ -268,6 +278,7 @@ def test_every_route_that_is_not_a_read_is_called_by_these_tests(stack: Stack) -
     missing = {
         route
         for route, alias in named.items()
-        if alias not in called and route not in READS_BY_POST | TESTED_BY_THE_GRANTS | TESTED_AS_TOOLS
+        if alias not in called
+        and route not in READS_BY_POST | TESTED_BY_THE_GRANTS | TESTED_AS_TOOLS | TESTED_WITH_THE_WEBHOOKS
     }
     assert missing == set(), f"routes no role test calls: {sorted(missing)}"
