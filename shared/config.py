@@ -116,7 +116,7 @@ class Settings(BaseSettings):
     limit_request_burst: int = Field(default=200, ge=1)
 
     # Events and webhooks (docs/events.md). On AWS: the environment's EventBridge bus the relay publishes to, and the
-    # SQS queue that wakes the delivery function (unset: nothing is published or woken, and health says so).
+    # SQS queue that wakes the delivery function (unset: the relay, or a wake-up, fails naming the setting).
     event_bus_name: str | None = None
     webhook_queue_url: str | None = None
     # Locally: the JSON-lines file the local bus archives every published event to (set by the local stack).
