@@ -2,7 +2,6 @@
 told to trust, a fake resolver (names the test gives, nothing else: no DNS query leaves the machine), and a guard
 that refuses any connection but to loopback before it is opened."""
 
-import datetime
 import ipaddress
 import json
 import socket
@@ -15,44 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from shared.domain.outbound import IPAddress
+from tests.certificates import self_signed_certificate
 
 RECEIVER_NAME = "receiver.quire.test"
 
 
-def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
-    """A certificate for RECEIVER_NAME and 127.0.0.1 and its key, as PEM files in `directory`."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, RECEIVER_NAME)])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName(RECEIVER_NAME), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "receiver.pem", directory / "receiver.key"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_file, key_file
+def receiver_certificate(directory: Path) -> tuple[Path, Path]:
+    """The HTTPS receivers' certificate (RECEIVER_NAME and 127.0.0.1) and key."""
+    return self_signed_certificate(directory, RECEIVER_NAME, addresses=["127.0.0.1"], stem="receiver")
 
 
 class FakeResolver:
@@ -99,9 +69,11 @@ class Received:
 
 @dataclass
 class Receiver:
-    """The HTTPS receiver: records every request; answers `status` (a test may change it, or set `redirect_to`)."""
+    """A receiver: records every request; answers `status` (a test may change it, or set `redirect_to`)."""
 
     port: int
+    # https by RECEIVER_NAME (the fake resolver's name for 127.0.0.1), or plain http to 127.0.0.1 (loopback only).
+    tls: bool = True
     received: list[Received] = field(default_factory=list)
     status: int = 200
     redirect_to: str | None = None
@@ -109,7 +81,9 @@ class Receiver:
     arrived: threading.Condition = field(default_factory=threading.Condition)
 
     def url(self, path: str = "/hook") -> str:
-        return f"https://{RECEIVER_NAME}:{self.port}{path}"
+        if self.tls:
+            return f"https://{RECEIVER_NAME}:{self.port}{path}"
+        return f"http://127.0.0.1:{self.port}{path}"
 
     def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
         with self.arrived:
@@ -125,6 +99,19 @@ class Receiver:
 def https_receiver(cert_file: Path, key_file: Path) -> Iterator[Receiver]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_file, key_file)
+    with _receiver(context) as receiver:
+        yield receiver
+
+
+@contextmanager
+def http_receiver() -> Iterator[Receiver]:
+    """Plain http on 127.0.0.1, which the local rules allow (to loopback only)."""
+    with _receiver(None) as receiver:
+        yield receiver
+
+
+@contextmanager
+def _receiver(context: ssl.SSLContext | None) -> Iterator[Receiver]:
     receiver: Receiver
 
     class Handler(BaseHTTPRequestHandler):
@@ -146,8 +133,9 @@ def https_receiver(cert_file: Path, key_file: Path) -> Iterator[Receiver]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    receiver = Receiver(port=server.server_address[1])
+    if context is not None:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    receiver = Receiver(port=server.server_address[1], tls=context is not None)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

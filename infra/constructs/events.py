@@ -30,13 +30,12 @@ from constructs import Construct
 from infra.constructs.database import WEBHOOK_EGRESS, Database
 from infra.constructs.functions import LambdaPackage, acknowledge
 from infra.environments import EnvironmentSettings
+from shared.domain.events import EVENT_SOURCE, RETENTION_DAYS
 
 RELAY_HANDLER = "functions.relay.handler.handler"
 DELIVER_HANDLER = "functions.deliver_webhooks.handler.handler"
-# shared/adapters/aws/eventbridge_bus.py's SOURCE: what the archive keeps.
-EVENT_SOURCE = "quire"
-# shared/domain/events.py's RETENTION_DAYS: a replay reaches as far back as GET /v1/events does.
-ARCHIVE_RETENTION_DAYS = 14
+# A replay reaches as far back as GET /v1/events does.
+ARCHIVE_RETENTION_DAYS = RETENTION_DAYS
 SCHEDULE = "rate(1 minute)"
 SCHEDULE_SECONDS = 60
 # functions/relay/handler.py's STOP_MARGIN_SECONDS: the relay loops for the schedule's minute, then has this long

@@ -35,10 +35,8 @@ class EventType(StrEnum):
     WEBHOOK_DISABLED = "webhook.disabled"
 
 
-# A version's processing ends in one of these (a re-index ends in reindex.finished or failed).
-TERMINAL_VERSION_EVENTS = frozenset(
-    {EventType.FILE_VERSION_INDEXED, EventType.FILE_VERSION_FAILED, EventType.FILE_VERSION_REJECTED}
-)
+# The source of every event on a bus (EventBridge's `source`, the local archive's): a rule matches on it.
+EVENT_SOURCE = "quire"
 
 
 class StoredEvent(BaseModel):
@@ -117,8 +115,3 @@ def page_after(events: list[StoredEvent], *, after: int, limit: int | None = Non
     if limit is not None and len(events) < limit:
         last = max(last, head)
     return EventPage(events=events, next_cursor=EventCursor.of(max(last, after)))
-
-
-def version_of(data: Mapping[str, Any]) -> UUID | None:
-    value = data.get("versionId")
-    return UUID(str(value)) if value else None

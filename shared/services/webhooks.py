@@ -5,14 +5,14 @@ remove it: anyone else gets the same 404 as for a webhook that does not exist. I
 registration (and at each rotation). The event list shows the events of the collections the caller reads.
 """
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
 
 from shared.domain.auth import Principal
 from shared.domain.errors import Forbidden, InvalidRequest, NotFound
-from shared.domain.events import RETENTION_DAYS, EventCursor, EventPage, EventType, page_after
+from shared.domain.events import EventCursor, EventPage, EventType, page_after
 from shared.domain.outbound import OutboundRefused
 from shared.domain.webhook_signing import new_secret
 from shared.domain.webhooks import (
@@ -189,7 +189,3 @@ class WebhookService:
             principal.tenant_id, readable, after=position, limit=limit, types=frozenset(types) if types else None
         )
         return page_after(events, after=position, limit=limit, head=head)
-
-
-def retention_cutoff(now: datetime) -> datetime:
-    return now - timedelta(days=RETENTION_DAYS)

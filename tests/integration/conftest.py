@@ -147,7 +147,7 @@ def stack(
     from functions.api import handler as api_handler
     from functions.on_object_created import handler as created_handler
     from shared.adapters.outbound_http import PinnedHttpSender, tls_context
-    from tests.webhook_receiver import RECEIVER_NAME, FakeResolver, LoopbackOnlyConnector, self_signed_certificate
+    from tests.webhook_receiver import RECEIVER_NAME, FakeResolver, LoopbackOnlyConnector, receiver_certificate
 
     port = free_port()
     bucket = f"quire-files-{port}"
@@ -161,7 +161,7 @@ def stack(
     )
     # Webhooks go to the tests' HTTPS receivers on 127.0.0.1 only, by a name this fake resolves (no DNS query
     # leaves the machine), with the receivers' self-signed certificate trusted.
-    certificate = self_signed_certificate(tmp_path_factory.mktemp("receiver"))
+    certificate = receiver_certificate(tmp_path_factory.mktemp("receiver"))
     resolver = FakeResolver()
     resolver.set(RECEIVER_NAME, "127.0.0.1")
     connector = LoopbackOnlyConnector()

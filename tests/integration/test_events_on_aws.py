@@ -32,9 +32,9 @@ from shared.domain.webhooks import DeliveryState, NewWebhook
 from shared.local.http_api import LocalLambdaContext
 from shared.services.event_relay import EventRelay
 from shared.services.webhook_delivery import WebhookDeliverer
-from tests.builders.webhook_receiver import webhook_receiver
 from tests.conftest import load_event
 from tests.integration.conftest import MigratedDatabase
+from tests.webhook_receiver import http_receiver
 
 REGION = "us-east-1"
 
@@ -185,8 +185,8 @@ def test_the_deliverer_sends_a_woken_delivery_and_reports_a_malformed_message_al
 ) -> None:
     tenant = f"deliver{secrets.token_hex(4)}"
     store = PostgresWebhookStore(database)
-    with webhook_receiver() as receiver:
-        webhook = a_webhook(store, tenant, receiver.url)
+    with http_receiver() as receiver:
+        webhook = a_webhook(store, tenant, receiver.url())
         delivery = store.add_delivery(
             tenant, webhook.webhook_id, message_id="msg_1", event_type="file.deleted", body={"type": "file.deleted"}
         )

@@ -46,12 +46,12 @@ from tests.builders.lambda_runtime_api import (
     quire_functions,
     start_lambda_run,
 )
-from tests.builders.webhook_receiver import Receiver, webhook_receiver
 from tests.conftest import load_event
 from tests.fakes import RecordingWorkflow
 from tests.fakes_writing import RecordingRenderQueue
 from tests.infra.synthesis import stand_in_console, stand_in_package
 from tests.integration.conftest import MigratedDatabase, with_database
+from tests.webhook_receiver import Receiver, http_receiver
 
 PRINCIPAL = with_role("acme", "ann", {"docs"}, Role.ADMIN)
 MCP_HANDLER = "functions/mcp/run.sh"
@@ -178,7 +178,7 @@ def local_stack(
         "QUIRE_EVENT_ARCHIVE_FILE": str(event_archive),
     }
     try:
-        with webhook_receiver() as receiver:
+        with http_receiver() as receiver:
             yield LocalStack(container, workflow, renders, environment, bucket, s3_endpoint, event_archive, receiver)
     finally:
         container.database.close()
@@ -326,7 +326,7 @@ def deliver_webhooks_case(stack: LocalStack) -> Case:
         NewWebhook(
             tenant_id="acme",
             webhook_id=uuid.uuid4(),
-            url=stack.receiver.url,
+            url=stack.receiver.url(),
             event_types=["*"],
             collection_ids=["quiet"],
             description="runtime check",

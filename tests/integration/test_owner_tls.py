@@ -2,7 +2,6 @@
 leaves: an impostor on the writer's address (TLS with a certificate of its own) asks for the password in
 clear text, as PostgreSQL may, and must never receive it."""
 
-import datetime
 import socket
 import ssl
 import struct
@@ -12,39 +11,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from migrations.runner import owner_url
+from tests.certificates import self_signed_certificate
 
 PASSWORD = "the-owner's-password"
 _SSL_REQUEST = struct.pack("!ii", 8, 80877103)
 _CLEARTEXT_PASSWORD_REQUEST = b"R" + struct.pack("!ii", 8, 3)
-
-
-def self_signed_certificate(directory: Path, hostname: str) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "impostor.crt", directory / "impostor.key"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
 
 
 class Impostor:
@@ -81,7 +54,7 @@ class Impostor:
 
 @pytest.fixture
 def impostor(tmp_path: Path) -> Iterator[Impostor]:
-    server = Impostor(*self_signed_certificate(tmp_path, "localhost"))
+    server = Impostor(*self_signed_certificate(tmp_path, "localhost", stem="impostor"))
     try:
         yield server
     finally:

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from shared.adapters.aws.retrying import LazyClient
-from shared.domain.events import StoredEvent, event_body
+from shared.domain.events import EVENT_SOURCE, StoredEvent, event_body
 from shared.ports import EventBus
 
-SOURCE = "quire"
+SOURCE = EVENT_SOURCE
 ENTRIES_PER_CALL = 10  # PutEvents' limit
 
 

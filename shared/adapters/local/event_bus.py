@@ -15,16 +15,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from uuid import UUID
 
-from shared.domain.events import StoredEvent, event_body
+from shared.domain.events import EVENT_SOURCE, StoredEvent, event_body
 from shared.ports import DeliveryQueue, EventBus
 
 _log = logging.getLogger(__name__)
-SOURCE = "quire"
 
 
 def bus_entry(event: StoredEvent) -> dict[str, object]:
     """One event as a PutEvents entry (without the bus name)."""
-    return {"Source": SOURCE, "DetailType": event.type.value, "Detail": json.dumps(event_body(event))}
+    return {"Source": EVENT_SOURCE, "DetailType": event.type.value, "Detail": json.dumps(event_body(event))}
 
 
 class ArchiveEventBus(EventBus):
@@ -53,24 +52,24 @@ class ThreadDeliveryQueue(DeliveryQueue):
         self._condition = threading.Condition()
         self._worker: threading.Thread | None = None
         self._stopped = False
-        self._busy = 0
 
     def wake(self, tenant_id: str, delivery_ids: Sequence[UUID], *, delay_seconds: int = 0) -> None:
         with self._condition:
             self._due.append((time.monotonic() + delay_seconds, tenant_id, tuple(delivery_ids)))
-            if self._worker is None or not self._worker.is_alive():
-                self._stopped = False
-                self._worker = threading.Thread(target=self._work, name="quire-webhooks", daemon=True)
-                self._worker.start()
+            self._running()
             self._condition.notify()
 
     def start(self) -> None:
         """Start the sweep without a wake-up (the stack does, so what was due before a restart is sent)."""
         with self._condition:
-            if self._worker is None or not self._worker.is_alive():
-                self._stopped = False
-                self._worker = threading.Thread(target=self._work, name="quire-webhooks", daemon=True)
-                self._worker.start()
+            self._running()
+
+    def _running(self) -> None:
+        """The worker, started if it is not running (called holding the condition)."""
+        if self._worker is None or not self._worker.is_alive():
+            self._stopped = False
+            self._worker = threading.Thread(target=self._work, name="quire-webhooks", daemon=True)
+            self._worker.start()
 
     def stop(self) -> None:
         with self._condition:
@@ -78,12 +77,6 @@ class ThreadDeliveryQueue(DeliveryQueue):
             self._condition.notify()
         if self._worker is not None:
             self._worker.join(timeout=15)
-
-    def idle(self) -> bool:
-        """Nothing is due now and nothing is being sent (a test's wait)."""
-        with self._condition:
-            now = time.monotonic()
-            return self._busy == 0 and not any(at <= now for at, _, _ in self._due)
 
     def _work(self) -> None:
         last_sweep = 0.0
@@ -99,7 +92,6 @@ class ThreadDeliveryQueue(DeliveryQueue):
                 if self._stopped:
                     return
                 self._due = [entry for entry in self._due if entry not in ready]
-                self._busy += 1
             try:
                 for _, tenant_id, ids in ready:
                     self._deliver(tenant_id, ids)
@@ -108,6 +100,3 @@ class ThreadDeliveryQueue(DeliveryQueue):
                     self._deliver(None, ())
             except Exception:  # the database was unreachable: the sweep tries again
                 _log.exception("delivering webhooks failed; what is due stays due")
-            finally:
-                with self._condition:
-                    self._busy -= 1
