@@ -41,8 +41,11 @@ class Settings(BaseSettings):
     )
     # Honoured by the migrations (the `vector(N)` column); changing it needs a re-index migration.
     embedding_dimension: int = Field(default=384, ge=1, le=MAX_INDEXED_DIMENSION)
-    # Uploads: the largest declared size accepted (the refusal names it) and the presigned POST's lifetime.
+    # Uploads: the largest single POST, which is also the largest document (extraction reads a document whole; the
+    # refusal names it), and the presigned URLs' lifetime (the POST's and each part's).
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
+    # The largest recording (audio or video), uploaded by parts: at most S3's largest object, 5 TiB.
+    max_media_bytes: int = Field(default=10 * 1024**3, ge=1, le=5 * 1024**4)
     upload_url_lifetime_seconds: int = Field(default=900, ge=60, le=900)
     # Reconciliation: how long an upload may stay pending, and processing may stall, before it acts.
     reconcile_pending_after_seconds: int = Field(default=3600, ge=0)

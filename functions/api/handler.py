@@ -15,7 +15,20 @@ from functions.api.middleware import (
     refuse_nul_anywhere,
     resolve_refusing_unreadable_bodies,
 )
-from functions.api.routes import answers, artifacts, audit, events, exports, files, meta, pdf, search, tools, writing
+from functions.api.routes import (
+    answers,
+    artifacts,
+    audit,
+    events,
+    exports,
+    files,
+    meta,
+    pdf,
+    search,
+    tools,
+    uploads,
+    writing,
+)
 from functions.views.account import CallerView
 from shared.bootstrap import container
 from shared.domain.auth import Principal, principal_from_claims
@@ -32,7 +45,7 @@ register_error_handlers(app)
 
 
 app.use(middlewares=[limit_request_rate, refuse_nul_anywhere, act_for_the_callers_tenant])
-for resource in (files, search, answers, artifacts, exports, pdf, writing, tools, audit, events, meta):
+for resource in (files, uploads, search, answers, artifacts, exports, pdf, writing, tools, audit, events, meta):
     app.include_router(resource.router)
 
 

@@ -23,6 +23,8 @@ REPORTED_COUNTS = (
     "stuckVersions",
     "staleWorkRemoved",
     "rendersResubmitted",
+    "sessionsExpired",
+    "uploadsAborted",
 )
 # QUIRE_ENVIRONMENT, set on every function by infra: the dimension the dashboard and alarms select on.
 ENVIRONMENT = load_settings().environment

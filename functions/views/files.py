@@ -15,7 +15,6 @@ from shared.domain.files import (
     FileRecord,
     FileVersionRecord,
     OcrState,
-    PresignedUpload,
     ProcessingState,
     VersionState,
     VisionState,
@@ -25,7 +24,9 @@ from shared.domain.metadata_schema import MetadataSchema
 from shared.domain.reading import Window
 from shared.domain.recognition import BoundingBox
 from shared.domain.rendering import render_markdown
+from shared.services.files import PartsRequest, UploadTicket
 from shared.services.page_images import PageImage
+from shared.services.upload_sessions import SessionTicket
 
 METADATA_DESCRIPTION = (
     "The product's own attributes of the file: keys matching ^[a-z][a-z0-9_.-]{0,63}$ (quire. is reserved), values"
@@ -36,7 +37,33 @@ METADATA_DESCRIPTION = (
 METADATA_EXAMPLE = {"customer": "acme", "doctype": "contract", "effective": "2026-01-01", "tags": ["nda"]}
 
 
-class UploadRequest(ApiModel):
+class ByParts(ApiModel):
+    """How an upload asks to go by parts (an upload session): always past the single POST's limit, and on request
+    below it (resumable)."""
+
+    multipart: bool = Field(
+        default=False,
+        description="Upload by parts (an upload session) even when the single POST would take the file; a file past"
+        " the single POST's limit always goes by parts.",
+    )
+    part_size: int | None = Field(
+        default=None,
+        ge=5 * 1024 * 1024,
+        le=5 * 1024 * 1024 * 1024,
+        description="Bytes of every part but the last: whole MiB, at least 5 MiB (S3's smallest part); raised when"
+        " the file would need more than 10,000 parts. 16 MiB when not given.",
+    )
+    checksums: bool = Field(
+        default=False,
+        description="Every part URL is then asked for with the part's SHA-256 (base64) and signed with it: S3 refuses"
+        " a part whose bytes do not match.",
+    )
+
+    def parts_request(self) -> PartsRequest:
+        return PartsRequest(multipart=self.multipart, part_size=self.part_size, checksums=self.checksums)
+
+
+class UploadRequest(ByParts):
     collection_id: str = Field(min_length=1, max_length=64)
     filename: str = Field(min_length=1, max_length=4096)
     media_type: str = Field(min_length=1, max_length=255)
@@ -44,7 +71,7 @@ class UploadRequest(ApiModel):
     metadata: dict[str, Any] | None = Field(default=None, description=METADATA_DESCRIPTION, examples=[METADATA_EXAMPLE])
 
 
-class NewVersionRequest(ApiModel):
+class NewVersionRequest(ByParts):
     filename: str = Field(min_length=1, max_length=4096)
     media_type: str = Field(min_length=1, max_length=255)
     byte_size: int = Field(ge=0)
@@ -102,18 +129,35 @@ class UploadTarget(ApiModel):
 
 
 class UploadResponse(ApiModel):
+    """A single POST's target (`upload`), or an upload session (`uploadId` and its parts: ask
+    `POST /v1/uploads/{uploadId}/parts` for their URLs, then `POST /v1/uploads/{uploadId}/complete`)."""
+
     file_id: UUID
     version_id: UUID
-    upload: UploadTarget
-    expires_at: datetime
+    upload: UploadTarget | None = Field(default=None, description="The single POST's target; absent for a session.")
+    expires_at: datetime = Field(description="When the POST's URL, or the session, ends.")
+    upload_id: UUID | None = Field(default=None, description="The upload session; absent for a single POST.")
+    part_size: int | None = None
+    part_count: int | None = None
+    checksums: bool | None = None
 
     @classmethod
-    def of(cls, file_id: UUID, version_id: UUID, upload: PresignedUpload) -> "UploadResponse":
+    def of(cls, ticket: UploadTicket | SessionTicket) -> "UploadResponse":
+        if isinstance(ticket, SessionTicket):
+            return cls(
+                file_id=ticket.file_id,
+                version_id=ticket.version_id,
+                expires_at=ticket.expires_at,
+                upload_id=ticket.upload_id,
+                part_size=ticket.part_size,
+                part_count=ticket.part_count,
+                checksums=ticket.checksums,
+            )
         return cls(
-            file_id=file_id,
-            version_id=version_id,
-            upload=UploadTarget(url=upload.url, fields=upload.fields),
-            expires_at=upload.expires_at,
+            file_id=ticket.file_id,
+            version_id=ticket.version_id,
+            upload=UploadTarget(url=ticket.upload.url, fields=ticket.upload.fields),
+            expires_at=ticket.upload.expires_at,
         )
 
 

@@ -41,7 +41,7 @@ from infra.constructs.functions import (
     acknowledge,
     log_retention,
 )
-from infra.constructs.storage import DELETE_OBJECTS, READ_OBJECTS, TAG_OBJECTS, Storage
+from infra.constructs.storage import DELETE_OBJECTS, MULTIPART_OBJECTS, READ_OBJECTS, TAG_OBJECTS, Storage
 from infra.constructs.tenant_data import TenantDataAccess
 from infra.environments import EnvironmentSettings
 
@@ -166,6 +166,9 @@ def serve_tenants(
     # Presigned and proxied reads of an original, by version id; a deletion tags the version deleted and
     # removes it in the request (shared/services/files.py), so a link issued before stops working at once.
     data.grant_objects(("s3:PutObject", *READ_OBJECTS, *TAG_OBJECTS, *DELETE_OBJECTS), (ORIGINALS_PREFIX,))
+    # Upload sessions: begun, each part's URL signed and completed with the caller's tenant session (s3:PutObject);
+    # the parts S3 holds listed, and the upload aborted.
+    data.grant_objects(MULTIPART_OBJECTS, (ORIGINALS_PREFIX,))
     # Extracted documents (GET /v1/files/{id}/document, reindex). Never deleted here: what was derived from a
     # deleted original is the reconciliation sweep's to remove.
     data.grant_objects(("s3:GetObject",), (DERIVED_PREFIX,))

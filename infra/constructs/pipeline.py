@@ -528,6 +528,8 @@ class Pipeline(Construct):
             delete=(ORIGINALS_PREFIX, DERIVED_PREFIX, OCR_STAGING_PREFIX),
             listing=(ORIGINALS_PREFIX, DERIVED_PREFIX, OCR_STAGING_PREFIX),
         )
+        # An upload session past its day is aborted with its version (the lifecycle rule aborts it too).
+        self._storage.grant_objects(function, ("s3:AbortMultipartUpload",), (ORIGINALS_PREFIX,))
         # A pending upload whose bytes never came is found missing, and rejected, rather than failing the sweep.
         self._storage.grant_missing_is_not_found(function)
         undelivered = self._dead_letter_queue("ReconcileUndelivered", "schedules Scheduler could not deliver")

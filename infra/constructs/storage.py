@@ -21,6 +21,9 @@ READ_OBJECTS = ("s3:GetObject", "s3:GetObjectVersion")
 WRITE_OBJECTS = ("s3:PutObject",)
 DELETE_OBJECTS = ("s3:DeleteObject", "s3:DeleteObjectVersion")
 TAG_OBJECTS = ("s3:PutObjectTagging", "s3:PutObjectVersionTagging")
+# Upload sessions (shared/adapters/aws/s3_multipart.py): s3:PutObject covers beginning, each part and completing;
+# what S3 holds (to resume) and aborting are their own actions.
+MULTIPART_OBJECTS = ("s3:ListMultipartUploadParts", "s3:AbortMultipartUpload")
 # A deletion tags the exact version it deletes with this before it returns; from then on nobody reads it, even
 # with a presigned URL issued earlier (the bucket policy below).
 DELETED_TAG_KEY = "quire:deleted"
@@ -62,14 +65,18 @@ class Storage(Construct):
             server_access_logs_prefix="originals/",
             cors=[
                 s3.CorsRule(
-                    allowed_methods=[s3.HttpMethods.POST],
+                    # POST: the single presigned POST; PUT: each part of an upload session, whose ETag the
+                    # browser must read to complete it.
+                    allowed_methods=[s3.HttpMethods.POST, s3.HttpMethods.PUT],
                     allowed_origins=cdk.Lazy.list(_Listed(self._browser_origins)),
                     allowed_headers=["*"],
+                    exposed_headers=["ETag"],
                     max_age=3000,
                 )
             ],
             lifecycle_rules=[
                 s3.LifecycleRule(
+                    # An upload session lasts a day (shared/domain/upload_sessions.SESSION_LIFETIME).
                     abort_incomplete_multipart_upload_after=cdk.Duration.days(1),
                     noncurrent_version_expiration=cdk.Duration.days(settings.noncurrent_version_retention_days),
                 ),

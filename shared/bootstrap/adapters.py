@@ -39,6 +39,7 @@ from shared.ports import (
     KnowledgeStore,
     MalwareScanning,
     MetadataWriter,
+    MultipartStore,
     OcrProvider,
     PageRasterizer,
     PdfOperations,
@@ -49,6 +50,7 @@ from shared.ports import (
     TokenVerifier,
     ToolCallAudit,
     TranscriptionProvider,
+    UploadSessionStore,
     UsageLedger,
     VectorIndex,
     VisionProvider,
@@ -170,6 +172,18 @@ class Adapters:
         from shared.adapters.aws.s3_content_store import S3ContentStore
 
         return S3ContentStore(self.clients.tenant_scoped(self.clients.s3), self.settings.bucket)
+
+    @cached_property
+    def multipart(self) -> MultipartStore:
+        from shared.adapters.aws.s3_multipart import S3MultipartStore
+
+        return S3MultipartStore(self.clients.tenant_scoped(self.clients.s3), self.settings.bucket)
+
+    @cached_property
+    def upload_session_store(self) -> UploadSessionStore:
+        from shared.adapters.postgres.upload_sessions import PostgresUploadSessions
+
+        return PostgresUploadSessions(self.database)
 
     @cached_property
     def knowledge(self) -> KnowledgeStore:

@@ -35,6 +35,7 @@ from shared.ports import (
     KnowledgeStore,
     MalwareScanning,
     MetadataWriter,
+    MultipartStore,
     OcrProvider,
     RenderQueue,
     ReplacementStore,
@@ -42,6 +43,7 @@ from shared.ports import (
     TokenVerifier,
     ToolCallAudit,
     TranscriptionProvider,
+    UploadSessionStore,
     UsageLedger,
     VectorIndex,
     VisionProvider,
@@ -73,6 +75,7 @@ from shared.services.reindexing import Reindexer
 from shared.services.request_rate import RequestRateLimiter
 from shared.services.retrieval import Retrieval
 from shared.services.upload_completion import UploadCompletion
+from shared.services.upload_sessions import UploadSessions
 from shared.services.webhook_delivery import WebhookDeliverer
 from shared.services.webhooks import WebhookService
 
@@ -103,6 +106,8 @@ class Container:
     file_metadata: _Adapter[FileMetadataStore] = _Adapter()
     metadata_writer: _Adapter[MetadataWriter] = _Adapter()
     content: _Adapter[FileContentStore] = _Adapter()
+    multipart: _Adapter[MultipartStore] = _Adapter()
+    upload_session_store: _Adapter[UploadSessionStore] = _Adapter()
     knowledge: _Adapter[KnowledgeStore] = _Adapter()
     vector_index: _Adapter[VectorIndex] = _Adapter()
     keyword_index: _Adapter[KeywordIndex] = _Adapter()
@@ -191,9 +196,23 @@ class Container:
             UploadLimits(
                 max_bytes=self.settings.max_upload_bytes,
                 url_lifetime=timedelta(seconds=self.settings.upload_url_lifetime_seconds),
+                max_media_bytes=self.settings.max_media_bytes,
             ),
             spend=self.spend_limits,
             scanning=self.malware_scanning,
+            sessions=self.upload_sessions,
+        )
+
+    @cached_property
+    def upload_sessions(self) -> UploadSessions:
+        return UploadSessions(
+            self.upload_session_store,
+            self.multipart,
+            self.file_metadata,
+            self.content,
+            self.authorization,
+            part_url_lifetime=timedelta(seconds=self.settings.upload_url_lifetime_seconds),
+            abort_stale_uploads=self.settings.runtime == "local",
         )
 
     @cached_property
@@ -317,6 +336,7 @@ class Container:
             derived_owners=(self.artifacts, self.document_writer),
             from_the_top=from_the_top,
             purges=(self.event_outbox, self.webhook_store),
+            sessions=self.upload_sessions,
         )
 
     # --- search and answers -------------------------------------------------------------------------------------

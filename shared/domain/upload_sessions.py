@@ -1,6 +1,5 @@
-"""Upload sessions (issue 35, item 5), the pure rules: how a large upload is cut into parts, which parts a client may
-ask URLs for, and when the parts S3 holds make the file that was declared. Not wired yet: the routes, the session
-rows and the S3 multipart adapter come next (notes in docs/files.md once they land).
+"""Upload sessions, the pure rules: how a large upload is cut into parts, which parts a client may ask URLs for, and
+when the parts S3 holds make the file that was declared (docs/files.md, "Upload sessions").
 
 S3's limits (https://docs.aws.amazon.com/AmazonS3/latest/userguide/qfacts.html): at most 10,000 parts, each 5 MiB to
 5 GiB but the last, an object at most 5 TiB.
@@ -10,8 +9,12 @@ import base64
 import binascii
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
 
 MIB = 1024 * 1024
 MIN_PART_BYTES = 5 * MIB
@@ -22,11 +25,12 @@ DEFAULT_PART_BYTES = 16 * MIB
 # Part URLs one request may ask for (each presigned for at most 15 minutes).
 MAX_PART_URLS_PER_CALL = 100
 SHA256_BYTES = 32
+# An open session's life, as the bucket's lifecycle rule aborts an incomplete multipart upload a day after it began.
+SESSION_LIFETIME = timedelta(days=1)
 
 
 class SessionState(StrEnum):
     OPEN = "open"
-    COMPLETING = "completing"
     COMPLETED = "completed"
     ABORTED = "aborted"
     EXPIRED = "expired"
@@ -129,6 +133,7 @@ class StoredPart:
     part_number: int
     size: int
     etag: str
+    checksum_sha256: str | None = None
 
 
 def completed_parts(
@@ -164,3 +169,59 @@ def completed_parts(
 
 def _bare(etag: str) -> str:
     return etag.strip().strip('"')
+
+
+class NewUploadSession(BaseModel):
+    """A session about to be recorded beside its pending version: S3's multipart upload already begun."""
+
+    model_config = ConfigDict(frozen=True)
+
+    upload_id: UUID
+    storage_upload_id: str
+    byte_size: int
+    part_size: int
+    part_count: int
+    checksums: bool
+    expires_at: datetime
+
+
+class UploadSession(BaseModel):
+    """A session as recorded, with the file's collection as it is now (a moved file's session follows it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: str
+    upload_id: UUID
+    file_id: UUID
+    version_id: UUID
+    collection_id: str
+    storage_key: str
+    storage_upload_id: str
+    byte_size: int
+    part_size: int
+    part_count: int
+    checksums: bool
+    state: SessionState
+    created_at: datetime
+    expires_at: datetime
+    ended_at: datetime | None = None
+    # False once its version is no longer waiting for bytes (the file deleted, the version rejected).
+    version_pending: bool = True
+
+    @property
+    def plan(self) -> PartPlan:
+        return PartPlan(byte_size=self.byte_size, part_size=self.part_size, part_count=self.part_count)
+
+    def expired(self, now: datetime) -> bool:
+        return self.state is SessionState.EXPIRED or (self.state is SessionState.OPEN and now >= self.expires_at)
+
+
+@dataclass(frozen=True)
+class PartUpload:
+    """Where one part goes: an HTTP PUT of exactly the part's bytes to `url`, with `headers` (the part's checksum,
+    when the session has them: S3 refuses bytes that do not match it)."""
+
+    part_number: int
+    url: str
+    expires_at: datetime
+    headers: Mapping[str, str]

@@ -163,9 +163,14 @@ def check_declared_size(byte_size: int, limit: int) -> None:
 ORIGINALS_PREFIX = "tenants/"
 
 
+def tenant_files_prefix(tenant_id: str) -> str:
+    """Where every original of one tenant is kept."""
+    return f"{ORIGINALS_PREFIX}{tenant_id}/files/"
+
+
 def file_prefix(tenant_id: str, file_id: UUID) -> str:
     """Where every version of one file is kept (each version's key starts with it)."""
-    return f"{ORIGINALS_PREFIX}{tenant_id}/files/{file_id}/"
+    return f"{tenant_files_prefix(tenant_id)}{file_id}/"
 
 
 def storage_key(tenant_id: str, file_id: UUID, version_id: UUID) -> str:

@@ -31,6 +31,7 @@ from shared.ports.models import (
 )
 from shared.ports.search import KeywordIndex, KnowledgeStore, Reranker, TitleIndex, VectorIndex
 from shared.ports.security import AuthorizationPolicy, MalwareScanning, TokenVerifier, ToolCallAudit, UsageLedger
+from shared.ports.uploads import MultipartStore, UploadSessionStore
 from shared.ports.writing import AnswerStore, ArtifactStore, ExportStore, RenderQueue, ReplacementStore
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "KnowledgeStore",
     "MalwareScanning",
     "MetadataWriter",
+    "MultipartStore",
     "OcrProvider",
     "OcrSource",
     "PageRasterizer",
@@ -70,6 +72,7 @@ __all__ = [
     "TokenVerifier",
     "ToolCallAudit",
     "TranscriptionProvider",
+    "UploadSessionStore",
     "UsageLedger",
     "VectorIndex",
     "VisionProvider",

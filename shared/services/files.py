@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import islice
-from typing import Any
+from typing import Any, overload
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict
@@ -63,6 +63,7 @@ from shared.ports import (
     MalwareScanning,
 )
 from shared.services.limits import SpendLimits
+from shared.services.upload_sessions import SessionTicket, UploadSessions
 
 MAX_PAGE_SIZE = 100
 EXPORTS_ARE_RENDERINGS = (
@@ -90,8 +91,39 @@ class Deletion:
 
 @dataclass(frozen=True)
 class UploadLimits:
+    # The largest single POST, and the largest document (extraction reads a document whole).
     max_bytes: int
     url_lifetime: timedelta = timedelta(minutes=15)
+    # The largest recording, uploaded by parts (up to S3's 5 TiB object).
+    max_media_bytes: int = 10 * 1024**3
+
+    def largest(self, kind: str) -> int:
+        """The largest file of this kind an upload (by parts, past the single POST) may declare."""
+        return self.max_media_bytes if kind in MEDIA_KINDS else self.max_bytes
+
+    @property
+    def largest_of_all(self) -> int:
+        return max(self.max_bytes, self.max_media_bytes)
+
+
+# Kinds whose files may pass the single POST's limit (uploaded by parts): recordings are read by a speech engine
+# that streams them, where a document is read whole.
+MEDIA_KINDS = frozenset({"audio", "video"})
+
+
+@dataclass(frozen=True)
+class PartsRequest:
+    """How a client asks for an upload by parts: `multipart` for a file the single POST would take (resumable),
+    `part_size` (whole MiB, at least 5) and SHA-256 `checksums` on every part."""
+
+    multipart: bool = False
+    part_size: int | None = None
+    checksums: bool = False
+
+    @property
+    def wanted(self) -> bool:
+        """Parts asked for: by `multipart`, or by choosing their size or checksums."""
+        return self.multipart or self.part_size is not None or self.checksums
 
 
 class UploadTicket(BaseModel):
@@ -140,7 +172,9 @@ class FileService:
         *,
         spend: SpendLimits | None = None,
         scanning: MalwareScanning | None = None,
+        sessions: UploadSessions | None = None,
     ) -> None:
+        self._sessions = sessions
         self._catalog = catalog
         self._content = content
         self._policy = policy
@@ -149,6 +183,7 @@ class FileService:
         self._spend = spend
         self._scanning = scanning
 
+    @overload
     def start_upload(
         self,
         principal: Principal,
@@ -158,7 +193,31 @@ class FileService:
         media_type: str,
         byte_size: int,
         metadata: dict[str, Any] | None = None,
-    ) -> UploadTicket:
+        by_parts: None = None,
+    ) -> UploadTicket: ...
+    @overload
+    def start_upload(
+        self,
+        principal: Principal,
+        *,
+        collection_id: str,
+        filename: str,
+        media_type: str,
+        byte_size: int,
+        metadata: dict[str, Any] | None = None,
+        by_parts: PartsRequest,
+    ) -> UploadTicket | SessionTicket: ...
+    def start_upload(
+        self,
+        principal: Principal,
+        *,
+        collection_id: str,
+        filename: str,
+        media_type: str,
+        byte_size: int,
+        metadata: dict[str, Any] | None = None,
+        by_parts: PartsRequest | None = None,
+    ) -> UploadTicket | SessionTicket:
         self._policy.ensure_can_write(principal, collection_id)
         return self._ticket(
             principal,
@@ -169,8 +228,10 @@ class FileService:
             byte_size=byte_size,
             new_file=True,
             metadata=metadata,
+            by_parts=by_parts,
         )
 
+    @overload
     def start_new_version(
         self,
         principal: Principal,
@@ -180,7 +241,31 @@ class FileService:
         media_type: str,
         byte_size: int,
         metadata: dict[str, Any] | None = None,
-    ) -> UploadTicket:
+        by_parts: None = None,
+    ) -> UploadTicket: ...
+    @overload
+    def start_new_version(
+        self,
+        principal: Principal,
+        file_id: UUID,
+        *,
+        filename: str,
+        media_type: str,
+        byte_size: int,
+        metadata: dict[str, Any] | None = None,
+        by_parts: PartsRequest,
+    ) -> UploadTicket | SessionTicket: ...
+    def start_new_version(
+        self,
+        principal: Principal,
+        file_id: UUID,
+        *,
+        filename: str,
+        media_type: str,
+        byte_size: int,
+        metadata: dict[str, Any] | None = None,
+        by_parts: PartsRequest | None = None,
+    ) -> UploadTicket | SessionTicket:
         record = self.writable_file(principal, file_id)
         if record.current.export_id is not None:
             # An export's file is the rendering of its source: its bytes change only by exporting again.
@@ -194,6 +279,7 @@ class FileService:
             byte_size=byte_size,
             new_file=False,
             metadata=metadata,
+            by_parts=by_parts,
         )
 
     def _ticket(
@@ -207,11 +293,18 @@ class FileService:
         byte_size: int,
         new_file: bool,
         metadata: dict[str, Any] | None,
-    ) -> UploadTicket:
-        # Refused before anything is recorded or signed: size (naming the limit), then type and name, then metadata.
-        check_declared_size(byte_size, self._limits.max_bytes)
+        by_parts: PartsRequest | None,
+    ) -> UploadTicket | SessionTicket:
+        # Refused before anything is recorded or signed: size (naming the limit), then type and name, then the size
+        # for that type, then metadata. Without `by_parts` (the caller offers no session) one POST is the limit.
+        sessions = self._sessions if by_parts is not None else None
+        check_declared_size(byte_size, self._limits.max_bytes if sessions is None else self._limits.largest_of_all)
         name = clean_filename(filename)
         accepted = accepted_type(media_type, name)
+        parts_wanted = by_parts is not None and by_parts.wanted
+        if sessions is None and parts_wanted:
+            raise InvalidRequest("multipart: upload sessions are not offered by this deployment")
+        check_declared_size(byte_size, self._limits.largest(accepted.kind))
         try:
             checked = validated_metadata(metadata) if metadata is not None else None
         except MetadataError as error:
@@ -220,22 +313,23 @@ class FileService:
             self._spend.ensure_upload_fits(principal.tenant_id, byte_size)
         version_id = self._new_id()
         key = storage_key(principal.tenant_id, file_id, version_id)
-        # Metadata first: a crash after this leaves a pending row that reconciliation can see.
-        self._catalog.create_version(
-            NewVersion(
-                tenant_id=principal.tenant_id,
-                file_id=file_id,
-                version_id=version_id,
-                collection_id=collection_id,
-                filename=name,
-                media_type=accepted.media_type,
-                declared_byte_size=byte_size,
-                storage_key=key,
-                created_by=principal.subject,
-                metadata=checked,
-            ),
-            new_file=new_file,
+        new = NewVersion(
+            tenant_id=principal.tenant_id,
+            file_id=file_id,
+            version_id=version_id,
+            collection_id=collection_id,
+            filename=name,
+            media_type=accepted.media_type,
+            declared_byte_size=byte_size,
+            storage_key=key,
+            created_by=principal.subject,
+            metadata=checked,
         )
+        if sessions is not None and (parts_wanted or byte_size > self._limits.max_bytes):
+            assert by_parts is not None
+            return sessions.open(new, new_file=new_file, part_size=by_parts.part_size, checksums=by_parts.checksums)
+        # Metadata first: a crash after this leaves a pending row that reconciliation can see.
+        self._catalog.create_version(new, new_file=new_file)
         upload = self._content.signed_upload(
             key, content_type=accepted.media_type, max_bytes=byte_size, lifetime=self._limits.url_lifetime
         )
@@ -405,6 +499,12 @@ class FileService:
     def delete_file(self, principal: Principal, file_id: UUID) -> Deletion:
         self.writable_file(principal, file_id)
         moved = self._catalog.begin_delete_file(principal.tenant_id, file_id)
+        if self._sessions is not None:
+            try:
+                self._sessions.end_with_file(principal.tenant_id, file_id)
+            except Exception:
+                # Recorded already: a session of a deleted file ends when next used, its parts by the lifecycle rule.
+                logger.exception("the deleted file's upload sessions could not be aborted in the request")
         return self._withdraw(principal.tenant_id, moved, file_id=file_id)
 
     def _withdraw_page_images(self, tenant_id: str, file_ids: list[UUID]) -> None:

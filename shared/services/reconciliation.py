@@ -117,6 +117,9 @@ class ReconcileReport:
     failed_rows: list[dict[str, Any]] = field(default_factory=list)
     # Records past their retention (events, finished webhook deliveries), deleted.
     records_purged: int = 0
+    # Upload sessions past their day, and S3 multipart uploads no session can complete, ended.
+    sessions_expired: int = 0
+    uploads_aborted: int = 0
 
     @property
     def orphaned(self) -> bool:
@@ -135,6 +138,8 @@ class ReconcileReport:
             "staleWorkRemoved": self.stale_work_removed,
             "rendersResubmitted": self.renders_resubmitted,
             "objectsScanned": self.objects_scanned,
+            "sessionsExpired": self.sessions_expired,
+            "uploadsAborted": self.uploads_aborted,
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -155,6 +160,8 @@ class ReconcileReport:
             "tenantsWaiting": self.tenants_waiting,
             "failedRows": self.failed_rows,
             "recordsPurged": self.records_purged,
+            "sessionsExpired": self.sessions_expired,
+            "uploadsAborted": self.uploads_aborted,
             "orphaned": self.orphaned,
         }
 
@@ -170,6 +177,19 @@ class StalledRenders(Protocol):
         self, tenant_id: str, now: datetime | None = None, *, untouched_since: datetime | None = None
     ) -> int:
         """Hand pending exports nobody touched for a while (or since `untouched_since`) to the worker again."""
+        ...
+
+
+class SessionSweep(Protocol):
+    """Upload sessions (shared/services/upload_sessions.py), as reconciliation sees them."""
+
+    def uploading(self, tenant_id: str, version_id: UUID, now: datetime) -> bool:
+        """True while the version's bytes may still come by parts (its session is open and not past its day)."""
+        ...
+
+    def sweep(self, tenant_id: str, now: datetime) -> tuple[int, int]:
+        """Sessions past their day ended (their versions rejected) and multipart uploads no session can complete
+        aborted, in S3 as the bucket's lifecycle rule does: (sessions expired, uploads aborted)."""
         ...
 
 
@@ -193,6 +213,7 @@ class Reconciler:
         renders: StalledRenders | None = None,
         derived_owners: Sequence[DerivedOwner] = (),
         purges: Sequence[Purgeable] = (),
+        sessions: SessionSweep | None = None,
         retention: timedelta = timedelta(days=RETENTION_DAYS),
         clock: Callable[[], float] = time.monotonic,
         from_the_top: bool = False,
@@ -209,6 +230,7 @@ class Reconciler:
         self._renders = renders
         self._derived_owners = tuple(derived_owners)
         self._purges = tuple(purges)
+        self._sessions = sessions
         self._retention = retention
         self._clock = clock
         # A sweep after a restart walks every row, not from where the last scheduled run stopped.
@@ -263,7 +285,9 @@ class Reconciler:
                 lambda after: queries.versions_in_states(
                     tenant_id, [VersionState.PENDING], updated_before=landed_cutoff, after=after, limit=_PAGE
                 ),
-                lambda tenant, row, report: self._recover_pending(tenant, row, report, reject_before=pending_cutoff),
+                lambda tenant, row, report: self._recover_pending(
+                    tenant, row, report, reject_before=pending_cutoff, now=now
+                ),
             ),
             (
                 "awaiting_processing",
@@ -286,6 +310,11 @@ class Reconciler:
             ),
         ]
         try:
+            if self._sessions is not None:
+                # First: a session past its day ends with its own reason, not as an upload that never came.
+                expired, aborted = self._sessions.sweep(tenant_id, now)
+                report.sessions_expired += expired
+                report.uploads_aborted += aborted
             ran_out = []
             for index, (sweep, fetch, handle) in enumerate(sweeps):
                 started = self._clock()
@@ -365,7 +394,9 @@ class Reconciler:
         if self._catalog.mark_deleted(tenant_id, version.version_id):
             report.deleted_versions += 1
 
-    def _recover_pending(self, tenant_id: str, row: Row, report: ReconcileReport, *, reject_before: datetime) -> None:
+    def _recover_pending(
+        self, tenant_id: str, row: Row, report: ReconcileReport, *, reject_before: datetime, now: datetime
+    ) -> None:
         file_id, version = row
         if version.export_id is not None:
             return  # a render in progress: the export sweep finishes it (its renderer writes the bytes)
@@ -374,6 +405,8 @@ class Reconciler:
         if landed is None:
             if version.updated_at >= reject_before:
                 return  # its upload URL may still be in use
+            if self._sessions is not None and self._sessions.uploading(tenant_id, version.version_id, now):
+                return  # uploaded by parts: its session lasts a day
             # Its upload URL expired long ago, so no byte can still come: the version is rejected with
             # that reason (shown to its owner), and nothing is deleted.
             if self._catalog.mark_rejected(

@@ -327,6 +327,9 @@ def test_the_api_role_grants_named_actions_on_named_resources_only(synthesized: 
         "s3:DeleteObject": {f"/tenants/{tenant}/*"},
         "s3:DeleteObjectVersion": {f"/tenants/{tenant}/*"},
         "s3:ListBucket": {"bucket"},
+        # Upload sessions: the parts S3 holds (a client resumes from them), and aborting.
+        "s3:ListMultipartUploadParts": {f"/tenants/{tenant}/*"},
+        "s3:AbortMultipartUpload": {f"/tenants/{tenant}/*"},
     }
     # Exports are rendered by the render function, invoked by name: that function only.
     (render,) = granted["lambda:InvokeFunction"]

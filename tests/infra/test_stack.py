@@ -9,6 +9,7 @@ from aws_cdk.assertions import Template
 
 from infra.app import build_app
 from infra.environments import settings_for
+from shared.domain.upload_sessions import SESSION_LIFETIME
 from tests.infra.template import as_text, dependencies, only
 
 
@@ -58,7 +59,9 @@ def test_browser_uploads_are_allowed_only_from_the_environments_origins_and_the_
     env, template = synthesized
     cors = originals_bucket(template)["Properties"]["CorsConfiguration"]["CorsRules"]
     assert len(cors) == 1
-    assert cors[0]["AllowedMethods"] == ["POST"]
+    # POST: the single presigned POST; PUT: an upload session's parts, whose ETag the browser reads to complete.
+    assert cors[0]["AllowedMethods"] == ["POST", "PUT"]
+    assert cors[0]["ExposedHeaders"] == ["ETag"]
     distribution_id, _ = only(template.find_resources("AWS::CloudFront::Distribution"))
     console = f"https://<{distribution_id}.DomainName>"
     assert [as_text(origin) for origin in cors[0]["AllowedOrigins"]] == [
@@ -66,6 +69,18 @@ def test_browser_uploads_are_allowed_only_from_the_environments_origins_and_the_
         console,
     ]
     assert "*" not in cors[0]["AllowedOrigins"]
+
+
+def test_an_upload_session_left_incomplete_is_aborted_by_storage_a_day_after_it_began(
+    synthesized: tuple[str, Template],
+) -> None:
+    """As a session lasts a day (shared/domain/upload_sessions.SESSION_LIFETIME), and for every key: the parts of
+    a crash between beginning an upload and recording its session are freed too."""
+    _, template = synthesized
+    rules = originals_bucket(template)["Properties"]["LifecycleConfiguration"]["Rules"]
+    aborting = [rule for rule in rules if "AbortIncompleteMultipartUpload" in rule]
+    assert len(aborting) == 1 and "Prefix" not in aborting[0] and aborting[0]["Status"] == "Enabled"
+    assert aborting[0]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": SESSION_LIFETIME.days}
 
 
 def test_no_resource_refers_to_itself_through_others(synthesized: tuple[str, Template]) -> None:

@@ -122,7 +122,8 @@ def test_a_session_for_one_tenant_reaches_its_own_objects_and_is_refused_another
     # The upload a presigned POST makes, and the read a presigned GET makes, for the API's caller's tenant only.
     api_role = tenant_data_role_id(functions(template)["functions.api.handler.handler"])
     api = policies.identity_statements(api_role)
-    for action in ("s3:PutObject", "s3:GetObjectVersion"):
+    # Upload sessions too: the parts (s3:PutObject), what S3 holds and aborting.
+    for action in ("s3:PutObject", "s3:GetObjectVersion", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"):
         assert allowed(Request(action, object_arn(original("acme")), role_arn(api_role), session("acme")), api, bucket)
         refused = Request(action, object_arn(original("globex")), role_arn(api_role), session("acme"))
         assert not allowed(refused, api, bucket)

@@ -21,7 +21,8 @@ TENANT = "roles"
 
 @pytest.fixture(scope="module")
 def seeded(stack: Stack) -> dict[str, str]:
-    """A file, a PDF, an artifact and a pending replacement in collection `docs`, made by its admin."""
+    """A file, a PDF, an artifact, a pending replacement and an open upload session in collection `docs`, made by
+    its admin."""
     admin = stack.token(tenant=TENANT, role=Role.ADMIN)
     note = indexed(stack, admin, "policy.md", b"# Policy\n\nThe okapi budget is 400 EUR.\n")
     pdf = stack.upload(admin, "scan.pdf", "application/pdf", pdf_of("Page one", "Page two"))
@@ -31,7 +32,11 @@ def seeded(stack: Stack) -> dict[str, str]:
         "POST", f"/v1/files/{note['fileId']}/replacements", admin, {"markdown": "# Policy\n\nNew text.\n"}
     )
     assert status == 201, replacement
+    session = {"collectionId": "docs", "filename": "big.md", "mediaType": "text/markdown", "byteSize": 10}
+    status, upload = stack.json("POST", "/v1/uploads", admin, {**session, "multipart": True})
+    assert status == 201, upload
     return {
+        "upload": upload["uploadId"],
         "file": note["fileId"],
         "pdf": pdf["fileId"],
         "artifact": artifact["artifactId"],
@@ -76,6 +81,9 @@ WRITES: list[tuple[str, str, Callable[[Ids], Any]]] = [
     ("POST", "/v1/pdf/compose", lambda ids: {"pages": [{"fileId": ids["pdf"], "pages": "1"}]}),
     ("POST", "/v1/pdf/create", lambda ids: {"collectionId": ids["collection"], "name": "r", "markdown": "# r\n"}),
     ("PATCH", "/v1/files/{file}/metadata", lambda ids: {"set": {"region": "eu"}}),
+    ("POST", "/v1/uploads/{upload}/parts", lambda ids: {"partNumbers": [1]}),
+    ("POST", "/v1/uploads/{upload}/complete", lambda ids: {"parts": [{"partNumber": 1, "etag": "0" * 32}]}),
+    ("DELETE", "/v1/uploads/{upload}", lambda ids: None),
     ("POST", "/v1/files/metadata", lambda ids: {"files": [{"fileId": ids["file"], "set": {"region": "eu"}}]}),
 ]
 ADMINISTRATION: list[tuple[str, str, Callable[[Ids], Any]]] = [
@@ -97,7 +105,8 @@ def real_ids(seeded: dict[str, str]) -> Ids:
 
 
 def random_ids() -> Ids:
-    return {kind: str(uuid.uuid4()) for kind in ("file", "pdf", "artifact", "replacement")} | {"collection": "docs"}
+    kinds = ("file", "pdf", "artifact", "replacement", "upload")
+    return {kind: str(uuid.uuid4()) for kind in kinds} | {"collection": "docs"}
 
 
 def state_of(stack: Stack, token: str, seeded: dict[str, str]) -> Any:
@@ -105,7 +114,9 @@ def state_of(stack: Stack, token: str, seeded: dict[str, str]) -> Any:
     files = stack.json("GET", "/v1/files?limit=100", token)[1]["files"]
     artifact = stack.json("GET", f"/v1/artifacts/{seeded['artifact']}/versions", token)[1]
     replacement = stack.json("GET", f"/v1/replacements/{seeded['replacement']}", token)[1]
+    upload = stack.json("GET", f"/v1/uploads/{seeded['upload']}", token)[1]
     return (
+        (upload["state"], upload["parts"]),
         sorted((f["fileId"], f["current"]["versionId"], f["current"]["state"], f["metadataRevision"]) for f in files),
         artifact["latestVersion"],
         replacement["state"],
@@ -270,6 +281,7 @@ def test_every_route_that_is_not_a_read_is_called_by_these_tests(stack: Stack) -
         "{artifact_id}": "{artifact}",
         "{replacement_id}": "{replacement}",
         "{collection_id}": "{collection}",
+        "{upload_id}": "{upload}",
         "{version}": "1",
     }
     for route in list(named):

@@ -66,6 +66,7 @@ export async function uploadAndWait(
   });
   if (asked.error !== undefined || asked.data === undefined) throw refusal(asked.response, asked.error);
   const ticket = asked.data;
+  if (ticket.upload == null) throw new Error(`${options.filename}: larger than one POST takes; upload it by parts`);
   const form = new FormData();
   for (const [name, value] of Object.entries(ticket.upload.fields)) form.append(name, value);
   form.append("file", content, options.filename);

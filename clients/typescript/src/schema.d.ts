@@ -756,6 +756,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/uploads/{upload_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GET /v1/uploads/{upload_id} */
+        get: operations["get_upload_v1_uploads__upload_id__get"];
+        put?: never;
+        post?: never;
+        /** DELETE /v1/uploads/{upload_id} */
+        delete: operations["abort_upload_v1_uploads__upload_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/uploads/{upload_id}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** POST /v1/uploads/{upload_id}/complete */
+        post: operations["complete_upload_v1_uploads__upload_id__complete_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/uploads/{upload_id}/parts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** POST /v1/uploads/{upload_id}/parts */
+        post: operations["part_urls_v1_uploads__upload_id__parts_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;
@@ -1484,6 +1536,24 @@ export interface components {
             /** Versionsdeleting */
             versionsDeleting: number;
         };
+        /**
+         * CompleteRequest
+         * @description Every part from 1 to `partCount`, each with the ETag its upload returned.
+         */
+        CompleteRequest: {
+            /** Parts */
+            parts: components["schemas"]["CompletedPart"][];
+        };
+        /** CompletedPart */
+        CompletedPart: {
+            /**
+             * Etag
+             * @description The ETag the part's PUT answered.
+             */
+            etag: string;
+            /** Partnumber */
+            partNumber: number;
+        };
         /** ComposeRequest */
         ComposeRequest: {
             /** Collectionid */
@@ -2147,6 +2217,12 @@ export interface components {
         NewVersionRequest: {
             /** Bytesize */
             byteSize: number;
+            /**
+             * Checksums
+             * @description Every part URL is then asked for with the part's SHA-256 (base64) and signed with it: S3 refuses a part whose bytes do not match.
+             * @default false
+             */
+            checksums?: boolean;
             /** Filename */
             filename: string;
             /** Mediatype */
@@ -2166,6 +2242,17 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Multipart
+             * @description Upload by parts (an upload session) even when the single POST would take the file; a file past the single POST's limit always goes by parts.
+             * @default false
+             */
+            multipart?: boolean;
+            /**
+             * Partsize
+             * @description Bytes of every part but the last: whole MiB, at least 5 MiB (S3's smallest part); raised when the file would need more than 10,000 parts. 16 MiB when not given.
+             */
+            partSize?: number | null;
         };
         /**
          * OcrState
@@ -2216,6 +2303,54 @@ export interface components {
             versionId: string;
             /** Width */
             width: number;
+        };
+        /** PartChecksum */
+        PartChecksum: {
+            /**
+             * Checksumsha256
+             * @description The part's SHA-256, base64 (as S3's x-amz-checksum-sha256 carries it).
+             */
+            checksumSha256: string;
+            /** Partnumber */
+            partNumber: number;
+        };
+        /** PartUrlView */
+        PartUrlView: {
+            /**
+             * Expiresat
+             * Format: date-time
+             */
+            expiresAt: string;
+            /**
+             * Headers
+             * @description Headers the PUT must carry (the signed checksum), if any.
+             */
+            headers: {
+                [key: string]: string;
+            };
+            /** Partnumber */
+            partNumber: number;
+            /**
+             * Url
+             * @description HTTP PUT the part's bytes here, exactly; the answer's ETag header names the part.
+             */
+            url: string;
+        };
+        /**
+         * PartUrlsRequest
+         * @description The parts to sign: `partNumbers`, or `parts` with each part's SHA-256 (required when the session was opened
+         *     with `checksums`). At most 100 a request.
+         */
+        PartUrlsRequest: {
+            /** Partnumbers */
+            partNumbers?: number[] | null;
+            /** Parts */
+            parts?: components["schemas"]["PartChecksum"][] | null;
+        };
+        /** PartUrlsView */
+        PartUrlsView: {
+            /** Parts */
+            parts: components["schemas"]["PartUrlView"][];
         };
         /** PdfSourceBody */
         PdfSourceBody: {
@@ -2517,6 +2652,11 @@ export interface components {
             /** Query */
             query: string;
         };
+        /**
+         * SessionState
+         * @enum {string}
+         */
+        SessionState: "open" | "completed" | "aborted" | "expired";
         /** SourceBody */
         SourceBody: {
             /**
@@ -2563,6 +2703,17 @@ export interface components {
             ranges: string[];
             /** Versionid */
             versionId?: string | null;
+        };
+        /** StoredPartView */
+        StoredPartView: {
+            /** Checksumsha256 */
+            checksumSha256?: string | null;
+            /** Etag */
+            etag: string;
+            /** Partnumber */
+            partNumber: number;
+            /** Size */
+            size: number;
         };
         /** TableView */
         TableView: {
@@ -2643,6 +2794,12 @@ export interface components {
         UploadRequest: {
             /** Bytesize */
             byteSize: number;
+            /**
+             * Checksums
+             * @description Every part URL is then asked for with the part's SHA-256 (base64) and signed with it: S3 refuses a part whose bytes do not match.
+             * @default false
+             */
+            checksums?: boolean;
             /** Collectionid */
             collectionId: string;
             /** Filename */
@@ -2664,9 +2821,72 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Multipart
+             * @description Upload by parts (an upload session) even when the single POST would take the file; a file past the single POST's limit always goes by parts.
+             * @default false
+             */
+            multipart?: boolean;
+            /**
+             * Partsize
+             * @description Bytes of every part but the last: whole MiB, at least 5 MiB (S3's smallest part); raised when the file would need more than 10,000 parts. 16 MiB when not given.
+             */
+            partSize?: number | null;
         };
-        /** UploadResponse */
+        /**
+         * UploadResponse
+         * @description A single POST's target (`upload`), or an upload session (`uploadId` and its parts: ask
+         *     `POST /v1/uploads/{uploadId}/parts` for their URLs, then `POST /v1/uploads/{uploadId}/complete`).
+         */
         UploadResponse: {
+            /** Checksums */
+            checksums?: boolean | null;
+            /**
+             * Expiresat
+             * Format: date-time
+             * @description When the POST's URL, or the session, ends.
+             */
+            expiresAt: string;
+            /**
+             * Fileid
+             * Format: uuid
+             */
+            fileId: string;
+            /** Partcount */
+            partCount?: number | null;
+            /** Partsize */
+            partSize?: number | null;
+            /** @description The single POST's target; absent for a session. */
+            upload?: components["schemas"]["UploadTarget"] | null;
+            /**
+             * Uploadid
+             * @description The upload session; absent for a single POST.
+             */
+            uploadId?: string | null;
+            /**
+             * Versionid
+             * Format: uuid
+             */
+            versionId: string;
+        };
+        /**
+         * UploadSessionView
+         * @description A session and, while it is open, every part S3 holds (a client resumes by uploading the others).
+         */
+        UploadSessionView: {
+            /** Bytesize */
+            byteSize: number;
+            /** Checksums */
+            checksums: boolean;
+            /** Collectionid */
+            collectionId: string;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Endedat */
+            endedAt: string | null;
             /**
              * Expiresat
              * Format: date-time
@@ -2677,7 +2897,18 @@ export interface components {
              * Format: uuid
              */
             fileId: string;
-            upload: components["schemas"]["UploadTarget"];
+            /** Partcount */
+            partCount: number;
+            /** Partsize */
+            partSize: number;
+            /** Parts */
+            parts: components["schemas"]["StoredPartView"][];
+            state: components["schemas"]["SessionState"];
+            /**
+             * Uploadid
+             * Format: uuid
+             */
+            uploadId: string;
             /**
              * Versionid
              * Format: uuid
@@ -4444,6 +4675,138 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UploadResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_upload_v1_uploads__upload_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                upload_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadSessionView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    abort_upload_v1_uploads__upload_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                upload_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadSessionView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    complete_upload_v1_uploads__upload_id__complete_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                upload_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompleteRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadSessionView"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    part_urls_v1_uploads__upload_id__parts_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                upload_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PartUrlsRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PartUrlsView"];
                 };
             };
             /** @description Validation Error */

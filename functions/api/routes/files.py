@@ -56,8 +56,9 @@ def create_upload(request: UploadRequest) -> Response[UploadResponse]:
         media_type=request.media_type,
         byte_size=request.byte_size,
         metadata=request.metadata,
+        by_parts=request.parts_request(),
     )
-    return json_response(201, UploadResponse.of(ticket.file_id, ticket.version_id, ticket.upload))
+    return json_response(201, UploadResponse.of(ticket))
 
 
 @router.post("/v1/files/<file_id>/versions")
@@ -69,8 +70,9 @@ def create_version(file_id: str, request: NewVersionRequest) -> Response[UploadR
         media_type=request.media_type,
         byte_size=request.byte_size,
         metadata=request.metadata,
+        by_parts=request.parts_request(),
     )
-    return json_response(201, UploadResponse.of(ticket.file_id, ticket.version_id, ticket.upload))
+    return json_response(201, UploadResponse.of(ticket))
 
 
 @router.get("/v1/files")

@@ -141,48 +141,53 @@ ORDER BY key, place
 """
 
 
+def insert_version(conn: psycopg.Connection[Any], new: NewVersion, *, new_file: bool) -> None:
+    """A pending version (and, with `new_file`, its file), in the caller's tenant transaction."""
+    # Serialised with deleting the collection's files, so neither can miss the other.
+    _lock_collection(conn, new.tenant_id, new.collection_id)
+    conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (new.tenant_id,))
+    if new_file:
+        metadata = new.metadata or {}
+        types = record_key_types(conn, new.tenant_id, new.collection_id, metadata)
+        written, typed = metadata_columns(metadata, types)
+        conn.execute(
+            "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by, metadata,"
+            " metadata_typed) VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb)",
+            (new.tenant_id, new.file_id, new.collection_id, new.filename, new.created_by, written, typed),
+        )
+    elif not _lock_live_file(conn, new.tenant_id, new.file_id):
+        # Deleted since the caller looked: a new version must not bring it back.
+        raise NotFound("not found")
+    elif _collection_of(conn, new.tenant_id, new.file_id) != new.collection_id:
+        # Moved since the caller's role was checked in the collection it saw: as far as that check
+        # goes, the file is gone from there (the file's lock orders this against the move).
+        raise NotFound("not found")
+    elif new.metadata:
+        _set_on_new_version(conn, new)
+    conn.execute(
+        "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type,"
+        " declared_byte_size, storage_key, created_by, export_id, processing_state)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            new.tenant_id,
+            new.file_id,
+            new.version_id,
+            new.filename,
+            new.media_type,
+            new.declared_byte_size,
+            new.storage_key,
+            new.created_by,
+            new.export_id,
+            # A rendered file is never extracted: its processing is decided before its bytes exist.
+            "skipped" if new.export_id is not None else "not_started",
+        ),
+    )
+
+
 class PostgresFileCatalog(FileRows, FileCatalog):
     def create_version(self, new: NewVersion, *, new_file: bool) -> None:
         with self._database.tenant_transaction(new.tenant_id) as conn:
-            # Serialised with deleting the collection's files, so neither can miss the other.
-            _lock_collection(conn, new.tenant_id, new.collection_id)
-            conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING", (new.tenant_id,))
-            if new_file:
-                metadata = new.metadata or {}
-                types = record_key_types(conn, new.tenant_id, new.collection_id, metadata)
-                written, typed = metadata_columns(metadata, types)
-                conn.execute(
-                    "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by, metadata,"
-                    " metadata_typed) VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb)",
-                    (new.tenant_id, new.file_id, new.collection_id, new.filename, new.created_by, written, typed),
-                )
-            elif not _lock_live_file(conn, new.tenant_id, new.file_id):
-                # Deleted since the caller looked: a new version must not bring it back.
-                raise NotFound("not found")
-            elif _collection_of(conn, new.tenant_id, new.file_id) != new.collection_id:
-                # Moved since the caller's role was checked in the collection it saw: as far as that check
-                # goes, the file is gone from there (the file's lock orders this against the move).
-                raise NotFound("not found")
-            elif new.metadata:
-                _set_on_new_version(conn, new)
-            conn.execute(
-                "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type,"
-                " declared_byte_size, storage_key, created_by, export_id, processing_state)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    new.tenant_id,
-                    new.file_id,
-                    new.version_id,
-                    new.filename,
-                    new.media_type,
-                    new.declared_byte_size,
-                    new.storage_key,
-                    new.created_by,
-                    new.export_id,
-                    # A rendered file is never extracted: its processing is decided before its bytes exist.
-                    "skipped" if new.export_id is not None else "not_started",
-                ),
-            )
+            insert_version(conn, new, new_file=new_file)
 
     def declared_bytes_since(self, tenant_id: str, since: datetime) -> int:
         # Counted at ticket time, so a flood of tickets is refused before a URL is signed (index of 0016).

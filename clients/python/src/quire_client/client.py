@@ -308,9 +308,14 @@ class Quire(Operations):
         self, ticket: UploadResponse, filename: str, content: bytes, media_type: str, progress: Progress | None = None
     ) -> None:
         """The presigned POST of a ticket: its fields, then the file; StorageRefused with storage's answer."""
-        form = MultipartForm(ticket["upload"]["fields"], filename, content, media_type)
+        target = ticket.get("upload")
+        if target is None:
+            raise ValueError(
+                f"{filename}: the ticket is an upload session (larger than one POST takes): upload by parts"
+            )
+        form = MultipartForm(target["fields"], filename, content, media_type)
         headers = {"Content-Type": form.content_type, "Content-Length": str(form.length)}
-        response = self._send("POST", ticket["upload"]["url"], content=form.chunks(progress), headers=headers)
+        response = self._send("POST", target["url"], content=form.chunks(progress), headers=headers)
         if response.status_code >= 300:
             raise StorageRefused(response.status_code, response.text[:500])
 

@@ -39,6 +39,8 @@ __all__ = [
     "ClaimKind",
     "CollectionCoverageView",
     "CollectionDeletionView",
+    "CompleteRequest",
+    "CompletedPart",
     "ComposeRequest",
     "ConfidenceBand",
     "ConfidenceFactorsView",
@@ -92,6 +94,10 @@ __all__ = [
     "OcrState",
     "OcrView",
     "PageImageView",
+    "PartChecksum",
+    "PartUrlView",
+    "PartUrlsRequest",
+    "PartUrlsView",
     "PdfSourceBody",
     "ProposalRequest",
     "ProposalView",
@@ -111,9 +117,11 @@ __all__ = [
     "SearchFoundView",
     "SearchMode",
     "SearchRequest",
+    "SessionState",
     "SourceBody",
     "SourceRefView",
     "SplitRequest",
+    "StoredPartView",
     "TableView",
     "ToolAnnotations",
     "ToolCallView",
@@ -121,6 +129,7 @@ __all__ = [
     "ToolListView",
     "UploadRequest",
     "UploadResponse",
+    "UploadSessionView",
     "UploadTarget",
     "UsageLineView",
     "UsageView",
@@ -214,6 +223,9 @@ Role: TypeAlias = Literal["read", "write", "admin"]
 
 
 SearchMode: TypeAlias = Literal["hybrid", "keyword", "semantic"]
+
+
+SessionState: TypeAlias = Literal["open", "completed", "aborted", "expired"]
 
 
 # Whether an image was described by a vision model (nothing, for a document that is not an image).
@@ -519,6 +531,17 @@ class CollectionDeletionView(TypedDict):
     collectionId: str
     versionsDeleting: int
     bytesLeftToSweep: NotRequired[int]
+
+
+class CompleteRequest(TypedDict):
+    """Every part from 1 to `partCount`, each with the ETag its upload returned."""
+
+    parts: list[CompletedPart]
+
+
+class CompletedPart(TypedDict):
+    partNumber: int
+    etag: str
 
 
 class ComposeRequest(TypedDict):
@@ -861,6 +884,9 @@ class NewArtifactVersionRequest(TypedDict):
 
 
 class NewVersionRequest(TypedDict):
+    multipart: NotRequired[bool]
+    partSize: NotRequired[int | None]
+    checksums: NotRequired[bool]
     filename: str
     mediaType: str
     byteSize: int
@@ -890,6 +916,31 @@ class PageImageView(TypedDict):
     width: int
     height: int
     versionId: str
+
+
+class PartChecksum(TypedDict):
+    partNumber: int
+    checksumSha256: str
+
+
+class PartUrlView(TypedDict):
+    partNumber: int
+    url: str
+    expiresAt: str
+    headers: dict[str, str]
+
+
+class PartUrlsRequest(TypedDict):
+    """The parts to sign: `partNumbers`, or `parts` with each part's SHA-256 (required when the session was opened with
+    `checksums`). At most 100 a request.
+    """
+
+    partNumbers: NotRequired[list[int] | None]
+    parts: NotRequired[list[PartChecksum] | None]
+
+
+class PartUrlsView(TypedDict):
+    parts: list[PartUrlView]
 
 
 class PdfSourceBody(TypedDict):
@@ -1049,6 +1100,13 @@ class SplitRequest(TypedDict):
     ranges: list[str]
 
 
+class StoredPartView(TypedDict):
+    partNumber: int
+    size: int
+    etag: str
+    checksumSha256: NotRequired[str | None]
+
+
 class TableView(TypedDict):
     rows: list[list[str]]
     headerRows: NotRequired[int]
@@ -1085,6 +1143,9 @@ class ToolListView(TypedDict):
 
 
 class UploadRequest(TypedDict):
+    multipart: NotRequired[bool]
+    partSize: NotRequired[int | None]
+    checksums: NotRequired[bool]
     collectionId: str
     filename: str
     mediaType: str
@@ -1093,10 +1154,36 @@ class UploadRequest(TypedDict):
 
 
 class UploadResponse(TypedDict):
+    """A single POST's target (`upload`), or an upload session (`uploadId` and its parts: ask `POST
+    /v1/uploads/{uploadId}/parts` for their URLs, then `POST /v1/uploads/{uploadId}/complete`).
+    """
+
     fileId: str
     versionId: str
-    upload: UploadTarget
+    upload: NotRequired[UploadTarget | None]
     expiresAt: str
+    uploadId: NotRequired[str | None]
+    partSize: NotRequired[int | None]
+    partCount: NotRequired[int | None]
+    checksums: NotRequired[bool | None]
+
+
+class UploadSessionView(TypedDict):
+    """A session and, while it is open, every part S3 holds (a client resumes by uploading the others)."""
+
+    uploadId: str
+    fileId: str
+    versionId: str
+    collectionId: str
+    state: SessionState
+    byteSize: int
+    partSize: int
+    partCount: int
+    checksums: bool
+    createdAt: str
+    expiresAt: str
+    endedAt: str | None
+    parts: list[StoredPartView]
 
 
 class UploadTarget(TypedDict):

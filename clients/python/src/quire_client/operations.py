@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         BulkMetadataView,
         CallerView,
         CollectionDeletionView,
+        CompleteRequest,
         ComposeRequest,
         ConversionRequest,
         CoverageView,
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
         NewArtifactVersionRequest,
         NewVersionRequest,
         PageImageView,
+        PartUrlsRequest,
+        PartUrlsView,
         ProposalRequest,
         ProposalView,
         ReindexView,
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
         ToolListView,
         UploadRequest,
         UploadResponse,
+        UploadSessionView,
         UsageView,
         WatermarkRequest,
         WebhookListView,
@@ -85,6 +89,17 @@ class Operations:
         binary: bool = False,
     ) -> Any:
         raise NotImplementedError
+
+    def abort_upload(
+        self,
+        upload_id: str,
+    ) -> UploadSessionView:
+        """DELETE /v1/uploads/{upload_id}."""
+        answer = self._call(
+            "DELETE",
+            f"/v1/uploads/{_segment(upload_id)}",
+        )
+        return cast("UploadSessionView", answer)
 
     def add_artifact_version(
         self,
@@ -192,6 +207,19 @@ class Operations:
             body=body,
         )
         return cast("FileView", answer)
+
+    def complete_upload(
+        self,
+        upload_id: str,
+        body: CompleteRequest,
+    ) -> UploadSessionView:
+        """POST /v1/uploads/{upload_id}/complete."""
+        answer = self._call(
+            "POST",
+            f"/v1/uploads/{_segment(upload_id)}/complete",
+            body=body,
+        )
+        return cast("UploadSessionView", answer)
 
     def compose(
         self,
@@ -408,6 +436,17 @@ class Operations:
         )
         return cast("ReplacementView", answer)
 
+    def get_upload(
+        self,
+        upload_id: str,
+    ) -> UploadSessionView:
+        """GET /v1/uploads/{upload_id}."""
+        answer = self._call(
+            "GET",
+            f"/v1/uploads/{_segment(upload_id)}",
+        )
+        return cast("UploadSessionView", answer)
+
     def get_webhook(
         self,
         webhook_id: str,
@@ -572,6 +611,19 @@ class Operations:
             "/v1/openapi.json",
         )
         return cast("str", answer)
+
+    def part_urls(
+        self,
+        upload_id: str,
+        body: PartUrlsRequest,
+    ) -> PartUrlsView:
+        """POST /v1/uploads/{upload_id}/parts."""
+        answer = self._call(
+            "POST",
+            f"/v1/uploads/{_segment(upload_id)}/parts",
+            body=body,
+        )
+        return cast("PartUrlsView", answer)
 
     def propose(
         self,
