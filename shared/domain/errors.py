@@ -183,6 +183,15 @@ class RecognitionFailed(Exception):
         self.detail = detail
 
 
+class TranscriptionFailed(Exception):
+    """The speech engine refused this recording or failed on it (not the service being busy): a document problem,
+    recorded on the version with `detail` (a sentence its owner can act on), never retried into the same answer."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
 class VisionFailed(Exception):
     """The vision model refused this image (too large, unsupported, filtered): recorded, not retried."""
 

@@ -152,13 +152,6 @@ class ImageDescription(BaseModel):
     usage: Usage
 
 
-class Transcript(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    engine: str
-    text: str
-
-
 def page_characters(page: RecognizedPage) -> int:
     return sum(len(line.text) for line in (*page.lines, *page.unreadable_lines)) + sum(
         len(cell) for table in page.tables for row in table.rows for cell in row

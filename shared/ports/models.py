@@ -8,8 +8,9 @@ from typing import Protocol
 
 from shared.domain.answers import EvidenceBlock, GeneratedDraft
 from shared.domain.capabilities import CapabilityStatus
-from shared.domain.recognition import ImageDescription, OcrSource, RecognitionJob, RecognitionResult, Transcript
+from shared.domain.recognition import ImageDescription, OcrSource, RecognitionJob, RecognitionResult
 from shared.domain.summaries import GeneratedSummary
+from shared.domain.transcription import MediaSource, Transcript, TranscriptionJob
 from shared.domain.usage import Usage
 
 
@@ -92,9 +93,21 @@ class VisionProvider(CapabilityPort, Protocol):
 
 
 class TranscriptionProvider(CapabilityPort, Protocol):
-    """Audio/video → text (Amazon Transcribe). Locally there is none."""
+    """Speech → timed text (shared/domain/transcription.py): Amazon Transcribe's batch jobs on AWS, collected by the
+    state machine's Wait loop as Textract's are; locally a Whisper model in the sandbox, which finishes in `start`.
+    Raise TranscriptionFailed for a recording the engine refuses or fails on (its sentence is the owner's)."""
 
-    def transcribe(self, content: bytes, media_type: str) -> Transcript: ...
+    def start(self, source: MediaSource) -> Transcript | TranscriptionJob:
+        """The transcript now, or the job to collect it from (the same job for a re-delivered start)."""
+        ...
+
+    def collect(self, job: TranscriptionJob) -> Transcript | None:
+        """The transcript once the job is done; None while it runs."""
+        ...
+
+    def discard(self, job: TranscriptionJob) -> None:
+        """Whatever the job left behind (its output), once collected or abandoned."""
+        ...
 
 
 class Generator(CapabilityPort, Protocol):

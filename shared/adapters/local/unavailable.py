@@ -11,8 +11,9 @@ from shared.domain.answers import EvidenceBlock, GeneratedDraft
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
 from shared.domain.exports import RenderJob
-from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult, Transcript
+from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult
 from shared.domain.summaries import GeneratedSummary
+from shared.domain.transcription import MediaSource, Transcript, TranscriptionJob
 from shared.domain.usage import Usage
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.ports import (
@@ -94,8 +95,14 @@ class UnavailableTranscription(_Unavailable, TranscriptionProvider):
     def __init__(self, reason: str) -> None:
         super().__init__(Capability.TRANSCRIPTION, reason)
 
-    def transcribe(self, content: bytes, media_type: str) -> Transcript:
+    def start(self, source: MediaSource) -> Transcript | TranscriptionJob:
         self._refuse()
+
+    def collect(self, job: TranscriptionJob) -> Transcript | None:
+        self._refuse()
+
+    def discard(self, job: TranscriptionJob) -> None:
+        return None
 
 
 class UnavailableMalwareScanning(_Unavailable, MalwareScanning):
