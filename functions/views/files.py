@@ -416,6 +416,10 @@ class LocationView(ApiModel):
     table_index: int | None = None
     line_start: int | None = None
     line_end: int | None = None
+    # A recording's segment: when it is spoken (seconds from the start) and by whom, when the engine says.
+    start_seconds: float | None = None
+    end_seconds: float | None = None
+    speaker: str | None = None
 
     # No return annotation: one would replace this model's schema in the OpenAPI document.
     @model_serializer(mode="wrap")

@@ -110,6 +110,9 @@ class CitedRegionView(ApiModel):
     paragraph_start: int | None
     paragraph_end: int | None
     table_index: int | None
+    start_seconds: float | None = None
+    end_seconds: float | None = None
+    speaker: str | None = None
 
 
 class CitationPlace(ApiModel):
@@ -133,6 +136,10 @@ class CitationPlace(ApiModel):
     paragraph_end: int | None
     table_index: int | None
     shape: str | None
+    # A recording: the moment cited, in seconds from its start (the first matching segment's), and who speaks.
+    start_seconds: float | None = None
+    end_seconds: float | None = None
+    speaker: str | None = None
     # Where the words that matched are (page and box are the first of them); every block's place when none
     # matched; empty for chunks indexed before regions were kept.
     regions: list[CitedRegionView]
@@ -140,6 +147,8 @@ class CitationPlace(ApiModel):
     # (a vision model's reading of an image, never to be presented as the document's words).
     kind: CitedKind
     ocr_confidence: float | None
+    # A recording's transcription: how surely the speech engine heard the cited words (the least sure segment).
+    speech_confidence: float | None = None
 
 
 class CitationView(CitationPlace):

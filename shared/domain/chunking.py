@@ -103,6 +103,9 @@ def _region(location: Location, start: int, end: int) -> ChunkRegion:
         paragraph_start=location.paragraph_index,
         paragraph_end=location.paragraph_index,
         table_index=location.table_index,
+        start_seconds=location.start_seconds,
+        end_seconds=location.end_seconds,
+        speaker=location.speaker,
     )
 
 
@@ -115,6 +118,8 @@ def _merged(regions: Sequence[ChunkRegion]) -> ChunkRegion:
     ends = [region.line_end for region in regions if region.line_end is not None]
     first_paragraphs = [region.paragraph_start for region in regions if region.paragraph_start is not None]
     last_paragraphs = [region.paragraph_end for region in regions if region.paragraph_end is not None]
+    starts_spoken = [region.start_seconds for region in regions if region.start_seconds is not None]
+    ends_spoken = [region.end_seconds for region in regions if region.end_seconds is not None]
     return ChunkRegion(
         start=regions[0].start,
         end=regions[-1].end,
@@ -129,6 +134,9 @@ def _merged(regions: Sequence[ChunkRegion]) -> ChunkRegion:
         paragraph_start=min(first_paragraphs, default=None),
         paragraph_end=max(last_paragraphs, default=None),
         table_index=_agreed([region.table_index for region in regions]),
+        start_seconds=min(starts_spoken, default=None),
+        end_seconds=max(ends_spoken, default=None),
+        speaker=_agreed([region.speaker for region in regions]),
     )
 
 
@@ -167,6 +175,9 @@ def _chunk_location(pieces: Sequence["_Piece"]) -> ChunkLocation:
         paragraph_end=whole.paragraph_end,
         table_index=whole.table_index,
         shape=whole.shape,
+        start_seconds=whole.start_seconds,
+        end_seconds=whole.end_seconds,
+        speaker=whole.speaker,
         regions=_bounded(by_block),
     )
 

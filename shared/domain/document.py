@@ -51,6 +51,11 @@ class Location(BaseModel):
     table_index: int | None = None
     line_start: int | None = None
     line_end: int | None = None
+    # A recording's transcript: where the block is spoken, in seconds from the start, and who speaks it when
+    # the engine labels speakers (shared/domain/transcription.py).
+    start_seconds: float | None = None
+    end_seconds: float | None = None
+    speaker: str | None = None
 
 
 class Table(BaseModel):
@@ -110,6 +115,9 @@ class ExtractedDocument(BaseModel):
     # None when nothing was recognised: a text layer is read, not guessed, so a confidence would mean nothing.
     recognized_pages: tuple[int, ...] = ()
     confidence: float | None = None
+    # A recording: how long it lasts, and the language its speech was transcribed in (BCP-47, as the engine said).
+    duration_seconds: float | None = None
+    language: str | None = None
 
     @property
     def low_confidence(self) -> bool:

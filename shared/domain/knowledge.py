@@ -34,6 +34,9 @@ class ChunkRegion(BaseModel):
     paragraph_start: int | None = None
     paragraph_end: int | None = None
     table_index: int | None = None
+    start_seconds: float | None = None
+    end_seconds: float | None = None
+    speaker: str | None = None
 
 
 class ChunkLocation(BaseModel):
@@ -55,7 +58,12 @@ class ChunkLocation(BaseModel):
     paragraph_end: int | None = None
     table_index: int | None = None  # DOCX: the document's tables, counted from 0
     shape: str | None = None  # PPTX: the shape on the slide
-    # Set when OCR recognised the text (the least confidence among its blocks): a transcription, not a quote.
+    # A recording: the span its blocks are spoken in (seconds from the start), and the speaker they agree on.
+    start_seconds: float | None = None
+    end_seconds: float | None = None
+    speaker: str | None = None
+    # Set when OCR (or, for a recording, the speech engine) recognised the text: the least confidence among its
+    # blocks. A transcription, not a quote.
     ocr_confidence: float | None = None
     # Its blocks' places in body order, at most MAX_CHUNK_REGIONS; empty for chunks stored without them.
     regions: tuple[ChunkRegion, ...] = ()

@@ -4,6 +4,7 @@ import re
 from collections.abc import Iterable
 
 from shared.domain.document import Block, BlockKind
+from shared.domain.transcription import time_span
 
 
 def _inline(text: str) -> str:
@@ -82,7 +83,16 @@ _RENDERERS = {
 }
 
 
+def _spoken(block: Block) -> str:
+    """A recording's segment: when it is spoken, who speaks it (when known), what is said."""
+    start, end = block.location.start_seconds or 0.0, block.location.end_seconds or 0.0
+    speaker = f"{_inline(block.location.speaker)}: " if block.location.speaker else ""
+    return f"{time_span(start, end)} {speaker}{_inline(block.text)}"
+
+
 def render_block(block: Block) -> str:
+    if block.location.start_seconds is not None and block.kind is BlockKind.PARAGRAPH:
+        return _spoken(block)
     renderer = _RENDERERS.get(block.kind)
     return renderer(block) if renderer else _text(block.text)
 

@@ -125,9 +125,9 @@ _EMPTY_SENTENCES = {
 
 
 class CitedKind(StrEnum):
-    """What the cited text is: the document's own words, OCR's reading of its pixels, or a vision model's
-    description of an image. An answer may quote the first, should hedge the second, and must never
-    present the third as something the document says."""
+    """What the cited text is: the document's own words, OCR's reading of its pixels (or a speech engine's of a
+    recording), or a vision model's description of an image. An answer may quote the first, should hedge the
+    second, and must never present the third as something the document says."""
 
     QUOTE = "quote"
     TRANSCRIPTION = "transcription"
@@ -150,6 +150,9 @@ class CitedRegion(BaseModel):
     paragraph_start: int | None = None
     paragraph_end: int | None = None
     table_index: int | None = None
+    start_seconds: float | None = None
+    end_seconds: float | None = None
+    speaker: str | None = None
 
     @classmethod
     def of(cls, region: ChunkRegion) -> "CitedRegion":
@@ -165,6 +168,9 @@ class CitedRegion(BaseModel):
             paragraph_start=region.paragraph_start,
             paragraph_end=region.paragraph_end,
             table_index=region.table_index,
+            start_seconds=region.start_seconds,
+            end_seconds=region.end_seconds,
+            speaker=region.speaker,
         )
 
 
@@ -195,11 +201,17 @@ class Citation(BaseModel):
     paragraph_end: int | None = None
     table_index: int | None = None
     shape: str | None = None
+    # A recording: the moment cited (the first matching region's span, else the chunk's), and its speaker.
+    start_seconds: float | None = None
+    end_seconds: float | None = None
+    speaker: str | None = None
     regions: tuple[CitedRegion, ...] = ()
     heading_path: tuple[str, ...] = ()
     kind: CitedKind = CitedKind.QUOTE
     # How surely OCR read a transcription (the least sure of its blocks); None for a quote or description.
     ocr_confidence: float | None = None
+    # How surely the speech engine heard a recording's words (the least sure of the cited segments).
+    speech_confidence: float | None = None
     excerpt: str
     retrieved_at: datetime
     # The file's metadata when it was cited (issue 33), and its revision (None for citations made before).
@@ -242,17 +254,24 @@ class Citation(BaseModel):
         **fields: object,
     ) -> "Citation":
         """The citation of a chunk at `location`; `matched` are its regions whose words the query named."""
+        spoken = location.start_seconds is not None
         if block_kind is BlockKind.DESCRIPTION:
             kind = CitedKind.DESCRIPTION
-        elif location.ocr_confidence is not None:
+        elif location.ocr_confidence is not None or spoken:
             kind = CitedKind.TRANSCRIPTION
         else:
             kind = CitedKind.QUOTE
+        heard = kind is CitedKind.TRANSCRIPTION and spoken
+        moment = next((region for region in matched if region.start_seconds is not None), None)
         return cls.model_validate(
             {
                 **fields,
                 "kind": kind,
-                "ocr_confidence": location.ocr_confidence if kind is CitedKind.TRANSCRIPTION else None,
+                "ocr_confidence": location.ocr_confidence if kind is CitedKind.TRANSCRIPTION and not spoken else None,
+                "speech_confidence": location.ocr_confidence if heard else None,
+                "start_seconds": moment.start_seconds if moment else location.start_seconds,
+                "end_seconds": moment.end_seconds if moment else location.end_seconds,
+                "speaker": moment.speaker if moment else location.speaker,
                 "page": matched[0].page if matched else location.page_start,
                 "page_end": location.page_end,
                 "box": matched[0].box if matched else location.box,

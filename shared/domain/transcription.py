@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared.domain.document import Block, BlockKind, ExtractedDocument, Location
 from shared.domain.recognition import LOW_CONFIDENCE_THRESHOLD, mean_confidence
 from shared.domain.usage import Usage
 
@@ -113,3 +114,51 @@ class TranscriptionJob(BaseModel):
     job_id: str
     # Where the engine writes its output (under the tenant's derived prefix), removed once collected.
     output_key: str | None = None
+
+
+def timestamp(seconds: float) -> str:
+    """`mm:ss`, or `h:mm:ss` past the first hour: whole seconds, rounded down (a citation's moment has begun)."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, rest = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{rest:02d}" if hours else f"{minutes:02d}:{rest:02d}"
+
+
+# The en dash of a range, as the issue writes a moment.
+RANGE_DASH = "\u2013"
+
+
+def time_span(start_seconds: float, end_seconds: float) -> str:
+    """`[mm:ss` en dash `mm:ss]`, as extracted text windows, exports and the CLI print a moment of a recording."""
+    return f"[{timestamp(start_seconds)}{RANGE_DASH}{timestamp(end_seconds)}]"
+
+
+def transcript_document(transcript: Transcript, media_type: str) -> ExtractedDocument:
+    """A transcript as the document the rest of the pipeline reads: one paragraph per segment (a stretch of speech
+    between pauses, or a speaker's turn), located by its time span and speaker, with its confidence, so chunks
+    cut along segments and cite the moment (and a low-confidence segment is flagged as an OCR line is)."""
+    blocks = tuple(
+        Block(
+            kind=BlockKind.PARAGRAPH,
+            text=" ".join(segment.text.split()),
+            location=Location(
+                start_seconds=round(segment.start_seconds, 2),
+                end_seconds=round(segment.end_seconds, 2),
+                speaker=segment.speaker,
+            ),
+            confidence=round(segment.confidence, 4),
+        )
+        for segment in transcript.segments
+        if segment.text.strip()
+    )
+    unsure = sum(1 for segment in transcript.segments for word in segment.words if word.low_confidence)
+    unsure_words = f"the speech engine was unsure of {unsure} of {transcript.word_count} words"
+    warnings = (f"{unsure_words}; check them against the recording",) if unsure else ()
+    return ExtractedDocument(
+        media_type=media_type,
+        blocks=blocks,
+        warnings=warnings,
+        confidence=round(transcript.confidence, 4) if blocks else None,
+        duration_seconds=transcript.duration_seconds,
+        language=transcript.language,
+    )

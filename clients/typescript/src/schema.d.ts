@@ -971,6 +971,8 @@ export interface components {
             chunkId: string;
             /** Collectionid */
             collectionId: string;
+            /** Endseconds */
+            endSeconds?: number | null;
             /** Excerpt */
             excerpt: string;
             /** Fileid */
@@ -1019,6 +1021,12 @@ export interface components {
             sheet: string | null;
             /** Slide */
             slide: number | null;
+            /** Speaker */
+            speaker?: string | null;
+            /** Speechconfidence */
+            speechConfidence?: number | null;
+            /** Startseconds */
+            startSeconds?: number | null;
             /** Tableindex */
             tableIndex: number | null;
             /** Versionid */
@@ -1418,6 +1426,8 @@ export interface components {
             cells: string | null;
             /** Collectionid */
             collectionId: string;
+            /** Endseconds */
+            endSeconds?: number | null;
             /** Excerpt */
             excerpt: string;
             /** Fileid */
@@ -1462,6 +1472,12 @@ export interface components {
             sheet: string | null;
             /** Slide */
             slide: number | null;
+            /** Speaker */
+            speaker?: string | null;
+            /** Speechconfidence */
+            speechConfidence?: number | null;
+            /** Startseconds */
+            startSeconds?: number | null;
             /** Tableindex */
             tableIndex: number | null;
             /** Versionid */
@@ -1469,9 +1485,9 @@ export interface components {
         };
         /**
          * CitedKind
-         * @description What the cited text is: the document's own words, OCR's reading of its pixels, or a vision model's
-         *     description of an image. An answer may quote the first, should hedge the second, and must never
-         *     present the third as something the document says.
+         * @description What the cited text is: the document's own words, OCR's reading of its pixels (or a speech engine's of a
+         *     recording), or a vision model's description of an image. An answer may quote the first, should hedge the
+         *     second, and must never present the third as something the document says.
          * @enum {string}
          */
         CitedKind: "quote" | "transcription" | "description";
@@ -1483,6 +1499,8 @@ export interface components {
             box: components["schemas"]["BoundingBox"] | null;
             /** Cells */
             cells: string | null;
+            /** Endseconds */
+            endSeconds?: number | null;
             /** Lineend */
             lineEnd: number | null;
             /** Linestart */
@@ -1499,6 +1517,10 @@ export interface components {
             sheet: string | null;
             /** Slide */
             slide: number | null;
+            /** Speaker */
+            speaker?: string | null;
+            /** Startseconds */
+            startSeconds?: number | null;
             /** Tableindex */
             tableIndex: number | null;
         };
@@ -2093,6 +2115,8 @@ export interface components {
             box?: components["schemas"]["BoundingBox"] | null;
             /** Cellrange */
             cellRange?: string | null;
+            /** Endseconds */
+            endSeconds?: number | null;
             /** Lineend */
             lineEnd?: number | null;
             /** Linestart */
@@ -2107,6 +2131,10 @@ export interface components {
             sheet?: string | null;
             /** Slide */
             slide?: number | null;
+            /** Speaker */
+            speaker?: string | null;
+            /** Startseconds */
+            startSeconds?: number | null;
             /** Tableindex */
             tableIndex?: number | null;
         };

@@ -55,7 +55,10 @@ def confidence_of(
     ambiguous_penalty = 0.15 if ambiguous else 0.0
     degraded = 0.2 if not vector_available else 0.0
     if any(
-        (citation.citation.kind is CitedKind.TRANSCRIPTION and (citation.citation.ocr_confidence or 0) < 0.8)
+        (
+            citation.citation.kind is CitedKind.TRANSCRIPTION
+            and (citation.citation.ocr_confidence or citation.citation.speech_confidence or 0) < 0.8
+        )
         or citation.citation.kind is CitedKind.DESCRIPTION
         for citation in citations
     ):

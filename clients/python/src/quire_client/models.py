@@ -157,9 +157,9 @@ BlockKind: TypeAlias = Literal[
 ]
 
 
-# What the cited text is: the document's own words, OCR's reading of its pixels, or a vision model's description of an
-# image. An answer may quote the first, should hedge the second, and must never present the third as something the
-# document says.
+# What the cited text is: the document's own words, OCR's reading of its pixels (or a speech engine's of a recording),
+# or a vision model's description of an image. An answer may quote the first, should hedge the second, and must never
+# present the third as something the document says.
 CitedKind: TypeAlias = Literal["quote", "transcription", "description"]
 
 
@@ -261,9 +261,13 @@ class AnswerCitationView(TypedDict):
     paragraphEnd: int | None
     tableIndex: int | None
     shape: str | None
+    startSeconds: NotRequired[float | None]
+    endSeconds: NotRequired[float | None]
+    speaker: NotRequired[str | None]
     regions: list[CitedRegionView]
     kind: CitedKind
     ocrConfidence: float | None
+    speechConfidence: NotRequired[float | None]
     headingPath: list[str]
     excerpt: str
     retrievedAt: str
@@ -491,9 +495,13 @@ class CitationView(TypedDict):
     paragraphEnd: int | None
     tableIndex: int | None
     shape: str | None
+    startSeconds: NotRequired[float | None]
+    endSeconds: NotRequired[float | None]
+    speaker: NotRequired[str | None]
     regions: list[CitedRegionView]
     kind: CitedKind
     ocrConfidence: float | None
+    speechConfidence: NotRequired[float | None]
     headingPath: list[str]
     excerpt: str
     retrievedAt: str
@@ -515,6 +523,9 @@ class CitedRegionView(TypedDict):
     paragraphStart: int | None
     paragraphEnd: int | None
     tableIndex: int | None
+    startSeconds: NotRequired[float | None]
+    endSeconds: NotRequired[float | None]
+    speaker: NotRequired[str | None]
 
 
 class CollectionCoverageView(TypedDict):
@@ -809,6 +820,9 @@ class LocationView(TypedDict):
     tableIndex: NotRequired[int | None]
     lineStart: NotRequired[int | None]
     lineEnd: NotRequired[int | None]
+    startSeconds: NotRequired[float | None]
+    endSeconds: NotRequired[float | None]
+    speaker: NotRequired[str | None]
 
 
 class MergeRequest(TypedDict):
