@@ -50,6 +50,7 @@ class CreatedObject:
     version_id: str | None
     size: int
     etag: str
+    reason: str = "PutObject"  # what S3's event names as its cause (CompleteMultipartUpload for a multipart's)
 
 
 class _StoredBytes:
@@ -102,6 +103,11 @@ class _StoredBytes:
         return None
 
 
+class StagedBytes(_StoredBytes):
+    """The bytes of a new object version already written and synced elsewhere under the store's root (a completed
+    multipart upload's): its commit moves the file into place rather than copying it."""
+
+
 @dataclass
 class _Persisted:
     version: Any  # the FakeKey or FakeDeleteMarker in moto's memory (held, so its identity stays its own)
@@ -117,7 +123,7 @@ def fsync_directory(path: Path) -> None:
         os.close(descriptor)
 
 
-def _write_synced(path: Path, chunks: Iterable[bytes]) -> None:
+def write_synced(path: Path, chunks: Iterable[bytes]) -> None:
     """Write aside, sync, rename into place: a reader (or a restart) sees the whole file or none of it."""
     partial = path.with_name(path.name + ".partial")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -360,7 +366,7 @@ class DurableBuckets:
             "versioning": bucket.versioning_status,
             "cors": self._cors.get(name),
         }
-        _write_synced(directory / "bucket.json", [json.dumps(settings).encode()])
+        write_synced(directory / "bucket.json", [json.dumps(settings).encode()])
         fsync_directory(directory)
 
     def _key_directory(self, bucket: str, key: str) -> Path:
@@ -393,16 +399,18 @@ class DurableBuckets:
                     _make_directories(directory, up_to=self.root)
                     seq = self._next_seq()
                     if isinstance(version, FakeKey):
+                        staged = isinstance(version._value_buffer, StagedBytes)
                         self._write_bytes(version, directory / f"{seq:016x}.data")
+                        reason = "CompleteMultipartUpload" if staged else "PutObject"
                         created.append(
-                            CreatedObject(bucket_name, key, version.version_id, version.size, record["etag"])
+                            CreatedObject(bucket_name, key, version.version_id, version.size, record["etag"], reason)
                         )
-                    _write_synced(directory / f"{seq:016x}.json", [json.dumps(record).encode()])
+                    write_synced(directory / f"{seq:016x}.json", [json.dumps(record).encode()])
                     kept.append(_Persisted(version, seq, record))
                     changed = True
                 else:
                     if record != known.record:
-                        _write_synced(directory / f"{known.seq:016x}.json", [json.dumps(record).encode()])
+                        write_synced(directory / f"{known.seq:016x}.json", [json.dumps(record).encode()])
                         changed = True
                     kept.append(_Persisted(version, known.seq, record))
             kept_seqs = {entry.seq for entry in kept}
@@ -443,6 +451,7 @@ class DurableBuckets:
                     "checksum_algorithm",
                     "checksum_value",
                     "checksum_type",
+                    "checksum_parts",
                     "encryption",
                     "kms_key_id",
                     "bucket_key_enabled",
@@ -459,8 +468,12 @@ class DurableBuckets:
     def _write_bytes(self, version: FakeKey, path: Path) -> None:
         with version.lock:
             buffer = version._value_buffer
+            if isinstance(buffer, StagedBytes):
+                buffer.path.replace(path)  # synced where it was written; the key's directory is synced next
+                version._value_buffer = _StoredBytes(path)  # type: ignore[assignment]
+                return
             buffer.seek(0)
-            _write_synced(path, iter(lambda: buffer.read(_COPY_CHUNK), b""))
+            write_synced(path, iter(lambda: buffer.read(_COPY_CHUNK), b""))
             # From now on the version reads its file: moto's memory keeps no copy of the bytes.
             version._value_buffer = _StoredBytes(path)  # type: ignore[assignment]
             buffer.close()

@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 _ARN_PREFIX = "arn:aws:s3:::"
 _KEY_LOCK_STRIPES = 64
+_request = threading.local()
+_key_locks = [threading.RLock() for _ in range(_KEY_LOCK_STRIPES)]
+
+
+def key_lock(bucket: str, key: str) -> threading.RLock:
+    """Held while one key's list of versions is read and set again (moto's puts and deletes, a completed upload)."""
+    return _key_locks[hash((bucket, key)) % _KEY_LOCK_STRIPES]
 
 
 class BytesMissing(FileNotFoundError):
@@ -34,24 +41,25 @@ class RequestChanges:
 
     keys: set[tuple[str, str]] = field(default_factory=set)
     buckets: set[str] = field(default_factory=set)
+    # Told, before the answer leaves, whether the changes are on disk (True) or were undone (False): what may happen
+    # only after the commit (a completed upload's parts removed) waits for it.
+    settled: list[Callable[[bool], None]] = field(default_factory=list)
 
 
-_request = threading.local()
-
-
-def _noting() -> RequestChanges | None:
+def current_changes() -> RequestChanges | None:
+    """The changes of the request this thread serves, inside `DurableRequests`."""
     changes: RequestChanges | None = getattr(_request, "changes", None)
     return changes
 
 
 def _note_key(bucket: str, key: str) -> None:
-    changes = _noting()
+    changes = current_changes()
     if changes is not None:
         changes.keys.add((bucket, key))
 
 
 def _note_bucket(bucket: str) -> None:
-    changes = _noting()
+    changes = current_changes()
     if changes is not None:
         changes.buckets.add(bucket)
 
@@ -120,9 +128,8 @@ def install_notes(backend: Any) -> None:
         setattr(backend, name, noting_bucket(getattr(backend, name)))
     # moto changes a key's versions by reading the list and setting a new one: two requests changing one key at
     # once would each drop the other's version (acknowledged, then never stored). One at a time per key.
-    stripes = [threading.RLock() for _ in range(_KEY_LOCK_STRIPES)]
     for name in ("put_object", "delete_object"):
-        setattr(backend, name, _one_at_a_time_per_key(getattr(backend, name), stripes))
+        setattr(backend, name, _one_at_a_time_per_key(getattr(backend, name)))
     tagger = backend.tagger
     for name in ("tag_resource", "untag_resource_using_names", "untag_resource_using_tags"):
         method = getattr(tagger, name)
@@ -131,9 +138,9 @@ def install_notes(backend: Any) -> None:
     backend._quire_noting = True
 
 
-def _one_at_a_time_per_key(method: Callable[..., Any], stripes: list[threading.RLock]) -> Callable[..., Any]:
+def _one_at_a_time_per_key(method: Callable[..., Any]) -> Callable[..., Any]:
     def wrapped(bucket_name: str, key_name: str, *args: Any, **kwargs: Any) -> Any:
-        with stripes[hash((bucket_name, key_name)) % len(stripes)]:
+        with key_lock(bucket_name, key_name):
             return method(bucket_name, key_name, *args, **kwargs)
 
     return wrapped
@@ -161,6 +168,14 @@ _BYTES_MISSING = (
 
 def _reads_the_object(parameter: str) -> bool:
     return parameter in ("versionId", "partNumber") or parameter.lower().startswith(("x-amz-", "response-"))
+
+
+def _settle(changes: RequestChanges, *, committed: bool) -> None:
+    for step in changes.settled:
+        try:
+            step(committed)
+        except Exception:  # what the request changed stands (or was undone) all the same
+            _log.exception("a step after an S3 change was settled failed")
 
 
 class DurableRequests:
@@ -219,8 +234,10 @@ class DurableRequests:
         except Exception:  # a full disk, a permission, or a bug: never an answer for a change not on disk
             _log.exception("could not write an S3 change to disk; it is undone")
             self._store.revert(changes)
+            _settle(changes, committed=False)
             start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
             return [_INTERNAL_ERROR]
+        _settle(changes, committed=True)
         if failure is not None:
             raise failure
         if self._announce is not None:

@@ -1,7 +1,8 @@
 """S3 on 127.0.0.1: moto in server mode, written through to disk (`shared/local/durable_s3.py`).
 
-Every change a request makes (object versions, delete markers, tags, bucket settings) is on disk, synced,
-before S3's answer leaves the server, and is read back on the next start: what the local S3 acknowledged
+Every change a request makes (object versions, delete markers, tags, bucket settings, multipart uploads and their
+parts: `shared/local/s3_multipart.py`) is on disk, synced, before S3's answer leaves the server, and is read back on
+the next start: what the local S3 acknowledged
 survives `kill -9`, as it would on S3. Object bytes are read from their files, so the server's memory holds
 metadata only.
 
@@ -32,6 +33,8 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from shared.local.durable_s3 import CreatedObject, DurableBuckets, fsync_directory
 from shared.local.s3_changes import DurableRequests
+from shared.local.s3_multipart import MultipartRequests
+from shared.local.s3_uploads import UploadStore
 
 DEFAULT_ACCOUNT = "123456789012"
 _PARTITION = "aws"
@@ -85,7 +88,9 @@ def _listing_without_copies(backend: Any) -> None:
     backend.list_object_versions = types.MethodType(patched, backend)
 
 
-def object_created_event(bucket: str, key: str, version_id: str | None, size: int, etag: str) -> dict[str, Any]:
+def object_created_event(
+    bucket: str, key: str, version_id: str | None, size: int, etag: str, *, reason: str = "PutObject"
+) -> dict[str, Any]:
     """The EventBridge "Object Created" event S3 sends (events/s3_object_created.json has one)."""
     return {
         "version": "0",
@@ -103,7 +108,7 @@ def object_created_event(bucket: str, key: str, version_id: str | None, size: in
             "request-id": uuid.uuid4().hex[:16].upper(),
             "requester": DEFAULT_ACCOUNT,
             "source-ip-address": "127.0.0.1",
-            "reason": "PutObject",
+            "reason": reason,
         },
     }
 
@@ -143,7 +148,10 @@ class LocalS3Server:
         restored = store.restore()
         if imported:
             _log.info("an earlier build's snapshot was imported: %s buckets, now kept in %s", restored, self.data_dir)
-        self._app = DurableRequests(DomainDispatcherApplication(create_backend_app), store, self._announce)
+        uploads = UploadStore(self.data_dir / "uploads")
+        uploads.restore()
+        moto_app = DomainDispatcherApplication(create_backend_app)
+        self._app = DurableRequests(MultipartRequests(moto_app, self._backend(), uploads), store, self._announce)
         self._server = make_server("127.0.0.1", self.port, self._app, threaded=True, request_handler=MotoRequestHandler)
         threading.Thread(target=self._server.serve_forever, name="quire-local-s3", daemon=True).start()
         return restored
@@ -171,7 +179,11 @@ class LocalS3Server:
 
     def _announce(self, stored: CreatedObject) -> None:
         if self._listener is not None:
-            self._listener(object_created_event(stored.bucket, stored.key, stored.version_id, stored.size, stored.etag))
+            self._listener(
+                object_created_event(
+                    stored.bucket, stored.key, stored.version_id, stored.size, stored.etag, reason=stored.reason
+                )
+            )
 
     def stop(self) -> None:
         """Stop accepting requests and let those being served finish (each is on disk before it answers)."""

@@ -88,15 +88,18 @@ def ensure_bucket(endpoint: str, bucket: str, *, browser_origins: tuple[str, ...
         client.create_bucket(Bucket=bucket)
     client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     if browser_origins:
-        # The console's browser uploads by presigned POST straight to the bucket, as on AWS (infra's CORS rule).
+        # The console's browser uploads straight to the bucket, as on AWS (infra's CORS rule): a presigned POST, or
+        # a multipart upload's parts by presigned PUT, each with its x-amz-checksum-sha256 header (any header is
+        # allowed); the completion names each part's ETag, which a browser reads only when it is exposed.
         client.put_bucket_cors(
             Bucket=bucket,
             CORSConfiguration={
                 "CORSRules": [
                     {
-                        "AllowedMethods": ["POST"],
+                        "AllowedMethods": ["POST", "PUT"],
                         "AllowedOrigins": list(browser_origins),
                         "AllowedHeaders": ["*"],
+                        "ExposeHeaders": ["ETag"],
                         "MaxAgeSeconds": 3000,
                     }
                 ]

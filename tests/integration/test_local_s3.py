@@ -1,6 +1,5 @@
 """moto's S3 server as Quire uses it: a versioned bucket, real presigned URLs, each change on disk before its answer."""
 
-import os
 import random
 import signal
 import subprocess
@@ -23,6 +22,7 @@ from shared.domain.uploads import SAFE_DOWNLOAD_TYPE
 from shared.local.embedded_postgres import free_port
 from shared.local.s3_server import LocalS3Server
 from shared.local.supervisor import ensure_bucket
+from tests.builders.local_s3 import forget_bucket, server_process
 
 
 def store_for(endpoint: str, bucket: str) -> S3ContentStore:
@@ -86,14 +86,6 @@ def test_deleting_a_version_removes_only_that_version(s3_endpoint: str, bucket: 
     assert store.get("k", version_id=new.version_id, max_bytes=10) == b"new"
 
 
-def _forget(bucket: str) -> None:
-    """A new process starts with an empty moto: simulate it by forgetting the bucket."""
-    from moto.s3.models import s3_backends
-
-    s3_backends["123456789012"]["aws"].buckets.pop(bucket, None)
-    s3_backends.bucket_accounts.pop(bucket, None)
-
-
 def test_objects_versions_delete_markers_and_tags_survive_a_restart(tmp_path: Path, aws_credentials: None) -> None:
     server = LocalS3Server(tmp_path / "s3", port=free_port())
     server.start()
@@ -115,7 +107,7 @@ def test_objects_versions_delete_markers_and_tags_survive_a_restart(tmp_path: Pa
         marker = store.client.delete_object(Bucket=name, Key="doc")["VersionId"]  # a delete marker over "doc"
     finally:
         server.stop()  # no snapshot, no flush: each change was on disk when it was answered
-    _forget(name)
+    forget_bucket(name)
     restarted = LocalS3Server(tmp_path / "s3", port=free_port())
     assert restarted.start() >= 1
     try:
@@ -137,7 +129,7 @@ def test_objects_versions_delete_markers_and_tags_survive_a_restart(tmp_path: Pa
         store.put("after", b"new", content_type="text/plain")  # and it keeps writing through
     finally:
         restarted.stop()
-        _forget(name)
+        forget_bucket(name)
 
 
 def test_the_bytes_of_a_stored_version_are_read_from_disk_not_kept_in_memory(
@@ -159,7 +151,7 @@ def test_the_bytes_of_a_stored_version_are_read_from_disk_not_kept_in_memory(
         assert store.read_range("big", version_id=None, start=299_990, length=20) == b"y" * 10
     finally:
         server.stop()
-        _forget(name)
+        forget_bucket(name)
 
 
 def test_bytes_a_crash_left_without_their_record_are_never_restored(tmp_path: Path, aws_credentials: None) -> None:
@@ -173,7 +165,7 @@ def test_bytes_a_crash_left_without_their_record_are_never_restored(tmp_path: Pa
         store.put("doc", b"acknowledged", content_type="text/plain")
     finally:
         server.stop()
-    _forget(name)
+    forget_bucket(name)
     [key_directory] = list((tmp_path / "s3" / "buckets" / name / "keys").glob("*/*"))
     (key_directory / "ffffffffffffffff.data").write_bytes(b"cut short")
     (key_directory / "fffffffffffffffe.json.partial").write_bytes(b'{"key": "doc"')
@@ -186,7 +178,7 @@ def test_bytes_a_crash_left_without_their_record_are_never_restored(tmp_path: Pa
         assert sorted(path.suffix for path in key_directory.iterdir()) == [".data", ".json"]
     finally:
         restarted.stop()
-        _forget(name)
+        forget_bucket(name)
 
 
 def test_a_change_that_cannot_reach_the_disk_is_refused_and_undone(
@@ -205,24 +197,24 @@ def test_a_change_that_cannot_reach_the_disk_is_refused_and_undone(
         ensure_bucket(server.endpoint, name)
         store = store_for(server.endpoint, name)
         store.put("doc", b"first", content_type="text/plain")
-        real_write = durable_s3._write_synced
+        real_write = durable_s3.write_synced
 
         def disk_full(path: Path, chunks: Any) -> None:
             raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(durable_s3, "_write_synced", disk_full)
+        monkeypatch.setattr(durable_s3, "write_synced", disk_full)
         client = boto3.client(
             "s3", endpoint_url=server.endpoint, region_name="us-east-1", config=Config(retries={"max_attempts": 1})
         )
         with pytest.raises(ClientError, match="InternalError"):
             client.put_object(Bucket=name, Key="doc", Body=b"second")
-        monkeypatch.setattr(durable_s3, "_write_synced", real_write)
+        monkeypatch.setattr(durable_s3, "write_synced", real_write)
         # Nothing of the refused write can be read or listed.
         assert store.get("doc", max_bytes=100) == b"first"
         assert len(client.list_object_versions(Bucket=name, Prefix="doc")["Versions"]) == 1
     finally:
         server.stop()
-        _forget(name)
+        forget_bucket(name)
 
 
 def test_versions_written_at_once_to_one_key_are_all_kept(tmp_path: Path, aws_credentials: None) -> None:
@@ -255,7 +247,7 @@ def test_versions_written_at_once_to_one_key_are_all_kept(tmp_path: Path, aws_cr
             assert store.get("one/key", version_id=version, max_bytes=10_000) == body
     finally:
         server.stop()
-        _forget(name)
+        forget_bucket(name)
     restarted = LocalS3Server(tmp_path / "s3", port=free_port())
     restarted.start()
     try:
@@ -264,7 +256,7 @@ def test_versions_written_at_once_to_one_key_are_all_kept(tmp_path: Path, aws_cr
             assert store.get("one/key", version_id=version, max_bytes=10_000) == body
     finally:
         restarted.stop()
-        _forget(name)
+        forget_bucket(name)
 
 
 def test_moto_changes_one_keys_versions_one_request_at_a_time(tmp_path: Path, aws_credentials: None) -> None:
@@ -306,7 +298,7 @@ def test_moto_changes_one_keys_versions_one_request_at_a_time(tmp_path: Path, aw
     finally:
         sys.setswitchinterval(interval)
         server.stop()
-        _forget(name)
+        forget_bucket(name)
 
 
 def test_a_read_holding_a_version_deleted_meanwhile_still_gets_its_bytes(tmp_path: Path, aws_credentials: None) -> None:
@@ -326,7 +318,7 @@ def test_a_read_holding_a_version_deleted_meanwhile_still_gets_its_bytes(tmp_pat
         assert held.value == b"held by a reader"  # its bytes wait in the trash for the grace period
     finally:
         server.stop()
-        _forget(name)
+        forget_bucket(name)
 
 
 def test_bytes_removed_behind_the_stores_back_are_missing_not_an_error(tmp_path: Path, aws_credentials: None) -> None:
@@ -357,7 +349,7 @@ def test_bytes_removed_behind_the_stores_back_are_missing_not_an_error(tmp_path:
         assert store.get("doc", version_id=kept, max_bytes=100) == b"kept"
     finally:
         server.stop()
-        _forget(name)
+        forget_bucket(name)
     (tmp_path / "s3" / "buckets" / name / "bucket.json").write_bytes(b'{"name": "quire-mis')
     restarted = LocalS3Server(tmp_path / "s3", port=free_port())
     restarted.start()
@@ -371,7 +363,7 @@ def test_bytes_removed_behind_the_stores_back_are_missing_not_an_error(tmp_path:
         assert store.bucket_versioning() == "Enabled"
     finally:
         restarted.stop()
-        _forget(name)
+        forget_bucket(name)
 
 
 def test_a_snapshot_of_an_earlier_build_is_imported_once(tmp_path: Path, aws_credentials: None) -> None:
@@ -391,7 +383,7 @@ def test_a_snapshot_of_an_earlier_build_is_imported_once(tmp_path: Path, aws_cre
     bucket.keys = _rebuild_key_store(lists)
     snapshot = tmp_path / "s3-snapshot.pickle"
     snapshot.write_bytes(pickle.dumps({name: bucket}))
-    _forget(name)
+    forget_bucket(name)
     # An import a crash cut short before (its marker still there, a bucket half written) is started over.
     half = tmp_path / "s3" / "buckets" / "quire-half-imported"
     half.mkdir(parents=True)
@@ -406,14 +398,14 @@ def test_a_snapshot_of_an_earlier_build_is_imported_once(tmp_path: Path, aws_cre
         assert not snapshot.exists() and (tmp_path / "s3-snapshot.pickle.imported").exists()
     finally:
         server.stop()
-        _forget(name)
+        forget_bucket(name)
     restarted = LocalS3Server(tmp_path / "s3", port=free_port(), legacy_snapshot=snapshot)
     restarted.start()
     try:
         assert store_for(restarted.endpoint, name).get("doc", max_bytes=100) == b"from the snapshot"
     finally:
         restarted.stop()
-        _forget(name)
+        forget_bucket(name)
 
 
 def test_the_server_keeps_only_what_its_buckets_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -444,19 +436,6 @@ def test_the_server_keeps_only_what_its_buckets_hold(tmp_path: Path, monkeypatch
     assert copies == []  # no key (nor its bytes) was copied to answer a listing
     # And nothing made is kept beyond the bucket (moto's model metaclass adds the list).
     assert FakeKey.instances_tracked == []  # type: ignore[attr-defined]
-
-
-_SERVE = """
-import sys, time
-from pathlib import Path
-from shared.local.s3_server import LocalS3Server
-from shared.local.supervisor import ensure_bucket
-server = LocalS3Server(Path(sys.argv[1]), port=int(sys.argv[2]))
-server.start()
-ensure_bucket(server.endpoint, sys.argv[3])
-print("ready", flush=True)
-time.sleep(600)
-"""
 
 
 class Writes:
@@ -522,12 +501,7 @@ def test_every_acknowledged_write_survives_kill_9_of_the_server(tmp_path: Path, 
     and delete it answered 2xx for is there after a restart, byte for byte; each refused or unanswered one
     may be there or not (as on S3), but never half."""
     port, name = free_port(), "quire-kill"
-    child = subprocess.Popen(
-        [sys.executable, "-c", _SERVE, str(tmp_path / "s3"), str(port), name],
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )
-    assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+    child = server_process(tmp_path / "s3", port, name)
     writes = Writes(f"http://127.0.0.1:{port}", name, child)
     threads = [threading.Thread(target=writes.run, args=(worker,)) for worker in range(4)]
     for thread in threads:
@@ -539,7 +513,7 @@ def test_every_acknowledged_write_survives_kill_9_of_the_server(tmp_path: Path, 
         thread.join()
     # The kill came mid-stream, after many acknowledged writes.
     assert len(writes.acknowledged) > 20 and writes.deleted, len(writes.acknowledged)
-    _forget(name)
+    forget_bucket(name)
     restarted = LocalS3Server(tmp_path / "s3", port=free_port())
     restarted.start()
     try:
@@ -557,4 +531,4 @@ def test_every_acknowledged_write_survives_kill_9_of_the_server(tmp_path: Path, 
             assert len(whole) == survivor["Size"]
     finally:
         restarted.stop()
-        _forget(name)
+        forget_bucket(name)
