@@ -33,6 +33,7 @@ from typing import Any
 from moto.s3.models import FakeDeleteMarker, FakeKey
 
 from shared.local.s3_changes import BytesMissing, RequestChanges, install_notes, noting_keys
+from shared.local.s3_reads import FileView, reads_are_streamed
 
 _log = logging.getLogger(__name__)
 
@@ -82,8 +83,12 @@ class _StoredBytes:
     def tell(self) -> int:
         return self._position
 
-    def read(self, size: int = -1) -> bytes:
+    def read(self, size: int = -1) -> bytes | FileView:
         try:
+            if (size is None or size < 0) and reads_are_streamed():
+                view = FileView.open(self.path, self._position)  # a GET's body, sent from the file
+                self._position += len(view)
+                return view
             handle = self.path.open("rb")
         except FileNotFoundError as missing:
             raise BytesMissing(str(self.path)) from missing

@@ -10,11 +10,14 @@ the store (`shared/local/durable_s3.py`) before the response leaves.
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from moto.s3.utils import _VersionedKeyStore
+
+from shared.local.s3_reads import streamed_reads
 
 if TYPE_CHECKING:
     from shared.local.durable_s3 import CreatedObject, DurableBuckets
@@ -202,7 +205,7 @@ class DurableRequests:
                 self._count -= 1
                 self._idle.notify_all()
 
-    def _serve(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    def _serve(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         answer: dict[str, Any] = {}
 
         def hold(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], None]:
@@ -217,9 +220,13 @@ class DurableRequests:
         changes = RequestChanges()
         _request.changes = changes
         failure: BaseException | None = None
+        streamed = self._reads_object_bytes(environ) and environ.get("REQUEST_METHOD") == "GET"
         try:
-            # Materialised here, so nothing of the response is sent before the changes are on disk.
-            body = list(self._app(environ, hold))
+            with streamed_reads() if streamed else nullcontext():
+                response = self._app(environ, hold)
+            # Materialised here, so nothing of the response is sent before the changes are on disk; an object's
+            # bytes, which a GET changes nothing to send, go from its file as they are sent (`s3_reads.py`).
+            body = response if streamed and not (changes.keys or changes.buckets) else list(response)
         except BytesMissing:
             answer.update(status="404 Not Found", headers=[("Content-Type", "application/xml")])
             body = [_BYTES_MISSING]
@@ -247,19 +254,27 @@ class DurableRequests:
                 except Exception:
                     _log.exception("could not announce a new object")
         start_response(answer["status"], answer["headers"])
-        return [*answer.get("written", []), *body]
+        written = answer.get("written")
+        return [*written, *body] if written else body
 
-    def _names_missing_bytes(self, environ: dict[str, Any]) -> bool:
-        """A GET or HEAD of an object version (path style: /bucket/key, `versionId` in the query) whose file is
-        gone. Requests for a subresource (?tagging, ?acl, ...) read the record only and pass."""
+    @staticmethod
+    def _reads_object_bytes(environ: dict[str, Any]) -> bool:
+        """A GET or HEAD of an object version (path style: /bucket/key, `versionId` in the query); not one of a
+        subresource (?tagging, ?acl, ...), which reads the record only."""
         if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
             return False
         bucket, _, key = environ.get("PATH_INFO", "").lstrip("/").partition("/")
         if not bucket or not key:
             return False
         query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
-        if any(not _reads_the_object(name) for name in query):
+        return all(_reads_the_object(name) for name in query)
+
+    def _names_missing_bytes(self, environ: dict[str, Any]) -> bool:
+        """A GET or HEAD of an object version whose file is gone."""
+        if not self._reads_object_bytes(environ):
             return False
+        bucket, _, key = environ.get("PATH_INFO", "").lstrip("/").partition("/")
+        query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
         try:
             key = key.encode("latin-1").decode("utf-8")  # WSGI hands the path over as latin-1 of its bytes
             return self._store.bytes_missing(bucket, key, (query.get("versionId") or [None])[0])

@@ -154,6 +154,35 @@ def test_the_bytes_of_a_stored_version_are_read_from_disk_not_kept_in_memory(
         forget_bucket(name)
 
 
+def test_a_read_of_a_large_object_is_sent_from_its_file_never_held_whole(s3_endpoint: str, bucket: str) -> None:
+    """moto's GET reads a key's whole value and slices it for a Range: a 100-byte read of a 1 GB object held the
+    gigabyte. The server (in this process) sends it from the file a MiB at a time, whole or ranged."""
+    import tracemalloc
+
+    store = store_for(s3_endpoint, bucket)
+    body = bytes(range(256)) * (128 * 1024)  # 32 MiB
+    version = store.put("large", body, content_type="application/octet-stream").version_id
+    assert version is not None
+    del body
+    store.read_range("large", version_id=version, start=0, length=1)  # botocore reads its model on a first GET
+    tracemalloc.start()
+    try:
+        ranged = store.read_range("large", version_id=version, start=20_000_000, length=100)
+        _, ranged_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        whole = store.client.get_object(Bucket=bucket, Key="large", VersionId=version)["Body"]
+        sent = sum(len(chunk) for chunk in whole.iter_chunks(1 << 20))
+        _, whole_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert ranged == bytes((20_000_000 + offset) % 256 for offset in range(100))
+    assert sent == 32 * 1024 * 1024
+    # A MiB or two in flight, and the 10 MB buffer werkzeug's server reads the finished connection's rest into;
+    # never the object's 32.
+    assert ranged_peak < 16 * 1024 * 1024, ranged_peak
+    assert whole_peak < 16 * 1024 * 1024, whole_peak
+
+
 def test_bytes_a_crash_left_without_their_record_are_never_restored(tmp_path: Path, aws_credentials: None) -> None:
     """A write cut short (its bytes synced, its record not yet written) was never acknowledged: it is removed."""
     server = LocalS3Server(tmp_path / "s3", port=free_port())
