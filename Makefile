@@ -152,7 +152,7 @@ crash: $(INSTALLED)
 # The parsers' fuzz tests (byte-level and structured) with many more examples than `make test` runs.
 FUZZ_EXAMPLES ?= 3000
 fuzz: $(INSTALLED)
-	QUIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/unit/test_parser_fuzz.py tests/unit/test_structured_fuzz.py tests/unit/test_text_parsers.py -k "fuzz or raise or damaged"
+	QUIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/unit/test_parser_fuzz.py tests/unit/test_structured_fuzz.py tests/unit/test_text_parsers.py tests/unit/test_media_probe.py -k "fuzz or raise or damaged"
 	QUIRE_FILTER_CASES=3000 $(BIN)/pytest -q tests/integration/test_metadata_filter_lanes.py
 
 # The API's clients written again from the OpenAPI document the server builds (clients/codegen/generate.py): the
