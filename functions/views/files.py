@@ -195,6 +195,19 @@ class OcrView(ApiModel):
     detail: str | None
 
 
+class TranscriptionView(ApiModel):
+    """What the speech engine did for a recording: how long it lasts, the language heard, how surely, or why it
+    did not transcribe it."""
+
+    state: OcrState
+    engine: str | None
+    language: str | None
+    duration_seconds: float | None
+    confidence: float | None
+    low_confidence: bool
+    detail: str | None
+
+
 class VisionView(ApiModel):
     """Whether the image was described (the description is a labelled block of the document, never text)."""
 
@@ -221,6 +234,8 @@ class VersionView(ApiModel):
     indexing: IndexingView | None = None
     ocr: OcrView | None = None
     vision: VisionView | None = None
+    # A recording: what the speech engine did (null until it ran, and for every other type).
+    transcription: TranscriptionView | None = None
     # The export that rendered this version (its processing is `skipped`: Quire wrote it, nobody extracts it).
     # The malware scanner's verdict on the bytes (NO_THREATS_FOUND, …), or "not_scanned": no scanner runs in this
     # deployment (`quire status` says why) or its verdict has not arrived.
@@ -283,6 +298,17 @@ class VersionView(ApiModel):
             else None,
             vision=VisionView(state=version.vision_state, model=version.vision_model, detail=version.vision_detail)
             if version.vision_state
+            else None,
+            transcription=TranscriptionView(
+                state=version.transcription_state,
+                engine=version.transcription_engine,
+                language=version.transcription_language,
+                duration_seconds=version.duration_seconds,
+                confidence=version.transcription_confidence,
+                low_confidence=version.recognition.low_confidence,
+                detail=version.transcription_detail,
+            )
+            if version.transcription_state
             else None,
             malware_scan=version.malware_scan.value if version.malware_scan else "not_scanned",
             export_id=version.export_id,

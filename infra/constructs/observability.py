@@ -41,6 +41,9 @@ RECONCILE_METRICS = (
     STUCK_VERSIONS,
     "staleWorkRemoved",
     "rendersResubmitted",
+    # Upload sessions past their day ended, and (locally) multipart uploads no session names aborted.
+    "sessionsExpired",
+    "uploadsAborted",
 )
 # Gauges (how many there are at the end of a run), graphed by their maximum; the rest are actions taken, summed.
 _RECONCILE_GAUGES = frozenset({"objectsScanned", STUCK_VERSIONS, "rowsWithoutBytes"})

@@ -16,6 +16,7 @@ from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.document import ExtractionLimits
 from shared.domain.exports import RenderJob, RenderLimits
 from shared.domain.limits import TenantLimits
+from shared.domain.media import MediaLimits
 from shared.domain.search import Fusion, IdentifierBooster, RetrievalTuning
 from shared.domain.workflow import ProcessVersion
 from shared.ports import (
@@ -261,13 +262,17 @@ class Container:
 
     @cached_property
     def pipeline(self) -> IngestionPipeline:
+        from shared.adapters.parsers.media_probe import probe_media
+
         return IngestionPipeline(
             self.file_metadata,
             self.file_metadata,
             self.content,
             self.extractor,
             self.indexer,
-            recognizers=Recognizers(ocr=self.ocr, vision=self.vision),
+            recognizers=Recognizers(ocr=self.ocr, vision=self.vision, transcription=self.transcription),
+            media_limits=MediaLimits(max_seconds=self.settings.max_media_seconds),
+            media_probe=probe_media,
             ledger=self.usage_ledger,
             spend=self.spend_limits,
             # Step Functions retries a step's infrastructure errors on AWS; the local runner does the same.

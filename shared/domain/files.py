@@ -81,6 +81,12 @@ class FailureReason(StrEnum):
     NO_TEXT_FOUND = "no-text-found"
     SPEND_LIMIT = "spend-limit"
     BYTES_MISSING = "bytes-missing"
+    # Recordings (issue 35): the container refused (no audio track, damaged, past the duration limit), the speech
+    # engine heard nothing, failed, or there is none here.
+    NOT_TRANSCRIBABLE = "not-transcribable"
+    NO_SPEECH_FOUND = "no-speech-found"
+    TRANSCRIPTION_FAILED = "transcription-failed"
+    NO_TRANSCRIPTION = "no-transcription"
 
     @property
     def user_sentence(self) -> str:
@@ -109,6 +115,19 @@ _USER_SENTENCES: dict[FailureReason, str] = {
     FailureReason.BYTES_MISSING: (
         "The uploaded bytes are missing from storage (removed outside Quire), so there is nothing to read: upload"
         " the file again."
+    ),
+    FailureReason.NOT_TRANSCRIBABLE: (
+        "The recording cannot be transcribed as it is (the detail says why: no audio track, damaged, or too long):"
+        " fix it, or upload the part that matters."
+    ),
+    FailureReason.NO_SPEECH_FOUND: (
+        "The speech engine heard no words in this recording: a recording of silence or music has nothing to search."
+    ),
+    FailureReason.TRANSCRIPTION_FAILED: (
+        "Speech recognition could not transcribe this recording: retry, or upload it in another format."
+    ),
+    FailureReason.NO_TRANSCRIPTION: (
+        "This recording needs a speech engine, and none is available here: the detail says why."
     ),
 }
 
@@ -144,10 +163,20 @@ class Recognition(BaseModel):
     vision_state: VisionState | None = None
     vision_model: str | None = None
     vision_detail: str | None = None
+    # A recording: what the speech engine did (RECOGNIZED: it transcribed), its confidence and the language it heard.
+    transcription_state: OcrState | None = None
+    transcription_engine: str | None = None
+    transcription_detail: str | None = None
+    transcription_confidence: float | None = None
+    transcription_language: str | None = None
+    duration_seconds: float | None = None
 
     @property
     def low_confidence(self) -> bool:
-        return self.ocr_confidence is not None and self.ocr_confidence < LOW_CONFIDENCE_THRESHOLD
+        return any(
+            confidence is not None and confidence < LOW_CONFIDENCE_THRESHOLD
+            for confidence in (self.ocr_confidence, self.transcription_confidence)
+        )
 
 
 class StoredObject(BaseModel):
@@ -265,6 +294,12 @@ class FileVersionRecord(BaseModel):
     vision_state: VisionState | None = None
     vision_model: str | None = None
     vision_detail: str | None = None
+    transcription_state: OcrState | None = None
+    transcription_engine: str | None = None
+    transcription_detail: str | None = None
+    transcription_confidence: float | None = None
+    transcription_language: str | None = None
+    duration_seconds: float | None = None
     export_id: UUID | None = None  # the export that rendered these bytes
     # None: not scanned (no scanner in this deployment, or its verdict has not arrived yet).
     malware_scan: MalwareScan | None = None

@@ -16,7 +16,9 @@ import re
 import zipfile
 from typing import BinaryIO
 
-from shared.domain.uploads import AcceptedType
+from shared.domain.media import same_container_family
+from shared.domain.media_sniffing import sniff_media_type
+from shared.domain.uploads import MEDIA_KINDS, AcceptedType
 
 _MAX_CONTENT_TYPES_XML = 1024 * 1024
 # Real Office files have hundreds of parts; their directory is kilobytes.
@@ -59,6 +61,8 @@ _LABELS = {
     "markdown": "Markdown text",
     "csv": "CSV text",
     "html": "HTML text",
+    "audio": "an audio recording",
+    "video": "a video",
 }
 
 
@@ -83,6 +87,9 @@ def describe(content: bytes) -> str:
     if head.startswith(b"PK\x03\x04") and head[30:38] == b"mimetype" and _OPENDOCUMENT in head[38:120]:
         return "an OpenDocument file (.odt, .ods or .odp)"
     label = next((label for magic, label in _MAGIC_LABELS if head.startswith(magic)), None)
+    recording = sniff_media_type(content[:SNIFF_PREFIX_BYTES]) if label is None else None
+    if recording is not None:
+        label = f"a recording ({recording})"
     if label is None and _MARKUP_START.match(head):
         label = "HTML, XML or SVG markup"
     if label is None and _ACTIVE_CONTENT.search(head):
@@ -266,6 +273,11 @@ def _matches(content: bytes, accepted: AcceptedType) -> bool:
         return head.startswith(_IMAGE_MAGIC[kind])
     if kind in _OOXML_MAIN_PART:
         return _is_ooxml(content, kind)
+    if kind in MEDIA_KINDS:
+        # The container, from its first bytes; the probe reads its tracks later (a WebM's or an MP4's type turns
+        # on whether it has a video track, so the family is what the first bytes can confirm).
+        sniffed = sniff_media_type(content[:SNIFF_PREFIX_BYTES])
+        return sniffed is not None and same_container_family(sniffed, accepted.media_type)
     return _is_text(content, kind)
 
 

@@ -20,6 +20,7 @@ from shared.domain.attempt_work import WorkVersions
 from shared.domain.files import FailureReason
 from shared.domain.knowledge import IndexWrite
 from shared.domain.recognition import RecognitionJob
+from shared.domain.transcription import TranscriptionJob
 from shared.domain.workflow import ProcessVersion
 
 
@@ -102,18 +103,24 @@ class Extracted(StepOutcome):
 
 
 class RecognitionInput(StepInput):
-    """recognize: without `ocr_job` it starts reading; with one (still running) it polls it once."""
+    """recognize: without `ocr_job` (or, for a recording, `transcription_job`) it starts reading; with one (still
+    running) it polls it once."""
 
     ocr_job: RecognitionJob | None = None
     # Polls of `ocr_job` before this one.
     ocr_polls: int = 0
+    transcription_job: TranscriptionJob | None = None
+    transcription_polls: int = 0
 
 
 class Recognized(StepOutcome):
-    """recognize: the document with what OCR and vision read, or the job to poll again after a wait."""
+    """recognize: the document with what OCR and vision read (or the speech engine heard), or the job to poll
+    again after a wait."""
 
     ocr_job: RecognitionJob | None = None
     ocr_polls: int | None = None
+    transcription_job: TranscriptionJob | None = None
+    transcription_polls: int | None = None
     blocks: int | None = None
     failure: FailureReason | None = None
 
@@ -278,7 +285,11 @@ PIPELINE = Graph(
             RecognitionInput,
             Recognized,
             "Recognized?",
-            ((HALTED, DONE), (When("ocr_job", "present"), WaitThen("Wait for OCR", StepName.RECOGNIZE))),
+            (
+                (HALTED, DONE),
+                (When("ocr_job", "present"), WaitThen("Wait for OCR", StepName.RECOGNIZE)),
+                (When("transcription_job", "present"), WaitThen("Wait for transcription", StepName.RECOGNIZE)),
+            ),
             otherwise=StepName.CHUNK,
         ),
         StepSpec(

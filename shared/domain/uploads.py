@@ -31,11 +31,27 @@ ACCEPTED_TYPES: tuple[AcceptedType, ...] = (
     AcceptedType("image/png", (".png",), "png"),
     AcceptedType("image/jpeg", (".jpg", ".jpeg"), "jpeg"),
     AcceptedType("image/tiff", (".tif", ".tiff"), "tiff"),
+    # Recordings (issue 35): transcribed, and cited to the second. A video is read for its audio track only.
+    AcceptedType("audio/wav", (".wav",), "audio"),
+    AcceptedType("audio/mpeg", (".mp3",), "audio"),
+    # One type per extension: an audio-only .mp4 or .webm is declared as the video type, whose container family
+    # (shared/domain/media.py) its bytes belong to.
+    AcceptedType("audio/mp4", (".m4a",), "audio"),
+    AcceptedType("audio/flac", (".flac",), "audio"),
+    AcceptedType("audio/ogg", (".ogg", ".oga", ".opus"), "audio"),
+    AcceptedType("audio/webm", (".weba",), "audio"),
+    AcceptedType("video/mp4", (".mp4", ".m4v"), "video"),
+    AcceptedType("video/quicktime", (".mov",), "video"),
+    AcceptedType("video/webm", (".webm",), "video"),
+    AcceptedType("video/x-matroska", (".mkv",), "video"),
 )
 _BY_MEDIA_TYPE = {accepted.media_type: accepted for accepted in ACCEPTED_TYPES}
 # The accepted images (OCR and vision read them), and what a rescan can OCR again: images and PDFs.
 IMAGE_TYPES = frozenset(accepted.media_type for accepted in ACCEPTED_TYPES if accepted.media_type.startswith("image/"))
 SCANNABLE_TYPES = IMAGE_TYPES | {"application/pdf"}
+# Recordings: transcribed rather than extracted; past the single POST they go by parts, up to their own limit.
+MEDIA_KINDS = frozenset({"audio", "video"})
+RECORDING_TYPES = frozenset(accepted.media_type for accepted in ACCEPTED_TYPES if accepted.kind in MEDIA_KINDS)
 # Formats people have files in that are not read, with the conversion that makes them readable: a refusal that
 # names the fix is not retried as it is (by media type, then by extension, as browsers often send neither well).
 _WORD, _SHEET, _SLIDES = ("a Word document", ".docx"), ("a spreadsheet", ".xlsx"), ("a presentation", ".pptx")

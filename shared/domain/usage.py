@@ -20,6 +20,7 @@ class UsageStep(StrEnum):
     OCR = "ocr"
     VISION = "vision"
     EMBED = "embed"
+    TRANSCRIPTION = "transcription"
 
 
 class RequestKind(StrEnum):

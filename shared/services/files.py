@@ -47,6 +47,7 @@ from shared.domain.text_reads import (
 )
 from shared.domain.uploads import (
     DERIVED_PREFIX,
+    MEDIA_KINDS,
     accepted_type,
     check_declared_size,
     clean_filename,
@@ -104,11 +105,6 @@ class UploadLimits:
     @property
     def largest_of_all(self) -> int:
         return max(self.max_bytes, self.max_media_bytes)
-
-
-# Kinds whose files may pass the single POST's limit (uploaded by parts): recordings are read by a speech engine
-# that streams them, where a document is read whole.
-MEDIA_KINDS = frozenset({"audio", "video"})
 
 
 @dataclass(frozen=True)

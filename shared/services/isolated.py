@@ -136,6 +136,19 @@ def sniff_office_archive(payload: bytes) -> bytes:
     return json.dumps({"mismatch": archive_mismatch(stream, size, prefix, accepted)}).encode()
 
 
+def probe_recording(payload: bytes) -> bytes:
+    """{probe, size, limits} → the recording's MediaInfo or MediaRefusal as JSON, by the probe named (built again
+    here by name, as a parser is). Its headers (and, for some containers, its tail) are read from the parent by
+    range, at most `limits.max_header_bytes`: never the whole recording."""
+    from shared.domain.media import MediaLimits
+
+    header, _ = unpack(payload)
+    probe = resolve(header["probe"])
+    stream = io.BufferedReader(_ParentObject(int(header["size"])), buffer_size=64 * 1024)
+    found = probe(stream, MediaLimits.model_validate(header["limits"]))
+    return str(found.model_dump_json()).encode()
+
+
 class _ParentObject(RangedReader):
     """A seekable view of the object the parent serves by range (the child has no network to fetch it)."""
 

@@ -19,6 +19,7 @@ from shared.domain.attempt_work import EmbeddedBatch, WorkVersions
 from shared.domain.document import ExtractedDocument, ExtractionFailure
 from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState
 from shared.domain.knowledge import IndexWrite
+from shared.domain.media import MediaLimits
 from shared.domain.recognition import RecognitionJob
 from shared.domain.steps import (
     PIPELINE,
@@ -39,6 +40,7 @@ from shared.domain.steps import (
     StepOutcome,
     WaitThen,
 )
+from shared.domain.uploads import RECORDING_TYPES
 from shared.domain.usage import UsageStep
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
@@ -51,6 +53,7 @@ from shared.services.indexing import Indexer, IndexTarget, UnindexableDocument, 
 from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
 from shared.services.recognition import PageRecognition, Recognizers, recognition_plan
+from shared.services.recordings import MediaProbe, Recordings
 
 # The local runner's pause between polls of an engine's job (Step Functions waits in a Wait state).
 POLL_SECONDS = 5.0
@@ -81,6 +84,8 @@ class IngestionPipeline:
         sleep: Callable[[float], None] = time.sleep,
         spend: SpendLimits | None = None,
         retry: StepRetry | None = None,
+        media_limits: MediaLimits | None = None,
+        media_probe: MediaProbe | None = None,
     ) -> None:
         self._spend = spend
         self._retry = retry
@@ -101,6 +106,15 @@ class IngestionPipeline:
             metering=self._metering,
             limits=extractor.limits,
             spend=spend,
+        )
+        self.recordings = Recordings(
+            recognizers.transcription,
+            claims=self._claims,
+            documents=self.documents,
+            content=content,
+            metering=self._metering,
+            limits=media_limits or MediaLimits(),
+            probe=media_probe,
         )
 
     # --- the local runner ----------------------------------------------------------------------------------
@@ -195,6 +209,12 @@ class IngestionPipeline:
             # Not claimed by this attempt (inspect did not run, or another attempt superseded it).
             return Extracted.halted(request, Halt.NOT_HELD)
         version = found.version
+        if version.media_type in RECORDING_TYPES:
+            return self.recordings.inspect(request, found)
+        return self._extract_document(request, found)
+
+    def _extract_document(self, request: ProcessVersion, found: Held) -> Extracted:
+        version = found.version
         if not self._extractor.supports(version.media_type):
             return self._fail_extraction(
                 request, version, FailureReason.UNSUPPORTED_TYPE, f"{version.media_type} is not extracted"
@@ -249,7 +269,13 @@ class IngestionPipeline:
         `ocr_job` in its input (a job the engine is still running) it polls that job once."""
         if not isinstance(request, RecognitionInput):
             request = RecognitionInput(**request.model_dump())
+        if request.transcription_job is not None or self._is_recording(request):
+            return self.recordings.transcribe(request)
         return self.recognition.recognize(request)
+
+    def _is_recording(self, request: ProcessVersion) -> bool:
+        found = self._claims.stored(request)
+        return found is not None and found.version.media_type in RECORDING_TYPES
 
     def collect_recognition(self, request: ProcessVersion, job: RecognitionJob, *, polls: int = 0) -> Recognized:
         """One poll of a running OCR job (see PageRecognition.collect)."""

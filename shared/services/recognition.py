@@ -21,7 +21,7 @@ from shared.domain.uploads import IMAGE_TYPES
 from shared.domain.usage import UsageStep
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
-from shared.ports import FileContentStore, OcrProvider, OcrSource, VisionProvider
+from shared.ports import FileContentStore, OcrProvider, OcrSource, TranscriptionProvider, VisionProvider
 from shared.services.attempts import AttemptClaims, Held
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.limits import SpendLimits
@@ -71,10 +71,11 @@ OcrOutcome = RecognitionResult | RecognitionFailed | CapabilityUnavailable | Lim
 
 @dataclass(frozen=True)
 class Recognizers:
-    """The engines that read what has no text layer."""
+    """The engines that read what has no text layer (and, for a recording, the speech engine)."""
 
     ocr: OcrProvider
     vision: VisionProvider
+    transcription: TranscriptionProvider | None = None
 
 
 class PageRecognition:

@@ -1,6 +1,7 @@
 import io
 import uuid
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -272,3 +273,49 @@ def test_a_document_in_another_office_format_is_refused_naming_that_format(conte
     # Then the refusal names the format it is in, so the user knows what to save it as
     assert reason is not None
     assert reason.endswith(f"it looks like {looks_like}")
+
+
+# Recordings (issue 35): sniffed by content as every type is, as written by FFmpeg (tests/builders/recordings.py).
+RECORDINGS_AS_DECLARED = [
+    ("wav", "wav", "pcm_s16le", None, "audio/wav", "talk.wav"),
+    ("mp3", "mp3", "libmp3lame", None, "audio/mpeg", "talk.mp3"),
+    ("flac", "flac", "flac", None, "audio/flac", "talk.flac"),
+    ("ogg", "ogg", "libopus", None, "audio/ogg", "talk.opus"),
+    ("m4a", "ipod", "aac", None, "audio/mp4", "talk.m4a"),
+    ("weba", "webm", "libopus", None, "audio/webm", "talk.weba"),
+    ("mp4", "mp4", "aac", "libx264", "video/mp4", "demo.mp4"),
+    ("mov", "mov", "aac", "libx264", "video/quicktime", "demo.mov"),
+    ("webm", "webm", "libopus", "libvpx", "video/webm", "demo.webm"),
+    ("mkv", "matroska", "aac", "libx264", "video/x-matroska", "demo.mkv"),
+]
+
+
+@pytest.mark.parametrize("case", RECORDINGS_AS_DECLARED, ids=lambda case: case[0])
+def test_a_recording_is_accepted_as_what_its_container_is(
+    tmp_path: Path, case: tuple[str, str, str, str | None, str, str]
+) -> None:
+    suffix, muxer, audio, video, media_type, filename = case
+    pytest.importorskip("av", reason="PyAV (the dev extra) writes the recordings")
+    from tests.builders.recordings import Recording, write_recording
+
+    content = write_recording(Recording(suffix, muxer, suffix, audio, video=video, seconds=0.5), tmp_path).read_bytes()
+    accepted = accepted_type(media_type, filename)
+    assert accepted.kind == media_type.split("/", maxsplit=1)[0]
+    assert mismatch(content, accepted) is None
+
+
+def test_a_renamed_file_is_not_a_recording_and_one_recording_is_not_another(tmp_path: Path) -> None:
+    pytest.importorskip("av", reason="PyAV (the dev extra) writes the recordings")
+    from tests.builders.recordings import Recording, write_recording
+
+    assert mismatch(b"%PDF-1.7\n...", accepted_type("audio/mpeg", "talk.mp3")) == (
+        "the content is not an audio recording as declared (audio/mpeg): it looks like a PDF"
+    )
+    mp3 = write_recording(Recording("mp3", "mp3", "mp3", "libmp3lame", seconds=0.5), tmp_path).read_bytes()
+    assert mismatch(mp3, accepted_type("audio/wav", "talk.wav")) == (
+        "the content is not an audio recording as declared (audio/wav): it looks like a recording (audio/mpeg)"
+    )
+    # An MP4 declared as audio is of the family (its tracks decide, which the probe reads): the first bytes agree.
+    mp4 = write_recording(Recording("mp4", "mp4", "mp4", "aac", video="libx264", seconds=0.5), tmp_path).read_bytes()
+    assert mismatch(mp4, accepted_type("audio/mp4", "talk.m4a")) is None
+    assert mismatch(b"RIFF\x00\x00\x00\x00AVI LIST", accepted_type("video/mp4", "a.mp4")) is not None

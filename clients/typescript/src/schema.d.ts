@@ -1902,7 +1902,7 @@ export interface components {
          * @description Closed set of document problems. Each exists because what the user should do differs.
          * @enum {string}
          */
-        FailureReason: "unsupported-type" | "too-large" | "too-many-pages" | "timed-out" | "encrypted" | "no-text-layer" | "malformed" | "ocr-failed" | "no-text-found" | "spend-limit" | "bytes-missing";
+        FailureReason: "unsupported-type" | "too-large" | "too-many-pages" | "timed-out" | "encrypted" | "no-text-layer" | "malformed" | "ocr-failed" | "no-text-found" | "spend-limit" | "bytes-missing" | "not-transcribable" | "no-speech-found" | "transcription-failed" | "no-transcription";
         /** FailureView */
         FailureView: {
             /** Detail */
@@ -2818,6 +2818,26 @@ export interface components {
             /** Tools */
             tools: components["schemas"]["ToolDefinitionView"][];
         };
+        /**
+         * TranscriptionView
+         * @description What the speech engine did for a recording: how long it lasts, the language heard, how surely, or why it
+         *     did not transcribe it.
+         */
+        TranscriptionView: {
+            /** Confidence */
+            confidence: number | null;
+            /** Detail */
+            detail: string | null;
+            /** Durationseconds */
+            durationSeconds: number | null;
+            /** Engine */
+            engine: string | null;
+            /** Language */
+            language: string | null;
+            /** Lowconfidence */
+            lowConfidence: boolean;
+            state: components["schemas"]["OcrState"];
+        };
         /** UploadRequest */
         UploadRequest: {
             /** Bytesize */
@@ -3033,6 +3053,7 @@ export interface components {
             state: string;
             /** Storedat */
             storedAt: string | null;
+            transcription?: components["schemas"]["TranscriptionView"] | null;
             /**
              * Versionid
              * Format: uuid

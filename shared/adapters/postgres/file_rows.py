@@ -15,6 +15,8 @@ VERSION_COLUMNS = (
     " extraction_warnings, extraction_truncated, document_key, document_version_id, processing_attempt,"
     " processing_retries, chunk_count, embedded_chunk_count, embedding_model, embedding_gap, indexed_at,"
     " ocr_state, ocr_engine, ocr_detail, recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail,"
+    " transcription_state, transcription_engine, transcription_detail, transcription_confidence,"
+    " transcription_language, duration_seconds,"
     " export_id, malware_scan, malware_scan_object"
 )
 

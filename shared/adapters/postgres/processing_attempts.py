@@ -129,6 +129,8 @@ class PostgresProcessingAttempts(FileRows, ProcessingAttempts):
                 " document_version_id = %s,"
                 " ocr_state = %s, ocr_engine = %s, ocr_detail = %s, recognized_pages = %s, ocr_confidence = %s,"
                 " vision_state = %s, vision_model = %s, vision_detail = %s,"
+                " transcription_state = %s, transcription_engine = %s, transcription_detail = %s,"
+                " transcription_confidence = %s, transcription_language = %s, duration_seconds = %s,"
                 " failure_reason = NULL, failure_detail = NULL, updated_at = now()"
                 " WHERE tenant_id = %s AND version_id = %s AND state = 'stored'"
                 " AND processing_state IN ('extracting', 'recognizing') AND processing_attempt = %s",
@@ -149,6 +151,12 @@ class PostgresProcessingAttempts(FileRows, ProcessingAttempts):
                     recognition.vision_state,
                     recognition.vision_model,
                     _bounded(recognition.vision_detail),
+                    recognition.transcription_state,
+                    recognition.transcription_engine,
+                    _bounded(recognition.transcription_detail),
+                    recognition.transcription_confidence,
+                    recognition.transcription_language,
+                    recognition.duration_seconds,
                     tenant_id,
                     version_id,
                     attempt,

@@ -127,6 +127,7 @@ __all__ = [
     "ToolCallView",
     "ToolDefinitionView",
     "ToolListView",
+    "TranscriptionView",
     "UploadRequest",
     "UploadResponse",
     "UploadSessionView",
@@ -197,6 +198,10 @@ FailureReason: TypeAlias = Literal[
     "no-text-found",
     "spend-limit",
     "bytes-missing",
+    "not-transcribable",
+    "no-speech-found",
+    "transcription-failed",
+    "no-transcription",
 ]
 
 
@@ -1156,6 +1161,20 @@ class ToolListView(TypedDict):
     tools: list[ToolDefinitionView]
 
 
+class TranscriptionView(TypedDict):
+    """What the speech engine did for a recording: how long it lasts, the language heard, how surely, or why it did not
+    transcribe it.
+    """
+
+    state: OcrState
+    engine: str | None
+    language: str | None
+    durationSeconds: float | None
+    confidence: float | None
+    lowConfidence: bool
+    detail: str | None
+
+
 class UploadRequest(TypedDict):
     multipart: NotRequired[bool]
     partSize: NotRequired[int | None]
@@ -1246,6 +1265,7 @@ class VersionView(TypedDict):
     indexing: NotRequired[IndexingView | None]
     ocr: NotRequired[OcrView | None]
     vision: NotRequired[VisionView | None]
+    transcription: NotRequired[TranscriptionView | None]
     malwareScan: NotRequired[str]
     exportId: NotRequired[str | None]
 

@@ -26,6 +26,19 @@ MEDIA_TYPES: dict[str, str] = {
     ".jpeg": "image/jpeg",
     ".tif": "image/tiff",
     ".tiff": "image/tiff",
+    ".wav": "audio/wav",
+    ".mp3": "audio/mpeg",
+    ".m4a": "audio/mp4",
+    ".flac": "audio/flac",
+    ".ogg": "audio/ogg",
+    ".oga": "audio/ogg",
+    ".opus": "audio/ogg",
+    ".weba": "audio/webm",
+    ".mp4": "video/mp4",
+    ".m4v": "video/mp4",
+    ".mov": "video/quicktime",
+    ".webm": "video/webm",
+    ".mkv": "video/x-matroska",
 }
 CHUNK_BYTES = 64 * 1024
 # Called with (bytes sent, bytes in all) after each chunk of the presigned POST.
