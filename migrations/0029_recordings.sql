@@ -9,6 +9,9 @@ ALTER TABLE file_versions
   -- What the container says (the probe), before any decoding.
   ADD COLUMN duration_seconds         double precision CHECK (duration_seconds >= 0);
 
+-- Seconds of recording a speech engine transcribed (Transcribe bills by the second): metered and limited per day.
+ALTER TABLE usage_records ADD COLUMN seconds bigint NOT NULL DEFAULT 0 CHECK (seconds >= 0);
+
 ALTER TABLE file_versions DROP CONSTRAINT file_versions_failure_reason_check;
 ALTER TABLE file_versions ADD CONSTRAINT file_versions_failure_reason_check
   CHECK (failure_reason IN ('unsupported-type', 'too-large', 'too-many-pages', 'timed-out', 'encrypted',

@@ -113,6 +113,8 @@ class Settings(BaseSettings):
     limit_embedding_tokens_per_day: int = Field(default=50_000_000, ge=0)
     # Input and output tokens of the model calls made inside requests (grounded answers, tool summaries).
     limit_generation_tokens_per_day: int = Field(default=2_000_000, ge=0)
+    # Minutes of recording transcribed (whole minutes begun, per recording).
+    limit_transcription_minutes_per_day: int = Field(default=600, ge=0)
     limit_upload_bytes_per_day: int = Field(default=10 * 1024**3, ge=0)
     limit_rescans_per_file_per_hour: int = Field(default=5, ge=0)
     # Per Lambda instance (an in-memory token bucket): API Gateway's stage throttle bounds the total. Off unless

@@ -28,6 +28,8 @@ class UsageLineView(ApiModel):
     images: int
     input_tokens: int
     output_tokens: int
+    # Seconds of recording transcribed (the step `transcription`).
+    seconds: int = 0
 
 
 class UsageView(ApiModel):

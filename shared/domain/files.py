@@ -109,8 +109,8 @@ _USER_SENTENCES: dict[FailureReason, str] = {
         " does show text, scan it again at a higher resolution."
     ),
     FailureReason.SPEND_LIMIT: (
-        "The tenant's daily text-recognition limit was spent before this document was read: scan it again after"
-        " 00:00 UTC."
+        "A daily limit of the tenant's (text recognition, or for a recording transcription; the detail names it) was"
+        " spent before this file was read: scan or process it again after 00:00 UTC."
     ),
     FailureReason.BYTES_MISSING: (
         "The uploaded bytes are missing from storage (removed outside Quire), so there is nothing to read: upload"

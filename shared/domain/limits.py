@@ -27,6 +27,7 @@ class LimitName(StrEnum):
     VISION_IMAGES = "vision_images_per_day"
     EMBEDDING_TOKENS = "embedding_tokens_per_day"
     GENERATION_TOKENS = "generation_tokens_per_day"
+    TRANSCRIPTION_MINUTES = "transcription_minutes_per_day"
     UPLOAD_BYTES = "upload_bytes_per_day"
     RESCANS = "rescans_per_file_per_hour"
     REQUESTS = "requests_per_second"
@@ -40,6 +41,7 @@ class TenantLimits:
     vision_images_per_day: int | None = None
     embedding_tokens_per_day: int | None = None
     generation_tokens_per_day: int | None = None
+    transcription_minutes_per_day: int | None = None
     upload_bytes_per_day: int | None = None
     rescans_per_file_per_hour: int | None = None
     requests_per_second: float | None = None
@@ -56,6 +58,7 @@ class Spend(BaseModel):
     vision_images: int = Field(default=0, ge=0)
     embedding_tokens: int = Field(default=0, ge=0)
     generation_tokens: int = Field(default=0, ge=0)
+    transcription_seconds: int = Field(default=0, ge=0)
 
 
 # What each daily limit counts, in its sentence: (what is limited, its unit, what was done today).
@@ -64,6 +67,7 @@ _DAILY: dict[LimitName, tuple[str, str, str]] = {
     LimitName.VISION_IMAGES: ("vision", "images", "described"),
     LimitName.EMBEDDING_TOKENS: ("embedding", "tokens", "embedded"),
     LimitName.GENERATION_TOKENS: ("generation", "tokens", "spent"),
+    LimitName.TRANSCRIPTION_MINUTES: ("transcription", "minutes", "transcribed"),
     LimitName.UPLOAD_BYTES: ("upload", "bytes", "declared"),
 }
 

@@ -41,6 +41,8 @@ class Usage(BaseModel):
     images: int = Field(default=0, ge=0)
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
+    # Seconds of recording transcribed (rounded up): what a speech engine is priced by.
+    seconds: int = Field(default=0, ge=0)
 
 
 def converse_usage(model: str, *, input_tokens: int, output_tokens: int) -> Usage:
@@ -106,6 +108,7 @@ class UsageTotal(BaseModel):
     images: int
     input_tokens: int
     output_tokens: int
+    seconds: int = 0
     first_recorded_at: datetime
     last_recorded_at: datetime
 

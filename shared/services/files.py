@@ -307,6 +307,11 @@ class FileService:
             raise InvalidRequest(str(error)) from error
         if self._spend is not None:
             self._spend.ensure_upload_fits(principal.tenant_id, byte_size)
+            if accepted.kind in MEDIA_KINDS:
+                # A recording is transcribed: with the day's minutes all spent it could only wait, so it is refused.
+                refusal = self._spend.transcription_refusal(principal.tenant_id, seconds=1, then="upload it again")
+                if refusal is not None:
+                    raise refusal
         version_id = self._new_id()
         key = storage_key(principal.tenant_id, file_id, version_id)
         new = NewVersion(

@@ -8,6 +8,7 @@ they may pass a limit by at most what they spend between the check and the ledge
 one embed batch, one ticket each). The limits bound a tenant's spend per day, not to the page.
 """
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from uuid import UUID
@@ -66,6 +67,19 @@ class SpendLimits:
         now = self._clock()
         spent = self._ledger.spent_since(tenant_id, day_start(now)).generation_tokens
         return daily_refusal(LimitName.GENERATION_TOKENS, limit=limit, spent=spent, asked=tokens, now=now, then=then)
+
+    def transcription_refusal(
+        self, tenant_id: str, *, seconds: float, then: str = "process the file again"
+    ) -> LimitExceeded | None:
+        """Whether transcribing `seconds` more of recording today would pass the tenant's daily minutes, counted
+        in whole minutes begun (a 10-second clip is a minute of the limit, as it is of a bill)."""
+        limit = self._limits.transcription_minutes_per_day
+        if limit is None:
+            return None
+        now = self._clock()
+        spent = math.ceil(self._ledger.spent_since(tenant_id, day_start(now)).transcription_seconds / 60)
+        asked = max(1, math.ceil(seconds / 60))
+        return daily_refusal(LimitName.TRANSCRIPTION_MINUTES, limit=limit, spent=spent, asked=asked, now=now, then=then)
 
     def ensure_upload_fits(self, tenant_id: str, byte_size: int) -> None:
         """A ticket for `byte_size` more declared bytes today, refused before anything is recorded or signed."""

@@ -115,6 +115,7 @@ class IngestionPipeline:
             metering=self._metering,
             limits=media_limits or MediaLimits(),
             probe=media_probe,
+            spend=spend,
         )
 
     # --- the local runner ----------------------------------------------------------------------------------

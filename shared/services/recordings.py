@@ -7,6 +7,7 @@ sandbox's child: never the whole recording, which may be gigabytes. The speech e
 it fetches range by range (the local engine, in its own sandbox) or reads it from storage itself (Transcribe).
 """
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -26,6 +27,7 @@ from shared.sandbox import Failure, TimedOut, dotted_name, pack, sandboxed
 from shared.services import isolated
 from shared.services.attempts import AttemptClaims, Held
 from shared.services.extracted_documents import ExtractedDocuments
+from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
 from shared.services.upload_completion import RangedObject
 
@@ -52,11 +54,13 @@ class Recordings:
         metering: Metering,
         limits: MediaLimits,
         probe: MediaProbe | None,
+        spend: SpendLimits | None = None,
     ) -> None:
         """`probe` reads a recording's container (shared/adapters/parsers/media_probe.py:probe_media), run in the
         sandbox's child by name; None: recordings are not read here (each fails `no-transcription`)."""
         self._probe_name = dotted_name(probe) if probe is not None else None
         self._transcriber = transcriber
+        self._spend = spend
         self._claims = claims
         self._documents = documents
         self._content = content
@@ -154,7 +158,12 @@ class Recordings:
         transcriber: TranscriptionProvider,
         source: MediaSource,
     ) -> Transcript | TranscriptionJob | Recognized:
-        """What the engine began (a transcript, a job), or how the step ends when it refused."""
+        """What the engine began (a transcript, a job), or how the step ends without it: past the tenant's daily
+        minutes (checked before the engine is asked, said so on the version), or refused by the engine."""
+        if self._spend is not None:
+            refusal = self._spend.transcription_refusal(request.tenant_id, seconds=source.duration_seconds or 0)
+            if refusal is not None:
+                return self._documents.fail(Recognized, request, version, FailureReason.SPEND_LIMIT, str(refusal))
         try:
             return transcriber.start(source)
         except TranscriptionFailed as failure:
@@ -204,10 +213,12 @@ class Recordings:
         """The transcript as the version's document: usage first (the engine ran whatever follows), then the
         document, then the row; a recording in which no word was heard fails, saying so."""
         file, version = held.file, held.version
-        self._metering.record(
-            file, version, step=UsageStep.TRANSCRIPTION, attempt=request.attempt, usage=transcript.usage
-        )
         duration = probed.duration_seconds or transcript.duration_seconds
+        usage = transcript.usage
+        if not usage.seconds:
+            # Metered by the recording's length whatever the engine counted: what the limit and a bill go by.
+            usage = usage.model_copy(update={"seconds": math.ceil(duration)})
+        self._metering.record(file, version, step=UsageStep.TRANSCRIPTION, attempt=request.attempt, usage=usage)
         document = transcript_document(transcript, version.media_type).model_copy(update={"duration_seconds": duration})
         if not document.blocks:
             heard = f"the speech engine ({transcript.engine}) heard no words in {_length(duration)}"

@@ -123,8 +123,8 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 MEDIA_TYPES = {"talk.wav": "audio/wav", "talk.m4a": "audio/mp4", "silent.mp4": "video/mp4"}
 
 
-def processed(stack: Stack, token: str, name: str, content: bytes) -> dict[str, Any]:
-    ticket = stack.upload(token, name, MEDIA_TYPES[name], content)
+def processed(stack: Stack, token: str, name: str, content: bytes, media_type: str | None = None) -> dict[str, Any]:
+    ticket = stack.upload(token, name, media_type or MEDIA_TYPES[name], content)
     stack.container.workflow.drain()  # type: ignore[attr-defined]
     status, record = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
     assert status == 200, record
@@ -212,3 +212,44 @@ def test_a_renamed_file_is_rejected_at_upload_not_transcribed(speech_stack: Stac
     assert current["state"] == "rejected"
     assert current["rejectionReason"].endswith("it looks like a PDF"), current
     assert engine.fetched == []
+
+
+def test_transcription_is_metered_by_the_second_and_limited_by_the_minute_per_day(
+    own_stack: Stack, recordings: dict[str, bytes], tmp_path: Path
+) -> None:
+    """One minute a day: a 61-second recording (two minutes begun) fails spend-limit before the engine is asked;
+    a 3-second one (a minute begun) is transcribed and metered by the second; then a new recording is refused at
+    upload with a 429, while a document is still taken."""
+    long = Recording(
+        "long", "mp3", "mp3", "libmp3lame", rate=8_000, channels=1, seconds=61.0, codec_options={"b": "8k"}
+    )
+    long_content = write_recording(long, tmp_path).read_bytes()
+    settings = own_stack.container.settings.model_copy(update={"limit_transcription_minutes_per_day": 1})
+    engine = FakeSpeechEngine()
+    container = Container(settings, adapters_for(settings, transcription=engine))
+    with overridden(container):
+        try:
+            limited = replace(own_stack, container=container)
+            token = limited.token()
+            refused = processed(limited, token, "long.mp3", long_content, "audio/mpeg")["current"]
+            assert refused["failure"]["reason"] == "spend-limit", refused
+            assert refused["failure"]["detail"].startswith(
+                "this needs 2 minutes, more than the tenant's daily transcription limit of 1 minute"
+            )
+            assert engine.fetched == []  # the engine was not asked
+
+            spoken = processed(limited, token, "talk.wav", recordings["talk.wav"])["current"]
+            assert spoken["processingState"] == "indexed", spoken
+            lines = limited.json("GET", "/v1/usage", token)[1]["lines"]
+            (metered,) = [line for line in lines if line["step"] == "transcription"]
+            assert (metered["seconds"], metered["provider"], metered["calls"]) == (3, "fake-speech", 1)
+
+            body = {"collectionId": "docs", "filename": "more.wav", "mediaType": "audio/wav", "byteSize": 100}
+            status, answer = limited.json("POST", "/v1/uploads", token, body)
+            assert (status, answer["limit"]) == (429, "transcription_minutes_per_day"), answer
+            # A document is not a recording: the same tenant still uploads one.
+            text = {**body, "filename": "note.md", "mediaType": "text/markdown"}
+            assert limited.json("POST", "/v1/uploads", token, text)[0] == 201
+        finally:
+            container.workflow.drain()  # type: ignore[attr-defined]
+            container.database.close()

@@ -31,8 +31,8 @@ class PostgresUsageLedger(UsageLedger):
         with self._database.tenant_transaction(tenant_id) as conn:
             added = conn.execute(
                 "INSERT INTO usage_records (tenant_id, version_id, step, attempt, file_id, collection_id, provider,"
-                " operation, model, priced, pages, images, input_tokens, output_tokens)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " operation, model, priced, pages, images, input_tokens, output_tokens, seconds)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (tenant_id, version_id, step, attempt) DO NOTHING",
                 (
                     tenant_id,
@@ -49,6 +49,7 @@ class PostgresUsageLedger(UsageLedger):
                     usage.images,
                     usage.input_tokens,
                     usage.output_tokens,
+                    usage.seconds,
                 ),
             ).rowcount
         return added == 1
@@ -100,17 +101,18 @@ class PostgresUsageLedger(UsageLedger):
             rows = cursor.execute(
                 "SELECT step, provider, operation, model, priced, sum(calls) AS calls, sum(pages) AS pages,"
                 " sum(images) AS images, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,"
-                " min(first_recorded_at) AS first_recorded_at, max(last_recorded_at) AS last_recorded_at FROM ("
+                " sum(seconds) AS seconds, min(first_recorded_at) AS first_recorded_at,"
+                " max(last_recorded_at) AS last_recorded_at FROM ("
                 "  SELECT split_part(step, '#', 1) AS step, provider, operation, model, priced, count(*) AS calls,"
                 "  sum(pages) AS pages, sum(images) AS images, sum(input_tokens) AS input_tokens,"
-                "  sum(output_tokens) AS output_tokens, min(recorded_at) AS first_recorded_at,"
+                "  sum(output_tokens) AS output_tokens, sum(seconds) AS seconds, min(recorded_at) AS first_recorded_at,"
                 "  max(recorded_at) AS last_recorded_at"
                 "  FROM usage_records WHERE tenant_id = %(tenant)s AND collection_id = ANY(%(collections)s)"
                 "  AND recorded_at >= %(since)s AND recorded_at < %(until)s"
                 "  GROUP BY 1, provider, operation, model, priced"
                 "  UNION ALL"
                 "  SELECT kind, provider, operation, model, priced, count(DISTINCT usage_id), 0, 0,"
-                "  sum(input_tokens), sum(output_tokens), min(recorded_at), max(recorded_at)"
+                "  sum(input_tokens), sum(output_tokens), 0, min(recorded_at), max(recorded_at)"
                 "  FROM request_usage WHERE tenant_id = %(tenant)s AND collection_id = ANY(%(collections)s)"
                 "  AND recorded_at >= %(since)s AND recorded_at < %(until)s"
                 "  GROUP BY kind, provider, operation, model, priced"
@@ -126,6 +128,7 @@ class PostgresUsageLedger(UsageLedger):
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
             row = cursor.execute(
                 "SELECT coalesce(sum(pages), 0) AS ocr_pages, coalesce(sum(images), 0) AS vision_images,"
+                " coalesce(sum(seconds), 0) AS transcription_seconds,"
                 " coalesce(sum(input_tokens) FILTER (WHERE step LIKE 'embed#%%' OR step LIKE 'reembed:%%'), 0)"
                 " AS embedding_tokens,"
                 " (SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM request_usage"
