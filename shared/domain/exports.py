@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from shared.domain.artifacts import ArtifactCitation, SourceRef
 from shared.domain.document import Block, BlockKind
 from shared.domain.search import Citation
+from shared.domain.transcription import time_span
 
 
 class ExportFormat(StrEnum):
@@ -112,6 +113,9 @@ def describe_location(citation: Citation) -> str:
         parts.append(f"sheet {citation.sheet}" + (f", cells {citation.cells}" if citation.cells else ""))
     if citation.slide is not None:
         parts.append(f"slide {citation.slide}")
+    if citation.start_seconds is not None:
+        moment = time_span(citation.start_seconds, citation.end_seconds or citation.start_seconds)
+        parts.append(f"at {moment}" + (f", {citation.speaker}" if citation.speaker else ""))
     if citation.line_start is not None:
         end_line = citation.line_end
         parts.append(

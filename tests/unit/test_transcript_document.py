@@ -157,3 +157,13 @@ def test_text_windows_and_exports_print_each_segment_with_its_moment() -> None:
 def test_a_moment_is_minutes_and_seconds_then_hours(seconds: float, shown: str) -> None:
     assert timestamp(seconds) == shown
     assert time_span(seconds, seconds) == f"[{shown}{DASH}{shown}]"
+
+
+def test_an_exports_citation_note_names_the_moment_and_the_speaker() -> None:
+    from shared.domain.exports import describe_location
+
+    document = transcript_document(MEETING, "audio/mp4")
+    (draft,) = StructuralChunker(lambda text: len(text.split()), 200).chunk(document)
+    matched = [region for region in draft.location.regions if region.start_seconds == 12.0]
+    citation = Citation.at(draft.location, matched=matched, excerpt="Orion 42", **citation_fields())  # type: ignore[arg-type]
+    assert describe_location(citation) == f"at [00:12{DASH}00:15], spk_0"
