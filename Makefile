@@ -22,7 +22,7 @@ NODE_INSTALLED := node_modules/.installed-$(shell cat package-lock.json | sha256
 PRETTIER := node_modules/.bin/prettier
 CONSOLE_SOURCES := console tests/console clients/typescript/src/index.ts clients/typescript/examples
 
-.PHONY: clients demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser screenshots
+.PHONY: clients demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser speech screenshots
 
 venv: $(INSTALLED)
 
@@ -62,11 +62,11 @@ typecheck: $(INSTALLED)
 # does: a unit test's mock_aws() resets moto's in-process backends, where the integration session's S3 server (in
 # process too) keeps its buckets.
 TEST_WORKERS ?= 2
-test: lint browser $(INSTALLED)
+test: lint browser speech $(INSTALLED)
 	@$(MAKE) --no-print-directory -j2 typecheck test-all
 
-test-all: $(INSTALLED) browser
-	QUIRE_REQUIRE_BROWSER=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+test-all: $(INSTALLED) browser speech
+	QUIRE_REQUIRE_BROWSER=1 QUIRE_REQUIRE_SPEECH=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The console's browser tests drive Debian's Chromium (tests/e2e/test_console.py); Playwright never downloads
 # one. Installed here when missing, with apt as root (CI) or through sudo.
@@ -78,6 +78,17 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	}
 	@test -x $(CHROMIUM) || { echo "make browser: $(CHROMIUM) is still missing (apt-get install chromium)"; exit 2; }
+
+# The transcription tests and benchmark speak their recordings with Debian's espeak-ng (shared/local/speech_corpus.py);
+# installed here when missing, as chromium is. Without it those tests are skipped, naming this target.
+ESPEAK_NG := /usr/bin/espeak-ng
+speech:
+	@test -x $(ESPEAK_NG) || { \
+		echo "installing Debian's espeak-ng for the transcription tests"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq espeak-ng >/dev/null; \
+	}
+	@test -x $(ESPEAK_NG) || { echo "make speech: $(ESPEAK_NG) is still missing (apt-get install espeak-ng)"; exit 2; }
 
 # Screenshots of each console view, from the browser test, under .bench/console/ for a person to look at.
 screenshots: $(INSTALLED) browser
@@ -135,7 +146,7 @@ eval-answers: $(INSTALLED)
 	$(BIN)/quire eval --answers $(if $(wildcard $(SCIFACT)),--dataset $(SCIFACT) --split train)
 
 # Speed and memory, medians of several runs: a table on stdout and .bench/results.json.
-bench: $(INSTALLED)
+bench: $(INSTALLED) speech
 	$(BIN)/python -m bench.run
 
 # Every public test file and every hostile shape through one local stack: the tally, the slowest ten, peak memory.

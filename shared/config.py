@@ -46,8 +46,11 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
     # The largest recording (audio or video), uploaded by parts: at most S3's largest object, 5 TiB.
     max_media_bytes: int = Field(default=10 * 1024**3, ge=1, le=5 * 1024**4)
-    # The longest recording transcribed (the probe refuses longer ones, naming this); Transcribe's limit is 4 hours.
+    # Recordings (docs/transcription.md): the longest transcribed (the probe refuses longer ones, naming this; Amazon
+    # Transcribe's own limit is 4 hours), and the local engine's Whisper model: tiny.en (English only, the fastest)
+    # or base (multilingual, identifies the language).
     max_media_seconds: int = Field(default=4 * 3600, ge=1, le=4 * 3600)
+    transcription_model: Literal["tiny.en", "base"] = "tiny.en"
     upload_url_lifetime_seconds: int = Field(default=900, ge=60, le=900)
     # Reconciliation: how long an upload may stay pending, and processing may stall, before it acts.
     reconcile_pending_after_seconds: int = Field(default=3600, ge=0)

@@ -69,7 +69,7 @@ _NO_LOCAL_MALWARE_SCANNER = (
     " setting turns on GuardDuty Malware Protection for S3"
 )
 _MALWARE_SCANNING_OFF = "malware scanning is off in this environment (infra/environments.py malware_scanning)"
-_NO_LOCAL_TRANSCRIPTION = "no transcription engine runs locally; on AWS Amazon Transcribe provides it"
+_NO_LOCAL_TRANSCRIPTION = "the local transcription engine (faster-whisper) cannot run"
 _NO_TRANSCRIBE = "the Amazon Transcribe adapter is not in this build yet"
 _NO_LOCAL_GENERATOR = "no text generator runs locally: answers are evidence only"
 _NO_ANSWER_MODEL = "QUIRE_ANSWER_MODEL_ID is not set: answers are evidence only"
@@ -400,7 +400,17 @@ class LocalAdapters(Adapters):
 
     @cached_property
     def transcription(self) -> TranscriptionProvider:
-        return UnavailableTranscription(_NO_LOCAL_TRANSCRIPTION)
+        """faster-whisper in the sandbox when its packages and the chosen model's are installed (the `local`
+        extra); otherwise an honest "unavailable" that names what is missing."""
+        from shared.adapters.local.whisper_models import MODELS, installation_problem
+
+        model = self.settings.transcription_model
+        problem = installation_problem(MODELS[model])
+        if problem is not None:
+            return UnavailableTranscription(f"{_NO_LOCAL_TRANSCRIPTION}: {problem}")
+        from shared.adapters.local.whisper_transcription import FasterWhisperTranscription, TranscriptionLimits
+
+        return FasterWhisperTranscription(model, TranscriptionLimits(max_media_seconds=self.settings.max_media_seconds))
 
     @cached_property
     def malware_scanning(self) -> MalwareScanning:

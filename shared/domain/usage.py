@@ -33,7 +33,7 @@ class RequestKind(StrEnum):
 class Usage(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    provider: str  # textract, bedrock, rapidocr, onnxruntime (the local embedder)
+    provider: str  # textract, bedrock, rapidocr, onnxruntime (the local embedder), faster-whisper
     operation: str  # e.g. textract:DetectDocumentText, bedrock:Converse
     model: str | None = None
     priced: bool
@@ -41,7 +41,7 @@ class Usage(BaseModel):
     images: int = Field(default=0, ge=0)
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
-    # Seconds of recording transcribed (rounded up): what a speech engine is priced by.
+    # Seconds of recording transcribed, rounded up (Amazon Transcribe bills by the second; the local engine is free).
     seconds: int = Field(default=0, ge=0)
 
 

@@ -1,13 +1,17 @@
+import importlib.util
+
 import pytest
 
+from shared.adapters.local.whisper_transcription import FasterWhisperTranscription
 from shared.bootstrap import ConfigurationError, Container
 from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
+from shared.domain.transcription import MediaSource
 
-# Present wherever they run: the local embedding model and RapidOCR come with the project; Textract needs
-# no model to be enabled. Everything else is absent until configured, and says why.
-PRESENT = {"local": {Capability.EMBEDDER, Capability.OCR}, "aws": {Capability.OCR}}
+# Present wherever they run: the local embedding model, RapidOCR and faster-whisper come with the project (the
+# `local` extra); Textract needs no model to be enabled. Everything else is absent until configured, and says why.
+PRESENT = {"local": {Capability.EMBEDDER, Capability.OCR, Capability.TRANSCRIPTION}, "aws": {Capability.OCR}}
 
 
 @pytest.mark.parametrize("runtime", ["local", "aws"])
@@ -41,6 +45,31 @@ def test_an_unavailable_capability_refuses_rather_than_returning_nothing() -> No
 def test_local_ocr_is_a_real_engine_and_aws_ocr_is_textract() -> None:
     assert Container(Settings(runtime="local")).ocr.capability() == CapabilityStatus.ready("rapidocr")
     assert Container(Settings(runtime="aws")).ocr.capability() == CapabilityStatus.ready("textract")
+
+
+def test_local_transcription_is_faster_whisper_with_the_model_the_setting_names() -> None:
+    default = Container(Settings(runtime="local")).transcription
+    multilingual = Container(Settings(runtime="local", transcription_model="base")).transcription
+    assert default.capability() == CapabilityStatus.ready("faster-whisper")
+    assert isinstance(default, FasterWhisperTranscription) and default.model == "tiny.en"
+    assert isinstance(multilingual, FasterWhisperTranscription) and multilingual.model == "base"
+
+
+def test_local_transcription_without_its_packages_is_unavailable_naming_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *args: None if name == "ctranslate2" else real(name, *args)
+    )
+    transcription = Container(Settings(runtime="local")).transcription
+
+    status = transcription.capability()
+    assert not status.available and "ctranslate2 not installed: install the project's `local` extra" in (
+        status.reason or ""
+    )
+    with pytest.raises(CapabilityUnavailable, match="transcription"):
+        transcription.start(
+            MediaSource(media_type="audio/wav", storage_key="k", storage_version_id=None, fetch=lambda path: None)
+        )
 
 
 def test_a_missing_database_url_names_the_setting() -> None:

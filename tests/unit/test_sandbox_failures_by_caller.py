@@ -11,13 +11,20 @@ import pytest
 
 from shared import sandbox
 from shared.adapters.aws import bedrock_vision, textract_ocr
-from shared.adapters.local import rapid_ocr
+from shared.adapters.local import rapid_ocr, whisper_transcription
 from shared.adapters.parsers.plain_text import PlainTextParser
 from shared.domain.document import ExtractionFailure, ExtractionLimits
-from shared.domain.errors import InfrastructureUnavailable, PayloadTooLarge, RecognitionFailed, VisionFailed
+from shared.domain.errors import (
+    InfrastructureUnavailable,
+    PayloadTooLarge,
+    RecognitionFailed,
+    TranscriptionFailed,
+    VisionFailed,
+)
 from shared.domain.exports import ExportFormat, RenderFailed
 from shared.domain.files import FailureReason
 from shared.domain.page_images import PageUnreadable
+from shared.domain.transcription import MediaSource
 from shared.ports import OcrSource
 from shared.sandbox import AnswerTooLarge, Crashed, Failure, KilledFromOutside, OutOfMemory, TimedOut, Unreadable
 from shared.services import artifacts, exports, extraction, isolated, page_images, upload_completion
@@ -251,3 +258,28 @@ def test_local_ocr_that_failed_fails_the_recognition(
     engine = rapid_ocr.RapidOcr(rapid_ocr.OcrLimits(min_timeout_seconds=60))
     error = raised(lambda: engine.start(source))
     assert isinstance(error, RecognitionFailed) and error.detail == detail
+
+
+@pytest.mark.parametrize(
+    ("failure", "detail"),
+    [
+        (TimedOut(120), "transcription took longer than 120 seconds"),
+        (AnswerTooLarge(1), "the transcript is too large"),
+        (ABORTED, "the recording needs more memory than transcription allows"),
+        (KILLED, "the speech engine crashed on this recording (exit -9)"),
+        (Crashed(1), "the speech engine crashed on this recording (exit 1)"),
+        (UNREADABLE, "the speech engine's answer could not be read (recorded for the operators)"),
+    ],
+)
+def test_local_transcription_that_failed_fails_the_recording(
+    monkeypatch: pytest.MonkeyPatch, failure: Failure, detail: str
+) -> None:
+    failing(monkeypatch, whisper_transcription, failure)
+    source = MediaSource(
+        media_type="audio/mpeg", storage_key="k", storage_version_id=None, fetch=lambda path: None, duration_seconds=60
+    )
+    engine = whisper_transcription.FasterWhisperTranscription(
+        limits=whisper_transcription.TranscriptionLimits(min_timeout_seconds=120)
+    )
+    error = raised(lambda: engine.start(source))
+    assert isinstance(error, TranscriptionFailed) and error.detail == detail
