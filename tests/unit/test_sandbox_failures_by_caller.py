@@ -15,6 +15,7 @@ from shared.adapters.local import rapid_ocr, whisper_transcription
 from shared.adapters.parsers.plain_text import PlainTextParser
 from shared.domain.document import ExtractionFailure, ExtractionLimits
 from shared.domain.errors import (
+    CapabilityUnavailable,
     InfrastructureUnavailable,
     PayloadTooLarge,
     RecognitionFailed,
@@ -283,3 +284,17 @@ def test_local_transcription_that_failed_fails_the_recording(
     )
     error = raised(lambda: engine.start(source))
     assert isinstance(error, TranscriptionFailed) and error.detail == detail
+
+
+def test_a_model_the_child_refused_to_load_makes_transcription_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The child's answer when a model file is not the pinned one: the deployment's problem, not the recording's.
+    def sandboxed(work: Any, payload: bytes, read: Callable[[bytes], Any], **kwargs: Any) -> Any:
+        return read(b'{"unavailable": "the tiny.en model\'s model.bin is not the pinned file"}')
+
+    monkeypatch.setattr(whisper_transcription, "sandboxed", sandboxed)
+    source = MediaSource(media_type="audio/wav", storage_key="k", storage_version_id=None, fetch=lambda path: None)
+    error = raised(lambda: whisper_transcription.FasterWhisperTranscription().start(source))
+    assert (
+        isinstance(error, CapabilityUnavailable)
+        and error.reason == "the tiny.en model's model.bin is not the pinned file"
+    )

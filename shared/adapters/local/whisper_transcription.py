@@ -81,7 +81,7 @@ class TranscriptionLimits:
     min_timeout_seconds: float = 120.0
     # What the child may add to its address space. Measured on a 20-minute recording: tiny.en's child peaks near
     # 0.5 GB resident and 1.4 GB of address space (CTranslate2's, MKL's and onnxruntime's threads reserve far
-    # more than they touch); base's 0.65 and 1.4 (docs/transcription.md). tiny.en failed at 0.5 GiB.
+    # more than they touch); base's 0.62 and 1.4 (docs/transcription.md). tiny.en failed at 0.5 GiB.
     memory_limit_bytes: int = 2 * 1024 * 1024 * 1024
     # Windows of a minute: measured on 20 minutes of speech, tiny.en's peak memory was 0.46 GB with 60 s windows,
     # 0.94 GB with 600 s, and its word error rate 2.5% with 60 s and 120 s windows, 8.8% with 300 s (a long window
@@ -187,6 +187,10 @@ def _transcribed(answer: bytes, max_words: int) -> Transcript:
 
 
 def _transcribe_in_child(payload: bytes) -> bytes:
+    # Belt and braces, before faster-whisper imports huggingface_hub (which reads it then): the model's files are
+    # given, so nothing is looked up (and the child has no socket), but a library that reached for the hub anyway
+    # must fail at once rather than try.
+    os.environ["HF_HUB_OFFLINE"] = "1"
     header, _ = unpack(payload)
     try:
         transcript = _transcribe(header)
