@@ -44,7 +44,9 @@ $(NODE_INSTALLED): package.json package-lock.json
 	@npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The demo's stand-up recording is spoken by espeak-ng (`make speech`); without it the demo says so and runs on.
 demo: $(INSTALLED_LOCAL)
+	@$(MAKE) --no-print-directory speech || echo "(espeak-ng could not be installed: the demo runs without its recording)"
 	$(BIN)/quire demo $(if $(DOCS),--docs $(DOCS))
 
 lint: $(INSTALLED) $(NODE_INSTALLED)

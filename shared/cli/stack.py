@@ -3,6 +3,7 @@
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from shared.cli.common import print_result, running_stack
@@ -135,7 +136,6 @@ def _listed(option: str) -> frozenset[str]:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Up, ingest a corpus of every format, search it with citations, down (if the demo started it)."""
-    from pathlib import Path
 
     from shared.adapters.local.jwt_tokens import LocalTokenIssuer
     from shared.adapters.local.secret_files import read_or_create_secret
@@ -154,9 +154,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             queries = args.query or None
             questions = list(args.query or ())
         else:
-            from shared.local.demo_corpus import write_demo_corpus
+            from shared.local.demo_corpus import write_demo_corpus, write_demo_recording
 
             documents = write_demo_corpus(stack.paths.root / "demo-documents")
+            recording = write_demo_recording(stack.paths.root / "demo-documents")
+            if isinstance(recording, Path):
+                documents.append(recording)
+            else:
+                print(f"(no stand-up recording in this demo: {recording})")
             queries = args.query or list(DEMO_QUERIES)
             questions = list(args.query or DEMO_QUESTIONS)
         # The demo uploads and exports: the write role in its one collection, no more.

@@ -24,6 +24,8 @@ DEMO_QUERIES = (
     "who certified the pressure vessel and until when",
     "Kamchatka returns margin",
     "recipe for sourdough bread with rye flour",
+    # Said in the stand-up recording, when the demo could make one: cited to its second.
+    "who builds the charging docks for the R2 robot",
 )
 # Grounded answers over the generated corpus: one the documents answer, one they cannot.
 DEMO_QUESTIONS = (
@@ -51,7 +53,7 @@ def describe(record: dict[str, Any]) -> str:
 
 
 def _recognition(current: dict[str, Any]) -> str:
-    """What OCR and vision did, when anything needed them."""
+    """What OCR, vision and the speech engine did, when anything needed them."""
     notes = []
     ocr = current.get("ocr")
     if ocr and ocr["state"] == "recognized":
@@ -59,6 +61,13 @@ def _recognition(current: dict[str, Any]) -> str:
         notes.append(f"OCR pages {','.join(map(str, ocr['pages']))} at {ocr['confidence']:.2f}{flag}")
     elif ocr:
         notes.append(f"OCR {ocr['state']}: {ocr['detail']}")
+    transcription = current.get("transcription")
+    if transcription and transcription["state"] == "recognized":
+        flag = " LOW CONFIDENCE: words may be misheard" if transcription["lowConfidence"] else ""
+        notes.append(
+            f"transcribed {transcription['durationSeconds']:.0f} s ({transcription['language']}) by"
+            f" {transcription['engine']} at {transcription['confidence']:.2f}{flag}"
+        )
     vision = current.get("vision")
     if vision and vision["state"] == "described":
         notes.append(f"described by {vision['model']}")

@@ -25,6 +25,30 @@ _FIXED_TIME = datetime(2026, 9, 1, 9, 0, 0, tzinfo=UTC)
 _ZIP_TIME = (2026, 9, 1, 9, 0, 0)
 
 
+# The stand-up recording: spoken by espeak-ng (Debian's, `make speech`), so the demo transcribes what it says.
+STANDUP_SENTENCES = (
+    "Welcome to the weekly stand up meeting of Northwind Robotics.",
+    "Falcon 42 builds the charging docks for the R2 robot.",
+    "The launch review moved to Thursday afternoon.",
+)
+
+
+def write_demo_recording(directory: Path) -> Path | str:
+    """A short recording of the stand-up, spoken by espeak-ng and encoded as MP3 by PyAV: its path, or why it could
+    not be made here (the demo says so rather than pretending)."""
+    from shared.local.speech_corpus import encoded, espeak_missing, spoken_recording
+
+    missing = espeak_missing()
+    if missing is not None:
+        return missing
+    talk = spoken_recording(STANDUP_SENTENCES, lead_seconds=1.0, gap_seconds=1.5)
+    recording = encoded(talk, "mp3", name="standup-recording")
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / recording.filename
+    path.write_bytes(recording.content)
+    return path
+
+
 def write_demo_corpus(directory: Path) -> list[Path]:
     """Write the demo documents into `directory` (created if absent); their paths, in a stable order."""
     directory.mkdir(parents=True, exist_ok=True)

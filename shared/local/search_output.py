@@ -2,14 +2,22 @@
 
 from typing import Any
 
+from shared.domain.transcription import time_span
+
 
 def _span(first: int, last: int | None, one: str, many: str) -> str:
     return f"{one} {first}" if last is None or last == first else f"{many} {first}-{last}"
 
 
 def where(citation: dict[str, Any]) -> str:
-    """A citation's location in words: page (and box), sheet and cells, slide, table, paragraphs or lines."""
-    if citation.get("sheet"):
+    """A citation's location in words: page (and box), sheet and cells, slide, a recording's moment, table,
+    paragraphs or lines."""
+    if citation.get("startSeconds") is not None:
+        start = citation["startSeconds"]
+        described = time_span(start, citation.get("endSeconds") or start)
+        if citation.get("speaker"):
+            described += f" {citation['speaker']}"
+    elif citation.get("sheet"):
         described = f"sheet {citation['sheet']}" + (f"!{citation['cells']}" if citation.get("cells") else "")
     elif citation.get("slide"):
         described = f"slide {citation['slide']}"
@@ -33,6 +41,8 @@ def where(citation: dict[str, Any]) -> str:
 def _provenance(citation: dict[str, Any]) -> str:
     """How the cited text came to be, when it is not the document's own words."""
     kind = citation.get("kind", "quote")
+    if kind == "transcription" and citation.get("speechConfidence") is not None:
+        return f"; heard by the speech engine, confidence {citation['speechConfidence']:.2f}"
     if kind == "transcription":
         return f"; read by OCR, confidence {citation['ocrConfidence']:.2f}"
     if kind == "description":
