@@ -1,6 +1,7 @@
 // A citation, and the cited spot in its source: the page image with the cited box drawn over it (PDFs and
 // images), the cited cells in the sheet's grid (spreadsheets), the cited blocks lit up in the reader (slides,
-// documents, text). A citation is a stored snapshot: when its source is gone, its excerpt still shows.
+// documents, text), the recording played from the cited second to its end beside its transcript (audio, video).
+// A citation is a stored snapshot: when its source is gone, its excerpt still shows.
 
 import { ApiError, get, id, query } from "./api.js";
 import { renderBlocks, cellRange } from "./blocks.js";
@@ -8,10 +9,27 @@ import { citationFromHref } from "./citations.js";
 import { el, fill, notice, shortId } from "./dom.js";
 
 const PAGE_TYPES = /^(application\/pdf|image\/)/;
+const RECORDING_TYPES = /^(audio|video)\//;
 const MAX_WINDOWS = 40; // how far the reader looks for the cited blocks (40 windows of at most 50 blocks)
+
+/** A moment of a recording as people read it: mm:ss, or h:mm:ss past the first hour (whole seconds begun). */
+export function moment(seconds) {
+  const whole = Math.max(0, Math.floor(seconds));
+  const [hours, minutes, rest] = [Math.floor(whole / 3600), Math.floor((whole % 3600) / 60), whole % 60];
+  const two = (value) => String(value).padStart(2, "0");
+  return hours ? `${hours}:${two(minutes)}:${two(rest)}` : `${two(minutes)}:${two(rest)}`;
+}
+
+export const timeSpan = (start, end) => `${moment(start)}–${moment(end ?? start)}`;
+
+const spoken = (value) => value !== null && value !== undefined;
 
 export function citationPlace(citation) {
   const parts = [];
+  if (spoken(citation.startSeconds))
+    parts.push(
+      `${timeSpan(citation.startSeconds, citation.endSeconds)}${citation.speaker ? ` ${citation.speaker}` : ""}`,
+    );
   if (citation.page)
     parts.push(
       citation.pageEnd && citation.pageEnd !== citation.page
@@ -57,6 +75,13 @@ export function citationChip(citation, href, label = null) {
 export function covers(citation, location = {}) {
   const within = (value, first, last) =>
     value !== null && value !== undefined && value >= first && value <= (last ?? first);
+  if (spoken(citation.startSeconds))
+    // A segment is cited when it is spoken within the cited span.
+    return (
+      spoken(location.startSeconds) &&
+      location.startSeconds < (citation.endSeconds ?? citation.startSeconds) + 0.01 &&
+      (location.endSeconds ?? location.startSeconds) > citation.startSeconds - 0.01
+    );
   if (citation.page) return within(location.page, citation.page, citation.pageEnd);
   if (citation.sheet || citation.slide) {
     if ((location.sheet ?? null) !== (citation.sheet ?? null)) return false;
@@ -100,6 +125,8 @@ function facts(citation) {
   ];
   if (citation.ocrConfidence !== null && citation.ocrConfidence !== undefined)
     rows.push(["OCR confidence", `${Math.round(citation.ocrConfidence * 100)}%`]);
+  if (spoken(citation.speechConfidence))
+    rows.push(["Heard with confidence", `${Math.round(citation.speechConfidence * 100)}%`]);
   return el(
     "dl",
     { class: "facts" },
@@ -187,6 +214,68 @@ async function pageImage(citation, page, target) {
   frame.querySelector(".highlight")?.scrollIntoView({ block: "center" });
 }
 
+/** The recording, positioned at the cited second and stopping at the cited end, with its transcript beside it (the
+ * cited segments lit; a segment clicked plays from its start). The signed read is the content route's, ≤ 15 min. */
+async function recording(citation, target) {
+  const read = await get(`/v1/files/${id(citation.fileId)}/content${query({ versionId: id(citation.versionId) })}`);
+  const start = citation.startSeconds;
+  const end = citation.endSeconds ?? start;
+  const kind = citation.mediaType.startsWith("video/") ? "video" : "audio";
+  const player = el(kind, {
+    controls: true,
+    preload: "auto",
+    // The media fragment positions it and stops it at the cited end; the fragment never reaches storage.
+    src: `${read.blob ? URL.createObjectURL(read.blob) : read.url}#t=${start},${end}`,
+    "aria-label": `${citation.filename}, from ${moment(start)} to ${moment(end)}`,
+    "data-testid": "player",
+    dataset: { start, end },
+  });
+  let stopAt = end;
+  player.addEventListener("timeupdate", () => {
+    if (stopAt !== null && player.currentTime >= stopAt) {
+      player.pause();
+      stopAt = null;
+    }
+  });
+  const segments = el("ol", { class: "transcript", "aria-label": "Transcript", "data-testid": "transcript" });
+  fill(target, el("div", { class: "recording" }, player, segments));
+  let cursor = null;
+  for (let windows = 0; windows < MAX_WINDOWS; windows += 1) {
+    const window = await get(
+      `/v1/files/${id(citation.fileId)}/document${query({ versionId: id(citation.versionId), cursor })}`,
+    );
+    for (const block of window.blocks) {
+      const where = block.location || {};
+      if (!spoken(where.startSeconds)) continue;
+      const cited = covers(citation, where);
+      segments.append(
+        el(
+          "li",
+          { class: cited ? "segment cited" : "segment", dataset: { start: where.startSeconds } },
+          el(
+            "button",
+            {
+              type: "button",
+              class: "segment-time",
+              onclick: () => {
+                stopAt = null;
+                player.currentTime = where.startSeconds;
+                player.play().catch(() => {});
+              },
+            },
+            timeSpan(where.startSeconds, where.endSeconds),
+          ),
+          where.speaker ? el("span", { class: "speaker" }, `${where.speaker}: `) : null,
+          el("span", {}, block.text),
+        ),
+      );
+    }
+    if (!window.nextCursor) break;
+    cursor = window.nextCursor;
+  }
+  segments.querySelector(".cited")?.scrollIntoView({ block: "center" });
+}
+
 async function citedBlocks(citation, target) {
   let cursor = null;
   for (let windows = 0; windows < MAX_WINDOWS; windows += 1) {
@@ -250,6 +339,8 @@ export async function showCitation(container, citation, { backHref = null, headi
       return;
     }
     if (citation.page && PAGE_TYPES.test(citation.mediaType)) await pageImage(citation, citation.page, source);
+    else if (spoken(citation.startSeconds) && RECORDING_TYPES.test(citation.mediaType))
+      await recording(citation, source);
     else await citedBlocks(citation, source);
   } catch (error) {
     if (error instanceof ApiError) gone(source, error);

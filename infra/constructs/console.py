@@ -76,15 +76,17 @@ function handler(event) {{
 
 
 def content_security_policy(*, api_origin: str, uploads_origin: str, sign_in_origin: str) -> str:
-    """No inline script or style, no plugins, no framing; scripts and styles from the console itself; images
-    also from the originals bucket (signed reads) and blob: (a drawing the API itself answers); requests to the
-    console, the API, the bucket (the presigned POST upload) and the sign-in domain (the token endpoint)."""
+    """No inline script or style, no plugins, no framing; scripts and styles from the console itself; images and
+    a cited recording also from the originals bucket (signed reads) and blob: (what the API itself answers);
+    requests to the console, the API, the bucket (the presigned POST upload) and the sign-in domain (the token
+    endpoint)."""
     return "; ".join(
         (
             "default-src 'none'",
             "script-src 'self'",
             "style-src 'self'",
             f"img-src 'self' blob: {uploads_origin}",
+            f"media-src 'self' blob: {uploads_origin}",
             f"connect-src 'self' {api_origin} {uploads_origin} {sign_in_origin}",
             f"form-action 'self' {sign_in_origin}",
             "frame-ancestors 'none'",

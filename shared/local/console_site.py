@@ -52,13 +52,14 @@ Answer = tuple[int, list[tuple[str, str]], bytes]
 
 def content_security_policy(store_origin: str) -> str:
     """No inline script or style, nothing from elsewhere but the object store: presigned uploads go to it
-    (connect-src) and page images come from it (img-src)."""
+    (connect-src), page images come from it (img-src) and so does a cited recording (media-src)."""
     return "; ".join(
         (
             "default-src 'none'",
             "script-src 'self'",
             "style-src 'self'",
             f"img-src 'self' blob: {store_origin}",
+            f"media-src 'self' blob: {store_origin}",
             f"connect-src 'self' {store_origin}",
             "form-action 'self'",
             "frame-ancestors 'none'",

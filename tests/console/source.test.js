@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { citationPlace, covers } from "../../console/source.js";
+import { citationPlace, covers, moment, timeSpan } from "../../console/source.js";
 
 test("citationPlace names pages, sheets and cells, slides, paragraphs or lines", () => {
   assert.equal(citationPlace({ page: 2 }), "page 2");
@@ -42,4 +42,21 @@ test("covers: tables, paragraphs and lines, by the most specific field", () => {
   assert.equal(covers({ lineStart: 3, lineEnd: 5 }, { lineStart: 5, lineEnd: 8 }), true);
   assert.equal(covers({ lineStart: 3, lineEnd: 5 }, { lineStart: 6, lineEnd: 8 }), false);
   assert.equal(covers({}, { page: 1 }), false);
+});
+
+test("a recording's moment is minutes and seconds, then hours", () => {
+  assert.equal(moment(0), "00:00");
+  assert.equal(moment(59.99), "00:59");
+  assert.equal(moment(3725.9), "1:02:05");
+  assert.equal(timeSpan(6.45, 10.25), "00:06–00:10");
+  assert.equal(citationPlace({ startSeconds: 6.45, endSeconds: 10.25, speaker: "spk_1" }), "00:06–00:10 spk_1");
+});
+
+test("a segment is cited when it is spoken within the cited span, and only then", () => {
+  const cited = { startSeconds: 6.45, endSeconds: 10.25 };
+  assert.equal(covers(cited, { startSeconds: 6.45, endSeconds: 10.25 }), true);
+  assert.equal(covers(cited, { startSeconds: 9.0, endSeconds: 12.0 }), true);
+  assert.equal(covers(cited, { startSeconds: 10.3, endSeconds: 12.0 }), false);
+  assert.equal(covers(cited, { startSeconds: 1.0, endSeconds: 6.4 }), false);
+  assert.equal(covers(cited, { page: 1 }), false);
 });

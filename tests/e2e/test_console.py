@@ -507,3 +507,31 @@ def test_webhooks_view_and_file_states_told_by_the_event_stream(
     console_events.upload_polls_without_the_stream(page, api, tmp_path)
     console_events.hidden_from_a_reader(browser, api, stack["key"])
     assert page.problems == []
+
+
+def test_a_recording_citation_plays_the_cited_moment_beside_its_transcript(
+    page: Any, stack: dict[str, Any], shots: Path, tmp_path: Path
+) -> None:
+    from shared.local.speech_corpus import espeak_missing
+    from tests.e2e.console_recordings import check_cited_moment, write_talk
+
+    missing = espeak_missing()
+    if missing is not None:
+        if os.environ.get("QUIRE_REQUIRE_SPEECH"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    # Given a recording of speech uploaded through the picker and transcribed by the stack's engine
+    sign_in(page, stack)
+    path, talk = write_talk(tmp_path)
+    page.locator("#upload-picker").set_input_files(str(path))
+    processed(page, path.name)
+    # When a spoken identifier is searched for and its citation opened
+    page.goto(f"{stack['api']}/console/#/search?q=Falcon%2042")
+    chip = page.get_by_test_id("hit").first.get_by_test_id("citation")
+    chip.wait_for()
+    assert path.name in chip.inner_text() and "transcription" in chip.inner_text()
+    chip.click()
+    # Then the recording plays from the cited second to its end, the cited segment lit in its transcript
+    check_cited_moment(page, talk)
+    assert page.problems == []
+    page.screenshot(path=str(shots / "14-cited-recording.png"), full_page=True)

@@ -234,6 +234,7 @@ def test_the_csp_forbids_inline_script_and_admits_only_the_console_the_api_the_b
         "script-src": ["'self'"],
         "style-src": ["'self'"],
         "img-src": ["'self'", "blob:", uploads],
+        "media-src": ["'self'", "blob:", uploads],
         "connect-src": ["'self'", f"<{api_id}.ApiEndpoint>", uploads, sign_in],
         "form-action": ["'self'", sign_in],
         "frame-ancestors": ["'none'"],
