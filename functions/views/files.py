@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 from uuid import UUID
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, StrictBool, model_serializer
 
 from functions.views.base import ApiModel
 from functions.views.facets import WithFacets
@@ -41,7 +41,7 @@ class ByParts(ApiModel):
     """How an upload asks to go by parts (an upload session): always past the single POST's limit, and on request
     below it (resumable)."""
 
-    multipart: bool = Field(
+    multipart: StrictBool = Field(
         default=False,
         description="Upload by parts (an upload session) even when the single POST would take the file; a file past"
         " the single POST's limit always goes by parts.",
@@ -53,7 +53,7 @@ class ByParts(ApiModel):
         description="Bytes of every part but the last: whole MiB, at least 5 MiB (S3's smallest part); raised when"
         " the file would need more than 10,000 parts. 16 MiB when not given.",
     )
-    checksums: bool = Field(
+    checksums: StrictBool = Field(
         default=False,
         description="Every part URL is then asked for with the part's SHA-256 (base64) and signed with it: S3 refuses"
         " a part whose bytes do not match.",

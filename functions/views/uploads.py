@@ -4,7 +4,7 @@ from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from functions.views.base import ApiModel
 from shared.domain.upload_sessions import (
@@ -22,7 +22,7 @@ SHA256_BASE64 = Field(
 
 
 class PartChecksum(ApiModel):
-    part_number: int = Field(ge=1, le=MAX_PARTS)
+    part_number: StrictInt = Field(ge=1, le=MAX_PARTS)
     checksum_sha256: Annotated[str, SHA256_BASE64]
 
 
@@ -30,7 +30,7 @@ class PartUrlsRequest(ApiModel):
     """The parts to sign: `partNumbers`, or `parts` with each part's SHA-256 (required when the session was opened
     with `checksums`). At most 100 a request."""
 
-    part_numbers: list[Annotated[int, Field(ge=1, le=MAX_PARTS)]] | None = Field(
+    part_numbers: list[Annotated[StrictInt, Field(ge=1, le=MAX_PARTS)]] | None = Field(
         default=None, max_length=MAX_PART_URLS_PER_CALL
     )
     parts: list[PartChecksum] | None = Field(default=None, max_length=MAX_PART_URLS_PER_CALL)
@@ -108,7 +108,7 @@ def _part(part: StoredPart) -> dict[str, Any]:
 
 
 class CompletedPart(ApiModel):
-    part_number: int = Field(ge=1, le=MAX_PARTS)
+    part_number: StrictInt = Field(ge=1, le=MAX_PARTS)
     etag: str = Field(min_length=1, max_length=130, description="The ETag the part's PUT answered.")
 
 

@@ -21,6 +21,10 @@ MAX_MEDIA_SECONDS = 4 * 60 * 60
 # Words a transcript may hold, whatever the engine says (about 10 hours of fast speech): bounds what a job's
 # output, and a sandboxed engine's answer, may make the pipeline hold.
 MAX_TRANSCRIPT_WORDS = 250_000
+# Characters of one segment, and of a whole transcript (the words above at a generous 40 characters each): a word
+# count alone would let one segment of text without spaces hold anything.
+MAX_SEGMENT_CHARACTERS = 20_000
+MAX_TRANSCRIPT_CHARACTERS = 10 * 1024 * 1024
 MAX_SPEAKER_LABEL = 64
 
 
@@ -43,7 +47,7 @@ class TranscriptSegment(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, max_length=MAX_SEGMENT_CHARACTERS)
     start_seconds: float = Field(ge=0)
     end_seconds: float = Field(ge=0)
     speaker: str | None = Field(default=None, max_length=MAX_SPEAKER_LABEL)
@@ -71,6 +75,17 @@ class Transcript(BaseModel):
     duration_seconds: float = Field(ge=0)
     segments: tuple[TranscriptSegment, ...]
     usage: Usage
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "Transcript":
+        words = sum(len(segment.words) for segment in self.segments)
+        characters = sum(len(segment.text) for segment in self.segments)
+        if words > MAX_TRANSCRIPT_WORDS or characters > MAX_TRANSCRIPT_CHARACTERS:
+            raise ValueError(
+                f"a transcript holds at most {MAX_TRANSCRIPT_WORDS} words and {MAX_TRANSCRIPT_CHARACTERS} characters;"
+                f" this one {words} and {characters}"
+            )
+        return self
 
     @property
     def text(self) -> str:

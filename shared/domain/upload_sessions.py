@@ -31,9 +31,15 @@ SESSION_LIFETIME = timedelta(days=1)
 
 class SessionState(StrEnum):
     OPEN = "open"
+    # A completion is asking S3 to make the object: abort and expiry wait until it ends.
+    COMPLETING = "completing"
     COMPLETED = "completed"
     ABORTED = "aborted"
     EXPIRED = "expired"
+
+
+class UploadGone(Exception):
+    """Storage no longer knows the multipart upload (completed by another request, or aborted)."""
 
 
 class SessionRefused(ValueError):
@@ -79,10 +85,11 @@ class RequestedPart:
     checksum_sha256: str | None = None  # base64, as S3's x-amz-checksum-sha256 header carries it
 
 
-def requested_parts(body: Mapping[str, Any], plan: PartPlan, *, checksums_required: bool) -> list[RequestedPart]:
+def requested_parts(body: Mapping[str, Any], plan: PartPlan, *, checksums: bool) -> list[RequestedPart]:
     """The parts a `POST /v1/uploads/{uploadId}/parts` body asks URLs for: `{"partNumbers": [1, 2]}` (the issue's
     form) or `{"parts": [{"partNumber": 1, "checksumSha256": "…"}]}` (each part's SHA-256, base64, when the
-    session was opened with checksums: S3 then refuses a part whose bytes do not match)."""
+    session was opened with checksums, and only then: S3 refuses a part whose bytes do not match, and a checksum of
+    another algorithm than the upload's)."""
     if "parts" in body and "partNumbers" in body:
         raise SessionRefused("give `parts` or `partNumbers`, not both")
     if "partNumbers" in body:
@@ -108,13 +115,22 @@ def requested_parts(body: Mapping[str, Any], plan: PartPlan, *, checksums_requir
         if number in seen:
             raise SessionRefused(f"parts[{index}].partNumber: part {number} is asked for twice")
         seen.add(number)
-        checksum = item.get("checksumSha256")
-        if checksum is None and checksums_required:
-            raise SessionRefused(f"parts[{index}].checksumSha256: this upload was opened with checksums")
-        if checksum is not None:
-            _check_sha256(checksum, f"parts[{index}].checksumSha256")
-        parts.append(RequestedPart(number, checksum))
+        parts.append(RequestedPart(number, _checksum(item.get("checksumSha256"), f"parts[{index}]", checksums)))
     return parts
+
+
+def _checksum(checksum: object, where: str, checksums: bool) -> str | None:
+    """A part's SHA-256, as the session takes them: required with checksums, refused without (S3 refuses a
+    checksum of an upload begun without one)."""
+    if checksum is None and checksums:
+        raise SessionRefused(f"{where}.checksumSha256: this upload was opened with checksums")
+    if checksum is not None and not checksums:
+        raise SessionRefused(
+            f"{where}.checksumSha256: this upload was opened without checksums (open it with `checksums: true`)"
+        )
+    if checksum is not None:
+        _check_sha256(checksum, f"{where}.checksumSha256")
+    return checksum if isinstance(checksum, str) else None
 
 
 def _check_sha256(value: object, field: str) -> None:
@@ -211,6 +227,10 @@ class UploadSession(BaseModel):
     @property
     def plan(self) -> PartPlan:
         return PartPlan(byte_size=self.byte_size, part_size=self.part_size, part_count=self.part_count)
+
+    @property
+    def ended(self) -> bool:
+        return self.state not in (SessionState.OPEN, SessionState.COMPLETING)
 
     def expired(self, now: datetime) -> bool:
         return self.state is SessionState.EXPIRED or (self.state is SessionState.OPEN and now >= self.expires_at)

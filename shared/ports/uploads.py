@@ -21,10 +21,18 @@ class MultipartStore(Protocol):
         ...
 
     def part_upload(
-        self, key: str, storage_upload_id: str, part_number: int, *, lifetime: timedelta, checksum_sha256: str | None
+        self,
+        key: str,
+        storage_upload_id: str,
+        part_number: int,
+        *,
+        size: int,
+        lifetime: timedelta,
+        checksum_sha256: str | None,
     ) -> PartUpload:
-        """A presigned UploadPart URL for an HTTP PUT, valid for `lifetime` (at most 15 minutes); with
-        `checksum_sha256` (base64) it is signed with the checksum, which S3 then requires the bytes to match."""
+        """A presigned UploadPart URL for an HTTP PUT of exactly `size` bytes (the length is signed), valid for
+        `lifetime` (at most 15 minutes); with `checksum_sha256` (base64) it is signed with the checksum, which S3
+        then requires the bytes to match."""
         ...
 
     def parts(self, key: str, storage_upload_id: str) -> list[StoredPart] | None:
@@ -33,7 +41,7 @@ class MultipartStore(Protocol):
 
     def complete(self, key: str, storage_upload_id: str, parts: Sequence[StoredPart]) -> str | None:
         """Make the object of `parts` (in order); the new object version's id. Raises ValueError with S3's
-        reason when S3 refuses the parts."""
+        reason when S3 refuses the parts, UploadGone when S3 knows the upload no more."""
         ...
 
     def abort(self, key: str, storage_upload_id: str) -> None:
@@ -58,14 +66,20 @@ class UploadSessionStore(Protocol):
 
     def session_of_version(self, tenant_id: str, version_id: UUID) -> UploadSession | None: ...
 
-    def end_session(self, tenant_id: str, upload_id: UUID, state: SessionState, *, at: datetime) -> bool:
-        """An open session becomes `state` (completed, aborted, expired); False when it was no longer open."""
+    def move_session(
+        self, tenant_id: str, upload_id: UUID, to: SessionState, *, expected: Sequence[SessionState], at: datetime
+    ) -> bool:
+        """The session becomes `to` if it is in one of `expected` states (compare-and-set; ended at `at` when `to`
+        ends it); False when it was not."""
         ...
 
     def open_sessions_of_file(self, tenant_id: str, file_id: UUID) -> list[UploadSession]:
         """The file's open sessions (a new version may be uploading while an earlier one is)."""
         ...
 
-    def open_sessions_expired(self, tenant_id: str, *, now: datetime, limit: int) -> list[UploadSession]:
-        """Open sessions past their `expires_at`, oldest first."""
+    def open_sessions_expired(
+        self, tenant_id: str, *, now: datetime, completing_before: datetime, limit: int
+    ) -> list[UploadSession]:
+        """Open sessions past their `expires_at`, and sessions left completing since before `completing_before`
+        (a completion that crashed), oldest first."""
         ...

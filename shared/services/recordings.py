@@ -204,8 +204,10 @@ class Recordings:
                 return self._documents.fail(Recognized, request, version, FailureReason.TRANSCRIPTION_FAILED, detail)
             self._claims.heartbeat(request, ProcessingState.RECOGNIZING)
             return Recognized.going_on(request, transcription_job=job, transcription_polls=polls + 1)
+        finished = self.finish(request, held, self._documents.read(version), transcript)
+        # Only once its transcript is stored: a retried step (an outage in `finish`) polls the job again.
         transcriber.discard(job)
-        return self.finish(request, held, self._documents.read(version), transcript)
+        return finished
 
     def finish(
         self, request: ProcessVersion, held: Held, probed: ExtractedDocument, transcript: Transcript

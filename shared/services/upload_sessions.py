@@ -25,6 +25,7 @@ from shared.domain.upload_sessions import (
     SessionRefused,
     SessionState,
     StoredPart,
+    UploadGone,
     UploadSession,
     completed_parts,
     part_plan,
@@ -36,6 +37,9 @@ from shared.ports import AuthorizationPolicy, FileCatalog, FileContentStore, Mul
 
 ABORTED = "the upload session was aborted before it completed; nothing was stored"
 EXPIRED = "the upload session ended a day after it began with parts missing; upload the file again"
+GONE = "storage no longer held the upload's parts (it was aborted); upload the file again"
+# How long past its day a session may stay `completing` before reconciliation takes it for a crashed completion.
+COMPLETION_GRACE = timedelta(hours=1)
 
 
 class SessionTicket(BaseModel):
@@ -119,7 +123,7 @@ class UploadSessions:
     def part_uploads(self, principal: Principal, upload_id: UUID, body: Mapping[str, Any]) -> list[PartUpload]:
         session = self._open_session(principal, upload_id)
         try:
-            wanted = requested_parts(body, session.plan, checksums_required=session.checksums)
+            wanted = requested_parts(body, session.plan, checksums=session.checksums)
         except SessionRefused as refused:
             raise InvalidRequest(str(refused)) from refused
         # Never past the session's own end: a URL that outlives the session would upload to an aborted upload.
@@ -129,6 +133,8 @@ class UploadSessions:
                 session.storage_key,
                 session.storage_upload_id,
                 part.part_number,
+                # Signed for the part's planned size: storage refuses a larger (or smaller) body.
+                size=session.plan.expected_size(part.part_number),
                 lifetime=lifetime,
                 checksum_sha256=part.checksum_sha256,
             )
@@ -138,17 +144,24 @@ class UploadSessions:
     def status(self, principal: Principal, upload_id: UUID) -> SessionStatus:
         session = self._session(principal, upload_id)
         parts: list[StoredPart] = []
-        if session.state is SessionState.OPEN:
+        if not session.ended:
             parts = self._multipart.parts(session.storage_key, session.storage_upload_id) or []
         return SessionStatus(session=session, parts=parts)
 
     def complete(self, principal: Principal, upload_id: UUID, claimed: Sequence[tuple[int, str]]) -> UploadSession:
-        """S3 makes the object of the claimed parts once they are exactly the declared file; completing a
-        completed session again answers the same (a client that lost the first answer may ask twice)."""
+        """S3 makes the object of the claimed parts once they are exactly the declared file. The session is
+        `completing` meanwhile (abort and expiry wait for it), so a completion racing an abort or another
+        completion ends in one state; completing a completed session again answers the same (a client that lost
+        the first answer, or whose request outlived the API's timeout, may ask twice)."""
         session = self._session(principal, upload_id)
         if session.state is SessionState.COMPLETED:
             return session
-        session = self._open_session(principal, upload_id)
+        if session.ended:
+            raise Conflict(f"this upload session is {session.state.value}: start a new upload")
+        if session.state is SessionState.OPEN:
+            session = self._usable(session)
+            if not self._move(session, SessionState.COMPLETING, SessionState.OPEN):
+                return self.complete(principal, upload_id, claimed)  # moved meanwhile: answer as it is now
         stored = self._multipart.parts(session.storage_key, session.storage_upload_id)
         if stored is None:
             return self._completed_earlier(session)
@@ -156,36 +169,54 @@ class UploadSessions:
             ordered = completed_parts(session.plan, stored, claimed)
             self._multipart.complete(session.storage_key, session.storage_upload_id, ordered)
         except (SessionRefused, ValueError) as refused:
+            # The client's to fix (a part missing, another ETag): the session is open again for it.
+            self._move(session, SessionState.OPEN, SessionState.COMPLETING)
             raise InvalidRequest(str(refused)) from refused
-        self._sessions.end_session(session.tenant_id, upload_id, SessionState.COMPLETED, at=self._clock())
+        except UploadGone:
+            return self._completed_earlier(session)  # another completion made it first
+        self._move(session, SessionState.COMPLETED, SessionState.COMPLETING)
         return self._session(principal, upload_id)
 
     def _completed_earlier(self, session: UploadSession) -> UploadSession:
-        """S3 knows the upload no more: a completion whose answer (and record) was lost made the object, or the
-        upload was aborted behind the session's back."""
+        """S3 knows the upload no more: a completion (this one's lost answer, or one racing it) made the object, or
+        the upload was aborted (the lifecycle rule, a crash of an abort)."""
+        current = self._sessions.get_session(session.tenant_id, session.upload_id) or session
         landed = self._content.head(session.storage_key)
         if landed is not None and landed.byte_size == session.byte_size:
-            self._sessions.end_session(session.tenant_id, session.upload_id, SessionState.COMPLETED, at=self._clock())
-            return session.model_copy(update={"state": SessionState.COMPLETED})
-        self._end(session, SessionState.EXPIRED, EXPIRED)
-        raise Conflict("S3 no longer holds this upload's parts (it was aborted): start a new upload")
+            self._move(current, SessionState.COMPLETED, SessionState.OPEN, SessionState.COMPLETING)
+            return current.model_copy(update={"state": SessionState.COMPLETED})
+        if current.ended:
+            raise Conflict(f"this upload session is {current.state.value}: start a new upload")
+        self._end(current, SessionState.EXPIRED, GONE, SessionState.OPEN, SessionState.COMPLETING)
+        raise Conflict("storage no longer holds this upload's parts (it was aborted): start a new upload")
 
     def abort(self, principal: Principal, upload_id: UUID) -> UploadSession:
         session = self._session(principal, upload_id)
         if session.state is SessionState.ABORTED:
             return session
-        if session.state is not SessionState.OPEN:
-            raise Conflict(f"this upload session is {session.state.value}; only an open one can be aborted")
-        self._multipart.abort(session.storage_key, session.storage_upload_id)
-        self._end(session, SessionState.ABORTED, ABORTED)
-        return self._session(principal, upload_id)
+        if session.state is SessionState.OPEN and self._end(session, SessionState.ABORTED, ABORTED, SessionState.OPEN):
+            self._multipart.abort(session.storage_key, session.storage_upload_id)
+            return self._session(principal, upload_id)
+        current = self._session(principal, upload_id)
+        if current.state is SessionState.ABORTED:
+            return current
+        raise Conflict(f"this upload session is {current.state.value}; only an open one can be aborted")
 
     def expire_due(self, tenant_id: str, *, now: datetime, limit: int = 100) -> int:
-        """Reconciliation: sessions past their day are aborted in S3 and their versions rejected."""
+        """Reconciliation: sessions past their day are expired (their uploads aborted, their versions rejected); one
+        left completing an hour past its day (a completion that crashed) is completed if its object landed."""
         expired = 0
-        for session in self._sessions.open_sessions_expired(tenant_id, now=now, limit=limit):
-            self._multipart.abort(session.storage_key, session.storage_upload_id)
-            if self._end(session, SessionState.EXPIRED, EXPIRED):
+        due = self._sessions.open_sessions_expired(
+            tenant_id, now=now, completing_before=now - COMPLETION_GRACE, limit=limit
+        )
+        for session in due:
+            if session.state is SessionState.COMPLETING:
+                landed = self._content.head(session.storage_key)
+                if landed is not None and landed.byte_size == session.byte_size:
+                    self._move(session, SessionState.COMPLETED, SessionState.COMPLETING)
+                    continue
+            if self._end(session, SessionState.EXPIRED, EXPIRED, session.state):
+                self._multipart.abort(session.storage_key, session.storage_upload_id)
                 expired += 1
                 logger.info("upload session expired", extra={"tenantId": tenant_id, "uploadId": str(session.upload_id)})
         return expired
@@ -193,7 +224,7 @@ class UploadSessions:
     def uploading(self, tenant_id: str, version_id: UUID, now: datetime) -> bool:
         """Reconciliation: the version's bytes may still come by parts (its session is open and within its day)."""
         session = self._sessions.session_of_version(tenant_id, version_id)
-        return session is not None and session.state is SessionState.OPEN and not session.expired(now)
+        return session is not None and not session.ended and not session.expired(now)
 
     def sweep(self, tenant_id: str, now: datetime) -> tuple[int, int]:
         """Reconciliation, each tenant's turn: sessions past their day expired; then, locally, the tenant's multipart
@@ -216,15 +247,22 @@ class UploadSessions:
         """A deleted file's open sessions are aborted (its parts would otherwise wait a day for the lifecycle rule;
         a session of a file deleted with its collection ends when it is next used)."""
         for session in self._sessions.open_sessions_of_file(tenant_id, file_id):
-            self._multipart.abort(session.storage_key, session.storage_upload_id)
-            self._sessions.end_session(tenant_id, session.upload_id, SessionState.ABORTED, at=self._clock())
+            if self._move(session, SessionState.ABORTED, SessionState.OPEN):
+                self._multipart.abort(session.storage_key, session.storage_upload_id)
 
-    def _end(self, session: UploadSession, state: SessionState, reason: str) -> bool:
-        ended = self._sessions.end_session(session.tenant_id, session.upload_id, state, at=self._clock())
-        # The pending version says why no byte will come (a version whose object landed meanwhile is not pending).
-        self._catalog.mark_rejected(
-            session.tenant_id, session.version_id, reason=reason, byte_size=0, storage_version_id=None
+    def _move(self, session: UploadSession, to: SessionState, *expected: SessionState) -> bool:
+        return self._sessions.move_session(
+            session.tenant_id, session.upload_id, to, expected=expected, at=self._clock()
         )
+
+    def _end(self, session: UploadSession, state: SessionState, reason: str, *expected: SessionState) -> bool:
+        """The session ended as `state` if it was in one of `expected` (compare-and-set); then, and only then, its
+        pending version says why no byte will come."""
+        ended = self._move(session, state, *expected)
+        if ended:
+            self._catalog.mark_rejected(
+                session.tenant_id, session.version_id, reason=reason, byte_size=0, storage_version_id=None
+            )
         return ended
 
     def _session(self, principal: Principal, upload_id: UUID) -> UploadSession:
@@ -238,13 +276,17 @@ class UploadSessions:
 
     def _open_session(self, principal: Principal, upload_id: UUID) -> UploadSession:
         session = self._session(principal, upload_id)
-        if session.state is SessionState.OPEN and not session.version_pending:
-            # Its file was deleted (or the version rejected): no part may come, and S3 may free the others.
-            self._multipart.abort(session.storage_key, session.storage_upload_id)
-            self._sessions.end_session(session.tenant_id, upload_id, SessionState.ABORTED, at=self._clock())
-            raise Conflict("this upload's file was deleted: start a new upload")
         if session.state is not SessionState.OPEN:
             raise Conflict(f"this upload session is {session.state.value}: start a new upload")
+        return self._usable(session)
+
+    def _usable(self, session: UploadSession) -> UploadSession:
+        """An open session, still within its day, of a version still waiting for its bytes."""
+        if not session.version_pending:
+            # Its file was deleted (or the version rejected): no part may come, and S3 may free the others.
+            if self._move(session, SessionState.ABORTED, SessionState.OPEN):
+                self._multipart.abort(session.storage_key, session.storage_upload_id)
+            raise Conflict("this upload's file was deleted: start a new upload")
         if session.expired(self._clock()):
             raise Conflict("this upload session ended a day after it began: start a new upload")
         return session

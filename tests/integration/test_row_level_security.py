@@ -23,11 +23,12 @@ TENANT_TABLES = [
     "exports",
     "file_replacements",
     "sweep_progress",
+    "upload_sessions",
 ]
 # Written and removed by the application, never changed in place (a version's titles go with its chunks).
 NEVER_UPDATED_TABLES = ["document_titles"]
 # Updated by the application (their state moves on) but never deleted by it.
-NEVER_DELETED_TABLES = ["exports", "file_replacements"]
+NEVER_DELETED_TABLES = ["exports", "file_replacements", "upload_sessions"]
 # Append-only for the application: read and insert, never rewrite what was charged or what an agent did.
 APPEND_ONLY_TABLES = [
     "usage_records",
@@ -329,6 +330,12 @@ def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
             " filename, media_type, staged_key, content_hash, byte_size, created_by, expires_at)"
             " VALUES (%s, gen_random_uuid(), %s, 'c', %s, 'f', 'text/plain', %s, %s, 1, 's', now())",
             (tenant, file_id, version_id, f"derived/tenants/{tenant}/replacements/x", "2" * 64),
+        )
+        conn.execute(
+            "INSERT INTO upload_sessions (tenant_id, upload_id, version_id, storage_upload_id, byte_size, part_size,"
+            " part_count, created_by, expires_at) VALUES (%s, gen_random_uuid(), %s, 's3-id', 1, 5242880, 1, 's',"
+            " now() + interval '1 day')",
+            (tenant, version_id),
         )
     return {"file_id": file_id, "version_id": version_id}
 

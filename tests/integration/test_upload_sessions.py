@@ -4,6 +4,7 @@ reconciliation, and the same 404 to every caller who may not see it (docs/files.
 
 import base64
 import hashlib
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -138,10 +139,13 @@ def test_a_completion_with_a_missing_or_wrong_part_is_refused_naming_it(parts_st
     status, refused = stack.json("POST", complete, token, {"parts": [{"partNumber": 1, "etag": etag1}]})
     assert status == 400 and "part 2 has not arrived" in refused["message"], refused
 
-    # A part of the wrong size (the declared size is enforced part by part, so the sum is too).
-    assert put_part(urls[2], pieces[2] + b"x")[0] == 200
-    status, refused = stack.json("POST", complete, token, {"parts": [{"partNumber": 1, "etag": etag1}]})
-    assert status == 400 and "part 2 is" in refused["message"] and "bytes" in refused["message"], refused
+    # A part of another size than planned is refused by storage (its URL is signed for the exact length), so no
+    # part can park more than the declared file; the sum is checked again at completion.
+    assert put_part(urls[2], pieces[2] + b"x")[0] == 403
+    assert put_part(urls[2], pieces[2][:-1])[0] == 403
+    assert [
+        part["partNumber"] for part in stack.json("GET", f"/v1/uploads/{ticket['uploadId']}", token)[1]["parts"]
+    ] == [1]
 
     _, etag2 = put_part(urls[2], pieces[2])
     claimed = [{"partNumber": 1, "etag": etag1}, {"partNumber": 2, "etag": '"' + "0" * 32 + '"'}]
@@ -288,3 +292,56 @@ def test_sizes_past_the_limits_are_refused_naming_them(stack: Stack) -> None:
     # Below the single POST's limit, without asking for parts, the answer is the POST as before.
     status, ticket = stack.json("POST", "/v1/uploads", token, {**body, "byteSize": 100})
     assert status == 201 and ticket["upload"]["url"] and ticket.get("uploadId") is None, ticket
+
+
+def test_completions_at_once_all_answer_completed_and_make_one_object(parts_stack: Stack) -> None:
+    """A client retrying while its first completion still runs (a large object outlives the API's timeout)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    stack = parts_stack
+    token = stack.token()
+    content = big_markdown(6 * MIB)
+    ticket = open_session(stack, token, content, partSize=5 * MIB)
+    pieces = slices(content, ticket)
+    urls = part_urls(stack, token, ticket["uploadId"], {"partNumbers": [1, 2]})
+    claimed = [{"partNumber": n, "etag": put_part(urls[n], pieces[n])[1]} for n in (1, 2)]
+    path = f"/v1/uploads/{ticket['uploadId']}/complete"
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: stack.json("POST", path, token, {"parts": claimed}), range(4)))
+    assert [(status, body["state"]) for status, body in answers] == [(200, "completed")] * 4, answers
+    stack.events.join()
+    versions = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["versions"]
+    assert len(versions) == 1 and versions[0]["byteSize"] == len(content), versions
+
+
+def test_a_completion_racing_an_abort_ends_in_one_state_both_answers_agree_with(parts_stack: Stack) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    stack = parts_stack
+    token = stack.token()
+    content = big_markdown(6 * MIB)
+    for delay in (0.0, 0.02, 0.05):
+        ticket = open_session(stack, token, content, partSize=5 * MIB)
+        pieces = slices(content, ticket)
+        urls = part_urls(stack, token, ticket["uploadId"], {"partNumbers": [1, 2]})
+        claimed = [{"partNumber": n, "etag": put_part(urls[n], pieces[n])[1]} for n in (1, 2)]
+        upload = f"/v1/uploads/{ticket['uploadId']}"
+
+        def abort_later(pause: float = delay, path: str = upload) -> tuple[int, Any]:
+            time.sleep(pause)
+            return stack.json("DELETE", path, token)
+
+        with ThreadPoolExecutor(2) as pool:
+            completing = pool.submit(stack.json, "POST", f"{upload}/complete", token, {"parts": claimed})
+            aborting = pool.submit(abort_later)
+            completed, aborted = completing.result(), aborting.result()
+        stack.events.join()
+        final = stack.json("GET", upload, token)[1]["state"]
+        current = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)[1]["current"]
+        assert final in ("completed", "aborted"), final
+        if final == "completed":
+            assert completed == (200, completed[1]) and completed[1]["state"] == "completed", completed
+            assert aborted[0] == 409 and current["state"] in ("stored", "pending"), (aborted, current)
+        else:
+            assert aborted[0] == 200 and aborted[1]["state"] == "aborted", aborted
+            assert completed[0] == 409 and current["state"] == "rejected", (completed, current)

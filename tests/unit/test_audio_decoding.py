@@ -85,3 +85,18 @@ def test_a_word_placed_in_the_pause_before_it_starts_where_its_sound_does() -> N
     assert onset(window, 2.5, 3.0) == pytest.approx(2.5, abs=0.011)
     assert onset(window, 2.7, 3.0) == 2.7
     assert onset(window, 3.2, 3.6) == 3.2  # silence only: nothing to move to
+
+
+def test_a_concat_list_naming_a_recording_beside_it_is_refused_not_followed(tmp_path: Path) -> None:
+    """FFmpeg's concat demuxer would open the files a list names: only recording demuxers and the file protocol are
+    allowed, so the list is refused though the recording it names would decode (checked first without the limits)."""
+    import av
+
+    beside = tmp_path / "secret.wav"
+    beside.write_bytes(speech_corpus.encoded(speech_corpus.silence(1.0), "wav").content)
+    listing = tmp_path / "list.ffconcat"
+    listing.write_text("ffconcat version 1.0\nfile 'secret.wav'\n")
+    with av.open(str(listing)) as followed:  # what an unbounded open does: the named file's audio
+        assert followed.streams.audio
+    with pytest.raises(TranscriptionFailed):
+        opened(str(listing))

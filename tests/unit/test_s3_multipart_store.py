@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from shared.adapters.aws.s3_multipart import S3MultipartStore
-from shared.domain.upload_sessions import StoredPart
+from shared.domain.upload_sessions import StoredPart, UploadGone
 from tests.builders.aws import offline_client
 
 BUCKET = "quire-originals"
@@ -63,20 +63,23 @@ def sigv4_client() -> Any:
 def test_a_part_url_is_a_presigned_upload_part_signed_with_its_checksum() -> None:
     store = S3MultipartStore(sigv4_client, BUCKET)
     before = datetime.now(UTC)
-    part = store.part_upload(KEY, UPLOAD, 7, lifetime=timedelta(minutes=15), checksum_sha256=SHA)
+    part = store.part_upload(KEY, UPLOAD, 7, size=5 * 1024 * 1024, lifetime=timedelta(minutes=15), checksum_sha256=SHA)
     query = parse_qs(urlsplit(part.url).query)
     assert urlsplit(part.url).path.endswith(KEY)
     assert query["partNumber"] == ["7"] and query["uploadId"] == [UPLOAD]
     assert query["X-Amz-Expires"] == ["900"]
     # Signed as a header, so S3 refuses the PUT without it, and bytes whose SHA-256 is another (BadDigest).
-    assert "x-amz-checksum-sha256" in query["X-Amz-SignedHeaders"][0].split(";")
+    signed = query["X-Amz-SignedHeaders"][0].split(";")
+    assert "x-amz-checksum-sha256" in signed
+    # And its length: storage refuses a body of any other size, so a part cannot park more than was planned.
+    assert "content-length" in signed
     assert part.headers == {"x-amz-checksum-sha256": SHA}
     assert before + timedelta(minutes=14) < part.expires_at <= datetime.now(UTC) + timedelta(minutes=15)
 
-    plain = store.part_upload(KEY, UPLOAD, 1, lifetime=timedelta(hours=3), checksum_sha256=None)
+    plain = store.part_upload(KEY, UPLOAD, 1, size=10, lifetime=timedelta(hours=3), checksum_sha256=None)
     assert plain.headers == {} and parse_qs(urlsplit(plain.url).query)["X-Amz-Expires"] == ["900"]
     # Never past what was asked: a session with minutes left signs for those minutes.
-    short = store.part_upload(KEY, UPLOAD, 1, lifetime=timedelta(seconds=42), checksum_sha256=None)
+    short = store.part_upload(KEY, UPLOAD, 1, size=10, lifetime=timedelta(seconds=42), checksum_sha256=None)
     assert parse_qs(urlsplit(short.url).query)["X-Amz-Expires"] == ["42"]
 
 
@@ -150,6 +153,9 @@ def test_completion_names_every_part_with_its_etag_and_checksum_and_s3s_refusal_
         },
     )
     assert store.complete(KEY, UPLOAD, parts) == "v2"
+    stubber.add_client_error("complete_multipart_upload", "NoSuchUpload", "The specified upload does not exist.", 404)
+    with pytest.raises(UploadGone):
+        store.complete(KEY, UPLOAD, parts)
     stubber.add_client_error(
         "complete_multipart_upload",
         "InvalidPart",

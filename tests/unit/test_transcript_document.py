@@ -167,3 +167,18 @@ def test_an_exports_citation_note_names_the_moment_and_the_speaker() -> None:
     matched = [region for region in draft.location.regions if region.start_seconds == 12.0]
     citation = Citation.at(draft.location, matched=matched, excerpt="Orion 42", **citation_fields())  # type: ignore[arg-type]
     assert describe_location(citation) == f"at [00:12{DASH}00:15], spk_0"
+
+
+def test_a_transcript_is_bounded_in_characters_not_only_in_words() -> None:
+    from pydantic import ValidationError
+
+    from shared.domain.transcription import MAX_SEGMENT_CHARACTERS, MAX_TRANSCRIPT_CHARACTERS
+
+    with pytest.raises(ValidationError, match="at most"):
+        TranscriptSegment(text="x" * (MAX_SEGMENT_CHARACTERS + 1), start_seconds=0, end_seconds=1, confidence=1)
+    many = tuple(
+        TranscriptSegment(text="y" * MAX_SEGMENT_CHARACTERS, start_seconds=i, end_seconds=i + 1, confidence=1)
+        for i in range(MAX_TRANSCRIPT_CHARACTERS // MAX_SEGMENT_CHARACTERS + 1)
+    )
+    with pytest.raises(ValidationError, match="characters"):
+        transcript(*many)

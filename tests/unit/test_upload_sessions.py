@@ -51,10 +51,8 @@ def digest(data: bytes) -> str:
 
 def test_part_requests_take_the_issues_form_or_parts_with_checksums() -> None:
     plan = part_plan(40 * MIB)  # 3 parts
-    assert [p.part_number for p in requested_parts({"partNumbers": [1, 3]}, plan, checksums_required=False)] == [1, 3]
-    asked = requested_parts(
-        {"parts": [{"partNumber": 2, "checksumSha256": digest(b"x")}]}, plan, checksums_required=True
-    )
+    assert [p.part_number for p in requested_parts({"partNumbers": [1, 3]}, plan, checksums=False)] == [1, 3]
+    asked = requested_parts({"parts": [{"partNumber": 2, "checksumSha256": digest(b"x")}]}, plan, checksums=True)
     assert asked[0].checksum_sha256 == digest(b"x")
 
 
@@ -71,13 +69,15 @@ def test_part_requests_take_the_issues_form_or_parts_with_checksums() -> None:
         ({"partNumbers": [1], "parts": []}, False, "not both"),
         ({"parts": "1"}, False, "a list"),
         ({"parts": [{"partNumber": 1}]}, True, "opened with checksums"),
-        ({"parts": [{"partNumber": 1, "checksumSha256": "abc"}]}, False, "SHA-256"),
-        ({"parts": [{"partNumber": 1, "checksumSha256": base64.b64encode(b"short").decode()}]}, False, "SHA-256"),
+        ({"parts": [{"partNumber": 1, "checksumSha256": "abc"}]}, True, "SHA-256"),
+        ({"parts": [{"partNumber": 1, "checksumSha256": base64.b64encode(b"short").decode()}]}, True, "SHA-256"),
+        # S3 refuses a checksum of an upload begun without one: refused here first, saying how to have them.
+        ({"parts": [{"partNumber": 1, "checksumSha256": digest(b"x")}]}, False, "opened without checksums"),
     ],
 )
 def test_a_bad_part_request_names_the_part_and_the_rule(body: dict[str, object], required: bool, words: str) -> None:
     with pytest.raises(SessionRefused, match=words):
-        requested_parts(body, part_plan(40 * MIB), checksums_required=required)
+        requested_parts(body, part_plan(40 * MIB), checksums=required)
 
 
 def stored(plan_size: int) -> list[StoredPart]:

@@ -2684,7 +2684,7 @@ export interface components {
          * SessionState
          * @enum {string}
          */
-        SessionState: "open" | "completed" | "aborted" | "expired";
+        SessionState: "open" | "completing" | "completed" | "aborted" | "expired";
         /** SourceBody */
         SourceBody: {
             /**
@@ -2992,6 +2992,11 @@ export interface components {
             priced: boolean;
             /** Provider */
             provider: string;
+            /**
+             * Seconds
+             * @default 0
+             */
+            seconds?: number;
             /** Step */
             step: string;
         };

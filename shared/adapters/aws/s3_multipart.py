@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from shared.adapters.aws.retrying import LazyClient, error_code
-from shared.domain.upload_sessions import PartUpload, StoredPart
+from shared.domain.upload_sessions import PartUpload, StoredPart, UploadGone
 from shared.domain.uploads import stored_content_type
 from shared.ports import MAX_SIGNED_READ_LIFETIME, MultipartStore
 
@@ -41,7 +41,14 @@ class S3MultipartStore(MultipartStore):
         return upload_id
 
     def part_upload(
-        self, key: str, storage_upload_id: str, part_number: int, *, lifetime: timedelta, checksum_sha256: str | None
+        self,
+        key: str,
+        storage_upload_id: str,
+        part_number: int,
+        *,
+        size: int,
+        lifetime: timedelta,
+        checksum_sha256: str | None,
     ) -> PartUpload:
         seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
         params: dict[str, Any] = {
@@ -49,6 +56,8 @@ class S3MultipartStore(MultipartStore):
             "Key": key,
             "UploadId": storage_upload_id,
             "PartNumber": part_number,
+            # Signed: S3 refuses a body of any other length, so no part can park more than was planned.
+            "ContentLength": size,
         }
         headers: dict[str, str] = {}
         if checksum_sha256 is not None:
@@ -95,6 +104,8 @@ class S3MultipartStore(MultipartStore):
                 Bucket=self._bucket, Key=key, UploadId=storage_upload_id, MultipartUpload={"Parts": listed}
             )
         except ClientError as error:
+            if error_code(error) in _NO_SUCH_UPLOAD:
+                raise UploadGone(storage_upload_id) from error
             if error_code(error) in _PART_REFUSALS:
                 raise ValueError(str(error.response.get("Error", {}).get("Message") or error_code(error))) from error
             raise

@@ -2,6 +2,7 @@
 transaction and filters by tenant; a session's collection is its file's, read at each use (a moved file's session
 follows it)."""
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -67,16 +68,17 @@ class PostgresUploadSessions(UploadSessionStore):
             ).fetchone()
         return _session(row) if row else None
 
-    def end_session(self, tenant_id: str, upload_id: UUID, state: SessionState, *, at: datetime) -> bool:
-        if state is SessionState.OPEN:
-            raise ValueError("a session ends completed, aborted or expired")
+    def move_session(
+        self, tenant_id: str, upload_id: UUID, to: SessionState, *, expected: Sequence[SessionState], at: datetime
+    ) -> bool:
+        ending = to not in (SessionState.OPEN, SessionState.COMPLETING)
         with self._database.tenant_transaction(tenant_id) as conn:
-            ended = conn.execute(
+            moved = conn.execute(
                 "UPDATE upload_sessions SET state = %s, ended_at = %s"
-                " WHERE tenant_id = %s AND upload_id = %s AND state = 'open'",
-                (state.value, at, tenant_id, upload_id),
+                " WHERE tenant_id = %s AND upload_id = %s AND state = ANY(%s)",
+                (to.value, at if ending else None, tenant_id, upload_id, [state.value for state in expected]),
             ).rowcount
-        return ended == 1
+        return moved == 1
 
     def open_sessions_of_file(self, tenant_id: str, file_id: UUID) -> list[UploadSession]:
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
@@ -86,11 +88,14 @@ class PostgresUploadSessions(UploadSessionStore):
             ).fetchall()
         return [_session(row) for row in rows]
 
-    def open_sessions_expired(self, tenant_id: str, *, now: datetime, limit: int) -> list[UploadSession]:
+    def open_sessions_expired(
+        self, tenant_id: str, *, now: datetime, completing_before: datetime, limit: int
+    ) -> list[UploadSession]:
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(
-                f"{_SESSION} WHERE s.tenant_id = %s AND s.state = 'open' AND s.expires_at <= %s"
+                f"{_SESSION} WHERE s.tenant_id = %s AND ((s.state = 'open' AND s.expires_at <= %s)"
+                " OR (s.state = 'completing' AND s.expires_at <= %s))"
                 " ORDER BY s.expires_at, s.upload_id LIMIT %s",
-                (tenant_id, now, limit),
+                (tenant_id, now, completing_before, limit),
             ).fetchall()
         return [_session(row) for row in rows]

@@ -230,7 +230,7 @@ Role: TypeAlias = Literal["read", "write", "admin"]
 SearchMode: TypeAlias = Literal["hybrid", "keyword", "semantic"]
 
 
-SessionState: TypeAlias = Literal["open", "completed", "aborted", "expired"]
+SessionState: TypeAlias = Literal["open", "completing", "completed", "aborted", "expired"]
 
 
 # Whether an image was described by a vision model (nothing, for a document that is not an image).
@@ -1235,6 +1235,7 @@ class UsageLineView(TypedDict):
     images: int
     inputTokens: int
     outputTokens: int
+    seconds: NotRequired[int]
 
 
 class UsageView(TypedDict):
