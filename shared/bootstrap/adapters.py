@@ -70,7 +70,6 @@ _NO_LOCAL_MALWARE_SCANNER = (
 )
 _MALWARE_SCANNING_OFF = "malware scanning is off in this environment (infra/environments.py malware_scanning)"
 _NO_LOCAL_TRANSCRIPTION = "the local transcription engine (faster-whisper) cannot run"
-_NO_TRANSCRIBE = "the Amazon Transcribe adapter is not in this build yet"
 _NO_LOCAL_GENERATOR = "no text generator runs locally: answers are evidence only"
 _NO_ANSWER_MODEL = "QUIRE_ANSWER_MODEL_ID is not set: answers are evidence only"
 _NO_LOCAL_SUMMARIZER = "no text generator runs locally: summaries are extractive outlines"
@@ -508,7 +507,12 @@ class AwsAdapters(Adapters):
 
     @cached_property
     def transcription(self) -> TranscriptionProvider:
-        return UnavailableTranscription(_NO_TRANSCRIBE)
+        """Amazon Transcribe, always (as Textract): its grants come with every deployment (docs/configuration.md)."""
+        from shared.adapters.aws.transcribe import AmazonTranscribe
+
+        return AmazonTranscribe.from_region(
+            self.settings.region, bucket=self.settings.bucket, scoped=self.clients.tenant_scoped
+        )
 
     @cached_property
     def malware_scanning(self) -> MalwareScanning:

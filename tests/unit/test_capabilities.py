@@ -10,8 +10,12 @@ from shared.domain.errors import CapabilityUnavailable
 from shared.domain.transcription import MediaSource
 
 # Present wherever they run: the local embedding model, RapidOCR and faster-whisper come with the project (the
-# `local` extra); Textract needs no model to be enabled. Everything else is absent until configured, and says why.
-PRESENT = {"local": {Capability.EMBEDDER, Capability.OCR, Capability.TRANSCRIPTION}, "aws": {Capability.OCR}}
+# `local` extra); Textract and Transcribe need no model to be enabled. Everything else is absent until configured,
+# and says why.
+PRESENT = {
+    "local": {Capability.EMBEDDER, Capability.OCR, Capability.TRANSCRIPTION},
+    "aws": {Capability.OCR, Capability.TRANSCRIPTION},
+}
 
 
 @pytest.mark.parametrize("runtime", ["local", "aws"])
