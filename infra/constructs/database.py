@@ -241,6 +241,8 @@ class Database(Construct):
             "SecretsManagerEndpoint": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
             "StepFunctionsEndpoint": ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS,
             "TextractEndpoint": ec2.InterfaceVpcEndpointAwsService.TEXTRACT,
+            # The recognize step starts and polls transcription jobs.
+            "TranscribeEndpoint": ec2.InterfaceVpcEndpointAwsService.TRANSCRIBE,
             "BedrockRuntimeEndpoint": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
             # Tenant-scoped sessions (infra/constructs/tenant_data.py) are assumed from inside the VPC.
             "StsEndpoint": ec2.InterfaceVpcEndpointAwsService.STS,

@@ -32,6 +32,13 @@ TEXTRACT_ACTIONS = (
     "textract:GetDocumentTextDetection",
 )
 
+# Transcribe's actions the recognize step calls: StartTranscriptionJob has no resource type (its output's bucket and
+# key are its condition keys); a job's Get and Delete name the job, which Quire names `quire-<run>`
+# (shared/adapters/aws/transcribe.py's JOB_PREFIX).
+TRANSCRIBE_START = "transcribe:StartTranscriptionJob"
+TRANSCRIBE_JOB_ACTIONS = ("transcribe:GetTranscriptionJob", "transcribe:DeleteTranscriptionJob")
+TRANSCRIPTION_JOB_PREFIX = "quire-"
+
 
 @dataclass(frozen=True)
 class Step:
@@ -77,7 +84,8 @@ STEPS = (
     Step(
         StepName.RECOGNIZE,
         "functions.recognize.handler.handler",
-        "starts or polls OCR (Textract) of the pages without text, and describes images",
+        "starts or polls OCR (Textract) of the pages without text, describes images, and starts or polls the"
+        " transcription (Transcribe) of a recording",
         300,
         2048,
         read=(ORIGINALS_PREFIX, DERIVED_PREFIX, OCR_STAGING_PREFIX),

@@ -296,9 +296,9 @@ def test_aws_apis_are_reached_through_vpc_endpoints(synthesized: tuple[str, Temp
         for endpoint in template.find_resources("AWS::EC2::VPCEndpoint").values()
     }
     assert endpoints["s3"]["VpcEndpointType"] == "Gateway"
-    # Exactly the APIs the functions call (EventBridge's and SQS's: the relay publishes events and wakes the webhook
-    # deliverer, and the API wakes it too).
-    interfaces = {"secretsmanager", "states", "textract", "bedrock-runtime", "sts", "events", "sqs"}
+    # Exactly the APIs the functions call (Transcribe's: the recognize step's jobs; EventBridge's and SQS's: the relay
+    # publishes events and wakes the webhook deliverer, and the API wakes it too).
+    interfaces = {"secretsmanager", "states", "textract", "transcribe", "bedrock-runtime", "sts", "events", "sqs"}
     assert set(endpoints) == {"s3", *interfaces}
     # Through the gateway, only this account's buckets: no copying tenants' data to a bucket elsewhere.
     (statement,) = endpoints["s3"]["PolicyDocument"]["Statement"]

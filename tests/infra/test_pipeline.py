@@ -7,6 +7,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
+from infra.constructs.pipeline_steps import TRANSCRIPTION_JOB_PREFIX
 from infra.environments import settings_for
 from tests.infra.synthesis import state_machine_definition
 from tests.infra.template import as_list, as_text, only, statements_of_role
@@ -23,7 +24,23 @@ RETRIED = {
     "Lambda.Unknown",
 }
 TENANT = "${aws:PrincipalTag/tenant}"
-DATA_SERVICES = ("s3:", "rds-db:", "rds:", "bedrock:", "secretsmanager:", "kms:", "sqs:", "states:", "textract:")
+DATA_SERVICES = (
+    "s3:",
+    "rds-db:",
+    "rds:",
+    "bedrock:",
+    "secretsmanager:",
+    "kms:",
+    "sqs:",
+    "states:",
+    "textract:",
+    "transcribe:",
+)
+TRANSCRIBE_ACTIONS = {
+    "transcribe:StartTranscriptionJob",
+    "transcribe:GetTranscriptionJob",
+    "transcribe:DeleteTranscriptionJob",
+}
 
 
 class _Placeholder(dict[str, str]):
@@ -298,6 +315,36 @@ def test_each_step_touches_only_the_storage_it_needs(synthesized: tuple[str, Tem
     assert embed["s3:PutObject"] == {derived}
     recognize = s3_grants("functions.recognize.handler.handler")
     assert recognize["s3:PutObject"] == {derived, f"ocr-staging/tenants/{TENANT}/*"}
+
+
+def test_only_the_recognize_steps_tenant_session_calls_transcribe_and_only_its_three_actions(
+    synthesized: tuple[str, Template],
+) -> None:
+    _, template = synthesized
+    recognize = function_logical_id(template, "functions.recognize.handler.handler")
+    variables = template.to_json()["Resources"][recognize]["Properties"]["Environment"]["Variables"]
+    tenant_role = variables["QUIRE_TENANT_DATA_ROLE_ARN"]["Fn::GetAtt"][0]
+    granted: dict[str, set[str]] = {}
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            for action in actions(statement):
+                if action.startswith("transcribe:"):
+                    for role in policy["Properties"]["Roles"]:
+                        granted.setdefault(role["Ref"], set()).add(action)
+    assert granted == {tenant_role: TRANSCRIBE_ACTIONS}
+    statements = [s for s in statements_of_role(template, tenant_role) if set(actions(s)) & TRANSCRIBE_ACTIONS]
+    (start,) = [s for s in statements if actions(s) == ["transcribe:StartTranscriptionJob"]]
+    # StartTranscriptionJob has no resource type: its output's bucket and key are what can be conditioned.
+    assert start["Resource"] == "*"
+    assert set(start["Condition"]["StringEquals"]) == {"transcribe:OutputBucketName"}
+    assert start["Condition"]["StringLike"] == {"transcribe:OutputKey": f"derived/tenants/{TENANT}/*"}
+    (jobs,) = [s for s in statements if s is not start]
+    assert sorted(actions(jobs)) == ["transcribe:DeleteTranscriptionJob", "transcribe:GetTranscriptionJob"]
+    assert as_text(jobs["Resource"]).endswith(f":transcription-job/{TRANSCRIPTION_JOB_PREFIX}*")
+    # The prefix the adapter names its jobs with.
+    from shared.adapters.aws.transcribe import JOB_PREFIX
+
+    assert TRANSCRIPTION_JOB_PREFIX == JOB_PREFIX
 
 
 def test_only_the_embed_step_may_call_the_embedding_model_and_only_that_model(

@@ -12,7 +12,8 @@ import pytest
 from aws_cdk.assertions import Template
 
 from infra.constructs.tenant_data import SESSION_HOURS, TENANT_TAG
-from tests.infra.policy_evaluation import Request, allowed, object_arn, role_arn
+from shared.adapters.aws.transcribe import job_name, transcript_key
+from tests.infra.policy_evaluation import ACCOUNT, BUCKET, REGION, Request, allowed, object_arn, role_arn
 from tests.infra.policy_evaluation import Template as Policies
 from tests.infra.template import MCP_HANDLER, as_list, is_quire_handler, tenant_data_role_id
 
@@ -240,3 +241,49 @@ def test_the_deleted_tag_cannot_be_taken_off_again(synthesized: tuple[str, Templ
         "s3:DeleteObjectVersionTagging",
     ):
         assert not allowed(Request(action, key, "someone", deleted), anyone, bucket), action
+
+
+def test_a_recognize_session_may_start_transcription_only_into_its_own_tenants_derived_objects(
+    synthesized: tuple[str, Template],
+) -> None:
+    """Transcribe reads the recording and writes its output as its caller: the session's S3 grants bound both, and
+    the start itself may name no output but the session's tenant's derived objects in the originals bucket."""
+    _, template = synthesized
+    policies = Policies(template.to_json()["Resources"])
+    bucket = policies.bucket_statements()
+    role_id = tenant_data_role_id(functions(template)["functions.recognize.handler.handler"])
+    identity = policies.identity_statements(role_id)
+    principal = role_arn(role_id)
+    name = job_name(f"{VERSION}-1")
+    output = transcript_key(original("acme"), name)
+
+    def may_start(**output_keys: str) -> bool:
+        context = session("acme", **{f"transcribe:{key}": value for key, value in output_keys.items()})
+        return allowed(Request("transcribe:StartTranscriptionJob", "*", principal, context), identity, bucket)
+
+    assert may_start(OutputBucketName=BUCKET, OutputKey=output)
+    assert not may_start(OutputBucketName=BUCKET, OutputKey=transcript_key(original("globex"), name))
+    assert not may_start(OutputBucketName=BUCKET, OutputKey=f"{original('acme')}.json")  # over the originals
+    assert not may_start(OutputBucketName="a-bucket-elsewhere", OutputKey=output)
+    assert not may_start()  # no output named: Transcribe's own bucket, which nobody here controls
+    # What Transcribe then does with the session's permissions, and the adapter after it: read the recording, write
+    # the output, read it back, list and remove its versions. For the session's tenant only.
+    for action, key in (
+        ("s3:GetObject", original("acme")),
+        ("s3:PutObject", output),
+        ("s3:GetObject", output),
+        ("s3:DeleteObjectVersion", output),
+    ):
+        assert allowed(Request(action, object_arn(key), principal, session("acme")), identity, bucket), action
+        foreign = object_arn(key.replace("/acme/", "/globex/"))
+        assert not allowed(Request(action, foreign, principal, session("acme")), identity, bucket), action
+    listing = Request(
+        "s3:ListBucketVersions", f"arn:aws:s3:::{BUCKET}", principal, session("acme", **{"s3:prefix": output})
+    )
+    assert allowed(listing, identity, bucket)
+    # A job's Get and Delete name Quire's jobs only.
+    job = f"arn:aws:transcribe:{REGION}:{ACCOUNT}:transcription-job/{name}"
+    for action in ("transcribe:GetTranscriptionJob", "transcribe:DeleteTranscriptionJob"):
+        assert allowed(Request(action, job, principal, session("acme")), identity, bucket), action
+        other = job.replace("/quire-", "/someone-elses-")
+        assert not allowed(Request(action, other, principal, session("acme")), identity, bucket), action
