@@ -221,9 +221,22 @@ def _requested(request: IAMRequestBase, resource: str) -> Iterator[tuple[str, st
         target = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{url.rsplit('/', 1)[-1]}" if url else resource
     elif service == "secretsmanager":
         target = body.get("SecretId", "*")
+    elif service == "transcribe":
+        target = _transcribe_target(action, body, context)
     else:
         target = "*"  # Textract and the rest: actions without resource-level permissions
     yield action, target, context
+
+
+def _transcribe_target(action: str, body: Mapping[str, Any], context: dict[str, Any]) -> str:
+    """A job's ARN for the actions that name one; StartTranscriptionJob has no resource type, and its output's
+    bucket and key are its condition keys."""
+    if action != "transcribe:StartTranscriptionJob" and isinstance(body.get("TranscriptionJobName"), str):
+        return f"arn:aws:transcribe:{REGION}:{ACCOUNT}:transcription-job/{body['TranscriptionJobName']}"
+    for key in ("OutputBucketName", "OutputKey"):
+        if isinstance(body.get(key), str):
+            context[f"transcribe:{key}"] = body[key]
+    return "*"
 
 
 def _json_body(body: bytes | str | None) -> dict[str, Any]:

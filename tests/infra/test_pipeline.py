@@ -115,6 +115,9 @@ def test_the_steps_run_in_order_with_ocr_and_the_embed_map_on_their_branches(
     recognized = s["Recognized?"]["Choices"]
     assert {"Variable": "$.ocrJob", "IsPresent": True, "Next": "Wait for OCR"} in recognized
     assert s["Wait for OCR"] == {"Type": "Wait", "Seconds": 10, "Next": "Recognize"}
+    # A recording's transcription job is polled the same way.
+    assert {"Variable": "$.transcriptionJob", "IsPresent": True, "Next": "Wait for transcription"} in recognized
+    assert s["Wait for transcription"] == {"Type": "Wait", "Seconds": 10, "Next": "Recognize"}
     assert s["Recognized?"]["Default"] == "Chunk"
     embed_map = s["Embed batches"]
     assert embed_map["Type"] == "Map" and embed_map["ItemsPath"] == "$.batches"

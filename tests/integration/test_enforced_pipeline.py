@@ -9,10 +9,12 @@ grant away from each function and shows the run failing on it.
 
 import json
 import secrets
+import tempfile
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -28,6 +30,8 @@ from tests.builders.deployed_functions import client
 from tests.builders.enforced_stack import TEXT_DOCUMENT_STEPS, EnforcedStack
 from tests.builders.iam_judge import grant_removed
 from tests.builders.pdf import pdf_of
+from tests.builders.recordings import Recording, write_recording
+from tests.builders.transcribe_worker import TranscribeWorker
 from tests.conftest import load_event
 
 
@@ -101,6 +105,15 @@ def _scan_falls_short(stack: EnforcedStack) -> None:
     assert not _fully_indexed(version, execution), (version, execution["status"])
 
 
+def _recording_falls_short(stack: EnforcedStack) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        recording = Recording("untranscribed", "wav", "wav", "pcm_s16le", rate=16_000, channels=1, seconds=1.0)
+        content = write_recording(recording, Path(folder)).read_bytes()
+    with TranscribeWorker(["Never heard."]).working():
+        version, execution = stack.run("untranscribed.wav", "audio/wav", content)
+    assert not _fully_indexed(version, execution), (version, execution["status"])
+
+
 def _reconcile_fails(stack: EnforcedStack) -> None:
     payload, error = stack.invoked(stack.handler("reconcile"), load_event("scheduled_reconcile.json"))
     assert error is not None, payload
@@ -160,6 +173,7 @@ TAKEN_AWAY = [
     TakenAway("on_object_created", "own", "states:StartExecution", _no_execution_starts),
     TakenAway("extract", "tenant", "s3:GetObject", _pipeline_falls_short),
     TakenAway("recognize", "tenant", "s3:GetObject", _scan_falls_short),
+    TakenAway("recognize", "tenant", "transcribe:StartTranscriptionJob", _recording_falls_short),
     TakenAway("chunk", "tenant", "s3:PutObject", _pipeline_falls_short),
     TakenAway("embed", "own", "bedrock:InvokeModel", _pipeline_falls_short),
     TakenAway("index", "tenant", "s3:GetObject", _pipeline_falls_short),

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -31,6 +32,8 @@ from shared.local import scan_corpus
 from shared.ports import OcrSource
 from shared.services.indexing import Indexer, IndexTarget
 from tests.builders.enforced_stack import TEXT_DOCUMENT_STEPS, EnforcedStack
+from tests.builders.recordings import Recording, write_recording
+from tests.builders.transcribe_worker import TranscribeWorker
 from tests.conftest import load_event
 
 PRINCIPAL = with_role("acme", "ann", {"docs"}, Role.ADMIN)
@@ -152,6 +155,50 @@ def test_a_running_ocr_job_is_polled_through_the_wait_loop_until_it_answers(
     polled = [i.event for i in deployment.functions.invocations if i.step == "recognize" and "ocrJob" in i.event]
     assert [event.get("ocrPolls", 0) for event in polled] == [0, 1, 2]
     assert version.processing_state is ProcessingState.INDEXED and version.recognized_pages == (2,)
+
+
+def test_a_recording_is_transcribed_by_a_transcribe_job_polled_through_the_wait_loop(
+    deployment: EnforcedStack, tmp_path: Path
+) -> None:
+    """The real adapter against moto's Transcribe API, every call judged against the deployed policies: the job is
+    started with the recognize step's tenant session, Transcribe's worker (a named fake) reads the recording and
+    writes its output with that session, and the adapter reads and removes it."""
+    recording = Recording("briefing", "wav", "wav", "pcm_s16le", rate=16_000, channels=1, seconds=4.0)
+    content = write_recording(recording, tmp_path).read_bytes()
+    sentences = ["Ballast water is exchanged beyond the shelf edge.", "The Oresund ferry logs every exchange."]
+    before = len(deployment.judge.decisions)
+    with TranscribeWorker(sentences).working() as worker:
+        version, execution = deployment.run("briefing.wav", "audio/wav", content)
+    assert execution["status"] == "SUCCEEDED"
+    steps = deployment.functions.steps(str(version.version_id))
+    # Started once (moto's job: QUEUED, IN_PROGRESS, COMPLETED a poll each), each poll a Wait and a Recognize again.
+    assert steps[:3] == ["inspect", "extract", "recognize"] and steps.count("recognize") == 4
+    polled = [
+        i.event
+        for i in deployment.functions.invocations
+        if i.step == "recognize"
+        and i.event.get("versionId") == str(version.version_id)
+        and "transcriptionJob" in i.event
+    ]
+    assert [event.get("transcriptionPolls", 0) for event in polled] == [0, 1, 2]
+    ((name, output),) = worker.written.items()
+    assert name.startswith(f"quire-{version.version_id}-") and worker.read_bytes[name] == len(content)
+    assert version.processing_state is ProcessingState.INDEXED
+    assert version.transcription_engine == "amazon-transcribe" and version.transcription_language == "en-US"
+    assert version.duration_seconds == pytest.approx(4.0, abs=0.05)  # the probe's, from the header
+    assert "briefing.wav" in found(deployment, "ballast water exchanged beyond the shelf edge")
+    # Collected, then discarded: the job and every version of its output are gone.
+    assert name not in worker.jobs()
+    with tenant_data(deployment, "recognize") as recognize:
+        assert list(recognize.content.object_versions(output)) == []
+    judged = deployment.judge.decisions[before:]
+    assert {d.action for d in judged if d.action.startswith("transcribe:")} == {
+        "transcribe:StartTranscriptionJob",
+        "transcribe:GetTranscriptionJob",
+        "transcribe:DeleteTranscriptionJob",
+    }
+    # Transcribe's own write was the tenant session's, allowed by its grants.
+    assert [d for d in judged if d.action == "s3:PutObject" and output in d.resource and d.allowed]
 
 
 def test_a_malformed_file_succeeds_with_the_failure_recorded(deployment: EnforcedStack) -> None:
