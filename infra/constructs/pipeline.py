@@ -34,12 +34,9 @@ from infra.constructs.pipeline_steps import (
     OCR_POLL_SECONDS,
     RETRIED_ERRORS,
     STEPS,
-    TEXTRACT_ACTIONS,
     TIMEOUT_ERRORS,
-    TRANSCRIBE_JOB_ACTIONS,
-    TRANSCRIBE_START,
-    TRANSCRIPTION_JOB_PREFIX,
     Step,
+    grant_recognition_engines,
 )
 from infra.constructs.storage import (
     DELETE_OBJECTS,
@@ -51,7 +48,7 @@ from infra.constructs.storage import (
     WRITE_OBJECTS,
     Storage,
 )
-from infra.constructs.tenant_data import TenantDataAccess, tenant_scoped
+from infra.constructs.tenant_data import TenantDataAccess
 from infra.environments import EnvironmentSettings
 from shared.domain.steps import (
     DONE,
@@ -101,18 +98,7 @@ class Pipeline(Construct):
         self.tenant_data: dict[str, TenantDataAccess] = {}
         self.step_functions: dict[str, lambda_.Function] = {step.name: self._step_function(step) for step in STEPS}
         recognize = self.step_functions["Recognize"]
-        # Textract reads the pages from S3 as its caller: called with the tenant's session, it can read only
-        # that tenant's objects.
-        recognize_data = self.tenant_data["Recognize"]
-        recognize_data.grant(iam.PolicyStatement(actions=list(TEXTRACT_ACTIONS), resources=["*"]))
-        acknowledge(
-            recognize_data.role,
-            "IAM5[Resource::*]",
-            "Textract's actions, and Transcribe's StartTranscriptionJob, have no resource-level permissions; what "
-            "Textract and Transcribe may read and write is bounded by this role's S3 grants (one tenant's originals, "
-            "derived objects and staging prefix), and a transcription's output by its condition keys.",
-        )
-        self._grant_transcription(recognize_data)
+        grant_recognition_engines(self.tenant_data["Recognize"], bucket_name=storage.originals.bucket_name)
         if settings.vision_model_id:
             recognize.add_environment("QUIRE_VISION_MODEL_ID", settings.vision_model_id)
             recognize.add_to_role_policy(
@@ -140,34 +126,6 @@ class Pipeline(Construct):
             *([self.malware_verdict] if self.malware_verdict else []),
             self.reconcile,
         ]
-
-    def _grant_transcription(self, access: TenantDataAccess) -> None:
-        """Transcribe for the recognize step's tenant session: it reads the recording and writes its output as its
-        caller, so that session's S3 grants (one tenant's originals and derived objects) bound what a job touches.
-        A job may be started only with its output in this bucket under the session's tenant's derived prefix; its
-        Get and Delete name Quire's jobs."""
-        stack = cdk.Stack.of(self)
-        access.grant(
-            iam.PolicyStatement(
-                actions=[TRANSCRIBE_START],
-                resources=["*"],
-                conditions={
-                    "StringEquals": {"transcribe:OutputBucketName": self._storage.originals.bucket_name},
-                    "StringLike": {"transcribe:OutputKey": f"{tenant_scoped(DERIVED_PREFIX)}*"},
-                },
-            )
-        )
-        jobs = stack.format_arn(
-            service="transcribe", resource="transcription-job", resource_name=f"{TRANSCRIPTION_JOB_PREFIX}*"
-        )
-        access.grant(iam.PolicyStatement(actions=list(TRANSCRIBE_JOB_ACTIONS), resources=[jobs]))
-        acknowledge(
-            access.role,
-            "IAM5[Resource::arn:<AWS::Partition>:transcribe:<AWS::Region>:<AWS::AccountId>:transcription-job/"
-            f"{TRANSCRIPTION_JOB_PREFIX}*]",
-            "Transcription jobs are named per run (quire-<version>-<attempt>): the prefix is the narrowest name for "
-            "them, and the actions (Get, Delete) are listed one by one.",
-        )
 
     # --- functions ---------------------------------------------------------------------------------------
 

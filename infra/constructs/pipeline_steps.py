@@ -4,7 +4,12 @@ and the errors the state machine retries. The state machine's shape comes from `
 
 from dataclasses import dataclass
 
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+
+from infra.constructs.functions import acknowledge
 from infra.constructs.storage import DERIVED_PREFIX, OCR_STAGING_PREFIX, ORIGINALS_PREFIX
+from infra.constructs.tenant_data import TenantDataAccess, tenant_scoped
 from shared.domain.steps import StepName
 
 # The error names a step's failure carries when retrying may help: the Lambda service's own errors, and
@@ -38,6 +43,42 @@ TEXTRACT_ACTIONS = (
 TRANSCRIBE_START = "transcribe:StartTranscriptionJob"
 TRANSCRIBE_JOB_ACTIONS = ("transcribe:GetTranscriptionJob", "transcribe:DeleteTranscriptionJob")
 TRANSCRIPTION_JOB_PREFIX = "quire-"
+
+
+def grant_recognition_engines(access: TenantDataAccess, *, bucket_name: str) -> None:
+    """What the recognize step's tenant session calls besides storage: Textract and Transcribe. Both read S3 (and
+    Transcribe writes its output) with their caller's permissions, so called with the tenant's session they reach
+    only that tenant's objects. A transcription may be started only with its output in `bucket_name` under the
+    session's tenant's derived prefix; its Get and Delete name Quire's jobs."""
+    access.grant(iam.PolicyStatement(actions=list(TEXTRACT_ACTIONS), resources=["*"]))
+    access.grant(
+        iam.PolicyStatement(
+            actions=[TRANSCRIBE_START],
+            resources=["*"],
+            conditions={
+                "StringEquals": {"transcribe:OutputBucketName": bucket_name},
+                "StringLike": {"transcribe:OutputKey": f"{tenant_scoped(DERIVED_PREFIX)}*"},
+            },
+        )
+    )
+    jobs = cdk.Stack.of(access).format_arn(
+        service="transcribe", resource="transcription-job", resource_name=f"{TRANSCRIPTION_JOB_PREFIX}*"
+    )
+    access.grant(iam.PolicyStatement(actions=list(TRANSCRIBE_JOB_ACTIONS), resources=[jobs]))
+    acknowledge(
+        access.role,
+        "IAM5[Resource::*]",
+        "Textract's actions, and Transcribe's StartTranscriptionJob, have no resource-level permissions; what "
+        "Textract and Transcribe may read and write is bounded by this role's S3 grants (one tenant's originals, "
+        "derived objects and staging prefix), and a transcription's output by its condition keys.",
+    )
+    acknowledge(
+        access.role,
+        "IAM5[Resource::arn:<AWS::Partition>:transcribe:<AWS::Region>:<AWS::AccountId>:transcription-job/"
+        f"{TRANSCRIPTION_JOB_PREFIX}*]",
+        "Transcription jobs are named per run (quire-<version>-<attempt>): the prefix is the narrowest name for "
+        "them, and the actions (Get, Delete) are listed one by one.",
+    )
 
 
 @dataclass(frozen=True)
