@@ -19,9 +19,12 @@ from quire_client.errors import (
     Unavailable,
     Unprocessable,
     UnsupportedMediaType,
+    UploadInterrupted,
+    UploadSessionEnded,
     WebhookVerificationError,
 )
 from quire_client.events import TERMINAL_EVENTS, Event, EventPage, Outcome
+from quire_client.parts import PartsSent
 from quire_client.uploads import MEDIA_TYPES, media_type_for
 from quire_client.webhooks import sign, verify_webhook
 
@@ -37,6 +40,7 @@ __all__ = [
     "Gone",
     "NotFound",
     "Outcome",
+    "PartsSent",
     "PayloadTooLarge",
     "Polling",
     "Quire",
@@ -52,6 +56,8 @@ __all__ = [
     "Unprocessable",
     "UnsupportedMediaType",
     "Upload",
+    "UploadInterrupted",
+    "UploadSessionEnded",
     "WebhookVerificationError",
     "media_type_for",
     "retry_after_seconds",

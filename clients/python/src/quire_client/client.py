@@ -1,23 +1,30 @@
 """`Quire`: the API's routes as typed methods (operations.py, generated), over one HTTP connection pool, with the
 caller's bearer token, typed errors, retries on 429 and 503 that honour `Retry-After`, page iteration, and uploads
 that do the presigned POST and wait for the version to settle (by the event feed when given a cursor, else by
-polling the file with backoff)."""
+polling the file with backoff), and uploads by parts that resume (parts.py)."""
 
 import email.utils
 import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
 import httpx2
 
-from quire_client.errors import ApiError, NotFound, StorageRefused, TimedOut, TransportFailed, error_for
+from quire_client.errors import (
+    ApiError,
+    NotFound,
+    StorageRefused,
+    TimedOut,
+    TransportFailed,
+    error_for,
+)
 from quire_client.events import Event, EventPage, Outcome, outcome_of_event, outcome_of_file
 from quire_client.models import FileSummary, FileView, UploadRequest, UploadResponse
 from quire_client.operations import Operations
+from quire_client.parts import LocalFile, PartsSent, finish_session, plan_of, send_every_part
 from quire_client.uploads import MultipartForm, Progress, media_type_for
 
 PageT = TypeVar("PageT")
@@ -61,6 +68,7 @@ class Upload:
     file: FileView | None = None
     outcome: Outcome | None = None
     event: Event | None = None
+    parts: PartsSent | None = None  # an upload by parts: which parts were sent, kept or replaced
 
     @property
     def file_id(self) -> str:
@@ -259,41 +267,105 @@ class Quire(Operations):
         timeout: float = 600.0,
         events_after: str | None = None,
         progress: Progress | None = None,
+        multipart: bool = False,
+        part_size: int | None = None,
+        checksums: bool = False,
+        on_session: Callable[[UploadResponse], None] | None = None,
     ) -> Upload:
         """Upload a file (a path, or bytes with `filename`) into a collection: ask `POST /v1/uploads` for a ticket,
         post the bytes to storage as a browser would, and (with `wait`) wait until the version is indexed, failed
         or rejected: on the event feed from `events_after` (an event cursor from before the upload; by default the
         feed's `latest` cursor, taken before the ticket), polling where the API has no feed. The outcome is in the
-        answer, not an exception: a failed document is an answer too."""
-        if isinstance(source, bytes):
-            if not filename:
-                raise ValueError("uploading bytes takes a filename")
-            content = source
-        else:
-            content = Path(source).read_bytes()
-            filename = filename or Path(source).name
+        answer, not an exception: a failed document is an answer too.
+
+        A file past the single POST's limit gets an upload session instead, and so does any file with `multipart`,
+        `part_size` (bytes, whole MiB, at least 5 MiB) or `checksums` (each part's SHA-256, checked by storage):
+        then the parts are read from the file as they are sent, three at a time, and completed; `on_session` is
+        called with the ticket first (its `uploadId` is what `resume` takes). A part that keeps failing raises
+        UploadInterrupted, naming the session."""
+        local = LocalFile(source)
+        if isinstance(source, bytes) and not filename:
+            raise ValueError("uploading bytes takes a filename")
+        filename = filename or local.name or ""
         kind = media_type or media_type_for(filename)
         request: UploadRequest = {
             "collectionId": collection_id,
             "filename": filename,
             "mediaType": kind,
-            "byteSize": len(content),
+            "byteSize": local.size,
         }
         if metadata:
             request["metadata"] = dict(metadata)
+        if multipart:
+            request["multipart"] = True
+        if part_size is not None:
+            request["partSize"] = part_size
+        if checksums:
+            request["checksums"] = True
         if wait and events_after is None:
             events_after = self._latest_event_cursor()
         ticket = self.create_upload(request)
-        self.post_to_storage(ticket, filename, content, kind, progress)
+        parts: PartsSent | None = None
+        if ticket.get("uploadId"):
+            if on_session is not None:
+                on_session(ticket)
+            plan = replace(plan_of(ticket), byte_size=local.size)
+            parts = send_every_part(self, plan, local, progress, self._sleep)
+        else:
+            self.post_to_storage(ticket, filename, local.read_all(), kind, progress)
         if not wait:
-            return Upload(ticket)
-        return self.wait_for_version(
-            ticket["fileId"],
-            ticket["versionId"],
-            timeout=timeout,
-            events_after=events_after,
-            collection_id=collection_id,
+            return Upload(ticket, parts=parts)
+        return replace(
+            self.wait_for_version(
+                ticket["fileId"],
+                ticket["versionId"],
+                timeout=timeout,
+                events_after=events_after,
+                collection_id=collection_id,
+            ),
+            parts=parts,
         )
+
+    def resume(
+        self,
+        upload_id: str,
+        source: str | os.PathLike[str] | bytes,
+        *,
+        wait: bool = True,
+        timeout: float = 600.0,
+        events_after: str | None = None,
+        progress: Progress | None = None,
+    ) -> Upload:
+        """Finish an upload by parts that stopped (a crash, an interruption): `GET /v1/uploads/{id}` lists the parts
+        storage holds; each is checked against `source` (its size, then the SHA-256 storage recorded or the MD5 its
+        ETag is), the others are sent (a held part that does not match is sent again, replacing it), and the
+        session is completed. A session already completed is only waited for; one aborted or expired raises
+        UploadSessionEnded; a file of another size than the session's raises ValueError."""
+        local = LocalFile(source)
+        session = self.get_upload(upload_id)
+        if wait and events_after is None:
+            events_after = self._latest_event_cursor()
+        parts = finish_session(self, session, local, progress, self._sleep)
+        fields = ("fileId", "versionId", "uploadId", "partSize", "partCount", "checksums", "expiresAt")
+        ticket = cast("UploadResponse", {key: session[key] for key in fields})  # type: ignore[literal-required]
+        if not wait:
+            return Upload(ticket, parts=parts)
+        return replace(
+            self.wait_for_version(
+                session["fileId"],
+                session["versionId"],
+                timeout=timeout,
+                events_after=events_after,
+                collection_id=session["collectionId"],
+            ),
+            parts=parts,
+        )
+
+    def send_to_storage(
+        self, method: str, url: str, *, content: Iterator[bytes], headers: Mapping[str, str]
+    ) -> httpx2.Response:
+        """A request to a presigned storage URL (a part's PUT): never with the token; no answer is TransportFailed."""
+        return self._send(method, url, content=content, headers=dict(headers))
 
     def _latest_event_cursor(self) -> str | None:
         """The cursor after the last published event, or None where the API has no event feed (then: polling)."""

@@ -1,5 +1,6 @@
 """What a call can fail with: the API's refusal (status, code and sentence, one class per status), no answer at all,
-a wait that ran out, a presigned POST that storage refused, and a webhook whose signature does not hold."""
+a wait that ran out, a presigned POST or part that storage refused, an upload by parts interrupted or whose session
+ended, and a webhook whose signature does not hold."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -72,7 +73,32 @@ class ServerError(ApiError):
 
 
 class StorageRefused(ApiError):
-    """Storage refused the presigned POST of an upload (its answer, S3's XML, is the body)."""
+    """Storage refused the presigned POST of an upload, or a part's PUT (its answer, S3's XML, is the body)."""
+
+
+class UploadInterrupted(QuireError):
+    """An upload by parts stopped before it was complete (a part kept failing): its session, `upload_id`, stays open
+    for a day, and `Quire.resume(upload_id, source)` sends only the parts storage does not hold. `held` of
+    `part_count` parts were stored when it stopped; `cause` is what stopped it."""
+
+    def __init__(self, upload_id: str, held: int, part_count: int, cause: BaseException) -> None:
+        self.upload_id = upload_id
+        self.held = held
+        self.part_count = part_count
+        self.cause = cause
+        super().__init__(
+            f"the upload stopped with {held} of {part_count} parts stored ({cause}); its session {upload_id} stays"
+            " open for a day: resume it to send the rest"
+        )
+
+
+class UploadSessionEnded(QuireError):
+    """The upload session cannot take parts any more (`state`: aborted, expired): upload the file again."""
+
+    def __init__(self, upload_id: str, state: str, message: str) -> None:
+        self.upload_id = upload_id
+        self.state = state
+        super().__init__(message)
 
 
 class TransportFailed(QuireError, ConnectionError):
