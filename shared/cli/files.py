@@ -2,9 +2,10 @@
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.cli.common import (
+    CommandFailed,
     add_caller_options,
     add_collections_option,
     caller_client,
@@ -15,11 +16,34 @@ from shared.cli.common import (
 from shared.cli.metadata import add_meta_command, add_meta_options, add_where_option, metadata_line, metadata_of
 from shared.domain.auth import Role
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from shared.cli.upload_state import UploadState
+
 
 def add_file_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    upload = commands.add_parser("upload", help="upload files through the API (presigned POST), wait until stored")
+    upload = commands.add_parser(
+        "upload",
+        help="upload files through the API (a presigned POST, or by parts past its limit), wait until stored",
+    )
     upload.add_argument("paths", nargs="+")
     upload.add_argument("--collection", default="default", help="the collection to upload into (default: default)")
+    upload.add_argument(
+        "--multipart", action="store_true", help="upload by parts (resumable) even below the single POST's limit"
+    )
+    upload.add_argument(
+        "--part-size", type=_mib, metavar="MIB", help="by parts of this many MiB (at least 5; 16 by default)"
+    )
+    upload.add_argument("--checksums", action="store_true", help="by parts, each signed with its SHA-256")
+    upload.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="UPLOAD_ID",
+        help="finish an interrupted upload by parts (after the file): the session UPLOAD_ID, or without it the one"
+        " written down in .quire/uploads/ for this file; only the parts storage lacks are sent",
+    )
     add_meta_options(upload)
     add_caller_options(upload)
     upload.set_defaults(run=cmd_upload)
@@ -53,16 +77,34 @@ def add_file_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPar
 def cmd_upload(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from shared.local.api_client import ApiError, progress_bar
+    from quire_client import UploadInterrupted, UploadSessionEnded
+
+    from shared.cli.upload_state import UploadState
+    from shared.local.api_client import ApiError
 
     metadata = metadata_of("upload", args.meta, args.meta_json)
-    client = collections_client(args, [args.collection], Role.WRITE)
+    if args.resume and len(args.paths) > 1:
+        raise CommandFailed("quire upload: error: --resume UPLOAD_ID names the session of one file", status=2)
+    state = UploadState.in_directory()
     failed = 0
     for name in args.paths:
         path = Path(name)
         try:
-            ticket = client.upload(path, args.collection, progress_bar(path.name), metadata)
-            record = client.wait_until_decided(ticket["fileId"])
+            record = _upload_one(args, path, metadata, state)
+        except UploadInterrupted as stopped:
+            print(f"quire upload: {path}: {_interrupted(path, stopped.upload_id, stopped)}", file=sys.stderr)
+            failed += 1
+            continue
+        except UploadSessionEnded as ended:
+            state.forget(path)
+            print(f"quire upload: {path}: {ended} (run quire upload without --resume)", file=sys.stderr)
+            failed += 1
+            continue
+        except KeyboardInterrupt:
+            found = state.find(path) if path.exists() else None
+            upload_id = args.resume or (str(found["uploadId"]) if found else None)
+            print(f"\nquire upload: {path}: {_interrupted(path, upload_id)}", file=sys.stderr)
+            return 130
         except (ApiError, OSError, ValueError) as error:
             print(f"quire upload: {path}: {error}", file=sys.stderr)
             failed += 1
@@ -70,6 +112,77 @@ def cmd_upload(args: argparse.Namespace) -> int:
         print(file_line(record))
         failed += record["current"]["state"] != "stored"
     return 1 if failed else 0
+
+
+def _upload_one(
+    args: argparse.Namespace, path: "Path", metadata: dict[str, Any], state: "UploadState"
+) -> dict[str, Any]:
+    """One file: by a presigned POST or by parts (a new upload), or the rest of its parts (--resume); then waits
+    until its version is decided. The session of an upload by parts is written down as it opens, and forgotten once
+    it is complete."""
+    from shared.local.api_client import media_type_for, progress_bar
+
+    if args.resume is not None:
+        found = state.find(path)
+        upload_id = args.resume or (found and found["uploadId"])
+        if not upload_id:
+            raise ValueError(
+                f"no interrupted upload of this file is written down in {state.folder} (a changed file is another"
+                " file): give its session, --resume UPLOAD_ID"
+            )
+        collection = found["collectionId"] if found and found["uploadId"] == upload_id else args.collection
+        client = collections_client(args, [collection], Role.WRITE)
+        uploaded = client.quire.resume(str(upload_id), path, wait=False, progress=progress_bar(path.name))
+        assert uploaded.parts is not None
+        parts = uploaded.parts
+        replaced = f" ({len(parts.replaced)} held parts did not match and were sent again)" if parts.replaced else ""
+        print(
+            f"{path.name}: resumed upload session {parts.upload_id}: {len(parts.kept)} of {parts.part_count} parts"
+            f" were held and match the file; sent {len(parts.sent)}{replaced}",
+            file=sys.stderr,
+        )
+    else:
+        client = collections_client(args, [args.collection], Role.WRITE)
+
+        def opened(ticket: Any) -> None:
+            state.remember(path, ticket, args.collection)
+            print(
+                f"{path.name}: uploading by parts ({ticket['partCount']} of {ticket['partSize'] // 2**20} MiB),"
+                f" upload session {ticket['uploadId']}; if it is interrupted: quire upload {path} --resume",
+                file=sys.stderr,
+            )
+
+        uploaded = client.quire.upload(
+            path,
+            args.collection,
+            media_type=media_type_for(path),
+            metadata=metadata,
+            wait=False,
+            progress=progress_bar(path.name),
+            multipart=args.multipart,
+            part_size=args.part_size,
+            checksums=args.checksums,
+            on_session=opened,
+        )
+    state.forget(path)
+    return client.wait_until_decided(uploaded.file_id)
+
+
+def _interrupted(path: "Path", upload_id: str | None, stopped: Any = None) -> str:
+    """What an interrupted upload says: how far it got and how to go on."""
+    if upload_id is None:
+        return "interrupted before its upload session opened: upload it again"
+    held = f" with {stopped.held} of {stopped.part_count} parts confirmed stored ({stopped.cause})" if stopped else ""
+    return (
+        f"interrupted{held}; upload session {upload_id} stays open for a day."
+        f" Resume it with: quire upload {path} --resume {upload_id}"
+    )
+
+
+def _mib(value: str) -> int:
+    if not value.isdigit() or int(value) < 5:
+        raise argparse.ArgumentTypeError(f"{value!r}: a whole number of MiB, at least 5 (S3's smallest part)")
+    return int(value) * 2**20
 
 
 @reports_api_errors("files")

@@ -79,7 +79,8 @@ class StorageRefused(ApiError):
 class UploadInterrupted(QuireError):
     """An upload by parts stopped before it was complete (a part kept failing): its session, `upload_id`, stays open
     for a day, and `Quire.resume(upload_id, source)` sends only the parts storage does not hold. `held` of
-    `part_count` parts were stored when it stopped; `cause` is what stopped it."""
+    `part_count` parts were confirmed stored when it stopped (storage may hold more: a part whose bytes had all been
+    sent may arrive after the client gave up on it; resuming asks); `cause` is what stopped it."""
 
     def __init__(self, upload_id: str, held: int, part_count: int, cause: BaseException) -> None:
         self.upload_id = upload_id
@@ -87,8 +88,8 @@ class UploadInterrupted(QuireError):
         self.part_count = part_count
         self.cause = cause
         super().__init__(
-            f"the upload stopped with {held} of {part_count} parts stored ({cause}); its session {upload_id} stays"
-            " open for a day: resume it to send the rest"
+            f"the upload stopped with {held} of {part_count} parts confirmed stored ({cause}); its session"
+            f" {upload_id} stays open for a day: resume it to send the rest"
         )
 
 
