@@ -20,7 +20,8 @@ PIP_FILTER := grep -v -e 'is ignored: it is neither a file nor a directory' || t
 # `npm ci`, again only when the lock file changes. The console itself has no build step.
 NODE_INSTALLED := node_modules/.installed-$(shell cat package-lock.json | sha256sum | cut -c1-12)
 PRETTIER := node_modules/.bin/prettier
-CONSOLE_SOURCES := console tests/console clients/typescript/src/index.ts clients/typescript/examples
+CONSOLE_SOURCES := console tests/console clients/typescript/src/index.ts clients/typescript/src/parts.ts \
+	clients/typescript/src/md5.ts clients/typescript/examples
 
 .PHONY: clients demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser speech screenshots
 
