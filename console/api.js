@@ -108,6 +108,39 @@ export function postToStore(upload, file, onProgress) {
   });
 }
 
+/**
+ * One part of an upload by parts: an HTTP PUT of exactly `blob` to its presigned URL, with the headers it was signed
+ * with, and byte progress (XMLHttpRequest again). Resolves with the part's ETag, which the bucket's CORS rule exposes;
+ * rejects with `retryable` set when trying again may help (no answer, a 5xx, a URL that expired).
+ */
+export function putToStore(url, headers, blob, onProgress) {
+  return new Promise((resolve, reject) => {
+    const request = new XMLHttpRequest();
+    request.open("PUT", url);
+    for (const [name, value] of Object.entries(headers || {})) request.setRequestHeader(name, value);
+    request.timeout = UPLOAD_TIMEOUT_MILLISECONDS;
+    request.upload.onprogress = (event) => onProgress(event.loaded);
+    const failed = (message, retryable, expired = false) =>
+      reject(Object.assign(new Error(message), { retryable, expired }));
+    request.onload = () => {
+      const etag = request.getResponseHeader("ETag");
+      if (request.status >= 200 && request.status < 300 && etag) resolve(etag);
+      else if (request.status >= 200 && request.status < 300)
+        failed("the object store did not show the part's ETag (its CORS rule must expose it)", false);
+      else {
+        const expired = request.status === 403 && /expired/i.test(request.responseText || "");
+        failed(storeRefusal(request.status, request.responseText), request.status >= 500 || expired, expired);
+      }
+    };
+    request.onerror = () => failed("the upload could not reach the object store (network or CORS)", true);
+    request.onabort = () => failed("the upload was cancelled", false);
+    request.ontimeout = () => failed("a part took longer than an hour and was stopped", true);
+    request.onloadend = () => uploading.delete(request);
+    uploading.add(request);
+    request.send(blob);
+  });
+}
+
 function storeRefusal(status, text) {
   // S3 answers XML: <Error><Code>EntityTooLarge</Code><Message>…</Message></Error>.
   const doc = new DOMParser().parseFromString(text || "", "application/xml");

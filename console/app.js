@@ -16,6 +16,7 @@ import { forgetCitations } from "./citations.js";
 import { el, fill, notice } from "./dom.js";
 import { forgetEvents, leaveView } from "./live.js";
 import { routeOf } from "./routes.js";
+import { configureParts } from "./resume.js";
 import { caller, collectionsWith, loadCaller } from "./state.js";
 import { forgetUploads } from "./upload.js";
 
@@ -168,6 +169,7 @@ async function start() {
     // No config.json: the local stack's defaults (same origin, local sign-in).
   }
   configureApi(config.apiBase);
+  configureParts(config.uploads);
   if (config.auth.kind === "cognito") {
     try {
       await finishHostedSignIn(config.auth);

@@ -1,15 +1,22 @@
 // Upload: drag and drop or the picker, several files at once. Each file gets its ticket (POST /v1/uploads),
-// goes straight to the object store by the presigned POST with a real byte progress bar, then shows its
-// processing state live (queued → extracting → OCR → indexed, or the failure sentence) until it ends: the end
-// arrives from the event stream (live.js) the moment it is published; the stages between, which no event tells,
-// are read again every few seconds. Without the stream (GET /v1/events not answering) it is read every second.
+// goes straight to the object store by the presigned POST with a real byte progress bar, or, when the ticket is an
+// upload session (a file past the single POST, or from config.json's `uploads.byPartsFrom`), by parts (parts.js),
+// resumable after a reload: the session is noted in localStorage and the same file chosen again sends only the parts
+// the store lacks (resume.js). Then it shows its processing state live (queued → extracting → OCR → indexed, or the
+// failure sentence) until it ends: the end arrives from the event stream (live.js) the moment it is published; the
+// stages between, which no event tells, are read again every few seconds. Without the stream (GET /v1/events not
+// answering) it is read every second.
 
-import { abortUploads, get, post, postToStore } from "./api.js";
+import { ApiError, abortUploads, get, id, post, postToStore } from "./api.js";
 import { el, fill, formatBytes, notice } from "./dom.js";
 import { fileChangeOf } from "./events.js";
 import { follow, streaming } from "./live.js";
-import { collectionsWith, server, stageOf } from "./state.js";
+import { sendParts } from "./parts.js";
+import { ResumeNotes, noteKey, partsRequest, partsToSend } from "./resume.js";
+import { caller, collectionsWith, server, stageOf } from "./state.js";
 import { mediaTypeOf } from "./types.js";
+
+const notes = () => new ResumeNotes(localStorage);
 
 const POLL_MILLISECONDS = 1000;
 // With the event stream the end arrives as an event; this only refreshes the stage shown on the way.
@@ -101,6 +108,24 @@ async function watch(fileId, row, started) {
   }
 }
 
+/** An earlier session of this file, noted before a reload: still open (its parts to send), or gone, said in the row. */
+async function earlierSession(key, file, row) {
+  const note = notes().find(key);
+  if (!note) return null;
+  let session = null;
+  try {
+    session = await get(`/v1/uploads/${id(note.uploadId)}`);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 404)) throw error;
+  }
+  if (session?.state === "open" || session?.state === "completed") return session;
+  notes().forget(key);
+  const how = session ? `was ${session.state}` : "is no longer known";
+  fill(row.note, `The earlier upload of ${file.name} ${how}: it starts again from the first byte.`);
+  row.item.dataset.restarted = session ? session.state : "unknown";
+  return null;
+}
+
 async function send(file, collectionId, row) {
   const started = epoch;
   try {
@@ -112,33 +137,71 @@ async function send(file, collectionId, row) {
       row.progress.setAttribute("aria-valuetext", `${formatBytes(loaded)} of ${formatBytes(total)}`);
       row.bytes.textContent = `${formatBytes(loaded)} of ${formatBytes(total)}`;
     };
+    const counted = (loaded, total) => {
+      events += 1;
+      row.progress.dataset.events = String(events); // how many progress events the browser reported
+      shown(loaded, total);
+    };
+    const key = noteKey(caller.me, collectionId, file);
     // The ticket is asked for in its turn too: a presigned POST lives 15 minutes.
-    const ticket = await inTurn(async () => {
+    const fileId = await inTurn(async () => {
       if (started !== epoch) throw new SignedOut();
       showState(row, "asking for an upload");
+      const earlier = await earlierSession(key, file, row);
+      if (earlier?.state === "completed") {
+        notes().forget(key);
+        return earlier.fileId;
+      }
+      if (earlier) {
+        const { kept, send: missing } = partsToSend(earlier);
+        row.item.dataset.fileId = earlier.fileId;
+        row.item.dataset.uploadId = earlier.uploadId;
+        row.item.dataset.resumedParts = String(kept.size);
+        fill(row.note, `Resumed: ${kept.size} of ${earlier.partCount} parts were already uploaded.`);
+        showState(row, "uploading by parts");
+        await sendParts(earlier, file, { kept, send: missing, onProgress: counted });
+        notes().forget(key);
+        return earlier.fileId;
+      }
       const issued = await post("/v1/uploads", {
         collectionId,
         filename: file.name,
         mediaType: mediaTypeOf(file, server.acceptedTypes),
         byteSize: file.size,
+        ...partsRequest(file.size),
       });
       row.item.dataset.fileId = issued.fileId;
-      showState(row, "uploading");
-      await postToStore(issued.upload, file, (loaded, total) => {
-        events += 1;
-        row.progress.dataset.events = String(events); // how many progress events the browser reported
-        shown(loaded, total);
-      });
-      return issued;
+      if (issued.uploadId) {
+        // Noted first, so that a reload from here on resumes it: the same file chosen again.
+        notes().remember(key, {
+          uploadId: issued.uploadId,
+          fileId: issued.fileId,
+          name: file.name,
+          size: file.size,
+          lastModified: file.lastModified,
+          collectionId,
+        });
+        row.item.dataset.uploadId = issued.uploadId;
+        showState(row, "uploading by parts");
+        const session = { ...issued, byteSize: file.size, parts: [] };
+        const all = Array.from({ length: issued.partCount }, (_, i) => i + 1);
+        await sendParts(session, file, { kept: new Map(), send: all, onProgress: counted });
+        notes().forget(key);
+      } else {
+        showState(row, "uploading");
+        await postToStore(issued.upload, file, counted);
+      }
+      return issued.fileId;
     });
     shown(file.size, file.size);
     showState(row, "uploaded");
-    await watch(ticket.fileId, row, started);
+    await watch(fileId, row, started);
   } catch (error) {
     if (error instanceof SignedOut || started !== epoch) return;
     row.item.classList.add("failed");
     showState(row, "failed");
-    fill(row.sentence, error.message);
+    const resumable = row.item.dataset.uploadId && notes().find(noteKey(caller.me, collectionId, file));
+    fill(row.sentence, resumable ? `${error.message}. Choose the same file again to resume.` : error.message);
   }
 }
 
@@ -147,6 +210,7 @@ function rowFor(file) {
   const state = el("span", { class: "state", "data-testid": "upload-state" }, "waiting");
   const bytes = el("span", { class: "bytes" }, `0 B of ${formatBytes(file.size)}`);
   const sentence = el("span", { class: "sentence", role: "status" });
+  const note = el("span", { class: "note", "data-testid": "upload-note" });
   const item = el(
     "li",
     { class: "upload", "data-filename": file.name },
@@ -155,8 +219,9 @@ function rowFor(file) {
     bytes,
     state,
     sentence,
+    note,
   );
-  return { item, progress, state, bytes, sentence };
+  return { item, progress, state, bytes, sentence, note };
 }
 
 export function renderUpload(container) {
@@ -224,6 +289,27 @@ export function renderUpload(container) {
     el("h2", {}, "Upload"),
     el("p", {}, el("label", { for: "upload-collection" }, "Collection "), collection),
     zone,
+    unfinished(),
     list,
+  );
+}
+
+/** The uploads by parts this browser began for this caller and did not finish (a reload, a closed tab): choosing the
+ * same file again resumes each. */
+function unfinished() {
+  const open = notes().of(caller.me);
+  if (!open.length) return null;
+  return el(
+    "section",
+    { class: "unfinished", "data-testid": "unfinished-uploads" },
+    el("h3", {}, "Interrupted, to resume"),
+    el("p", {}, "Choose the same file again to send only what is missing (each stays resumable for a day)."),
+    el(
+      "ul",
+      {},
+      open.map((note) =>
+        el("li", { "data-filename": note.name }, `${note.name} (${formatBytes(note.size)}) into ${note.collectionId}`),
+      ),
+    ),
   );
 }

@@ -11,6 +11,7 @@ $QUIRE_SCREENSHOTS (`make screenshots` sets .bench/console) or the test's own fo
 Playwright never downloads a browser here: it launches /usr/bin/chromium, which `make test` installs.
 """
 
+import hashlib
 import io
 import json
 import os
@@ -24,7 +25,7 @@ import pytest
 from fpdf import FPDF
 
 from shared.local import scan_corpus
-from tests.e2e import console_events, console_metadata
+from tests.e2e import console_events, console_metadata, console_parts
 from tests.e2e.cli import quire
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -535,3 +536,61 @@ def test_a_recording_citation_plays_the_cited_moment_beside_its_transcript(
     check_cited_moment(page, talk)
     assert page.problems == []
     page.screenshot(path=str(shots / "14-cited-recording.png"), full_page=True)
+
+
+def test_a_large_file_goes_by_parts_and_a_reload_resumes_it_sending_only_the_missing_parts(
+    page: Any, stack: dict[str, Any], shots: Path, tmp_path: Path
+) -> None:
+    api = stack["api"]
+    console_parts.serve_parts_config(page)
+    sign_in(page, stack)
+    token = token_of(page)
+    puts = console_parts.PartPuts(let_through=1)
+    puts.watch(page)
+    # Given an 11 MiB file (3 parts of 5 MiB): one part stored, the other two held in flight
+    tides = tmp_path / "tide-tables.txt"
+    tides.write_bytes(console_parts.document_of(11 * console_parts.MIB + 5, "sandpiper"))
+    upload_id = console_parts.started_by_parts(page, tides, puts)
+    console_parts.wait_for(page, lambda: len(puts.held) == 2, "two parts held in flight")
+    assert sorted(puts.sent) == [1, 2, 3] and len(puts.passed) == 1, puts
+    stored = console_parts.wait_for(page, lambda: console_parts.held_parts(api, token, upload_id), "a part stored")
+    assert stored == puts.passed, (stored, puts)
+
+    # When the page is reloaded, and the same file chosen again
+    puts.open(page)
+    page.reload()
+    page.get_by_role("heading", name="Upload", exact=True).wait_for()
+    unfinished = page.get_by_test_id("unfinished-uploads")
+    assert "tide-tables.txt" in unfinished.inner_text()
+    page.screenshot(path=str(shots / "17-upload-interrupted.png"), full_page=True)
+    page.locator("#upload-picker").set_input_files(str(tides))
+
+    # Then only the two missing parts are sent, the session completes, and the file is the file
+    row = processed(page, tides.name)
+    assert sorted(puts.sent[3:]) == sorted(puts.held), puts
+    assert row.get_attribute("data-resumed-parts") == "1"
+    assert "Resumed: 1 of 3 parts were already uploaded." in row.get_by_test_id("upload-note").inner_text()
+    size = tides.stat().st_size
+    assert row.locator("progress").evaluate("bar => [bar.value, bar.max]") == [size, size]
+    file_id = row.get_attribute("data-file-id")
+    assert file_id is not None
+    assert api_call(api, token, "GET", f"/v1/uploads/{upload_id}")["state"] == "completed"
+    assert console_parts.stored_sha256(api, token, file_id) == hashlib.sha256(tides.read_bytes()).hexdigest()
+    assert console_parts.notes_of(page) == {}
+    page.screenshot(path=str(shots / "18-upload-resumed.png"), full_page=True)
+
+    # And a file whose noted session was aborted meanwhile starts again, saying so
+    ebb = tmp_path / "ebb-tides.txt"
+    ebb.write_bytes(console_parts.document_of(9 * console_parts.MIB, "turnstone"))
+    gone = console_parts.PartPuts(let_through=0)
+    aborted_id = console_parts.started_by_parts(page, ebb, gone)
+    api_call(api, token, "DELETE", f"/v1/uploads/{aborted_id}")
+    gone.open(page)
+    page.reload()
+    page.get_by_role("heading", name="Upload", exact=True).wait_for()
+    page.locator("#upload-picker").set_input_files(str(ebb))
+    row = processed(page, ebb.name)
+    assert row.get_attribute("data-restarted") == "aborted"
+    assert "was aborted: it starts again from the first byte" in row.get_by_test_id("upload-note").inner_text()
+    assert row.get_attribute("data-upload-id") != aborted_id
+    assert page.problems == []

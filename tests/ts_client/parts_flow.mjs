@@ -53,8 +53,8 @@ if (mode === "md5") {
   console.log(JSON.stringify({ checked }));
 } else {
   const client = quire.createQuireClient(process.env.QUIRE_API, process.env.QUIRE_TOKEN);
-  const content = await openAsBlob(process.env.QUIRE_FILE, { type: "text/markdown" });
-  const options = { collectionId: "docs", filename: "ts-parts.md", mediaType: "text/markdown", partSize: 5 * MIB };
+  const content = await openAsBlob(process.env.QUIRE_FILE, { type: "text/plain" });
+  const options = { collectionId: "docs", filename: "ts-parts.txt", mediaType: "text/plain", partSize: 5 * MIB };
   if (mode === "full") {
     const { seen, send } = counting(undefined, 3);
     const progress = [];
