@@ -168,11 +168,13 @@ def component_figures() -> list[dict[str, Any]]:
 def stack_workload_figures() -> list[dict[str, Any]]:
     """Each in a stack of its own: memory as files are ingested, the isolation probes with search's p95, and a
     3,000-chunk version re-indexed through the worker; a tool call over MCP, its HTTP twin and the route; a change
-    to its webhook's receipt, and the event relay's throughput."""
+    to its webhook's receipt, and the event relay's throughput; uploads by parts (throughput, a 1 GiB upload killed
+    and resumed)."""
     from bench.durability import figures as durability_figures
     from bench.events import figures as event_figures
     from bench.ingest_memory import figures as ingest_memory_figures
     from bench.isolation import figures as isolation_figures
+    from bench.multipart import figures as multipart_figures
     from bench.reindex import figures as reindex_figures
     from bench.tools import figures as tool_figures
 
@@ -183,6 +185,7 @@ def stack_workload_figures() -> list[dict[str, Any]]:
         *reindex_figures(result),
         *tool_figures(result),
         *event_figures(result),
+        *multipart_figures(result),
     ]
 
 
