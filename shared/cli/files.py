@@ -147,7 +147,7 @@ def _upload_one(
         def opened(ticket: Any) -> None:
             state.remember(path, ticket, args.collection)
             print(
-                f"{path.name}: uploading by parts ({ticket['partCount']} of {ticket['partSize'] // 2**20} MiB),"
+                f"{path.name}: uploading by parts ({ticket['partCount']} parts of {ticket['partSize'] // 2**20} MiB),"
                 f" upload session {ticket['uploadId']}; if it is interrupted: quire upload {path} --resume",
                 file=sys.stderr,
             )
