@@ -177,3 +177,21 @@ def transcript_document(transcript: Transcript, media_type: str) -> ExtractedDoc
         duration_seconds=transcript.duration_seconds,
         language=transcript.language,
     )
+
+
+def with_moments(blocks: tuple[Block, ...]) -> tuple[Block, ...]:
+    """A recording's segments with their moment (and speaker) written into their text, for a rendering that shows
+    text only (a PDF, a Word document, an export), as `time_span` writes it. Other blocks unchanged."""
+    return tuple(_with_moment(block) if block.location.start_seconds is not None else block for block in blocks)
+
+
+def _with_moment(block: Block) -> Block:
+    where = block.location
+    start = where.start_seconds or 0.0
+    speaker = f"{where.speaker}: " if where.speaker else ""
+    return block.model_copy(
+        update={
+            "text": f"{time_span(start, where.end_seconds or start)} {speaker}{block.text}",
+            "location": where.model_copy(update={"start_seconds": None, "end_seconds": None, "speaker": None}),
+        }
+    )

@@ -41,6 +41,7 @@ from shared.domain.files import (
     VersionState,
     ensure_readable,
 )
+from shared.domain.transcription import with_moments
 from shared.domain.uploads import clean_filename, storage_key
 from shared.observability import logger
 from shared.ports import (
@@ -341,7 +342,8 @@ class ExportService:
         document = self._read_document(version)
         request = RenderRequest(
             title=version.filename,
-            blocks=document.blocks,
+            # A recording's transcript keeps each segment's moment in whatever format it is rendered to.
+            blocks=with_moments(document.blocks),
             content_id=content_id(str(version.version_id), version.document_key or "", record.format.value),
         )
         return self.render_isolated(record.format, request)

@@ -182,3 +182,13 @@ def test_a_transcript_is_bounded_in_characters_not_only_in_words() -> None:
     )
     with pytest.raises(ValidationError, match="characters"):
         transcript(*many)
+
+
+def test_a_converted_transcript_keeps_each_segments_moment_in_its_text_once() -> None:
+    from shared.domain.transcription import with_moments
+
+    blocks = with_moments(transcript_document(MEETING, "audio/mp4").blocks)
+    assert blocks[3].text == f"[00:12{DASH}00:15] spk_0: Orion 42, the battery vendor in Lyon."
+    assert blocks[3].location.start_seconds is None
+    # Rendered as Markdown (an export to .md), the moment is said once, not twice.
+    assert render_markdown(blocks[3:4]).count("00:12") == 1
