@@ -146,13 +146,16 @@ def operations_of(openapi: Mapping[str, Any]) -> list[Operation]:
     return operations
 
 
-def _resolved(schema: Any, components: Mapping[str, Any]) -> Any:
+def _resolved(schema: Any, components: Mapping[str, Any], inside: frozenset[str] = frozenset()) -> Any:
+    """The schema with its references inlined; a reference back into itself (the metadata filter nests filters) is
+    left as an empty schema, so a recursive shape ends."""
     if isinstance(schema, dict):
         if "$ref" in schema:
-            return _resolved(components[schema["$ref"].rsplit("/", 1)[-1]], components)
-        return {key: _resolved(value, components) for key, value in schema.items()}
+            name = schema["$ref"].rsplit("/", 1)[-1]
+            return {} if name in inside else _resolved(components[name], components, inside | {name})
+        return {key: _resolved(value, components, inside) for key, value in schema.items()}
     if isinstance(schema, list):
-        return [_resolved(item, components) for item in schema]
+        return [_resolved(item, components, inside) for item in schema]
     return schema
 
 

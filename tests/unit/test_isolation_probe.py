@@ -221,3 +221,16 @@ def test_a_write_into_a_collection_the_caller_has_no_role_in_is_never_excused_by
     assert request.expectation is Expectation.REFUSAL
     assert request.names_foreign_collection
     assert request.twin().body["collectionId"].startswith("absent-")
+
+
+def test_every_route_of_the_document_is_read_though_a_schema_nests_itself() -> None:
+    """The metadata filter nests filters (andAll of filters): resolving it must end, or `make bench` never runs."""
+    import json
+    from pathlib import Path
+
+    from bench.isolation_probe import _resolved
+
+    document = json.loads((Path(__file__).parents[2] / "clients" / "openapi.json").read_text())
+    components = document["components"]["schemas"]
+    resolved = _resolved({"$ref": "#/components/schemas/MetadataFilter"}, components)
+    assert json.dumps(resolved).count('"$ref"') == 0 and resolved
