@@ -65,6 +65,7 @@ from bench.search_corpus import (
     make_corpus,
     make_queries,
 )
+from shared.adapters.language_detection import Py3LangidDetector
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
 from shared.adapters.postgres.vector_lane import vector_scan_settings
@@ -815,7 +816,10 @@ def indexing_figures(result: Result, database: Database, owner_url: str) -> list
             if len(documents) == SCIFACT_DOCUMENTS:
                 break
     indexer = Indexer(
-        PostgresKnowledgeIndex(database), embedder, max_chunk_tokens=Settings(runtime="local").chunk_max_tokens
+        PostgresKnowledgeIndex(database),
+        embedder,
+        Py3LangidDetector(),
+        max_chunk_tokens=Settings(runtime="local").chunk_max_tokens,
     )
     rates, chunk_counts = [], []
     tenant = "scifact-bench"

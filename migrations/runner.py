@@ -1,5 +1,9 @@
 """Apply the ordered SQL migrations in this folder, once each, recording what was applied.
 
+A migration that needs more than SQL (a re-analysis in Python of what is stored) has a Python step beside its SQL
+file, of the same name (`0030_languages.sql` and `0030_languages.py`): its `migrate(conn)` runs after the SQL, in the
+same transaction, so the two land together or not at all.
+
 One runner for `quire up`, the tests and the deploy-time custom resource. It connects as the schema
 owner (never as the application role), holds an advisory lock so concurrent runners queue, applies
 each pending file in its own transaction, and refuses to continue when history and files disagree: a
@@ -7,7 +11,9 @@ migration edited after it was applied, or settings that contradict what the sche
 """
 
 import hashlib
+import importlib.util
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,11 +43,29 @@ class Migration:
     version: str
     name: str
     template: str
+    step: Path | None = None  # the Python step beside the SQL, if there is one
 
     @property
     def checksum(self) -> str:
-        # Of the template, not the rendered SQL: a parameter is checked on its own, with its own message.
-        return hashlib.sha256(self.template.encode()).hexdigest()
+        # Of the template, not the rendered SQL: a parameter is checked on its own, with its own message. A Python
+        # step is part of the migration: editing it after it ran is refused like editing the SQL.
+        source = self.template if self.step is None else f"{self.template}\0{self.step.read_text(encoding='utf-8')}"
+        return hashlib.sha256(source.encode()).hexdigest()
+
+    def python_step(self) -> Callable[[psycopg.Connection[Any]], None] | None:
+        """The step's `migrate(conn)`, loaded from its file (a migration's name starts with digits, so it is not
+        importable by name)."""
+        if self.step is None:
+            return None
+        spec = importlib.util.spec_from_file_location(f"migrations.step_{self.version}", self.step)
+        if spec is None or spec.loader is None:
+            raise MigrationError(f"{self.step.name}: cannot be loaded")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        migrate = getattr(module, "migrate", None)
+        if not callable(migrate):
+            raise MigrationError(f"{self.step.name}: a migration's Python step defines migrate(conn)")
+        return migrate  # type: ignore[no-any-return]
 
     def render(self, parameters: dict[str, str]) -> str:
         def substitute(match: re.Match[str]) -> str:
@@ -80,7 +104,10 @@ def discover(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
         match = _FILENAME.fullmatch(path.name)
         if match is None:
             raise MigrationError(f"{path.name}: migration files are named NNNN_snake_case.sql")
-        migrations.append(Migration(match.group(1), match.group(2), path.read_text(encoding="utf-8")))
+        step = path.with_suffix(".py")
+        migrations.append(
+            Migration(match.group(1), match.group(2), path.read_text(encoding="utf-8"), step if step.exists() else None)
+        )
     versions = [migration.version for migration in migrations]
     if len(set(versions)) != len(versions):
         raise MigrationError(f"two migrations share a version number: {versions}")
@@ -178,8 +205,11 @@ def apply_migrations(
                         raise MigrationError(f"migration {label} was edited after it was applied")
                     already.append(label)
                     continue
+                step = migration.python_step()
                 with conn.transaction():
                     conn.execute(migration.render(parameters).encode())
+                    if step is not None:
+                        step(conn)
                     conn.execute(
                         "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
                         (migration.version, migration.name, migration.checksum),

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 from uuid import UUID, uuid4
 
+from shared.adapters.language_detection import Py3LangidDetector
 from shared.adapters.local.unavailable import (
     UnavailableMalwareScanning,
     UnavailableOcr,
@@ -1297,7 +1298,7 @@ class Fakes:
         )
 
     def indexer(self, embedder: EmbeddingProvider | None = None) -> Indexer:
-        return Indexer(self.knowledge, embedder or self.embedder, max_chunk_tokens=64)
+        return Indexer(self.knowledge, embedder or self.embedder, Py3LangidDetector(), max_chunk_tokens=64)
 
     def pipeline(
         self,

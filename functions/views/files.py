@@ -63,12 +63,20 @@ class ByParts(ApiModel):
         return PartsRequest(multipart=self.multipart, part_size=self.part_size, checksums=self.checksums)
 
 
+LANGUAGE_DESCRIPTION = (
+    "The language the file's text is in, as an ISO 639-1 code or a tag (de, de-CH): every chunk is read as that"
+    " language instead of the one detected. Without it (or a `language` metadata value naming one), each part of the"
+    " document is detected on its own."
+)
+
+
 class UploadRequest(ByParts):
     collection_id: str = Field(min_length=1, max_length=64)
     filename: str = Field(min_length=1, max_length=4096)
     media_type: str = Field(min_length=1, max_length=255)
     byte_size: int = Field(ge=0)
     metadata: dict[str, Any] | None = Field(default=None, description=METADATA_DESCRIPTION, examples=[METADATA_EXAMPLE])
+    language: str | None = Field(default=None, max_length=35, description=LANGUAGE_DESCRIPTION, examples=["de"])
 
 
 class NewVersionRequest(ByParts):
@@ -77,6 +85,7 @@ class NewVersionRequest(ByParts):
     byte_size: int = Field(ge=0)
     # Keys set on the file's metadata with this version (the rest stay as they are); none keeps it whole.
     metadata: dict[str, Any] | None = Field(default=None, description=METADATA_DESCRIPTION, examples=[METADATA_EXAMPLE])
+    language: str | None = Field(default=None, max_length=35, description=LANGUAGE_DESCRIPTION, examples=["de"])
 
 
 class MetadataPatchRequest(ApiModel):
@@ -241,6 +250,13 @@ class VersionView(ApiModel):
     # deployment (`quire status` says why) or its verdict has not arrived.
     malware_scan: str = "not_scanned"
     export_id: UUID | None = None
+    # The language its text is in (ISO 639-1): the declared one, else the one most of its chunks are in as indexed;
+    # `languages` are all its chunks' languages, the most first (a mixed document has several); null and [] until
+    # indexed, or when no language could be told.
+    language: str | None = None
+    languages: list[str] = Field(default_factory=list)
+    # What the upload declared (every chunk's language, none detected), or null.
+    declared_language: str | None = None
 
     @classmethod
     def of(cls, version: FileVersionRecord) -> "VersionView":
@@ -312,6 +328,9 @@ class VersionView(ApiModel):
             else None,
             malware_scan=version.malware_scan.value if version.malware_scan else "not_scanned",
             export_id=version.export_id,
+            language=version.languages[0] if version.languages else version.declared_language,
+            languages=list(version.languages),
+            declared_language=version.declared_language,
         )
 
 

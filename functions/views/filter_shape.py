@@ -20,7 +20,8 @@ FILTER_DESCRIPTION = (
     " lessThan, lessThanOrEquals, in, notIn, startsWith, listContains, stringContains), a presence test"
     ' {"exists": {"key": "customer"}} (exists, notExists) or a group {"andAll": [...]} / {"orAll": [...]}. Keys'
     " are the file's metadata keys or built-in ones: quire.collection, quire.mediaType, quire.filename,"
-    " quire.uploadedAt, quire.pages. At most 5 levels deep, 50 conditions, 500 values in an in or notIn list."
+    " quire.uploadedAt, quire.pages, quire.language (ISO 639-1: a chunk's, or a file's main one). At most 5 levels"
+    " deep, 50 conditions, 500 values in an in or notIn list."
 )
 FILTER_EXAMPLE = {
     "andAll": [

@@ -149,6 +149,8 @@ class CitationPlace(ApiModel):
     ocr_confidence: float | None
     # A recording's transcription: how surely the speech engine heard the cited words (the least sure segment).
     speech_confidence: float | None = None
+    # The language the cited words are written in (ISO 639-1), null when it could not be told.
+    language: str | None = None
 
 
 class CitationView(CitationPlace):

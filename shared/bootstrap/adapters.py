@@ -37,6 +37,7 @@ from shared.ports import (
     Generator,
     KeywordIndex,
     KnowledgeStore,
+    LanguageDetector,
     MalwareScanning,
     MetadataWriter,
     MultipartStore,
@@ -277,6 +278,12 @@ class Adapters:
         from shared.adapters.renderers.page_image import PdfiumPageRasterizer
 
         return PdfiumPageRasterizer()
+
+    @cached_property
+    def language_detector(self) -> LanguageDetector:
+        from shared.adapters.language_detection import Py3LangidDetector
+
+        return Py3LangidDetector()
 
     @cached_property
     def pdf_operations(self) -> PdfOperations:

@@ -258,7 +258,12 @@ class Container:
 
     @cached_property
     def indexer(self) -> Indexer:
-        return Indexer(self.knowledge, self.embedder, max_chunk_tokens=self.settings.chunk_max_tokens)
+        return Indexer(
+            self.knowledge,
+            self.embedder,
+            self.adapters.language_detector,
+            max_chunk_tokens=self.settings.chunk_max_tokens,
+        )
 
     @cached_property
     def pipeline(self) -> IngestionPipeline:

@@ -228,6 +228,8 @@ class NewVersion(BaseModel):
     # The product's metadata the upload sets (validated; shared/domain/metadata.py): a new file's whole metadata,
     # or, for a new version, the keys it sets on what the file has. None keeps the file's.
     metadata: dict[str, Any] | None = None
+    # The language the uploader declares its text is in (ISO 639-1), which the indexer takes instead of detecting.
+    declared_language: str | None = None
 
 
 class MalwareScan(StrEnum):
@@ -305,6 +307,10 @@ class FileVersionRecord(BaseModel):
     malware_scan: MalwareScan | None = None
     # The storage object version that verdict was for (None: the store keeps no versions).
     malware_scan_object: str | None = None
+    # The language its uploader declared (ISO 639-1): every chunk's, none detected.
+    declared_language: str | None = None
+    # The languages its chunks are in as indexed (declared or detected), the most chunks first.
+    languages: tuple[str, ...] = ()
 
     @property
     def found_clean(self) -> bool:

@@ -86,6 +86,9 @@ class ChunkDraft(BaseModel):
     # The document's first heading, on the first chunk only (ordinal 0), for the title lane: heading paths
     # may be trimmed, so they cannot be relied on to still hold it.
     document_title: str | None = None
+    # The language it is written in (ISO 639-1), as detected when the document was chunked or as the file declares;
+    # None when it could not be told. It picks the analyser the keyword lane reads it with.
+    language: str | None = None
 
     @property
     def content(self) -> str:

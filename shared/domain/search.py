@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 
 from shared.domain.document import BlockKind
 from shared.domain.knowledge import ChunkLocation, ChunkRegion, RankedChunk
+from shared.domain.languages import keyword_text
 from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.recognition import BoundingBox
 from shared.domain.stopwords import ENGLISH_STOPWORDS
@@ -212,6 +213,8 @@ class Citation(BaseModel):
     ocr_confidence: float | None = None
     # How surely the speech engine heard a recording's words (the least sure of the cited segments).
     speech_confidence: float | None = None
+    # The language the cited chunk is written in (ISO 639-1; None: not known, or cited before languages were kept).
+    language: str | None = None
     excerpt: str
     retrieved_at: datetime
     # The file's metadata when it was cited (issue 33), and its revision (None for citations made before).
@@ -242,6 +245,7 @@ class Citation(BaseModel):
             retrieved_at=retrieved_at,
             metadata=snapshot.metadata,
             metadata_revision=snapshot.metadata_revision,
+            language=snapshot.language,
         )
 
     @classmethod
@@ -342,6 +346,7 @@ class ChunkSnapshot(BaseModel):
     block_kind: BlockKind = BlockKind.PARAGRAPH
     metadata: dict[str, Any] = Field(default_factory=dict)
     metadata_revision: int | None = None
+    language: str | None = None
 
 
 # --- pure functions -----------------------------------------------------------------------------------
@@ -512,23 +517,27 @@ def _contains_term(text: str, term: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text) is not None
 
 
-# A run of letters or digits, as PostgreSQL's `simple` parser mostly splits words (don't: don, t; a_b: a, b).
+# A run of letters or digits of the folded text (shared/domain/languages.py:keyword_text: lower case in every
+# script, a CJK run as its pairs), as PostgreSQL's `simple` parser mostly splits words (don't: don, t; a_b: a, b).
 # It keeps a few shapes whole that this splits (3.14, v2.1, an e-mail address; ERR-4021 is err and -4021):
 # both the query and a region are split alike here, so those still match, on their parts.
 _TERM = re.compile(r"[^\W_]+")
 
 
+def words_of(text: str) -> list[str]:
+    """`text`'s words as spelled, folded as the keyword lane folds them (a CJK run's pairs are its words)."""
+    return _TERM.findall(keyword_text(text))
+
+
 def query_terms(query: str) -> frozenset[str]:
-    """The query's words as the keyword lane looks them up: lower case, stopwords stripped."""
-    return frozenset(_TERM.findall(query.casefold())) - ENGLISH_STOPWORDS
+    """The query's words as the keyword lane looks them up: folded, stopwords stripped."""
+    return frozenset(words_of(query)) - ENGLISH_STOPWORDS
 
 
 def matching_regions(location: ChunkLocation, body: str, terms: frozenset[str]) -> tuple[ChunkRegion, ...]:
     """The chunk's regions whose text holds one of `terms` (none when no region's words are among them)."""
     return tuple(
-        region
-        for region in location.regions
-        if not terms.isdisjoint(_TERM.findall(body[region.start : region.end].casefold()))
+        region for region in location.regions if not terms.isdisjoint(words_of(body[region.start : region.end]))
     )
 
 

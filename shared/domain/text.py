@@ -1,9 +1,11 @@
 """Text primitives shared by chunking, outlines, grounding and summaries: the one sentence splitter, a block's
 text as a chunk quotes it, and how quotes, figures and tokens are compared.
 
-A sentence ends at terminal punctuation (and its closing quotes) before white space, unless a full stop follows
-an abbreviation, an initial or a list number; with `only_before_capitals`, only where a capital letter or a digit
-comes next (an outline shows its sentences alone: a wrong boundary there is a misleading fragment).
+A sentence ends at terminal punctuation (and its closing quotes) before white space, or at Chinese and Japanese
+full-width terminals (the ideographic full stop, full-width ! and ?) before anything, unless a full stop follows
+an abbreviation, an initial or a list number; with `only_before_capitals`, only where a capital letter, a digit or
+a letter of a caseless script comes next (an outline shows its sentences alone: a wrong boundary there is a
+misleading fragment).
 """
 
 import re
@@ -31,12 +33,22 @@ BEFORE_A_NUMBER = frozenset(
     | {"gov.", "jan.", "feb.", "mar.", "apr.", "aug.", "sept.", "sep.", "oct.", "nov.", "dec.", "ref.", "refs."}
     | {"tab.", "resp.", "viz."}
 )
-OPENERS = "\"'([{«\u201c\u2018"
-CLOSERS = "\"')]}»\u201d\u2019"
-# Terminal punctuation, its closing quotes, then white space and (captured) the first character of what follows
-# past any opening quotes.
-# Only from the first mark of a run: otherwise a run of thousands of dots is rescanned from each of its marks.
-_TERMINAL = re.compile(f"(?<![.!?…])[.!?…]+[{re.escape(CLOSERS)}]*(?=\\s+[{re.escape(OPENERS)}]*(\\S))")
+OPENERS = "\"'([{«\u201c\u2018\u300c\u300e\uff08\u3010\u3014\u300a\u3008"
+CLOSERS = "\"')]}»\u201d\u2019\u300d\u300f\uff09\u3011\u3015\u300b\u3009"
+# Terminal punctuation: Latin's, Arabic's question mark and Urdu's full stop, the Devanagari danda, Armenian's
+# and Ethiopic's full stops, each before white space; and the full-width ones of Chinese and Japanese (the
+# ideographic full stop, the full-width exclamation and question marks), which need none: those scripts leave no
+# space between sentences.
+_SPACED_TERMINALS = ".!?…\u061f\u06d4\u0964\u0965\u0589\u1362"
+_FULL_WIDTH_TERMINALS = "\u3002\uff01\uff1f\uff61"
+# A terminal run, its closing quotes, then (white space and) the first character of what follows past any opening
+# quotes, captured. Only from the first mark of a run: otherwise a run of thousands of dots is rescanned from each
+# of its marks.
+_TERMINAL = re.compile(
+    f"(?<![{_SPACED_TERMINALS}])[{_SPACED_TERMINALS}]+[{re.escape(CLOSERS)}]*(?=\\s+[{re.escape(OPENERS)}]*(\\S))"
+    f"|(?<![{_FULL_WIDTH_TERMINALS}])[{_FULL_WIDTH_TERMINALS}]+[{re.escape(CLOSERS)}]*"
+    f"(?=\\s*[{re.escape(OPENERS)}]*(\\S))"
+)
 _INITIALS = re.compile(r"[A-Z]\.|(?:[A-Za-z]\.){2,}")  # "J. Smith", "U.S. law"
 _NUMBERING = re.compile(r"[\d.]+|[IVXLivxl]+\.")  # "1." or "2.3." or "IV." opening a list item or heading
 _ABBREVIATION_LOOKBACK = 16  # every abbreviation is shorter: a short look-back never rescans a long word
@@ -80,12 +92,17 @@ def sentence_ends(
     stop = len(text) if stop is None else stop
     sentence_start = _skip_space(text, start, stop)
     for terminal in _TERMINAL.finditer(text, start, stop):
-        following = terminal.group(1)
-        if only_before_capitals and not (following.isupper() or following.isdigit()):
+        following = terminal.group(1) or terminal.group(2)
+        if only_before_capitals and not (following.isupper() or following.isdigit() or _caseless(following)):
             continue
         if not _ends_no_sentence(text, sentence_start, terminal, only_before_capitals=only_before_capitals):
             yield terminal.end()
             sentence_start = _skip_space(text, terminal.end(), stop)
+
+
+def _caseless(character: str) -> bool:
+    """A letter of a script with no capitals (Chinese, Arabic, Devanagari): any sentence may start with it."""
+    return character.isalpha() and character.lower() == character.upper()
 
 
 def _stripped(text: str, start: int, end: int) -> Span | None:

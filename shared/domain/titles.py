@@ -2,7 +2,8 @@
 
 A document's titles are its first heading and its filename without the extension. Both a title and a question
 are compared as words: NFKC, case-folded, split into runs of letters or digits as the keyword lane splits them
-(so "Q3-Budget" and "q3 budget" are one title), joined by single spaces. A question names a title when one of
+(so "Q3-Budget" and "q3 budget" are one title; a CJK run is its character pairs), joined by single
+spaces. A question names a title when one of
 its runs of consecutive words is exactly that title's words: the question's word n-grams are looked up by
 equality, never a scan of every title.
 
@@ -21,6 +22,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from shared.domain.document import BlockKind, ExtractedDocument
+from shared.domain.languages import cjk_pairs
 from shared.domain.stopwords import ENGLISH_STOPWORDS
 
 # Longer headings are sentences, not titles a question would repeat whole: they are not indexed as titles.
@@ -45,9 +47,11 @@ class TitleSource(StrEnum):
 
 
 def title_words(text: str) -> tuple[str, ...]:
-    """The words of `text` as titles are compared: NFKC, case-folded, letters and digits only."""
+    """The words of `text` as titles are compared: NFKC, case-folded, letters and digits only, a run of Chinese,
+    Japanese or Korean characters as its overlapping pairs (a title inside a run of them is a run of its pairs:
+    "数据保护条例" is named by "数据保护条例适用于谁")."""
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return tuple(_WORD.findall(folded))
+    return tuple(_WORD.findall(cjk_pairs(folded)))
 
 
 def _names_something(word: str) -> bool:

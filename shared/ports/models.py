@@ -8,6 +8,7 @@ from typing import Protocol
 
 from shared.domain.answers import EvidenceBlock, GeneratedDraft
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.languages import LanguageGuess
 from shared.domain.recognition import ImageDescription, OcrSource, RecognitionJob, RecognitionResult
 from shared.domain.summaries import GeneratedSummary
 from shared.domain.transcription import MediaSource, Transcript, TranscriptionJob
@@ -147,4 +148,13 @@ class DocumentSummarizer(CapabilityPort, Protocol):
         model refused or a guardrail withheld the answer, or no sentence of it survived validation. It never
         returns an invented or unchecked summary; the caller falls back to an extractive outline and says why.
         """
+        ...
+
+
+class LanguageDetector(Protocol):
+    """Which language a text is written in, told on this machine: no text is sent anywhere to find out."""
+
+    def detect(self, text: str) -> LanguageGuess | None:
+        """The likeliest language of `text` with its probability, or None when the text has no letters or the
+        model knows no language it could be. Never raises for any text."""
         ...

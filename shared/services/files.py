@@ -33,6 +33,7 @@ from shared.domain.files import (
     SignedRead,
     VersionState,
 )
+from shared.domain.languages import UnknownLanguage, language_code
 from shared.domain.metadata import MetadataError, validated_metadata
 from shared.domain.metadata_filter import FilterError, MetadataFilter, facet_keys
 from shared.domain.page_images import parse_page_image_key
@@ -189,6 +190,7 @@ class FileService:
         media_type: str,
         byte_size: int,
         metadata: dict[str, Any] | None = None,
+        language: str | None = None,
         by_parts: None = None,
     ) -> UploadTicket: ...
     @overload
@@ -201,6 +203,7 @@ class FileService:
         media_type: str,
         byte_size: int,
         metadata: dict[str, Any] | None = None,
+        language: str | None = None,
         by_parts: PartsRequest,
     ) -> UploadTicket | SessionTicket: ...
     def start_upload(
@@ -212,6 +215,7 @@ class FileService:
         media_type: str,
         byte_size: int,
         metadata: dict[str, Any] | None = None,
+        language: str | None = None,
         by_parts: PartsRequest | None = None,
     ) -> UploadTicket | SessionTicket:
         self._policy.ensure_can_write(principal, collection_id)
@@ -224,6 +228,7 @@ class FileService:
             byte_size=byte_size,
             new_file=True,
             metadata=metadata,
+            language=language,
             by_parts=by_parts,
         )
 
@@ -237,6 +242,7 @@ class FileService:
         media_type: str,
         byte_size: int,
         metadata: dict[str, Any] | None = None,
+        language: str | None = None,
         by_parts: None = None,
     ) -> UploadTicket: ...
     @overload
@@ -249,6 +255,7 @@ class FileService:
         media_type: str,
         byte_size: int,
         metadata: dict[str, Any] | None = None,
+        language: str | None = None,
         by_parts: PartsRequest,
     ) -> UploadTicket | SessionTicket: ...
     def start_new_version(
@@ -260,6 +267,7 @@ class FileService:
         media_type: str,
         byte_size: int,
         metadata: dict[str, Any] | None = None,
+        language: str | None = None,
         by_parts: PartsRequest | None = None,
     ) -> UploadTicket | SessionTicket:
         record = self.writable_file(principal, file_id)
@@ -275,6 +283,7 @@ class FileService:
             byte_size=byte_size,
             new_file=False,
             metadata=metadata,
+            language=language,
             by_parts=by_parts,
         )
 
@@ -289,6 +298,7 @@ class FileService:
         byte_size: int,
         new_file: bool,
         metadata: dict[str, Any] | None,
+        language: str | None,
         by_parts: PartsRequest | None,
     ) -> UploadTicket | SessionTicket:
         # Refused before anything is recorded or signed: size (naming the limit), then type and name, then the size
@@ -305,6 +315,10 @@ class FileService:
             checked = validated_metadata(metadata) if metadata is not None else None
         except MetadataError as error:
             raise InvalidRequest(str(error)) from error
+        try:
+            declared = language_code(language) if language is not None else None
+        except UnknownLanguage as error:
+            raise InvalidRequest(f"language: {error}") from error
         if self._spend is not None:
             self._spend.ensure_upload_fits(principal.tenant_id, byte_size)
             if accepted.kind in MEDIA_KINDS:
@@ -325,6 +339,7 @@ class FileService:
             storage_key=key,
             created_by=principal.subject,
             metadata=checked,
+            declared_language=declared,
         )
         if sessions is not None and (parts_wanted or byte_size > self._limits.max_bytes):
             assert by_parts is not None

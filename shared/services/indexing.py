@@ -17,10 +17,11 @@ from shared.domain.document import ExtractedDocument
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.files import FileRecord, FileVersionRecord
 from shared.domain.knowledge import ChunkDraft, IndexedChunk, IndexingResult, IndexWrite
+from shared.domain.languages import chunk_languages, declared_language
 from shared.domain.titles import first_heading
 from shared.domain.usage import Usage
 from shared.observability import logger
-from shared.ports import EmbeddingProvider, KnowledgeStore
+from shared.ports import EmbeddingProvider, KnowledgeStore, LanguageDetector
 
 
 class UnindexableDocument(Exception):
@@ -66,6 +67,7 @@ class IndexTarget:
     filename: str
     media_type: str
     uploaded_at: datetime
+    language: str | None = None  # declared for the file: every chunk's, no detection
 
     @classmethod
     def of(cls, file: FileRecord, version: FileVersionRecord) -> "IndexTarget":
@@ -77,6 +79,7 @@ class IndexTarget:
             filename=version.filename,
             media_type=version.media_type,
             uploaded_at=version.stored_at or version.created_at,
+            language=declared_language(version.declared_language, file.metadata),
         )
 
 
@@ -85,6 +88,7 @@ class Indexer:
         self,
         knowledge: KnowledgeStore,
         embedder: EmbeddingProvider,
+        detector: LanguageDetector,
         *,
         max_chunk_tokens: int = 256,
         max_chunks: int = 20_000,
@@ -93,6 +97,7 @@ class Indexer:
     ) -> None:
         self._knowledge = knowledge
         self._embedder = embedder
+        self._detector = detector
         self._max_chunk_tokens = max_chunk_tokens
         self._max_chunks = max_chunks
         self._embed_batch = embed_batch
@@ -109,8 +114,9 @@ class Indexer:
         """What embedding `tokens` tokens costs, for the ledger."""
         return self._embedder.usage(tokens)
 
-    def chunks_of(self, document: ExtractedDocument) -> tuple[list[ChunkDraft], bool]:
-        """The document's chunks, sized for the embedder when it can count; True when cut at max_chunks."""
+    def chunks_of(self, document: ExtractedDocument, *, language: str | None = None) -> tuple[list[ChunkDraft], bool]:
+        """The document's chunks, sized for the embedder when it can count, each with its language (`language` for
+        all when the file declares one); True when cut at max_chunks."""
         if self._embedder.capability().available:
             count, budget = self._embedder.count_tokens, min(self._max_chunk_tokens, self._embedder.max_tokens)
         else:
@@ -121,9 +127,11 @@ class Indexer:
             raise UnindexableDocument(str(error)) from error
         if drafts:
             drafts[0] = drafts[0].model_copy(update={"document_title": first_heading(document)})
-        if len(drafts) > self._max_chunks:
-            return drafts[: self._max_chunks], True
-        return drafts, False
+        truncated = len(drafts) > self._max_chunks
+        drafts = drafts[: self._max_chunks]
+        languages = chunk_languages([draft.text for draft in drafts], self._detector.detect, declared=language)
+        drafts = [draft.model_copy(update={"language": found}) for draft, found in zip(drafts, languages, strict=True)]
+        return drafts, truncated
 
     def embed(self, texts: Sequence[str]) -> tuple[list[list[float]] | None, str | None]:
         """Vectors for `texts`, or None and why not: a missing or failing model leaves a gap, not an error.
@@ -162,7 +170,10 @@ class Indexer:
     ) -> list[IndexOutcome]:
         """Index several versions, embedding all their chunks in full batches (one version's two chunks
         would waste a batch the model runs as fast as sixty-four)."""
-        cut = [(target, *self.chunks_of(document), attempt) for target, document, attempt in items]
+        cut = [
+            (target, *self.chunks_of(document, language=target.language), attempt)
+            for target, document, attempt in items
+        ]
         vectors, gap = self.embed([draft.content for _, drafts, _, _ in cut for draft in drafts])
         if vectors and on_embedded is not None:
             on_embedded(self._embedder.usage(embedded_tokens(draft for _, drafts, _, _ in cut for draft in drafts)))

@@ -19,6 +19,7 @@ from shared.domain.attempt_work import EmbeddedBatch, WorkVersions
 from shared.domain.document import ExtractedDocument, ExtractionFailure
 from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState
 from shared.domain.knowledge import IndexWrite
+from shared.domain.languages import declared_language
 from shared.domain.media import MediaLimits
 from shared.domain.recognition import RecognitionJob
 from shared.domain.steps import (
@@ -295,7 +296,9 @@ class IngestionPipeline:
         ):
             return Chunked.halted(request, Halt.NOT_HELD)
         try:
-            drafts, truncated = self._indexer.chunks_of(self.documents.read(version))
+            drafts, truncated = self._indexer.chunks_of(
+                self.documents.read(version), language=declared_language(version.declared_language, found.file.metadata)
+            )
         except UnindexableDocument as error:
             return self.documents.fail(
                 Chunked, request, version, FailureReason.MALFORMED, f"it could not be indexed: {error}"

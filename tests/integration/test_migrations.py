@@ -275,7 +275,9 @@ def test_the_keyword_lane_is_rebuilt_stemmed_from_the_chunks_already_indexed(
                 )
         assert ("payments",) in conn.execute("SELECT term FROM keyword_postings").fetchall()  # unstemmed before
 
-    assert "0023_stemmed_keyword_lane" in apply_migrations(url, embedding_dimension=384).applied
+    # Through 0023 only: 0030 reads the statistics per analyser (its own test is below).
+    shutil.copy(MIGRATIONS_DIR / "0023_stemmed_keyword_lane.sql", before)
+    assert "0023_stemmed_keyword_lane" in apply_migrations(url, embedding_dimension=384, directory=before).applied
 
     with psycopg.connect(url) as conn:
         terms = conn.execute("SELECT tenant_id, term, chunk_count FROM keyword_terms ORDER BY 1, 2").fetchall()
@@ -300,3 +302,128 @@ def test_the_keyword_lane_is_rebuilt_stemmed_from_the_chunks_already_indexed(
             " FROM knowledge_chunks c, unnest(c.search_vector) t ORDER BY 1, 2, 3"
         ).fetchall()
         assert postings == derived and len(postings) == 7
+
+
+LEASE = {
+    "de": "Der Mieter verpflichtet sich, die Wohnung in einem ordnungsgemäßen Zustand zu halten und Schäden"
+    " unverzüglich dem Vermieter zu melden.",
+    "en": "The tenant agrees to keep the apartment in good condition and to report any damage to the landlord"
+    " without delay.",
+    "zh": "承租人同意保持公寓处于良好状态，并及时向房东报告任何损坏情况。",
+}
+
+
+def test_every_chunk_already_indexed_is_read_again_in_its_own_language(
+    new_database: Callable[[], str], tmp_path: Path
+) -> None:
+    url = new_database()
+    before = tmp_path / "before_languages"
+    before.mkdir()
+    for migration in MIGRATIONS_DIR.glob("*.sql"):
+        if migration.name < "0030":  # every migration before languages, none after
+            shutil.copy(migration, before / migration.name)
+    apply_migrations(url, embedding_dimension=384, directory=before)
+    # acme: one mixed lease (German, English, Chinese, and a short line that takes the document's language) and a
+    # file whose metadata declares Spanish; globex: one English note.
+    files = {
+        ("acme", "f1", "lease.txt", "{}"): [*LEASE.values(), "Seite 4"],
+        ("acme", "f2", "nota.txt", '{"language": "es"}'): ["Pago pendiente de las facturas de diciembre"],
+        ("globex", "f3", "notes.txt", "{}"): ["Invoices were paid after the payments failed"],
+    }
+    ids = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO tenants (tenant_id) VALUES ('acme'), ('globex')")
+        for number, ((tenant, name, filename, metadata), texts) in enumerate(files.items()):
+            file_id, version_id = (
+                f"00000000-0000-0000-0000-00000000000{number}",
+                f"00000000-0000-0000-0001-00000000000{number}",
+            )
+            ids[name] = version_id
+            conn.execute("SELECT set_config('quire.tenant_id', %s, false)", (tenant,))
+            conn.execute(
+                "INSERT INTO files (tenant_id, file_id, collection_id, filename, created_by, metadata)"
+                " VALUES (%s, %s, 'docs', %s, 's', %s::jsonb)",
+                (tenant, file_id, filename, metadata),
+            )
+            conn.execute(
+                "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type, declared_byte_size,"
+                " storage_key, created_by, chunk_count) VALUES (%s, %s, %s, %s, 'text/plain', 1, %s, 's', %s)",
+                (tenant, file_id, version_id, filename, f"k/{number}", len(texts)),
+            )
+            for ordinal, text in enumerate(texts):
+                conn.execute(
+                    "INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects,"
+                    " content, content_hash, collection_id, filename, media_type, uploaded_at, block_kind, location,"
+                    " heading_path, block_start, block_end, body_offset, token_count) VALUES (%s, %s, %s, %s, %s,"
+                    " ARRAY['docs'], %s, 'h', 'docs', %s, 'text/plain', now(), 'paragraph', '{}',"
+                    " '{}', 0, 0, 0, 1)",
+                    (tenant, f"{version_id}:{ordinal}", file_id, version_id, ordinal, text, filename),
+                )
+        conn.execute("SELECT set_config('quire.tenant_id', 'acme', false)")
+        for key in ("数据保护条例", "lease", "数据保护条例数据保护条例数据保护条例数据保护条例"):  # the last: 27 pairs
+            conn.execute(
+                "INSERT INTO document_titles (tenant_id, version_id, title_key, file_id, source)"
+                " VALUES ('acme', %s, %s, '00000000-0000-0000-0000-000000000000', 'heading')",
+                (ids["f1"], key),
+            )
+        generations = dict(conn.execute("SELECT tenant_id, generation FROM collection_index_generations").fetchall())
+
+    assert apply_migrations(url, embedding_dimension=384).applied == ["0030_languages"]
+
+    with psycopg.connect(url) as conn:
+        chunks = conn.execute("SELECT chunk_id, language, analyser FROM knowledge_chunks ORDER BY chunk_id").fetchall()
+        assert chunks == [
+            (f"{ids['f1']}:0", "de", "german"),
+            (f"{ids['f1']}:1", "en", "english"),
+            (f"{ids['f1']}:2", "zh", "cjk"),
+            (f"{ids['f1']}:3", "de", "german"),  # "Seite 4" is too short to tell: the document's language
+            (f"{ids['f2']}:0", "es", "spanish"),  # declared by the file's metadata, not detected
+            (f"{ids['f3']}:0", "en", "english"),
+        ]
+        assert dict(conn.execute("SELECT version_id::text, languages FROM file_versions").fetchall()) == {
+            ids["f1"]: ["de", "en", "zh"],
+            ids["f2"]: ["es"],
+            ids["f3"]: ["en"],
+        }
+        terms = {row[0] for row in conn.execute("SELECT term FROM keyword_postings")}
+        assert {"schad", "meld", "承租", "damag", "factur", "invoic", "paid"} <= terms
+        # Every statistic is the new terms' own, per analyser.
+        postings = conn.execute(
+            "SELECT tenant_id, analyser, term, chunk_id, frequency, chunk_length FROM keyword_postings"
+            " ORDER BY 1, 2, 3, 4"
+        ).fetchall()
+        derived = conn.execute(
+            "SELECT c.tenant_id, c.analyser, t.lexeme, c.chunk_id, cardinality(t.positions), c.lexical_length"
+            " FROM knowledge_chunks c, unnest(c.search_vector) t ORDER BY 1, 2, 3, 4"
+        ).fetchall()
+        assert postings == derived and len(postings) > 30
+        assert conn.execute(
+            "SELECT tenant_id, analyser, chunk_count FROM keyword_collections ORDER BY 1, 2"
+        ).fetchall() == [
+            ("acme", "cjk", 1),
+            ("acme", "english", 1),
+            ("acme", "german", 2),
+            ("acme", "spanish", 1),
+            ("globex", "english", 1),
+        ]
+        counted = conn.execute(
+            "SELECT tenant_id, analyser, term, chunk_count FROM keyword_terms ORDER BY 1, 2, 3"
+        ).fetchall()
+        assert (
+            counted
+            == conn.execute(
+                "SELECT c.tenant_id, c.analyser, t.lexeme, count(*) FROM knowledge_chunks c, unnest(c.search_vector) t"
+                " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+            ).fetchall()
+        )
+        # No answer cached before is served after: every collection's index generation moved on.
+        after = dict(conn.execute("SELECT tenant_id, generation FROM collection_index_generations").fetchall())
+        assert all(after[tenant] > generations[tenant] for tenant in generations)
+        # A CJK title is keyed by its character pairs, as questions are now read; one too long for that is gone.
+        assert {row[0] for row in conn.execute("SELECT title_key FROM document_titles")} == {
+            "数据 据保 保护 护条 条例",
+            "lease",
+        }
+        # And the trigger that keeps a chunk's terms immutable is back on.
+        with pytest.raises(psycopg.errors.RaiseException, match="immutable"):
+            conn.execute("UPDATE knowledge_chunks SET analyser = 'simple'")

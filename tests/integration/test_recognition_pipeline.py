@@ -530,7 +530,7 @@ def test_the_local_runner_records_an_infrastructure_failure_as_the_state_machine
         container.file_metadata,
         container.content,
         container.extractor,
-        Indexer(container.knowledge, BrokenEmbedder()),
+        Indexer(container.knowledge, BrokenEmbedder(), container.adapters.language_detector),
         recognizers=Recognizers(ocr=UnavailableOcr("no OCR in this test"), vision=UnavailableVision("none")),
         ledger=container.usage_ledger,
     )

@@ -273,8 +273,9 @@ def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
         conn.execute(
             "INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects, content,"
             " content_hash, collection_id, filename, media_type, uploaded_at, block_kind, location, heading_path,"
-            " block_start, block_end, body_offset, token_count) VALUES (%s, %s, %s, %s, 0, ARRAY['c'],"
-            " 'secret words', 'h', 'c', 'f', 'text/plain', now(), 'paragraph', '{}', '{}', 0, 0, 0, 2)",
+            " block_start, block_end, body_offset, token_count, analyser, search_vector) VALUES (%s, %s, %s, %s, 0,"
+            " ARRAY['c'], 'secret words', 'h', 'c', 'f', 'text/plain', now(), 'paragraph', '{}', '{}', 0, 0, 0, 2,"
+            " 'english', to_tsvector('english', 'secret words'))",
             (tenant, f"{version_id}:0", file_id, version_id),
         )
         conn.execute(

@@ -126,7 +126,11 @@ def test_chunks_stored_without_vectors_are_reported_and_embedded_by_a_reindex(st
     found = stack.container.file_metadata.find_version(tenant, uuid.UUID(record["current"]["versionId"]))
     assert found is not None
     file, version = found
-    down = Indexer(stack.container.knowledge, UnavailableEmbedder("the model is down", dimension=384))
+    down = Indexer(
+        stack.container.knowledge,
+        UnavailableEmbedder("the model is down", dimension=384),
+        stack.container.adapters.language_detector,
+    )
     target = IndexTarget(
         tenant_id=tenant,
         file_id=file.file_id,

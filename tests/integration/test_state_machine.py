@@ -353,7 +353,9 @@ def test_a_reindex_runs_through_the_state_machine_from_the_stored_document_batch
         found_version = container.file_metadata.find_version("acme", version.version_id)
         assert found_version is not None
         down = Indexer(
-            container.knowledge, UnavailableEmbedder("the model was down", dimension=container.embedder.dimension)
+            container.knowledge,
+            UnavailableEmbedder("the model was down", dimension=container.embedder.dimension),
+            container.adapters.language_detector,
         )
         down.index(IndexTarget.of(*found_version), container.documents.read(version), attempt=None)
     assert deployment.version(version.version_id).embedded_chunk_count == 0

@@ -105,7 +105,7 @@ class CountingEmbedder:
 def test_each_distinct_text_is_embedded_once_and_every_text_gets_its_vector() -> None:
     # A file of one line repeated (or running headers): thousands of equal chunks cost one embedding.
     embedder = CountingEmbedder()
-    indexer = Indexer(knowledge=None, embedder=embedder, embed_batch=2)  # type: ignore[arg-type]
+    indexer = Indexer(knowledge=None, embedder=embedder, detector=None, embed_batch=2)  # type: ignore[arg-type]
     texts = ["<<<<", "banana", "<<<<", "<<<<", "apple", "banana"]
     vectors, gap = indexer.embed(texts)
     assert gap is None

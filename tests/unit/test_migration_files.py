@@ -52,3 +52,35 @@ def test_every_tenant_table_forces_row_level_security_in_the_same_file() -> None
             assert f"ALTER TABLE {name} FORCE ROW LEVEL SECURITY" in migration.template, name
             assert re.search(rf"CREATE POLICY \w+ ON {name}\b", migration.template), name
     assert tenant_tables >= 3
+
+
+def test_a_python_step_beside_a_migration_is_part_of_it(tmp_path: Path) -> None:
+    (tmp_path / "0001_first.sql").write_text("SELECT 1", encoding="utf-8")
+    (tmp_path / "0002_second.sql").write_text("SELECT 2", encoding="utf-8")
+    step = tmp_path / "0002_second.py"
+    step.write_text("def migrate(conn):\n    conn.append('ran')\n", encoding="utf-8")
+    first, second = discover(tmp_path)
+    assert first.step is None and first.python_step() is None
+    ran: list[str] = []
+    migrate = second.python_step()
+    assert migrate is not None
+    migrate(ran)  # type: ignore[arg-type]
+    assert ran == ["ran"]
+    # Editing the step after it ran is editing the migration: its checksum moves.
+    checksum = second.checksum
+    step.write_text("def migrate(conn):\n    conn.append('other')\n", encoding="utf-8")
+    assert discover(tmp_path)[1].checksum != checksum
+    # A step-less migration keeps the checksum it always had (its SQL's alone).
+    assert first.checksum == Migration("0001", "first", "SELECT 1").checksum
+
+
+def test_a_python_step_without_migrate_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "0001_first.sql").write_text("SELECT 1", encoding="utf-8")
+    (tmp_path / "0001_first.py").write_text("def run(conn):\n    pass\n", encoding="utf-8")
+    with pytest.raises(MigrationError, match=r"defines migrate\(conn\)"):
+        discover(tmp_path)[0].python_step()
+
+
+def test_the_language_migration_has_its_python_step() -> None:
+    languages = next(m for m in discover() if m.name == "languages")
+    assert languages.step is not None and languages.python_step() is not None

@@ -982,6 +982,8 @@ export interface components {
             /** Headingpath */
             headingPath: string[];
             kind: components["schemas"]["CitedKind"];
+            /** Language */
+            language?: string | null;
             /** Lineend */
             lineEnd: number | null;
             /** Linestart */
@@ -1084,7 +1086,7 @@ export interface components {
         AnswerRequestBody: {
             /**
              * Filter
-             * @description A metadata filter, the shape of Bedrock Knowledge Bases' RetrievalFilter: one operator per object, a leaf {"equals": {"key": "customer", "value": "acme"}} (equals, notEquals, greaterThan, greaterThanOrEquals, lessThan, lessThanOrEquals, in, notIn, startsWith, listContains, stringContains), a presence test {"exists": {"key": "customer"}} (exists, notExists) or a group {"andAll": [...]} / {"orAll": [...]}. Keys are the file's metadata keys or built-in ones: quire.collection, quire.mediaType, quire.filename, quire.uploadedAt, quire.pages. At most 5 levels deep, 50 conditions, 500 values in an in or notIn list.
+             * @description A metadata filter, the shape of Bedrock Knowledge Bases' RetrievalFilter: one operator per object, a leaf {"equals": {"key": "customer", "value": "acme"}} (equals, notEquals, greaterThan, greaterThanOrEquals, lessThan, lessThanOrEquals, in, notIn, startsWith, listContains, stringContains), a presence test {"exists": {"key": "customer"}} (exists, notExists) or a group {"andAll": [...]} / {"orAll": [...]}. Keys are the file's metadata keys or built-in ones: quire.collection, quire.mediaType, quire.filename, quire.uploadedAt, quire.pages, quire.language (ISO 639-1: a chunk's, or a file's main one). At most 5 levels deep, 50 conditions, 500 values in an in or notIn list.
              * @example {
              *       "andAll": [
              *         {
@@ -1437,6 +1439,8 @@ export interface components {
             /** Headingpath */
             headingPath: string[];
             kind: components["schemas"]["CitedKind"];
+            /** Language */
+            language?: string | null;
             /** Lineend */
             lineEnd: number | null;
             /** Linestart */
@@ -2253,6 +2257,12 @@ export interface components {
             checksums?: boolean;
             /** Filename */
             filename: string;
+            /**
+             * Language
+             * @description The language the file's text is in, as an ISO 639-1 code or a tag (de, de-CH): every chunk is read as that language instead of the one detected. Without it (or a `language` metadata value naming one), each part of the document is detected on its own.
+             * @example de
+             */
+            language?: string | null;
             /** Mediatype */
             mediaType: string;
             /**
@@ -2650,7 +2660,7 @@ export interface components {
             facets?: string[] | null;
             /**
              * Filter
-             * @description A metadata filter, the shape of Bedrock Knowledge Bases' RetrievalFilter: one operator per object, a leaf {"equals": {"key": "customer", "value": "acme"}} (equals, notEquals, greaterThan, greaterThanOrEquals, lessThan, lessThanOrEquals, in, notIn, startsWith, listContains, stringContains), a presence test {"exists": {"key": "customer"}} (exists, notExists) or a group {"andAll": [...]} / {"orAll": [...]}. Keys are the file's metadata keys or built-in ones: quire.collection, quire.mediaType, quire.filename, quire.uploadedAt, quire.pages. At most 5 levels deep, 50 conditions, 500 values in an in or notIn list.
+             * @description A metadata filter, the shape of Bedrock Knowledge Bases' RetrievalFilter: one operator per object, a leaf {"equals": {"key": "customer", "value": "acme"}} (equals, notEquals, greaterThan, greaterThanOrEquals, lessThan, lessThanOrEquals, in, notIn, startsWith, listContains, stringContains), a presence test {"exists": {"key": "customer"}} (exists, notExists) or a group {"andAll": [...]} / {"orAll": [...]}. Keys are the file's metadata keys or built-in ones: quire.collection, quire.mediaType, quire.filename, quire.uploadedAt, quire.pages, quire.language (ISO 639-1: a chunk's, or a file's main one). At most 5 levels deep, 50 conditions, 500 values in an in or notIn list.
              * @example {
              *       "andAll": [
              *         {
@@ -2852,6 +2862,12 @@ export interface components {
             collectionId: string;
             /** Filename */
             filename: string;
+            /**
+             * Language
+             * @description The language the file's text is in, as an ISO 639-1 code or a tag (de, de-CH): every chunk is read as that language instead of the one detected. Without it (or a `language` metadata value naming one), each part of the document is detected on its own.
+             * @example de
+             */
+            language?: string | null;
             /** Mediatype */
             mediaType: string;
             /**
@@ -3033,6 +3049,8 @@ export interface components {
             createdAt: string;
             /** Declaredbytesize */
             declaredByteSize: number;
+            /** Declaredlanguage */
+            declaredLanguage?: string | null;
             /** Exportid */
             exportId?: string | null;
             extraction?: components["schemas"]["ExtractionView"] | null;
@@ -3042,6 +3060,10 @@ export interface components {
             indexing?: components["schemas"]["IndexingView"] | null;
             /** Interruption */
             interruption?: string | null;
+            /** Language */
+            language?: string | null;
+            /** Languages */
+            languages?: string[];
             /**
              * Malwarescan
              * @default not_scanned

@@ -56,6 +56,7 @@ def create_upload(request: UploadRequest) -> Response[UploadResponse]:
         media_type=request.media_type,
         byte_size=request.byte_size,
         metadata=request.metadata,
+        language=request.language,
         by_parts=request.parts_request(),
     )
     return json_response(201, UploadResponse.of(ticket))
@@ -70,6 +71,7 @@ def create_version(file_id: str, request: NewVersionRequest) -> Response[UploadR
         media_type=request.media_type,
         byte_size=request.byte_size,
         metadata=request.metadata,
+        language=request.language,
         by_parts=request.parts_request(),
     )
     return json_response(201, UploadResponse.of(ticket))

@@ -95,9 +95,10 @@ def _set_on_new_version(conn: psycopg.Connection[Any], new: NewVersion) -> None:
 
 
 # The file's current version as the file views show it (FileRecord.current: the newest stored, else the newest
-# live one): where a filter reads quire.mediaType, quire.uploadedAt and quire.pages of a file.
+# live one): where a filter reads quire.mediaType, quire.uploadedAt, quire.pages and quire.language of a file.
 _CURRENT_VERSION = (
-    " LEFT JOIN LATERAL (SELECT v.media_type, coalesce(v.stored_at, v.created_at) AS uploaded_at, v.page_count"
+    " LEFT JOIN LATERAL (SELECT v.media_type, coalesce(v.stored_at, v.created_at) AS uploaded_at, v.page_count,"
+    " coalesce(v.declared_language, v.languages[1]) AS language"
     " FROM file_versions v WHERE v.tenant_id = f.tenant_id AND v.file_id = f.file_id"
     " AND v.state IN ('pending', 'stored', 'rejected')"
     " ORDER BY (v.state = 'stored') DESC, v.created_at DESC, v.version_id DESC LIMIT 1) AS cur ON true"
@@ -109,6 +110,7 @@ FILE_COLUMNS = FileColumns(
         "quire.mediaType": ("cur.media_type", MetadataType.STRING),
         "quire.uploadedAt": ("cur.uploaded_at", MetadataType.DATE),
         "quire.pages": ("cur.page_count", MetadataType.NUMBER),
+        "quire.language": ("cur.language", MetadataType.STRING),
     }
 )
 
@@ -166,8 +168,8 @@ def insert_version(conn: psycopg.Connection[Any], new: NewVersion, *, new_file: 
         _set_on_new_version(conn, new)
     conn.execute(
         "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type,"
-        " declared_byte_size, storage_key, created_by, export_id, processing_state)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        " declared_byte_size, storage_key, created_by, export_id, processing_state, declared_language)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (
             new.tenant_id,
             new.file_id,
@@ -180,6 +182,7 @@ def insert_version(conn: psycopg.Connection[Any], new: NewVersion, *, new_file: 
             new.export_id,
             # A rendered file is never extracted: its processing is decided before its bytes exist.
             "skipped" if new.export_id is not None else "not_started",
+            new.declared_language,
         ),
     )
 

@@ -1,11 +1,15 @@
-"""The keyword lane, BM25 in plain PostgreSQL (Aurora has no BM25 extension), summed from postings: the
-query's lexemes (the `english` configuration: stemmed, stopwords stripped, as chunks are since migration 0023)
-are looked up by primary key in keyword_postings, which holds each (chunk, term)'s frequency and the chunk's
-length; any term may match (OR). Document frequencies and average lengths come from keyword_terms /
-keyword_collections. Statement triggers keep all three exact as chunks are written and deleted. IDF counts only
-the collections the caller may read. Not the GIN index on the tsvector: under row-level security `@@` is not
-leakproof, so the planner will not use that index and the lane would test every row of the tenant
-(docs/adr/0001).
+"""The keyword lane, BM25 in plain PostgreSQL (Aurora has no BM25 extension), summed from postings, per analyser.
+
+Each chunk's terms were made by its language's analyser (shared/domain/languages.py), and the statistics are kept
+per analyser: the query is read by every analyser the caller's collections hold (a bounded set: at most one per
+analyser Quire has), so a German query finds German chunks by their German stems, a Chinese one Chinese chunks by
+their bigrams, and an identifier (ERR-4021, which every analyser keeps whole) chunks in any language. Each
+(analyser, term) is looked up by primary key in keyword_postings, which holds each (chunk, term)'s frequency and
+the chunk's length; any term may match (OR). Document frequencies and average lengths come from keyword_terms /
+keyword_collections, counted among the chunks of the same analyser, over the collections the caller may read.
+Statement triggers keep all three exact as chunks are written and deleted. Not the GIN index on the tsvector: under
+row-level security `@@` is not leakproof, so the planner will not use that index and the lane would test every row
+of the tenant (docs/adr/0001).
 """
 
 from typing import Any
@@ -13,39 +17,48 @@ from typing import Any
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.search_filters import filter_sql
 from shared.domain.knowledge import RankedChunk
+from shared.domain.languages import ANALYSERS, keyword_text, text_search_configuration
 from shared.domain.search import SearchFilters
 from shared.domain.stopwords import ENGLISH_STOPWORDS
 from shared.ports import KeywordIndex
 
 STOPWORDS = sorted(ENGLISH_STOPWORDS)
+_ANALYSERS = sorted(ANALYSERS)
+_CONFIGURATIONS = [text_search_configuration(analyser) for analyser in _ANALYSERS]
 
-# One statement: the query's lexemes (stopwords off), their IDF over the caller's collections, and each
-# chunk's BM25 summed from the postings of those lexemes, found by primary key (text equality is
+# One statement: the analysers present with their statistics, the query's terms as each reads it (Quire's English
+# stopwords off: a question's "what" and "which" carry no signal in any language), their IDF among that analyser's
+# chunks, and each chunk's BM25 summed from the postings of those terms, found by primary key (text equality is
 # leakproof, so row-level security does not stop the index from being used, unlike `@@` on the GIN).
 KEYWORD_SEARCH = """
-WITH query_terms AS MATERIALIZED (
-  SELECT coalesce(array_agg(DISTINCT t.lexeme), '{{}}') AS lexemes
-  FROM unnest(to_tsvector('english', %(query)s)) AS t
+WITH analysers AS MATERIALIZED (
+  SELECT s.analyser, max(a.configuration) AS configuration,
+         greatest(sum(s.chunk_count), 1) AS chunks,
+         greatest(coalesce(sum(s.total_length)::float8 / nullif(sum(s.chunk_count), 0), 1), 1) AS average_length
+  FROM keyword_collections AS s
+  JOIN unnest(%(analysers)s::text[], %(configurations)s::text[]) AS a(analyser, configuration)
+    ON a.analyser = s.analyser
+  WHERE s.tenant_id = %(tenant)s AND s.collection_id = ANY(%(collections)s)
+  GROUP BY s.analyser HAVING sum(s.chunk_count) > 0
+), query_terms AS MATERIALIZED (
+  SELECT DISTINCT a.analyser, t.lexeme AS term
+  FROM analysers AS a, unnest(to_tsvector(a.configuration::regconfig, %(query)s)) AS t
   WHERE t.lexeme <> ALL(%(stopwords)s)
-), collection_stats AS MATERIALIZED (
-  SELECT greatest(coalesce(sum(chunk_count), 0), 1) AS chunks,
-         greatest(coalesce(sum(total_length)::float8 / nullif(sum(chunk_count), 0), 1), 1) AS average_length
-  FROM keyword_collections WHERE tenant_id = %(tenant)s AND collection_id = ANY(%(collections)s)
 ), weights AS MATERIALIZED (
-  SELECT k.term, ln(1 + (s.chunks - sum(k.chunk_count) + 0.5) / (sum(k.chunk_count) + 0.5)) AS idf
-  FROM keyword_terms AS k, collection_stats AS s
-  WHERE k.tenant_id = %(tenant)s AND k.collection_id = ANY(%(collections)s)
-    AND k.term = ANY((SELECT lexemes FROM query_terms)::text[])
-  GROUP BY k.term, s.chunks
+  SELECT k.analyser, k.term, ln(1 + (a.chunks - sum(k.chunk_count) + 0.5) / (sum(k.chunk_count) + 0.5)) AS idf,
+         a.average_length
+  FROM query_terms AS q
+  JOIN analysers AS a ON a.analyser = q.analyser
+  JOIN keyword_terms AS k ON k.tenant_id = %(tenant)s AND k.collection_id = ANY(%(collections)s)
+    AND k.analyser = q.analyser AND k.term = q.term
+  GROUP BY k.analyser, k.term, a.chunks, a.average_length
 ), scored AS (
   SELECT p.chunk_id,
          sum(w.idf * (p.frequency * (%(k1)s + 1))
-             / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_length / s.average_length))) AS score
-  FROM keyword_postings AS p
-  JOIN weights AS w ON w.term = p.term
-  CROSS JOIN collection_stats AS s
-  WHERE p.tenant_id = %(tenant)s AND p.collection_id = ANY(%(collections)s)
-    AND p.term = ANY((SELECT lexemes FROM query_terms)::text[])
+             / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_length / w.average_length))) AS score
+  FROM weights AS w
+  JOIN keyword_postings AS p ON p.tenant_id = %(tenant)s AND p.collection_id = ANY(%(collections)s)
+    AND p.analyser = w.analyser AND p.term = w.term
   GROUP BY p.chunk_id
 )
 SELECT scored.chunk_id, scored.score FROM scored {join}
@@ -74,8 +87,10 @@ class PostgresKeywordIndex(KeywordIndex):
         params: dict[str, Any] = {
             "tenant": tenant_id,
             "collections": sorted(collections),
-            "query": query,
+            "query": keyword_text(query),
             "stopwords": STOPWORDS,
+            "analysers": _ANALYSERS,
+            "configurations": _CONFIGURATIONS,
             "limit": limit,
             "k1": k1,
             "b": b,

@@ -8,6 +8,7 @@ what was withheld.
 
 import itertools
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -29,6 +30,7 @@ from shared.domain.knowledge import (
     IndexingResult,
     IndexWrite,
 )
+from shared.domain.languages import analyser_of, by_share, keyword_text, text_search_configuration
 from shared.domain.search import ChunkSnapshot
 from shared.domain.titles import document_title_keys
 from shared.ports import KnowledgeStore
@@ -37,22 +39,26 @@ from shared.ports import KnowledgeStore
 # triggers update the keyword statistics once per slice, not once per chunk, and a 20,000-chunk version
 # never sits whole in memory or in one statement's parameters.
 _INSERT_SLICE = 1000
+# Each chunk's terms are made here, by its analyser's configuration, from the text the domain folded
+# (shared/domain/languages.py:keyword_text): the same terms whatever the server's locale.
 _INSERT_CHUNKS = """
 INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects, content, content_hash,
   embedding, embedding_model, collection_id, filename, media_type, uploaded_at, block_kind, location, heading_path,
-  parent_block, block_start, block_end, body_offset, token_count)
+  parent_block, block_start, block_end, body_offset, token_count, language, analyser, search_vector)
 SELECT %(tenant)s, r.chunk_id, r.file_id, r.version_id, r.ordinal, ARRAY[r.collection_id], r.content, r.content_hash,
   r.embedding, r.embedding_model, r.collection_id, r.filename, r.media_type, r.uploaded_at, r.block_kind,
   r.location::jsonb, ARRAY(SELECT jsonb_array_elements_text(r.heading_path::jsonb)), r.parent_block, r.block_start,
-  r.block_end, r.body_offset, r.token_count
+  r.block_end, r.body_offset, r.token_count, r.language, r.analyser,
+  to_tsvector(r.configuration::regconfig, r.keyword_text)
 FROM unnest(%(chunk_id)s::text[], %(file_id)s::uuid[], %(version_id)s::uuid[], %(ordinal)s::int[],
   %(collection_id)s::text[], %(content)s::text[], %(content_hash)s::text[], %(embedding)s::vector[],
   %(embedding_model)s::text[], %(filename)s::text[], %(media_type)s::text[], %(uploaded_at)s::timestamptz[],
   %(block_kind)s::text[], %(location)s::text[], %(heading_path)s::text[], %(parent_block)s::int[],
-  %(block_start)s::int[], %(block_end)s::int[], %(body_offset)s::int[], %(token_count)s::int[])
+  %(block_start)s::int[], %(block_end)s::int[], %(body_offset)s::int[], %(token_count)s::int[],
+  %(language)s::text[], %(analyser)s::text[], %(configuration)s::text[], %(keyword_text)s::text[])
   AS r(chunk_id, file_id, version_id, ordinal, collection_id, content, content_hash, embedding, embedding_model,
        filename, media_type, uploaded_at, block_kind, location, heading_path, parent_block, block_start, block_end,
-       body_offset, token_count)
+       body_offset, token_count, language, analyser, configuration, keyword_text)
 """
 
 
@@ -109,12 +115,14 @@ class PostgresKnowledgeStore(KnowledgeStore):
             # memory (nor in one statement's parameters) at once.
             written = 0
             first: IndexedChunk | None = None
+            languages: Counter[str] = Counter()
             chunk_stream = iter(chunks)
             while rows := list(itertools.islice(chunk_stream, _INSERT_SLICE)):
                 # The file's collection now, read under its lock: a file moved while it was processed is
                 # indexed where it is, not where the pipeline found it.
                 conn.execute(_INSERT_CHUNKS, _columns(tenant_id, rows, collection_id=version["collection_id"]))
                 first = first or min(rows, key=lambda chunk: chunk.draft.ordinal)
+                languages.update(chunk.draft.language for chunk in rows if chunk.draft.language is not None)
                 written += len(rows)
             if written != result.chunk_count:
                 raise ValueError(f"{written} chunks were given for a result of {result.chunk_count}")
@@ -122,7 +130,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
                 # The file's older titles went with its chunks (the trigger of migrations/0019).
                 titles = document_title_keys(first.draft.document_title, first.filename)
                 write_titles(conn, tenant_id, str(version_id), str(file_id), titles)
-            _record(conn, tenant_id, version_id, result)
+            _record(conn, tenant_id, version_id, result, languages=by_share(languages))
         return IndexWrite.STORED
 
     def versions_to_reindex(
@@ -180,7 +188,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
             rows = cursor.execute(
                 "SELECT c.chunk_id, c.file_id::text, c.version_id::text, c.filename, c.media_type, c.collection_id,"
                 " c.location, c.heading_path, c.block_kind, substr(c.content, c.body_offset + 1) AS body,"
-                " f.metadata, f.metadata_revision FROM knowledge_chunks AS c"
+                " f.metadata, f.metadata_revision, c.language FROM knowledge_chunks AS c"
                 " JOIN files AS f ON f.tenant_id = c.tenant_id AND f.file_id = c.file_id"
                 " WHERE c.tenant_id = %s AND c.subjects && %s AND c.chunk_id = ANY(%s)",
                 (tenant_id, sorted(collections), list(chunk_ids)),
@@ -199,6 +207,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
                 body=row["body"],
                 metadata=row["metadata"],
                 metadata_revision=row["metadata_revision"],
+                language=row["language"],
             )
             for row in rows
         ]
@@ -212,16 +221,24 @@ def _holds(version: dict[str, Any], attempt: int | None) -> bool:
     return bool(version["processing_state"] == "indexing" and version["processing_attempt"] == attempt)
 
 
-def _record(conn: psycopg.Connection[Any], tenant_id: str, version_id: UUID, result: IndexingResult) -> None:
+def _record(
+    conn: psycopg.Connection[Any],
+    tenant_id: str,
+    version_id: UUID,
+    result: IndexingResult,
+    *,
+    languages: Sequence[str] = (),
+) -> None:
     conn.execute(
         "UPDATE file_versions SET processing_state = 'indexed', chunk_count = %s, embedded_chunk_count = %s,"
-        " embedding_model = %s, embedding_gap = %s, indexed_at = now(), updated_at = now(),"
+        " embedding_model = %s, embedding_gap = %s, languages = %s, indexed_at = now(), updated_at = now(),"
         " failure_reason = NULL, failure_detail = NULL WHERE tenant_id = %s AND version_id = %s",
         (
             result.chunk_count,
             result.embedded_count,
             result.embedding_model,
             result.embedding_gap,
+            list(languages),
             tenant_id,
             version_id,
         ),
@@ -253,11 +270,16 @@ def _columns(tenant_id: str, chunks: Sequence[IndexedChunk], *, collection_id: s
             "block_end",
             "body_offset",
             "token_count",
+            "language",
+            "analyser",
+            "configuration",
+            "keyword_text",
         )
     }
     for chunk in chunks:
         draft = chunk.draft
         content = draft.content
+        analyser = analyser_of(draft.language)
         row = {
             "chunk_id": chunk.chunk_id,
             "file_id": chunk.file_id,
@@ -279,6 +301,10 @@ def _columns(tenant_id: str, chunks: Sequence[IndexedChunk], *, collection_id: s
             "block_end": draft.block_end,
             "body_offset": len(content) - len(draft.text),
             "token_count": max(draft.token_count, 1),
+            "language": draft.language,
+            "analyser": analyser,
+            "configuration": text_search_configuration(analyser),
+            "keyword_text": keyword_text(content),
         }
         for name, value in row.items():
             columns[name].append(value)

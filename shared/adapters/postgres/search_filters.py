@@ -9,8 +9,8 @@ from shared.domain.search import SearchFilters
 
 
 def chunk_columns(chunk: str) -> FileColumns:
-    """The built-in keys as a chunk row (alias `chunk`, with its dot) has them: its version's, as indexed; the
-    product's own keys from the file row `f`."""
+    """The built-in keys as a chunk row (alias `chunk`, with its dot) has them: its version's, as indexed, and its
+    own language; the product's own keys from the file row `f`."""
     return FileColumns(
         built_in={
             "quire.collection": (f"{chunk}collection_id", MetadataType.STRING),
@@ -22,6 +22,7 @@ def chunk_columns(chunk: str) -> FileColumns:
                 f" AND v.version_id = {chunk}version_id)",
                 MetadataType.NUMBER,
             ),
+            "quire.language": (f"{chunk}language", MetadataType.STRING),
         }
     )
 
@@ -36,6 +37,7 @@ def version_columns() -> FileColumns:
             "quire.mediaType": ("v.media_type", MetadataType.STRING),
             "quire.uploadedAt": ("coalesce(v.stored_at, v.created_at)", MetadataType.DATE),
             "quire.pages": ("v.page_count", MetadataType.NUMBER),
+            "quire.language": ("coalesce(v.declared_language, v.languages[1])", MetadataType.STRING),
         }
     )
 

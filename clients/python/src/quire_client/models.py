@@ -273,6 +273,7 @@ class AnswerCitationView(TypedDict):
     kind: CitedKind
     ocrConfidence: float | None
     speechConfidence: NotRequired[float | None]
+    language: NotRequired[str | None]
     headingPath: list[str]
     excerpt: str
     retrievedAt: str
@@ -507,6 +508,7 @@ class CitationView(TypedDict):
     kind: CitedKind
     ocrConfidence: float | None
     speechConfidence: NotRequired[float | None]
+    language: NotRequired[str | None]
     headingPath: list[str]
     excerpt: str
     retrievedAt: str
@@ -910,6 +912,7 @@ class NewVersionRequest(TypedDict):
     mediaType: str
     byteSize: int
     metadata: NotRequired[dict[str, Any] | None]
+    language: NotRequired[str | None]
 
 
 class OcrView(TypedDict):
@@ -1184,6 +1187,7 @@ class UploadRequest(TypedDict):
     mediaType: str
     byteSize: int
     metadata: NotRequired[dict[str, Any] | None]
+    language: NotRequired[str | None]
 
 
 class UploadResponse(TypedDict):
@@ -1269,6 +1273,9 @@ class VersionView(TypedDict):
     transcription: NotRequired[TranscriptionView | None]
     malwareScan: NotRequired[str]
     exportId: NotRequired[str | None]
+    language: NotRequired[str | None]
+    languages: NotRequired[list[str]]
+    declaredLanguage: NotRequired[str | None]
 
 
 class VisionView(TypedDict):
