@@ -4,12 +4,14 @@ hold, a mixed-language document through the real detector, and a query in a scri
 
 import math
 import uuid
+from collections.abc import Sequence
 
 import pytest
 
 from shared.adapters.language_detection import Py3LangidDetector
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
+from shared.domain.knowledge import ChunkDraft
 from shared.domain.languages import analyser_of, keyword_text, text_search_configuration
 from shared.domain.search import SearchFilters
 from shared.local.chunk_rows import paragraph_drafts
@@ -42,7 +44,7 @@ def tenant() -> str:
     return f"t{uuid.uuid4().hex[:12]}"
 
 
-def drafts_in(texts: list[str], languages: list[str | None]) -> list:  # type: ignore[type-arg]
+def drafts_in(texts: Sequence[str], languages: Sequence[str | None]) -> list[ChunkDraft]:
     return [
         draft.model_copy(update={"language": language})
         for draft, language in zip(paragraph_drafts(texts), languages, strict=True)

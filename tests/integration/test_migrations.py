@@ -366,7 +366,9 @@ def test_every_chunk_already_indexed_is_read_again_in_its_own_language(
                 " VALUES ('acme', %s, %s, '00000000-0000-0000-0000-000000000000', 'heading')",
                 (ids["f1"], key),
             )
-        generations = dict(conn.execute("SELECT tenant_id, generation FROM collection_index_generations").fetchall())
+        generations: dict[str, int] = dict(
+            conn.execute("SELECT tenant_id, generation FROM collection_index_generations").fetchall()
+        )
 
     assert apply_migrations(url, embedding_dimension=384).applied == ["0030_languages"]
 
@@ -417,7 +419,9 @@ def test_every_chunk_already_indexed_is_read_again_in_its_own_language(
             ).fetchall()
         )
         # No answer cached before is served after: every collection's index generation moved on.
-        after = dict(conn.execute("SELECT tenant_id, generation FROM collection_index_generations").fetchall())
+        after: dict[str, int] = dict(
+            conn.execute("SELECT tenant_id, generation FROM collection_index_generations").fetchall()
+        )
         assert all(after[tenant] > generations[tenant] for tenant in generations)
         # A CJK title is keyed by its character pairs, as questions are now read; one too long for that is gone.
         assert {row[0] for row in conn.execute("SELECT title_key FROM document_titles")} == {
