@@ -63,6 +63,10 @@ class CountingEmbedder(EmbeddingProvider):
     def max_tokens(self) -> int:
         return self._inner.max_tokens
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return self._inner.languages
+
     def capability(self) -> CapabilityStatus:
         return self._inner.capability()
 
@@ -75,6 +79,9 @@ class CountingEmbedder(EmbeddingProvider):
 
     def usage(self, tokens: int) -> Usage:
         return self._inner.usage(tokens)
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self._inner.embed_queries(questions)
 
 
 def percentile(samples: Sequence[float], fraction: float) -> float:

@@ -243,6 +243,10 @@ class FakeQueryEmbedder:
     def max_tokens(self) -> int:
         return 256
 
+    @property
+    def languages(self) -> None:
+        return None
+
     def capability(self) -> CapabilityStatus:
         return CapabilityStatus.ready(f"fake:{FAKE_MODEL}")
 
@@ -254,3 +258,6 @@ class FakeQueryEmbedder:
 
     def usage(self, tokens: int) -> Usage:
         return Usage(provider="fake", operation="fake:embed", model=FAKE_MODEL, priced=False, input_tokens=tokens)
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)

@@ -71,11 +71,16 @@ class Settings(BaseSettings):
     extraction_memory_bytes: int = Field(default=2 * 1024 * 1024 * 1024, ge=256 * 1024 * 1024)
     # Indexing: chunks are at most this many of the embedding model's tokens (and never more than it reads).
     chunk_max_tokens: int = Field(default=256, ge=32, le=8192)
+    # The local embedding model: MiniLM (English, fast) or multilingual-e5-small (about 100 languages, about ten
+    # times slower on the CPU; docs/search.md#languages). Changing it makes every stored vector stale: re-index.
+    local_embedding_model: Literal["minilm", "multilingual-e5-small"] = "minilm"
     # Bedrock Titan Text Embeddings v2 on AWS (256, 512 or 1024 dimensions: QUIRE_EMBEDDING_DIMENSION).
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     # Retrieval (docs/search.md, docs/adr/0004): chosen on the SciFact train split, never on test.
     search_fusion: Literal["zscore", "rrf"] = "zscore"  # docs/adr/0008
     search_vector_weight: float = Field(default=0.55, ge=0, le=1)
+    # The vector lane's weight for a question in a language the embedding model does not cover (docs/adr/0011).
+    search_uncovered_vector_weight: float = Field(default=0.1, ge=0, le=1)
     search_rrf_k: int = Field(default=10, ge=1)
     search_semantic_floor: float = Field(default=0.6, ge=0, le=1)
     search_fused_floor: float = Field(default=0.3, ge=0, le=1)

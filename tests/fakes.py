@@ -1243,6 +1243,10 @@ class FakeEmbedder(EmbeddingProvider):
     def max_tokens(self) -> int:
         return 256
 
+    @property
+    def languages(self) -> None:
+        return None
+
     def capability(self) -> CapabilityStatus:
         return CapabilityStatus.ready(self.name)
 
@@ -1257,6 +1261,9 @@ class FakeEmbedder(EmbeddingProvider):
 
     def usage(self, tokens: int) -> Usage:
         return Usage(provider="fake", operation="fake:embed", model=self.model_id, priced=False, input_tokens=tokens)
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)
 
 
 def _unit_vector(text: str, size: int) -> list[float]:

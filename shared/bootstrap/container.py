@@ -363,6 +363,7 @@ class Container:
             tuning=RetrievalTuning(
                 fusion=Fusion(settings.search_fusion),
                 vector_weight=settings.search_vector_weight,
+                uncovered_vector_weight=settings.search_uncovered_vector_weight,
                 rrf_k=settings.search_rrf_k,
                 semantic_floor=settings.search_semantic_floor,
                 fused_floor=settings.search_fused_floor,
@@ -373,6 +374,7 @@ class Container:
             ),
             reranker=IdentifierBooster() if settings.search_identifier_boost else None,
             titles=self.title_index,
+            languages=self.adapters.language_detector,
         )
 
     @cached_property

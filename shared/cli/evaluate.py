@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from shared.cli.common import print_result, running_stack
@@ -14,6 +15,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from shared.local.evaluation import Evaluation, load_beir, print_report, print_sweep
+    from shared.local.language_evaluation import language_directories
 
     # Retrieval scores the test split unless told; answers are measured (and calibrated) on train.
     args.split = args.split or ("train" if args.answers else "test")
@@ -23,6 +25,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("quire eval: --dataset is required (without --answers)", file=sys.stderr)
         return 2
     directory = Path(args.dataset)
+    if directory.is_dir() and (languages := language_directories(directory)):
+        return _eval_languages(args, directory, languages)
     try:
         dataset = load_beir(directory, args.split)
     except (OSError, ValueError) as error:
@@ -46,6 +50,39 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 evaluation.remove()
     print_result(args, report.as_dict(), lambda _: print_report(report))
     return 0 if report.citations_failed == 0 else 1
+
+
+def _eval_languages(args: argparse.Namespace, directory: "Path", languages: dict[str, "Path"]) -> int:
+    """A multilingual set (a BEIR dataset per language under `directory`), each language on its own, reported per
+    language: the tune queries are qrels/train.tsv's, the held-out ones qrels/test.tsv's."""
+    from shared.local.language_evaluation import (
+        evaluate_languages,
+        print_languages,
+        print_weight_sweep,
+        sweep_languages,
+    )
+
+    if args.language:
+        wanted = set(args.language.split(","))
+        languages = {language: path for language, path in languages.items() if language in wanted}
+    if args.sweep:
+        with running_stack("eval") as stack:
+            table = sweep_languages(
+                stack.container, languages, progress=lambda line: print(line, file=sys.stderr, flush=True)
+            )
+        print_result(args, table, lambda _: print_weight_sweep(directory.name, table))
+        return 0
+    with running_stack("eval") as stack:
+        reports = evaluate_languages(
+            stack.container,
+            directory,
+            languages=languages,
+            keep=args.keep,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    result = {language: report.as_dict() for language, report in reports.items()}
+    print_result(args, result, lambda _: print_languages(directory.name, reports))
+    return 0 if all(report.citations_failed == 0 for report in reports.values()) else 1
 
 
 def _eval_answers(args: argparse.Namespace) -> int:
@@ -123,7 +160,12 @@ def add_eval_command(commands: "argparse._SubParsersAction[argparse.ArgumentPars
         "eval", help="nDCG@10, recall@10/100 and MRR@10 per lane on a BEIR dataset; --answers: grounded answers"
     )
     evaluate.add_argument(
-        "--dataset", help="a BEIR directory: corpus.jsonl, queries.jsonl, qrels/ (required without --answers)"
+        "--dataset",
+        help="a BEIR directory: corpus.jsonl, queries.jsonl, qrels/ (required without --answers); or a multilingual"
+        " set, one such directory per language (DIR/de, DIR/zh, ...), reported per language",
+    )
+    evaluate.add_argument(
+        "--language", help="a multilingual set's languages to measure, comma-separated (default: all)"
     )
     evaluate.add_argument(
         "--split", help="the qrels split to score (default: test; train with --answers; tune only on train)"

@@ -88,6 +88,9 @@ class RetrievalTuning(BaseModel):
     fusion: Fusion = Fusion.ZSCORE
     # The vector lane's share of a z-score fusion (the keyword lane's is 1 - this); 0.55 was best on tune.
     vector_weight: float = Field(default=0.55, ge=0, le=1)
+    # Its share instead when the question is in a language the embedding model does not cover: the vector lane
+    # then places the question by its characters, not its meaning (docs/adr/0011).
+    uncovered_vector_weight: float = Field(default=0.1, ge=0, le=1)
     # For rrf fusion: k 10 fused best (0.716 nDCG@10 vs 0.702 at 60; docs/adr/0004).
     rrf_k: int = Field(default=10, ge=1)
     # Absolute, on (cosine + 1) / 2: unrelated text sits near 0.5, not 0, so without a floor there is

@@ -225,7 +225,7 @@ class Evaluation:
                 yield (
                     query_id,
                     KEYWORD_BEFORE,
-                    self._documents([hit.chunk_id for hit in keyword_before]),
+                    self.documents_of([hit.chunk_id for hit in keyword_before]),
                     keyword_before_ms,
                 )
                 for mode in MODES:
@@ -235,18 +235,18 @@ class Evaluation:
                     )
                     elapsed = (time.perf_counter() - begun) * 1000
                     if mode is SearchMode.KEYWORD:
-                        yield query_id, mode.value, self._documents([hit.chunk_id for hit in lanes.keyword]), elapsed
+                        yield query_id, mode.value, self.documents_of([hit.chunk_id for hit in lanes.keyword]), elapsed
                     elif mode is SearchMode.SEMANTIC:
-                        yield query_id, mode.value, self._documents([hit.chunk_id for hit in lanes.vector]), elapsed
+                        yield query_id, mode.value, self.documents_of([hit.chunk_id for hit in lanes.vector]), elapsed
                     else:
                         for row, keyword, tuning, spent in (
                             (BEFORE, keyword_before, before(retrieval.tuning), keyword_before_ms),
-                            ("hybrid", lanes.keyword, retrieval.tuning, 0.0),
+                            ("hybrid", lanes.keyword, retrieval.tuning_for(text), 0.0),
                         ):
                             begun = time.perf_counter()
                             fused = fuse([lanes.vector, keyword], tuning)
                             fusing = (time.perf_counter() - begun) * 1000
-                            ranking = self._documents([chunk_id for chunk_id, _ in fused])
+                            ranking = self.documents_of([chunk_id for chunk_id, _ in fused])
                             yield query_id, row, ranking, elapsed + spent + fusing
 
     @contextmanager
@@ -277,7 +277,8 @@ class Evaluation:
 
             yield search
 
-    def _documents(self, chunk_ids: list[str]) -> list[str]:
+    def documents_of(self, chunk_ids: list[str]) -> list[str]:
+        """Documents in the order of their best chunk in `chunk_ids`, at most DEPTH."""
         seen: dict[str, None] = {}
         for chunk_id in chunk_ids:
             seen.setdefault(self._doc_of[chunk_id.split(":")[0]], None)
@@ -298,7 +299,8 @@ class Evaluation:
                 failed += not excerpt_is_at_location(as_document(title, body), hit.citation)
         return checked, failed
 
-    def _ingested(self, dataset: Dataset) -> tuple[int, float]:
+    def ingested(self, dataset: Dataset) -> tuple[int, float]:
+        """The corpus indexed (or, reusing a tenant, found): its chunks and the seconds it took."""
         if self._reused:
             with self._container.database.tenant_transaction(self.tenant) as conn:
                 row = conn.execute(
@@ -327,7 +329,7 @@ class Evaluation:
         """nDCG@10 of the keyword lane per (k1, b) and of hybrid per (k1, b, rrf k) and (k1, b, z-score vector
         weight), over the tune queries only (the held-out fifth is left out): the numbers the settings'
         defaults are chosen from."""
-        self._ingested(dataset)
+        self.ingested(dataset)
         hidden = held_out(dataset.queries)
         dataset = Dataset(
             corpus=dataset.corpus,
@@ -374,15 +376,24 @@ class Evaluation:
     def _mean_ndcg(self, dataset: Dataset, chunk_rankings: dict[str, list[str]]) -> float:
         return round(
             statistics.fmean(
-                ndcg_at(self._documents(ranking), dataset.qrels[query_id], 10)
+                ndcg_at(self.documents_of(ranking), dataset.qrels[query_id], 10)
                 for query_id, ranking in chunk_rankings.items()
             ),
             4,
         )
 
-    def run(self, dataset: Dataset, *, name: str, split: str, citation_sample: int = 50) -> EvalReport:
-        chunks, seconds = self._ingested(dataset)
-        hidden = held_out(dataset.queries)
+    def run(
+        self,
+        dataset: Dataset,
+        *,
+        name: str,
+        split: str,
+        citation_sample: int = 50,
+        held: set[str] | None = None,
+    ) -> EvalReport:
+        """Every lane over `dataset`'s queries; `held` are the held-out ones (by default every fifth query id)."""
+        chunks, seconds = self.ingested(dataset)
+        hidden = held_out(dataset.queries) if held is None else held & set(dataset.queries)
         scores: dict[str, dict[str, dict[str, list[float]]]] = {row: {} for row in ROWS}  # row → split → metric
         latencies: dict[str, list[float]] = {row: [] for row in ROWS}
         for query_id, row, ranking, elapsed in self.rankings(dataset):

@@ -41,6 +41,12 @@ class EmbeddingProvider(CapabilityPort, Protocol):
         """The longest text the model reads whole (room for its own special tokens already taken off)."""
         ...
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        """The languages (ISO 639-1) the model's vectors were trained to place: a question in another one gets the
+        vector lane's weight for uncovered languages (docs/adr/0011). None: multilingual, every language."""
+        ...
+
     def count_tokens(self, text: str) -> int:
         """Tokens `text` costs this model, special tokens excluded, so the counts of parts add up (an upper
         estimate where the model publishes no tokenizer)."""
@@ -52,6 +58,11 @@ class EmbeddingProvider(CapabilityPort, Protocol):
         Raises CapabilityUnavailable when there is no model, EmbeddingFailed when the model did not
         answer (after its own retries); the caller keeps the chunks for keyword search and says so.
         """
+        ...
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        """One vector per question, read as the model reads questions: E5 models are told "query: " where a chunk
+        is a "passage: "; most models read a question as any text (`embed`). Raises as `embed` does."""
         ...
 
     def usage(self, tokens: int) -> Usage:

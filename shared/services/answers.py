@@ -422,7 +422,9 @@ class AnswerService:
         embedding_failed = False
         if vector and sentences and self._embedder.capability().available:
             try:
-                vectors = self._embedder.embed([question] + [sentence.text for sentence in sentences])
+                vectors = self._embedder.embed_queries([question]) + self._embedder.embed(
+                    [sentence.text for sentence in sentences]
+                )
                 similarity = [cosine(vectors[0], embedded) for embedded in vectors[1:]]
                 floor = self._tuning.sentence_floor
             except (CapabilityUnavailable, EmbeddingFailed) as error:

@@ -13,6 +13,7 @@ from typing import Literal
 from shared.domain.auth import Principal
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.knowledge import RankedChunk
+from shared.domain.languages import QUERY_MIN_CONFIDENCE
 from shared.domain.search import (
     Citation,
     Empty,
@@ -35,6 +36,7 @@ from shared.ports import (
     EmbeddingProvider,
     KeywordIndex,
     KnowledgeStore,
+    LanguageDetector,
     Reranker,
     TitleIndex,
     VectorIndex,
@@ -65,6 +67,7 @@ class Retrieval:
         tuning: RetrievalTuning,
         reranker: Reranker | None = None,
         titles: TitleIndex | None = None,
+        languages: LanguageDetector | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._authorization = authorization
@@ -76,6 +79,7 @@ class Retrieval:
         self._reranker = reranker
         self._titles = TitleLane(titles, embedding_model=embedder.model_id) if titles is not None else None
         self._clock = clock
+        self._languages = languages
 
     @property
     def tuning(self) -> RetrievalTuning:
@@ -85,6 +89,19 @@ class Retrieval:
     def fingerprint(self) -> str:
         """Everything that decides a ranking besides the index and the query (the answer cache's key has it)."""
         return f"{self._tuning.model_dump_json()}|{type(self._reranker).__name__ if self._reranker else 'none'}"
+
+    def tuning_for(self, question: str) -> RetrievalTuning:
+        """The tuning one question is fused with: the vector lane's weight falls to `uncovered_vector_weight` when the
+        question is, clearly, in a language the embedding model does not cover (its vectors would place the question
+        by its characters, not its meaning: docs/adr/0011). A question whose language is not clear keeps the
+        configured weight."""
+        covered = self._embedder.languages
+        if covered is None or self._languages is None:
+            return self._tuning
+        guess = self._languages.detect(question)
+        if guess is None or guess.confidence < QUERY_MIN_CONFIDENCE or guess.language in covered:
+            return self._tuning
+        return self._tuning.model_copy(update={"vector_weight": self._tuning.uncovered_vector_weight})
 
     def searchable_collections(self, principal: Principal, query: SearchQuery) -> frozenset[str]:
         readable = self._authorization.readable_collections(principal)
@@ -156,7 +173,7 @@ class Retrieval:
         # The lanes, the title lane and the citations read the index at one moment.
         with self._knowledge.one_moment(principal.tenant_id):
             lanes = self.lanes(principal.tenant_id, collections, query, embedding=embedding)
-            fused = fuse([lanes.vector, lanes.keyword], self._tuning)
+            fused = fuse([lanes.vector, lanes.keyword], self.tuning_for(query.text))
             # The title lane: documents the question names by a complete title join as direct subjects.
             direct = self.direct_subjects(principal.tenant_id, collections, query, fused, lanes)
             fused = direct.joined(fused)
@@ -251,7 +268,7 @@ class Retrieval:
         if not self._embedder.capability().available:
             return None
         try:
-            return self._embedder.embed([text])[0]
+            return self._embedder.embed_queries([text])[0]
         except (CapabilityUnavailable, EmbeddingFailed) as error:
             logger.warning("the query could not be embedded; keyword lane only", extra={"error": str(error)})
             return None

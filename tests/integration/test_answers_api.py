@@ -3,6 +3,7 @@ evidence-only answers whose every sentence is verbatim from its cited evidence, 
 permission at citation time, the cache and what invalidates it, determinism, and isolation between callers."""
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -287,6 +288,8 @@ def test_the_same_index_and_question_give_byte_identical_evidence_only_answers(s
 class FailingEmbedder:
     """A named fake: the real embedder, except that embedding a query fails (throttled past its retries)."""
 
+    languages: frozenset[str] | None = None  # every language, as a multilingual model
+
     def __init__(self, embedder: Any) -> None:
         self._embedder = embedder
 
@@ -295,6 +298,9 @@ class FailingEmbedder:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._embedder, name)
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)
 
 
 def test_a_refusal_while_the_embedder_is_down_is_never_cached(stack: Stack) -> None:

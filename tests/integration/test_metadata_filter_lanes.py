@@ -201,6 +201,8 @@ def test_every_lane_and_the_file_list_keep_exactly_what_the_filter_keeps(
 class FixedQueryEmbedder:
     """A fake embedder (named as one) that gives every query the one vector the test ranks against."""
 
+    languages: frozenset[str] | None = None  # every language, as a multilingual model
+
     model_id = FAKE_MODEL
     dimension = DIMENSION
     max_tokens = 512
@@ -219,6 +221,9 @@ class FixedQueryEmbedder:
 
     def usage(self, tokens: int) -> Usage:
         return Usage(provider="fake", operation="fake:embed", model=FAKE_MODEL, priced=False, input_tokens=tokens)
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)
 
 
 def _within(returned: list[str], distance: dict[str, float]) -> bool:

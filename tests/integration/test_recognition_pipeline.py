@@ -3,7 +3,7 @@ so) to reach what the local engines never do: an asynchronous job polled to comp
 fails, no engine at all, a vision model that describes or refuses, and a usage ledger that is down."""
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -504,6 +504,8 @@ def test_a_job_of_a_superseded_attempt_is_discarded_not_collected(stack: Stack, 
 class BrokenEmbedder:
     """Fake embedding port whose model endpoint fails in a way no retry inside the adapter absorbed."""
 
+    languages: frozenset[str] | None = None  # every language, as a multilingual model
+
     model_id = "broken-embedder"
     dimension = 384
     max_tokens = 256
@@ -519,6 +521,9 @@ class BrokenEmbedder:
 
     def usage(self, tokens: int) -> Usage:
         raise AssertionError("nothing was embedded")
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)
 
 
 def test_the_local_runner_records_an_infrastructure_failure_as_the_state_machines_catch_does(

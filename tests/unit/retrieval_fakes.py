@@ -18,6 +18,8 @@ NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 
 class FakeEmbedder:
+    languages: frozenset[str] | None = None  # every language, as a multilingual model
+
     def __init__(self, *, available: bool = True, fails: bool = False) -> None:
         self.available = available
         self.fails = fails
@@ -39,6 +41,9 @@ class FakeEmbedder:
 
     def usage(self, tokens: int) -> Usage:
         return Usage(provider="fake", operation="fake:embed", model=self.model_id, priced=False, input_tokens=tokens)
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)
 
 
 class FakeLanes:

@@ -81,6 +81,8 @@ def test_other_keys_are_not_work(key: str) -> None:
 class CountingEmbedder:
     """A fake EmbeddingProvider: a vector that names its text, and every text it was sent."""
 
+    languages: frozenset[str] | None = None  # every language, as a multilingual model
+
     model_id = "counting"
     dimension = 2
     max_tokens = 100
@@ -100,6 +102,9 @@ class CountingEmbedder:
 
     def usage(self, tokens: int) -> Usage:
         return Usage(provider="counting", operation="embed", model=self.model_id, priced=False, input_tokens=tokens)
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)
 
 
 def test_each_distinct_text_is_embedded_once_and_every_text_gets_its_vector() -> None:

@@ -86,6 +86,7 @@ class FakeIndex:
 
 
 class FakeEmbedder:
+    languages: frozenset[str] | None = None  # every language, as a multilingual model
     model_id = "fake"
     dimension = 3
     max_tokens = 100
@@ -101,6 +102,9 @@ class FakeEmbedder:
 
     def usage(self, tokens: int) -> Usage:
         raise AssertionError("not used")
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)
 
 
 def scanned(*blocks: tuple[int, BoundingBox, str]) -> ExtractedDocument:

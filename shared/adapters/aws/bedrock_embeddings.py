@@ -139,10 +139,18 @@ class BedrockTitanEmbedder(EmbeddingProvider):
     def max_tokens(self) -> int:
         return TITAN_V2_MAX_TOKENS
 
+    @property
+    def languages(self) -> None:
+        # Titan Text Embeddings v2 is multilingual (over 100 languages in pre-training; AWS's model card).
+        return None
+
     def capability(self) -> CapabilityStatus:
         # Deliberately no probe call (it would cost money on every status check): a model whose access was
         # never granted shows up as CapabilityUnavailable on the first embed.
         return CapabilityStatus.ready(provider=f"bedrock:{self.model_id}")
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)  # a question is read as any text
 
     def usage(self, tokens: int) -> Usage:
         # Titan bills input tokens; `tokens` is this adapter's upper estimate of them (see count_tokens).

@@ -140,10 +140,18 @@ class OnnxMiniLmEmbedder(EmbeddingProvider):
         # The model reads 256 word pieces, [CLS] and [SEP] among them: 254 are left for the text.
         return MAX_SEQUENCE - 2
 
+    @property
+    def languages(self) -> frozenset[str]:
+        # all-MiniLM-L6-v2 was trained on English pairs only: other languages' vectors place text by its characters.
+        return frozenset({"en"})
+
     def capability(self) -> CapabilityStatus:
         provider = f"local:{MINILM_MODEL_ID}"
         reason = self._unavailable_reason()
         return CapabilityStatus.ready(provider) if reason is None else CapabilityStatus.unavailable(provider, reason)
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
+        return self.embed(questions)  # a question is read as any text
 
     def usage(self, tokens: int) -> Usage:
         return Usage(

@@ -59,6 +59,10 @@ class UnavailableEmbedder(_Unavailable, EmbeddingProvider):
     def max_tokens(self) -> int:
         return 0
 
+    @property
+    def languages(self) -> None:
+        return None
+
     def count_tokens(self, text: str) -> int:
         self._refuse()
 
@@ -66,6 +70,9 @@ class UnavailableEmbedder(_Unavailable, EmbeddingProvider):
         self._refuse()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self._refuse()
+
+    def embed_queries(self, questions: Sequence[str]) -> list[list[float]]:
         self._refuse()
 
 

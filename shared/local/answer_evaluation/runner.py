@@ -180,7 +180,10 @@ class AnswerEvaluation:
         )
         scores: list[float] = []
         if extractive and answer.claims:
-            vectors = self._container.embedder.embed([question.question] + [claim.text for claim in answer.claims])
+            embedder = self._container.embedder
+            vectors = embedder.embed_queries([question.question]) + embedder.embed(
+                [claim.text for claim in answer.claims]
+            )
             scores = [round(cosine(vectors[0], vector), 4) for vector in vectors[1:]]
         return Observation(
             question=question,
