@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.language_sets import handbook, lohelp, long_documents, udhr
 from bench.language_sets.beir import SPLIT_RULE, update_manifest
-from bench.language_sets.sources import Sources, SourceUnavailable
+from bench.language_sets.sources import Sources
 
 DEFAULT_OUT = Path(".quire/language-sets")
 DEFAULT_SOURCES = DEFAULT_OUT / "_sources"
@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         try:
             entry = BUILDERS[name](sources, out)
-        except SourceUnavailable as error:
-            print(f"{name}: a source could not be fetched: {error}", file=sys.stderr)
+        except RuntimeError as error:  # a package not fetched (SourceUnavailable), man or groff missing
+            print(f"{name} was not built: {error}", file=sys.stderr)
             return 2
         update_manifest(out, name, entry)
         print(f"{name}: built in {time.monotonic() - started:.1f} s")

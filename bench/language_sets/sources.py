@@ -31,7 +31,11 @@ def run(command: list[str], cwd: Path | None = None) -> str:
     except FileNotFoundError as error:
         raise SourceUnavailable(f"{command[0]} is not installed (needed for `{' '.join(command)}`)") from error
     if done.returncode != 0:
-        said = (done.stderr.strip() or done.stdout.strip())[-800:]
+        # The first lines say what went wrong (npm's error code and reason, apt's "E:" line); warnings do not.
+        lines = [
+            line for line in (done.stderr or done.stdout).splitlines() if line.strip() and not line.startswith("W:")
+        ]
+        said = " | ".join(lines[:4])[:600]
         raise SourceUnavailable(f"`{' '.join(command)}` failed (exit {done.returncode}): {said}")
     return done.stdout
 
