@@ -23,7 +23,7 @@ PRETTIER := node_modules/.bin/prettier
 CONSOLE_SOURCES := console tests/console clients/typescript/src/index.ts clients/typescript/src/parts.ts \
 	clients/typescript/src/md5.ts clients/typescript/examples
 
-.PHONY: clients demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers language-sets fuzz crash sweep lint typecheck fmt clean venv layer synth browser speech screenshots
+.PHONY: clients demo test test-all test-unit test-console test-integration test-infra test-e2e bench eval eval-answers eval-languages language-sets fuzz crash sweep lint typecheck fmt clean venv layer synth browser speech screenshots
 
 venv: $(INSTALLED)
 
@@ -137,9 +137,16 @@ synth: $(INSTALLED)
 # before (unstemmed keyword lane, RRF k 10) / after (the product's lanes and fusion), with the tune / held-out split.
 # EVAL_ARGS="--reuse eval-…" skips ingesting again (a tenant kept with --keep).
 SCIFACT ?= ../shared/data/scifact
-eval: $(INSTALLED)
+eval: $(INSTALLED) language-sets
 	@test -d $(SCIFACT) || { echo "make eval: $(SCIFACT) is absent (set SCIFACT=dir to a BEIR dataset)"; exit 2; }
 	$(BIN)/quire eval --dataset $(SCIFACT) --split train $(EVAL_ARGS)
+	$(MAKE) --no-print-directory eval-languages
+
+# Every language of the multilingual sets (docs/search.md#languages): nDCG@10 per lane and language, the tune
+# (qrels/train.tsv) and held-out (qrels/test.tsv) queries apart. EVAL_LANGUAGE_SETS picks sets.
+EVAL_LANGUAGE_SETS ?= dhb lohelp delong udhr
+eval-languages: $(INSTALLED) language-sets
+	@for set in $(EVAL_LANGUAGE_SETS); do $(BIN)/quire eval --dataset $(LANGUAGE_SETS)/$$set || exit 1; done
 
 # Grounded answers on labelled questions (docs/answers.md, "Evaluation"): the demo set, and SciFact's train
 # claims when $(SCIFACT) is there. Recall@k, citation precision and resolvability, verbatim share, refusal

@@ -7,10 +7,21 @@ import { citationHref } from "./citations.js";
 import { el, fill, notice } from "./dom.js";
 import { compactMetadata, discoverFacetKeys, facetBar, listFacets, showFacetProblem } from "./facets.js";
 import { conditionsFromParam, filterOf, filterParam } from "./metadata.js";
-import { citationChip } from "./source.js";
+import { citationChip, languageName } from "./source.js";
 import { caller } from "./state.js";
 
+/** The hit's language as a badge ("DE"), named in full on hover ("German (de)"). */
+export function languageBadge(language) {
+  if (!language) return null;
+  return el(
+    "span",
+    { class: "badge language", "data-testid": "hit-language", title: languageName(language) },
+    language.toUpperCase(),
+  );
+}
+
 function hitItem(hit) {
+  const language = hit.citation.language || undefined;
   const scores = [`score ${hit.score.toFixed(3)}`];
   if (hit.lexicalScore !== null && hit.lexicalScore !== undefined)
     scores.push(`keyword ${hit.lexicalScore.toFixed(3)}`);
@@ -18,7 +29,8 @@ function hitItem(hit) {
   return el(
     "li",
     { class: "hit", "data-testid": "hit" },
-    el("p", { class: "excerpt" }, hit.excerpt),
+    // Marked with its language for fonts and screen readers; dir auto lays out Arabic or Hebrew right to left.
+    el("p", { class: "excerpt", lang: language, dir: "auto" }, hit.excerpt),
     el(
       "p",
       { class: "hit-meta" },
@@ -26,6 +38,7 @@ function hitItem(hit) {
       " ",
       el("span", { class: "scores" }, scores.join(" · ")),
       hit.directSubject ? el("span", { class: "badge" }, "names this document") : null,
+      languageBadge(language),
     ),
     hit.citation.metadata && Object.keys(hit.citation.metadata).length
       ? el("p", { class: "hit-metadata" }, compactMetadata(hit.citation.metadata))

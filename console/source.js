@@ -115,6 +115,13 @@ export function covers(citation, location = {}) {
   return false;
 }
 
+const languageNames = new Intl.DisplayNames(["en"], { type: "language", fallback: "code" });
+
+/** "German (de)": the language a citation's words are in, by name and ISO 639-1 code. */
+export function languageName(code) {
+  return `${languageNames.of(code)} (${code})`;
+}
+
 function facts(citation) {
   const rows = [
     ["File", citation.filename],
@@ -127,6 +134,7 @@ function facts(citation) {
     rows.push(["OCR confidence", `${Math.round(citation.ocrConfidence * 100)}%`]);
   if (spoken(citation.speechConfidence))
     rows.push(["Heard with confidence", `${Math.round(citation.speechConfidence * 100)}%`]);
+  if (citation.language) rows.push(["Language", languageName(citation.language)]);
   return el(
     "dl",
     { class: "facts" },

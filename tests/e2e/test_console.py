@@ -594,3 +594,27 @@ def test_a_large_file_goes_by_parts_and_a_reload_resumes_it_sending_only_the_mis
     assert "was aborted: it starts again from the first byte" in row.get_by_test_id("upload-note").inner_text()
     assert row.get_attribute("data-upload-id") != aborted_id
     assert page.problems == []
+
+
+def test_a_hit_shows_the_language_its_words_are_in(page: Any, stack: dict[str, Any], tmp_path: Path) -> None:
+    # Given a German note uploaded through the picker
+    sign_in(page, stack)
+    note = tmp_path / "mietvertrag-notiz.txt"
+    note.write_text(
+        "Der Mieter verpflichtet sich, die Wohnung in einem ordnungsgemäßen Zustand zu halten und Schäden"
+        " unverzüglich dem Vermieter zu melden.\n",
+        encoding="utf-8",
+    )
+    page.locator("#upload-picker").set_input_files(str(note))
+    processed(page, note.name)
+    # When it is found by another form of its words
+    page.goto(f"{stack['api']}/console/#/search?q=Schaden%20melden&mode=keyword")
+    hit = page.get_by_test_id("hit").first
+    hit.wait_for()
+    # Then the hit says its language, and its excerpt is marked with it
+    badge = hit.get_by_test_id("hit-language")
+    assert badge.inner_text() == "DE" and badge.get_attribute("title") == "German (de)"
+    assert hit.locator("p.excerpt").get_attribute("lang") == "de"
+    hit.get_by_test_id("citation").click()
+    assert "German (de)" in page.locator("dl.facts").inner_text()
+    assert page.problems == []
