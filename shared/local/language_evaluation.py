@@ -4,6 +4,7 @@ queries are `qrels/train.tsv`'s and the held-out ones `qrels/test.tsv`'s (`make 
 registry packages: bench/language_sets/SOURCES.md).
 """
 
+import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -53,6 +54,8 @@ def evaluate_languages(
             reports[language] = evaluation.run(
                 dataset, name=f"{directory.name}/{language}", split="all", held=held_out_queries(path)
             )
+            # Each language's figures as soon as they are measured: a long run stopped early keeps what it found.
+            progress(f"{directory.name}/{language}: " + json.dumps(reports[language].metrics))
         finally:
             if not keep:
                 evaluation.remove()
