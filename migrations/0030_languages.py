@@ -24,11 +24,11 @@ WHERE c.tenant_id = %s ORDER BY c.version_id, c.ordinal
 """
 _WRITE = """
 UPDATE knowledge_chunks AS c
-SET language = r.language, analyser = r.analyser, search_vector = to_tsvector(r.configuration::regconfig, r.text),
-    lexical_length = (SELECT coalesce(sum(array_length(t.positions, 1)), 0)
-                      FROM unnest(to_tsvector(r.configuration::regconfig, r.text)) AS t)
-FROM unnest(%(chunk_id)s::text[], %(language)s::text[], %(analyser)s::text[], %(configuration)s::text[],
-            %(text)s::text[]) AS r(chunk_id, language, analyser, configuration, text)
+SET language = r.language, analyser = r.analyser, search_vector = r.terms,
+    lexical_length = (SELECT coalesce(sum(array_length(t.positions, 1)), 0) FROM unnest(r.terms) AS t)
+FROM (SELECT u.chunk_id, u.language, u.analyser, to_tsvector(u.configuration::regconfig, u.text) AS terms
+      FROM unnest(%(chunk_id)s::text[], %(language)s::text[], %(analyser)s::text[], %(configuration)s::text[],
+                  %(text)s::text[]) AS u(chunk_id, language, analyser, configuration, text)) AS r
 WHERE c.tenant_id = %(tenant)s AND c.chunk_id = r.chunk_id
 """
 _VERSION_LANGUAGES = """
@@ -65,6 +65,7 @@ def migrate(conn: psycopg.Connection[Any]) -> None:
             conn.execute(statement, {"tenant": tenant})
         _rekey_titles(conn, tenant)
     conn.execute("ALTER TABLE knowledge_chunks ENABLE TRIGGER knowledge_chunks_before_write")
+    conn.execute("CREATE INDEX knowledge_chunks_search ON knowledge_chunks USING gin (search_vector)")
     conn.execute("SELECT set_config('quire.tenant_id', '', true)")
 
 

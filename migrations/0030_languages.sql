@@ -17,7 +17,7 @@ ALTER TABLE knowledge_chunks
   ADD COLUMN search_vector tsvector NOT NULL DEFAULT ''::tsvector;
 -- Every writer names both from here on (the defaults only let the columns be added to existing rows).
 ALTER TABLE knowledge_chunks ALTER COLUMN analyser DROP DEFAULT, ALTER COLUMN search_vector DROP DEFAULT;
-CREATE INDEX knowledge_chunks_search ON knowledge_chunks USING gin (search_vector);
+-- Its GIN index is built by the Python step once every chunk's terms are written (one build, not a million updates).
 COMMENT ON COLUMN knowledge_chunks.language IS
   'ISO 639-1 code of the language the chunk is written in (detected, or declared for its file); NULL: not known';
 COMMENT ON COLUMN knowledge_chunks.analyser IS

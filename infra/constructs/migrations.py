@@ -24,9 +24,10 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
 def migrations_digest(directory: Path = MIGRATIONS_DIR) -> str:
-    """SHA-256 over every migration's file name and bytes, in order: it changes whenever one does."""
+    """SHA-256 over every migration's file name and bytes (its SQL and any Python step beside it), in order: it changes
+    whenever one does."""
     digest = hashlib.sha256()
-    for path in sorted(directory.glob("*.sql")):
+    for path in sorted([*directory.glob("*.sql"), *directory.glob("[0-9][0-9][0-9][0-9]_*.py")]):
         digest.update(path.name.encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())
@@ -52,7 +53,7 @@ class Migrations(Construct):
             handler="functions.migrate.handler.handler",
             description="Applies the SQL migrations as the schema owner at deploy time",
             # An auto-paused dev cluster takes a while to resume before the first statement runs.
-            timeout=cdk.Duration.minutes(5),
+            timeout=cdk.Duration.minutes(15),
             memory_size=512,
             vpc=database.vpc,
             security_groups=[database.owner_security_group],

@@ -132,17 +132,19 @@ _BY_NAME = {name.casefold(): code for code, name in LANGUAGE_NAMES.items()}
 
 def declared_language(declared: str | None, metadata: Mapping[str, object] | None) -> str | None:
     """The language a version's chunks are in by its uploader's word, so none is detected: the one declared with
-    the upload, else the file's metadata `language` when it names a language ("de", "de-CH", "German"); any other
-    value there is the product's own and declares nothing."""
+    the upload, else the file's metadata `language` when it names a language Quire has an analyser of its own for
+    ("de", "de-CH", "German", "zh"); any other value there is the product's own and declares nothing."""
     if declared is not None:
         return declared
     value = (metadata or {}).get(METADATA_KEY)
     if not isinstance(value, str):
         return None
     try:
-        return language_code(value)
+        named: str | None = language_code(value)
     except UnknownLanguage:
-        return _BY_NAME.get(value.strip().casefold())
+        named = _BY_NAME.get(value.strip().casefold())
+    # Only a language with an analyser of its own: a product's "ts" (TypeScript) must not make a file Tsonga.
+    return named if named is not None and analyser_of(named) != SIMPLE else None
 
 
 # Han (with its extensions and compatibility ideographs), the iteration marks, Hiragana, Katakana and Hangul.
@@ -165,6 +167,12 @@ def keyword_text(text: str) -> str:
     # İ lower-cases to i and a combining dot in Python, to i in PostgreSQL's UTF-8 locales: the i is what matches.
     folded = _OPTIONAL_MARKS.sub("", unicodedata.normalize("NFKC", text).replace("İ", "I").lower())
     return cjk_pairs(_NOT_WORD.sub(_separator, folded))
+
+
+def cjk_apart(text: str) -> str:
+    """`text` with a space either side of each run of Chinese, Japanese or Korean characters, and nothing else changed:
+    so a pattern of letters and digits ("ERR-4021", "12") stops at such a run as at a space ("错误ERR-4021是")."""
+    return _CJK_RUN.sub(lambda match: f" {match.group(0)} ", text)
 
 
 def cjk_pairs(text: str) -> str:
@@ -210,8 +218,10 @@ MIN_LETTERS = 20
 # A question is short: its language counts only when the detector is this sure (on 255 short questions in 17
 # languages, langid's model was wrong above 0.7 on none: docs/adr/0011).
 QUERY_MIN_CONFIDENCE = 0.7
-# What a document's own language is read from: its opening, as far as this.
-DOCUMENT_SAMPLE_CHARACTERS = 20_000
+# What a document's own language is read from: this many of its chunks spread over it (an English abstract does not
+# decide a German paper's), this much of each.
+DOCUMENT_SAMPLE_CHUNKS = 8
+DOCUMENT_SAMPLE_CHARACTERS_PER_CHUNK = 500
 
 
 def chunk_languages(
@@ -222,13 +232,9 @@ def chunk_languages(
     keeps each part's language."""
     if declared is not None:
         return [declared] * len(texts)
-    sample, length = [], 0
-    for text in texts:
-        if length >= DOCUMENT_SAMPLE_CHARACTERS:
-            break
-        sample.append(text)
-        length += len(text)
-    document = _clear(detect("\n".join(sample)[:DOCUMENT_SAMPLE_CHARACTERS])) if sample else None
+    step = max(1, len(texts) // DOCUMENT_SAMPLE_CHUNKS)
+    sample = [text[:DOCUMENT_SAMPLE_CHARACTERS_PER_CHUNK] for text in texts[::step][:DOCUMENT_SAMPLE_CHUNKS]]
+    document = _clear(detect("\n".join(sample))) if sample else None
     return [_clear(detect(text), text) or document for text in texts]
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_valid
 
 from shared.domain.document import BlockKind
 from shared.domain.knowledge import ChunkLocation, ChunkRegion, RankedChunk
-from shared.domain.languages import keyword_text
+from shared.domain.languages import cjk_apart, keyword_text
 from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.recognition import BoundingBox
 from shared.domain.stopwords import ENGLISH_STOPWORDS
@@ -487,7 +487,7 @@ def identifier_terms(query: str) -> list[str]:
     """Query terms shaped like identifiers (ERR-4021, Q3-2026, v2.1): they contain a digit, or join
     words with a hyphen. Boosting common words found verbatim would just re-rank by word frequency."""
     found = []
-    for match in _IDENTIFIER.finditer(query):
+    for match in _IDENTIFIER.finditer(cjk_apart(query)):
         term = match.group(0)
         if any(ch.isdigit() for ch in term) or "-" in term:
             found.append(term.casefold())
@@ -517,7 +517,7 @@ class IdentifierBooster:
 
 def _contains_term(text: str, term: str) -> bool:
     # As a whole token: ERR-402 must not match inside ERR-4021.
-    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text) is not None
+    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", cjk_apart(text)) is not None
 
 
 # A run of letters or digits of the folded text (shared/domain/languages.py:keyword_text: lower case in every

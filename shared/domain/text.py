@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 
 from shared.domain.document import Block
+from shared.domain.languages import cjk_apart
 
 Span = tuple[int, int]  # text[start:end]
 
@@ -171,6 +172,7 @@ def quote_fits(quote: str, blocks_text: Sequence[str]) -> bool:
 
 def stated_figures(text: str) -> list[str]:
     """The numbers and identifiers `text` states, case-folded: tokens holding a digit, and all-capitals codes."""
+    text = cjk_apart(text)  # a figure inside Chinese or Japanese text ("根据第12条") is the figure alone
     figures = [token for token in _TOKEN.findall(text) if any(ch.isdigit() for ch in token)]
     figures.extend(_CODE.findall(text))
     return list(dict.fromkeys(figure.casefold() for figure in figures))
@@ -178,4 +180,4 @@ def stated_figures(text: str) -> list[str]:
 
 def contains_token(text: str, token: str) -> bool:
     # As a whole token: ERR-402 must not be found inside ERR-4021, nor 12 inside 2012.
-    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", text) is not None
+    return re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", cjk_apart(text)) is not None

@@ -108,8 +108,11 @@ def test_the_upload_declares_first_then_a_metadata_value_that_names_a_language()
     assert declared_language("es", {"language": "de"}) == "es"
     assert declared_language(None, {"language": "de-AT"}) == "de"
     assert declared_language(None, {"language": "German"}) == "de"
-    # The product's own values that name no language declare nothing.
+    # The product's own values that name no language declare nothing; nor does a code Quire has no analyser for
+    # (a product's "ts" is TypeScript, not Tsonga).
     assert declared_language(None, {"language": "legalese"}) is None
+    assert declared_language(None, {"language": "ts"}) is None
+    assert declared_language(None, {"language": "zh-Hant"}) == "zh"
     assert declared_language(None, {"language": ["de"]}) is None
     assert declared_language(None, {}) is None and declared_language(None, None) is None
 
@@ -141,6 +144,7 @@ def test_a_vague_or_short_chunk_takes_its_documents_language() -> None:
             "Tabelle 7 Zeile 3 Spalte 9 Summe": LanguageGuess("nl", 0.4),  # long enough, not sure
         }
     )
+    # The document is read from its chunks spread over it, 500 characters of each.
     detector.answers["\n".join([long_german, "Seite 4", "Tabelle 7 Zeile 3 Spalte 9 Summe"])] = LanguageGuess("de", 0.9)
     assert chunk_languages([long_german, "Seite 4", "Tabelle 7 Zeile 3 Spalte 9 Summe"], detector.detect) == [
         "de",
@@ -186,8 +190,17 @@ def test_the_real_detector_names_no_language_for_text_without_letters(text: str)
 
 
 def test_the_real_detector_bounds_what_it_reads() -> None:
-    guess = Py3LangidDetector().detect("Der Vertrag ist gültig. " * 100_000)  # 2.4 MB: only its opening is read
-    assert guess is not None and guess.language == "de"
+    # 2.4 MB of German after 4,000 characters of English: only the opening is read, so it is English.
+    opening = ("The contract is valid. " * 200)[:4000]
+    guess = Py3LangidDetector().detect(opening + "Der Vertrag ist gültig. " * 100_000)
+    assert guess is not None and guess.language == "en"
+
+
+def test_a_document_s_language_is_read_from_chunks_spread_over_it() -> None:
+    english_abstract = "This paper studies the effects of rent control on housing supply in large cities."
+    german = "Die Untersuchung zeigt, dass die Mietpreisbremse das Angebot an Wohnungen kaum verändert hat."
+    texts = [english_abstract] + [german] * 15 + ["Seite 4"]
+    assert chunk_languages(texts, Py3LangidDetector().detect)[-1] == "de"
 
 
 def test_sentences_end_at_every_script_s_terminals() -> None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from shared.domain.answers import Evidence, EvidenceBlock
 from shared.domain.knowledge import ChunkRegion
+from shared.domain.search import words_of
 
 MAX_EVIDENCE = 8
 # The generator sends at most this many blocks (its own bound, shared/adapters/aws/bedrock_answers.py): what is
@@ -16,11 +17,10 @@ EVIDENCE_BUDGET_CHARACTERS = 12_000
 # overlapping neighbour of one block sequence shares its overlap block, a re-upload shares nearly everything.
 NEAR_DUPLICATE = 0.8
 NEIGHBOUR_OVERLAP = 0.5
-_WORD = re.compile(r"[^\W_]+")
 
 
 def word_shingles(text: str) -> frozenset[tuple[str, ...]]:
-    words = _WORD.findall(text.casefold())
+    words = words_of(text)  # a CJK run's pairs are its words
     if len(words) < 3:
         return frozenset({tuple(words)}) if words else frozenset()
     return frozenset(tuple(words[index : index + 3]) for index in range(len(words) - 2))

@@ -15,6 +15,7 @@ from shared.domain.answers import (
 )
 from shared.domain.grounding.conflicts import content_words
 from shared.domain.grounding.evidence import piece_of
+from shared.domain.search import words_of
 from shared.domain.text import contains_token, normalised, quote_fits, stated_figures
 
 MIN_QUOTE_WORDS = 4
@@ -79,7 +80,8 @@ def validated_claim(
     if not bearing:
         return unsupported
     cited = [normalised(evidence[evidence_id].text).casefold() for evidence_id in bearing]
-    if len(quote.split()) < MIN_QUOTE_WORDS and not any(quote.casefold() == body for body in cited):
+    # Words as the keyword lane counts them: a Chinese or Japanese sentence has no spaces, its pairs are its words.
+    if len(words_of(quote)) < MIN_QUOTE_WORDS and not any(quote.casefold() == body for body in cited):
         return unsupported
     claimed = content_words(text)
     if claimed and len(claimed & frozenset().union(*(content_words(body) for body in cited))) < MIN_CLAIM_OVERLAP * len(
