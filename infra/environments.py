@@ -3,6 +3,10 @@
 from dataclasses import dataclass
 from typing import Literal
 
+# The Bedrock embedding models the runtime reads (shared/bootstrap/adapters.py's AwsAdapters.embedder), both
+# multilingual and both giving vectors of the column's 1,024 dimensions (infra/constructs/functions.py).
+EMBEDDING_MODELS = ("amazon.titan-embed-text-v2:0", "cohere.embed-multilingual-v3")
+
 # Lambda refuses a reservation that would leave fewer than this many unreserved executions in the account and
 # region (the pool every function without a reservation, and the account's other workloads, share).
 UNRESERVED_CONCURRENCY_MINIMUM = 100
@@ -89,6 +93,17 @@ class EnvironmentSettings:
     # NAT gateways of the webhook deliverer's way out to customers' endpoints (infra/constructs/database.py): one
     # (~32 USD a month plus traffic) or one per zone (two), so that a zone's outage does not stop deliveries.
     webhook_nat_gateways: int = 1
+    # The Bedrock embedding model (one of EMBEDDING_MODELS): every function gets it as
+    # QUIRE_BEDROCK_EMBEDDING_MODEL_ID, and the embed step and the API and MCP functions may invoke it alone.
+    # Changing it on a deployed environment makes every stored vector stale: re-index (docs/deployment.md).
+    embedding_model_id: str = EMBEDDING_MODELS[0]
+
+    def __post_init__(self) -> None:
+        if self.embedding_model_id not in EMBEDDING_MODELS:
+            raise ValueError(
+                f"{self.name}: embedding_model_id {self.embedding_model_id!r} is not one Quire reads: choose one"
+                f" of {', '.join(EMBEDDING_MODELS)}"
+            )
 
 
 ENVIRONMENTS: dict[str, EnvironmentSettings] = {

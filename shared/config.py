@@ -74,7 +74,9 @@ class Settings(BaseSettings):
     # The local embedding model: MiniLM (English, fast) or multilingual-e5-small (about 100 languages, about ten
     # times slower on the CPU; docs/search.md#languages). Changing it makes every stored vector stale: re-index.
     local_embedding_model: Literal["minilm", "multilingual-e5-small"] = "minilm"
-    # Bedrock Titan Text Embeddings v2 on AWS (256, 512 or 1024 dimensions: QUIRE_EMBEDDING_DIMENSION).
+    # The Bedrock embedding model on AWS: amazon.titan-embed-text-v2:0 (256, 512 or 1024 dimensions:
+    # QUIRE_EMBEDDING_DIMENSION) or cohere.embed-multilingual-v3 (1024 only); both multilingual. Anything else is
+    # refused by name. Changing it makes every stored vector stale: re-index (docs/deployment.md#the-embedding-model).
     bedrock_embedding_model_id: str = "amazon.titan-embed-text-v2:0"
     # Retrieval (docs/search.md, docs/adr/0004): chosen on the SciFact train split, never on test.
     search_fusion: Literal["zscore", "rrf"] = "zscore"  # docs/adr/0008

@@ -34,13 +34,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.constructs.console import CONSOLE_PATH
-from infra.constructs.functions import (
-    EMBEDDING_MODEL_ID,
-    DatabaseAccess,
-    LambdaPackage,
-    acknowledge,
-    log_retention,
-)
+from infra.constructs.functions import DatabaseAccess, LambdaPackage, acknowledge, log_retention
 from infra.constructs.storage import DELETE_OBJECTS, MULTIPART_OBJECTS, READ_OBJECTS, TAG_OBJECTS, Storage
 from infra.constructs.tenant_data import TenantDataAccess
 from infra.environments import EnvironmentSettings
@@ -73,7 +67,6 @@ AUTHENTICATED_METHODS = (
     apigwv2.HttpMethod.DELETE,
 )
 AUTHENTICATED_PATH = "/v1/{proxy+}"
-# Query embeddings: Titan Text Embeddings v2, the model shared.config's bedrock_embedding_model_id names.
 # Storage key prefixes (shared/domain/uploads.py): originals under tenants/, extracted documents under derived/.
 ORIGINALS_PREFIX = "tenants/"
 DERIVED_PREFIX = "derived/"
@@ -151,6 +144,7 @@ def serve_tenants(
     *,
     storage: Storage,
     state_machine: sfn.IStateMachine,
+    embedding_model_id: str,
     summary_model_id: str | None,
     answer_model_id: str | None,
 ) -> TenantDataAccess:
@@ -177,7 +171,7 @@ def serve_tenants(
     data.grant_objects(("s3:PutObject",), (ARTIFACT_CONTENT_PREFIX, REPLACEMENTS_PREFIX))
     # "This document is gone" (which reindex acts on) must be a 404, not a 403.
     data.grant_missing_is_not_found()
-    # Query embeddings for search and re-embedding on reindex, from this model only.
+    # Query embeddings for search and re-embedding on reindex, from the environment's embedding model only.
     function.add_to_role_policy(
         iam.PolicyStatement(
             actions=["bedrock:InvokeModel"],
@@ -186,7 +180,7 @@ def serve_tenants(
                     service="bedrock",
                     account="",
                     resource="foundation-model",
-                    resource_name=EMBEDDING_MODEL_ID,
+                    resource_name=embedding_model_id,
                 )
             ],
         )
@@ -272,6 +266,7 @@ class Api(Construct):
             function,
             storage=storage,
             state_machine=state_machine,
+            embedding_model_id=settings.embedding_model_id,
             summary_model_id=settings.summary_model_id,
             answer_model_id=settings.answer_model_id,
         )

@@ -17,9 +17,9 @@ from infra.environments import EnvironmentSettings
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.ARM_64
-# Bedrock Titan Text Embeddings v2 at 1024 dimensions: what every function embeds with (the indexing
-# pipeline and the API's queries must agree), and the `vector(N)` column the migrations create.
-EMBEDDING_MODEL_ID = "amazon.titan-embed-text-v2:0"
+# The embedding vectors' dimension, which both embedding models (infra/environments.py's EMBEDDING_MODELS) give:
+# what every function embeds with (the indexing pipeline and the API's queries must agree, with the environment's
+# embedding_model_id), and the `vector(N)` column the migrations create.
 EMBEDDING_DIMENSION = 1024
 
 
@@ -122,7 +122,7 @@ class LambdaPackage(Construct):
                 "POWERTOOLS_LOG_LEVEL": settings.log_level,
                 "POWERTOOLS_METRICS_NAMESPACE": "Quire",
                 "QUIRE_ENVIRONMENT": settings.name,
-                "QUIRE_BEDROCK_EMBEDDING_MODEL_ID": EMBEDDING_MODEL_ID,
+                "QUIRE_BEDROCK_EMBEDDING_MODEL_ID": settings.embedding_model_id,
                 "QUIRE_EMBEDDING_DIMENSION": str(EMBEDDING_DIMENSION),
                 # Every function, not only the upload's: processing is asked for from the upload event, the
                 # verdict, the sweeps and the API, and each must hold it back until the scanner says clean.

@@ -121,6 +121,7 @@ class McpServer(Construct):
             self.function,
             storage=storage,
             state_machine=state_machine,
+            embedding_model_id=settings.embedding_model_id,
             summary_model_id=settings.summary_model_id,
             answer_model_id=settings.answer_model_id,
         )

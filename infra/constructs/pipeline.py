@@ -29,7 +29,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from infra.constructs.database import Database
-from infra.constructs.functions import EMBEDDING_MODEL_ID, LambdaPackage, acknowledge, log_retention
+from infra.constructs.functions import LambdaPackage, acknowledge, log_retention
 from infra.constructs.pipeline_steps import (
     OCR_POLL_SECONDS,
     RETRIED_ERRORS,
@@ -107,11 +107,12 @@ class Pipeline(Construct):
                     resources=[_foundation_model(settings.vision_model_id)],
                 )
             )
+        # The environment's embedding model, the one QUIRE_BEDROCK_EMBEDDING_MODEL_ID names (functions.py).
         embed = self.step_functions["Embed"]
         embed.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["bedrock:InvokeModel"],
-                resources=[_foundation_model(EMBEDDING_MODEL_ID)],
+                resources=[_foundation_model(settings.embedding_model_id)],
             )
         )
         self.state_machine = self._state_machine()

@@ -490,14 +490,25 @@ class AwsAdapters(Adapters):
 
     @cached_property
     def embedder(self) -> EmbeddingProvider:
-        from shared.adapters.aws.bedrock_embeddings import BedrockTitanEmbedder
+        """The Bedrock embedding model QUIRE_BEDROCK_EMBEDDING_MODEL_ID names: Titan Text Embeddings v2 or Cohere
+        Embed Multilingual v3 (the CDK grants the functions that one model only)."""
+        from shared.adapters.aws.bedrock_embeddings import TITAN_V2_MODEL_ID, BedrockTitanEmbedder
+        from shared.adapters.aws.cohere_embeddings import COHERE_MULTILINGUAL_V3_MODEL_ID, BedrockCohereEmbedder
 
-        dimension = self.settings.embedding_dimension
-        try:
-            return BedrockTitanEmbedder.from_region(
-                self.settings.region, dimension=dimension, model_id=self.settings.bedrock_embedding_model_id
+        builders: dict[str, Callable[..., EmbeddingProvider]] = {
+            TITAN_V2_MODEL_ID: BedrockTitanEmbedder.from_region,
+            COHERE_MULTILINGUAL_V3_MODEL_ID: BedrockCohereEmbedder.from_region,
+        }
+        model_id, dimension = self.settings.bedrock_embedding_model_id, self.settings.embedding_dimension
+        build = builders.get(model_id)
+        if build is None:
+            raise ConfigurationError(
+                f"QUIRE_BEDROCK_EMBEDDING_MODEL_ID is {model_id!r}, not an embedding model Quire reads: set it to"
+                f" {TITAN_V2_MODEL_ID} or {COHERE_MULTILINGUAL_V3_MODEL_ID}"
             )
-        except ValueError as error:  # a dimension Titan does not offer: said, not guessed around
+        try:
+            return build(self.settings.region, dimension=dimension)
+        except ValueError as error:  # a dimension the model does not offer: said, not guessed around
             return UnavailableEmbedder(str(error), dimension=dimension)
 
     @cached_property
