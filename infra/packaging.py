@@ -42,8 +42,8 @@ CODE_PACKAGES = ("functions", "shared", "migrations")
 # The local runtime (the `quire` CLI, the embedded stack) is never packaged for Lambda.
 NOT_PACKAGED = ("shared/local", "shared/cli")
 # The repository's own packages the layer carries: data that changes with the dependencies, not with the code
-# (the fonts PDF exports are written in).
-LAYER_PACKAGES = ("quire_fonts",)
+# (the fonts PDF exports are written in, the language detector's model).
+LAYER_PACKAGES = ("quire_fonts", "quire_langid")
 LAYER_STAMP = ".requirements-sha256"
 # Beside the layer, not in it (its directory is the asset): what the same requirements resolve to on this machine.
 _REFERENCE_SUFFIX = ".reference-versions.json"
@@ -280,13 +280,10 @@ def build_layer(out: Path = LAYER_DIR) -> Path:
         reference.cancel()
         raise LayerNotBuilt(f"pip could not build the Lambda dependency layer:\n{installed.stderr[-4000:]}")
     copy_layer_packages(out / "python")
-    # Console scripts and caches are of no use in a layer, nor are numpy's own test suites (17 MB of the 67 numpy
-    # brings for the language detector, which would take the layer past Lambda's 250 MB).
+    # Console scripts and caches are of no use in a layer.
     shutil.rmtree(out / "python" / "bin", ignore_errors=True)
     for cache in (out / "python").rglob("__pycache__"):
         shutil.rmtree(cache, ignore_errors=True)
-    for suite in sorted((out / "python" / "numpy").rglob("tests"), reverse=True):
-        shutil.rmtree(suite, ignore_errors=True)
     compile_bytecode(out / "python", lambda_python(), deployed_at="/opt/python")
     digest = _requirements_digest(requirements)
     _record_reference(out, digest, reference.versions())

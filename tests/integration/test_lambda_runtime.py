@@ -388,12 +388,13 @@ class Runs:
 @pytest.fixture(scope="module")
 def runs(deployment: Deployment, local_stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -> Runs:
     root = tmp_path_factory.mktemp("lambda-runs")
-    # The layer's own packages (quire_fonts), and the local embedder's tokenizer package QUIRE_RUNTIME=local needs;
-    # the layer's dependencies are this Python's (the real layer holds arm64 wheels for 3.12).
+    # The layer's own packages (quire_fonts, quire_langid), and the local embedder's tokenizer package
+    # QUIRE_RUNTIME=local needs; the layer's dependencies are this Python's (the real layer holds arm64 wheels
+    # for 3.12).
     layer = root / "layer"
     layer.mkdir()
     repo = Path(__file__).resolve().parents[2]
-    for package in ("quire_fonts", "quire_minilm"):
+    for package in ("quire_fonts", "quire_langid", "quire_minilm"):
         (layer / package).symlink_to(repo / package)
 
     def start(handler: str, event: dict[str, Any]) -> LambdaRun:

@@ -63,3 +63,8 @@ def test_the_layer_carries_the_export_fonts_and_their_change_rebuilds_it(tmp_pat
     assert {"DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSansMono.ttf", "LICENSE", "__init__.py"} <= set(fonts)
     # The layer's stamp covers the fonts: a font that changes makes the layer stale.
     assert any(entry.startswith("quire_fonts/DejaVuSans.ttf:") for entry in _layer_package_digests())
+    # And the language detector's model, which its change rebuilds too.
+    assert {"model.xz", "LICENSE", "SOURCE.md", "__init__.py"} <= {
+        path.name for path in (tmp_path / "quire_langid").iterdir()
+    }
+    assert any(entry.startswith("quire_langid/model.xz:") for entry in _layer_package_digests())
