@@ -419,12 +419,22 @@ def test_the_custom_resource_runs_after_the_writer_and_the_network_exist(synthes
 
 def test_a_changed_or_added_migration_changes_the_digest(tmp_path: Path) -> None:
     copy = tmp_path / "migrations"
-    shutil.copytree(MIGRATIONS_DIR, copy, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    # The migrations and their Python steps, not the runner nor the package's own modules.
+    shutil.copytree(
+        MIGRATIONS_DIR, copy, ignore=shutil.ignore_patterns("runner.py", "__init__.py", "__pycache__", "certificates")
+    )
     assert migrations_digest(copy) == migrations_digest()
-    # The files the digest covers are exactly the ones the runner applies.
+    # The files the digest covers are exactly the ones the runner applies: each SQL file and any step beside it.
     assert sorted(p.name for p in copy.glob("*.sql")) == [
         f"{m.version}_{m.name}.sql" for m in runner.discover(MIGRATIONS_DIR)
     ]
+    assert sorted(p.name for p in copy.glob("*.py")) == [
+        m.step.name for m in runner.discover(MIGRATIONS_DIR) if m.step is not None
+    ]
+    step = next(copy.glob("*.py"))
+    step.write_text(step.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert migrations_digest(copy) != migrations_digest()  # a step is part of its migration
+    step.write_text(step.read_text(encoding="utf-8").removesuffix("\n# edited\n"), encoding="utf-8")
     first = sorted(copy.glob("*.sql"))[0]
     first.write_text(first.read_text(encoding="utf-8") + "\n-- edited\n", encoding="utf-8")
     edited = migrations_digest(copy)
