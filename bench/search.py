@@ -1,6 +1,7 @@
 """Search at scale, in an embedded PostgreSQL of its own (a temporary directory, stopped even on error).
 
-- Load: 100,000 chunks of 384 dimensions over 100 tenants of Zipf-skewed sizes (1-3 collections each),
+- Load: 100,000 chunks of 384 dimensions over 100 tenants of Zipf-skewed sizes (1-3 collections each), in six
+  languages (40% English, 12% each German, Spanish, Russian, Chinese, Arabic: every collection holds all six),
   written through the KnowledgeStore's bulk path (`replace_chunks`, up to 200 chunks per version) with
   the HNSW index dropped, then the index rebuilt from the migration's own definition; then the rate of
   further writes with the index in place.
@@ -14,13 +15,16 @@
   answer cache (bench/answers.py).
 - Indexing end to end: SciFact abstracts chunked, embedded by the real local MiniLM and written.
 
-The synthetic corpus is bench/search_corpus.py's.
+The synthetic corpus is bench/search_corpus.py's. For comparison, the same corpus in English only (the same
+vectors, queries and Zipf ranks) is loaded into a second server before the latency runs, and its hybrid and keyword
+lanes are timed in turn with the mixed corpus's, run by run (QUIRE_BENCH_SEARCH_ENGLISH_ONLY=0 leaves it out).
 
 When recall misses the target somewhere, the bench also measures the adapter's vector query under
 other GUCs (in its own transactions), the keyword lane's SQL without row-level security, and, last, the
 HNSW index rebuilt with ef_construction 128 (QUIRE_BENCH_SEARCH_ALTERNATIVES=1 forces these).
 
-QUIRE_BENCH_SEARCH_CHUNKS and QUIRE_BENCH_SEARCH_QUERIES shrink the run while developing.
+QUIRE_BENCH_SEARCH_CHUNKS and QUIRE_BENCH_SEARCH_QUERIES shrink the run while developing; `python -m
+bench.search` runs only this bench and writes .bench/search.json (never over `make bench`'s results).
 """
 
 import json
@@ -29,9 +33,10 @@ import secrets
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -49,6 +54,7 @@ from bench.search_corpus import (
     CENTROIDS,
     CHUNK_NOISE,
     DIMENSION,
+    ENGLISH_ONLY,
     FAKE_MODEL,
     LARGE_FROM,
     OFF_DOMAIN_SHARE,
@@ -75,6 +81,8 @@ SCIFACT = REPO_ROOT.parent / "shared" / "data" / "scifact"
 
 CHUNKS = int(os.environ.get("QUIRE_BENCH_SEARCH_CHUNKS", "100000"))
 QUERIES = int(os.environ.get("QUIRE_BENCH_SEARCH_QUERIES", "300"))
+ENGLISH_COMPARISON = os.environ.get("QUIRE_BENCH_SEARCH_ENGLISH_ONLY", "1") != "0"
+ENGLISH_ONLY_SUFFIX = ", english-only corpus"
 CHUNKS_PER_VERSION = 200
 INCREMENTAL_CHUNKS = 2_000
 SCIFACT_DOCUMENTS = 200
@@ -162,7 +170,9 @@ def write_versions(database: Database, corpus: Corpus, plan: Sequence[tuple[str,
             file_id,
             version_id,
             collection,
-            paragraph_drafts([corpus.text(int(chunk)) for chunk in chunks]),
+            paragraph_drafts(
+                [corpus.text(int(chunk)) for chunk in chunks], [corpus.language(int(chunk)) for chunk in chunks]
+            ),
             vectors=[tuple(corpus.vectors[int(chunk)].tolist()) for chunk in chunks],
             embedding_model=FAKE_MODEL,
             filename=f"doc-{version_id.hex[:8]}.txt",
@@ -219,7 +229,14 @@ def build_hnsw(owner_url: str, definition: str) -> float:
 def vacuum_analyze(owner_url: str) -> float:
     with psycopg.connect(owner_url, autocommit=True) as conn:
         begun = time.perf_counter()
-        for table in ("knowledge_chunks", "keyword_terms", "keyword_collections", "file_versions", "files"):
+        for table in (
+            "knowledge_chunks",
+            "keyword_postings",
+            "keyword_terms",
+            "keyword_collections",
+            "file_versions",
+            "files",
+        ):
             conn.execute(f"VACUUM (ANALYZE) {table}")
         return time.perf_counter() - begun
 
@@ -634,6 +651,26 @@ def index_alternative(
     return measured
 
 
+def keyword_params(query: BenchQuery, tuning: Any) -> dict[str, Any]:
+    """The parameters PostgresKeywordIndex.search gives KEYWORD_SEARCH for `query` (no filters): its folded text,
+    every analyser with its configuration, Quire's stopwords."""
+    from shared.adapters.postgres import keyword_lane
+    from shared.domain.languages import ANALYSERS, keyword_text, text_search_configuration
+
+    analysers = sorted(ANALYSERS)
+    return {
+        "tenant": query.tenant,
+        "collections": sorted(query.searchable),
+        "query": keyword_text(query.text),
+        "stopwords": keyword_lane.STOPWORDS,
+        "analysers": analysers,
+        "configurations": [text_search_configuration(analyser) for analyser in analysers],
+        "limit": tuning.candidates,
+        "k1": tuning.bm25_k1,
+        "b": tuning.bm25_b,
+    }
+
+
 def keyword_without_rls(owner_url: str, queries: Sequence[BenchQuery], tuning: Any) -> dict[str, Any]:
     """The keyword lane's own SQL run by the superuser (RLS does not apply; the tenant condition is in the
     SQL anyway): shows what row-level security costs it. Under RLS a non-LEAKPROOF operator (@@, &&) may
@@ -653,15 +690,7 @@ def keyword_without_rls(owner_url: str, queries: Sequence[BenchQuery], tuning: A
         )
         plans: dict[str, str] = {}
         for query in queries:
-            params = {
-                "tenant": query.tenant,
-                "collections": sorted(query.searchable),
-                "query": query.text,
-                "stopwords": keyword_lane.STOPWORDS,
-                "limit": tuning.candidates,
-                "k1": tuning.bm25_k1,
-                "b": tuning.bm25_b,
-            }
+            params = keyword_params(query, tuning)
             elapsed, _ = timed_ms(partial(_fetch_all, conn, statement, params))
             latencies.append(elapsed)
             if query.bucket not in plans:
@@ -685,29 +714,51 @@ def scan_indexes(plan: dict[str, Any]) -> str:
     return " + ".join(names) or "none"
 
 
-def keyword_plans_under_rls(database: Database, queries: Sequence[BenchQuery], tuning: Any) -> dict[str, str]:
+def keyword_plans_under_rls(
+    database: Database, corpus: Corpus, queries: Sequence[BenchQuery], tuning: Any
+) -> dict[str, Any]:
+    """EXPLAIN ANALYZE of the keyword lane's statement, as the application role (RLS on), for the largest tenant
+    queried in each bucket: which indexes its scans used, and how each table was read (a postings lookup should
+    be an index scan on the primary key, once per (analyser, term), never a sequential scan)."""
     from shared.adapters.postgres import keyword_lane
 
     statement = keyword_lane.KEYWORD_SEARCH.format(join="")
-    plans: dict[str, str] = {}
-    for query in queries:
-        if query.bucket in plans:
+    plans: dict[str, Any] = {}
+    for bucket in BUCKETS:
+        members = [query for query in queries if query.bucket == bucket]
+        if not members:
             continue
-        params = {
-            "tenant": query.tenant,
-            "collections": sorted(query.searchable),
-            "query": query.text,
-            "stopwords": keyword_lane.STOPWORDS,
-            "limit": tuning.candidates,
-            "k1": tuning.bm25_k1,
-            "b": tuning.bm25_b,
-        }
-        with database.tenant_transaction(query.tenant) as conn:
-            explained = conn.execute(f"EXPLAIN (FORMAT JSON) {statement}", params).fetchone()
+        chosen = max(members, key=lambda q: (corpus.sizes[int(q.tenant[1:])], q.wanted is None))
+        with database.tenant_transaction(chosen.tenant) as conn:
+            explained = conn.execute(
+                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}", keyword_params(chosen, tuning)
+            ).fetchone()
         assert explained is not None
         document = explained[0] if isinstance(explained[0], list) else json.loads(explained[0])
-        plans[query.bucket] = scan_indexes(document[0]["Plan"])
+        label = f"{bucket}: {chosen.tenant} ({corpus.sizes[int(chosen.tenant[1:])]} chunks, {chosen.language} query)"
+        plans[label] = {"indexes": scan_indexes(document[0]["Plan"]), **keyword_plan_summary(document[0])}
     return plans
+
+
+def keyword_plan_summary(explained: dict[str, Any]) -> dict[str, Any]:
+    """Each table the keyword lane read, how (node, index, condition), how many times and how many rows a time."""
+    reads = [node for node in plan_nodes(explained["Plan"]) if "Relation Name" in node]
+    return {
+        "execution_ms": round(explained.get("Execution Time", 0.0), 2),
+        "sequential_scans": sorted({node["Relation Name"] for node in reads if node["Node Type"] == "Seq Scan"}),
+        "reads": [
+            {
+                "table": node["Relation Name"],
+                "node": node["Node Type"],
+                "index": node.get("Index Name"),
+                "condition": node.get("Index Cond") or node.get("Recheck Cond"),
+                "loops": node.get("Actual Loops"),
+                "rows_per_loop": node.get("Actual Rows"),
+                "shared_blocks_hit_read": [node.get("Shared Hit Blocks"), node.get("Shared Read Blocks")],
+            }
+            for node in reads
+        ],
+    }
 
 
 def bench_retrieval(container: Any, queries: Sequence[BenchQuery]) -> Any:
@@ -720,73 +771,133 @@ def bench_retrieval(container: Any, queries: Sequence[BenchQuery]) -> Any:
     return Container(settings, adapters_for(settings, database=container.database, embedder=embedder)).retrieval
 
 
-def latency_figures(
-    result: Result, container: Any, retrieval: Any, queries: Sequence[BenchQuery]
-) -> list[dict[str, Any]]:
-    from shared.domain.auth import Principal
-    from shared.domain.search import SearchFilters, SearchQuery
+def corpus_languages(corpus: Corpus) -> dict[str, Any]:
+    """What the latency rows say of the corpus they were measured on."""
+    shares = corpus.language_shares()
+    return {
+        "corpus": "mixed-language" if len(shares) > 1 else f"{next(iter(shares))} only",
+        "language_shares": shares,
+        "language_rule": f"chunk i in pattern[i % {len(corpus.pattern)}]: {' '.join(corpus.pattern)}",
+    }
 
-    vectors, keywords = container.vector_index, container.keyword_index
-    tuning = retrieval.tuning
-    principals = [Principal(tenant_id=q.tenant, subject="bench", collections=q.readable) for q in queries]
-    searches = [SearchQuery(text=q.text, filters=SearchFilters(collections=q.wanted)) for q in queries]
-    none = SearchFilters()
 
-    def hybrid(index: int) -> Any:
-        return retrieval.search(principals[index], searches[index])
+@dataclass(frozen=True)
+class LatencySubject:
+    """A loaded corpus whose lanes are timed, and the suffix its rows' names carry."""
 
-    def vector(index: int) -> Any:
-        q = queries[index]
-        return vectors.nearest(
-            q.tenant, q.searchable, q.vector, embedding_model=FAKE_MODEL, limit=tuning.candidates, filters=none
-        )
+    container: Any
+    retrieval: Any
+    queries: Sequence[BenchQuery]
+    corpus: Corpus
+    lanes: Sequence[str] = ("hybrid", "vector", "keyword")
+    suffix: str = ""
+    data: dict[str, Any] = field(default_factory=dict)  # more to say in each of its rows
 
-    def keyword(index: int) -> Any:
-        q = queries[index]
-        return keywords.search(
-            q.tenant, q.searchable, q.text, limit=tuning.candidates, filters=none, k1=tuning.bm25_k1, b=tuning.bm25_b
-        )
 
-    lanes = {"hybrid": hybrid, "vector": vector, "keyword": keyword}
-    p50: dict[str, list[float]] = {name: [] for name in lanes}
-    p95: dict[str, list[float]] = {name: [] for name in lanes}
-    bucket_p95: dict[str, dict[str, list[float]]] = {name: {} for name in lanes}
-    answered = 0
+def latency_figures(result: Result, subjects: Sequence[LatencySubject]) -> list[list[dict[str, Any]]]:
+    """Each subject's lanes timed over its queries, RUNS times, the subjects taken in turn within each run (so a
+    busy minute on the machine falls on all of them alike); each subject's rows, in the subjects' order."""
+    timed = [_LaneTimes(subject) for subject in subjects]
     for run in range(RUNS):
-        for name, action in lanes.items():
+        for times in timed:
+            times.run(first=run == 0)
+    return [times.rows(result) for times in timed]
+
+
+class _LaneTimes:
+    def __init__(self, subject: LatencySubject) -> None:
+        from shared.domain.auth import Principal
+        from shared.domain.search import SearchFilters, SearchQuery
+
+        self.subject = subject
+        queries = subject.queries
+        vectors, keywords = subject.container.vector_index, subject.container.keyword_index
+        retrieval = subject.retrieval
+        tuning = retrieval.tuning
+        principals = [Principal(tenant_id=q.tenant, subject="bench", collections=q.readable) for q in queries]
+        searches = [SearchQuery(text=q.text, filters=SearchFilters(collections=q.wanted)) for q in queries]
+        none = SearchFilters()
+
+        def hybrid(index: int) -> Any:
+            return retrieval.search(principals[index], searches[index])
+
+        def vector(index: int) -> Any:
+            q = queries[index]
+            return vectors.nearest(
+                q.tenant, q.searchable, q.vector, embedding_model=FAKE_MODEL, limit=tuning.candidates, filters=none
+            )
+
+        def keyword(index: int) -> Any:
+            q = queries[index]
+            return keywords.search(
+                q.tenant,
+                q.searchable,
+                q.text,
+                limit=tuning.candidates,
+                filters=none,
+                k1=tuning.bm25_k1,
+                b=tuning.bm25_b,
+            )
+
+        every: dict[str, Callable[[int], Any]] = {"hybrid": hybrid, "vector": vector, "keyword": keyword}
+        self.lanes = {name: every[name] for name in subject.lanes}
+        self.p50: dict[str, list[float]] = {name: [] for name in self.lanes}
+        self.p95: dict[str, list[float]] = {name: [] for name in self.lanes}
+        self.bucket_p95: dict[str, dict[str, list[float]]] = {name: {} for name in self.lanes}
+        self.answered = 0
+
+    def run(self, *, first: bool) -> None:
+        queries = self.subject.queries
+        for name, action in self.lanes.items():
             samples = []
             for index in range(len(queries)):
                 elapsed, answer = timed_ms(partial(action, index))
                 samples.append(elapsed)
-                if run == 0 and name == "hybrid" and getattr(answer, "hits", None):
-                    answered += 1
-            p50[name].append(percentile(samples, 0.5))
-            p95[name].append(percentile(samples, 0.95))
+                if first and name == "hybrid" and getattr(answer, "hits", None):
+                    self.answered += 1
+            self.p50[name].append(percentile(samples, 0.5))
+            self.p95[name].append(percentile(samples, 0.95))
             for bucket, values in by_bucket(queries, samples).items():
-                bucket_p95[name].setdefault(bucket, []).append(percentile(values, 0.95))
-    common = {"queries": len(queries), "runs_of": f"{RUNS} runs of {len(queries)} queries; median of the runs"}
-    out = []
-    for name, label in (
-        ("hybrid", "hybrid search (Retrieval.search, FAKE query embedder)"),
-        ("vector", "vector lane (nearest)"),
-        ("keyword", "keyword lane (BM25 search)"),
-    ):
-        extra: dict[str, Any] = {"candidates_per_lane": tuning.candidates}
-        if name == "hybrid":
-            extra["embedder"] = (
-                "FAKE: a dict lookup of the bench's synthetic query vector, no model runs; the figure is"
-                " Retrieval.search end to end otherwise (both lanes, RRF, the title lane, floors, snapshot hydration,"
-                " the identifier booster)"
-            )
-            extra["queries_with_hits"] = answered
-        out.append(result(f"search bench: {label} p50", p50[name], "ms", **common, **extra))
-        p95_data: dict[str, Any] = {
-            "p95_per_bucket_ms": {bucket: round(statistics.median(v), 2) for bucket, v in bucket_p95[name].items()}
+                self.bucket_p95[name].setdefault(bucket, []).append(percentile(values, 0.95))
+
+    def rows(self, result: Result) -> list[dict[str, Any]]:
+        subject = self.subject
+        queries = subject.queries
+        common = {
+            "queries": len(queries),
+            "runs_of": f"{RUNS} runs of {len(queries)} queries; median of the runs",
+            **corpus_languages(subject.corpus),
+            "query_languages": dict(sorted(Counter(str(query.language) for query in queries).items())),
+            **subject.data,
         }
-        if name == "hybrid":
-            p95_data.update(target_ms=HYBRID_P95_TARGET_MS, met=statistics.median(p95[name]) < HYBRID_P95_TARGET_MS)
-        out.append(result(f"search bench: {label} p95", p95[name], "ms", **common, **p95_data))
-    return out
+        out = []
+        for name, label in (
+            ("hybrid", "hybrid search (Retrieval.search, FAKE query embedder)"),
+            ("vector", "vector lane (nearest)"),
+            ("keyword", "keyword lane (BM25 search)"),
+        ):
+            if name not in self.lanes:
+                continue
+            extra: dict[str, Any] = {"candidates_per_lane": subject.retrieval.tuning.candidates}
+            if name == "hybrid":
+                extra["embedder"] = (
+                    "FAKE: a dict lookup of the bench's synthetic query vector, no model runs; the figure is"
+                    " Retrieval.search end to end otherwise (both lanes, RRF, the title lane, floors, snapshot"
+                    " hydration, the identifier booster)"
+                )
+                extra["queries_with_hits"] = self.answered
+            out.append(result(f"search bench: {label} p50{subject.suffix}", self.p50[name], "ms", **common, **extra))
+            p95_data: dict[str, Any] = {
+                "p95_per_bucket_ms": {
+                    bucket: round(statistics.median(v), 2) for bucket, v in self.bucket_p95[name].items()
+                }
+            }
+            if name == "hybrid":
+                p95_data.update(
+                    target_ms=HYBRID_P95_TARGET_MS, met=statistics.median(self.p95[name]) < HYBRID_P95_TARGET_MS
+                )
+            out.append(result(f"search bench: {label} p95{subject.suffix}", self.p95[name], "ms", **common, **p95_data))
+        return out
 
 
 def indexing_figures(result: Result, database: Database, owner_url: str) -> list[dict[str, Any]]:
@@ -917,7 +1028,8 @@ def figures(result: Result) -> list[dict[str, Any]]:
     queries = make_queries(corpus, QUERIES, rng)
     generated = time.perf_counter() - begun
     out: list[dict[str, Any]] = []
-    with embedded_server() as (owner_url, app_url):
+    with ExitStack() as servers:
+        owner_url, app_url = servers.enter_context(embedded_server())
         container = Container(Settings(runtime="local", database_url=app_url))
         database = container.database
         tuning = container.retrieval.tuning
@@ -940,13 +1052,23 @@ def figures(result: Result) -> list[dict[str, Any]]:
             out.extend(recall)
 
             retrieval = bench_retrieval(container, queries)
-            latency = latency_figures(result, container, retrieval, queries)
+            subjects = [LatencySubject(container, retrieval, queries, corpus)]
+            comparison = servers.enter_context(ExitStack())  # its server stops once its rows are in
+            if ENGLISH_COMPARISON:
+                subjects.append(comparison.enter_context(english_only_subject()))
+            latency, *english = latency_figures(result, subjects)
             keyword_p95 = latency[-1]
-            keyword_p95["data"]["candidate_scan_indexes_per_bucket_under_rls"] = keyword_plans_under_rls(
-                database, queries, tuning
+            keyword_p95["data"]["explain_analyze_largest_tenant_per_bucket_under_rls"] = keyword_plans_under_rls(
+                database, corpus, queries, tuning
             )
             keyword_p95["data"]["same_sql_as_superuser_without_rls"] = keyword_without_rls(owner_url, queries, tuning)
             out.extend(latency)
+            for rows, subject in zip(english, subjects[1:], strict=True):
+                rows[-1]["data"]["explain_analyze_largest_tenant_per_bucket_under_rls"] = keyword_plans_under_rls(
+                    subject.container.database, subject.corpus, subject.queries, tuning
+                )
+                out.extend(rows)
+            comparison.close()
             out.extend(answer_figures(result, container, retrieval, queries, len(corpus.tenant_of)))
 
             out.append(incremental_figure(result, database, corpus))
@@ -959,3 +1081,56 @@ def figures(result: Result) -> list[dict[str, Any]]:
         finally:
             database.close()
     return out
+
+
+@contextmanager
+def english_only_subject() -> Iterator[LatencySubject]:
+    """The corpus before issue 36 in a server of its own: the same vectors, queries and Zipf ranks, every chunk in
+    English (one analyser), loaded as the mixed corpus is; its hybrid and keyword lanes are timed in turn with the
+    mixed corpus's."""
+    from shared.bootstrap import Container
+    from shared.config import Settings
+
+    rng = np.random.default_rng(SEED)
+    corpus = make_corpus(CHUNKS, rng, languages=ENGLISH_ONLY)
+    queries = make_queries(corpus, QUERIES, rng)
+    with embedded_server() as (owner_url, app_url):
+        container = Container(Settings(runtime="local", database_url=app_url))
+        try:
+            definition = drop_hnsw(owner_url)
+            times = write_versions(container.database, corpus, version_plan(corpus))
+            build = build_hnsw(owner_url, definition)
+            vacuum_analyze(owner_url)
+            load = {"write_chunks_per_second": round(times.write_rate, 1), "hnsw_build_seconds": round(build, 1)}
+            yield LatencySubject(
+                container,
+                bench_retrieval(container, queries),
+                queries,
+                corpus,
+                lanes=("hybrid", "keyword"),
+                suffix=ENGLISH_ONLY_SUFFIX,
+                data={"load": load, "timed": "in turn with the mixed corpus's lanes, run by run"},
+            )
+        finally:
+            container.database.close()
+
+
+def main() -> int:
+    """Only this bench: the table on stdout, the figures as JSON in .bench/search.json."""
+    import sys
+
+    from bench.run import REPO_ROOT, result, table
+
+    begun = time.perf_counter()
+    out = figures(result)
+    print(table(out))
+    print(f"\nsearch bench {time.perf_counter() - begun:.0f} s")
+    target = REPO_ROOT / ".bench" / "search.json"
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(json.dumps(out, indent=2), encoding="utf-8")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -55,8 +55,8 @@ def new_indexing_version(
     return file_id, version_id, attempt
 
 
-def paragraph_drafts(texts: Sequence[str]) -> list[ChunkDraft]:
-    """Each text as one paragraph chunk, on a line of its own."""
+def paragraph_drafts(texts: Sequence[str], languages: Sequence[str | None] | None = None) -> list[ChunkDraft]:
+    """Each text as one paragraph chunk, on a line of its own; in `languages[i]` when given (else not known)."""
     return [
         ChunkDraft(
             ordinal=ordinal,
@@ -68,6 +68,7 @@ def paragraph_drafts(texts: Sequence[str]) -> list[ChunkDraft]:
             block_end=ordinal,
             parent=None,
             token_count=max(1, len(text.split())),
+            language=languages[ordinal] if languages is not None else None,
         )
         for ordinal, text in enumerate(texts)
     ]

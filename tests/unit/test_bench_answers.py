@@ -30,18 +30,25 @@ def test_the_subset_asked_spans_every_bucket_of_the_ordered_queries() -> None:
     assert asked(queries, 100) == queries
 
 
-def test_corpus_chunks_are_in_sentences_of_the_stated_lengths() -> None:
+def test_corpus_chunks_are_in_sentences_of_the_stated_lengths_in_every_language() -> None:
     corpus = make_corpus(500, np.random.default_rng(3))
     shortest, longest = WORDS_PER_SENTENCE
+    seen = set()
 
-    for chunk in range(0, 500, 50):
+    for chunk in range(0, 500, 19):  # 19 and the pattern's 25 are coprime: every language comes round
         text = corpus.text(chunk)
-        lengths = [len(text[start:end].split()) for start, end in sentence_spans(text)]
-        assert len(lengths) >= 2
+        words = [corpus.vocabulary[w] for w in corpus.words[corpus.offsets[chunk] : corpus.offsets[chunk + 1]]]
+        seen.add(corpus.language(chunk))
+        # The answer bench's sentences (an abbreviation's full stop, "no.", may join two of them).
+        assert len(sentence_spans(text)) >= 2
+        if corpus.language(chunk) == "zh":  # no spaces: each sentence is some of the words, run together, then 。
+            assert text.endswith("。") and " " not in text
+            assert text.replace("。", "") == "".join(words)
+            continue
+        lengths = [len(sentence.split()) for sentence in text.split(".")[:-1]]
         assert all(shortest <= length <= longest for length in lengths[:-1])
-        assert text.replace(".", "").split() == [
-            corpus.vocabulary[w] for w in corpus.words[corpus.offsets[chunk] : corpus.offsets[chunk + 1]]
-        ]
+        assert text.replace(".", "").split() == words
+    assert seen == {"en", "de", "es", "ru", "zh", "ar"}
 
 
 def test_the_table_shows_the_baseline_ratio_and_the_note() -> None:
