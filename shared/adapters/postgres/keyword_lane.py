@@ -41,17 +41,17 @@ WITH analysers AS MATERIALIZED (
   WHERE s.tenant_id = %(tenant)s AND s.collection_id = ANY(%(collections)s)
   GROUP BY s.analyser HAVING sum(s.chunk_count) > 0
 ), query_terms AS MATERIALIZED (
-  SELECT DISTINCT a.analyser, t.lexeme AS term
+  -- Each analyser's statistics carried with its terms, so each (analyser, term) is looked up once below.
+  SELECT DISTINCT a.analyser, t.lexeme AS term, a.chunks, a.average_length
   FROM analysers AS a, unnest(to_tsvector(a.configuration::regconfig, %(query)s)) AS t
   WHERE t.lexeme <> ALL(%(stopwords)s)
 ), weights AS MATERIALIZED (
-  SELECT k.analyser, k.term, ln(1 + (a.chunks - sum(k.chunk_count) + 0.5) / (sum(k.chunk_count) + 0.5)) AS idf,
-         a.average_length
+  SELECT k.analyser, k.term, ln(1 + (q.chunks - sum(k.chunk_count) + 0.5) / (sum(k.chunk_count) + 0.5)) AS idf,
+         q.average_length
   FROM query_terms AS q
-  JOIN analysers AS a ON a.analyser = q.analyser
   JOIN keyword_terms AS k ON k.tenant_id = %(tenant)s AND k.collection_id = ANY(%(collections)s)
     AND k.analyser = q.analyser AND k.term = q.term
-  GROUP BY k.analyser, k.term, a.chunks, a.average_length
+  GROUP BY k.analyser, k.term, q.chunks, q.average_length
 ), scored AS (
   SELECT p.chunk_id,
          sum(w.idf * (p.frequency * (%(k1)s + 1))
