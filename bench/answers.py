@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.search_corpus import WORDS_PER_SENTENCE, BenchQuery
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.similarity import SimilarityScale
 from shared.domain.usage import Usage
 from shared.ports import EmbeddingProvider
 
@@ -66,6 +67,10 @@ class CountingEmbedder(EmbeddingProvider):
     @property
     def languages(self) -> frozenset[str] | None:
         return self._inner.languages
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        return self._inner.similarity_scale
 
     def capability(self) -> CapabilityStatus:
         return self._inner.capability()

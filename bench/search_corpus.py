@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.domain.stopwords import ENGLISH_STOPWORDS
 from shared.domain.usage import Usage
 
@@ -364,6 +365,10 @@ class FakeQueryEmbedder:
     @property
     def languages(self) -> None:
         return None
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        return MINILM_SCALE
 
     def capability(self) -> CapabilityStatus:
         return CapabilityStatus.ready(f"fake:{FAKE_MODEL}")

@@ -84,7 +84,8 @@ class Settings(BaseSettings):
     # The vector lane's weight for a question in a language the embedding model does not cover (docs/adr/0011).
     search_uncovered_vector_weight: float = Field(default=0.1, ge=0, le=1)
     search_rrf_k: int = Field(default=10, ge=1)
-    search_semantic_floor: float = Field(default=0.6, ge=0, le=1)
+    # None: the embedding model's own (its similarity_scale.unrelated: 0.6 for MiniLM, 0.88 for multilingual-e5-small).
+    search_semantic_floor: float | None = Field(default=None, ge=0, le=1)
     search_fused_floor: float = Field(default=0.3, ge=0, le=1)
     search_candidates: int = Field(default=50, ge=1, le=1000)
     search_context_budget_characters: int = Field(default=12_000, ge=2_000)

@@ -55,6 +55,7 @@ from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingRe
 from shared.domain.limits import Spend, TenantLimits
 from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.search import ChunkSnapshot, SearchFilters
+from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.domain.summaries import DraftCitation, DraftSentence, GeneratedSummary, validated_summary
 from shared.domain.uploads import signed_read_type, stored_content_type
 from shared.domain.usage import RequestKind, Usage, UsageTotal, collection_shares
@@ -1246,6 +1247,10 @@ class FakeEmbedder(EmbeddingProvider):
     @property
     def languages(self) -> None:
         return None
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        return MINILM_SCALE
 
     def capability(self) -> CapabilityStatus:
         return CapabilityStatus.ready(self.name)

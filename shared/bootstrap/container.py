@@ -352,6 +352,27 @@ class Container:
     # --- search and answers -------------------------------------------------------------------------------------
 
     @cached_property
+    def retrieval_tuning(self) -> RetrievalTuning:
+        """The settings' retrieval numbers; the semantic floor, unless set, is the embedding model's own."""
+        settings = self.settings
+        return RetrievalTuning(
+            fusion=Fusion(settings.search_fusion),
+            vector_weight=settings.search_vector_weight,
+            uncovered_vector_weight=settings.search_uncovered_vector_weight,
+            rrf_k=settings.search_rrf_k,
+            semantic_floor=(
+                settings.search_semantic_floor
+                if settings.search_semantic_floor is not None
+                else self.embedder.similarity_scale.unrelated
+            ),
+            fused_floor=settings.search_fused_floor,
+            candidates=settings.search_candidates,
+            context_budget_characters=settings.search_context_budget_characters,
+            bm25_k1=settings.search_bm25_k1,
+            bm25_b=settings.search_bm25_b,
+        )
+
+    @cached_property
     def retrieval(self) -> Retrieval:
         settings = self.settings
         return Retrieval(
@@ -360,18 +381,7 @@ class Container:
             vectors=self.vector_index,
             keywords=self.keyword_index,
             embedder=self.embedder,
-            tuning=RetrievalTuning(
-                fusion=Fusion(settings.search_fusion),
-                vector_weight=settings.search_vector_weight,
-                uncovered_vector_weight=settings.search_uncovered_vector_weight,
-                rrf_k=settings.search_rrf_k,
-                semantic_floor=settings.search_semantic_floor,
-                fused_floor=settings.search_fused_floor,
-                candidates=settings.search_candidates,
-                context_budget_characters=settings.search_context_budget_characters,
-                bm25_k1=settings.search_bm25_k1,
-                bm25_b=settings.search_bm25_b,
-            ),
+            tuning=self.retrieval_tuning,
             reranker=IdentifierBooster() if settings.search_identifier_boost else None,
             titles=self.title_index,
             languages=self.adapters.language_detector,

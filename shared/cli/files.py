@@ -37,6 +37,11 @@ def add_file_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPar
     )
     upload.add_argument("--checksums", action="store_true", help="by parts, each signed with its SHA-256")
     upload.add_argument(
+        "--language",
+        metavar="CODE",
+        help="the documents' language (ISO 639-1, e.g. de), declared instead of detected per chunk (docs/search.md)",
+    )
+    upload.add_argument(
         "--resume",
         nargs="?",
         const="",
@@ -157,6 +162,7 @@ def _upload_one(
             args.collection,
             media_type=media_type_for(path),
             metadata=metadata,
+            language=args.language,
             wait=False,
             progress=progress_bar(path.name),
             multipart=args.multipart,

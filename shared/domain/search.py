@@ -91,6 +91,9 @@ class RetrievalTuning(BaseModel):
     # Its share instead when the question is in a language the embedding model does not cover: the vector lane
     # then places the question by its characters, not its meaning (docs/adr/0011).
     uncovered_vector_weight: float = Field(default=0.1, ge=0, le=1)
+    # Set (by Retrieval.tuning_for) on the tuning of a question the embedding model does not cover, whose
+    # vector_weight is then uncovered_vector_weight: reciprocal rank weighs the vector lane down in proportion.
+    question_uncovered: bool = False
     # For rrf fusion: k 10 fused best (0.716 nDCG@10 vs 0.702 at 60; docs/adr/0004).
     rrf_k: int = Field(default=10, ge=1)
     # Absolute, on (cosine + 1) / 2: unrelated text sits near 0.5, not 0, so without a floor there is
@@ -355,13 +358,19 @@ class ChunkSnapshot(BaseModel):
 # --- pure functions -----------------------------------------------------------------------------------
 
 
-def reciprocal_rank_fusion(lanes: Sequence[Sequence[RankedChunk]], k: int) -> list[tuple[str, float]]:
-    """score(d) = Σ over lanes of 1 / (k + rank(d)); only ranks count, so no lane's scale can dominate.
-    Ties keep the order of first appearance (lane order, then rank), so the result is deterministic."""
+def reciprocal_rank_fusion(
+    lanes: Sequence[Sequence[RankedChunk]], k: int, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """score(d) = Σ over lanes of weight / (k + rank(d)) (every weight 1 by default); only ranks count, so no
+    lane's scale can dominate. Ties keep the order of first appearance (lane order, then rank), so the result is
+    deterministic."""
+    if weights is not None and len(weights) != len(lanes):
+        raise ValueError(f"{len(lanes)} lanes need {len(lanes)} weights, not {len(weights)}")
     scores: dict[str, float] = {}
-    for lane in lanes:
+    for position, lane in enumerate(lanes):
+        weight = 1.0 if weights is None else weights[position]
         for hit in lane:
-            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + 1.0 / (k + hit.rank)
+            scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weight / (k + hit.rank)
     order = {chunk_id: position for position, chunk_id in enumerate(scores)}
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
 
@@ -475,9 +484,19 @@ def fuse(lanes: Sequence[Sequence[RankedChunk]], tuning: "RetrievalTuning") -> l
     ):
         # A z-score needs a sample: over two documents any difference, however slight, is ±1, and a lane's
         # near-tie would outweigh the other lane's exact match. A small collection's lanes fuse by rank.
-        return reciprocal_rank_fusion(lanes, tuning.rrf_k)
+        return reciprocal_rank_fusion(lanes, tuning.rrf_k, _rank_weights(tuning, len(lanes)))
     weights = [tuning.vector_weight, 1.0 - tuning.vector_weight][: len(lanes)]
     return zscore_fusion(lanes, weights)
+
+
+def _rank_weights(tuning: "RetrievalTuning", lanes: int) -> list[float] | None:
+    """Reciprocal rank's lane weights: equal, unless the question is in a language the embedding model does not
+    cover; then the vector lane counts as z-score fusion would weigh it against the keyword lane (0.1 : 0.9 by
+    default, so a ninth), and a small collection is fused as a large one is (docs/adr/0011)."""
+    if not tuning.question_uncovered or lanes < 2:
+        return None
+    vector = tuning.uncovered_vector_weight
+    return [vector / (1.0 - vector) if vector < 1 else 1.0, 1.0]
 
 
 _IDENTIFIER = re.compile(r"[\w][\w./:-]*[\w]", re.UNICODE)

@@ -10,6 +10,7 @@ from shared.domain.answers import EvidenceBlock, GeneratedDraft
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.languages import LanguageGuess
 from shared.domain.recognition import ImageDescription, OcrSource, RecognitionJob, RecognitionResult
+from shared.domain.similarity import SimilarityScale
 from shared.domain.summaries import GeneratedSummary
 from shared.domain.transcription import MediaSource, Transcript, TranscriptionJob
 from shared.domain.usage import Usage
@@ -45,6 +46,12 @@ class EmbeddingProvider(CapabilityPort, Protocol):
     def languages(self) -> frozenset[str] | None:
         """The languages (ISO 639-1) the model's vectors were trained to place: a question in another one gets the
         vector lane's weight for uncovered languages (docs/adr/0011). None: multilingual, every language."""
+        ...
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        """Where the model's similarities fall: the floors that read its scores (semantic floor, answer sentences,
+        confidence) follow the model, not one model's numbers (shared/domain/similarity.py)."""
         ...
 
     def count_tokens(self, text: str) -> int:

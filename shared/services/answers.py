@@ -70,10 +70,8 @@ from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
 from shared.services.retrieval import Retrieval
 
-# Raw cosine of the question and a sentence (MiniLM) below which a sentence does not answer the question; with
-# no embedding, the share of the question's words a sentence must hold. Measured on the demo corpus and the
-# SciFact train claims (docs/answers.md).
-SENTENCE_FLOOR = 0.3
+# With no embedding, the share of the question's words a sentence must hold (with one, the model's own cosine floor,
+# shared/domain/similarity.py). Measured on the demo corpus and the SciFact train claims (docs/answers.md).
 LEXICAL_SENTENCE_FLOOR = 0.3
 CANDIDATE_HITS = 20  # hits asked of retrieval before deduplication and the evidence budget
 CACHE_LIFETIME = timedelta(days=1)
@@ -82,10 +80,11 @@ CACHE_LIFETIME = timedelta(days=1)
 @dataclass(frozen=True)
 class AnswerTuning:
     """How evidence is chosen and kept: a sentence is quoted when its similarity to the question reaches
-    `sentence_floor` (`lexical_floor` when ranked by words); `candidate_hits` are asked of retrieval; an answer is
-    served from the cache for `cache_lifetime`. The answer evaluation calibrates them (`quire eval-answers`)."""
+    `sentence_floor` (`lexical_floor` when ranked by words; None: the embedding model's own, its
+    `similarity_scale.sentence`); `candidate_hits` are asked of retrieval; an answer is served from the cache for
+    `cache_lifetime`. The answer evaluation calibrates them (`quire eval-answers`)."""
 
-    sentence_floor: float = SENTENCE_FLOOR
+    sentence_floor: float | None = None
     lexical_floor: float = LEXICAL_SENTENCE_FLOOR
     candidate_hits: int = CANDIDATE_HITS
     cache_lifetime: timedelta = CACHE_LIFETIME
@@ -253,6 +252,7 @@ class AnswerService:
                     ambiguous=composed.ambiguous,
                     extractive=composed.method is AnswerMethod.EXTRACTIVE,
                     lexical_coverage=composed.lexical_coverage,
+                    scale=self._embedder.similarity_scale,
                 ),
                 refusal=Refusal.of(composed.refusal) if composed.refusal else None,
                 fallback=composed.fallback,
@@ -426,7 +426,11 @@ class AnswerService:
                     [sentence.text for sentence in sentences]
                 )
                 similarity = [cosine(vectors[0], embedded) for embedded in vectors[1:]]
-                floor = self._tuning.sentence_floor
+                floor = (
+                    self._tuning.sentence_floor
+                    if self._tuning.sentence_floor is not None
+                    else self._embedder.similarity_scale.sentence
+                )
             except (CapabilityUnavailable, EmbeddingFailed) as error:
                 logger.warning("sentences could not be embedded; ranked by words", extra={"error": str(error)})
                 embedding_failed = True
@@ -519,6 +523,7 @@ class AnswerService:
                 ambiguous=False,
                 extractive=False,
                 lexical_coverage=0.0,
+                scale=self._embedder.similarity_scale,
             ),
             refusal=Refusal.of(reason),
             vector_available=self._embedder.capability().available if vector_available is None else vector_available,

@@ -101,7 +101,9 @@ class Retrieval:
         guess = self._languages.detect(question)
         if guess is None or guess.confidence < QUERY_MIN_CONFIDENCE or guess.language in covered:
             return self._tuning
-        return self._tuning.model_copy(update={"vector_weight": self._tuning.uncovered_vector_weight})
+        return self._tuning.model_copy(
+            update={"vector_weight": self._tuning.uncovered_vector_weight, "question_uncovered": True}
+        )
 
     def searchable_collections(self, principal: Principal, query: SearchQuery) -> frozenset[str]:
         readable = self._authorization.readable_collections(principal)

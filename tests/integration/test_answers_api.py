@@ -10,6 +10,7 @@ from typing import Any
 from shared.domain.answers import AnswerOutcome, AnswerRequest, RefusalReason
 from shared.domain.auth import Role, with_role
 from shared.domain.errors import EmbeddingFailed
+from shared.domain.similarity import MINILM_SCALE
 from shared.services.answers import AnswerService, AnswerTuning
 from shared.services.retrieval import Retrieval
 from tests.integration.api_steps import RUNBOOK, indexed
@@ -289,6 +290,7 @@ class FailingEmbedder:
     """A named fake: the real embedder, except that embedding a query fails (throttled past its retries)."""
 
     languages: frozenset[str] | None = None  # every language, as a multilingual model
+    similarity_scale = MINILM_SCALE
 
     def __init__(self, embedder: Any) -> None:
         self._embedder = embedder

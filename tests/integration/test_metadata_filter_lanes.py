@@ -26,6 +26,7 @@ from shared.domain.capabilities import CapabilityStatus
 from shared.domain.metadata import indexed_metadata, typed_attributes
 from shared.domain.metadata_filter import FilterError, MetadataFilter
 from shared.domain.search import Found, RetrievalTuning, SearchFilters, SearchMode, SearchQuery
+from shared.domain.similarity import MINILM_SCALE
 from shared.domain.usage import Usage
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.retrieval import Retrieval
@@ -202,6 +203,7 @@ class FixedQueryEmbedder:
     """A fake embedder (named as one) that gives every query the one vector the test ranks against."""
 
     languages: frozenset[str] | None = None  # every language, as a multilingual model
+    similarity_scale = MINILM_SCALE
 
     model_id = FAKE_MODEL
     dimension = DIMENSION

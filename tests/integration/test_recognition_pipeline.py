@@ -23,6 +23,7 @@ from shared.domain.recognition import (
     RecognizedLine,
     RecognizedPage,
 )
+from shared.domain.similarity import MINILM_SCALE
 from shared.domain.steps import Indexed
 from shared.domain.usage import Usage
 from shared.domain.workflow import ProcessVersion
@@ -505,6 +506,7 @@ class BrokenEmbedder:
     """Fake embedding port whose model endpoint fails in a way no retry inside the adapter absorbed."""
 
     languages: frozenset[str] | None = None  # every language, as a multilingual model
+    similarity_scale = MINILM_SCALE
 
     model_id = "broken-embedder"
     dimension = 384

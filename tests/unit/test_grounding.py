@@ -46,6 +46,7 @@ from shared.domain.grounding import (
 )
 from shared.domain.knowledge import ChunkLocation, ChunkRegion
 from shared.domain.search import ChunkSnapshot, SearchFilters
+from shared.domain.similarity import MINILM_SCALE
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
@@ -349,6 +350,7 @@ def _generated_answer(evidence: dict[str, Evidence]) -> Answer:
             ambiguous=False,
             extractive=False,
             lexical_coverage=1.0,
+            scale=MINILM_SCALE,
         ),
         hits=answer_hits([*evidence.values(), uncited], citations),
         prompt_version="p1",
@@ -408,6 +410,7 @@ def test_confidence_is_computed_from_the_factors_and_banded() -> None:
         ambiguous=False,
         extractive=False,
         lexical_coverage=0.0,
+        scale=MINILM_SCALE,
     )
     assert strong.band is ConfidenceBand.HIGH and strong.factors.independent_documents == 2
     capped = confidence(
@@ -418,6 +421,7 @@ def test_confidence_is_computed_from_the_factors_and_banded() -> None:
         ambiguous=False,
         extractive=True,
         lexical_coverage=0.0,
+        scale=MINILM_SCALE,
     )
     assert capped.band is ConfidenceBand.MEDIUM and capped.score == strong.score
     weak = confidence(
@@ -428,6 +432,7 @@ def test_confidence_is_computed_from_the_factors_and_banded() -> None:
         ambiguous=True,
         extractive=False,
         lexical_coverage=0.0,
+        scale=MINILM_SCALE,
     )
     assert weak.band is ConfidenceBand.LOW
     assert weak.factors.unsupported_claim_penalty == 0.3

@@ -16,6 +16,7 @@ from shared.domain.attempt_work import (
     work_prefix,
 )
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.similarity import MINILM_SCALE
 from shared.domain.uploads import storage_key
 from shared.domain.usage import Usage
 from shared.services.indexing import Indexer
@@ -82,6 +83,7 @@ class CountingEmbedder:
     """A fake EmbeddingProvider: a vector that names its text, and every text it was sent."""
 
     languages: frozenset[str] | None = None  # every language, as a multilingual model
+    similarity_scale = MINILM_SCALE
 
     model_id = "counting"
     dimension = 2

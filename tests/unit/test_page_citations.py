@@ -25,6 +25,7 @@ from shared.domain.search import (
     SearchQuery,
     query_terms,
 )
+from shared.domain.similarity import MINILM_SCALE
 from shared.domain.usage import Usage
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.retrieval import Retrieval
@@ -87,6 +88,7 @@ class FakeIndex:
 
 class FakeEmbedder:
     languages: frozenset[str] | None = None  # every language, as a multilingual model
+    similarity_scale = MINILM_SCALE
     model_id = "fake"
     dimension = 3
     max_tokens = 100

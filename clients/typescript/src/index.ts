@@ -55,6 +55,8 @@ export interface UploadOptions extends PartsOptions {
   filename: string;
   mediaType: string;
   metadata?: Record<string, unknown>;
+  /** The document's language (ISO 639-1, "de"), declared instead of detected per chunk. */
+  language?: string;
   /** By parts (resumable) even below the single POST's limit; `partSize` in bytes (whole MiB, at least 5 MiB);
    * `checksums`: each part signed with its SHA-256. A file past the single POST goes by parts in any case. */
   multipart?: boolean;
@@ -78,6 +80,7 @@ export async function upload(
       mediaType: options.mediaType,
       byteSize: content.size,
       metadata: options.metadata ?? null,
+      ...(options.language ? { language: options.language } : {}),
       ...(options.multipart ? { multipart: true } : {}),
       ...(options.partSize !== undefined ? { partSize: options.partSize } : {}),
       ...(options.checksums ? { checksums: true } : {}),

@@ -26,6 +26,7 @@ from shared.adapters.aws.embedding_calls import (
 )
 from shared.adapters.aws.retrying import Backoff, LazyClient, bedrock_runtime_factory, check_attempts
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.domain.usage import Usage
 from shared.ports import EmbeddingProvider
 
@@ -119,6 +120,11 @@ class BedrockTitanEmbedder(EmbeddingProvider):
     def languages(self) -> None:
         # Titan Text Embeddings v2 is multilingual (over 100 languages in pre-training; AWS's model card).
         return None
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        # Not measured for Titan yet: MiniLM's scale, as before it was a property of the model (docs/search.md).
+        return MINILM_SCALE
 
     def capability(self) -> CapabilityStatus:
         # Deliberately no probe call (it would cost money on every status check): a model whose access was

@@ -38,6 +38,7 @@ from shared.adapters.aws.embedding_calls import (
 from shared.adapters.aws.retrying import Backoff, LazyClient, bedrock_runtime_factory, check_attempts
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import EmbeddingFailed
+from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.domain.usage import Usage
 from shared.ports import EmbeddingProvider
 
@@ -125,6 +126,11 @@ class BedrockCohereEmbedder(EmbeddingProvider):
     def languages(self) -> None:
         # Over 100 languages, for search across them (Bedrock's Cohere model card).
         return None
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        # Not measured for Cohere yet: MiniLM's scale (docs/search.md).
+        return MINILM_SCALE
 
     def capability(self) -> CapabilityStatus:
         # No probe call (it would cost money on every status check): a model whose access was never granted shows

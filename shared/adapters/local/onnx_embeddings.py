@@ -25,6 +25,7 @@ from typing import Any
 from shared.adapters.local.workflow import machine_cores
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
+from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.domain.usage import Usage
 from shared.ports import EmbeddingProvider
 
@@ -144,6 +145,10 @@ class OnnxMiniLmEmbedder(EmbeddingProvider):
     def languages(self) -> frozenset[str]:
         # all-MiniLM-L6-v2 was trained on English pairs only: other languages' vectors place text by its characters.
         return frozenset({"en"})
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        return MINILM_SCALE
 
     def capability(self) -> CapabilityStatus:
         provider = f"local:{MINILM_MODEL_ID}"

@@ -12,6 +12,7 @@ from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
 from shared.domain.exports import RenderJob
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult
+from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.domain.summaries import GeneratedSummary
 from shared.domain.transcription import MediaSource, Transcript, TranscriptionJob
 from shared.domain.usage import Usage
@@ -62,6 +63,10 @@ class UnavailableEmbedder(_Unavailable, EmbeddingProvider):
     @property
     def languages(self) -> None:
         return None
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        return MINILM_SCALE
 
     def count_tokens(self, text: str) -> int:
         self._refuse()

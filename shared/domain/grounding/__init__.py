@@ -9,8 +9,6 @@ from shared.domain.grounding.citations import answer_as_readable, answer_hits, n
 from shared.domain.grounding.confidence_score import (
     HIGH_BAND,
     MEDIUM_BAND,
-    TOP_SCORE_HIGH,
-    TOP_SCORE_LOW,
     confidence,
     confidence_of,
     top_retrieval,
@@ -70,8 +68,6 @@ __all__ = [
     "NEAR_DUPLICATE",
     "NEIGHBOUR_OVERLAP",
     "SAME_SUBJECT",
-    "TOP_SCORE_HIGH",
-    "TOP_SCORE_LOW",
     "Sentence",
     "Statement",
     "ValidatedClaim",

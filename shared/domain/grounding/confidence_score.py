@@ -12,20 +12,20 @@ from shared.domain.answers import (
     Evidence,
 )
 from shared.domain.search import CitedKind
+from shared.domain.similarity import SimilarityScale
 
-# The semantic lane's scores are (cosine + 1) / 2: for MiniLM a best chunk at 0.6 is barely related (the
-# semantic floor), one at 0.85 a close paraphrase. The top factor maps that range onto [0, 1].
-TOP_SCORE_LOW, TOP_SCORE_HIGH = 0.6, 0.85
 HIGH_BAND, MEDIUM_BAND = 0.75, 0.5
 
 
-def top_retrieval(evidence: Sequence[Evidence], *, lexical_coverage: float) -> float:
+def top_retrieval(evidence: Sequence[Evidence], *, lexical_coverage: float, scale: SimilarityScale) -> float:
     """The best semantic score mapped onto [0, 1] (keyword only: the share of the question's words in the best
-    piece)."""
+    piece). The semantic lane's scores are (cosine + 1) / 2: at the model's `unrelated` a best chunk is barely related
+    (the semantic floor), at its `close` a close paraphrase; that range maps onto [0, 1]."""
     vector_scores = [piece.vector_score for piece in evidence if piece.vector_score is not None]
     if not vector_scores:
         return round(lexical_coverage, 4)
-    return round(min(1.0, max(0.0, (max(vector_scores) - TOP_SCORE_LOW) / (TOP_SCORE_HIGH - TOP_SCORE_LOW))), 4)
+    position = (max(vector_scores) - scale.unrelated) / (scale.close - scale.unrelated)
+    return round(min(1.0, max(0.0, position)), 4)
 
 
 def confidence_of(
@@ -101,10 +101,11 @@ def confidence(
     ambiguous: bool,
     extractive: bool,
     lexical_coverage: float,
+    scale: SimilarityScale,
 ) -> Confidence:
-    """confidence_of, with the top retrieval factor read off the evidence."""
+    """confidence_of, with the top retrieval factor read off the evidence on the embedding model's `scale`."""
     return confidence_of(
-        top=top_retrieval(evidence, lexical_coverage=lexical_coverage),
+        top=top_retrieval(evidence, lexical_coverage=lexical_coverage, scale=scale),
         vector_available=vector_available,
         ambiguous=ambiguous,
         claims=claims,

@@ -38,7 +38,7 @@ from shared.local.answer_evaluation.metrics import (
 from shared.local.answer_evaluation.report import observations_json
 from shared.local.evaluation import COLLECTION as BEIR_COLLECTION
 from shared.local.evaluation import Dataset, Evaluation, as_document
-from shared.services.answers import SENTENCE_FLOOR, AnswerTuning, StageTimes
+from shared.services.answers import AnswerTuning, StageTimes
 
 CALIBRATION_FLOORS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45)
 
@@ -63,7 +63,7 @@ class AnswerEvaluation:
         container: Container,
         *,
         progress: Callable[[str], None] = lambda _: None,
-        sentence_floor: float = SENTENCE_FLOOR,
+        sentence_floor: float | None = None,
     ) -> None:
         self._container = container
         self._progress = progress

@@ -263,6 +263,7 @@ class Quire(Operations):
         filename: str | None = None,
         media_type: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        language: str | None = None,
         wait: bool = True,
         timeout: float = 600.0,
         events_after: str | None = None,
@@ -276,7 +277,8 @@ class Quire(Operations):
         post the bytes to storage as a browser would, and (with `wait`) wait until the version is indexed, failed
         or rejected: on the event feed from `events_after` (an event cursor from before the upload; by default the
         feed's `latest` cursor, taken before the ticket), polling where the API has no feed. The outcome is in the
-        answer, not an exception: a failed document is an answer too.
+        answer, not an exception: a failed document is an answer too. `language` (ISO 639-1, "de") declares the
+        document's language instead of detecting it per chunk.
 
         A file past the single POST's limit gets an upload session instead, and so does any file with `multipart`,
         `part_size` (bytes, whole MiB, at least 5 MiB) or `checksums` (each part's SHA-256, checked by storage):
@@ -296,6 +298,8 @@ class Quire(Operations):
         }
         if metadata:
             request["metadata"] = dict(metadata)
+        if language:
+            request["language"] = language
         if multipart:
             request["multipart"] = True
         if part_size is not None:
