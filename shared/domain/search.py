@@ -19,7 +19,7 @@ from shared.domain.knowledge import ChunkLocation, ChunkRegion, RankedChunk
 from shared.domain.languages import cjk_apart, keyword_text
 from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.recognition import BoundingBox
-from shared.domain.stopwords import ENGLISH_STOPWORDS
+from shared.domain.stopwords import ENGLISH_STOPWORDS, stopwords_of
 
 MAX_QUERY_CHARACTERS = 2_000
 MAX_EXCERPT_CHARACTERS = 2_000
@@ -551,9 +551,10 @@ def words_of(text: str) -> list[str]:
     return _TERM.findall(keyword_text(text))
 
 
-def query_terms(query: str) -> frozenset[str]:
-    """The query's words as the keyword lane looks them up: folded, stopwords stripped."""
-    return frozenset(words_of(query)) - ENGLISH_STOPWORDS
+def query_terms(query: str, language: str | None = None) -> frozenset[str]:
+    """The query's words as the keyword lane looks them up: folded, stopwords stripped (English's, and `language`'s
+    own when it is given)."""
+    return frozenset(words_of(query)) - (stopwords_of(language) if language else ENGLISH_STOPWORDS)
 
 
 def matching_regions(location: ChunkLocation, body: str, terms: frozenset[str]) -> tuple[ChunkRegion, ...]:

@@ -1,9 +1,13 @@
-"""Words stripped from keyword queries (never from the index).
+"""Words stripped from keyword queries (never from the index), and each language's for ranking sentences by words.
 
 The `simple` text configuration keeps every word, so "was the site down" would rank by how often a
 chunk says "the". Stripping stopwords from the query removes the terms that carry no signal while
 identifiers (ERR-4021, Q3-2026) stay whole: a stemmer or stopword-dropping index would break those.
 """
+
+from functools import cache
+
+from shared.domain.stopword_lists import STOPWORD_LISTS
 
 _WORDS = """
     a about above after again against all am an and any are aren't as at be because been before being below
@@ -20,3 +24,14 @@ _WORDS = """
 ENGLISH_STOPWORDS = frozenset(_WORDS.split())
 # PostgreSQL's parser splits "don't" into "don" and "t": the pieces are what a query's lexemes look like.
 ENGLISH_STOPWORDS |= frozenset(piece for word in ENGLISH_STOPWORDS if "'" in word for piece in word.split("'") if piece)
+
+
+@cache
+def stopwords_of(language: str | None) -> frozenset[str]:
+    """English's (every question's, as the keyword lane strips them) and `language`'s own, folded as words_of folds
+    them: the Snowball list its analyser drops (shared/domain/stopword_lists.py); none more where there is no list
+    (Chinese, Arabic)."""
+    from shared.domain.languages import analyser_of, keyword_text
+
+    listed = STOPWORD_LISTS.get(analyser_of(language), "")
+    return ENGLISH_STOPWORDS | frozenset(keyword_text(listed).split())

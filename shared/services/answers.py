@@ -413,32 +413,43 @@ class AnswerService:
         )
 
     def _extracted(self, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
+        """Sentences ranked by the embedding model's cosine; by the question's words where there is no embedding; and
+        where the model does not read the question's language (an English model places a German sentence by its
+        characters: docs/adr/0011), by words, a sentence whose cosine reaches the model's floor counting as related
+        (the lexical floor added). Words are compared without English's and the question's language's stopwords."""
         order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
+        language = self._retrieval.question_language(question)
         sentences = sentences_to_rank(
-            question, [sentence for piece in evidence for sentence in sentences_of(piece)], order
+            question, [sentence for piece in evidence for sentence in sentences_of(piece)], order, language=language
         )
-        similarity: list[float] | None = None
+        words = [lexical_similarity(question, sentence.text, language) for sentence in sentences]
+        similarity = words
         floor = self._tuning.lexical_floor
         embedding_failed = False
         if vector and sentences and self._embedder.capability().available:
+            model_floor = (
+                self._tuning.sentence_floor
+                if self._tuning.sentence_floor is not None
+                else self._embedder.similarity_scale.sentence
+            )
             try:
                 vectors = self._embedder.embed_queries([question]) + self._embedder.embed(
                     [sentence.text for sentence in sentences]
                 )
-                similarity = [cosine(vectors[0], embedded) for embedded in vectors[1:]]
-                floor = (
-                    self._tuning.sentence_floor
-                    if self._tuning.sentence_floor is not None
-                    else self._embedder.similarity_scale.sentence
-                )
+                cosines = [cosine(vectors[0], embedded) for embedded in vectors[1:]]
+                if self._retrieval.embedder_reads(question):
+                    similarity, floor = cosines, model_floor
+                else:
+                    similarity = [
+                        share + (floor if related >= model_floor else 0.0)
+                        for share, related in zip(words, cosines, strict=True)
+                    ]
             except (CapabilityUnavailable, EmbeddingFailed) as error:
                 logger.warning("sentences could not be embedded; ranked by words", extra={"error": str(error)})
                 embedding_failed = True
-        if similarity is None:
-            similarity = [lexical_similarity(question, sentence.text) for sentence in sentences]
         chosen = extractive_choice(ranked_sentences(sentences, similarity, order), floor=floor)
         by_id = {piece.evidence_id: piece for piece in evidence}
-        coverage = max((lexical_similarity(question, piece.text) for piece in evidence), default=0.0)
+        coverage = max((lexical_similarity(question, piece.text, language) for piece in evidence), default=0.0)
         if not chosen:
             return _Composed(
                 AnswerOutcome.REFUSED,

@@ -90,16 +90,28 @@ class Retrieval:
         """Everything that decides a ranking besides the index and the query (the answer cache's key has it)."""
         return f"{self._tuning.model_dump_json()}|{type(self._reranker).__name__ if self._reranker else 'none'}"
 
+    def question_language(self, question: str) -> str | None:
+        """The question's language when it is clear (detected at QUERY_MIN_CONFIDENCE or more), else None."""
+        if self._languages is None:
+            return None
+        guess = self._languages.detect(question)
+        return guess.language if guess is not None and guess.confidence >= QUERY_MIN_CONFIDENCE else None
+
+    def embedder_reads(self, question: str) -> bool:
+        """Whether the embedding model covers the question's language: a multilingual model, or a question that is in
+        one of the model's languages or not clearly in any (docs/adr/0011)."""
+        covered = self._embedder.languages
+        if covered is None:
+            return True
+        language = self.question_language(question)
+        return language is None or language in covered
+
     def tuning_for(self, question: str) -> RetrievalTuning:
         """The tuning one question is fused with: the vector lane's weight falls to `uncovered_vector_weight` when the
         question is, clearly, in a language the embedding model does not cover (its vectors would place the question
         by its characters, not its meaning: docs/adr/0011). A question whose language is not clear keeps the
         configured weight."""
-        covered = self._embedder.languages
-        if covered is None or self._languages is None:
-            return self._tuning
-        guess = self._languages.detect(question)
-        if guess is None or guess.confidence < QUERY_MIN_CONFIDENCE or guess.language in covered:
+        if self.embedder_reads(question):
             return self._tuning
         return self._tuning.model_copy(
             update={"vector_weight": self._tuning.uncovered_vector_weight, "question_uncovered": True}

@@ -339,3 +339,50 @@ def test_a_refusal_while_the_embedder_is_down_is_never_cached(stack: Stack) -> N
     # Once the embedder is back, the same question is answered afresh (both lanes), not served the outage's refusal.
     again = wired.answers.answer(principal, question)
     assert again.vector_available and not again.cached
+
+
+MIETVERTRAG = """# Mietvertrag
+
+## Kündigung
+
+Die Kündigungsfrist für die Wohnung beträgt drei Monate zum Monatsende.
+Die Kündigung muss schriftlich erfolgen und vom Mieter unterschrieben sein.
+
+## Haustiere
+
+Kleintiere wie Hamster und Fische sind ohne Zustimmung des Vermieters erlaubt.
+""".encode()
+ZUFANG = """# 租房合同
+
+## 押金
+
+租客入住前须支付两个月租金作为押金。退租时押金在三十天内全额退还。
+
+## 维修
+
+房东负责房屋主体结构的维修，租客负责日常小修。
+""".encode()
+
+
+def test_a_question_in_german_or_chinese_is_answered_from_its_own_language_s_sentences(stack: Stack) -> None:
+    token = stack.token(tenant=tenant(), collections=("docs",))
+    german = indexed(stack, token, "mietvertrag.md", MIETVERTRAG)
+    chinese = indexed(stack, token, "zufang.md", ZUFANG)
+    indexed(stack, token, "handbook.md", HANDBOOK)
+    assert german["current"]["language"] == "de" and chinese["current"]["language"] == "zh"
+
+    cases = [
+        ("Wie lang ist die Kündigungsfrist für die Wohnung?", german, "drei Monate", "de"),
+        ("押金什么时候退还？", chinese, "三十天内", "zh"),
+    ]
+    for question, source, words, language in cases:
+        answer = ask(stack, token, question)
+        assert answer["outcome"] == "evidence_only" and answer["refusal"] is None, answer
+        numbers = {citation["number"]: citation for citation in answer["citations"]}
+        first = answer["claims"][0]
+        cited = numbers[first["citations"][0]]
+        assert cited["fileId"] == source["fileId"] and cited["language"] == language
+        # The claim is one of the document's sentences, verbatim (a Chinese one ends at its 。).
+        assert words in first["text"] and first["text"] in cited["excerpt"]
+        if language == "zh":
+            assert first["text"].endswith("。") and "押金" in first["text"]

@@ -22,6 +22,7 @@ from shared.domain.languages import (
     text_search_configuration,
 )
 from shared.domain.search import query_terms
+from shared.domain.stopwords import ENGLISH_STOPWORDS, stopwords_of
 from shared.domain.text import sentence_spans
 from shared.domain.titles import mentions, title_key
 from tests.builders.languages import MIXED
@@ -252,3 +253,20 @@ def test_query_words_and_a_sentence_s_overlap_work_in_every_script() -> None:
 )
 def test_a_question_is_never_out_of_scope_for_its_language(question: str) -> None:
     assert not out_of_scope(question)
+
+
+def test_each_language_s_stopwords_are_snowball_s_folded_as_words_are() -> None:
+    german = stopwords_of("de")
+    assert {"die", "für", "und", "the"} <= german  # its own list, and English's as every question's
+    assert "kündigungsfrist" not in german
+    assert {"и", "что"} <= stopwords_of("ru") and {"el", "para"} <= stopwords_of("es")
+    assert stopwords_of("zh") == stopwords_of(None) == ENGLISH_STOPWORDS  # no list: English's only
+    # Words with the question's language's stopwords off: "war" is a stopword in German only.
+    assert query_terms("Wie lang war die Kündigungsfrist?", "de") == {"lang", "kündigungsfrist"}
+    assert "war" in query_terms("Which war ended in 1918?")
+    german_question = "Wie lang ist die Kündigungsfrist für die Wohnung?"
+    answer = "Die Kündigungsfrist für die Wohnung beträgt drei Monate."
+    other = "Die Kündigung ist schriftlich und für den Vermieter."
+    assert lexical_similarity(german_question, other, "de") == 0  # only stopwords in common
+    assert lexical_similarity(german_question, answer, "de") == 2 / 3
+    assert lexical_similarity(german_question, other) > 0.3  # English's stopwords alone would have kept it

@@ -54,6 +54,7 @@ def sentences_to_rank(
     evidence_order: Mapping[str, int],
     *,
     limit: int = MAX_RANKED_SENTENCES,
+    language: str | None = None,
 ) -> list[Sentence]:
     """The sentences worth embedding, at most `limit`: every sentence of the best-ranked pieces (where a
     paraphrase with no shared word is likeliest to be), then those of the rest that share a word with the
@@ -65,22 +66,25 @@ def sentences_to_rank(
     rest = sorted(
         (sentence for sentence in sentences if evidence_order[sentence.evidence_id] >= LEADING_PIECES),
         key=lambda sentence: (
-            -lexical_similarity(question, sentence.text),
+            -lexical_similarity(question, sentence.text, language),
             evidence_order[sentence.evidence_id],
             sentence.start,
         ),
     )
-    chosen = leading[:limit] + [sentence for sentence in rest if lexical_similarity(question, sentence.text) > 0]
+    chosen = leading[:limit] + [
+        sentence for sentence in rest if lexical_similarity(question, sentence.text, language) > 0
+    ]
     kept = set(map(id, chosen[:limit]))
     return [sentence for sentence in sentences if id(sentence) in kept]
 
 
-def lexical_similarity(question: str, sentence: str) -> float:
-    """The share of the question's words (stopwords off) the sentence holds: the ranking when no embedding runs."""
-    wanted = query_terms(question)
+def lexical_similarity(question: str, sentence: str, language: str | None = None) -> float:
+    """The share of the question's words (stopwords off: English's, and the question's `language`'s) the sentence
+    holds: the ranking when no embedding runs, or when the model does not read the question's language."""
+    wanted = query_terms(question, language)
     if not wanted:
         return 0.0
-    return len(wanted & query_terms(sentence)) / len(wanted)
+    return len(wanted & query_terms(sentence, language)) / len(wanted)
 
 
 def cosine(first: Sequence[float], second: Sequence[float]) -> float:
