@@ -218,7 +218,9 @@ class Container:
 
     @cached_property
     def file_metadata_changes(self) -> FileMetadataService:
-        return FileMetadataService(self.metadata_writer, self.file_metadata, self.authorization)
+        return FileMetadataService(
+            self.metadata_writer, self.file_metadata, self.authorization, reindex=self.reindexer.start_version
+        )
 
     @cached_property
     def page_images(self) -> PageImages:

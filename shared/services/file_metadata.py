@@ -3,23 +3,38 @@ collection's schema. Writing needs the write role on the file's collection (404 
 a schema needs the admin role. A change takes effect in search within the request that made it: filters read the
 file's row, nothing is re-embedded or re-extracted."""
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
 from shared.domain.auth import Principal
-from shared.domain.errors import InvalidRequest, NotFound
-from shared.domain.files import FileRecord
+from shared.domain.errors import CapabilityUnavailable, InvalidRequest, NotFound
+from shared.domain.files import FileRecord, ProcessingState
+from shared.domain.languages import METADATA_KEY, declared_language
 from shared.domain.metadata import MAX_BULK_FILES, MetadataChange
 from shared.domain.metadata_schema import MetadataSchema, SchemaError, parse_schema
 from shared.ports import AuthorizationPolicy, FileCatalog, MetadataWriter
 
+logger = logging.getLogger("quire")
+
+# Starts one version's re-index (Reindexer.start_version): tenant, file, version; False when it was already busy.
+StartReindex = Callable[[str, UUID, UUID], bool]
+
 
 class FileMetadataService:
-    def __init__(self, writer: MetadataWriter, catalog: FileCatalog, policy: AuthorizationPolicy) -> None:
+    def __init__(
+        self,
+        writer: MetadataWriter,
+        catalog: FileCatalog,
+        policy: AuthorizationPolicy,
+        *,
+        reindex: StartReindex | None = None,
+    ) -> None:
         self._writer = writer
         self._catalog = catalog
         self._policy = policy
+        self._reindex = reindex
 
     def change(
         self,
@@ -31,7 +46,9 @@ class FileMetadataService:
         expected_revision: int | None,
     ) -> FileRecord:
         change = MetadataChange(file_id, set_values, tuple(remove), expected_revision)
+        before = self._languages_before(principal.tenant_id, [change])
         self._writer.change_metadata(principal.tenant_id, [change], authorize=self._writable(principal))
+        self._reindex_changed_languages(principal.tenant_id, before)
         record = self._catalog.get_file(principal.tenant_id, file_id)
         if record is None:  # deleted the moment after
             raise NotFound("not found")
@@ -46,7 +63,10 @@ class FileMetadataService:
             if change.file_id in seen:
                 raise InvalidRequest(f"{change.path}.fileId: names the same file as {seen[change.file_id]}")
             seen[change.file_id] = change.path
-        return self._writer.change_metadata(principal.tenant_id, changes, authorize=self._writable(principal))
+        before = self._languages_before(principal.tenant_id, changes)
+        revisions = self._writer.change_metadata(principal.tenant_id, changes, authorize=self._writable(principal))
+        self._reindex_changed_languages(principal.tenant_id, before)
+        return revisions
 
     def schema(self, principal: Principal, collection_id: str) -> MetadataSchema | None:
         self._policy.ensure_can_read(principal, collection_id)
@@ -60,6 +80,43 @@ class FileMetadataService:
             raise InvalidRequest(str(error)) from error
         self._writer.put_metadata_schema(principal.tenant_id, collection_id, schema, updated_by=principal.subject)
         return schema
+
+    def _languages_before(self, tenant_id: str, changes: Sequence[MetadataChange]) -> dict[UUID, str | None]:
+        """The language each changed file's current version is read in now, for the changes that touch `language`."""
+        if self._reindex is None:
+            return {}
+        touched = [
+            change.file_id for change in changes if METADATA_KEY in change.set_values or METADATA_KEY in change.remove
+        ]
+        before: dict[UUID, str | None] = {}
+        for file_id in touched:
+            record = self._catalog.get_file(tenant_id, file_id)
+            if record is not None:
+                before[file_id] = declared_language(record.current.declared_language, record.metadata)
+        return before
+
+    def _reindex_changed_languages(self, tenant_id: str, before: dict[UUID, str | None]) -> None:
+        """Re-index each file whose current version is now declared another language (an indexed one: a version still
+        being processed reads the metadata when it is chunked)."""
+        assert self._reindex is not None or not before
+        for file_id, language in before.items():
+            record = self._catalog.get_file(tenant_id, file_id)
+            if record is None or self._reindex is None:
+                continue
+            current = record.current
+            if declared_language(current.declared_language, record.metadata) == language:
+                continue
+            if current.processing_state is not ProcessingState.INDEXED:
+                continue
+            try:
+                started = self._reindex(tenant_id, file_id, current.version_id)
+            except CapabilityUnavailable:
+                # The change is made; the new language applies when the version is next indexed.
+                logger.warning(
+                    "metadata language changed; the re-index could not start", extra={"fileId": str(file_id)}
+                )
+                continue
+            logger.info("metadata language changed", extra={"fileId": str(file_id), "reindexed": started})
 
     def _writable(self, principal: Principal) -> Any:
         def authorize(collection_id: str) -> None:

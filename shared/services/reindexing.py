@@ -114,6 +114,11 @@ class Reindexer:
             embedding_model=model, queued=queued, dropped=dropped, skipped=skipped, remaining=remaining
         )
 
+    def start_version(self, tenant_id: str, file_id: UUID, version_id: UUID) -> bool:
+        """One indexed version through the workflow again (its document kept, its chunks cut and analysed anew): what a
+        change of its file's metadata `language` needs. False when processing began meanwhile."""
+        return self._start(tenant_id, file_id, version_id)
+
     def _start(self, tenant_id: str, file_id: UUID, version_id: UUID) -> bool:
         attempt = self._attempts.queue_reindex(tenant_id, version_id)
         if attempt is None:
