@@ -195,6 +195,7 @@ class FakeFileMetadataStore(FileMetadataStore):
                     stored_at=None,
                     processing_requested_at=None,
                     export_id=new.export_id,
+                    declared_language=new.declared_language,
                 ),
             )
 

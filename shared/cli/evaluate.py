@@ -183,6 +183,8 @@ def add_eval_command(commands: "argparse._SubParsersAction[argparse.ArgumentPars
         help="grounded answers on labelled questions: the demo set, and SciFact's with --dataset (docs/answers.md)",
     )
     evaluate.add_argument(
-        "--calibrate", action="store_true", help="with --answers: the sentence floor swept 0.2-0.45 (train only)"
+        "--calibrate",
+        action="store_true",
+        help="with --answers: the sentence floor swept around the embedding model's own (MiniLM: 0.2-0.45; train only)",
     )
     evaluate.set_defaults(run=cmd_eval)

@@ -38,6 +38,7 @@ def add_file_commands(commands: "argparse._SubParsersAction[argparse.ArgumentPar
     upload.add_argument("--checksums", action="store_true", help="by parts, each signed with its SHA-256")
     upload.add_argument(
         "--language",
+        type=_language,
         metavar="CODE",
         help="the documents' language (ISO 639-1, e.g. de), declared instead of detected per chunk (docs/search.md)",
     )
@@ -90,6 +91,13 @@ def cmd_upload(args: argparse.Namespace) -> int:
     metadata = metadata_of("upload", args.meta, args.meta_json)
     if args.resume and len(args.paths) > 1:
         raise CommandFailed("quire upload: error: --resume UPLOAD_ID names the session of one file", status=2)
+    if args.resume is not None and args.language is not None:
+        # The version's language was declared when its session opened; what resumes sends is only bytes.
+        raise CommandFailed(
+            "quire upload: error: --resume finishes an upload as it was opened, with the language declared then;"
+            " to declare another, upload the file again with --language",
+            status=2,
+        )
     state = UploadState.in_directory()
     failed = 0
     for name in args.paths:
@@ -183,6 +191,16 @@ def _interrupted(path: "Path", upload_id: str | None, stopped: Any = None) -> st
         f"interrupted{held}; upload session {upload_id} stays open for a day."
         f" Resume it with: quire upload {path} --resume {upload_id}"
     )
+
+
+def _language(value: str) -> str:
+    """An ISO 639-1 code (a tag such as de-CH is read as its language), checked before anything is uploaded."""
+    from shared.domain.languages import UnknownLanguage, language_code
+
+    try:
+        return language_code(value)
+    except UnknownLanguage as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
 
 
 def _mib(value: str) -> int:

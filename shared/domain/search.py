@@ -19,6 +19,7 @@ from shared.domain.knowledge import ChunkLocation, ChunkRegion, RankedChunk
 from shared.domain.languages import cjk_apart, keyword_text
 from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.recognition import BoundingBox
+from shared.domain.similarity import MINILM_SCALE
 from shared.domain.stopwords import ENGLISH_STOPWORDS, stopwords_of
 
 MAX_QUERY_CHARACTERS = 2_000
@@ -101,7 +102,7 @@ class RetrievalTuning(BaseModel):
     # on the SciFact train split 99% of queries' best relevant chunk scores >= 0.667, a plain paraphrase
     # of a runbook line 0.64, while off-topic questions' nearest chunk scores 0.57-0.69: 0.6 keeps every
     # real match and turns the clearly unrelated away. Titan needs its own measurement.
-    semantic_floor: float = Field(default=0.6, ge=0, le=1)
+    semantic_floor: float = Field(default=MINILM_SCALE.unrelated, ge=0, le=1)
     # Relative to the best fused score (both fusions score every returned chunk above 0): drops the tail of a
     # good result set (never rejects a poor set; that is the absolute floor's job). For z-score fusion 0.3 is
     # the highest that cost no nDCG@10 on the SciFact train tune queries, keeping 9.3 of 10 hits on average

@@ -102,7 +102,19 @@ def sweep_languages(
     vector weight of SWEEP_WEIGHTS: the figures the weight for uncovered languages is chosen from."""
     table: dict[str, dict[float, float]] = {}
     retrieval = container.retrieval
+    covered = container.embedder.languages
     for language, path in languages.items():
+        # A language the model does not cover is swept as search weighs it: where a lane has too few documents for a
+        # z-score, reciprocal rank weighs the vector lane in the same proportion (Retrieval.tuning_for).
+        uncovered = covered is not None and language not in covered
+        tunings = {
+            weight: retrieval.tuning.model_copy(
+                update={"vector_weight": weight, "uncovered_vector_weight": weight, "question_uncovered": True}
+                if uncovered
+                else {"vector_weight": weight}
+            )
+            for weight in SWEEP_WEIGHTS
+        }
         dataset = load_beir(path, "train")
         evaluation = Evaluation(container, progress=progress)
         try:
@@ -122,7 +134,7 @@ def sweep_languages(
                                     chunk_id
                                     for chunk_id, _ in fuse(
                                         [found.vector, found.keyword],
-                                        retrieval.tuning.model_copy(update={"vector_weight": weight}),
+                                        tunings[weight],
                                     )
                                 ]
                             ),

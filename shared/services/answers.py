@@ -185,7 +185,7 @@ class AnswerService:
                 filters=request.filters,
                 mode=request.mode.value,
                 index_version=index_version,
-                retrieval_settings=f"{self._retrieval.fingerprint}|{self._embedder.model_id}",
+                retrieval_settings=f"{self._retrieval.fingerprint}|{self._embedder.model_id}|{self._reading}",
                 prompt_version=prompt_version,
                 model=model,
             )
@@ -412,6 +412,19 @@ class AnswerService:
             ambiguous=self._ambiguous(validated.claims, by_id),
         )
 
+    @property
+    def _sentence_floor(self) -> float:
+        """The cosine a sentence must reach to be quoted: the tuning's when set, else the embedding model's own."""
+        chosen = self._tuning.sentence_floor
+        return chosen if chosen is not None else self._embedder.similarity_scale.sentence
+
+    @property
+    def _reading(self) -> str:
+        """How an answer reads the model's similarities (sentence floor, confidence range), for the cache key: a
+        changed scale is another answer, as a changed retrieval setting is."""
+        scale = self._embedder.similarity_scale
+        return f"sentence {self._sentence_floor}, top {scale.unrelated}-{scale.close}"
+
     def _extracted(self, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
         """Sentences ranked by the embedding model's cosine; by the question's words where there is no embedding; and
         where the model does not read the question's language (an English model places a German sentence by its
@@ -427,11 +440,7 @@ class AnswerService:
         floor = self._tuning.lexical_floor
         embedding_failed = False
         if vector and sentences and self._embedder.capability().available:
-            model_floor = (
-                self._tuning.sentence_floor
-                if self._tuning.sentence_floor is not None
-                else self._embedder.similarity_scale.sentence
-            )
+            model_floor = self._sentence_floor
             try:
                 vectors = self._embedder.embed_queries([question]) + self._embedder.embed(
                     [sentence.text for sentence in sentences]

@@ -4,6 +4,7 @@ hand, the labelled sets and the per-ask JSON, none of them needing a stack."""
 import pytest
 
 from shared.domain.answers import AnswerOutcome
+from shared.domain.similarity import E5_SCALE, MINILM_SCALE, SimilarityScale
 from shared.local.answer_evaluation.labels import (
     RESTRICTED,
     Expectation,
@@ -31,6 +32,7 @@ from shared.local.answer_evaluation.metrics import (
     verbatim_share,
 )
 from shared.local.answer_evaluation.report import observations_json
+from shared.local.answer_evaluation.runner import CALIBRATION_FLOORS, calibration_floors
 from shared.local.evaluation import Dataset
 
 
@@ -224,3 +226,9 @@ def test_the_labels_file_gives_the_demo_questions_and_the_decoy_corpus() -> None
     assert questions and all(q.expect is not UNANSWERABLE or q.gold == () for q in questions)
     assert all(isinstance(gold, Gold) for q in questions for gold in q.gold)
     assert set(decoy_dataset(labels).corpus) == set(labels["decoy"]["documents"])
+
+
+def test_the_calibration_sweeps_sentence_floors_around_the_embedding_model_s_own() -> None:
+    assert calibration_floors(MINILM_SCALE) == CALIBRATION_FLOORS == (0.2, 0.25, 0.3, 0.35, 0.4, 0.45)
+    assert calibration_floors(E5_SCALE) == (0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+    assert max(calibration_floors(SimilarityScale(unrelated=0.9, close=0.99, sentence=0.95))) == 1.0

@@ -68,3 +68,23 @@ def test_resume_without_an_id_or_a_note_says_what_to_give(
 def test_resume_with_an_id_takes_one_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["upload", "a.pdf", "b.pdf", "--resume", TICKET["uploadId"]]) == 2
     assert "names the session of one file" in capsys.readouterr().err
+
+
+def test_a_language_is_read_as_its_iso_code_and_an_unknown_one_is_a_usage_error_naming_the_fix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert build_parser().parse_args(["upload", "a.pdf", "--language", "de-CH"]).language == "de"
+    assert build_parser().parse_args(["upload", "a.pdf"]).language is None
+    for junk in ("klingon", "", "x" * 500):
+        with pytest.raises(SystemExit) as exited:
+            build_parser().parse_args(["upload", "a.pdf", "--language", junk])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert "--language" in err and "is not a language Quire knows" in err and "ISO 639-1" in err
+        assert len(err) < 600  # a long value is shown shortened
+
+
+def test_resume_keeps_the_language_its_session_was_opened_with(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["upload", "a.pdf", "--resume", TICKET["uploadId"], "--language", "de"]) == 2
+    err = capsys.readouterr().err
+    assert "--resume finishes an upload as it was opened" in err and "upload the file again with --language" in err

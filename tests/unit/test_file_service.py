@@ -10,6 +10,7 @@ from shared.domain.errors import InvalidRequest, NotFound, NotReady, PayloadTooL
 from shared.domain.files import ProcessingState, SignedRead, VersionState
 from shared.domain.uploads import storage_key
 from shared.ports import MAX_SIGNED_READ_LIFETIME
+from shared.services.files import UploadTicket
 from tests.fakes import Fakes, principal
 
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
@@ -55,6 +56,30 @@ def test_a_refused_upload_records_and_signs_nothing(
             byte_size=byte_size,
         )
     assert fakes.metadata.tenant_ids() == []
+
+
+def test_a_declared_language_is_recorded_as_its_iso_code_and_an_unknown_one_is_refused_naming_the_fix() -> None:
+    fakes = Fakes()
+    caller = principal("acme", "docs")
+
+    def upload(language: str) -> UploadTicket:
+        return fakes.files().start_upload(
+            caller,
+            collection_id="docs",
+            filename="vertrag.pdf",
+            media_type="application/pdf",
+            byte_size=9,
+            language=language,
+        )
+
+    ticket = upload("de-CH")
+    found = fakes.metadata.find_version("acme", ticket.version_id)
+    assert found is not None and found[1].declared_language == "de"
+    for junk in ("klingon", ""):
+        with pytest.raises(InvalidRequest, match=r"language: .* ISO 639-1"):
+            upload(junk)
+    listed, _ = fakes.metadata.list_files("acme", frozenset({"docs"}), collection_id=None, limit=10, after=None)
+    assert [record.file_id for record in listed] == [ticket.file_id]  # the refused ones recorded nothing
 
 
 def test_the_size_refusal_names_the_limit() -> None:

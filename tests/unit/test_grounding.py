@@ -40,13 +40,14 @@ from shared.domain.grounding import (
     sentences_of,
     sentences_to_rank,
     supported_assumptions,
+    top_retrieval,
     validated_claim,
     validated_draft,
     withheld_citations,
 )
 from shared.domain.knowledge import ChunkLocation, ChunkRegion
 from shared.domain.search import ChunkSnapshot, SearchFilters
-from shared.domain.similarity import MINILM_SCALE
+from shared.domain.similarity import E5_SCALE, MINILM_SCALE, SimilarityScale
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
@@ -437,6 +438,25 @@ def test_confidence_is_computed_from_the_factors_and_banded() -> None:
     assert weak.band is ConfidenceBand.LOW
     assert weak.factors.unsupported_claim_penalty == 0.3
     assert weak.factors.degraded_index_penalty == 0.2 and weak.factors.ambiguous_evidence_penalty == 0.15
+
+
+def test_top_retrieval_reads_the_best_semantic_score_on_the_embedding_model_s_own_scale() -> None:
+    best = [OUTAGE.model_copy(update={"vector_score": 0.9}), REFUNDS.model_copy(update={"vector_score": 0.7})]
+    assert top_retrieval(best, lexical_coverage=0.0, scale=MINILM_SCALE) == 1.0
+    assert top_retrieval(best, lexical_coverage=0.0, scale=E5_SCALE) == 0.2857  # (0.9 - 0.88) / (0.95 - 0.88)
+    # An off-topic question's best chunk for multilingual-e5-small: at the top of MiniLM's range, the bottom of its own.
+    off_topic = [OUTAGE.model_copy(update={"vector_score": 0.87})]
+    assert top_retrieval(off_topic, lexical_coverage=0.0, scale=MINILM_SCALE) == 1.0
+    assert top_retrieval(off_topic, lexical_coverage=0.0, scale=E5_SCALE) == 0.0
+    keyword_only = [OUTAGE.model_copy(update={"vector_score": None})]
+    assert top_retrieval(keyword_only, lexical_coverage=0.4, scale=E5_SCALE) == 0.4
+
+
+def test_a_similarity_scale_is_ordered_and_its_sentence_floor_is_a_cosine() -> None:
+    with pytest.raises(ValueError, match="unrelated < close"):
+        SimilarityScale(unrelated=0.9, close=0.8, sentence=0.3)
+    with pytest.raises(ValueError, match="a cosine in"):
+        SimilarityScale(unrelated=0.6, close=0.85, sentence=1.5)
 
 
 # --- the question ---------------------------------------------------------------------------------------------

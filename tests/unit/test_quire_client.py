@@ -192,6 +192,7 @@ class FakeQuire:
         self.storage_headers: httpx2.Headers | None = None
         self.reads = 0
         self.event_cursors: list[str | None] = []
+        self.tickets: list[dict[str, Any]] = []
 
     def record(self, processing: str) -> dict[str, Any]:
         current = {"versionId": VERSION_ID, "state": "stored", "processingState": processing}
@@ -200,6 +201,7 @@ class FakeQuire:
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         path = request.url.path
         if request.method == "POST" and path == "/v1/uploads":
+            self.tickets.append(json.loads(request.read()))
             upload = {"url": STORAGE, "fields": {"key": "k/1", "policy": "p"}}
             ticket = {"fileId": FILE_ID, "versionId": VERSION_ID, "upload": upload, "expiresAt": "2026-01-01T00:00:00Z"}
             return json_answer(201, ticket)
@@ -258,6 +260,14 @@ def test_upload_without_wait_returns_the_ticket_only() -> None:
     client, _ = fake_api(fake)
     uploaded = client.upload(b"x", "docs", filename="a.txt", wait=False)
     assert uploaded.file is None and uploaded.version_id == VERSION_ID and fake.reads == 0
+
+
+def test_upload_declares_a_language_only_when_given_and_sends_it_as_given() -> None:
+    fake = FakeQuire()
+    client, _ = fake_api(fake)
+    for language in ("de", None, ""):
+        client.upload(b"x", "docs", filename="a.txt", language=language, wait=False)
+    assert [ticket.get("language", "absent") for ticket in fake.tickets] == ["de", "absent", ""]  # the API refuses ""
 
 
 def test_storage_refusing_the_presigned_post_is_storage_refused_with_its_answer() -> None:

@@ -80,7 +80,7 @@ export async function upload(
       mediaType: options.mediaType,
       byteSize: content.size,
       metadata: options.metadata ?? null,
-      ...(options.language ? { language: options.language } : {}),
+      ...(options.language !== undefined ? { language: options.language } : {}),
       ...(options.multipart ? { multipart: true } : {}),
       ...(options.partSize !== undefined ? { partSize: options.partSize } : {}),
       ...(options.checksums ? { checksums: true } : {}),

@@ -17,6 +17,7 @@ from shared.domain.citations import excerpt_is_at_location
 from shared.domain.document import ExtractedDocument
 from shared.domain.grounding import cosine
 from shared.domain.search import Citation
+from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.local.answer_evaluation.labels import (
     DEMO_COLLECTION,
     RESTRICTED,
@@ -40,7 +41,17 @@ from shared.local.evaluation import COLLECTION as BEIR_COLLECTION
 from shared.local.evaluation import Dataset, Evaluation, as_document
 from shared.services.answers import AnswerTuning, StageTimes
 
-CALIBRATION_FLOORS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45)
+# The sentence floors the calibration sweeps: steps around the embedding model's own floor (its similarity scale),
+# since each model spreads its cosines differently (MiniLM: 0.2-0.45; multilingual-e5-small: 0.7-0.95).
+CALIBRATION_STEPS = (-0.1, -0.05, 0.0, 0.05, 0.1, 0.15)
+
+
+def calibration_floors(scale: SimilarityScale) -> tuple[float, ...]:
+    """The floors swept for a model of `scale`: its sentence floor and CALIBRATION_STEPS around it, within a cosine."""
+    return tuple(round(min(1.0, max(-1.0, scale.sentence + step)), 2) for step in CALIBRATION_STEPS)
+
+
+CALIBRATION_FLOORS = calibration_floors(MINILM_SCALE)
 
 
 def _flat(text: str) -> str:
@@ -364,7 +375,8 @@ def evaluate(
             with evaluation.restricted(beir.tenant, {gold.document for q in closed for gold in q.gold}):
                 observed[name] += evaluation.run(beir_tenant, closed, other=decoy)
             sets.append((name, beir_tenant, open_questions))
-        sweep = floor_sweep(evaluation, sets) if calibrate else None
+        floors = calibration_floors(container.embedder.similarity_scale)
+        sweep = floor_sweep(evaluation, sets, floors) if calibrate else None
     finally:
         decoy_evaluation.remove()
         for collection in (DEMO_COLLECTION, RESTRICTED):

@@ -6,6 +6,7 @@ caller may read now, and every way the model fails is evidence only and never ca
 (tests/integration/test_answers_api.py and test_answer_generation.py run the same on the real stack)."""
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,8 +25,10 @@ from shared.domain.answers import (
 from shared.domain.auth import Principal, Role, with_role
 from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.search import SearchFilters, SearchMode
+from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.services.answers import AnswerTuning
 from tests.builders.writing_services import WritingServices
+from tests.fakes import FakeEmbedder
 from tests.scripted_converse import SCRIPTED_MODEL, Fails, claim, drafted, prose, scripted_generator
 
 RUNBOOK = (
@@ -249,3 +252,35 @@ def test_every_way_the_model_fails_is_evidence_only_and_never_cached() -> None:
         assert all(item.kind is ClaimKind.EXTRACTIVE and item.supported for item in answer.claims)
     assert all(stored.cache_key.startswith("uncached:") for stored in services.answer_store.answers)
     model.assert_all_taken()
+
+
+@dataclass
+class ScaledEmbedder(FakeEmbedder):
+    """A fake embedder (tests/fakes.py's hashed vectors) whose similarity scale the test chooses."""
+
+    scale: SimilarityScale = MINILM_SCALE
+
+    @property
+    def similarity_scale(self) -> SimilarityScale:
+        return self.scale
+
+
+def test_the_sentence_floor_is_the_embedding_model_s_unless_the_tuning_sets_one_and_each_is_its_own_cache_entry() -> (
+    None
+):
+    services = WritingServices()
+    indexed(services, HANDBOOK, "handbook.md")
+    strict = SimilarityScale(unrelated=0.6, close=0.85, sentence=0.99)  # no sentence is that close to the question
+    lenient = SimilarityScale(unrelated=0.5, close=0.9, sentence=-1.0)  # every sentence answers
+    hybrid = AnswerRequest(question=LEAVE)  # the semantic lane runs: sentences are ranked by the embedder's cosine
+
+    def asked(scale: SimilarityScale, **tuning: Any) -> Any:
+        answers = services.answers(embedder=ScaledEmbedder(scale=scale), tuning=AnswerTuning(**tuning))
+        return answers.answer(reader(), hybrid)
+
+    refused = asked(strict)
+    assert refused.refusal is not None and refused.refusal.reason is RefusalReason.INSUFFICIENT_EVIDENCE
+    # The same model id read on another scale, or with the tuning's own floor: not the cached refusal.
+    for answer in (asked(lenient), asked(strict, sentence_floor=-1.0)):
+        assert answer.outcome is AnswerOutcome.EVIDENCE_ONLY and not answer.cached and answer.claims
+    assert asked(lenient).cached  # the same reading again: the cache serves it

@@ -298,7 +298,7 @@ class Quire(Operations):
         }
         if metadata:
             request["metadata"] = dict(metadata)
-        if language:
+        if language is not None:
             request["language"] = language
         if multipart:
             request["multipart"] = True
