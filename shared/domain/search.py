@@ -543,8 +543,11 @@ def _contains_term(text: str, term: str) -> bool:
 # A run of letters or digits of the folded text (shared/domain/languages.py:keyword_text: lower case in every
 # script, a CJK run as its pairs), as PostgreSQL's `simple` parser mostly splits words (don't: don, t; a_b: a, b).
 # It keeps a few shapes whole that this splits (3.14, v2.1, an e-mail address; ERR-4021 is err and -4021):
-# both the query and a region are split alike here, so those still match, on their parts.
-_TERM = re.compile(r"[^\W_]+")
+# both the query and a region are split alike here, so those still match, on their parts. keyword_text leaves only
+# spaces, ASCII punctuation, letters, digits and combining marks, so a word is a run of anything but the first two:
+# a combining mark stays inside its word (Devanagari's and Tamil's vowel signs and viramas are marks, not letters,
+# and `[^\W_]+` cut "अक्सर" into "अक" and "सर"), as it does for the keyword lane's parser.
+_TERM = re.compile(r"[^\s\x00-/:-@\[-`{-\x7f]+")
 
 
 def words_of(text: str) -> list[str]:

@@ -238,6 +238,10 @@ def test_query_words_and_a_sentence_s_overlap_work_in_every_script() -> None:
     assert query_terms("ДОГОВОР аренды") == {"договор", "аренды"}
     assert lexical_similarity("数据保护条例", "本条例规定了数据保护的原则。") > 0.5
     assert lexical_similarity("数据保护条例", "今天天气很好。") == 0
+    # A vowel sign or virama is a combining mark, part of its word (as the keyword lane's parser keeps it).
+    assert query_terms("दस्तावेज़ कहाँ है?") == {"दस्तावेज़", "कहाँ", "है"}
+    assert query_terms("ஆவணம் எங்கே?") == {"ஆவணம்", "எங்கே"}
+    assert lexical_similarity("दस्तावेज़ कहाँ है", "कहानी दस्ताने") == 0  # no word shared, only letters
 
 
 @pytest.mark.parametrize(
@@ -270,3 +274,5 @@ def test_each_language_s_stopwords_are_snowball_s_folded_as_words_are() -> None:
     assert lexical_similarity(german_question, other, "de") == 0  # only stopwords in common
     assert lexical_similarity(german_question, answer, "de") == 2 / 3
     assert lexical_similarity(german_question, other) > 0.3  # English's stopwords alone would have kept it
+    # Every listed stopword is one word as words are counted, so it can match one (Nepali's are whole words).
+    assert query_terms("अक्सर यो कागज", "ne") == {"कागज"}
