@@ -1,7 +1,8 @@
 """A file's metadata after upload (issue 33): one file's change, many files' changes in one transaction, and a
 collection's schema. Writing needs the write role on the file's collection (404 where the caller cannot read it);
 a schema needs the admin role. A change takes effect in search within the request that made it: filters read the
-file's row, nothing is re-embedded or re-extracted."""
+file's row, nothing is re-embedded or re-extracted; except that a change of the language the metadata declares
+(`language`) re-indexes the file's current version through the workflow, after the change is committed."""
 
 import logging
 from collections.abc import Callable, Sequence
@@ -9,7 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from shared.domain.auth import Principal
-from shared.domain.errors import CapabilityUnavailable, InvalidRequest, NotFound
+from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.files import FileRecord, ProcessingState
 from shared.domain.languages import METADATA_KEY, declared_language
 from shared.domain.metadata import MAX_BULK_FILES, MetadataChange
@@ -100,23 +101,32 @@ class FileMetadataService:
         being processed reads the metadata when it is chunked)."""
         assert self._reindex is not None or not before
         for file_id, language in before.items():
-            record = self._catalog.get_file(tenant_id, file_id)
-            if record is None or self._reindex is None:
-                continue
-            current = record.current
-            if declared_language(current.declared_language, record.metadata) == language:
-                continue
-            if current.processing_state is not ProcessingState.INDEXED:
-                continue
             try:
-                started = self._reindex(tenant_id, file_id, current.version_id)
-            except CapabilityUnavailable:
-                # The change is made; the new language applies when the version is next indexed.
+                started = self._reindex_if_changed(tenant_id, file_id, language)
+            except Exception:
+                # The change is committed, so the caller's answer is 200 whatever happens here (the workflow or the
+                # embedder down, the day's embedding limit spent, a database error): the new language applies when
+                # the version is next indexed.
                 logger.warning(
-                    "metadata language changed; the re-index could not start", extra={"fileId": str(file_id)}
+                    "metadata language changed; the re-index could not start",
+                    exc_info=True,
+                    extra={"fileId": str(file_id)},
                 )
                 continue
-            logger.info("metadata language changed", extra={"fileId": str(file_id), "reindexed": started})
+            if started is not None:
+                logger.info("metadata language changed", extra={"fileId": str(file_id), "reindexed": started})
+
+    def _reindex_if_changed(self, tenant_id: str, file_id: UUID, language: str | None) -> bool | None:
+        """None where nothing needs a re-index; else whether it started (False: processing began meanwhile)."""
+        record = self._catalog.get_file(tenant_id, file_id)
+        if record is None or self._reindex is None:
+            return None
+        current = record.current
+        if declared_language(current.declared_language, record.metadata) == language:
+            return None
+        if current.processing_state is not ProcessingState.INDEXED:
+            return None
+        return self._reindex(tenant_id, file_id, current.version_id)
 
     def _writable(self, principal: Principal) -> Any:
         def authorize(collection_id: str) -> None:

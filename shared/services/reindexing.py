@@ -78,15 +78,7 @@ class Reindexer:
     def start_batch(self, tenant_id: str, collections: frozenset[str] | None, *, limit: int = 20) -> ReindexReport:
         """Queue up to `limit` of the stale versions of `collections` (None: every collection of the tenant, for
         the local stack's own sweep after its model changed; a caller's request always names its collections)."""
-        status = self._embedder.capability()
-        if not status.available:
-            # Re-indexing without a model would only rewrite the same lexical-only chunks.
-            raise CapabilityUnavailable("embedder", status.reason or "unavailable")
-        if self._spend is not None:
-            # A batch is refused once the day's tokens are spent (one batch may pass the limit by its own tokens).
-            refusal = self._spend.embedding_refusal(tenant_id, tokens=1)
-            if refusal is not None:
-                raise refusal
+        self._ensure_embeddable(tenant_id)
         model = self._embedder.model_id
         queued = dropped = skipped = 0
         for file_id, version_id in self._knowledge.versions_to_reindex(tenant_id, collections, model, limit):
@@ -116,8 +108,22 @@ class Reindexer:
 
     def start_version(self, tenant_id: str, file_id: UUID, version_id: UUID) -> bool:
         """One indexed version through the workflow again (its document kept, its chunks cut and analysed anew): what a
-        change of its file's metadata `language` needs. False when processing began meanwhile."""
+        change of its file's metadata `language` needs. False when processing began meanwhile; refused as a batch is
+        (CapabilityUnavailable, LimitExceeded) where its embed step would store gaps in place of the vectors it has."""
+        self._ensure_embeddable(tenant_id)
         return self._start(tenant_id, file_id, version_id)
+
+    def _ensure_embeddable(self, tenant_id: str) -> None:
+        status = self._embedder.capability()
+        if not status.available:
+            # Re-indexing without a model would only rewrite the same chunks lexical-only, dropping their vectors.
+            raise CapabilityUnavailable("embedder", status.reason or "unavailable")
+        if self._spend is not None:
+            # Refused once the day's tokens are spent (one batch may pass the limit by its own tokens): past it the
+            # embed step stores gaps, so a version's vectors would be lost.
+            refusal = self._spend.embedding_refusal(tenant_id, tokens=1)
+            if refusal is not None:
+                raise refusal
 
     def _start(self, tenant_id: str, file_id: UUID, version_id: UUID) -> bool:
         attempt = self._attempts.queue_reindex(tenant_id, version_id)

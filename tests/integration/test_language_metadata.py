@@ -4,6 +4,9 @@ re-indexes nothing; a version whose upload declared its language keeps it."""
 
 import uuid
 
+import pytest
+
+from shared.domain.auth import Role
 from tests.integration.api_steps import indexed, search
 from tests.integration.files_stack import Stack
 
@@ -75,3 +78,28 @@ def test_an_upload_s_declared_language_outranks_the_metadata(stack: Stack) -> No
     _patch(stack, token, ticket["fileId"], {"set": {"language": "es"}})
     status, record = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
     assert record["current"]["processingState"] == "indexed" and record["current"]["language"] == "de"
+
+
+def test_a_language_change_no_re_index_can_follow_is_kept_and_answered_200(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = f"l{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant, collections=("docs",))
+    file_id = indexed(stack, token, "note.md", NOTE)["fileId"]
+    # A reader cannot change the language, so nothing is re-indexed for it.
+    reader = stack.token(tenant=tenant, collections=("docs",), role=Role.READ)
+    status, _ = stack.json("PATCH", f"/v1/files/{file_id}/metadata", reader, {"set": {"language": "de"}})
+    assert status == 403
+    status, record = stack.json("GET", f"/v1/files/{file_id}", token)
+    assert record["current"]["processingState"] == "indexed" and "language" not in record["metadata"]
+
+    def unreachable(*args: object) -> None:
+        raise ConnectionError("the database went away")
+
+    # The change is committed before the re-index is queued: a failure there (the database, the workflow, the
+    # embedder, the day's embedding limit) is logged, never a 500 for a change that was made.
+    monkeypatch.setattr(stack.container.file_metadata, "queue_reindex", unreachable)
+    record = _patch(stack, token, file_id, {"set": {"language": "de"}})
+    monkeypatch.undo()
+    assert record["metadata"] == {"language": "de"}
+    assert record["current"]["processingState"] == "indexed"  # type: ignore[index]
