@@ -446,7 +446,7 @@ class AnswerService:
                     [sentence.text for sentence in sentences]
                 )
                 cosines = [cosine(vectors[0], embedded) for embedded in vectors[1:]]
-                if self._retrieval.embedder_reads(question):
+                if self._retrieval.embedder_reads_language(language):  # detected once
                     similarity, floor = cosines, model_floor
                 else:
                     similarity = [

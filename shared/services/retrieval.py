@@ -100,11 +100,14 @@ class Retrieval:
     def embedder_reads(self, question: str) -> bool:
         """Whether the embedding model covers the question's language: a multilingual model, or a question that is in
         one of the model's languages or not clearly in any (docs/adr/0011)."""
-        covered = self._embedder.languages
-        if covered is None:
+        if self._embedder.languages is None:
             return True
-        language = self.question_language(question)
-        return language is None or language in covered
+        return self.embedder_reads_language(self.question_language(question))
+
+    def embedder_reads_language(self, language: str | None) -> bool:
+        """embedder_reads for a question whose language is detected already (question_language's answer)."""
+        covered = self._embedder.languages
+        return covered is None or language is None or language in covered
 
     def tuning_for(self, question: str) -> RetrievalTuning:
         """The tuning one question is fused with: the vector lane's weight falls to `uncovered_vector_weight` when the
