@@ -428,8 +428,9 @@ class AnswerService:
     def _extracted(self, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
         """Sentences ranked by the embedding model's cosine; by the question's words where there is no embedding; and
         where the model does not read the question's language (an English model places a German sentence by its
-        characters: docs/adr/0011), by words, a sentence whose cosine reaches the model's floor counting as related
-        (the lexical floor added). Words are compared without English's and the question's language's stopwords."""
+        characters: docs/adr/0011), by words, a sentence that shares a word and whose cosine reaches the model's floor
+        counting as related (the lexical floor added). Words are compared without English's and the question's
+        language's stopwords."""
         order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
         language = self._retrieval.question_language(question)
         sentences = sentences_to_rank(
@@ -450,7 +451,7 @@ class AnswerService:
                     similarity, floor = cosines, model_floor
                 else:
                     similarity = [
-                        share + (floor if related >= model_floor else 0.0)
+                        share + (floor if share > 0 and related >= model_floor else 0.0)
                         for share, related in zip(words, cosines, strict=True)
                     ]
             except (CapabilityUnavailable, EmbeddingFailed) as error:

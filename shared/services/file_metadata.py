@@ -19,6 +19,10 @@ from shared.ports import AuthorizationPolicy, FileCatalog, MetadataWriter
 
 logger = logging.getLogger("quire")
 
+# Changes of `language` in one bulk call: each may re-index its file within the request (a workflow start apiece),
+# which must stay well inside API Gateway's 29 seconds.
+MAX_LANGUAGE_CHANGES = 100
+
 # Starts one version's re-index (Reindexer.start_version): tenant, file, version; False when it was already busy.
 StartReindex = Callable[[str, UUID, UUID], bool]
 
@@ -64,6 +68,12 @@ class FileMetadataService:
             if change.file_id in seen:
                 raise InvalidRequest(f"{change.path}.fileId: names the same file as {seen[change.file_id]}")
             seen[change.file_id] = change.path
+        languages = sum(1 for change in changes if _touches_language(change))
+        if languages > MAX_LANGUAGE_CHANGES:
+            raise InvalidRequest(
+                f"files: {languages} changes set or remove `{METADATA_KEY}`; at most {MAX_LANGUAGE_CHANGES} may in one"
+                " call, because each re-indexes its file: send them in several calls"
+            )
         before = self._languages_before(principal.tenant_id, changes)
         revisions = self._writer.change_metadata(principal.tenant_id, changes, authorize=self._writable(principal))
         self._reindex_changed_languages(principal.tenant_id, before)
@@ -86,9 +96,7 @@ class FileMetadataService:
         """The language each changed file's current version is read in now, for the changes that touch `language`."""
         if self._reindex is None:
             return {}
-        touched = [
-            change.file_id for change in changes if METADATA_KEY in change.set_values or METADATA_KEY in change.remove
-        ]
+        touched = [change.file_id for change in changes if _touches_language(change)]
         before: dict[UUID, str | None] = {}
         for file_id in touched:
             record = self._catalog.get_file(tenant_id, file_id)
@@ -133,3 +141,7 @@ class FileMetadataService:
             self._policy.ensure_can_write(principal, collection_id)
 
         return authorize
+
+
+def _touches_language(change: MetadataChange) -> bool:
+    return METADATA_KEY in change.set_values or METADATA_KEY in change.remove

@@ -103,3 +103,15 @@ def test_a_language_change_no_re_index_can_follow_is_kept_and_answered_200(
     monkeypatch.undo()
     assert record["metadata"] == {"language": "de"}
     assert record["current"]["processingState"] == "indexed"  # type: ignore[index]
+
+
+def test_a_bulk_change_of_more_languages_than_it_may_re_index_is_refused_naming_the_limit(stack: Stack) -> None:
+    token = stack.token(tenant=f"l{uuid.uuid4().hex[:10]}", collections=("docs",))
+    note = indexed(stack, token, "note.md", NOTE)
+    files = [{"fileId": str(uuid.uuid4()), "set": {"language": "de"}} for _ in range(100)]
+    status, refused = stack.json(
+        "POST", "/v1/files/metadata", token, {"files": [*files, {"fileId": note["fileId"], "set": {"language": "de"}}]}
+    )
+    assert status == 400 and "at most 100" in refused["message"] and "language" in refused["message"], refused
+    status, record = stack.json("GET", f"/v1/files/{note['fileId']}", token)
+    assert record["metadata"] == {} and record["current"]["processingState"] == "indexed"  # nothing changed
