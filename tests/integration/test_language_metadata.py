@@ -115,3 +115,20 @@ def test_a_bulk_change_of_more_languages_than_it_may_re_index_is_refused_naming_
     assert status == 400 and "at most 100" in refused["message"] and "language" in refused["message"], refused
     status, record = stack.json("GET", f"/v1/files/{note['fileId']}", token)
     assert record["metadata"] == {} and record["current"]["processingState"] == "indexed"  # nothing changed
+
+
+def test_a_bulk_change_re_indexes_each_file_whose_language_it_changes(stack: Stack) -> None:
+    token = stack.token(tenant=f"l{uuid.uuid4().hex[:10]}", collections=("docs",))
+    german, other = indexed(stack, token, "a.md", NOTE), indexed(stack, token, "b.md", NOTE)
+    body = {
+        "files": [
+            {"fileId": german["fileId"], "set": {"language": "de"}},
+            {"fileId": other["fileId"], "set": {"team": "x"}},
+        ]
+    }
+    status, answer = stack.json("POST", "/v1/files/metadata", token, body)
+    assert status == 200, answer
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    for record, language in ((german, "de"), (other, other["current"]["language"])):
+        status, now = stack.json("GET", f"/v1/files/{record['fileId']}", token)
+        assert now["current"]["processingState"] == "indexed" and now["current"]["language"] == language, now
