@@ -102,7 +102,8 @@ class BulkMetadataItem(MetadataPatchRequest):
 
 
 class BulkMetadataRequest(ApiModel):
-    """`POST /v1/files/metadata`: up to 1,000 files' changes, all applied or none."""
+    """`POST /v1/files/metadata`: up to 1,000 files' changes, all applied or none; at most 100 of them may set or
+    remove `language` (each re-indexes its file when the language it declares changes)."""
 
     # At most 1,000: the service's 400 names the limit.
     files: list[BulkMetadataItem] = Field(min_length=1)

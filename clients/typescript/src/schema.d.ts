@@ -1355,7 +1355,8 @@ export interface components {
         };
         /**
          * BulkMetadataRequest
-         * @description `POST /v1/files/metadata`: up to 1,000 files' changes, all applied or none.
+         * @description `POST /v1/files/metadata`: up to 1,000 files' changes, all applied or none; at most 100 of them may set or
+         *     remove `language` (each re-indexes its file when the language it declares changes).
          */
         BulkMetadataRequest: {
             /** Files */

@@ -441,7 +441,9 @@ class BulkMetadataItem(TypedDict):
 
 
 class BulkMetadataRequest(TypedDict):
-    """`POST /v1/files/metadata`: up to 1,000 files' changes, all applied or none."""
+    """`POST /v1/files/metadata`: up to 1,000 files' changes, all applied or none; at most 100 of them may set or remove
+    `language` (each re-indexes its file when the language it declares changes).
+    """
 
     files: list[BulkMetadataItem]
 
