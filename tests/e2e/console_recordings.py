@@ -54,6 +54,8 @@ def check_cited_moment(page: Any, talk: SpokenRecording) -> None:
     until(page, f"{PLAYER}.readyState >= 1", seconds=30)
     position = page.evaluate(f"{PLAYER}.currentTime")
     assert abs(position - start) <= 0.5, position
+    # The transcript is read in windows after the player is shown; the source is busy until it is all in.
+    page.locator("div.source:not([aria-busy]) [data-testid=transcript]").wait_for(timeout=30_000)
     cited = page.locator("[data-testid=transcript] li.segment.cited")
     assert cited.count() >= 1 and "Falcon 42" in cited.first.inner_text(), cited.all_inner_texts()
     assert "Heard with confidence" in page.locator("dl.facts").inner_text()
