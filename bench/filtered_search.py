@@ -235,6 +235,7 @@ def keyword_plan(database: Database, query: BenchQuery, filters: Any, tuning: An
         "limit": tuning.candidates,
         "k1": tuning.bm25_k1,
         "b": tuning.bm25_b,
+        "context_weight": tuning.context_weight,
     }
     conditions = filter_sql(filters, params, chunk="c.")
     join = f"JOIN knowledge_chunks AS c ON c.tenant_id = %(tenant)s AND c.chunk_id = scored.chunk_id{conditions}"

@@ -668,6 +668,7 @@ def keyword_params(query: BenchQuery, tuning: Any) -> dict[str, Any]:
         "limit": tuning.candidates,
         "k1": tuning.bm25_k1,
         "b": tuning.bm25_b,
+        "context_weight": tuning.context_weight,
     }
 
 

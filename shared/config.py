@@ -91,6 +91,7 @@ class Settings(BaseSettings):
     search_context_budget_characters: int = Field(default=12_000, ge=2_000)
     search_bm25_k1: float = Field(default=0.9, gt=0)
     search_bm25_b: float = Field(default=0.6, ge=0, le=1)
+    search_context_weight: float = Field(default=1.0, ge=0, le=10)
     search_identifier_boost: bool = True
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None

@@ -1,6 +1,7 @@
 """Bodies of search: the query and its filters, hits with their exact citations, coverage, re-indexing."""
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -10,6 +11,7 @@ from functions.views.base import ApiModel
 from functions.views.facets import WithFacets, facets_view
 from functions.views.filter_shape import FilterParameter
 from shared.domain.errors import InvalidRequest
+from shared.domain.grouping import DEFAULT_HITS_PER_FILE, MAX_HITS_PER_FILE, FileGroup
 from shared.domain.knowledge import CollectionCoverage
 from shared.domain.metadata_filter import FilterError, MetadataFilter
 from shared.domain.recognition import BoundingBox
@@ -71,6 +73,17 @@ class SearchRequest(ApiModel):
         default=None,
         description="Metadata keys (or quire.collection, quire.mediaType) whose most frequent values to count over"
         " the files the caller can read and the filters keep: `facets` in the answer, at most 50 values each.",
+    )
+    group_by: Literal["file"] | None = Field(
+        default=None,
+        description='"file": the answer\'s `groups` are the best `limit` files, each with its best `hitsPerFile`'
+        " hits in rank order (a file's place is its best hit's); `hits` are the same hits, group by group.",
+    )
+    hits_per_file: int = Field(
+        default=DEFAULT_HITS_PER_FILE,
+        ge=1,
+        le=MAX_HITS_PER_FILE,
+        description='With groupBy "file": how many hits each file brings at most.',
     )
 
     def to_query(self) -> SearchQuery:
@@ -172,11 +185,24 @@ class HitView(ApiModel):
     citation: CitationView
 
 
+class FileGroupView(ApiModel):
+    """One file of a search grouped by file: its best hits, its score its best hit's."""
+
+    file_id: str
+    version_id: str
+    filename: str
+    collection_id: str
+    score: float
+    hits: list[HitView]
+
+
 class SearchFoundView(WithFacets):
     outcome: Literal["found"]
     vector_available: bool
     truncated_by_budget: bool
     hits: list[HitView]
+    # With groupBy "file" only: the files, best first, each with its hits.
+    groups: list[FileGroupView] | None = None
 
 
 class SearchEmptyView(WithFacets):
@@ -188,7 +214,9 @@ class SearchEmptyView(WithFacets):
 
 
 def search_view(
-    outcome: SearchOutcome, facets: dict[str, list[tuple[Any, int]]] | None = None
+    outcome: SearchOutcome,
+    facets: dict[str, list[tuple[Any, int]]] | None = None,
+    groups: Sequence[FileGroup] | None = None,
 ) -> SearchFoundView | SearchEmptyView:
     counted = facets_view(facets)
     if isinstance(outcome, Empty):
@@ -201,6 +229,7 @@ def search_view(
         truncated_by_budget=outcome.truncated_by_budget,
         hits=[HitView.model_validate(hit.model_dump()) for hit in outcome.hits],
         facets=counted,
+        groups=None if groups is None else [FileGroupView.model_validate(group.model_dump()) for group in groups],
     )
 
 

@@ -372,6 +372,7 @@ class Container:
             context_budget_characters=settings.search_context_budget_characters,
             bm25_k1=settings.search_bm25_k1,
             bm25_b=settings.search_bm25_b,
+            context_weight=settings.search_context_weight,
         )
 
     @cached_property

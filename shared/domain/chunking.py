@@ -14,8 +14,16 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Protocol, TypeVar
 
+from shared.domain.chunk_context import caption_before, same_words
 from shared.domain.document import Block, BlockKind, ExtractedDocument, Location, Table
-from shared.domain.knowledge import MAX_CHUNK_REGIONS, ChunkDraft, ChunkLocation, ChunkRegion, embedded_content
+from shared.domain.knowledge import (
+    MAX_CHUNK_REGIONS,
+    ChunkDraft,
+    ChunkLocation,
+    ChunkRegion,
+    chunk_context,
+    embedded_content,
+)
 from shared.domain.layout import union
 from shared.domain.text import BLOCK_SEPARATOR, CELL_SEPARATOR, ROW_SEPARATOR, Span, block_text, sentence_spans
 from shared.domain.text import row_text as _row_text
@@ -40,7 +48,7 @@ _T = TypeVar("_T")
 
 
 class ChunkingStrategy(Protocol):
-    def chunk(self, document: ExtractedDocument) -> list[ChunkDraft]: ...
+    def chunk(self, document: ExtractedDocument, *, title: str | None = None) -> list[ChunkDraft]: ...
 
 
 def _has_text(block: Block) -> bool:
@@ -248,6 +256,7 @@ class _Piece:
     location: Location
     whole_block: bool  # only whole blocks are repeated as overlap
     table: _TableSlice | None = None  # set on a table's piece, to cut it again by rows
+    caption: str | None = None  # a table's piece: the table's caption, part of its chunk's context
 
     @property
     def place(self) -> tuple[int | None, str | None, int | None]:
@@ -270,7 +279,11 @@ def _can_be_cut(piece: _Piece) -> bool:
 class _Section:
     heading_path: tuple[str, ...]
     parent: int | None
-    budget: int  # tokens left for the body once the heading path is prefixed
+    budget: int  # tokens left for the body once the title and heading path are prefixed
+    title: str | None = None  # the document's, unless the heading path begins with it
+
+    def context(self, piece: _Piece) -> tuple[str, ...]:
+        return chunk_context(self.title, self.heading_path, piece.caption)
 
 
 class StructuralChunker:
@@ -301,23 +314,30 @@ class StructuralChunker:
         self._block_gap = count_tokens(BLOCK_SEPARATOR)
         self._row_gap = count_tokens(ROW_SEPARATOR)
 
-    def chunk(self, document: ExtractedDocument) -> list[ChunkDraft]:
+    def chunk(self, document: ExtractedDocument, *, title: str | None = None) -> list[ChunkDraft]:
+        """The document's chunks, each indexed under `title` (the document's, shared/domain/chunk_context.py)
+        and its heading path."""
         drafts: list[ChunkDraft] = []
         heading: int | None = None
         members: list[int] = []
         for index, block in enumerate(document.blocks):
             if block.kind is BlockKind.HEADING:
-                self._chunk_section(document.blocks, heading, members, drafts)
+                self._chunk_section(document.blocks, heading, members, drafts, title)
                 heading, members = index, []
             elif _has_text(block):
                 members.append(index)
-        self._chunk_section(document.blocks, heading, members, drafts)
+        self._chunk_section(document.blocks, heading, members, drafts, title)
         return [_with_recognition(draft, document.blocks) for draft in drafts]
 
     # Sections
 
     def _chunk_section(
-        self, blocks: tuple[Block, ...], heading: int | None, members: list[int], drafts: list[ChunkDraft]
+        self,
+        blocks: tuple[Block, ...],
+        heading: int | None,
+        members: list[int],
+        drafts: list[ChunkDraft],
+        title: str | None,
     ) -> None:
         if not members:
             return  # a heading with nothing under it lives on only in the paths of what follows
@@ -325,30 +345,39 @@ class StructuralChunker:
         if heading is not None:
             opener = blocks[heading]
             path = opener.heading_path + ((opener.text,) if opener.text.strip() else ())
-        section = self._section(path, heading)
+        if title and path and same_words(title, path[0]):
+            title = None  # the path says it already
+        section = self._section(path, heading, title)
         self._pack(section, self._pieces(blocks, members, section.budget), drafts)
 
-    def _section(self, path: tuple[str, ...], parent: int | None) -> _Section:
-        path, tokens = self._fitted_path(path)
-        return _Section(heading_path=path, parent=parent, budget=self._max_tokens - tokens)
+    def _section(self, path: tuple[str, ...], parent: int | None, title: str | None) -> _Section:
+        kept: tuple[str, ...] = ()
+        if title and title.strip():
+            kept, _ = self._cut_heading(title.strip(), self._max_tokens // 4)
+        path, tokens = self._fitted_path(path, kept)
+        return _Section(
+            heading_path=path, parent=parent, budget=self._max_tokens - tokens, title=kept[0] if kept else None
+        )
 
-    def _fitted_path(self, path: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
-        """The heading path and its tokens, trimmed to half the budget: the headings say what a chunk is
-        about, but the body is what is found. The outermost headings go first, being the least specific;
-        then the innermost is cut short."""
+    def _fitted_path(self, path: tuple[str, ...], before: tuple[str, ...] = ()) -> tuple[tuple[str, ...], int]:
+        """The heading path and the tokens of the context it makes after `before` (the title, cut to a quarter
+        of the budget), trimmed to half the budget: the headings say what a chunk is about, but the body is
+        what is found. The outermost headings go first, being the least specific; then the innermost is cut
+        short."""
         limit = self._max_tokens // 2
         while path:
-            tokens = self._count(embedded_content(path, ""))
+            tokens = self._count(embedded_content(before + path, ""))
             if tokens <= limit:
                 return path, tokens
             if len(path) == 1:
-                return self._cut_heading(path[0].strip(), limit)
+                cut, tokens = self._cut_heading(path[0].strip(), limit, before)
+                return (cut, tokens) if cut else ((), self._count(embedded_content(before, "")))
             path = path[1:]
-        return (), 0
+        return (), self._count(embedded_content(before, "")) if before else 0
 
-    def _cut_heading(self, heading: str, limit: int) -> tuple[tuple[str, ...], int]:
+    def _cut_heading(self, heading: str, limit: int, before: tuple[str, ...] = ()) -> tuple[tuple[str, ...], int]:
         def tokens_of(end: int) -> int:
-            return self._count(embedded_content((heading[:end],), ""))
+            return self._count(embedded_content((*before, heading[:end]), ""))
 
         word_ends = [end for _, end in _word_spans(heading, 0, len(heading))]
         fitting = _longest_fitting(word_ends, tokens_of, limit)
@@ -362,10 +391,15 @@ class StructuralChunker:
     # Pieces
 
     def _pieces(self, blocks: tuple[Block, ...], members: list[int], budget: int) -> Iterator[_Piece]:
-        for index in members:
+        for position, index in enumerate(members):
             block = blocks[index]
             if block.kind is BlockKind.TABLE and block.table is not None:
-                yield from self._table_pieces(index, block, block.table, budget)
+                caption = caption_before(blocks, members, position)
+                cost = self._count(embedded_content(("", caption), "")) if caption else 0
+                if cost > budget // 4:
+                    caption, cost = None, 0  # a table is found by its rows: its caption may not crowd them out
+                pieces = self._table_pieces(index, block, block.table, budget - cost)
+                yield from (replace(piece, caption=caption) for piece in pieces) if caption else pieces
             else:
                 yield from self._text_pieces(index, block, budget)
 
@@ -596,7 +630,7 @@ class StructuralChunker:
         given_back: list[_Piece] = []
         while True:
             text = BLOCK_SEPARATOR.join(piece.text for piece in pieces)
-            tokens = self._count(embedded_content(section.heading_path, text))
+            tokens = self._count(embedded_content(section.context(pieces[0]), text))
             if tokens <= self._max_tokens:
                 drafts.append(self._draft(section, pieces, text, tokens, ordinal=len(drafts)))
                 return pieces, given_back[::-1]
@@ -618,12 +652,15 @@ class StructuralChunker:
                 drafts.append(self._draft(section, [piece], piece.text, tokens, ordinal=len(drafts)))
             elif _can_be_cut(piece):
                 halves = self._cut_in_two(piece)
-                counted = [(half, self._count(embedded_content(section.heading_path, half.text))) for half in halves]
+                counted = [(half, self._count(embedded_content(section.context(half), half.text))) for half in halves]
                 pending.extend(reversed(counted))
             else:
                 self._emit_as_last_resort(section, piece, drafts)
 
     def _cut_in_two(self, piece: _Piece) -> list[_Piece]:
+        return [replace(half, caption=piece.caption) for half in self._halves_of(piece)]
+
+    def _halves_of(self, piece: _Piece) -> list[_Piece]:
         table = piece.table
         if table is None:
             halves = self._halves(piece.text, sentences=piece.kind is not BlockKind.TABLE)
@@ -645,15 +682,14 @@ class StructuralChunker:
         candidates = [piece]
         if piece.table is not None and piece.table.layout.header:
             bare = replace(piece.table.layout, header=(), header_tokens=0)
-            candidates.append(self._slice(bare, piece.table.rows, piece.table.row_tokens, piece.table.first_row))
+            bare_slice = self._slice(bare, piece.table.rows, piece.table.row_tokens, piece.table.first_row)
+            candidates.append(replace(bare_slice, caption=piece.caption))
         for candidate in candidates:
-            path = section.heading_path
-            while (tokens := self._count(embedded_content(path, candidate.text))) > self._max_tokens and path:
-                path = path[1:]
-            if tokens <= self._max_tokens:
-                fewer_headings = replace(section, heading_path=path)
-                drafts.append(self._draft(fewer_headings, [candidate], candidate.text, tokens, ordinal=len(drafts)))
-                return
+            for fewer_headings, fewer in _shorter_contexts(section, candidate):
+                tokens = self._count(embedded_content(fewer_headings.context(fewer), fewer.text))
+                if tokens <= self._max_tokens:
+                    drafts.append(self._draft(fewer_headings, [fewer], fewer.text, tokens, ordinal=len(drafts)))
+                    return
         raise ValueError(f"max_tokens={self._max_tokens} cannot hold even {piece.text!r}")
 
     @staticmethod
@@ -668,4 +704,20 @@ class StructuralChunker:
             block_end=max(piece.block_index for piece in pieces),
             parent=section.parent,
             token_count=tokens,
+            title=section.title,
+            caption=pieces[0].caption,
         )
+
+
+def _shorter_contexts(section: _Section, piece: _Piece) -> Iterator[tuple[_Section, _Piece]]:
+    """The section and piece under less and less context: all of it, without the title, then without each
+    outermost heading in turn, then without the caption."""
+    yield section, piece
+    section = replace(section, title=None)
+    yield section, piece
+    path = section.heading_path
+    while path:
+        path = path[1:]
+        yield replace(section, heading_path=path), piece
+    if piece.caption:
+        yield replace(section, heading_path=()), replace(piece, caption=None)

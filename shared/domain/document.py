@@ -118,6 +118,9 @@ class ExtractedDocument(BaseModel):
     # A recording: how long it lasts, and the language its speech was transcribed in (BCP-47, as the engine said).
     duration_seconds: float | None = None
     language: str | None = None
+    # The title the file declares (a PDF's or an Office file's title property, an HTML <title>), as written: a
+    # chunk's context names its document by it when no heading does (shared/domain/chunk_context.py).
+    title: str | None = None
 
     @property
     def low_confidence(self) -> bool:
@@ -292,6 +295,7 @@ class BlockCollector:
         pages_without_text: tuple[int, ...] = (),
         doubtful_text_layers: tuple[DoubtfulTextLayer, ...] = (),
         warnings: tuple[str, ...] = (),
+        title: str | None = None,
     ) -> ExtractedDocument:
         return ExtractedDocument(
             media_type=media_type,
@@ -301,4 +305,16 @@ class BlockCollector:
             doubtful_text_layers=doubtful_text_layers,
             warnings=tuple(self.warnings) + warnings,
             truncated=self.truncated,
+            title=_declared_title(title),
         )
+
+
+# A title property is the file's to write: more than this is not a title, and is not kept whole.
+MAX_DECLARED_TITLE_CHARACTERS = 1_000
+
+
+def _declared_title(title: object) -> str | None:
+    if not isinstance(title, str):
+        return None
+    kept = title.replace("\x00", "").strip()[:MAX_DECLARED_TITLE_CHARACTERS]
+    return kept or None

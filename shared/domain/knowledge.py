@@ -89,18 +89,32 @@ class ChunkDraft(BaseModel):
     # The language it is written in (ISO 639-1), as detected when the document was chunked or as the file declares;
     # None when it could not be told. It picks the analyser the keyword lane reads it with.
     language: str | None = None
+    # The document's title when its heading path does not begin with it, and a table's caption
+    # (shared/domain/chunk_context.py): context, indexed with the chunk, never quoted.
+    title: str | None = None
+    caption: str | None = None
+
+    @property
+    def context(self) -> tuple[str, ...]:
+        """What the chunk is indexed under: its document's title, its heading path, its table's caption."""
+        return chunk_context(self.title, self.heading_path, self.caption)
 
     @property
     def content(self) -> str:
-        """What is embedded and keyword-indexed: the heading path, then the body. "Revenue rose 9%" alone
-        is unretrievable; under "Quarterly review > By region" it is found and explicable."""
-        return embedded_content(self.heading_path, self.text)
+        """What is embedded and keyword-indexed: the context, then the body. "Revenue rose 9%" alone is
+        unretrievable; under "Northwind Q3 2025 report > By region" it is found and explicable."""
+        return embedded_content(self.context, self.text)
 
 
-def embedded_content(heading_path: tuple[str, ...], text: str) -> str:
-    if not heading_path:
+def chunk_context(title: str | None, heading_path: tuple[str, ...], caption: str | None) -> tuple[str, ...]:
+    return (*((title,) if title else ()), *heading_path, *((caption,) if caption else ()))
+
+
+def embedded_content(context: tuple[str, ...], text: str) -> str:
+    """The context's parts on one line, then the body: body_offset = len(content) - len(text) finds the body."""
+    if not context:
         return text
-    return f"{HEADING_SEPARATOR.join(heading_path)}\n\n{text}"
+    return f"{HEADING_SEPARATOR.join(context)}\n\n{text}"
 
 
 class IndexedChunk(BaseModel):

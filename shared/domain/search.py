@@ -112,6 +112,8 @@ class RetrievalTuning(BaseModel):
     context_budget_characters: int = Field(default=12_000, ge=MAX_EXCERPT_CHARACTERS)
     bm25_k1: float = Field(default=0.9, gt=0)
     bm25_b: float = Field(default=0.6, ge=0, le=1)
+    # What a term in a chunk's context (title, headings, caption) counts for in BM25 against one in its body.
+    context_weight: float = Field(default=1.0, ge=0, le=10)
 
 
 class EmptyReason(StrEnum):
@@ -350,6 +352,9 @@ class ChunkSnapshot(BaseModel):
     location: ChunkLocation
     heading_path: tuple[str, ...]
     body: str
+    # What it is indexed under before its body (title, headings, caption, and the blank line after them): read
+    # by the reranker as the lanes read it, never quoted.
+    context: str = ""
     block_kind: BlockKind = BlockKind.PARAGRAPH
     metadata: dict[str, Any] = Field(default_factory=dict)
     metadata_revision: int | None = None

@@ -317,18 +317,22 @@ class Evaluation:
         dataset: Dataset,
         rrf_ks: tuple[int, ...] = (5, 10, 20, 30, 60),
         vector_weights: tuple[float, ...] = (0.45, 0.5, 0.55, 0.6),
-        bm25: tuple[tuple[float, float], ...] = (
-            (0.9, 0.4),
-            (0.9, 0.6),
-            (1.2, 0.5),
-            (1.2, 0.75),
-            (1.5, 0.75),
-            (0.6, 0.6),
+        bm25: tuple[tuple[float, float, float], ...] = (
+            (0.9, 0.4, 1.0),
+            (0.9, 0.6, 1.0),
+            (1.2, 0.5, 1.0),
+            (1.2, 0.75, 1.0),
+            (1.5, 0.75, 1.0),
+            (0.6, 0.6, 1.0),
+            (0.9, 0.6, 0.5),
+            (0.9, 0.6, 1.5),
+            (0.9, 0.6, 2.0),
+            (0.9, 0.6, 3.0),
         ),
     ) -> list[dict[str, float]]:
-        """nDCG@10 of the keyword lane per (k1, b) and of hybrid per (k1, b, rrf k) and (k1, b, z-score vector
-        weight), over the tune queries only (the held-out fifth is left out): the numbers the settings'
-        defaults are chosen from."""
+        """nDCG@10 of the keyword lane per (k1, b, context weight) and of hybrid per (k1, b, context weight, rrf
+        k) and (k1, b, context weight, z-score vector weight), over the tune queries only (the held-out fifth
+        is left out): the numbers the settings' defaults are chosen from."""
         self.ingested(dataset)
         hidden = held_out(dataset.queries)
         dataset = Dataset(
@@ -350,16 +354,24 @@ class Evaluation:
             for query_id, text in dataset.queries.items()
         }
         rows = []
-        for k1, b in bm25:
+        for k1, b, context_weight in bm25:
             keyword = {
                 query_id: self._container.keyword_index.search(
-                    self.tenant, collections, text, limit=3 * DEPTH, filters=SearchFilters(), k1=k1, b=b
+                    self.tenant,
+                    collections,
+                    text,
+                    limit=3 * DEPTH,
+                    filters=SearchFilters(),
+                    k1=k1,
+                    b=b,
+                    context_weight=context_weight,
                 )
                 for query_id, text in dataset.queries.items()
             }
             row = {
                 "k1": k1,
                 "b": b,
+                "context": context_weight,
                 "keyword": self._mean_ndcg(dataset, {q: [h.chunk_id for h in hits] for q, hits in keyword.items()}),
             }
             for name, fusion in fusions.items():
@@ -370,7 +382,7 @@ class Evaluation:
                 row[name] = self._mean_ndcg(dataset, fused)
             row["semantic"] = self._mean_ndcg(dataset, {q: [h.chunk_id for h in hits] for q, hits in semantic.items()})
             rows.append(row)
-            self._progress(f"k1={k1} b={b}: {row}")
+            self._progress(f"k1={k1} b={b} context={context_weight}: {row}")
         return rows
 
     def _mean_ndcg(self, dataset: Dataset, chunk_rankings: dict[str, list[str]]) -> float:

@@ -37,8 +37,9 @@ class KnowledgeStore(Protocol):
     def versions_to_reindex(
         self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
     ) -> list[tuple[UUID, UUID]]:
-        """(file, version) of indexed versions with chunks embedded by another model or not at all; derived
-        from what is stored, so an interrupted re-index resumes with no cursor."""
+        """(file, version) of indexed versions with chunks embedded by another model or not at all, or cut under
+        an older context (shared/domain/chunk_context.py:CONTEXT_VERSION); derived from what is stored, so an
+        interrupted re-index resumes with no cursor."""
         ...
 
     def coverage(
@@ -87,9 +88,12 @@ class KeywordIndex(Protocol):
         filters: SearchFilters,
         k1: float,
         b: float,
+        context_weight: float = 1.0,
     ) -> list[RankedChunk]:
         """Only chunks of `collections` (required) and `filters` are candidates; stopwords are stripped
-        from `query`, identifiers (ERR-4021, Q3-2026) kept whole; any query term may match (OR)."""
+        from `query`, identifiers (ERR-4021, Q3-2026) kept whole; any query term may match (OR). A term's
+        occurrences in a chunk's context (its document's title, headings, caption) count `context_weight` times
+        each, its body's once."""
         ...
 
 

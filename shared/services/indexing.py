@@ -12,6 +12,7 @@ from datetime import datetime
 from uuid import UUID
 
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.chunk_context import declared_title, document_title
 from shared.domain.chunking import ChunkingStrategy, StructuralChunker
 from shared.domain.document import ExtractedDocument
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
@@ -114,19 +115,24 @@ class Indexer:
         """What embedding `tokens` tokens costs, for the ledger."""
         return self._embedder.usage(tokens)
 
-    def chunks_of(self, document: ExtractedDocument, *, language: str | None = None) -> tuple[list[ChunkDraft], bool]:
-        """The document's chunks, sized for the embedder when it can count, each with its language (`language` for
-        all when the file declares one); True when cut at max_chunks."""
+    def chunks_of(
+        self, document: ExtractedDocument, *, language: str | None = None, filename: str = ""
+    ) -> tuple[list[ChunkDraft], bool]:
+        """The document's chunks, sized for the embedder when it can count, each under its document's title (from
+        the document, else `filename`), each with its language (`language` for all when the file declares one);
+        True when cut at max_chunks."""
         if self._embedder.capability().available:
             count, budget = self._embedder.count_tokens, min(self._max_chunk_tokens, self._embedder.max_tokens)
         else:
             count, budget = estimated_tokens, self._max_chunk_tokens
         try:
-            drafts = self._chunker(count, budget).chunk(document)
+            drafts = self._chunker(count, budget).chunk(document, title=document_title(document, filename))
         except ValueError as error:
             raise UnindexableDocument(str(error)) from error
         if drafts:
-            drafts[0] = drafts[0].model_copy(update={"document_title": first_heading(document)})
+            drafts[0] = drafts[0].model_copy(
+                update={"document_title": first_heading(document) or declared_title(document.title)}
+            )
         truncated = len(drafts) > self._max_chunks
         drafts = drafts[: self._max_chunks]
         languages = chunk_languages([draft.text for draft in drafts], self._detector.detect, declared=language)
@@ -171,7 +177,7 @@ class Indexer:
         """Index several versions, embedding all their chunks in full batches (one version's two chunks
         would waste a batch the model runs as fast as sixty-four)."""
         cut = [
-            (target, *self.chunks_of(document, language=target.language), attempt)
+            (target, *self.chunks_of(document, language=target.language, filename=target.filename), attempt)
             for target, document, attempt in items
         ]
         vectors, gap = self.embed([draft.content for _, drafts, _, _ in cut for draft in drafts])

@@ -297,7 +297,9 @@ class IngestionPipeline:
             return Chunked.halted(request, Halt.NOT_HELD)
         try:
             drafts, truncated = self._indexer.chunks_of(
-                self.documents.read(version), language=declared_language(version.declared_language, found.file.metadata)
+                self.documents.read(version),
+                language=declared_language(version.declared_language, found.file.metadata),
+                filename=found.file.filename,
             )
         except UnindexableDocument as error:
             return self.documents.fail(

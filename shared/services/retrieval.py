@@ -12,9 +12,11 @@ from typing import Literal
 
 from shared.domain.auth import Principal
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
+from shared.domain.grouping import FileGroup, by_file
 from shared.domain.knowledge import RankedChunk
 from shared.domain.languages import QUERY_MIN_CONFIDENCE
 from shared.domain.search import (
+    MAX_RESULTS,
     Citation,
     Empty,
     EmptyReason,
@@ -168,6 +170,7 @@ class Retrieval:
                 filters=query.filters,
                 k1=self._tuning.bm25_k1,
                 b=self._tuning.bm25_b,
+                context_weight=self._tuning.context_weight,
             )
         return LaneResults(
             vector=vector,
@@ -177,7 +180,24 @@ class Retrieval:
             query_embedding=embedding,
         )
 
-    def search(self, principal: Principal, query: SearchQuery) -> SearchOutcome:
+    def search_by_file(
+        self, principal: Principal, query: SearchQuery, *, per_file: int
+    ) -> tuple[SearchOutcome, tuple[FileGroup, ...]]:
+        """The best `query.limit` files, each with its best `per_file` hits (shared/domain/grouping.py): the search
+        runs to MAX_RESULTS hits, unbudgeted, and the budget applies to the groups."""
+        outcome = self.search(principal, query.model_copy(update={"limit": MAX_RESULTS}), budgeted=False)
+        if isinstance(outcome, Empty):
+            return outcome, ()
+        groups, truncated = by_file(
+            outcome.hits,
+            limit=query.limit,
+            per_file=per_file,
+            budget_characters=self._tuning.context_budget_characters,
+        )
+        hits = tuple(hit for group in groups for hit in group.hits)
+        return outcome.model_copy(update={"hits": hits, "truncated_by_budget": truncated}), groups
+
+    def search(self, principal: Principal, query: SearchQuery, *, budgeted: bool = True) -> SearchOutcome:
         collections = self.searchable_collections(principal, query)
         if not collections:
             return Empty(
@@ -214,7 +234,9 @@ class Retrieval:
         kept = [(chunk_id, score) for chunk_id, score in kept if chunk_id in snapshots]
         order = [chunk_id for chunk_id, _ in kept]
         if self._reranker is not None:
-            reranked = self._reranker.rerank(query.text, [(chunk_id, snapshots[chunk_id].body) for chunk_id in order])
+            reranked = self._reranker.rerank(
+                query.text, [(chunk_id, snapshots[chunk_id].context + snapshots[chunk_id].body) for chunk_id in order]
+            )
             # A reranker that returns nothing (or strangers) has no opinion: fusion order stands, never an
             # empty result that would look like the honest-empty path.
             if reranked and set(reranked) <= set(order):
@@ -232,7 +254,7 @@ class Retrieval:
         for chunk_id in order[: query.limit]:
             snapshot = snapshots[chunk_id]
             excerpt = excerpt_of(snapshot.body)
-            if hits and spent + len(excerpt) > self._tuning.context_budget_characters:
+            if budgeted and hits and spent + len(excerpt) > self._tuning.context_budget_characters:
                 truncated = True  # the context budget: a prefix of the ranking, never a reordering
                 break
             spent += len(excerpt)

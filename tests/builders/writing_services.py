@@ -59,6 +59,7 @@ class FakeKeywordLane:
         filters: SearchFilters,
         k1: float,
         b: float,
+        context_weight: float = 1.0,
     ) -> list[RankedChunk]:
         terms = {word.strip(".,?!:;").lower() for word in query.split()} - {""}
         scored = []

@@ -246,3 +246,30 @@ def test_a_stack_started_after_its_local_model_changed_re_embeds_what_the_old_on
     stack.container.workflow.drain()  # type: ignore[attr-defined]
     assert stack.json("GET", "/v1/coverage", token)[1]["collections"][0]["stale"] == 0
     assert search(stack, token, question, mode="semantic")["hits"][0]["vectorScore"] is not None
+
+
+def test_a_search_grouped_by_file_answers_with_the_best_files_each_with_its_best_hits(stack: Stack) -> None:
+    tenant = f"g{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant)
+    sections = "\n\n".join(
+        f"## Outage {number}\n\nCheckout failed for {number} minutes because the payments certificate expired."
+        for number in range(1, 7)
+    )
+    indexed(stack, token, "outages.md", f"# Outage log\n\n{sections}\n".encode())
+    indexed(stack, token, "runbook.md", RUNBOOK)
+    indexed(stack, token, "handbook.md", HANDBOOK)
+    # Another tenant's file on the same subject is never a group.
+    indexed(stack, stack.token(tenant=f"o{uuid.uuid4().hex[:10]}"), "theirs.md", RUNBOOK)
+    answer = search(stack, token, "checkout failed certificate expired", groupBy="file", hitsPerFile=2, limit=2)
+    groups = answer["groups"]
+    assert [group["filename"] for group in groups] == ["outages.md", "runbook.md"]
+    assert [len(group["hits"]) for group in groups] == [2, 1]  # the runbook has one chunk on it
+    for group in groups:
+        assert group["score"] == group["hits"][0]["score"]
+        assert all(hit["citation"]["fileId"] == group["fileId"] for hit in group["hits"])
+    assert answer["hits"] == [hit for group in groups for hit in group["hits"]]
+    assert search(stack, token, "checkout failed").get("groups") is None  # ungrouped unless asked
+    status, refused = stack.json("POST", "/v1/search", token, {"query": "x", "groupBy": "file", "hitsPerFile": 11})
+    assert status == 422 and refused["message"] == "hitsPerFile: at most 10", refused
+    status, refused = stack.json("POST", "/v1/search", token, {"query": "x", "groupBy": "folder"})
+    assert status == 422 and "groupBy" in refused["message"], refused

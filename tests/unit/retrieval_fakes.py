@@ -64,7 +64,7 @@ class FakeLanes:
         self.asked.append(("vector", collections))
         return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(self.vector[:limit], start=1)]
 
-    def search(self, tenant_id, collections, query, *, limit, filters, k1, b):  # type: ignore[no-untyped-def]
+    def search(self, tenant_id, collections, query, *, limit, filters, k1, b, context_weight=1.0):  # type: ignore[no-untyped-def]
         self.asked.append(("keyword", collections))
         return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(self.keyword[:limit], start=1)]
 

@@ -46,7 +46,7 @@ class FakeIndex:
     def __init__(self, drafts: Sequence[ChunkDraft]) -> None:
         self.drafts = {f"v:{draft.ordinal}": draft for draft in drafts}
 
-    def search(self, tenant_id, collections, query, *, limit, filters, k1, b):  # type: ignore[no-untyped-def]
+    def search(self, tenant_id, collections, query, *, limit, filters, k1, b, context_weight=1.0):  # type: ignore[no-untyped-def]
         terms = query_terms(query)
         scored = [
             (chunk_id, len(terms & query_terms(draft.content)))

@@ -1939,6 +1939,24 @@ export interface components {
             /** Feedbackid */
             feedbackId: string;
         };
+        /**
+         * FileGroupView
+         * @description One file of a search grouped by file: its best hits, its score its best hit's.
+         */
+        FileGroupView: {
+            /** Collectionid */
+            collectionId: string;
+            /** Fileid */
+            fileId: string;
+            /** Filename */
+            filename: string;
+            /** Hits */
+            hits: components["schemas"]["HitView"][];
+            /** Score */
+            score: number;
+            /** Versionid */
+            versionId: string;
+        };
         /** FileListView */
         FileListView: {
             /** Facets */
@@ -2635,6 +2653,8 @@ export interface components {
             facets?: {
                 [key: string]: components["schemas"]["FacetValueView"][];
             } | null;
+            /** Groups */
+            groups?: components["schemas"]["FileGroupView"][] | null;
             /** Hits */
             hits: components["schemas"]["HitView"][];
             /**
@@ -2681,6 +2701,17 @@ export interface components {
              */
             filter?: components["schemas"]["MetadataFilter"] | null;
             filters?: components["schemas"]["SearchFiltersBody"] | null;
+            /**
+             * Groupby
+             * @description "file": the answer's `groups` are the best `limit` files, each with its best `hitsPerFile` hits in rank order (a file's place is its best hit's); `hits` are the same hits, group by group.
+             */
+            groupBy?: "file" | null;
+            /**
+             * Hitsperfile
+             * @description With groupBy "file": how many hits each file brings at most.
+             * @default 3
+             */
+            hitsPerFile?: number;
             /**
              * Limit
              * @default 10

@@ -37,6 +37,9 @@ def search(request: SearchRequest) -> SearchFoundView | SearchEmptyView:
             where=query.filters.where,
             filters=query.filters,
         )
+    if request.group_by == "file":
+        outcome, groups = wired.retrieval.search_by_file(principal, query, per_file=request.hits_per_file)
+        return search_view(outcome, facets, groups)
     return search_view(wired.retrieval.search(principal, query), facets)
 
 

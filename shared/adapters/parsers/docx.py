@@ -119,7 +119,7 @@ class DocxParser(DocumentParser):
         reader.body()
         reader.notes()
         reader.margins("footer")
-        return reader.collector.document(DOCX_TYPE)
+        return reader.collector.document(DOCX_TYPE, title=document.core_properties.title)
 
 
 class _Reader:

@@ -31,6 +31,7 @@ _VOID = frozenset(
 _HEAD_CONTENT = frozenset({"base", "basefont", "bgsound", "link", "meta", "title", "noscript", "noframes", "style",
                            "script", "template", "head"})  # fmt: skip
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
+MAX_TITLE_CHARACTERS = 1_000
 _STRUCTURE = frozenset({"li", "pre", "blockquote", "table", "ul", "ol"})
 _TEXT_BLOCKS = frozenset({"p", "div", "section", "article", "main", "header", "dd", "dt", "figcaption", "caption"})
 # Tables inside tables beyond this depth are read as the innermost kept table's rows and cells: no page
@@ -101,6 +102,9 @@ class _Extractor(HTMLParser):
         self.cell: list[str] | None = None
         self.saved: list[tuple[list[str] | None, list[str] | None, bool]] = []
         self.flattened_tables = 0  # open tables past MAX_TABLE_NESTING
+        # The first <title>'s text (the page's declared title, never a block), kept to MAX_TITLE_CHARACTERS.
+        self.title: list[str] | None = None
+        self.in_title = False
 
     def getpos(self) -> tuple[int, int]:
         """Lines of the whole source, when this is a fragment of it (an HTML block inside Markdown)."""
@@ -110,6 +114,8 @@ class _Extractor(HTMLParser):
     # -- structure -----------------------------------------------------------------------------------
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title" and self.title is None:
+            self.title, self.in_title = [], True
         if self.skip_depth and self._directly_in_head() and tag not in _HEAD_CONTENT:
             self.skip_depth = 0
         if self.skip_depth:
@@ -188,6 +194,8 @@ class _Extractor(HTMLParser):
     }
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self.in_title = False
         if self.skip_depth:
             self.skip_depth -= tag in _SKIPPED
             return
@@ -252,6 +260,8 @@ class _Extractor(HTMLParser):
             )
 
     def handle_data(self, data: str) -> None:
+        if self.in_title and self.title is not None and sum(map(len, self.title)) < MAX_TITLE_CHARACTERS:
+            self.title.append(data[:MAX_TITLE_CHARACTERS])
         if self.skip_depth and self._directly_in_head() and data.strip(" \t\n\r\f\ufeff"):
             self.skip_depth = 0
         if not self.skip_depth:
@@ -299,6 +309,11 @@ class _Extractor(HTMLParser):
 def extract_html(text: str, collector: BlockCollector, *, first_line: int = 1) -> list[str]:
     """The blocks of an HTML text, added to `collector` with the lines they span (counted from
     `first_line`); returns the warnings of reading it."""
+    return _extracted(text, collector, first_line)[0]
+
+
+def _extracted(text: str, collector: BlockCollector, first_line: int) -> tuple[list[str], str | None]:
+    """extract_html's warnings, and the page's <title>."""
     extractor = _Extractor(collector, first_line)
     warnings: list[str] = []
     try:
@@ -313,7 +328,7 @@ def extract_html(text: str, collector: BlockCollector, *, first_line: int = 1) -
     extractor.skip_depth = extractor.flattened_tables = 0
     while extractor.tables:
         extractor.handle_endtag("table")
-    return warnings
+    return warnings, "".join(extractor.title) if extractor.title else None
 
 
 class HtmlParser(DocumentParser):
@@ -323,5 +338,5 @@ class HtmlParser(DocumentParser):
         decoded = decode_text(content)
         collector = BlockCollector(limits)
         warnings = [decoded.warning] if decoded.warning else []
-        warnings += extract_html(decoded.text, collector)
-        return collector.document("text/html", warnings=tuple(warnings))
+        read, title = _extracted(decoded.text, collector, 1)
+        return collector.document("text/html", warnings=(*warnings, *read), title=title)

@@ -96,6 +96,7 @@ class PdfParser(DocumentParser):
                     if doubt is not None:
                         doubtful.append(DoubtfulTextLayer(page=number, reason=doubt))
                 marks[number] = [mark.block for mark in page_marks]
+            title = _title_property(document)
         finally:
             document.close()
         collector = BlockCollector(limits)
@@ -111,7 +112,27 @@ class PdfParser(DocumentParser):
             pages_without_text=tuple(without_text),
             doubtful_text_layers=tuple(doubtful),
             warnings=tuple(warnings),
+            title=title,
         )
+
+
+# A title property is a line; one past this many bytes (UTF-16) is not read at all.
+MAX_TITLE_PROPERTY_BYTES = 8_192
+
+
+def _title_property(document: Any) -> str | None:
+    """The document information dictionary's /Title, bounded before it is read."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    key = b"Title\x00"
+    size = pdfium_c.FPDF_GetMetaText(document, key, None, 0)
+    if size <= 2 or size > MAX_TITLE_PROPERTY_BYTES:
+        return None
+    buffer = ctypes.create_string_buffer(size)
+    pdfium_c.FPDF_GetMetaText(document, key, buffer, size)
+    return bytes(buffer.raw[: size - 2]).decode("utf-16-le", errors="replace")
 
 
 # What the file's owner is told; PDFium's own words go to the log.

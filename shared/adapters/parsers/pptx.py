@@ -32,7 +32,8 @@ class PptxParser(DocumentParser):
     def _read(self, content: bytes, limits: ExtractionLimits) -> ExtractionOutcome:
         from pptx import Presentation
 
-        slides = list(Presentation(io.BytesIO(content)).slides)
+        presentation = Presentation(io.BytesIO(content))
+        slides = list(presentation.slides)
         if len(slides) > limits.max_pages:
             return ExtractionFailure(
                 reason=FailureReason.TOO_MANY_PAGES,
@@ -42,7 +43,7 @@ class PptxParser(DocumentParser):
         for number, slide in enumerate(slides, start=1):
             if not self._slide(slide, number, collector):
                 break
-        return collector.document(PPTX_TYPE, page_count=len(slides))
+        return collector.document(PPTX_TYPE, page_count=len(slides), title=presentation.core_properties.title)
 
     def _slide(self, slide: Any, number: int, collector: BlockCollector) -> bool:
         title = slide.shapes.title

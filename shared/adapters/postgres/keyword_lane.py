@@ -30,6 +30,8 @@ _CONFIGURATIONS = [text_search_configuration(analyser) for analyser in _ANALYSER
 # stopwords off: a question's "what" and "which" carry no signal in any language), their IDF among that analyser's
 # chunks, and each chunk's BM25 summed from the postings of those terms, found by primary key (text equality is
 # leakproof, so row-level security does not stop the index from being used, unlike `@@` on the GIN).
+# A term's frequency in a chunk, its occurrences in the chunk's context (migration 0031) weighted apart.
+_WEIGHTED_FREQUENCY = "(p.frequency + (%(context_weight)s::float8 - 1) * p.context_frequency)"
 KEYWORD_SEARCH = """
 WITH analysers AS MATERIALIZED (
   SELECT s.analyser, max(a.configuration) AS configuration,
@@ -54,8 +56,8 @@ WITH analysers AS MATERIALIZED (
   GROUP BY k.analyser, k.term, q.chunks, q.average_length
 ), scored AS (
   SELECT p.chunk_id,
-         sum(w.idf * (p.frequency * (%(k1)s + 1))
-             / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_length / w.average_length))) AS score
+         sum(w.idf * ({tf} * (%(k1)s + 1))
+             / ({tf} + %(k1)s * (1 - %(b)s + %(b)s * p.chunk_length / w.average_length))) AS score
   FROM weights AS w
   JOIN keyword_postings AS p ON p.tenant_id = %(tenant)s AND p.collection_id = ANY(%(collections)s)
     AND p.analyser = w.analyser AND p.term = w.term
@@ -64,7 +66,7 @@ WITH analysers AS MATERIALIZED (
 SELECT scored.chunk_id, scored.score FROM scored {join}
 ORDER BY scored.score DESC, scored.chunk_id
 LIMIT %(limit)s
-"""
+""".replace("{tf}", _WEIGHTED_FREQUENCY)
 
 
 class PostgresKeywordIndex(KeywordIndex):
@@ -81,6 +83,7 @@ class PostgresKeywordIndex(KeywordIndex):
         filters: SearchFilters,
         k1: float,
         b: float,
+        context_weight: float = 1.0,
     ) -> list[RankedChunk]:
         if not collections:
             return []
@@ -94,6 +97,7 @@ class PostgresKeywordIndex(KeywordIndex):
             "limit": limit,
             "k1": k1,
             "b": b,
+            "context_weight": context_weight,
         }
         conditions = filter_sql(filters, params, chunk="c.")
         # Filters are columns of the chunk: joined by primary key only when there are any.

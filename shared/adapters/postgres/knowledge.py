@@ -22,6 +22,7 @@ from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.keyword_lane import PostgresKeywordIndex
 from shared.adapters.postgres.title_lane import write_titles
 from shared.adapters.postgres.vector_lane import PostgresVectorIndex
+from shared.domain.chunk_context import CONTEXT_VERSION
 from shared.domain.document import BlockKind
 from shared.domain.knowledge import (
     ChunkLocation,
@@ -49,16 +50,18 @@ SELECT %(tenant)s, r.chunk_id, r.file_id, r.version_id, r.ordinal, ARRAY[r.colle
   r.embedding, r.embedding_model, r.collection_id, r.filename, r.media_type, r.uploaded_at, r.block_kind,
   r.location::jsonb, ARRAY(SELECT jsonb_array_elements_text(r.heading_path::jsonb)), r.parent_block, r.block_start,
   r.block_end, r.body_offset, r.token_count, r.language, r.analyser,
-  to_tsvector(r.configuration::regconfig, r.keyword_text)
+  setweight(to_tsvector(r.configuration::regconfig, r.keyword_context), 'A')
+    || to_tsvector(r.configuration::regconfig, r.keyword_text)
 FROM unnest(%(chunk_id)s::text[], %(file_id)s::uuid[], %(version_id)s::uuid[], %(ordinal)s::int[],
   %(collection_id)s::text[], %(content)s::text[], %(content_hash)s::text[], %(embedding)s::vector[],
   %(embedding_model)s::text[], %(filename)s::text[], %(media_type)s::text[], %(uploaded_at)s::timestamptz[],
   %(block_kind)s::text[], %(location)s::text[], %(heading_path)s::text[], %(parent_block)s::int[],
   %(block_start)s::int[], %(block_end)s::int[], %(body_offset)s::int[], %(token_count)s::int[],
-  %(language)s::text[], %(analyser)s::text[], %(configuration)s::text[], %(keyword_text)s::text[])
+  %(language)s::text[], %(analyser)s::text[], %(configuration)s::text[], %(keyword_context)s::text[],
+  %(keyword_text)s::text[])
   AS r(chunk_id, file_id, version_id, ordinal, collection_id, content, content_hash, embedding, embedding_model,
        filename, media_type, uploaded_at, block_kind, location, heading_path, parent_block, block_start, block_end,
-       body_offset, token_count, language, analyser, configuration, keyword_text)
+       body_offset, token_count, language, analyser, configuration, keyword_context, keyword_text)
 """
 
 
@@ -147,12 +150,13 @@ class PostgresKnowledgeStore(KnowledgeStore):
                 "SELECT file_id, version_id FROM file_versions"  # noqa: S608 - a constant condition
                 " WHERE tenant_id = %(tenant)s AND state = 'stored' AND processing_state = 'indexed'"
                 " AND chunk_count > 0 AND (embedded_chunk_count < chunk_count"
-                " OR embedding_model IS DISTINCT FROM %(model)s)"
+                " OR embedding_model IS DISTINCT FROM %(model)s OR chunk_context IS DISTINCT FROM %(context)s)"
                 + in_collections
                 + " ORDER BY updated_at, version_id LIMIT %(limit)s",
                 {
                     "tenant": tenant_id,
                     "model": embedding_model,
+                    "context": CONTEXT_VERSION,
                     "limit": limit,
                     "collections": sorted(collections or ()),
                 },
@@ -166,18 +170,25 @@ class PostgresKnowledgeStore(KnowledgeStore):
                 " count(*) FILTER (WHERE v.processing_state = 'indexed') AS indexed,"
                 " count(*) FILTER (WHERE v.processing_state = 'failed') AS failed,"
                 " count(*) FILTER (WHERE v.processing_state NOT IN ('indexed', 'failed')) AS in_progress,"
-                " count(*) FILTER (WHERE v.processing_state = 'indexed' AND v.embedded_chunk_count > 0"
-                "   AND v.embedding_model IS DISTINCT FROM %(model)s) AS stale,"
+                " count(*) FILTER (WHERE v.processing_state = 'indexed' AND (v.embedded_chunk_count > 0"
+                "   AND v.embedding_model IS DISTINCT FROM %(model)s"
+                "   OR v.chunk_count > 0 AND v.chunk_context IS DISTINCT FROM %(context)s)) AS stale,"
                 " count(*) FILTER (WHERE v.processing_state = 'indexed'"
                 "   AND v.embedded_chunk_count < v.chunk_count) AS lexical_only"
                 " FROM files f CROSS JOIN LATERAL ("
                 # A file's current version: its newest stored one.
-                "   SELECT processing_state, chunk_count, embedded_chunk_count, embedding_model FROM file_versions v"
+                "   SELECT processing_state, chunk_count, embedded_chunk_count, embedding_model, chunk_context"
+                "   FROM file_versions v"
                 "   WHERE v.tenant_id = f.tenant_id AND v.file_id = f.file_id AND v.state = 'stored'"
                 "   ORDER BY v.created_at DESC LIMIT 1) AS v"
                 " WHERE f.tenant_id = %(tenant)s AND f.collection_id = ANY(%(collections)s)"
                 " GROUP BY f.collection_id ORDER BY f.collection_id",
-                {"tenant": tenant_id, "collections": sorted(collections), "model": embedding_model},
+                {
+                    "tenant": tenant_id,
+                    "collections": sorted(collections),
+                    "model": embedding_model,
+                    "context": CONTEXT_VERSION,
+                },
             ).fetchall()
         return [CollectionCoverage.model_validate(row) for row in rows]
 
@@ -188,6 +199,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
             rows = cursor.execute(
                 "SELECT c.chunk_id, c.file_id::text, c.version_id::text, c.filename, c.media_type, c.collection_id,"
                 " c.location, c.heading_path, c.block_kind, substr(c.content, c.body_offset + 1) AS body,"
+                " left(c.content, c.body_offset) AS context,"
                 " f.metadata, f.metadata_revision, c.language FROM knowledge_chunks AS c"
                 " JOIN files AS f ON f.tenant_id = c.tenant_id AND f.file_id = c.file_id"
                 " WHERE c.tenant_id = %s AND c.subjects && %s AND c.chunk_id = ANY(%s)",
@@ -205,6 +217,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
                 heading_path=tuple(row["heading_path"]),
                 block_kind=BlockKind(row["block_kind"]),
                 body=row["body"],
+                context=row["context"],
                 metadata=row["metadata"],
                 metadata_revision=row["metadata_revision"],
                 language=row["language"],
@@ -231,14 +244,15 @@ def _record(
 ) -> None:
     conn.execute(
         "UPDATE file_versions SET processing_state = 'indexed', chunk_count = %s, embedded_chunk_count = %s,"
-        " embedding_model = %s, embedding_gap = %s, languages = %s, indexed_at = now(), updated_at = now(),"
-        " failure_reason = NULL, failure_detail = NULL WHERE tenant_id = %s AND version_id = %s",
+        " embedding_model = %s, embedding_gap = %s, languages = %s, chunk_context = %s, indexed_at = now(),"
+        " updated_at = now(), failure_reason = NULL, failure_detail = NULL WHERE tenant_id = %s AND version_id = %s",
         (
             result.chunk_count,
             result.embedded_count,
             result.embedding_model,
             result.embedding_gap,
             list(languages),
+            CONTEXT_VERSION,
             tenant_id,
             version_id,
         ),
@@ -273,6 +287,7 @@ def _columns(tenant_id: str, chunks: Sequence[IndexedChunk], *, collection_id: s
             "language",
             "analyser",
             "configuration",
+            "keyword_context",
             "keyword_text",
         )
     }
@@ -304,7 +319,9 @@ def _columns(tenant_id: str, chunks: Sequence[IndexedChunk], *, collection_id: s
             "language": draft.language,
             "analyser": analyser,
             "configuration": text_search_configuration(analyser),
-            "keyword_text": keyword_text(content),
+            # The context's terms are weighted A, the body's D: the keyword lane weighs them apart (migration 0031).
+            "keyword_context": keyword_text(content[: len(content) - len(draft.text)]),
+            "keyword_text": keyword_text(draft.text),
         }
         for name, value in row.items():
             columns[name].append(value)

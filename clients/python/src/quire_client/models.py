@@ -70,6 +70,7 @@ __all__ = [
     "FeedbackRequest",
     "FeedbackVerdict",
     "FeedbackView",
+    "FileGroupView",
     "FileListView",
     "FileSummary",
     "FileView",
@@ -738,6 +739,17 @@ class FeedbackView(TypedDict):
     answerId: str
 
 
+class FileGroupView(TypedDict):
+    """One file of a search grouped by file: its best hits, its score its best hit's."""
+
+    fileId: str
+    versionId: str
+    filename: str
+    collectionId: str
+    score: float
+    hits: list[HitView]
+
+
 class FileListView(TypedDict):
     facets: NotRequired[dict[str, list[FacetValueView]] | None]
     files: list[FileSummary]
@@ -1090,6 +1102,7 @@ class SearchFoundView(TypedDict):
     vectorAvailable: bool
     truncatedByBudget: bool
     hits: list[HitView]
+    groups: NotRequired[list[FileGroupView] | None]
 
 
 class SearchRequest(TypedDict):
@@ -1099,6 +1112,8 @@ class SearchRequest(TypedDict):
     filters: NotRequired[SearchFiltersBody | None]
     filter: NotRequired[MetadataFilter | None]
     facets: NotRequired[list[str] | None]
+    groupBy: NotRequired[Literal["file"] | None]
+    hitsPerFile: NotRequired[int]
 
 
 class SourceBody(TypedDict):
