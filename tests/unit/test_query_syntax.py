@@ -1,6 +1,6 @@
 """Reading a search query's syntax (shared/domain/query_syntax.py): quoted phrases, leading exclusions, identifiers,
 what the lanes search, the bounds (each a sentence naming its limit), and hostile input answered with a reading or a
-QuerySyntaxError, never anything else."""
+QuerySyntaxError, never anything else; then what the lanes are asked."""
 
 import pytest
 from hypothesis import given
@@ -12,8 +12,11 @@ from shared.domain.query_constraints import (
     MAX_PHRASE_WORDS,
     MAX_PHRASES,
     MAX_TERM_CHARACTERS,
+    QueryConstraints,
 )
 from shared.domain.query_syntax import QUOTES, Identifier, QuerySyntaxError, interpret
+from shared.domain.search import SearchQuery
+from tests.unit.retrieval_fakes import FakeLanes, caller, retrieval
 
 
 def read(query: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
@@ -143,3 +146,15 @@ def test_any_text_is_read_within_the_bounds_or_refused_with_a_syntax_error(query
     # The searched text holds every phrase, and no quote pair (only an odd quote out).
     assert all(phrase in interpreted.text for phrase in constraints.phrases)
     assert sum(character in QUOTES for character in interpreted.text) <= 1
+
+
+def test_both_lanes_are_asked_to_hold_the_constraints_and_a_query_without_syntax_asks_nothing() -> None:
+    lanes = FakeLanes(vector=[("v:0", 0.9)], keyword=[("v:0", 3.0)], bodies={"v:0": "the payment failed"})
+    search = retrieval(lanes)
+    read = interpret('"payment failed" -refund')
+    search.search(caller("docs"), SearchQuery(text=read.text, constraints=read.constraints))
+    assert lanes.constraints == [("vector", read.constraints), ("keyword", read.constraints)]
+    lanes.constraints.clear()
+    search.search(caller("docs"), SearchQuery(text="payment failed"))
+    assert lanes.constraints == [("vector", QueryConstraints()), ("keyword", QueryConstraints())]
+    assert not QueryConstraints() and QueryConstraints(excluded=("x",))
