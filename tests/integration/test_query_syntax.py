@@ -22,14 +22,16 @@ from shared.adapters.postgres.title_lane import PostgresTitleIndex
 from shared.adapters.postgres.vector_lane import PostgresVectorIndex
 from shared.domain.auth import Role, with_role
 from shared.domain.capabilities import CapabilityStatus
-from shared.domain.query_constraints import QueryConstraints
+from shared.domain.query_constraints import MAX_PHRASES, QueryConstraints
 from shared.domain.query_syntax import interpret
 from shared.domain.search import Found, RetrievalTuning, SearchFilters, SearchMode, SearchQuery, words_of
 from shared.domain.similarity import MINILM_SCALE
 from shared.domain.usage import Usage
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.retrieval import Retrieval
+from tests.integration.api_steps import indexed, search
 from tests.integration.conftest import MigratedDatabase
+from tests.integration.files_stack import Stack
 from tests.integration.knowledge_rows import DIMENSION, FAKE_MODEL, index_texts, unit_vector
 
 QUERY_VECTOR = unit_vector((0, 1.0))
@@ -339,3 +341,37 @@ def test_a_constraint_finds_exactly_the_callers_rows_that_hold_it_and_none_other
     # The counts are exactly what the caller's own rows allow (every holder of the phrase holds its words).
     assert len(keyword) == min(limit, qualifying)
     assert len(semantic) == min(limit, qualifying)
+
+
+# --- over HTTP ---------------------------------------------------------------------------------------------------
+
+
+def test_the_search_response_says_how_the_query_was_read_and_bounds_are_400s(stack: Stack) -> None:
+    token = stack.token(tenant=f"qh{uuid.uuid4().hex[:8]}", collections=("docs",))
+    indexed(stack, token, "outage.md", b"# Outage\n\nThe payment failed at checkout for ERR-4021.\n")
+    indexed(stack, token, "apart.md", b"# Retries\n\nA payment that was retried later failed again.\n")
+    indexed(stack, token, "refund.md", b"# Refunds\n\nThe payment failed, so a refund was issued.\n")
+
+    answer = search(stack, token, '"payment failed" -refund "ERR-4021" v2.1')
+
+    assert answer["interpretedQuery"] == {
+        "text": "payment failed ERR-4021 v2.1",
+        "phrases": ["payment failed", "ERR-4021"],
+        "excluded": ["refund"],
+        "identifiers": [{"text": "err-4021", "required": True}, {"text": "v2.1", "required": False}],
+    }
+    assert [hit["citation"]["filename"] for hit in answer["hits"]] == ["outage.md"]
+    empty = search(stack, token, '"payment failed" -checkout -refund')
+    assert empty["outcome"] == "no_match" and empty["interpretedQuery"]["excluded"] == ["checkout", "refund"]
+
+    too_many = " ".join(f'"word{number}"' for number in range(MAX_PHRASES + 1))
+    for query, sentence in (
+        (too_many, f"at most {MAX_PHRASES} quoted phrases"),
+        ("-draft -final", "only exclusions"),
+        ('"' * 1_998, "no words to search for"),
+        (f'"{"long " * 45}"', "at most 200 characters"),
+    ):
+        status, refused = stack.json("POST", "/v1/search", token, {"query": query})
+        assert status == 400 and sentence in refused["message"], (query, refused)
+    # An odd quote out is a plain character: searched, not refused.
+    assert search(stack, token, '"' * 1_999)["interpretedQuery"]["text"] == '"'

@@ -1,11 +1,12 @@
 """Reading a search query's syntax (shared/domain/query_syntax.py): quoted phrases, leading exclusions, identifiers,
 what the lanes search, the bounds (each a sentence naming its limit), and hostile input answered with a reading or a
-QuerySyntaxError, never anything else; then what the lanes are asked."""
+QuerySyntaxError, never anything else; then the request, the lanes and the echo it feeds."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from functions.views.search import InterpretedQueryView, SearchRequest
 from shared.domain.errors import InvalidRequest
 from shared.domain.query_constraints import (
     MAX_EXCLUSIONS,
@@ -15,7 +16,7 @@ from shared.domain.query_constraints import (
     QueryConstraints,
 )
 from shared.domain.query_syntax import QUOTES, Identifier, QuerySyntaxError, interpret
-from shared.domain.search import SearchQuery
+from shared.domain.search import SearchMode, SearchQuery
 from tests.unit.retrieval_fakes import FakeLanes, caller, retrieval
 
 
@@ -146,6 +147,20 @@ def test_any_text_is_read_within_the_bounds_or_refused_with_a_syntax_error(query
     # The searched text holds every phrase, and no quote pair (only an odd quote out).
     assert all(phrase in interpreted.text for phrase in constraints.phrases)
     assert sum(character in QUOTES for character in interpreted.text) <= 1
+
+
+def test_the_request_carries_the_reading_into_the_domains_query_and_refuses_past_a_bound() -> None:
+    query = SearchRequest(query='"payment failed" -refund ERR-4021', mode=SearchMode.KEYWORD).to_query()
+    assert query.text == "payment failed ERR-4021"
+    assert query.constraints == QueryConstraints(phrases=("payment failed",), excluded=("refund",))
+    assert InterpretedQueryView.of(query).model_dump(by_alias=True) == {
+        "text": "payment failed ERR-4021",
+        "phrases": ["payment failed"],
+        "excluded": ["refund"],
+        "identifiers": [{"text": "err-4021", "required": False}],
+    }
+    with pytest.raises(InvalidRequest, match="only exclusions"):
+        SearchRequest(query="-refund").to_query()
 
 
 def test_both_lanes_are_asked_to_hold_the_constraints_and_a_query_without_syntax_asks_nothing() -> None:

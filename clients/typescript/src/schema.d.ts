@@ -2099,6 +2099,19 @@ export interface components {
             /** Vectorscore */
             vectorScore: number | null;
         };
+        /** IdentifierView */
+        IdentifierView: {
+            /**
+             * Required
+             * @description Inside a quoted phrase: every hit holds it. Otherwise hits holding it only move ahead.
+             */
+            required: boolean;
+            /**
+             * Text
+             * @description An identifier-shaped term (ERR-4021, Q3-2026, v2.1), case folded.
+             */
+            text: string;
+        };
         /** IndexingView */
         IndexingView: {
             /** Chunkcount */
@@ -2114,6 +2127,29 @@ export interface components {
              * Format: date-time
              */
             indexedAt: string;
+        };
+        /**
+         * InterpretedQueryView
+         * @description How the query was read (docs/search.md#query-syntax).
+         */
+        InterpretedQueryView: {
+            /**
+             * Excluded
+             * @description Words or phrases (-word, -"a phrase") no hit holds.
+             */
+            excluded: string[];
+            /** Identifiers */
+            identifiers: components["schemas"]["IdentifierView"][];
+            /**
+             * Phrases
+             * @description Quoted phrases, each in every hit.
+             */
+            phrases: string[];
+            /**
+             * Text
+             * @description What the lanes searched and the semantic lane embedded: the query without quote marks and without its excluded words.
+             */
+            text: string;
         };
         /** LocationView */
         LocationView: {
@@ -2610,6 +2646,7 @@ export interface components {
             facets?: {
                 [key: string]: components["schemas"]["FacetValueView"][];
             } | null;
+            interpretedQuery: components["schemas"]["InterpretedQueryView"];
             /** Message */
             message: string;
             outcome: components["schemas"]["EmptyReason"];
@@ -2637,6 +2674,7 @@ export interface components {
             } | null;
             /** Hits */
             hits: components["schemas"]["HitView"][];
+            interpretedQuery: components["schemas"]["InterpretedQueryView"];
             /**
              * Outcome
              * @constant
@@ -2688,7 +2726,10 @@ export interface components {
             limit?: number;
             /** @default hybrid */
             mode?: components["schemas"]["SearchMode"];
-            /** Query */
+            /**
+             * Query
+             * @description What to search for. "Quoted phrases" must appear in every hit (their words in order, as the keyword lane reads them); a leading -word or -"a phrase" keeps out every hit that holds it (docs/search.md#query-syntax).
+             */
             query: string;
         };
         /**

@@ -37,7 +37,7 @@ def search(request: SearchRequest) -> SearchFoundView | SearchEmptyView:
             where=query.filters.where,
             filters=query.filters,
         )
-    return search_view(wired.retrieval.search(principal, query), facets)
+    return search_view(wired.retrieval.search(principal, query), query, facets)
 
 
 @router.get("/v1/usage")
