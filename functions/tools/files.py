@@ -5,7 +5,7 @@ from functions.tools.presenting import heading
 from functions.tools.registry import ToolContext, tool
 from functions.views.answers import AnswerRequestBody, AnswerView
 from functions.views.files import FileSummary
-from functions.views.search import SearchFiltersBody, SearchRequest, metadata_filter
+from functions.views.search import InterpretedQueryView, SearchFiltersBody, SearchRequest, metadata_filter
 from shared.domain.search import Citation, Empty, SearchQuery
 
 
@@ -74,9 +74,13 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
     retrieval = ctx.services.retrieval
     ctx.touched.update(retrieval.searchable_collections(ctx.principal, query))
     outcome = retrieval.search(ctx.principal, query)
+    interpreted = InterpretedQueryView.of(query)
     if isinstance(outcome, Empty):
         return m.SearchResult(
-            outcome=outcome.outcome.value, message=outcome.message, vector_available=outcome.vector_available
+            outcome=outcome.outcome.value,
+            message=outcome.message,
+            vector_available=outcome.vector_available,
+            interpreted_query=interpreted,
         )
     hits = [
         m.SearchHitResult(
@@ -92,6 +96,7 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
         outcome="found",
         vector_available=outcome.vector_available,
         truncated_by_budget=outcome.truncated_by_budget,
+        interpreted_query=interpreted,
         hits=hits,
     )
 

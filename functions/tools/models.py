@@ -21,7 +21,7 @@ from functions.views.artifacts import (
 from functions.views.base import ApiModel
 from functions.views.exports import ExportSummary
 from functions.views.files import FileListView, FileView
-from functions.views.search import CitationPlace
+from functions.views.search import QUERY_DESCRIPTION, CitationPlace, InterpretedQueryView
 from shared.domain.answers import MAX_QUESTION_CHARACTERS, AnswerMethod, AnswerOutcome, ClaimKind
 from shared.domain.exports import ExportFormat
 from shared.domain.recognition import BoundingBox
@@ -60,7 +60,7 @@ class ReadFileParams(VersionedFileRef):
 
 
 class SearchFilesParams(ApiModel):
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS, description=QUERY_DESCRIPTION)
     collection_id: str | None = Field(default=None, min_length=1, max_length=64, description="Only this collection.")
     limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
     mode: SearchMode = SearchMode.HYBRID
@@ -229,6 +229,9 @@ class SearchResult(Fenced):
     message: str | None = None
     vector_available: bool
     truncated_by_budget: bool = False
+    interpreted_query: InterpretedQueryView = Field(
+        description="How the query was read: its phrases, exclusions and identifiers."
+    )
     hits: list[SearchHitResult] = Field(default_factory=list)
 
 

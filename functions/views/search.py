@@ -14,6 +14,7 @@ from shared.domain.errors import InvalidRequest
 from shared.domain.grouping import DEFAULT_HITS_PER_FILE, MAX_HITS_PER_FILE, FileGroup
 from shared.domain.knowledge import CollectionCoverage
 from shared.domain.metadata_filter import FilterError, MetadataFilter
+from shared.domain.query_syntax import identifiers_read, interpret
 from shared.domain.recognition import BoundingBox
 from shared.domain.search import (
     MAX_QUERY_CHARACTERS,
@@ -63,8 +64,14 @@ def metadata_filter(raw: dict[str, Any] | None, *, path: str = "filter") -> Meta
         raise InvalidRequest(str(error)) from error
 
 
+QUERY_DESCRIPTION = (
+    'What to search for. "Quoted phrases" must appear in every hit (their words in order, as the keyword lane reads'
+    ' them); a leading -word or -"a phrase" keeps out every hit that holds it (docs/search.md#query-syntax).'
+)
+
+
 class SearchRequest(ApiModel):
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS, description=QUERY_DESCRIPTION)
     limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
     mode: SearchMode = SearchMode.HYBRID
     filters: SearchFiltersBody | None = None
@@ -87,11 +94,17 @@ class SearchRequest(ApiModel):
     )
 
     def to_query(self) -> SearchQuery:
-        """The domain's query; a combination the body's schema allows but the query does not is a 400."""
+        """The domain's query, its syntax read (phrases, exclusions: shared/domain/query_syntax.py); a combination
+        the body's schema allows but the query does not, or syntax past its bounds, is a 400."""
         where = metadata_filter(self.filter_)
+        interpreted = interpret(self.query)
         try:
             return SearchQuery(
-                text=self.query, limit=self.limit, mode=self.mode, filters=search_filters(self.filters, where)
+                text=interpreted.text,
+                constraints=interpreted.constraints,
+                limit=self.limit,
+                mode=self.mode,
+                filters=search_filters(self.filters, where),
             )
         except ValidationError as error:
             raise InvalidRequest("; ".join(str(problem["msg"]) for problem in error.errors())) from error
@@ -196,10 +209,42 @@ class FileGroupView(ApiModel):
     hits: list[HitView]
 
 
+class IdentifierView(ApiModel):
+    text: str = Field(description="An identifier-shaped term (ERR-4021, Q3-2026, v2.1), case folded.")
+    required: bool = Field(
+        description="Inside a quoted phrase: every hit holds it. Otherwise hits holding it only move ahead."
+    )
+
+
+class InterpretedQueryView(ApiModel):
+    """How the query was read (docs/search.md#query-syntax)."""
+
+    text: str = Field(
+        description="What the lanes searched and the semantic lane embedded: the query without quote"
+        " marks and without its excluded words."
+    )
+    phrases: list[str] = Field(description="Quoted phrases, each in every hit.")
+    excluded: list[str] = Field(description='Words or phrases (-word, -"a phrase") no hit holds.')
+    identifiers: list[IdentifierView]
+
+    @classmethod
+    def of(cls, query: SearchQuery) -> "InterpretedQueryView":
+        return cls(
+            text=query.text,
+            phrases=list(query.constraints.phrases),
+            excluded=list(query.constraints.excluded),
+            identifiers=[
+                IdentifierView(text=found.text, required=found.required)
+                for found in identifiers_read(query.text, query.constraints)
+            ],
+        )
+
+
 class SearchFoundView(WithFacets):
     outcome: Literal["found"]
     vector_available: bool
     truncated_by_budget: bool
+    interpreted_query: InterpretedQueryView
     hits: list[HitView]
     # With groupBy "file" only: the files, best first, each with its hits.
     groups: list[FileGroupView] | None = None
@@ -211,22 +256,30 @@ class SearchEmptyView(WithFacets):
     outcome: EmptyReason
     message: str
     vector_available: bool
+    interpreted_query: InterpretedQueryView
 
 
 def search_view(
     outcome: SearchOutcome,
+    query: SearchQuery,
     facets: dict[str, list[tuple[Any, int]]] | None = None,
     groups: Sequence[FileGroup] | None = None,
 ) -> SearchFoundView | SearchEmptyView:
     counted = facets_view(facets)
+    interpreted = InterpretedQueryView.of(query)
     if isinstance(outcome, Empty):
         return SearchEmptyView(
-            outcome=outcome.outcome, message=outcome.message, vector_available=outcome.vector_available, facets=counted
+            outcome=outcome.outcome,
+            message=outcome.message,
+            vector_available=outcome.vector_available,
+            interpreted_query=interpreted,
+            facets=counted,
         )
     return SearchFoundView(
         outcome="found",
         vector_available=outcome.vector_available,
         truncated_by_budget=outcome.truncated_by_budget,
+        interpreted_query=interpreted,
         hits=[HitView.model_validate(hit.model_dump()) for hit in outcome.hits],
         facets=counted,
         groups=None if groups is None else [FileGroupView.model_validate(group.model_dump()) for group in groups],

@@ -18,6 +18,7 @@ from shared.domain.document import BlockKind
 from shared.domain.knowledge import ChunkLocation, ChunkRegion, RankedChunk
 from shared.domain.languages import cjk_apart, keyword_text
 from shared.domain.metadata_filter import MetadataFilter
+from shared.domain.query_constraints import QueryConstraints
 from shared.domain.recognition import BoundingBox
 from shared.domain.similarity import MINILM_SCALE
 from shared.domain.stopwords import ENGLISH_STOPWORDS, stopwords_of
@@ -64,6 +65,7 @@ class SearchQuery(BaseModel):
     limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
     mode: SearchMode = SearchMode.HYBRID
     filters: SearchFilters = Field(default_factory=SearchFilters)
+    constraints: QueryConstraints = QueryConstraints()  # the query's phrases and exclusions (query_syntax.py)
 
     @model_validator(mode="after")
     def _has_words(self) -> "SearchQuery":

@@ -9,6 +9,7 @@ from typing import Protocol
 from uuid import UUID
 
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite, RankedChunk
+from shared.domain.query_constraints import NO_CONSTRAINTS, QueryConstraints
 from shared.domain.search import ChunkSnapshot, SearchFilters
 from shared.domain.titles import DirectChunk, NamedTitle
 
@@ -68,9 +69,11 @@ class VectorIndex(Protocol):
         embedding_model: str,
         limit: int,
         filters: SearchFilters,
+        constraints: QueryConstraints = NO_CONSTRAINTS,
     ) -> list[RankedChunk]:
         """Only chunks of `collections` (required; empty means none) and `filters`, embedded by
-        `embedding_model`, are candidates, filtered inside the scan before ranking. Scores are
+        `embedding_model`, holding `constraints`' phrases and none of its exclusions, are candidates, filtered
+        inside the scan before ranking (so `limit` are found when that many qualify). Scores are
         (cosine + 1) / 2, best first; the caller applies the floor."""
         ...
 
@@ -89,11 +92,12 @@ class KeywordIndex(Protocol):
         k1: float,
         b: float,
         context_weight: float = 1.0,
+        constraints: QueryConstraints = NO_CONSTRAINTS,
     ) -> list[RankedChunk]:
-        """Only chunks of `collections` (required) and `filters` are candidates; stopwords are stripped
-        from `query`, identifiers (ERR-4021, Q3-2026) kept whole; any query term may match (OR). A term's
-        occurrences in a chunk's context (its document's title, headings, caption) count `context_weight` times
-        each, its body's once."""
+        """Only chunks of `collections` (required) and `filters`, holding `constraints`' phrases and none of its
+        exclusions, are candidates, before the limit; stopwords are stripped from `query`, identifiers (ERR-4021,
+        Q3-2026) kept whole; any query term may match (OR). A term's occurrences in a chunk's context (its
+        document's title, headings, caption) count `context_weight` times each, its body's once."""
         ...
 
 
@@ -118,11 +122,12 @@ class TitleIndex(Protocol):
         embedding: Sequence[float] | None,
         embedding_model: str,
         per_document: int,
+        constraints: QueryConstraints = NO_CONSTRAINTS,
     ) -> list[DirectChunk]:
         """The `candidates` (chunk ids the lanes found) that belong to `version_ids`, `found`; then, for each
-        version none of whose chunks is a candidate, its best `per_document` chunks (nearest to `embedding`
-        when given and the version is embedded with `embedding_model`, else its first), in `version_ids`
-        order."""
+        version none of whose chunks is a candidate, its best `per_document` chunks that hold `constraints`'
+        phrases and none of its exclusions (nearest to `embedding` when given and the version is embedded with
+        `embedding_model`, else its first), in `version_ids` order."""
         ...
 
 

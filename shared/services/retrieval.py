@@ -156,6 +156,7 @@ class Retrieval:
                     embedding_model=self._embedder.model_id,
                     limit=depth,
                     filters=query.filters,
+                    constraints=query.constraints,
                 )
                 vector = [hit for hit in nearest if hit.score >= self._tuning.semantic_floor]
                 below_floor = len(nearest) - len(vector)
@@ -171,6 +172,7 @@ class Retrieval:
                 k1=self._tuning.bm25_k1,
                 b=self._tuning.bm25_b,
                 context_weight=self._tuning.context_weight,
+                constraints=query.constraints,
             )
         return LaneResults(
             vector=vector,
@@ -314,9 +316,12 @@ class Retrieval:
 
 
 def _sentence(reason: EmptyReason, query: SearchQuery) -> str:
-    """Why nothing was found; with a metadata filter, naming it (it may be why: nothing was searched past it). The
-    same words whether the filter names another tenant's values or values that exist nowhere."""
+    """Why nothing was found; with a metadata filter, naming it (it may be why: nothing was searched past it), and
+    with quoted phrases or exclusions, saying so. The same words whether the filter names another tenant's values or
+    values that exist nowhere."""
     where = query.filters.where
-    if reason is EmptyReason.NO_MATCH and where is not None:
-        return f"Nothing in your collections matches that search among the files the filter {where.text} keeps."
-    return reason.sentence
+    if reason is not EmptyReason.NO_MATCH or (where is None and not query.constraints):
+        return reason.sentence
+    among = f" among the files the filter {where.text} keeps" if where is not None else ""
+    held = " with its quoted phrases and without its excluded words" if query.constraints else ""
+    return f"Nothing in your collections matches that search{held}{among}."

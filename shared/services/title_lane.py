@@ -41,5 +41,6 @@ class TitleLane:
             embedding=embedding,
             embedding_model=self._embedding_model,
             per_document=DIRECT_CHUNKS_PER_DOCUMENT,
+            constraints=query.constraints,
         )
         return DirectSubjects.of(chunks)

@@ -19,7 +19,8 @@ from shared.domain.document import BlockKind
 from shared.domain.exports import RenderLimits
 from shared.domain.files import FileVersionRecord
 from shared.domain.knowledge import RankedChunk
-from shared.domain.search import RetrievalTuning, SearchFilters
+from shared.domain.query_constraints import NO_CONSTRAINTS, QueryConstraints
+from shared.domain.search import RetrievalTuning, SearchFilters, words_of
 from shared.ports import AuthorizationPolicy, EmbeddingProvider, Generator
 from shared.services.answers import AnswerService
 from shared.services.artifacts import ArtifactService
@@ -44,7 +45,8 @@ from tests.fakes_writing import (
 
 class FakeKeywordLane:
     """The keyword lane over the fake knowledge store's chunks: a chunk scores the share of the query's words it
-    holds (any word may match), only chunks of `collections`; no vector lane runs beside it."""
+    holds (any word may match), only chunks of `collections` that hold the constraints' phrases as consecutive folded
+    words and none of its exclusions (the adapter also stems); no vector lane runs beside it."""
 
     def __init__(self, knowledge: FakeKnowledgeStore) -> None:
         self._knowledge = knowledge
@@ -60,11 +62,14 @@ class FakeKeywordLane:
         k1: float,
         b: float,
         context_weight: float = 1.0,
+        constraints: QueryConstraints = NO_CONSTRAINTS,
     ) -> list[RankedChunk]:
         terms = {word.strip(".,?!:;").lower() for word in query.split()} - {""}
         scored = []
         for (tenant, chunk_id), chunk in self._knowledge.chunks.items():
             if tenant != tenant_id or chunk.collection_id not in collections:
+                continue
+            if not _holds_constraints(words_of(chunk.draft.text), constraints):
                 continue
             words = {word.strip(".,?!:;").lower() for word in chunk.draft.text.split()}
             if hits := len(terms & words):
@@ -81,8 +86,17 @@ class FakeKeywordLane:
         embedding_model: str,
         limit: int,
         filters: SearchFilters,
+        constraints: QueryConstraints = NO_CONSTRAINTS,
     ) -> list[RankedChunk]:
         return []
+
+
+def _holds_constraints(words: list[str], constraints: QueryConstraints) -> bool:
+    def holds(phrase: str) -> bool:
+        wanted = words_of(phrase)
+        return any(words[start : start + len(wanted)] == wanted for start in range(len(words) - len(wanted) + 1))
+
+    return all(holds(phrase) for phrase in constraints.phrases) and not any(map(holds, constraints.excluded))
 
 
 class NoGenerator:

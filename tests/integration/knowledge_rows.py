@@ -69,10 +69,13 @@ def index_texts(
     *,
     vectors: Sequence[tuple[float, ...] | None] | None = None,
     filename: str = "notes.txt",
+    languages: Sequence[str | None] | None = None,
 ) -> tuple[uuid.UUID, uuid.UUID]:
-    """One new file whose only version is indexed with `texts` as its chunks."""
+    """One new file whose only version is indexed with `texts` as its chunks (in `languages[i]`, else not known)."""
     file_id, version_id, attempt = new_indexing_version(database, tenant, collection, filename)
-    rows = chunk_rows(file_id, version_id, collection, texts, vectors=vectors, filename=filename)
+    rows = draft_rows(
+        file_id, version_id, collection, paragraph_drafts(texts, languages), vectors=vectors, filename=filename
+    )
     _store(database, tenant, version_id, attempt, rows)
     return file_id, version_id
 

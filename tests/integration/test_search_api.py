@@ -66,7 +66,9 @@ def test_search_sees_only_the_callers_tenant_and_collections_and_says_why_it_is_
     staff = stack.token(tenant=tenant, collections=("docs",))
     answer = search(stack, staff, "Project Falcon acquisition Kessler")
     assert all(hit["citation"]["collectionId"] == "docs" for hit in answer.get("hits", []))
-    assert "Falcon" not in str(answer)
+    # Nothing of the board's plan, but for the query's own words echoed in how it was read.
+    assert answer["interpretedQuery"]["text"] == "Project Falcon acquisition Kessler"
+    assert "Falcon" not in str({key: value for key, value in answer.items() if key != "interpretedQuery"})
     outsider = stack.token(tenant=other, collections=("docs", "board"))
     assert search(stack, outsider, "Project Falcon acquisition")["outcome"] in ("no_match", "below_floor")
 
@@ -76,6 +78,7 @@ def test_search_sees_only_the_callers_tenant_and_collections_and_says_why_it_is_
         "outcome": "no_access",
         "message": "You have access to no collection this search could look in.",
         "vectorAvailable": True,
+        "interpretedQuery": {"text": "Project Falcon", "phrases": [], "excluded": [], "identifiers": []},
     }
     # Naming a collection one cannot read is the same answer as naming one that does not exist.
     assert search(stack, staff, "Falcon", filters={"collections": ["board"]})["outcome"] == "no_access"

@@ -9,6 +9,7 @@ from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import EmbeddingFailed
 from shared.domain.knowledge import ChunkLocation, CollectionCoverage, RankedChunk
+from shared.domain.query_constraints import QueryConstraints
 from shared.domain.search import ChunkSnapshot, IdentifierBooster, RetrievalTuning
 from shared.domain.similarity import MINILM_SCALE
 from shared.domain.usage import Usage
@@ -59,13 +60,16 @@ class FakeLanes:
         self.keyword = keyword
         self.bodies = bodies
         self.asked: list[tuple[str, frozenset[str]]] = []
+        self.constraints: list[tuple[str, QueryConstraints]] = []  # what each lane was asked to hold
 
-    def nearest(self, tenant_id, collections, embedding, *, embedding_model, limit, filters):  # type: ignore[no-untyped-def]
+    def nearest(self, tenant_id, collections, embedding, *, embedding_model, limit, filters, constraints=None):  # type: ignore[no-untyped-def]
         self.asked.append(("vector", collections))
+        self.constraints.append(("vector", constraints))
         return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(self.vector[:limit], start=1)]
 
-    def search(self, tenant_id, collections, query, *, limit, filters, k1, b, context_weight=1.0):  # type: ignore[no-untyped-def]
+    def search(self, tenant_id, collections, query, *, limit, filters, k1, b, context_weight=1.0, constraints=None):  # type: ignore[no-untyped-def]
         self.asked.append(("keyword", collections))
+        self.constraints.append(("keyword", constraints))
         return [RankedChunk(chunk_id=c, rank=i, score=s) for i, (c, s) in enumerate(self.keyword[:limit], start=1)]
 
     def snapshots(self, tenant_id, collections, chunk_ids):  # type: ignore[no-untyped-def]

@@ -46,7 +46,7 @@ class FakeIndex:
     def __init__(self, drafts: Sequence[ChunkDraft]) -> None:
         self.drafts = {f"v:{draft.ordinal}": draft for draft in drafts}
 
-    def search(self, tenant_id, collections, query, *, limit, filters, k1, b, context_weight=1.0):  # type: ignore[no-untyped-def]
+    def search(self, tenant_id, collections, query, *, limit, filters, k1, b, context_weight=1.0, constraints=None):  # type: ignore[no-untyped-def]
         terms = query_terms(query)
         scored = [
             (chunk_id, len(terms & query_terms(draft.content)))
@@ -56,7 +56,7 @@ class FakeIndex:
         scored.sort(key=lambda item: -item[1])
         return [RankedChunk(chunk_id=c, rank=i, score=float(s)) for i, (c, s) in enumerate(scored[:limit], start=1)]
 
-    def nearest(self, tenant_id, collections, embedding, *, embedding_model, limit, filters):  # type: ignore[no-untyped-def]
+    def nearest(self, tenant_id, collections, embedding, *, embedding_model, limit, filters, constraints=None):  # type: ignore[no-untyped-def]
         return [RankedChunk(chunk_id=c, rank=i, score=0.9) for i, c in enumerate(list(self.drafts)[:limit], start=1)]
 
     def snapshots(self, tenant_id, collections, chunk_ids):  # type: ignore[no-untyped-def]

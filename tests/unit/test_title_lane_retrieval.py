@@ -3,6 +3,7 @@ chunks come first, keep their fused scores, survive the relative floor, and join
 
 from collections.abc import Iterable, Sequence
 
+from shared.domain.query_constraints import NO_CONSTRAINTS, QueryConstraints
 from shared.domain.search import Found, RetrievalTuning, SearchFilters, SearchQuery
 from shared.domain.titles import DirectChunk, NamedTitle
 from shared.services.authorization import ClaimsAuthorizationPolicy
@@ -17,6 +18,7 @@ class FakeTitleIndex:
         self.titles = titles  # key -> version ids
         self.chunks = chunks  # version -> chunk ids, best first
         self.asked_keys: list[str] = []
+        self.asked_constraints = QueryConstraints()
 
     def named(
         self, tenant_id: str, collections: frozenset[str], keys: Sequence[str], *, filters: SearchFilters
@@ -38,7 +40,9 @@ class FakeTitleIndex:
         embedding: Sequence[float] | None,
         embedding_model: str,
         per_document: int,
+        constraints: QueryConstraints = NO_CONSTRAINTS,
     ) -> list[DirectChunk]:
+        self.asked_constraints = constraints  # its chunks are ids without text: the constraint is only recorded
         found = [c for c in candidates if c.split(":")[0] in version_ids]
         result = [DirectChunk(chunk_id=c, version_id=c.split(":")[0], found=True) for c in found]
         for version in version_ids:

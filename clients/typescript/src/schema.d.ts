@@ -2117,6 +2117,19 @@ export interface components {
             /** Vectorscore */
             vectorScore: number | null;
         };
+        /** IdentifierView */
+        IdentifierView: {
+            /**
+             * Required
+             * @description Inside a quoted phrase: every hit holds it. Otherwise hits holding it only move ahead.
+             */
+            required: boolean;
+            /**
+             * Text
+             * @description An identifier-shaped term (ERR-4021, Q3-2026, v2.1), case folded.
+             */
+            text: string;
+        };
         /** IndexingView */
         IndexingView: {
             /** Chunkcount */
@@ -2132,6 +2145,29 @@ export interface components {
              * Format: date-time
              */
             indexedAt: string;
+        };
+        /**
+         * InterpretedQueryView
+         * @description How the query was read (docs/search.md#query-syntax).
+         */
+        InterpretedQueryView: {
+            /**
+             * Excluded
+             * @description Words or phrases (-word, -"a phrase") no hit holds.
+             */
+            excluded: string[];
+            /** Identifiers */
+            identifiers: components["schemas"]["IdentifierView"][];
+            /**
+             * Phrases
+             * @description Quoted phrases, each in every hit.
+             */
+            phrases: string[];
+            /**
+             * Text
+             * @description What the lanes searched and the semantic lane embedded: the query without quote marks and without its excluded words.
+             */
+            text: string;
         };
         /** LocationView */
         LocationView: {
@@ -2628,6 +2664,7 @@ export interface components {
             facets?: {
                 [key: string]: components["schemas"]["FacetValueView"][];
             } | null;
+            interpretedQuery: components["schemas"]["InterpretedQueryView"];
             /** Message */
             message: string;
             outcome: components["schemas"]["EmptyReason"];
@@ -2657,6 +2694,7 @@ export interface components {
             groups?: components["schemas"]["FileGroupView"][] | null;
             /** Hits */
             hits: components["schemas"]["HitView"][];
+            interpretedQuery: components["schemas"]["InterpretedQueryView"];
             /**
              * Outcome
              * @constant
@@ -2719,7 +2757,10 @@ export interface components {
             limit?: number;
             /** @default hybrid */
             mode?: components["schemas"]["SearchMode"];
-            /** Query */
+            /**
+             * Query
+             * @description What to search for. "Quoted phrases" must appear in every hit (their words in order, as the keyword lane reads them); a leading -word or -"a phrase" keeps out every hit that holds it (docs/search.md#query-syntax).
+             */
             query: string;
         };
         /**

@@ -39,8 +39,8 @@ def search(request: SearchRequest) -> SearchFoundView | SearchEmptyView:
         )
     if request.group_by == "file":
         outcome, groups = wired.retrieval.search_by_file(principal, query, per_file=request.hits_per_file)
-        return search_view(outcome, facets, groups)
-    return search_view(wired.retrieval.search(principal, query), facets)
+        return search_view(outcome, query, facets, groups)
+    return search_view(wired.retrieval.search(principal, query), query, facets)
 
 
 @router.get("/v1/usage")

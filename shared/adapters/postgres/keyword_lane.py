@@ -15,9 +15,11 @@ of the tenant (docs/adr/0001).
 from typing import Any
 
 from shared.adapters.postgres.database import Database
+from shared.adapters.postgres.query_constraints import constraint_sql
 from shared.adapters.postgres.search_filters import filter_sql
 from shared.domain.knowledge import RankedChunk
 from shared.domain.languages import ANALYSERS, keyword_text, text_search_configuration
+from shared.domain.query_constraints import NO_CONSTRAINTS, QueryConstraints
 from shared.domain.search import SearchFilters
 from shared.domain.stopwords import ENGLISH_STOPWORDS
 from shared.ports import KeywordIndex
@@ -84,6 +86,7 @@ class PostgresKeywordIndex(KeywordIndex):
         k1: float,
         b: float,
         context_weight: float = 1.0,
+        constraints: QueryConstraints = NO_CONSTRAINTS,
     ) -> list[RankedChunk]:
         if not collections:
             return []
@@ -99,8 +102,9 @@ class PostgresKeywordIndex(KeywordIndex):
             "b": b,
             "context_weight": context_weight,
         }
-        conditions = filter_sql(filters, params, chunk="c.")
-        # Filters are columns of the chunk: joined by primary key only when there are any.
+        conditions = filter_sql(filters, params, chunk="c.") + constraint_sql(constraints, params, chunk="c.")
+        # Filters and the query's phrases and exclusions are columns of the chunk: joined by primary key only when
+        # there are any, before the limit (the top k are the top k of the chunks they keep).
         join = (
             f"JOIN knowledge_chunks AS c ON c.tenant_id = %(tenant)s AND c.chunk_id = scored.chunk_id{conditions}"
             if conditions

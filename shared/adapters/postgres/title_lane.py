@@ -14,7 +14,9 @@ import psycopg
 from pgvector import Vector
 
 from shared.adapters.postgres.database import Database
+from shared.adapters.postgres.query_constraints import constraint_sql
 from shared.adapters.postgres.search_filters import filter_sql
+from shared.domain.query_constraints import NO_CONSTRAINTS, QueryConstraints
 from shared.domain.search import SearchFilters
 from shared.domain.titles import DIRECT_CHUNK_WINDOW, DirectChunk, NamedTitle, TitleSource
 from shared.ports import TitleIndex
@@ -33,8 +35,9 @@ ORDER BY t.title_key, 3
 """
 
 # The named versions' chunks the lanes found; and for a named version with none of them, its best chunks among
-# its first few hundred (by ordinal, through the (tenant, version, ordinal) key): nearest to the question where
-# the version is embedded with the query's model, else its opening chunks.
+# its first few hundred (by ordinal, through the (tenant, version, ordinal) key) that hold the query's phrases and
+# none of its exclusions: nearest to the question where the version is embedded with the query's model, else its
+# opening chunks.
 _DIRECT = """
 WITH found AS MATERIALIZED (
   SELECT c.chunk_id, c.version_id FROM knowledge_chunks AS c
@@ -48,7 +51,7 @@ FROM unnest(%(versions)s::uuid[]) AS n(version_id)
 CROSS JOIN LATERAL (
   SELECT w.chunk_id, w.ordinal, {distance} AS distance FROM (
     SELECT c.chunk_id, c.ordinal, c.embedding, c.embedding_model FROM knowledge_chunks AS c
-    WHERE c.tenant_id = %(tenant)s AND c.version_id = n.version_id AND c.subjects && %(collections)s
+    WHERE c.tenant_id = %(tenant)s AND c.version_id = n.version_id AND c.subjects && %(collections)s {constraint}
     ORDER BY c.ordinal LIMIT %(window)s
   ) AS w
   ORDER BY 3 NULLS LAST, w.ordinal LIMIT %(per_document)s
@@ -97,6 +100,7 @@ class PostgresTitleIndex(TitleIndex):
         embedding: Sequence[float] | None,
         embedding_model: str,
         per_document: int,
+        constraints: QueryConstraints = NO_CONSTRAINTS,
     ) -> list[DirectChunk]:
         if not collections or not version_ids:
             return []
@@ -110,7 +114,10 @@ class PostgresTitleIndex(TitleIndex):
         }
         if embedding is not None:
             params |= {"embedding": Vector(list(embedding)), "model": embedding_model}
-        statement = _DIRECT.format(distance=_DISTANCE if embedding is not None else "NULL::float8")
+        statement = _DIRECT.format(
+            distance=_DISTANCE if embedding is not None else "NULL::float8",
+            constraint=constraint_sql(constraints, params, chunk="c."),
+        )
         with self._database.tenant_transaction(tenant_id) as conn:
             rows = conn.execute(statement, params).fetchall()
         position = {version_id: index for index, version_id in enumerate(version_ids)}

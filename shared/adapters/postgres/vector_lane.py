@@ -1,5 +1,5 @@
 """The vector lane: the k nearest chunks by cosine distance (pgvector HNSW), scanned under the caller's tenant,
-collections and filters, before ranking."""
+collections, filters and the query's phrases and exclusions, before ranking."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -9,8 +9,10 @@ from pgvector import Vector
 
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.metadata_sql import filter_condition
+from shared.adapters.postgres.query_constraints import constraint_sql, phrase_estimate_query, phrase_exact_query
 from shared.adapters.postgres.search_filters import chunk_columns, filter_sql, version_filter_sql
 from shared.domain.knowledge import RankedChunk
+from shared.domain.query_constraints import NO_CONSTRAINTS, QueryConstraints
 from shared.domain.search import SearchFilters
 from shared.ports import VectorIndex
 
@@ -94,10 +96,12 @@ def nearest_query(
     embedding_model: str,
     limit: int,
     filters: SearchFilters,
+    constraints: QueryConstraints = NO_CONSTRAINTS,
 ) -> tuple[str, dict[str, Any]]:
     """The statement and parameters `nearest` runs (the search benchmark EXPLAINs them)."""
     params = _lane_params(tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit)
-    return _NEAREST.format(filters=filter_sql(filters, params, chunk="c.")), params
+    conditions = filter_sql(filters, params, chunk="c.") + constraint_sql(constraints, params, chunk="c.")
+    return _NEAREST.format(filters=conditions), params
 
 
 def exact_query(
@@ -108,12 +112,14 @@ def exact_query(
     embedding_model: str,
     limit: int,
     filters: SearchFilters,
+    constraints: QueryConstraints = NO_CONSTRAINTS,
 ) -> tuple[str, dict[str, Any]]:
     """The exact scan of the chunks a metadata filter keeps (`filters.where` set), bounded by EXACT_SCAN_ROWS."""
     assert filters.where is not None
     params = _lane_params(tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit)
     params["exact_rows"] = EXACT_SCAN_ROWS + 1
     others = filter_sql(filters.model_copy(update={"where": None}), params, chunk="c.")
+    others += constraint_sql(constraints, params, chunk="c.")
     where = filter_condition(filters.where.tree, chunk_columns("c."), params)
     return _EXACT.format(filters=others, where=where), params
 
@@ -131,22 +137,39 @@ class PostgresVectorIndex(VectorIndex):
         embedding_model: str,
         limit: int,
         filters: SearchFilters,
+        constraints: QueryConstraints = NO_CONSTRAINTS,
     ) -> list[RankedChunk]:
         if not collections:
             return []
         settings = vector_scan_settings()
         with self._database.tenant_transaction(tenant_id) as conn:
             rows: list[tuple[str, float]] | None = None
-            if filters.where is not None and self._few_kept(conn, tenant_id, collections, embedding_model, filters):
-                exact, exact_params = exact_query(
-                    tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit, filters=filters
+            if constraints.phrases and self._few_hold(conn, tenant_id, collections, constraints):
+                # A phrase few chunks hold: those chunks, found from the keyword lane's postings, every one's
+                # distance computed (a graph search would visit many neighbours the phrase drops before it stops).
+                params = _lane_params(tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit)
+                conditions = filter_sql(filters, params, chunk="c.") + constraint_sql(constraints, params, chunk="c.")
+                rows = conn.execute(phrase_exact_query(constraints, params, conditions), params).fetchall()
+            if rows is None and filters.where is not None:
+                rows = self._exact_kept(
+                    conn,
+                    tenant_id,
+                    collections,
+                    embedding,
+                    embedding_model=embedding_model,
+                    limit=limit,
+                    filters=filters,
+                    constraints=constraints,
                 )
-                found = conn.execute(exact, exact_params).fetchall()
-                if not found or found[0][2] <= EXACT_SCAN_ROWS:
-                    rows = [(chunk_id, distance) for chunk_id, distance, _ in found]
             if rows is None:
                 query, params = nearest_query(
-                    tenant_id, collections, embedding, embedding_model=embedding_model, limit=limit, filters=filters
+                    tenant_id,
+                    collections,
+                    embedding,
+                    embedding_model=embedding_model,
+                    limit=limit,
+                    filters=filters,
+                    constraints=constraints,
                 )
                 # All in one round trip.
                 conn.execute(
@@ -158,6 +181,45 @@ class PostgresVectorIndex(VectorIndex):
             RankedChunk(chunk_id=chunk_id, rank=rank, score=1 - float(distance) / 2)
             for rank, (chunk_id, distance) in enumerate(rows, start=1)
         ]
+
+    def _exact_kept(
+        self,
+        conn: psycopg.Connection[Any],
+        tenant_id: str,
+        collections: frozenset[str],
+        embedding: Sequence[float],
+        *,
+        embedding_model: str,
+        limit: int,
+        filters: SearchFilters,
+        constraints: QueryConstraints,
+    ) -> list[tuple[str, float]] | None:
+        """The exact scan of the chunks a metadata filter keeps, when they are few; None when they are not."""
+        if not self._few_kept(conn, tenant_id, collections, embedding_model, filters):
+            return None
+        exact, exact_params = exact_query(
+            tenant_id,
+            collections,
+            embedding,
+            embedding_model=embedding_model,
+            limit=limit,
+            filters=filters,
+            constraints=constraints,
+        )
+        found = conn.execute(exact, exact_params).fetchall()
+        if found and found[0][2] > EXACT_SCAN_ROWS:
+            return None
+        return [(chunk_id, distance) for chunk_id, distance, _ in found]
+
+    @staticmethod
+    def _few_hold(
+        conn: psycopg.Connection[Any], tenant_id: str, collections: frozenset[str], constraints: QueryConstraints
+    ) -> bool:
+        """Whether the chunks holding the phrases' rarest terms are at most EXACT_SCAN_ROWS, and every analyser of
+        the searched chunks keeps a term of them (a phrase of one language's stopwords holds all its chunks)."""
+        params: dict[str, Any] = {"tenant": tenant_id, "collections": sorted(collections)}
+        row = conn.execute(phrase_estimate_query(constraints, params), params).fetchone()
+        return row is not None and int(row[0]) <= EXACT_SCAN_ROWS and not row[1]
 
     @staticmethod
     def _few_kept(

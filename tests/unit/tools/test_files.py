@@ -149,6 +149,23 @@ def test_search_files_cites_each_hit_and_fences_its_excerpt_section_and_filename
     assert services.last_audited.collection_ids == ("docs",)
 
 
+def test_search_files_reads_quoted_phrases_and_exclusions_and_says_how_it_read_them(
+    services: ToolServicesOverFakes,
+) -> None:
+    services.markdown(ANN, NOTES, filename="notes.md")
+    services.markdown(ANN, b"# Budget\n\nThe budget for the okapi is open.\n", filename="open.md")
+    found = services.call("search_files", DOCS_ONLY, query='"okapi budget" -open', mode="keyword").content
+    assert [fenced_text(hit["citation"]["filename"]) for hit in found["hits"]] == ["notes.md"]
+    assert found["interpretedQuery"] == {
+        "text": "okapi budget",
+        "phrases": ["okapi budget"],
+        "excluded": ["open"],
+        "identifiers": [],
+    }
+    refused = services.refused("search_files", DOCS_ONLY, query="-okapi -budget")
+    assert refused["error"] == "invalid_arguments" and "only exclusions" in refused["message"]
+
+
 def test_search_files_with_nothing_to_find_says_why_instead_of_hits(services: ToolServicesOverFakes) -> None:
     services.markdown(ANN, NOTES)
     ran = services.run(files.search_files, DOCS_ONLY, query="zebra", mode="keyword")

@@ -81,7 +81,9 @@ __all__ = [
     "Health",
     "HealthReport",
     "HitView",
+    "IdentifierView",
     "IndexingView",
+    "InterpretedQueryView",
     "LocationView",
     "MergeRequest",
     "MetaView",
@@ -822,12 +824,26 @@ class HitView(TypedDict):
     citation: CitationView
 
 
+class IdentifierView(TypedDict):
+    text: str
+    required: bool
+
+
 class IndexingView(TypedDict):
     chunkCount: int
     embeddedChunkCount: int
     embeddingModel: str | None
     embeddingGap: str | None
     indexedAt: str
+
+
+class InterpretedQueryView(TypedDict):
+    """How the query was read (docs/search.md#query-syntax)."""
+
+    text: str
+    phrases: list[str]
+    excluded: list[str]
+    identifiers: list[IdentifierView]
 
 
 class LocationView(TypedDict):
@@ -1086,6 +1102,7 @@ class SearchEmptyView(TypedDict):
     outcome: EmptyReason
     message: str
     vectorAvailable: bool
+    interpretedQuery: InterpretedQueryView
 
 
 class SearchFiltersBody(TypedDict):
@@ -1101,6 +1118,7 @@ class SearchFoundView(TypedDict):
     outcome: Literal["found"]
     vectorAvailable: bool
     truncatedByBudget: bool
+    interpretedQuery: InterpretedQueryView
     hits: list[HitView]
     groups: NotRequired[list[FileGroupView] | None]
 
