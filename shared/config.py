@@ -124,6 +124,8 @@ class Settings(BaseSettings):
     limit_embedding_tokens_per_day: int = Field(default=50_000_000, ge=0)
     # Input and output tokens of the model calls made inside requests (grounded answers, tool summaries).
     limit_generation_tokens_per_day: int = Field(default=2_000_000, ge=0)
+    # Calls of a Bedrock rerank model (one a search that reranks); past it, searches keep fusion order and say so.
+    limit_rerank_queries_per_day: int = Field(default=20_000, ge=0)
     # Minutes of recording transcribed (whole minutes begun, per recording).
     limit_transcription_minutes_per_day: int = Field(default=600, ge=0)
     limit_upload_bytes_per_day: int = Field(default=10 * 1024**3, ge=0)

@@ -479,6 +479,7 @@ class Container:
             vision_images_per_day=settings.limit_vision_images_per_day or None,
             embedding_tokens_per_day=settings.limit_embedding_tokens_per_day or None,
             generation_tokens_per_day=settings.limit_generation_tokens_per_day or None,
+            rerank_queries_per_day=settings.limit_rerank_queries_per_day or None,
             transcription_minutes_per_day=settings.limit_transcription_minutes_per_day or None,
             upload_bytes_per_day=settings.limit_upload_bytes_per_day or None,
             rescans_per_file_per_hour=settings.limit_rescans_per_file_per_hour or None,
