@@ -92,6 +92,13 @@ class Settings(BaseSettings):
     search_bm25_k1: float = Field(default=0.9, gt=0)
     search_bm25_b: float = Field(default=0.6, ge=0, le=1)
     search_identifier_boost: bool = True
+    # The reranker (docs/search.md#the-reranker). On AWS, a Bedrock rerank model (cohere.rerank-v3-5:0, or
+    # amazon.rerank-v1:0 where the region offers it; any other id is refused by name) reorders the best
+    # rerank_top_n fused candidates (at most 100: one priced query a search) within rerank_budget_seconds;
+    # unset, and always locally, the identifier booster does when search_identifier_boost is on.
+    rerank_model_id: str | None = None
+    rerank_top_n: int = Field(default=50, ge=1, le=100)
+    rerank_budget_seconds: float = Field(default=1.0, gt=0, le=10)
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None
     # A Bedrock model (or inference profile) that cites documents, for summarize_document; unset means summaries

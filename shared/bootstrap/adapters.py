@@ -21,6 +21,7 @@ from shared.adapters.local.unavailable import (
 from shared.bootstrap.clients import AwsClients
 from shared.config import Settings
 from shared.domain.exports import RenderJob
+from shared.domain.identifier_booster import IdentifierBooster
 from shared.domain.workflow import ProcessVersion
 from shared.ports import (
     AnswerStore,
@@ -46,6 +47,7 @@ from shared.ports import (
     PdfOperations,
     RenderQueue,
     ReplacementStore,
+    Reranker,
     SweepProgress,
     TitleIndex,
     TokenVerifier,
@@ -346,6 +348,11 @@ class Adapters:
     @cached_property
     def summarizer(self) -> DocumentSummarizer:
         raise NotImplementedError
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        """The identifier booster when QUIRE_SEARCH_IDENTIFIER_BOOST is on: no cross-encoder runs locally (ADR 0007)."""
+        return IdentifierBooster() if self.settings.search_identifier_boost else None
 
 
 class LocalAdapters(Adapters):
