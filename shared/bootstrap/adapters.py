@@ -569,6 +569,21 @@ class AwsAdapters(Adapters):
 
         return BedrockConverseSummarizer.from_region(self.settings.region, self.settings.summary_model_id)
 
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        """QUIRE_RERANK_MODEL_ID's Bedrock rerank model (the CDK grants that one only); unset, as locally."""
+        settings = self.settings
+        if settings.rerank_model_id is None:
+            return super().reranker
+        from shared.adapters.aws.bedrock_rerank import BedrockReranker
+
+        try:
+            return BedrockReranker.from_region(
+                settings.region, settings.rerank_model_id, settings.rerank_top_n, settings.rerank_budget_seconds
+            )
+        except ValueError as error:
+            raise ConfigurationError(f"QUIRE_RERANK_MODEL_ID: {error}") from error
+
 
 def adapters_for(settings: Settings, **given: Any) -> Adapters:
     """The runtime's adapter set; what `given` names is used instead of what it would build."""
