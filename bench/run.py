@@ -140,8 +140,9 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def component_figures() -> list[dict[str, Any]]:
-    """Extraction, search, the local embedder, OCR and transcription, measured in this process against their own
-    stand-ins; the Lambda packages' sizes and their handlers' cold imports (fresh interpreters)."""
+    """Extraction, search, the reranker's added latency, the local embedder, OCR and transcription, measured in this
+    process against their own stand-ins; the Lambda packages' sizes and their handlers' cold imports (fresh
+    interpreters)."""
     from bench.embedding import figures as embedding_figures
     from bench.extraction import figures as extraction_figures
     from bench.filtered_search import figures as filtered_search_figures
@@ -149,6 +150,7 @@ def component_figures() -> list[dict[str, Any]]:
     from bench.packages import figures as package_figures
     from bench.page_images import figures as page_image_figures
     from bench.rendering import figures as rendering_figures
+    from bench.rerank import figures as rerank_figures
     from bench.search import figures as search_figures
     from bench.transcription import figures as transcription_figures
 
@@ -156,6 +158,7 @@ def component_figures() -> list[dict[str, Any]]:
         *extraction_figures(result),
         *search_figures(result),
         *filtered_search_figures(result),
+        *rerank_figures(result),
         *embedding_figures(result),
         *ocr_figures(result),
         *transcription_figures(result),

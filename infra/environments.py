@@ -6,6 +6,10 @@ from typing import Literal
 # The Bedrock embedding models the runtime reads (shared/bootstrap/adapters.py's AwsAdapters.embedder), both
 # multilingual and both giving vectors of the column's 1,024 dimensions (infra/constructs/functions.py).
 EMBEDDING_MODELS = ("amazon.titan-embed-text-v2:0", "cohere.embed-multilingual-v3")
+# The Bedrock rerank models the runtime calls (shared/adapters/aws/bedrock_rerank.py), each where its region offers
+# it: Cohere Rerank 3.5 in us-east-1, us-west-2, ca-central-1, eu-central-1 and ap-northeast-1; Amazon Rerank 1.0 in
+# the same but us-east-1.
+RERANK_MODELS = ("cohere.rerank-v3-5:0", "amazon.rerank-v1:0")
 
 # Lambda refuses a reservation that would leave fewer than this many unreserved executions in the account and
 # region (the pool every function without a reservation, and the account's other workloads, share).
@@ -97,12 +101,21 @@ class EnvironmentSettings:
     # QUIRE_BEDROCK_EMBEDDING_MODEL_ID, and the embed step and the API and MCP functions may invoke it alone.
     # Changing it on a deployed environment makes every stored vector stale: re-index (docs/deployment.md).
     embedding_model_id: str = EMBEDDING_MODELS[0]
+    # The Bedrock rerank model (one of RERANK_MODELS, offered in the stack's region) that reorders each search's best
+    # candidates: the API and MCP functions get it as QUIRE_RERANK_MODEL_ID and may call it alone, through an agent
+    # runtime endpoint in the VPC. None: the identifier booster reranks (docs/search.md#the-reranker).
+    rerank_model_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.embedding_model_id not in EMBEDDING_MODELS:
             raise ValueError(
                 f"{self.name}: embedding_model_id {self.embedding_model_id!r} is not one Quire reads: choose one"
                 f" of {', '.join(EMBEDDING_MODELS)}"
+            )
+        if self.rerank_model_id is not None and self.rerank_model_id not in RERANK_MODELS:
+            raise ValueError(
+                f"{self.name}: rerank_model_id {self.rerank_model_id!r} is not one Quire calls: choose one of"
+                f" {', '.join(RERANK_MODELS)} (where the stack's region offers it), or None"
             )
 
 

@@ -93,6 +93,13 @@ class Settings(BaseSettings):
     search_bm25_b: float = Field(default=0.6, ge=0, le=1)
     search_context_weight: float = Field(default=1.0, ge=0, le=10)
     search_identifier_boost: bool = True
+    # The reranker (docs/search.md#the-reranker). On AWS, a Bedrock rerank model (cohere.rerank-v3-5:0, or
+    # amazon.rerank-v1:0 where the region offers it; any other id is refused by name) reorders the best
+    # rerank_top_n fused candidates (at most 100: one priced query a search) within rerank_budget_seconds;
+    # unset, and always locally, the identifier booster does when search_identifier_boost is on.
+    rerank_model_id: str | None = None
+    rerank_top_n: int = Field(default=50, ge=1, le=100)
+    rerank_budget_seconds: float = Field(default=1.0, gt=0, le=10)
     # A Bedrock image-capable model; unset means vision is unavailable and says so.
     vision_model_id: str | None = None
     # A Bedrock model (or inference profile) that cites documents, for summarize_document; unset means summaries
@@ -125,6 +132,8 @@ class Settings(BaseSettings):
     limit_embedding_tokens_per_day: int = Field(default=50_000_000, ge=0)
     # Input and output tokens of the model calls made inside requests (grounded answers, tool summaries).
     limit_generation_tokens_per_day: int = Field(default=2_000_000, ge=0)
+    # Calls of a Bedrock rerank model (one a search that reranks); past it, searches keep fusion order and say so.
+    limit_rerank_queries_per_day: int = Field(default=20_000, ge=0)
     # Minutes of recording transcribed (whole minutes begun, per recording).
     limit_transcription_minutes_per_day: int = Field(default=600, ge=0)
     limit_upload_bytes_per_day: int = Field(default=10 * 1024**3, ge=0)

@@ -1022,6 +1022,13 @@ class FakeUsageLedger(UsageLedger):
                 for (tenant, _, _), share in self.request_rows.items()
                 if tenant == tenant_id and share.recorded_at >= since
             ),
+            rerank_queries=len(
+                {
+                    call
+                    for (tenant, call, _), share in self.request_rows.items()
+                    if tenant == tenant_id and share.kind is RequestKind.RERANK and share.recorded_at >= since
+                }
+            ),
         )
 
     def ocr_runs_since(self, tenant_id: str, file_id: UUID, since: datetime) -> list[datetime]:

@@ -16,6 +16,7 @@ from shared.domain.knowledge import CollectionCoverage
 from shared.domain.metadata_filter import FilterError, MetadataFilter
 from shared.domain.query_syntax import identifiers_read, interpret
 from shared.domain.recognition import BoundingBox
+from shared.domain.reranking import RerankSkip
 from shared.domain.search import (
     MAX_QUERY_CHARACTERS,
     MAX_RESULTS,
@@ -240,11 +241,23 @@ class InterpretedQueryView(ApiModel):
         )
 
 
+class RerankView(ApiModel):
+    """Whether the reranker's order was applied to the best fused candidates (docs/search.md#the-reranker), or why
+    fusion order stands: `off` (none configured), `no_opinion`, `failed`, `timed_out` or `over_limit` (the tenant's
+    daily rerank limit is spent)."""
+
+    applied: bool
+    model: str | None = Field(description="identifier-booster, or the Bedrock rerank model; null when off")
+    reason: RerankSkip | None = Field(description="Why fusion order stands; null when applied")
+    candidates: int = Field(description="How many of the best fused candidates the reranker was given")
+
+
 class SearchFoundView(WithFacets):
     outcome: Literal["found"]
     vector_available: bool
     truncated_by_budget: bool
     interpreted_query: InterpretedQueryView
+    rerank: RerankView
     hits: list[HitView]
     # With groupBy "file" only: the files, best first, each with its hits.
     groups: list[FileGroupView] | None = None
@@ -280,6 +293,7 @@ def search_view(
         vector_available=outcome.vector_available,
         truncated_by_budget=outcome.truncated_by_budget,
         interpreted_query=interpreted,
+        rerank=RerankView.model_validate(outcome.rerank.model_dump()),
         hits=[HitView.model_validate(hit.model_dump()) for hit in outcome.hits],
         facets=counted,
         groups=None if groups is None else [FileGroupView.model_validate(group.model_dump()) for group in groups],

@@ -138,6 +138,31 @@ def grant_invoke_model(function: lambda_.Function, model_id: str) -> None:
     )
 
 
+def grant_rerank_model(function: lambda_.Function, model_id: str) -> None:
+    """The Bedrock rerank model searches reorder their best candidates with (the agent runtime's Rerank): its id in
+    QUIRE_RERANK_MODEL_ID, bedrock:InvokeModel on that foundation model in this region only, and bedrock:Rerank, an
+    action without resource types (so on any resource: which model it may reach is what InvokeModel allows)."""
+    stack = cdk.Stack.of(function)
+    function.add_environment("QUIRE_RERANK_MODEL_ID", model_id)
+    function.add_to_role_policy(
+        iam.PolicyStatement(
+            actions=["bedrock:InvokeModel"],
+            resources=[
+                stack.format_arn(service="bedrock", account="", resource="foundation-model", resource_name=model_id)
+            ],
+        )
+    )
+    function.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:Rerank"], resources=["*"]))
+    assert function.role is not None
+    acknowledge(
+        function.role,
+        "IAM5[Resource::*]",
+        "X-Ray's PutTraceSegments/PutTelemetryRecords (active tracing), the ENI actions Lambda needs in a VPC, and"
+        " bedrock:Rerank have no resource-level permissions; the rerank model it reaches is limited by"
+        f" bedrock:InvokeModel, granted on {model_id} alone.",
+    )
+
+
 def serve_tenants(
     scope: Construct,
     function: lambda_.Function,
@@ -147,6 +172,7 @@ def serve_tenants(
     embedding_model_id: str,
     summary_model_id: str | None,
     answer_model_id: str | None,
+    rerank_model_id: str | None = None,
 ) -> TenantDataAccess:
     """What a function serving the API's callers may do, on their behalf: the API function, and the MCP
     function, whose tools are calls of the same services (functions/tools/catalog.py). Its tenant data role
@@ -195,6 +221,9 @@ def serve_tenants(
         if model_id:
             function.add_environment(variable, model_id)
             grant_invoke_model(function, model_id)
+    # Search's reranker (docs/search.md#the-reranker), this model only; without one, the identifier booster.
+    if rerank_model_id:
+        grant_rerank_model(function, rerank_model_id)
     state_machine.grant_start_execution(function)
     return data
 
@@ -269,6 +298,7 @@ class Api(Construct):
             embedding_model_id=settings.embedding_model_id,
             summary_model_id=settings.summary_model_id,
             answer_model_id=settings.answer_model_id,
+            rerank_model_id=settings.rerank_model_id,
         )
         return function
 

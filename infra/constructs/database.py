@@ -250,6 +250,9 @@ class Database(Construct):
             "EventBridgeEndpoint": ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,
             "SqsEndpoint": ec2.InterfaceVpcEndpointAwsService.SQS,
         }
+        if self._settings.rerank_model_id is not None:
+            # Searches rerank through the agent runtime's Rerank (infra/constructs/api.py grant_rerank_model).
+            interface_services["BedrockAgentRuntimeEndpoint"] = ec2.InterfaceVpcEndpointAwsService.BEDROCK_AGENT_RUNTIME
         for construct_id, service in interface_services.items():
             self.vpc.add_interface_endpoint(
                 construct_id,

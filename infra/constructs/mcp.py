@@ -124,6 +124,7 @@ class McpServer(Construct):
             embedding_model_id=settings.embedding_model_id,
             summary_model_id=settings.summary_model_id,
             answer_model_id=settings.answer_model_id,
+            rerank_model_id=settings.rerank_model_id,
         )
         self._routes(api)
 

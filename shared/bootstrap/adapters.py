@@ -21,6 +21,7 @@ from shared.adapters.local.unavailable import (
 from shared.bootstrap.clients import AwsClients
 from shared.config import Settings
 from shared.domain.exports import RenderJob
+from shared.domain.identifier_booster import IdentifierBooster
 from shared.domain.workflow import ProcessVersion
 from shared.ports import (
     AnswerStore,
@@ -46,6 +47,7 @@ from shared.ports import (
     PdfOperations,
     RenderQueue,
     ReplacementStore,
+    Reranker,
     SweepProgress,
     TitleIndex,
     TokenVerifier,
@@ -347,6 +349,11 @@ class Adapters:
     def summarizer(self) -> DocumentSummarizer:
         raise NotImplementedError
 
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        """The identifier booster when QUIRE_SEARCH_IDENTIFIER_BOOST is on: no cross-encoder runs locally (ADR 0007)."""
+        return IdentifierBooster() if self.settings.search_identifier_boost else None
+
 
 class LocalAdapters(Adapters):
     """The embedded stack (`quire up`): the pipeline and renders run in this process, the engines that run on one
@@ -561,6 +568,21 @@ class AwsAdapters(Adapters):
         from shared.adapters.aws.bedrock_summaries import BedrockConverseSummarizer
 
         return BedrockConverseSummarizer.from_region(self.settings.region, self.settings.summary_model_id)
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        """QUIRE_RERANK_MODEL_ID's Bedrock rerank model (the CDK grants that one only); unset, as locally."""
+        settings = self.settings
+        if settings.rerank_model_id is None:
+            return super().reranker
+        from shared.adapters.aws.bedrock_rerank import BedrockReranker
+
+        try:
+            return BedrockReranker.from_region(
+                settings.region, settings.rerank_model_id, settings.rerank_top_n, settings.rerank_budget_seconds
+            )
+        except ValueError as error:
+            raise ConfigurationError(f"QUIRE_RERANK_MODEL_ID: {error}") from error
 
 
 def adapters_for(settings: Settings, **given: Any) -> Adapters:

@@ -17,7 +17,7 @@ from shared.domain.document import ExtractionLimits
 from shared.domain.exports import RenderJob, RenderLimits
 from shared.domain.limits import TenantLimits
 from shared.domain.media import MediaLimits
-from shared.domain.search import Fusion, IdentifierBooster, RetrievalTuning
+from shared.domain.search import Fusion, RetrievalTuning
 from shared.domain.workflow import ProcessVersion
 from shared.ports import (
     AnswerStore,
@@ -40,6 +40,7 @@ from shared.ports import (
     OcrProvider,
     RenderQueue,
     ReplacementStore,
+    Reranker,
     TitleIndex,
     TokenVerifier,
     ToolCallAudit,
@@ -74,6 +75,7 @@ from shared.services.recognition import Recognizers
 from shared.services.reconciliation import ReconcileBudget, Reconciler, ReconcileThresholds
 from shared.services.reindexing import Reindexer
 from shared.services.request_rate import RequestRateLimiter
+from shared.services.reranking import Reranking
 from shared.services.retrieval import Retrieval
 from shared.services.upload_completion import UploadCompletion
 from shared.services.upload_sessions import UploadSessions
@@ -129,6 +131,7 @@ class Container:
     malware_scanning: _Adapter[MalwareScanning] = _Adapter()
     generator: _Adapter[Generator] = _Adapter()
     summarizer: _Adapter[DocumentSummarizer] = _Adapter()
+    reranker: _Adapter[Reranker | None] = _Adapter()
     event_outbox: _Adapter[EventOutbox] = _Adapter()
     event_bus: _Adapter[EventBus] = _Adapter()
     delivery_queue: _Adapter[DeliveryQueue] = _Adapter()
@@ -377,7 +380,6 @@ class Container:
 
     @cached_property
     def retrieval(self) -> Retrieval:
-        settings = self.settings
         return Retrieval(
             authorization=self.authorization,
             knowledge=self.knowledge,
@@ -385,9 +387,23 @@ class Container:
             keywords=self.keyword_index,
             embedder=self.embedder,
             tuning=self.retrieval_tuning,
-            reranker=IdentifierBooster() if settings.search_identifier_boost else None,
+            reranking=self.reranking,
             titles=self.title_index,
             languages=self.adapters.language_detector,
+        )
+
+    @cached_property
+    def reranking(self) -> Reranking | None:
+        """The reranker step of every search: the adapter set's reranker (a Bedrock rerank model, else the identifier
+        booster, else none) within its budget, a metered one under the tenant's daily rerank limit."""
+        reranker = self.reranker
+        if reranker is None:
+            return None
+        return Reranking(
+            reranker,
+            budget_seconds=self.settings.rerank_budget_seconds,
+            spend=self.spend_limits,
+            metering=self.metering,
         )
 
     @cached_property
@@ -480,6 +496,7 @@ class Container:
             vision_images_per_day=settings.limit_vision_images_per_day or None,
             embedding_tokens_per_day=settings.limit_embedding_tokens_per_day or None,
             generation_tokens_per_day=settings.limit_generation_tokens_per_day or None,
+            rerank_queries_per_day=settings.limit_rerank_queries_per_day or None,
             transcription_minutes_per_day=settings.limit_transcription_minutes_per_day or None,
             upload_bytes_per_day=settings.limit_upload_bytes_per_day or None,
             rescans_per_file_per_hour=settings.limit_rescans_per_file_per_hour or None,

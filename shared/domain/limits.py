@@ -1,6 +1,7 @@
 """Spend and capacity limits per tenant (issue 16): what one tenant may spend per UTC day (OCR pages, vision
-images, embedding tokens, generation tokens of answers and summaries, declared upload bytes), how often one
-file may be OCR'd per hour, and how many API requests per second it may make. Each is a setting; None means unlimited.
+images, embedding tokens, generation tokens of answers and summaries, rerank queries, declared upload bytes), how
+often one file may be OCR'd per hour, and how many API requests per second it may make. Each is a setting; None means
+unlimited.
 
 Pure: what was spent comes from the usage ledger and the file versions, the time from the caller. A refusal is
 a `LimitExceeded` naming the limit, its value, and when it resets, made before the money is spent.
@@ -27,6 +28,7 @@ class LimitName(StrEnum):
     VISION_IMAGES = "vision_images_per_day"
     EMBEDDING_TOKENS = "embedding_tokens_per_day"
     GENERATION_TOKENS = "generation_tokens_per_day"
+    RERANK_QUERIES = "rerank_queries_per_day"
     TRANSCRIPTION_MINUTES = "transcription_minutes_per_day"
     UPLOAD_BYTES = "upload_bytes_per_day"
     RESCANS = "rescans_per_file_per_hour"
@@ -41,6 +43,7 @@ class TenantLimits:
     vision_images_per_day: int | None = None
     embedding_tokens_per_day: int | None = None
     generation_tokens_per_day: int | None = None
+    rerank_queries_per_day: int | None = None
     transcription_minutes_per_day: int | None = None
     upload_bytes_per_day: int | None = None
     rescans_per_file_per_hour: int | None = None
@@ -58,6 +61,8 @@ class Spend(BaseModel):
     vision_images: int = Field(default=0, ge=0)
     embedding_tokens: int = Field(default=0, ge=0)
     generation_tokens: int = Field(default=0, ge=0)
+    # Calls of a metered reranker (shared/services/reranking.py): one query each, as Bedrock prices them.
+    rerank_queries: int = Field(default=0, ge=0)
     transcription_seconds: int = Field(default=0, ge=0)
 
 
@@ -67,6 +72,7 @@ _DAILY: dict[LimitName, tuple[str, str, str]] = {
     LimitName.VISION_IMAGES: ("vision", "images", "described"),
     LimitName.EMBEDDING_TOKENS: ("embedding", "tokens", "embedded"),
     LimitName.GENERATION_TOKENS: ("generation", "tokens", "spent"),
+    LimitName.RERANK_QUERIES: ("rerank", "queries", "reranked"),
     LimitName.TRANSCRIPTION_MINUTES: ("transcription", "minutes", "transcribed"),
     LimitName.UPLOAD_BYTES: ("upload", "bytes", "declared"),
 }
@@ -78,7 +84,8 @@ def day_start(now: datetime) -> datetime:
 
 
 def _count(amount: int, unit: str) -> str:
-    return f"{amount:,} {unit.removesuffix('s') if amount == 1 else unit}"
+    one = unit[:-3] + "y" if unit.endswith("ies") else unit.removesuffix("s")
+    return f"{amount:,} {one if amount == 1 else unit}"
 
 
 def _wait(seconds: int) -> str:

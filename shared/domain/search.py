@@ -20,6 +20,7 @@ from shared.domain.languages import cjk_apart, keyword_text
 from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.query_constraints import QueryConstraints
 from shared.domain.recognition import BoundingBox
+from shared.domain.reranking import RerankOutcome
 from shared.domain.similarity import MINILM_SCALE
 from shared.domain.stopwords import ENGLISH_STOPWORDS, stopwords_of
 
@@ -327,6 +328,7 @@ class Found(BaseModel):
     hits: tuple[SearchHit, ...]
     vector_available: bool
     truncated_by_budget: bool = False
+    rerank: RerankOutcome = Field(default_factory=RerankOutcome.off)  # the reranker's order applied, or why not
 
 
 class Empty(BaseModel):
@@ -521,28 +523,7 @@ def identifier_terms(query: str) -> list[str]:
     return found
 
 
-def boost_identifiers(order: Sequence[str], contents: dict[str, str], identifiers: Sequence[str]) -> list[str]:
-    """Chunks containing more of the query's identifiers verbatim move ahead; otherwise fusion order stands."""
-    if not identifiers:
-        return list(order)
-
-    def matched(chunk_id: str) -> int:
-        text = contents.get(chunk_id, "").casefold()
-        return sum(1 for term in identifiers if _contains_term(text, term))
-
-    position = {chunk_id: index for index, chunk_id in enumerate(order)}
-    return sorted(order, key=lambda chunk_id: (-matched(chunk_id), position[chunk_id]))
-
-
-class IdentifierBooster:
-    """The built-in Reranker: fusion cannot know that one lane matched an exact code rather than a common
-    word, so chunks containing the query's identifiers verbatim move ahead."""
-
-    def rerank(self, query: str, candidates: Sequence[tuple[str, str]]) -> list[str]:
-        return boost_identifiers([chunk_id for chunk_id, _ in candidates], dict(candidates), identifier_terms(query))
-
-
-def _contains_term(text: str, term: str) -> bool:
+def contains_term(text: str, term: str) -> bool:
     # As a whole token: ERR-402 must not match inside ERR-4021.
     return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", cjk_apart(text)) is not None
 

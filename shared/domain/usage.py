@@ -28,6 +28,7 @@ class RequestKind(StrEnum):
 
     ANSWER = "answer"
     SUMMARY = "summary"
+    RERANK = "rerank"  # a search's candidates reordered by a rerank model: one query, no tokens reported
 
 
 class Usage(BaseModel):
@@ -43,6 +44,11 @@ class Usage(BaseModel):
     output_tokens: int = Field(default=0, ge=0)
     # Seconds of recording transcribed, rounded up (Amazon Transcribe bills by the second; the local engine is free).
     seconds: int = Field(default=0, ge=0)
+
+
+def rerank_usage(model: str) -> Usage:
+    """A Bedrock Rerank call: priced per query (up to 100 documents), its row the count; the API reports no tokens."""
+    return Usage(provider="bedrock", operation="bedrock:Rerank", model=model, priced=True)
 
 
 def converse_usage(model: str, *, input_tokens: int, output_tokens: int) -> Usage:

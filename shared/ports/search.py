@@ -10,6 +10,7 @@ from uuid import UUID
 
 from shared.domain.knowledge import CollectionCoverage, IndexedChunk, IndexingResult, IndexWrite, RankedChunk
 from shared.domain.query_constraints import NO_CONSTRAINTS, QueryConstraints
+from shared.domain.reranking import RerankCandidate, Reranked
 from shared.domain.search import ChunkSnapshot, SearchFilters
 from shared.domain.titles import DirectChunk, NamedTitle
 
@@ -132,9 +133,31 @@ class TitleIndex(Protocol):
 
 
 class Reranker(Protocol):
-    """Reorders fused candidates (the built-in identifier booster; a cross-encoder where one runs)."""
+    """Reorders the best fused candidates of a search (seeds/000: "the reranker is switchable because its value is a
+    claim"; docs/search.md#the-reranker): the identifier booster (shared/domain/identifier_booster.py, the local
+    default) or a Bedrock rerank model (shared/adapters/aws/bedrock_rerank.py). The retrieval service decides the
+    rest the same way for each (shared/services/reranking.py): which candidates it is given, its time budget, the
+    tenant's limit for a metered one, and that fusion order stands, said in the response, whenever it is skipped."""
 
-    def rerank(self, query: str, candidates: Sequence[tuple[str, str]]) -> list[str]:
-        """(chunk id, text) in fusion order → chunk ids best first. Returning nothing (or ids it was not
-        given) means "no opinion": retrieval keeps fusion order rather than an empty result."""
+    @property
+    def model_id(self) -> str:
+        """What a search response names as its model (`identifier-booster`, `cohere.rerank-v3-5:0`)."""
+        ...
+
+    @property
+    def depth(self) -> int | None:
+        """How many of the best fused candidates it is given (None: all); the rest follow in fusion order."""
+        ...
+
+    @property
+    def metered(self) -> bool:
+        """Whether a call is spend: checked against the tenant's daily rerank limit before, booked in the usage ledger
+        (its `Reranked.usage`) once it answered."""
+        ...
+
+    def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> Reranked:
+        """`candidates` in fusion order → their chunk ids best first (`Reranked.applied`), or why it could not
+        (`Reranked.skipped`: `failed` for an error the model answered or an answer that cannot be read, `timed_out`
+        for none in time). Never raises for what the model did. An order with nothing in it, or with an id it was
+        not given, is "no opinion": the service keeps fusion order, never an empty result."""
         ...

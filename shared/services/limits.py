@@ -1,5 +1,5 @@
 """The tenant's spend limits, checked before anything is spent: against the usage ledger (OCR pages, images,
-embedding tokens, generation tokens today; OCR runs of one file in the last hour) and the file versions
+embedding tokens, generation tokens, rerank queries today; OCR runs of one file in the last hour) and the file versions
 (declared upload bytes today). In a request a refusal is raised (a 429); in the pipeline and where a model call
 can fall back to what needs none (answers, summaries) it is returned, and the caller says why.
 
@@ -67,6 +67,23 @@ class SpendLimits:
         now = self._clock()
         spent = self._ledger.spent_since(tenant_id, day_start(now)).generation_tokens
         return daily_refusal(LimitName.GENERATION_TOKENS, limit=limit, spent=spent, asked=tokens, now=now, then=then)
+
+    def rerank_refusal(self, tenant_id: str, *, queries: int = 1) -> LimitExceeded | None:
+        """Whether `queries` more calls of a metered reranker today would pass the tenant's daily rerank limit.
+        Returned, not raised: the search keeps fusion order and says why (shared/services/reranking.py)."""
+        limit = self._limits.rerank_queries_per_day
+        if limit is None:
+            return None
+        now = self._clock()
+        spent = self._ledger.spent_since(tenant_id, day_start(now)).rerank_queries
+        return daily_refusal(
+            LimitName.RERANK_QUERIES,
+            limit=limit,
+            spent=spent,
+            asked=queries,
+            now=now,
+            then="searches are reranked again",
+        )
 
     def transcription_refusal(
         self, tenant_id: str, *, seconds: float, then: str = "process the file again"

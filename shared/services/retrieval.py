@@ -15,6 +15,7 @@ from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.grouping import FileGroup, by_file
 from shared.domain.knowledge import RankedChunk
 from shared.domain.languages import QUERY_MIN_CONFIDENCE
+from shared.domain.reranking import RerankOutcome
 from shared.domain.search import (
     MAX_RESULTS,
     Citation,
@@ -39,10 +40,10 @@ from shared.ports import (
     KeywordIndex,
     KnowledgeStore,
     LanguageDetector,
-    Reranker,
     TitleIndex,
     VectorIndex,
 )
+from shared.services.reranking import Reranking
 from shared.services.title_lane import TitleLane
 
 
@@ -67,7 +68,7 @@ class Retrieval:
         keywords: KeywordIndex,
         embedder: EmbeddingProvider,
         tuning: RetrievalTuning,
-        reranker: Reranker | None = None,
+        reranking: Reranking | None = None,
         titles: TitleIndex | None = None,
         languages: LanguageDetector | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -78,7 +79,7 @@ class Retrieval:
         self._keywords = keywords
         self._embedder = embedder
         self._tuning = tuning
-        self._reranker = reranker
+        self._reranking = reranking
         self._titles = TitleLane(titles, embedding_model=embedder.model_id) if titles is not None else None
         self._clock = clock
         self._languages = languages
@@ -90,7 +91,7 @@ class Retrieval:
     @property
     def fingerprint(self) -> str:
         """Everything that decides a ranking besides the index and the query (the answer cache's key has it)."""
-        return f"{self._tuning.model_dump_json()}|{type(self._reranker).__name__ if self._reranker else 'none'}"
+        return f"{self._tuning.model_dump_json()}|{self._reranking.model_id if self._reranking else 'none'}"
 
     def question_language(self, question: str) -> str | None:
         """The question's language when it is clear (detected at QUERY_MIN_CONFIDENCE or more), else None."""
@@ -235,14 +236,10 @@ class Retrieval:
         # A chunk deleted between the lanes and the hydration is simply gone, never cited.
         kept = [(chunk_id, score) for chunk_id, score in kept if chunk_id in snapshots]
         order = [chunk_id for chunk_id, _ in kept]
-        if self._reranker is not None:
-            reranked = self._reranker.rerank(
-                query.text, [(chunk_id, snapshots[chunk_id].context + snapshots[chunk_id].body) for chunk_id in order]
-            )
-            # A reranker that returns nothing (or strangers) has no opinion: fusion order stands, never an
-            # empty result that would look like the honest-empty path.
-            if reranked and set(reranked) <= set(order):
-                order = reranked + [chunk_id for chunk_id in order if chunk_id not in set(reranked)]
+        rerank = RerankOutcome.off()
+        if self._reranking is not None:
+            # Fusion order stands, said in `rerank`, whenever the reranker cannot give its own (services/reranking.py).
+            order, rerank = self._reranking.rerank(principal, query.text, [snapshots[chunk_id] for chunk_id in order])
         # Directly named sources before incidental evidence; the ranking above orders each group.
         order = direct.first(order)
         scores = dict(kept)
@@ -283,7 +280,9 @@ class Retrieval:
                 message=_sentence(EmptyReason.NO_MATCH, query),
                 vector_available=lanes.vector_available,
             )
-        return Found(hits=tuple(hits), vector_available=lanes.vector_available, truncated_by_budget=truncated)
+        return Found(
+            hits=tuple(hits), vector_available=lanes.vector_available, truncated_by_budget=truncated, rerank=rerank
+        )
 
     def direct_subjects(
         self,

@@ -6,7 +6,9 @@ from typing import Any, Literal
 import boto3
 
 
-def offline_client(service: Literal["bedrock-runtime", "s3", "textract", "transcribe"]) -> Any:
+def offline_client(
+    service: Literal["bedrock-runtime", "bedrock-agent-runtime", "s3", "textract", "transcribe"],
+) -> Any:
     """A real client for a Stubber to answer: a fixed region and dummy keys, so nothing is looked up."""
     return boto3.client(service, region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared.domain.limits import Spend
-from shared.domain.usage import RequestKind, Usage, converse_usage
+from shared.domain.usage import RequestKind, Usage, converse_usage, rerank_usage
 from shared.ports import FileMetadataStore, UsageLedger
 from tests.contracts.file_metadata import new_tenant, upload
 
@@ -119,6 +119,41 @@ class SpendContract:
         assert ledger.spent_since(tenant, since) == Spend(embedding_tokens=9, generation_tokens=1_420)
         assert ledger.spent_since(tenant, _ago(minutes=-5)) == Spend()
         assert ledger.spent_since(other, since).generation_tokens == 1_000_001
+
+    def test_rerank_calls_are_counted_as_queries_once_each_whatever_their_collections_and_spend_no_tokens(
+        self, stores: tuple[FileMetadataStore, UsageLedger]
+    ) -> None:
+        _, ledger = stores
+        tenant, other = new_tenant(), new_tenant()
+        since = _ago(minutes=1)
+        for collections in ({"docs", "finance", "hr"}, {"docs"}):
+            ledger.record_request(
+                tenant,
+                kind=RequestKind.RERANK,
+                collections=frozenset(collections),
+                subject="ann",
+                usage=rerank_usage("cohere.rerank-v3-5:0"),
+            )
+        ledger.record_request(
+            tenant,
+            kind=RequestKind.ANSWER,
+            collections=frozenset({"docs"}),
+            subject="ann",
+            usage=converse_usage("model-a", input_tokens=10, output_tokens=2),
+        )
+        ledger.record_request(
+            other, kind=RequestKind.RERANK, collections=frozenset({"docs"}), subject="eve", usage=rerank_usage("m")
+        )
+
+        assert ledger.spent_since(tenant, since) == Spend(generation_tokens=12, rerank_queries=2)
+        assert ledger.spent_since(other, since) == Spend(rerank_queries=1)
+        assert ledger.spent_since(tenant, _ago(minutes=-5)) == Spend()
+        [rerank] = [
+            line
+            for line in ledger.totals(tenant, frozenset({"docs", "finance"}), since=since, until=_ago(minutes=-5))
+            if line.step == "rerank"
+        ]
+        assert (rerank.calls, rerank.operation, rerank.priced, rerank.input_tokens) == (2, "bedrock:Rerank", True, 0)
 
     def test_request_usage_totals_show_only_the_shares_of_readable_collections_and_count_each_request_once(
         self, stores: tuple[FileMetadataStore, UsageLedger]

@@ -370,7 +370,7 @@ def test_every_chunk_already_indexed_is_read_again_in_its_own_language(
             conn.execute("SELECT tenant_id, generation FROM collection_index_generations").fetchall()
         )
 
-    assert apply_migrations(url, embedding_dimension=384).applied[:1] == ["0030_languages"]  # and what came after
+    assert apply_migrations(url, embedding_dimension=384).applied == [name for name in ALL if name >= "0030"]
 
     with psycopg.connect(url) as conn:
         chunks = conn.execute("SELECT chunk_id, language, analyser FROM knowledge_chunks ORDER BY chunk_id").fetchall()

@@ -8,15 +8,19 @@ from datetime import UTC, datetime
 from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.errors import EmbeddingFailed
+from shared.domain.identifier_booster import IdentifierBooster
 from shared.domain.knowledge import ChunkLocation, CollectionCoverage, RankedChunk
 from shared.domain.query_constraints import QueryConstraints
-from shared.domain.search import ChunkSnapshot, IdentifierBooster, RetrievalTuning
+from shared.domain.search import ChunkSnapshot, RetrievalTuning
 from shared.domain.similarity import MINILM_SCALE
 from shared.domain.usage import Usage
 from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.reranking import Reranking
 from shared.services.retrieval import Retrieval
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
+# Far more than the booster (microseconds) or a fake needs: no test here is about the budget.
+RERANK_BUDGET_SECONDS = 30.0
 
 
 class FakeEmbedder:
@@ -108,7 +112,10 @@ def retrieval(
         keywords=lanes,
         embedder=embedder or FakeEmbedder(),
         tuning=RetrievalTuning.model_validate(tuning),
-        reranker=reranker if reranker is not None else IdentifierBooster(),  # type: ignore[arg-type]
+        reranking=Reranking(
+            reranker if reranker is not None else IdentifierBooster(),  # type: ignore[arg-type]
+            budget_seconds=RERANK_BUDGET_SECONDS,
+        ),
         clock=lambda: NOW,
     )
 

@@ -5,7 +5,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from shared.domain.identifier_booster import boost_identifiers
 from shared.domain.knowledge import RankedChunk
+from shared.domain.reranking import RerankCandidate, Reranked
 from shared.domain.search import (
     Empty,
     EmptyReason,
@@ -13,7 +15,6 @@ from shared.domain.search import (
     SearchFilters,
     SearchMode,
     SearchQuery,
-    boost_identifiers,
     excerpt_of,
     identifier_terms,
     query_terms,
@@ -140,10 +141,14 @@ def test_an_excerpt_is_cut_on_a_word_boundary() -> None:
 
 
 class SilentReranker:
-    """A fake reranker with no opinion."""
+    """A fake reranker with no opinion: it answers, ordering nothing."""
 
-    def rerank(self, query: str, candidates: Sequence[tuple[str, str]]) -> list[str]:
-        return []
+    model_id = "silent"
+    depth = None
+    metered = False
+
+    def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> Reranked:
+        return Reranked.applied(self.model_id, (), candidates=len(candidates))
 
 
 def test_a_reranker_with_no_opinion_leaves_fusion_order_and_never_empties_the_result() -> None:

@@ -2614,6 +2614,34 @@ export interface components {
             replacementId: string;
             state: components["schemas"]["ReplacementState"];
         };
+        /**
+         * RerankSkip
+         * @description Why fusion order stood: the `reason` a search response gives.
+         * @enum {string}
+         */
+        RerankSkip: "off" | "no_opinion" | "failed" | "timed_out" | "over_limit";
+        /**
+         * RerankView
+         * @description Whether the reranker's order was applied to the best fused candidates (docs/search.md#the-reranker), or why
+         *     fusion order stands: `off` (none configured), `no_opinion`, `failed`, `timed_out` or `over_limit` (the tenant's
+         *     daily rerank limit is spent).
+         */
+        RerankView: {
+            /** Applied */
+            applied: boolean;
+            /**
+             * Candidates
+             * @description How many of the best fused candidates the reranker was given
+             */
+            candidates: number;
+            /**
+             * Model
+             * @description identifier-booster, or the Bedrock rerank model; null when off
+             */
+            model: string | null;
+            /** @description Why fusion order stands; null when applied */
+            reason: components["schemas"]["RerankSkip"] | null;
+        };
         /** ResponseValidationError */
         ResponseValidationError: {
             /** Detail */
@@ -2700,6 +2728,7 @@ export interface components {
              * @constant
              */
             outcome: "found";
+            rerank: components["schemas"]["RerankView"];
             /** Truncatedbybudget */
             truncatedByBudget: boolean;
             /** Vectoravailable */

@@ -111,6 +111,8 @@ __all__ = [
     "ReplacementRequest",
     "ReplacementState",
     "ReplacementView",
+    "RerankSkip",
+    "RerankView",
     "ResponseValidationError",
     "RestoreRequest",
     "Role",
@@ -224,6 +226,10 @@ RefusalReason: TypeAlias = Literal[
 
 
 ReplacementState: TypeAlias = Literal["pending", "approved", "rejected", "expired"]
+
+
+# Why fusion order stood: the `reason` a search response gives.
+RerankSkip: TypeAlias = Literal["off", "no_opinion", "failed", "timed_out", "over_limit"]
 
 
 # What a caller may do in one collection; each role includes the ones before it.
@@ -1078,6 +1084,18 @@ class ReplacementView(TypedDict):
     expiresAt: str
 
 
+class RerankView(TypedDict):
+    """Whether the reranker's order was applied to the best fused candidates (docs/search.md#the-reranker), or why
+    fusion order stands: `off` (none configured), `no_opinion`, `failed`, `timed_out` or `over_limit` (the tenant's
+    daily rerank limit is spent).
+    """
+
+    applied: bool
+    model: str | None
+    reason: RerankSkip | None
+    candidates: int
+
+
 class ResponseValidationError(TypedDict):
     detail: NotRequired[list[ValidationError]]
 
@@ -1119,6 +1137,7 @@ class SearchFoundView(TypedDict):
     vectorAvailable: bool
     truncatedByBudget: bool
     interpretedQuery: InterpretedQueryView
+    rerank: RerankView
     hits: list[HitView]
     groups: NotRequired[list[FileGroupView] | None]
 
