@@ -34,6 +34,7 @@ from shared.domain.audit import ToolCall, ToolCallRecord
 from shared.domain.auth import Principal, Role, with_role
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import BlockKind, ExtractionLimits
+from shared.domain.duplicates import text_sha256
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, NotFound, StoredBytesMissing
 from shared.domain.files import (
     LIVE_STATES,
@@ -1190,10 +1191,36 @@ class FakeKnowledgeStore(KnowledgeStore):
                 heading_path=chunk.draft.heading_path,
                 block_kind=BlockKind(chunk.draft.block_kind),
                 body=chunk.draft.text,
+                uploaded_at=chunk.uploaded_at,
             )
             for (tenant, chunk_id), chunk in self.chunks.items()
             if tenant == tenant_id and chunk_id in wanted and chunk.collection_id in collections
         ]
+
+    def same_text(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        text_hashes: Iterable[str],
+        *,
+        filters: SearchFilters,
+        per_text: int,
+    ) -> list[ChunkSnapshot]:
+        if filters.where is not None:
+            raise NotImplementedError("the fake store keeps no metadata; metadata filters run on PostgreSQL")
+        wanted = set(text_hashes)
+        found: dict[str, list[IndexedChunk]] = {}
+        for (tenant, _), chunk in self.chunks.items():
+            digest = text_sha256(chunk.draft.text)
+            readable = tenant == tenant_id and chunk.collection_id in collections
+            if readable and digest in wanted and _kept(chunk, filters):
+                found.setdefault(digest, []).append(chunk)
+        chosen = [
+            chunk.chunk_id
+            for chunks in found.values()
+            for chunk in sorted(chunks, key=lambda c: (c.uploaded_at, c.chunk_id))[:per_text]
+        ]
+        return self.snapshots(tenant_id, collections, chosen)
 
     def of_version(self, tenant_id: str, version_id: UUID) -> list[IndexedChunk]:
         return sorted(
@@ -1213,6 +1240,16 @@ class FakeKnowledgeStore(KnowledgeStore):
     def _remove_files(self, tenant_id: str, file_ids: set[UUID]) -> None:
         names = {str(file_id) for file_id in file_ids}
         self._remove(tenant_id, lambda c: c.file_id in names)
+
+
+def _kept(chunk: IndexedChunk, filters: SearchFilters) -> bool:
+    """Whether the body's `filters` (not the metadata filter) keep a chunk, as the lanes' SQL applies them."""
+    return (
+        (filters.media_types is None or chunk.media_type in filters.media_types)
+        and (filters.filename is None or filters.filename.casefold() in chunk.filename.casefold())
+        and (filters.uploaded_after is None or chunk.uploaded_at >= filters.uploaded_after)
+        and (filters.uploaded_before is None or chunk.uploaded_at < filters.uploaded_before)
+    )
 
 
 def _may_index(version: FileVersionRecord, attempt: int | None) -> bool:

@@ -49,6 +49,20 @@ class KnowledgeStore(Protocol):
         """The stored chunks among `chunk_ids` in `collections` (a hit outside them is never hydrated)."""
         ...
 
+    def same_text(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        text_hashes: Iterable[str],
+        *,
+        filters: SearchFilters,
+        per_text: int,
+    ) -> list[ChunkSnapshot]:
+        """The stored chunks in `collections` that `filters` keep whose text (the body, as `snapshots` gives it)
+        has one of `text_hashes` (`domain.duplicates.text_sha256`): at most `per_text` of each, the oldest upload
+        first (then the chunk id). A chunk outside `collections` is never among them."""
+        ...
+
     def one_moment(self, tenant_id: str) -> AbstractContextManager[None]:
         """Every read of the index inside (the lanes, the title lane, `snapshots`) sees it at one moment: a search
         racing a change of a file's metadata sees it before or after, never both."""

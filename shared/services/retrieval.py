@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from shared.domain.auth import Principal
+from shared.domain.duplicates import MAX_ALSO_IN, also_in, collapse, text_sha256
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.knowledge import RankedChunk
 from shared.domain.languages import QUERY_MIN_CONFIDENCE
@@ -210,6 +211,14 @@ class Retrieval:
                     principal.tenant_id, collections, [chunk_id for chunk_id, _ in kept]
                 )
             }
+            # The same texts stored elsewhere (the caller's collections, the query's filters): listed under the hit.
+            copies = self._knowledge.same_text(
+                principal.tenant_id,
+                collections,
+                {text_sha256(snapshot.body) for snapshot in snapshots.values()},
+                filters=query.filters,
+                per_text=MAX_ALSO_IN + 1,
+            )
         # A chunk deleted between the lanes and the hydration is simply gone, never cited.
         kept = [(chunk_id, score) for chunk_id, score in kept if chunk_id in snapshots]
         order = [chunk_id for chunk_id, _ in kept]
@@ -229,7 +238,11 @@ class Retrieval:
         hits: list[SearchHit] = []
         spent = 0
         truncated = False
-        for chunk_id in order[: query.limit]:
+        # Identical texts collapse into one hit before the limit: a page of ten hits is ten different texts.
+        evidence = {c: (vector_scores.get(c), lexical_scores.get(c), c in direct.chunk_ids) for c in order}
+        collapsed = collapse(order, snapshots, evidence=evidence, copies=copies)
+        for distinct in collapsed[: query.limit]:
+            chunk_id = distinct.chunk_id
             snapshot = snapshots[chunk_id]
             excerpt = excerpt_of(snapshot.body)
             if hits and spent + len(excerpt) > self._tuning.context_budget_characters:
@@ -239,7 +252,7 @@ class Retrieval:
             hits.append(
                 SearchHit(
                     chunk_id=chunk_id,
-                    score=scores[chunk_id],
+                    score=scores[distinct.ranked_as],  # a kept copy takes its text's place
                     vector_score=vector_scores.get(chunk_id),
                     lexical_score=lexical_scores.get(chunk_id),
                     direct_subject=chunk_id in direct.chunk_ids,
@@ -251,6 +264,7 @@ class Retrieval:
                         # The blocks whose words the query names: their page and box, not the chunk's first.
                         matched=matching_regions(snapshot.location, snapshot.body, terms),
                     ),
+                    also_in=also_in(distinct.others, excerpt=excerpt, retrieved_at=retrieved_at, terms=terms),
                 )
             )
         if not hits:

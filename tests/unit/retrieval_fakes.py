@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 
 from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.duplicates import text_sha256
 from shared.domain.errors import EmbeddingFailed
 from shared.domain.knowledge import ChunkLocation, CollectionCoverage, RankedChunk
-from shared.domain.search import ChunkSnapshot, IdentifierBooster, RetrievalTuning
+from shared.domain.search import ChunkSnapshot, IdentifierBooster, RetrievalTuning, SearchFilters
 from shared.domain.similarity import MINILM_SCALE
 from shared.domain.usage import Usage
 from shared.services.authorization import ClaimsAuthorizationPolicy
@@ -59,6 +60,11 @@ class FakeLanes:
         self.keyword = keyword
         self.bodies = bodies
         self.asked: list[tuple[str, frozenset[str]]] = []
+        # The same texts stored elsewhere, as the store's same_text finds them.
+        self.copies: list[ChunkSnapshot] = []
+        self.texts_asked: list[tuple[frozenset[str], SearchFilters]] = []
+        # When a chunk's file was uploaded (its file is then its own, `f-{chunk id}`); none: not known.
+        self.uploaded: dict[str, datetime] = {}
 
     def nearest(self, tenant_id, collections, embedding, *, embedding_model, limit, filters):  # type: ignore[no-untyped-def]
         self.asked.append(("vector", collections))
@@ -72,7 +78,7 @@ class FakeLanes:
         return [
             ChunkSnapshot(
                 chunk_id=chunk_id,
-                file_id="f",
+                file_id=f"f-{chunk_id}" if chunk_id in self.uploaded else "f",
                 version_id="v",
                 filename="a.pdf",
                 media_type="application/pdf",
@@ -80,9 +86,15 @@ class FakeLanes:
                 location=ChunkLocation(page_start=2, page_end=2),
                 heading_path=("Intro",),
                 body=self.bodies.get(chunk_id, f"text of {chunk_id}"),
+                uploaded_at=self.uploaded.get(chunk_id),
             )
             for chunk_id in chunk_ids
         ]
+
+    def same_text(self, tenant_id, collections, text_hashes, *, filters, per_text):  # type: ignore[no-untyped-def]
+        self.texts_asked.append((collections, filters))
+        wanted = set(text_hashes)
+        return [copy for copy in self.copies if text_sha256(copy.body) in wanted][:per_text]
 
     def replace_chunks(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("not used")

@@ -960,6 +960,63 @@ export interface components {
             mediaType: string;
         };
         /**
+         * AlsoInView
+         * @description Another place the hit's text is stored, word for word, that the caller may read: its file, version and
+         *     location (and the heading path it sits under there, which may differ from the hit's).
+         */
+        AlsoInView: {
+            box: components["schemas"]["BoundingBox"] | null;
+            /** Cells */
+            cells: string | null;
+            /** Collectionid */
+            collectionId: string;
+            /** Endseconds */
+            endSeconds?: number | null;
+            /** Fileid */
+            fileId: string;
+            /** Filename */
+            filename: string;
+            /** Headingpath */
+            headingPath: string[];
+            kind: components["schemas"]["CitedKind"];
+            /** Language */
+            language?: string | null;
+            /** Lineend */
+            lineEnd: number | null;
+            /** Linestart */
+            lineStart: number | null;
+            /** Mediatype */
+            mediaType: string;
+            /** Ocrconfidence */
+            ocrConfidence: number | null;
+            /** Page */
+            page: number | null;
+            /** Pageend */
+            pageEnd: number | null;
+            /** Paragraphend */
+            paragraphEnd: number | null;
+            /** Paragraphstart */
+            paragraphStart: number | null;
+            /** Regions */
+            regions: components["schemas"]["CitedRegionView"][];
+            /** Shape */
+            shape: string | null;
+            /** Sheet */
+            sheet: string | null;
+            /** Slide */
+            slide: number | null;
+            /** Speaker */
+            speaker?: string | null;
+            /** Speechconfidence */
+            speechConfidence?: number | null;
+            /** Startseconds */
+            startSeconds?: number | null;
+            /** Tableindex */
+            tableIndex: number | null;
+            /** Versionid */
+            versionId: string;
+        };
+        /**
          * AnswerCitationView
          * @description A numbered citation: the search citation snapshot of the chunk, its id and its retrieval score.
          */
@@ -2085,6 +2142,11 @@ export interface components {
         };
         /** HitView */
         HitView: {
+            /**
+             * Alsoin
+             * @description The same text (identical, word for word) stored in other places the caller may read, oldest upload first, at most 20: search collapses them into this hit, so a page of hits is of distinct texts.
+             */
+            alsoIn: components["schemas"]["AlsoInView"][];
             /** Chunkid */
             chunkId: string;
             citation: components["schemas"]["CitationView"];

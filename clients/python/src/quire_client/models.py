@@ -9,6 +9,7 @@ from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 __all__ = [
     "AcceptedTypeView",
+    "AlsoInView",
     "AnswerCitationView",
     "AnswerClaimView",
     "AnswerHitView",
@@ -244,6 +245,39 @@ class AcceptedTypeView(TypedDict):
     mediaType: str
     extensions: list[str]
     kind: str
+
+
+class AlsoInView(TypedDict):
+    """Another place the hit's text is stored, word for word, that the caller may read: its file, version and location
+    (and the heading path it sits under there, which may differ from the hit's).
+    """
+
+    fileId: str
+    versionId: str
+    filename: str
+    mediaType: str
+    collectionId: str
+    page: int | None
+    pageEnd: int | None
+    box: BoundingBox | None
+    sheet: str | None
+    cells: str | None
+    slide: int | None
+    lineStart: int | None
+    lineEnd: int | None
+    paragraphStart: int | None
+    paragraphEnd: int | None
+    tableIndex: int | None
+    shape: str | None
+    startSeconds: NotRequired[float | None]
+    endSeconds: NotRequired[float | None]
+    speaker: NotRequired[str | None]
+    regions: list[CitedRegionView]
+    kind: CitedKind
+    ocrConfidence: float | None
+    speechConfidence: NotRequired[float | None]
+    language: NotRequired[str | None]
+    headingPath: list[str]
 
 
 class AnswerCitationView(TypedDict):
@@ -808,6 +842,7 @@ class HitView(TypedDict):
     directSubject: bool
     excerpt: str
     citation: CitationView
+    alsoIn: list[AlsoInView]
 
 
 class IndexingView(TypedDict):
