@@ -1,6 +1,8 @@
 """Duplicates end to end (issue 37): identical texts collapsed into one search hit with the other places under
-`alsoIn` (HTTP, the search tool, every mode), never a place the caller cannot read."""
+`alsoIn` (HTTP, the search tool, every mode), never a place the caller cannot read; and `duplicateOf` on the
+upload's ticket and the file view when the same bytes are already in the collection."""
 
+import base64
 import copy
 import hashlib
 import uuid
@@ -169,3 +171,76 @@ def test_a_chunks_text_key_is_the_sha256_of_its_body(stack: Stack, app_database:
         ).fetchall()
     assert rows and all(digest == hashlib.sha256(body.encode()).hexdigest() for body, digest in rows)
     assert any("Straße" in body for body, _ in rows)
+
+
+def ticket_for(stack: Stack, token: str, name: str, content: bytes, **options: Any) -> tuple[int, Any]:
+    body = {"collectionId": "docs", "filename": name, "mediaType": "text/markdown", "byteSize": len(content)}
+    return stack.json("POST", "/v1/uploads", token, {**body, **options})
+
+
+def test_the_same_bytes_again_are_taken_and_named_by_the_ticket_and_the_file_view(stack: Stack) -> None:
+    tenant = f"d{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant, collections=("docs", "board"))
+    digest = hashlib.sha256(CLAUSE).hexdigest()
+    first = indexed(stack, token, "terms.md", CLAUSE)
+    indexed(stack, token, "board-terms.md", OTHER, collection="board")
+    assert first["current"]["sha256"] == digest and first["current"]["duplicateOf"] is None
+
+    # Declared at ticket time: the earlier version is named before any byte arrives, and the POST carries the hash.
+    status, ticket = ticket_for(stack, token, "terms-again.md", CLAUSE, sha256=digest.upper())
+    assert status == 201, ticket
+    assert ticket["duplicateOf"] == {
+        "fileId": first["fileId"],
+        "versionId": first["current"]["versionId"],
+        "filename": "terms.md",
+    }
+    checksum = base64.b64encode(hashlib.sha256(CLAUSE).digest()).decode()
+    assert ticket["upload"]["fields"]["x-amz-checksum-sha256"] == checksum
+    assert stack.post_bytes(ticket, CLAUSE, "text/markdown") in (200, 204)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    status, again = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
+    assert status == 200 and again["current"]["processingState"] == "indexed"  # taken, processed, searchable
+    assert again["current"]["duplicateOf"] == ticket["duplicateOf"] and again["current"]["sha256"] == digest
+    assert again["versions"][0]["duplicateOf"] == ticket["duplicateOf"]
+    status, listed = stack.json("GET", "/v1/files?collectionId=docs", token)
+    by_id = {record["fileId"]: record["current"]["duplicateOf"] for record in listed["files"]}
+    assert by_id == {first["fileId"]: None, ticket["fileId"]: ticket["duplicateOf"]}
+
+    # Without a declaration the ticket cannot know; the file view does once the bytes are read.
+    plain = indexed(stack, token, "terms-plain.md", CLAUSE)
+    assert plain["current"]["duplicateOf"] == ticket["duplicateOf"]
+    # Bytes nobody uploaded here before (OTHER is in board, another collection): nothing is named.
+    status, fresh = ticket_for(stack, token, "other.md", OTHER, sha256=hashlib.sha256(OTHER).hexdigest())
+    assert status == 201 and fresh["duplicateOf"] is None
+    # An upload by parts is told as well.
+    status, session = ticket_for(stack, token, "terms-parts.md", CLAUSE, sha256=digest, multipart=True)
+    assert status == 201 and session["uploadId"] and session["duplicateOf"] == ticket["duplicateOf"]
+
+
+def test_a_new_version_with_the_bytes_of_an_earlier_one_names_it(stack: Stack) -> None:
+    tenant = f"d{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant)
+    first = indexed(stack, token, "terms.md", CLAUSE)
+    body = {"filename": "terms.md", "mediaType": "text/markdown", "byteSize": len(CLAUSE)}
+    status, ticket = stack.json(
+        "POST", f"/v1/files/{first['fileId']}/versions", token, {**body, "sha256": hashlib.sha256(CLAUSE).hexdigest()}
+    )
+    assert status == 201, ticket
+    assert ticket["duplicateOf"]["versionId"] == first["current"]["versionId"]
+
+
+def test_a_declared_hash_is_checked_for_shape_and_the_file_view_goes_by_the_bytes(stack: Stack) -> None:
+    tenant = f"d{uuid.uuid4().hex[:10]}"
+    token = stack.token(tenant=tenant)
+    indexed(stack, token, "terms.md", CLAUSE)
+    status, refused = ticket_for(stack, token, "x.md", CLAUSE, sha256="not-a-hash")
+    assert status == 400 and "sha256: must be the SHA-256 of the file's bytes as 64 hexadecimal" in str(refused)
+    # Declared as CLAUSE, posted as OTHER: the local S3 takes it (S3 would refuse it: BadDigest); the ticket said
+    # what was declared, the file view says what the bytes are.
+    status, ticket = ticket_for(stack, token, "other.md", OTHER, sha256=hashlib.sha256(CLAUSE).hexdigest())
+    assert status == 201 and ticket["duplicateOf"] is not None
+    assert stack.post_bytes(ticket, OTHER, "text/markdown") in (200, 204)
+    stack.container.workflow.drain()  # type: ignore[attr-defined]
+    status, record = stack.json("GET", f"/v1/files/{ticket['fileId']}", token)
+    assert record["current"]["sha256"] == hashlib.sha256(OTHER).hexdigest()
+    assert record["current"]["duplicateOf"] is None

@@ -2354,6 +2354,12 @@ export interface components {
              * @description Bytes of every part but the last: whole MiB, at least 5 MiB (S3's smallest part); raised when the file would need more than 10,000 parts. 16 MiB when not given.
              */
             partSize?: number | null;
+            /**
+             * Sha256
+             * @description The SHA-256 of the file's bytes (64 hexadecimal digits, either case). The single POST's policy then carries it and S3 refuses other bytes (on AWS; the local S3 does not check); `duplicateOf` in the answer names an earlier version in the collection with these bytes. Never a reason to refuse the upload.
+             * @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+             */
+            sha256?: string | null;
         };
         /**
          * OcrState
@@ -2640,6 +2646,24 @@ export interface components {
          * @enum {string}
          */
         Role: "read" | "write" | "admin";
+        /**
+         * SameBytesView
+         * @description An earlier version in the same collection whose bytes are these (by SHA-256): `duplicateOf`.
+         */
+        SameBytesView: {
+            /**
+             * Fileid
+             * Format: uuid
+             */
+            fileId: string;
+            /** Filename */
+            filename: string;
+            /**
+             * Versionid
+             * Format: uuid
+             */
+            versionId: string;
+        };
         /** ScanView */
         ScanView: {
             /** Attempt */
@@ -2959,6 +2983,12 @@ export interface components {
              * @description Bytes of every part but the last: whole MiB, at least 5 MiB (S3's smallest part); raised when the file would need more than 10,000 parts. 16 MiB when not given.
              */
             partSize?: number | null;
+            /**
+             * Sha256
+             * @description The SHA-256 of the file's bytes (64 hexadecimal digits, either case). The single POST's policy then carries it and S3 refuses other bytes (on AWS; the local S3 does not check); `duplicateOf` in the answer names an earlier version in the collection with these bytes. Never a reason to refuse the upload.
+             * @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+             */
+            sha256?: string | null;
         };
         /**
          * UploadResponse
@@ -2968,6 +2998,8 @@ export interface components {
         UploadResponse: {
             /** Checksums */
             checksums?: boolean | null;
+            /** @description The declared `sha256` is the bytes of this earlier version in the same collection (as read when it was processed): the upload is taken all the same. Null without a declared hash or a match. */
+            duplicateOf?: components["schemas"]["SameBytesView"] | null;
             /**
              * Expiresat
              * Format: date-time
@@ -3114,6 +3146,8 @@ export interface components {
             declaredByteSize: number;
             /** Declaredlanguage */
             declaredLanguage?: string | null;
+            /** @description The earliest other version in the file's collection with the same bytes (uploaded before this one); null when there is none or the bytes are not read yet. */
+            duplicateOf?: components["schemas"]["SameBytesView"] | null;
             /** Exportid */
             exportId?: string | null;
             extraction?: components["schemas"]["ExtractionView"] | null;
@@ -3139,6 +3173,11 @@ export interface components {
             processingState: string;
             /** Rejectionreason */
             rejectionReason: string | null;
+            /**
+             * Sha256
+             * @description The bytes' SHA-256 (hex) as processing read them; null until then, and for a recording.
+             */
+            sha256?: string | null;
             /** State */
             state: string;
             /** Storedat */

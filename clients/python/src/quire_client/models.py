@@ -112,6 +112,7 @@ __all__ = [
     "ResponseValidationError",
     "RestoreRequest",
     "Role",
+    "SameBytesView",
     "ScanView",
     "SearchEmptyView",
     "SearchFiltersBody",
@@ -950,6 +951,7 @@ class NewVersionRequest(TypedDict):
     byteSize: int
     metadata: NotRequired[dict[str, Any] | None]
     language: NotRequired[str | None]
+    sha256: NotRequired[str | None]
 
 
 class OcrView(TypedDict):
@@ -1094,6 +1096,14 @@ class RestoreRequest(TypedDict):
     expectedLatestVersion: int
 
 
+class SameBytesView(TypedDict):
+    """An earlier version in the same collection whose bytes are these (by SHA-256): `duplicateOf`."""
+
+    fileId: str
+    versionId: str
+    filename: str
+
+
 class ScanView(TypedDict):
     fileId: str
     versionId: str
@@ -1225,6 +1235,7 @@ class UploadRequest(TypedDict):
     byteSize: int
     metadata: NotRequired[dict[str, Any] | None]
     language: NotRequired[str | None]
+    sha256: NotRequired[str | None]
 
 
 class UploadResponse(TypedDict):
@@ -1240,6 +1251,7 @@ class UploadResponse(TypedDict):
     partSize: NotRequired[int | None]
     partCount: NotRequired[int | None]
     checksums: NotRequired[bool | None]
+    duplicateOf: NotRequired[SameBytesView | None]
 
 
 class UploadSessionView(TypedDict):
@@ -1313,6 +1325,8 @@ class VersionView(TypedDict):
     language: NotRequired[str | None]
     languages: NotRequired[list[str]]
     declaredLanguage: NotRequired[str | None]
+    sha256: NotRequired[str | None]
+    duplicateOf: NotRequired[SameBytesView | None]
 
 
 class VisionView(TypedDict):
