@@ -13,7 +13,7 @@ import hashlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -1250,6 +1250,7 @@ class FakeKnowledgeStore(KnowledgeStore):
         *,
         filters: SearchFilters,
         per_text: int,
+        excluding: Collection[str] = (),
     ) -> list[ChunkSnapshot]:
         if filters.where is not None:
             raise NotImplementedError("the fake store keeps no metadata; metadata filters run on PostgreSQL")
@@ -1258,7 +1259,7 @@ class FakeKnowledgeStore(KnowledgeStore):
         for (tenant, _), chunk in self.chunks.items():
             digest = text_sha256(chunk.draft.text)
             readable = tenant == tenant_id and chunk.collection_id in collections
-            if readable and digest in wanted and _kept(chunk, filters):
+            if readable and digest in wanted and chunk.chunk_id not in excluding and _kept(chunk, filters):
                 found.setdefault(digest, []).append(chunk)
         chosen = [
             chunk.chunk_id

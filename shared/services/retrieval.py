@@ -218,6 +218,7 @@ class Retrieval:
                 {text_sha256(snapshot.body) for snapshot in snapshots.values()},
                 filters=query.filters,
                 per_text=MAX_ALSO_IN + 1,
+                excluding=snapshots.keys(),  # the candidates are hydrated already: only other places come back
             )
         # A chunk deleted between the lanes and the hydration is simply gone, never cited.
         kept = [(chunk_id, score) for chunk_id, score in kept if chunk_id in snapshots]

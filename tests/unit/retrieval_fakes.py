@@ -62,7 +62,7 @@ class FakeLanes:
         self.asked: list[tuple[str, frozenset[str]]] = []
         # The same texts stored elsewhere, as the store's same_text finds them.
         self.copies: list[ChunkSnapshot] = []
-        self.texts_asked: list[tuple[frozenset[str], SearchFilters]] = []
+        self.texts_asked: list[tuple[frozenset[str], SearchFilters, frozenset[str]]] = []
         # When a chunk's file was uploaded (its file is then its own, `f-{chunk id}`); none: not known.
         self.uploaded: dict[str, datetime] = {}
 
@@ -91,10 +91,11 @@ class FakeLanes:
             for chunk_id in chunk_ids
         ]
 
-    def same_text(self, tenant_id, collections, text_hashes, *, filters, per_text):  # type: ignore[no-untyped-def]
-        self.texts_asked.append((collections, filters))
+    def same_text(self, tenant_id, collections, text_hashes, *, filters, per_text, excluding=()):  # type: ignore[no-untyped-def]
+        self.texts_asked.append((collections, filters, frozenset(excluding)))
         wanted = set(text_hashes)
-        return [copy for copy in self.copies if text_sha256(copy.body) in wanted][:per_text]
+        found = [copy for copy in self.copies if text_sha256(copy.body) in wanted and copy.chunk_id not in excluding]
+        return found[:per_text]
 
     def replace_chunks(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("not used")

@@ -135,7 +135,8 @@ def test_copies_beyond_the_candidates_are_looked_up_in_the_searched_collections_
     assert isinstance(outcome, Found)
     (place,) = outcome.hits[0].also_in
     assert place.file_id == "file-far" and place.page == 7
-    assert lanes.texts_asked == [(frozenset({"docs"}), filters)]
+    # Asked in the collections both lanes searched, with the query's filters, for places besides the candidates.
+    assert lanes.texts_asked == [(frozenset({"docs"}), filters, frozenset({"a"}))]
 
 
 def test_the_cli_prints_each_other_place_under_the_hit(capsys: pytest.CaptureFixture[str]) -> None:

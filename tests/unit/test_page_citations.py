@@ -76,7 +76,7 @@ class FakeIndex:
             for chunk_id in chunk_ids
         ]
 
-    def same_text(self, tenant_id, collections, text_hashes, *, filters, per_text):  # type: ignore[no-untyped-def]
+    def same_text(self, tenant_id, collections, text_hashes, *, filters, per_text, excluding=()):  # type: ignore[no-untyped-def]
         return []
 
     def replace_chunks(self, *args, **kwargs):  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ what was withheld.
 import itertools
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 from uuid import UUID
@@ -204,6 +204,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
         *,
         filters: SearchFilters,
         per_text: int,
+        excluding: Collection[str] = (),
     ) -> list[ChunkSnapshot]:
         hashes = sorted(set(text_hashes))
         if not collections or not hashes or per_text < 1:
@@ -213,6 +214,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
             "collections": sorted(collections),
             "hashes": hashes,
             "per_text": per_text,
+            "excluding": sorted(excluding),
         }
         # Found by (tenant_id, text_sha256), an equality row-level security lets the index answer (migration 0031);
         # the collections and filters as the lanes apply them.
@@ -222,7 +224,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
             f" SELECT {_SNAPSHOT_COLUMNS} FROM knowledge_chunks AS c"
             " JOIN files AS f ON f.tenant_id = c.tenant_id AND f.file_id = c.file_id"
             " WHERE c.tenant_id = %(tenant)s AND c.text_sha256 = wanted.text_sha256"
-            f" AND c.subjects && %(collections)s{conditions}"
+            f" AND c.chunk_id <> ALL(%(excluding)s::text[]) AND c.subjects && %(collections)s{conditions}"
             " ORDER BY c.uploaded_at, c.chunk_id LIMIT %(per_text)s) AS found"
         )
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
