@@ -322,6 +322,19 @@ async function reader(target, fileId, versionId) {
   await load();
 }
 
+/** The note a version gets when the collection held its bytes already (`duplicateOf`): which file, a link to it. */
+function sameBytesNote(version) {
+  const same = version?.duplicateOf;
+  if (!same) return null;
+  return el(
+    "p",
+    { class: "notice notice-info", role: "status", "data-testid": "duplicate-of" },
+    "The same bytes were already in this collection as ",
+    el("a", { href: `#/files/${same.fileId}?version=${same.versionId}` }, same.filename),
+    ". Both are kept; search shows each text once.",
+  );
+}
+
 export async function renderFile(container, fileId, params) {
   const file = await get(`/v1/files/${fileId}`);
   const versionId = params.get("version") || null;
@@ -333,6 +346,7 @@ export async function renderFile(container, fileId, params) {
     "data-testid": "metadata",
   });
   const news = el("div", { "data-testid": "file-news" });
+  const sameBytes = el("div", {}, sameBytesNote(shown));
   const versions = versionsTable(file);
   renderMetadataPanel(metadataArea, file);
   fill(
@@ -345,6 +359,7 @@ export async function renderFile(container, fileId, params) {
       ` · collection ${file.collectionId} · ${file.versions.length} version${file.versions.length === 1 ? "" : "s"}`,
     ),
     news,
+    sameBytes,
     metadataArea,
     el("h3", {}, "Versions"),
     versions,
@@ -364,6 +379,7 @@ export async function renderFile(container, fileId, params) {
     versions: () => container.querySelector("table.versions"),
     changed: async (fresh) => {
       const now = fresh.versions.find((version) => version.versionId === shown.versionId);
+      fill(sameBytes, sameBytesNote(now)); // known once the bytes are read
       if (!readable && now && stageOf(now).done) {
         readable = true;
         await showReader(now);

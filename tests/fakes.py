@@ -13,7 +13,7 @@ import hashlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,6 +34,7 @@ from shared.domain.audit import ToolCall, ToolCallRecord
 from shared.domain.auth import Principal, Role, with_role
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.document import BlockKind, ExtractionLimits
+from shared.domain.duplicates import text_sha256
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, NotFound, StoredBytesMissing
 from shared.domain.files import (
     LIVE_STATES,
@@ -47,6 +48,7 @@ from shared.domain.files import (
     NewVersion,
     PresignedUpload,
     ProcessingState,
+    SameBytes,
     SignedRead,
     StoredObject,
     VersionState,
@@ -196,6 +198,7 @@ class FakeFileMetadataStore(FileMetadataStore):
                     processing_requested_at=None,
                     export_id=new.export_id,
                     declared_language=new.declared_language,
+                    declared_sha256=new.declared_sha256,
                 ),
             )
 
@@ -209,7 +212,7 @@ class FakeFileMetadataStore(FileMetadataStore):
 
     def get_file(self, tenant_id: str, file_id: UUID, *, include_gone: bool = False) -> FileRecord | None:
         with self._lock:
-            record = self._record(tenant_id, file_id)
+            record = self._record(tenant_id, file_id, same_bytes=True)
         if record is None or (not include_gone and not any(v.state in LIVE_STATES for v in record.versions)):
             return None
         return record
@@ -262,7 +265,7 @@ class FakeFileMetadataStore(FileMetadataStore):
                 key=lambda f: (f.created_at, f.file_id),
                 reverse=True,
             )
-            page = [self._record(tenant_id, f.file_id) for f in files[:limit]]
+            page = [self._record(tenant_id, f.file_id, same_bytes=True) for f in files[:limit]]
         return [record for record in page if record is not None], len(files) > limit
 
     def find_version(self, tenant_id: str, version_id: UUID) -> tuple[FileRecord, FileVersionRecord] | None:
@@ -516,6 +519,14 @@ class FakeFileMetadataStore(FileMetadataStore):
     def heartbeat(self, tenant_id: str, version_id: UUID, *, attempt: int, state: ProcessingState) -> bool:
         return self.move_processing(tenant_id, version_id, attempt=attempt, to=state, expected=[state])
 
+    def record_content_hash(self, tenant_id: str, version_id: UUID, sha256: str, *, attempt: int) -> bool:
+        with self._lock:
+            current = self._get(tenant_id, version_id)
+            if current is None or current.state is not VersionState.STORED or current.processing_attempt != attempt:
+                return False
+            self._set(tenant_id, version_id, content_sha256=sha256)  # as the adapter: updated_at stays
+            return True
+
     def record_extraction(
         self,
         tenant_id: str,
@@ -650,18 +661,50 @@ class FakeFileMetadataStore(FileMetadataStore):
             v.state in LIVE_STATES for v in self._of_file(tenant_id, file_id)
         )
 
-    def _record(self, tenant_id: str, file_id: UUID) -> FileRecord | None:
+    def _record(self, tenant_id: str, file_id: UUID, *, same_bytes: bool = False) -> FileRecord | None:
         file = self._files.get((tenant_id, file_id))
         if file is None:
             return None
+        versions = self._of_file(tenant_id, file_id)
+        if same_bytes:
+            versions = [
+                v.model_copy(
+                    update={"duplicate_of": self._earliest(tenant_id, file.collection_id, v.content_sha256, v)}
+                )
+                if v.content_sha256
+                else v
+                for v in versions
+            ]
         return FileRecord(
             tenant_id=tenant_id,
             file_id=file_id,
             collection_id=file.collection_id,
             filename=file.filename,
             created_at=file.created_at,
-            versions=tuple(self._of_file(tenant_id, file_id)),
+            versions=tuple(versions),
         )
+
+    def same_bytes(self, tenant_id: str, collection_id: str, sha256: str) -> SameBytes | None:
+        with self._lock:
+            return self._earliest(tenant_id, collection_id, sha256, None)
+
+    def _earliest(
+        self, tenant_id: str, collection_id: str, sha256: str, before: FileVersionRecord | None
+    ) -> SameBytes | None:
+        """The earliest stored version in the collection with these bytes (uploaded before `before`, if given)."""
+        found = sorted(
+            (v.record.created_at, v.record.version_id, v.file_id)
+            for (tenant, _), v in self._versions.items()
+            if tenant == tenant_id
+            and v.record.content_sha256 == sha256
+            and v.record.state is VersionState.STORED
+            and self._files[tenant, v.file_id].collection_id == collection_id
+            and (before is None or (v.record.created_at, v.record.version_id) < (before.created_at, before.version_id))
+        )
+        if not found:
+            return None
+        _, version_id, file_id = found[0]
+        return SameBytes(file_id=file_id, version_id=version_id, filename=self._files[tenant_id, file_id].filename)
 
     def _change(
         self, tenant_id: str, version_id: UUID, condition: Callable[[FileVersionRecord], bool], **update: Any
@@ -820,12 +863,15 @@ class FakeContentStore(FileContentStore):
                     self.delete_version(key, version_id)
         return len(objects)
 
-    def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
+    def signed_upload(
+        self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta, sha256: str | None = None
+    ) -> PresignedUpload:
         seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
+        fields = {"key": key, "Content-Type": stored_content_type(content_type), "policy": f"1..{max_bytes} bytes"}
+        if sha256 is not None:
+            fields["sha256"] = sha256
         return PresignedUpload(
-            url=f"{SIGNED_HOST}/upload",
-            fields={"key": key, "Content-Type": stored_content_type(content_type), "policy": f"1..{max_bytes} bytes"},
-            expires_at=datetime.now(UTC) + timedelta(seconds=seconds),
+            url=f"{SIGNED_HOST}/upload", fields=fields, expires_at=datetime.now(UTC) + timedelta(seconds=seconds)
         )
 
     def object_versions(self, prefix: str) -> Iterator[StoredObject]:
@@ -1197,10 +1243,37 @@ class FakeKnowledgeStore(KnowledgeStore):
                 heading_path=chunk.draft.heading_path,
                 block_kind=BlockKind(chunk.draft.block_kind),
                 body=chunk.draft.text,
+                uploaded_at=chunk.uploaded_at,
             )
             for (tenant, chunk_id), chunk in self.chunks.items()
             if tenant == tenant_id and chunk_id in wanted and chunk.collection_id in collections
         ]
+
+    def same_text(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        text_hashes: Iterable[str],
+        *,
+        filters: SearchFilters,
+        per_text: int,
+        excluding: Collection[str] = (),
+    ) -> list[ChunkSnapshot]:
+        if filters.where is not None:
+            raise NotImplementedError("the fake store keeps no metadata; metadata filters run on PostgreSQL")
+        wanted = set(text_hashes)
+        found: dict[str, list[IndexedChunk]] = {}
+        for (tenant, _), chunk in self.chunks.items():
+            digest = text_sha256(chunk.draft.text)
+            readable = tenant == tenant_id and chunk.collection_id in collections
+            if readable and digest in wanted and chunk.chunk_id not in excluding and _kept(chunk, filters):
+                found.setdefault(digest, []).append(chunk)
+        chosen = [
+            chunk.chunk_id
+            for chunks in found.values()
+            for chunk in sorted(chunks, key=lambda c: (c.uploaded_at, c.chunk_id))[:per_text]
+        ]
+        return self.snapshots(tenant_id, collections, chosen)
 
     def of_version(self, tenant_id: str, version_id: UUID) -> list[IndexedChunk]:
         return sorted(
@@ -1220,6 +1293,16 @@ class FakeKnowledgeStore(KnowledgeStore):
     def _remove_files(self, tenant_id: str, file_ids: set[UUID]) -> None:
         names = {str(file_id) for file_id in file_ids}
         self._remove(tenant_id, lambda c: c.file_id in names)
+
+
+def _kept(chunk: IndexedChunk, filters: SearchFilters) -> bool:
+    """Whether the body's `filters` (not the metadata filter) keep a chunk, as the lanes' SQL applies them."""
+    return (
+        (filters.media_types is None or chunk.media_type in filters.media_types)
+        and (filters.filename is None or filters.filename.casefold() in chunk.filename.casefold())
+        and (filters.uploaded_after is None or chunk.uploaded_at >= filters.uploaded_after)
+        and (filters.uploaded_before is None or chunk.uploaded_at < filters.uploaded_before)
+    )
 
 
 def _may_index(version: FileVersionRecord, attempt: int | None) -> bool:

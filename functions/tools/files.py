@@ -15,6 +15,11 @@ def _place(citation: Citation) -> m.CitedPlace:
     return m.CitedPlace.model_validate(citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at"}))
 
 
+def _also_in(ctx: ToolContext, citation: Citation) -> m.AlsoInPlace:
+    place = citation.model_dump(exclude={"excerpt", "heading_path", "retrieved_at", "metadata", "metadata_revision"})
+    return m.AlsoInPlace.model_validate({**place, "section": _fenced_heading(ctx, citation)})
+
+
 @tool(
     "list_files",
     "List files",
@@ -89,6 +94,7 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
             section=_fenced_heading(ctx, hit.citation),
             excerpt=ctx.fenced(hit.excerpt),
             citation=_place(hit.citation),
+            also_in=[_also_in(ctx, place) for place in hit.also_in],
         )
         for hit in outcome.hits
     ]

@@ -216,12 +216,22 @@ class CitedPlace(CitationPlace):
     metadata_revision: int | None = Field(default=None, description="null for a citation made before metadata.")
 
 
+class AlsoInPlace(CitationPlace):
+    """Another place the hit's text is stored word for word (its file, version, location), readable by the caller."""
+
+    section: str | None = Field(description="The heading path there, fenced.")
+
+
 class SearchHitResult(ApiModel):
     chunk_id: str
     score: float
     section: str | None = Field(description="The heading path, fenced.")
     excerpt: str = Field(description="The cited text, fenced.")
     citation: CitedPlace
+    also_in: list[AlsoInPlace] = Field(
+        default_factory=list,
+        description="The same text in other places (identical, oldest upload first): collapsed into this hit.",
+    )
 
 
 class SearchResult(Fenced):

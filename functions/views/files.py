@@ -16,6 +16,7 @@ from shared.domain.files import (
     FileVersionRecord,
     OcrState,
     ProcessingState,
+    SameBytes,
     VersionState,
     VisionState,
     interruption_notice,
@@ -70,6 +71,15 @@ LANGUAGE_DESCRIPTION = (
 )
 
 
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+# Its shape is the service's to check, so that a wrong one is a 400 saying what it must be.
+SHA256_DESCRIPTION = (
+    "The SHA-256 of the file's bytes (64 hexadecimal digits, either case). The single POST's policy then carries it"
+    " and S3 refuses other bytes (on AWS; the local S3 does not check); `duplicateOf` in the answer names an earlier"
+    " version in the collection with these bytes. Never a reason to refuse the upload."
+)
+
+
 class UploadRequest(ByParts):
     collection_id: str = Field(min_length=1, max_length=64)
     filename: str = Field(min_length=1, max_length=4096)
@@ -77,6 +87,7 @@ class UploadRequest(ByParts):
     byte_size: int = Field(ge=0)
     metadata: dict[str, Any] | None = Field(default=None, description=METADATA_DESCRIPTION, examples=[METADATA_EXAMPLE])
     language: str | None = Field(default=None, max_length=35, description=LANGUAGE_DESCRIPTION, examples=["de"])
+    sha256: str | None = Field(default=None, max_length=128, description=SHA256_DESCRIPTION, examples=[EMPTY_SHA256])
 
 
 class NewVersionRequest(ByParts):
@@ -86,6 +97,7 @@ class NewVersionRequest(ByParts):
     # Keys set on the file's metadata with this version (the rest stay as they are); none keeps it whole.
     metadata: dict[str, Any] | None = Field(default=None, description=METADATA_DESCRIPTION, examples=[METADATA_EXAMPLE])
     language: str | None = Field(default=None, max_length=35, description=LANGUAGE_DESCRIPTION, examples=["de"])
+    sha256: str | None = Field(default=None, max_length=128, description=SHA256_DESCRIPTION, examples=[EMPTY_SHA256])
 
 
 class MetadataPatchRequest(ApiModel):
@@ -138,6 +150,18 @@ class UploadTarget(ApiModel):
     fields: dict[str, str]
 
 
+class SameBytesView(ApiModel):
+    """An earlier version in the same collection whose bytes are these (by SHA-256): `duplicateOf`."""
+
+    file_id: UUID
+    version_id: UUID
+    filename: str
+
+    @classmethod
+    def of(cls, same: SameBytes | None) -> "SameBytesView | None":
+        return cls(file_id=same.file_id, version_id=same.version_id, filename=same.filename) if same else None
+
+
 class UploadResponse(ApiModel):
     """A single POST's target (`upload`), or an upload session (`uploadId` and its parts: ask
     `POST /v1/uploads/{uploadId}/parts` for their URLs, then `POST /v1/uploads/{uploadId}/complete`)."""
@@ -150,6 +174,11 @@ class UploadResponse(ApiModel):
     part_size: int | None = None
     part_count: int | None = None
     checksums: bool | None = None
+    duplicate_of: SameBytesView | None = Field(
+        default=None,
+        description="The declared `sha256` is the bytes of this earlier version in the same collection (as read when"
+        " it was processed): the upload is taken all the same. Null without a declared hash or a match.",
+    )
 
     @classmethod
     def of(cls, ticket: UploadTicket | SessionTicket) -> "UploadResponse":
@@ -162,12 +191,14 @@ class UploadResponse(ApiModel):
                 part_size=ticket.part_size,
                 part_count=ticket.part_count,
                 checksums=ticket.checksums,
+                duplicate_of=SameBytesView.of(ticket.duplicate_of),
             )
         return cls(
             file_id=ticket.file_id,
             version_id=ticket.version_id,
             upload=UploadTarget(url=ticket.upload.url, fields=ticket.upload.fields),
             expires_at=ticket.upload.expires_at,
+            duplicate_of=SameBytesView.of(ticket.duplicate_of),
         )
 
 
@@ -258,6 +289,15 @@ class VersionView(ApiModel):
     languages: list[str] = Field(default_factory=list)
     # What the upload declared (every chunk's language, none detected), or null.
     declared_language: str | None = None
+    sha256: str | None = Field(
+        default=None,
+        description="The bytes' SHA-256 (hex) as processing read them; null until then, and for a recording.",
+    )
+    duplicate_of: SameBytesView | None = Field(
+        default=None,
+        description="The earliest other version in the file's collection with the same bytes (uploaded before this"
+        " one); null when there is none or the bytes are not read yet.",
+    )
 
     @classmethod
     def of(cls, version: FileVersionRecord) -> "VersionView":
@@ -332,6 +372,8 @@ class VersionView(ApiModel):
             language=version.languages[0] if version.languages else version.declared_language,
             languages=list(version.languages),
             declared_language=version.declared_language,
+            sha256=version.content_sha256,
+            duplicate_of=SameBytesView.of(version.duplicate_of),
         )
 
 

@@ -10,6 +10,7 @@ from pydantic import Field, ValidationError
 from functions.views.base import ApiModel
 from functions.views.facets import WithFacets, facets_view
 from functions.views.filter_shape import FilterParameter
+from shared.domain.duplicates import MAX_ALSO_IN
 from shared.domain.errors import InvalidRequest
 from shared.domain.grouping import DEFAULT_HITS_PER_FILE, MAX_HITS_PER_FILE, FileGroup
 from shared.domain.knowledge import CollectionCoverage
@@ -20,10 +21,12 @@ from shared.domain.reranking import RerankSkip
 from shared.domain.search import (
     MAX_QUERY_CHARACTERS,
     MAX_RESULTS,
+    Citation,
     CitedKind,
     Empty,
     EmptyReason,
     SearchFilters,
+    SearchHit,
     SearchMode,
     SearchOutcome,
     SearchQuery,
@@ -189,6 +192,21 @@ class CitationView(CitationPlace):
     metadata_revision: int | None = None
 
 
+# What a citation says besides where it points: a place under `alsoIn` quotes the hit's own excerpt.
+_BEYOND_PLACE = frozenset({"excerpt", "retrieved_at", "metadata", "metadata_revision"})
+
+
+class AlsoInView(CitationPlace):
+    """Another place the hit's text is stored, word for word, that the caller may read: its file, version and
+    location (and the heading path it sits under there, which may differ from the hit's)."""
+
+    heading_path: list[str]
+
+    @classmethod
+    def of(cls, citation: Citation) -> "AlsoInView":
+        return cls.model_validate(citation.model_dump(exclude=set(_BEYOND_PLACE)))
+
+
 class HitView(ApiModel):
     chunk_id: str
     score: float
@@ -197,6 +215,17 @@ class HitView(ApiModel):
     direct_subject: bool
     excerpt: str
     citation: CitationView
+    also_in: list[AlsoInView] = Field(
+        description="The same text (identical, word for word) stored in other places the caller may read, oldest"
+        f" upload first, at most {MAX_ALSO_IN}: search collapses them into this hit, so a page of hits is of"
+        " distinct texts.",
+    )
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> "HitView":
+        return cls.model_validate(
+            {**hit.model_dump(exclude={"also_in"}), "also_in": [AlsoInView.of(place) for place in hit.also_in]}
+        )
 
 
 class FileGroupView(ApiModel):
@@ -294,7 +323,7 @@ def search_view(
         truncated_by_budget=outcome.truncated_by_budget,
         interpreted_query=interpreted,
         rerank=RerankView.model_validate(outcome.rerank.model_dump()),
-        hits=[HitView.model_validate(hit.model_dump()) for hit in outcome.hits],
+        hits=[HitView.of(hit) for hit in outcome.hits],
         facets=counted,
         groups=None if groups is None else [FileGroupView.model_validate(group.model_dump()) for group in groups],
     )

@@ -269,6 +269,10 @@ def file_line(record: dict[str, Any]) -> str:
         note += f"  [OCR {ocr['state']}]"
     if record.get("metadata"):
         note += f"  {metadata_line(record['metadata'])}"
+    same = current.get("duplicateOf")
+    if same:
+        # Taken all the same: the collection holds these bytes already.
+        note += f"  [same bytes as {same['filename']} {same['fileId']}]"
     return (
         f"{record['fileId']}  {current['state']:<8} {size:>10}  {record['collectionId']:<16} {record['filename']}{note}"
     )

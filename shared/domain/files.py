@@ -1,5 +1,6 @@
 """Files, versions and their states: the vocabulary the file lifecycle and the pipeline share."""
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -7,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.domain.errors import DocumentNotReady, NotFound, VersionDeleted
+from shared.domain.errors import DocumentNotReady, InvalidRequest, NotFound, VersionDeleted
 from shared.domain.recognition import LOW_CONFIDENCE_THRESHOLD
 
 
@@ -209,6 +210,30 @@ class PresignedUpload(BaseModel):
     expires_at: datetime
 
 
+# A SHA-256 as hex: what an upload may declare of its bytes, and what the extract step records of them.
+SHA256_HEX = r"^[0-9a-f]{64}$"
+
+
+def declared_sha256(value: str | None) -> str | None:
+    """An upload's declared SHA-256 as stored (lower-case hex), or a 400 saying what it must be."""
+    if value is None:
+        return None
+    if re.fullmatch(SHA256_HEX, value.lower()) is None:
+        raise InvalidRequest("sha256: must be the SHA-256 of the file's bytes as 64 hexadecimal digits")
+    return value.lower()
+
+
+class SameBytes(BaseModel):
+    """An earlier version in the same collection whose bytes have the same SHA-256 (`duplicateOf`): an upload of
+    bytes already there is taken, and says so."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file_id: UUID
+    version_id: UUID
+    filename: str
+
+
 class NewVersion(BaseModel):
     """A version about to be uploaded: everything the metadata row needs before any byte exists."""
 
@@ -230,6 +255,8 @@ class NewVersion(BaseModel):
     metadata: dict[str, Any] | None = None
     # The language the uploader declares its text is in (ISO 639-1), which the indexer takes instead of detecting.
     declared_language: str | None = None
+    # The SHA-256 the uploader declares of the bytes (S3 checks it against them on AWS), lower-case hex.
+    declared_sha256: str | None = Field(default=None, pattern=SHA256_HEX)
 
 
 class MalwareScan(StrEnum):
@@ -311,6 +338,12 @@ class FileVersionRecord(BaseModel):
     declared_language: str | None = None
     # The languages its chunks are in as indexed (declared or detected), the most chunks first.
     languages: tuple[str, ...] = ()
+    # The bytes' SHA-256 as the extract step read them (None: not read yet, a recording, or stored before it was
+    # kept), and as the upload declared it.
+    content_sha256: str | None = None
+    declared_sha256: str | None = None
+    # The earliest other stored version in the file's collection with the same bytes (content_sha256), if any.
+    duplicate_of: SameBytes | None = None
 
     @property
     def found_clean(self) -> bool:

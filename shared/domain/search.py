@@ -319,6 +319,8 @@ class SearchHit(BaseModel):
     # The question names this chunk's document by a complete title (the title lane): such hits come first.
     # A named document's chunk no lane found has a score of 0.
     direct_subject: bool = False
+    # The same text's other places the caller may read (shared/domain/duplicates.py), oldest upload first.
+    also_in: tuple[Citation, ...] = ()
 
 
 class Found(BaseModel):
@@ -363,6 +365,7 @@ class ChunkSnapshot(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     metadata_revision: int | None = None
     language: str | None = None
+    uploaded_at: datetime | None = None  # the version's, as indexed: which of equal copies search keeps
 
 
 # --- pure functions -----------------------------------------------------------------------------------

@@ -74,6 +74,10 @@ def print_search_result(query: str, result: dict[str, Any], *, excerpt_character
             text = text[:excerpt_characters].rsplit(" ", 1)[0] + " ..."
         print(f'     "{text}"')
         print(f"     file {citation['fileId']} version {citation['versionId']}")
+        for place in hit.get("alsoIn", []):
+            # The same text elsewhere, collapsed into this hit.
+            ids = f"file {place['fileId']} version {place['versionId']}"
+            print(f"     also in {place['filename']}, {where(place)} ({ids})")
     if not result["vectorAvailable"]:
         print("  (keyword search only: the semantic lane did not run)")
 

@@ -18,6 +18,7 @@ from shared.domain.files import (
     NewVersion,
     PresignedUpload,
     ProcessingState,
+    SameBytes,
     SignedRead,
     StoredObject,
     VersionState,
@@ -96,9 +97,11 @@ class FileContentStore(Protocol):
         """
         ...
 
-    def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
+    def signed_upload(
+        self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta, sha256: str | None = None
+    ) -> PresignedUpload:
         """A browser POST whose policy pins exactly `key`, exactly `stored_content_type(content_type)` and
-        1..`max_bytes` bytes.
+        1..`max_bytes` bytes, and with `sha256` (hex) the bytes' checksum, which S3 verifies against them.
 
         A store may not enforce its own policy (moto does not): whoever handles the stored object
         verifies what landed.
@@ -131,7 +134,8 @@ class FileCatalog(Protocol):
         ...
 
     def get_file(self, tenant_id: str, file_id: UUID, *, include_gone: bool = False) -> FileRecord | None:
-        """The file with all its versions; None when it does not exist or has no live version left."""
+        """The file with all its versions, each with `duplicate_of` (an earlier stored version in the file's collection
+        with the same content_sha256); None when it does not exist or has no live version left."""
         ...
 
     def list_files(
@@ -165,6 +169,11 @@ class FileCatalog(Protocol):
 
     def find_version(self, tenant_id: str, version_id: UUID) -> tuple[FileRecord, FileVersionRecord] | None:
         """A version in any state, with its file."""
+        ...
+
+    def same_bytes(self, tenant_id: str, collection_id: str, sha256: str) -> SameBytes | None:
+        """The earliest stored version (by upload) in `collection_id` whose bytes' SHA-256, as the extract step read
+        them, is `sha256`; None if there is none."""
         ...
 
     def mark_stored(self, tenant_id: str, version_id: UUID, *, byte_size: int, storage_version_id: str | None) -> bool:
@@ -275,6 +284,11 @@ class ProcessingAttempts(Protocol):
     def heartbeat(self, tenant_id: str, version_id: UUID, *, attempt: int, state: ProcessingState) -> bool:
         """Whether this attempt still holds the version in `state`, saying so on the row (its `updated_at`):
         a long OCR job or embed Map does not look stalled to the sweep."""
+        ...
+
+    def record_content_hash(self, tenant_id: str, version_id: UUID, sha256: str, *, attempt: int) -> bool:
+        """The SHA-256 (hex) of the version's bytes as the extract step read them, on a stored version (current
+        attempt only); the version's processing state is left as it is."""
         ...
 
     def record_extraction(

@@ -3,7 +3,7 @@
 The docstrings are the contracts adapters keep (docs/architecture.md, "Ports and their adapters").
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 from uuid import UUID
@@ -50,6 +50,22 @@ class KnowledgeStore(Protocol):
 
     def snapshots(self, tenant_id: str, collections: frozenset[str], chunk_ids: Sequence[str]) -> list[ChunkSnapshot]:
         """The stored chunks among `chunk_ids` in `collections` (a hit outside them is never hydrated)."""
+        ...
+
+    def same_text(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        text_hashes: Iterable[str],
+        *,
+        filters: SearchFilters,
+        per_text: int,
+        excluding: Collection[str] = (),
+    ) -> list[ChunkSnapshot]:
+        """The stored chunks in `collections` that `filters` keep whose text (the body, as `snapshots` gives it)
+        has one of `text_hashes` (`domain.duplicates.text_sha256`), other than the chunks `excluding` names (those
+        the caller holds already): at most `per_text` of each, the oldest upload first (then the chunk id). A chunk
+        outside `collections` is never among them."""
         ...
 
     def one_moment(self, tenant_id: str) -> AbstractContextManager[None]:

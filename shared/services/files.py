@@ -30,8 +30,10 @@ from shared.domain.files import (
     FileVersionRecord,
     NewVersion,
     PresignedUpload,
+    SameBytes,
     SignedRead,
     VersionState,
+    declared_sha256,
 )
 from shared.domain.languages import UnknownLanguage, language_code
 from shared.domain.metadata import MetadataError, validated_metadata
@@ -129,6 +131,7 @@ class UploadTicket(BaseModel):
     file_id: UUID
     version_id: UUID
     upload: PresignedUpload
+    duplicate_of: SameBytes | None = None  # the declared SHA-256 is an earlier stored version's in the collection
 
 
 class ProxiedContent(BaseModel):
@@ -191,6 +194,7 @@ class FileService:
         byte_size: int,
         metadata: dict[str, Any] | None = None,
         language: str | None = None,
+        sha256: str | None = None,
         by_parts: None = None,
     ) -> UploadTicket: ...
     @overload
@@ -204,6 +208,7 @@ class FileService:
         byte_size: int,
         metadata: dict[str, Any] | None = None,
         language: str | None = None,
+        sha256: str | None = None,
         by_parts: PartsRequest,
     ) -> UploadTicket | SessionTicket: ...
     def start_upload(
@@ -216,6 +221,7 @@ class FileService:
         byte_size: int,
         metadata: dict[str, Any] | None = None,
         language: str | None = None,
+        sha256: str | None = None,
         by_parts: PartsRequest | None = None,
     ) -> UploadTicket | SessionTicket:
         self._policy.ensure_can_write(principal, collection_id)
@@ -229,6 +235,7 @@ class FileService:
             new_file=True,
             metadata=metadata,
             language=language,
+            sha256=sha256,
             by_parts=by_parts,
         )
 
@@ -243,6 +250,7 @@ class FileService:
         byte_size: int,
         metadata: dict[str, Any] | None = None,
         language: str | None = None,
+        sha256: str | None = None,
         by_parts: None = None,
     ) -> UploadTicket: ...
     @overload
@@ -256,6 +264,7 @@ class FileService:
         byte_size: int,
         metadata: dict[str, Any] | None = None,
         language: str | None = None,
+        sha256: str | None = None,
         by_parts: PartsRequest,
     ) -> UploadTicket | SessionTicket: ...
     def start_new_version(
@@ -268,6 +277,7 @@ class FileService:
         byte_size: int,
         metadata: dict[str, Any] | None = None,
         language: str | None = None,
+        sha256: str | None = None,
         by_parts: PartsRequest | None = None,
     ) -> UploadTicket | SessionTicket:
         record = self.writable_file(principal, file_id)
@@ -284,6 +294,7 @@ class FileService:
             new_file=False,
             metadata=metadata,
             language=language,
+            sha256=sha256,
             by_parts=by_parts,
         )
 
@@ -299,6 +310,7 @@ class FileService:
         new_file: bool,
         metadata: dict[str, Any] | None,
         language: str | None,
+        sha256: str | None,
         by_parts: PartsRequest | None,
     ) -> UploadTicket | SessionTicket:
         # Refused before anything is recorded or signed: size (naming the limit), then type and name, then the size
@@ -340,16 +352,28 @@ class FileService:
             created_by=principal.subject,
             metadata=checked,
             declared_language=declared,
+            declared_sha256=declared_sha256(sha256),
+        )
+        # Taken either way: the same bytes already in the collection are said (duplicateOf), never refused.
+        same = (
+            self._catalog.same_bytes(principal.tenant_id, collection_id, new.declared_sha256)
+            if new.declared_sha256 is not None
+            else None
         )
         if sessions is not None and (parts_wanted or byte_size > self._limits.max_bytes):
             assert by_parts is not None
-            return sessions.open(new, new_file=new_file, part_size=by_parts.part_size, checksums=by_parts.checksums)
+            session = sessions.open(new, new_file=new_file, part_size=by_parts.part_size, checksums=by_parts.checksums)
+            return session.model_copy(update={"duplicate_of": same})
         # Metadata first: a crash after this leaves a pending row that reconciliation can see.
         self._catalog.create_version(new, new_file=new_file)
         upload = self._content.signed_upload(
-            key, content_type=accepted.media_type, max_bytes=byte_size, lifetime=self._limits.url_lifetime
+            key,
+            content_type=accepted.media_type,
+            max_bytes=byte_size,
+            lifetime=self._limits.url_lifetime,
+            sha256=new.declared_sha256,
         )
-        return UploadTicket(file_id=file_id, version_id=version_id, upload=upload)
+        return UploadTicket(file_id=file_id, version_id=version_id, upload=upload, duplicate_of=same)
 
     def get_file(self, principal: Principal, file_id: UUID) -> FileRecord:
         record = self._catalog.get_file(principal.tenant_id, file_id)

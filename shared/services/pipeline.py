@@ -7,6 +7,7 @@ machine is built from). A document problem ends the step normally with the failu
 only an infrastructure failure raises (and is retried).
 """
 
+import hashlib
 import json
 import random
 import time
@@ -224,6 +225,9 @@ class IngestionPipeline:
         content = self._original(request, version)
         if isinstance(content, Extracted):
             return content
+        # The one step that reads the bytes whole: their hash says when a collection holds them twice (duplicateOf).
+        digest = hashlib.sha256(content).hexdigest()
+        self._attempts.record_content_hash(request.tenant_id, version.version_id, digest, attempt=request.attempt)
         outcome = self._extractor.extract(content, version.media_type)
         if isinstance(outcome, ExtractionFailure):
             return self._fail_extraction(request, version, outcome.reason, outcome.detail)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from shared.domain.auth import Principal
+from shared.domain.duplicates import MAX_ALSO_IN, also_in, collapse, text_sha256
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.grouping import FileGroup, by_file
 from shared.domain.knowledge import RankedChunk
@@ -233,6 +234,15 @@ class Retrieval:
                     principal.tenant_id, collections, [chunk_id for chunk_id, _ in kept]
                 )
             }
+            # The same texts stored elsewhere (the caller's collections, the query's filters): listed under the hit.
+            copies = self._knowledge.same_text(
+                principal.tenant_id,
+                collections,
+                {text_sha256(snapshot.body) for snapshot in snapshots.values()},
+                filters=query.filters,
+                per_text=MAX_ALSO_IN + 1,
+                excluding=snapshots.keys(),  # the candidates are hydrated already: only other places come back
+            )
         # A chunk deleted between the lanes and the hydration is simply gone, never cited.
         kept = [(chunk_id, score) for chunk_id, score in kept if chunk_id in snapshots]
         order = [chunk_id for chunk_id, _ in kept]
@@ -250,7 +260,11 @@ class Retrieval:
         hits: list[SearchHit] = []
         spent = 0
         truncated = False
-        for chunk_id in order[: query.limit]:
+        # Identical texts collapse into one hit before the limit: a page of ten hits is ten different texts.
+        evidence = {c: (vector_scores.get(c), lexical_scores.get(c), c in direct.chunk_ids) for c in order}
+        collapsed = collapse(order, snapshots, evidence=evidence, copies=copies)
+        for distinct in collapsed[: query.limit]:
+            chunk_id = distinct.chunk_id
             snapshot = snapshots[chunk_id]
             excerpt = excerpt_of(snapshot.body)
             if budgeted and hits and spent + len(excerpt) > self._tuning.context_budget_characters:
@@ -260,7 +274,7 @@ class Retrieval:
             hits.append(
                 SearchHit(
                     chunk_id=chunk_id,
-                    score=scores[chunk_id],
+                    score=scores[distinct.ranked_as],  # a kept copy takes its text's place
                     vector_score=vector_scores.get(chunk_id),
                     lexical_score=lexical_scores.get(chunk_id),
                     direct_subject=chunk_id in direct.chunk_ids,
@@ -272,6 +286,7 @@ class Retrieval:
                         # The blocks whose words the query names: their page and box, not the chunk's first.
                         matched=matching_regions(snapshot.location, snapshot.body, terms),
                     ),
+                    also_in=also_in(distinct.others, excerpt=excerpt, retrieved_at=retrieved_at, terms=terms),
                 )
             )
         if not hits:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from shared.domain.auth import Principal
 from shared.domain.errors import Conflict, InvalidRequest, NotFound
-from shared.domain.files import NewVersion
+from shared.domain.files import NewVersion, SameBytes
 from shared.domain.upload_sessions import (
     DEFAULT_PART_BYTES,
     SESSION_LIFETIME,
@@ -52,6 +52,7 @@ class SessionTicket(BaseModel):
     part_count: int
     checksums: bool
     expires_at: datetime
+    duplicate_of: SameBytes | None = None  # the declared SHA-256 is an earlier stored version's in the collection
 
 
 class SessionStatus(BaseModel):

@@ -20,6 +20,7 @@ from shared.domain.files import (
     OcrState,
     ProcessingState,
     Recognition,
+    SameBytes,
     VersionState,
 )
 from shared.domain.uploads import storage_key
@@ -64,6 +65,17 @@ def upload(
 def stored(store: FileMetadataStore, tenant: str, **kwargs: object) -> NewVersion:
     new = upload(store, tenant, **kwargs)  # type: ignore[arg-type]
     assert store.mark_stored(tenant, new.version_id, byte_size=90, storage_version_id="object-1")
+    return new
+
+
+SAME = "ab" * 32  # a SHA-256 in hex
+
+
+def hashed(store: FileMetadataStore, tenant: str, sha256: str, **kwargs: object) -> NewVersion:
+    """A stored version whose bytes' hash its first attempt recorded."""
+    new = stored(store, tenant, **kwargs)
+    attempt = store.queue_processing(tenant, new.version_id, stale_before=datetime.now(UTC) - LATER)
+    assert attempt is not None and store.record_content_hash(tenant, new.version_id, sha256, attempt=attempt)
     return new
 
 
@@ -417,6 +429,49 @@ class FileMetadataContract:
         assert version.extraction_warnings == ("a warning",)
         assert (version.ocr_state, version.ocr_detail) == (OcrState.UNAVAILABLE, "no engine")
         assert not store.record_extraction(tenant, new.version_id, summary(), attempt=attempt)  # not extracting
+
+    def test_the_bytes_hash_is_recorded_by_the_current_attempt_only(self, store: FileMetadataStore) -> None:
+        tenant = new_tenant()
+        new, attempt = claimed(store, tenant)
+        assert not store.record_content_hash(tenant, new.version_id, SAME, attempt=attempt + 1)
+        assert not store.record_content_hash(new_tenant(), new.version_id, SAME, attempt=attempt)
+        assert store.record_content_hash(tenant, new.version_id, SAME, attempt=attempt)
+        found = store.find_version(tenant, new.version_id)
+        assert found is not None
+        assert (found[1].content_sha256, found[1].processing_state) == (SAME, ProcessingState.EXTRACTING)
+        pending = upload(store, tenant)
+        assert not store.record_content_hash(tenant, pending.version_id, SAME, attempt=0)  # no bytes stored
+
+    def test_the_same_bytes_name_the_earliest_stored_copy_in_the_collection(self, store: FileMetadataStore) -> None:
+        tenant = new_tenant()
+        first = hashed(store, tenant, SAME, filename="first.pdf")
+        hashed(store, tenant, SAME, collection="board")
+        second = hashed(store, tenant, SAME, filename="second.pdf")
+        other = hashed(store, tenant, "cd" * 32)
+        assert store.same_bytes(tenant, "docs", SAME) == SameBytes(
+            file_id=first.file_id, version_id=first.version_id, filename="first.pdf"
+        )
+        assert store.same_bytes(tenant, "hr", SAME) is None
+        assert store.same_bytes(new_tenant(), "docs", SAME) is None
+
+        def duplicate_of(new: NewVersion) -> SameBytes | None:
+            record = store.get_file(tenant, new.file_id)
+            assert record is not None
+            return record.current.duplicate_of
+
+        # Each version names the earliest one before it in its collection, never a later one nor another's bytes.
+        assert duplicate_of(first) is None and duplicate_of(other) is None
+        assert duplicate_of(second) == store.same_bytes(tenant, "docs", SAME)
+        listed, _ = store.list_files(tenant, frozenset({"docs"}), collection_id=None, limit=10, after=None)
+        assert {record.file_id: record.current.duplicate_of for record in listed}[second.file_id] == duplicate_of(
+            second
+        )
+        # Once the first is being deleted it is not named any more.
+        assert store.begin_delete_file(tenant, first.file_id) == 1
+        assert duplicate_of(second) is None
+        assert store.same_bytes(tenant, "docs", SAME) == SameBytes(
+            file_id=second.file_id, version_id=second.version_id, filename="second.pdf"
+        )
 
     def test_an_extraction_awaiting_recognition_is_recognizing_then_extracted(self, store: FileMetadataStore) -> None:
         tenant = new_tenant()

@@ -618,3 +618,37 @@ def test_a_hit_shows_the_language_its_words_are_in(page: Any, stack: dict[str, A
     hit.get_by_test_id("citation").click()
     assert "German (de)" in page.locator("dl.facts").inner_text()
     assert page.problems == []
+
+
+def test_a_file_whose_bytes_the_collection_held_already_says_so_and_search_shows_the_text_once(
+    page: Any, stack: dict[str, Any], tmp_path: Path
+) -> None:
+    # Given the same note uploaded twice under two names
+    sign_in(page, stack)
+    text = "The heron nests on the north bank of the mill pond every spring.\n"
+    first, second = tmp_path / "heron.txt", tmp_path / "heron-copy.txt"
+    for path in (first, second):
+        path.write_text(text, encoding="utf-8")
+    page.locator("#upload-picker").set_input_files([str(first), str(second)])
+    for path in (first, second):
+        processed(page, path.name)
+    listed = api_call(stack["api"], token_of(page), "GET", "/v1/files?limit=50")["files"]
+    files = {file["filename"]: file for file in listed if file["filename"] in (first.name, second.name)}
+    copy, original = sorted(files.values(), key=lambda file: file["current"]["duplicateOf"] is None)
+    assert copy["current"]["duplicateOf"]["fileId"] == original["fileId"]
+    # When the later one is opened, then its view names the earlier one, linked; the earlier one names nothing
+    page.goto(f"{stack['api']}/console/#/files/{copy['fileId']}")
+    note = page.get_by_test_id("duplicate-of")
+    note.wait_for()
+    assert original["filename"] in note.inner_text()
+    assert note.locator("a").get_attribute("href") == (
+        f"#/files/{original['fileId']}?version={original['current']['versionId']}"
+    )
+    page.goto(f"{stack['api']}/console/#/files/{original['fileId']}")
+    page.get_by_role("heading", name="Versions").wait_for()
+    assert page.get_by_test_id("duplicate-of").count() == 0
+    # And a search finds the text once
+    page.goto(f"{stack['api']}/console/#/search?q=heron%20nests%20mill%20pond&mode=keyword")
+    page.get_by_test_id("hit").first.wait_for()
+    assert page.get_by_test_id("hit").filter(has_text="heron nests").count() == 1
+    assert page.problems == []

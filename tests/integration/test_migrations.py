@@ -370,7 +370,10 @@ def test_every_chunk_already_indexed_is_read_again_in_its_own_language(
             conn.execute("SELECT tenant_id, generation FROM collection_index_generations").fetchall()
         )
 
-    assert apply_migrations(url, embedding_dimension=384).applied == [name for name in ALL if name >= "0030"]
+    # Through 0030 only: later migrations have tests of their own.
+    for step in ("0030_languages.sql", "0030_languages.py"):
+        shutil.copy(MIGRATIONS_DIR / step, before)
+    assert apply_migrations(url, embedding_dimension=384, directory=before).applied == ["0030_languages"]
 
     with psycopg.connect(url) as conn:
         chunks = conn.execute("SELECT chunk_id, language, analyser FROM knowledge_chunks ORDER BY chunk_id").fetchall()

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 
 from shared.domain.auth import Principal
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.duplicates import text_sha256
 from shared.domain.errors import EmbeddingFailed
 from shared.domain.identifier_booster import IdentifierBooster
 from shared.domain.knowledge import ChunkLocation, CollectionCoverage, RankedChunk
 from shared.domain.query_constraints import QueryConstraints
-from shared.domain.search import ChunkSnapshot, RetrievalTuning
+from shared.domain.search import ChunkSnapshot, RetrievalTuning, SearchFilters
 from shared.domain.similarity import MINILM_SCALE
 from shared.domain.usage import Usage
 from shared.services.authorization import ClaimsAuthorizationPolicy
@@ -65,6 +66,11 @@ class FakeLanes:
         self.bodies = bodies
         self.asked: list[tuple[str, frozenset[str]]] = []
         self.constraints: list[tuple[str, QueryConstraints]] = []  # what each lane was asked to hold
+        # The same texts stored elsewhere, as the store's same_text finds them.
+        self.copies: list[ChunkSnapshot] = []
+        self.texts_asked: list[tuple[frozenset[str], SearchFilters, frozenset[str]]] = []
+        # When a chunk's file was uploaded (its file is then its own, `f-{chunk id}`); none: not known.
+        self.uploaded: dict[str, datetime] = {}
 
     def nearest(self, tenant_id, collections, embedding, *, embedding_model, limit, filters, constraints=None):  # type: ignore[no-untyped-def]
         self.asked.append(("vector", collections))
@@ -80,7 +86,7 @@ class FakeLanes:
         return [
             ChunkSnapshot(
                 chunk_id=chunk_id,
-                file_id="f",
+                file_id=f"f-{chunk_id}" if chunk_id in self.uploaded else "f",
                 version_id="v",
                 filename="a.pdf",
                 media_type="application/pdf",
@@ -88,9 +94,16 @@ class FakeLanes:
                 location=ChunkLocation(page_start=2, page_end=2),
                 heading_path=("Intro",),
                 body=self.bodies.get(chunk_id, f"text of {chunk_id}"),
+                uploaded_at=self.uploaded.get(chunk_id),
             )
             for chunk_id in chunk_ids
         ]
+
+    def same_text(self, tenant_id, collections, text_hashes, *, filters, per_text, excluding=()):  # type: ignore[no-untyped-def]
+        self.texts_asked.append((collections, filters, frozenset(excluding)))
+        wanted = set(text_hashes)
+        found = [copy for copy in self.copies if text_sha256(copy.body) in wanted and copy.chunk_id not in excluding]
+        return found[:per_text]
 
     def replace_chunks(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("not used")

@@ -76,6 +76,9 @@ class FakeIndex:
             for chunk_id in chunk_ids
         ]
 
+    def same_text(self, tenant_id, collections, text_hashes, *, filters, per_text, excluding=()):  # type: ignore[no-untyped-def]
+        return []
+
     def replace_chunks(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("not used")
 

@@ -4,10 +4,12 @@ uploads that post to storage and wait (by the event feed, or by polling when the
 verification checked against the reference Standard Webhooks library."""
 
 import base64
+import hashlib
 import json
 import secrets
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -268,6 +270,17 @@ def test_upload_declares_a_language_only_when_given_and_sends_it_as_given() -> N
     for language in ("de", None, ""):
         client.upload(b"x", "docs", filename="a.txt", language=language, wait=False)
     assert [ticket.get("language", "absent") for ticket in fake.tickets] == ["de", "absent", ""]  # the API refuses ""
+
+
+def test_upload_declares_the_files_sha256_read_through_once_unless_told_not_to(tmp_path: Path) -> None:
+    fake = FakeQuire()
+    client, _ = fake_api(fake)
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"x" * 200_000)  # more than one chunk of reading
+    client.upload(path, "docs", wait=False)
+    client.upload(b"x", "docs", filename="a.txt", wait=False, sha256=False)
+    assert fake.tickets[0]["sha256"] == hashlib.sha256(b"x" * 200_000).hexdigest()
+    assert "sha256" not in fake.tickets[1]
 
 
 def test_storage_refusing_the_presigned_post_is_storage_refused_with_its_answer() -> None:

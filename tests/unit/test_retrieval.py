@@ -123,7 +123,8 @@ def test_the_booster_promotes_an_exact_identifier_and_never_a_prefix_of_one() ->
 
 
 def test_the_context_budget_keeps_a_prefix_of_the_ranking() -> None:
-    bodies = {f"c{i}": "word " * 900 for i in range(6)}  # 4,500 characters each, cut to 2,000 per excerpt
+    # 4,500 characters each, cut to 2,000 per excerpt; each its own text (identical ones would collapse into one hit).
+    bodies = {f"c{i}": f"text{i} " + "word " * 900 for i in range(6)}
     lanes = FakeLanes([(f"c{i}", 0.9) for i in range(6)], [], bodies)
     outcome = retrieval(lanes, context_budget_characters=5_000).search(caller("docs"), SearchQuery(text="q"))
     assert isinstance(outcome, Found)

@@ -62,6 +62,9 @@ export interface UploadOptions extends PartsOptions {
   multipart?: boolean;
   partSize?: number;
   checksums?: boolean;
+  /** The file's SHA-256 (hex): storage then refuses other bytes, and the ticket's `duplicateOf` names an earlier
+   * version in the collection with these bytes (the upload goes ahead all the same). */
+  sha256?: string;
   /** Seconds to wait for the version to settle (default 600). */
   timeoutSeconds?: number;
 }
@@ -84,6 +87,7 @@ export async function upload(
       ...(options.multipart ? { multipart: true } : {}),
       ...(options.partSize !== undefined ? { partSize: options.partSize } : {}),
       ...(options.checksums ? { checksums: true } : {}),
+      ...(options.sha256 !== undefined ? { sha256: options.sha256 } : {}),
     },
   });
   if (asked.error !== undefined || asked.data === undefined) throw refusal(asked.response, asked.error);

@@ -960,6 +960,63 @@ export interface components {
             mediaType: string;
         };
         /**
+         * AlsoInView
+         * @description Another place the hit's text is stored, word for word, that the caller may read: its file, version and
+         *     location (and the heading path it sits under there, which may differ from the hit's).
+         */
+        AlsoInView: {
+            box: components["schemas"]["BoundingBox"] | null;
+            /** Cells */
+            cells: string | null;
+            /** Collectionid */
+            collectionId: string;
+            /** Endseconds */
+            endSeconds?: number | null;
+            /** Fileid */
+            fileId: string;
+            /** Filename */
+            filename: string;
+            /** Headingpath */
+            headingPath: string[];
+            kind: components["schemas"]["CitedKind"];
+            /** Language */
+            language?: string | null;
+            /** Lineend */
+            lineEnd: number | null;
+            /** Linestart */
+            lineStart: number | null;
+            /** Mediatype */
+            mediaType: string;
+            /** Ocrconfidence */
+            ocrConfidence: number | null;
+            /** Page */
+            page: number | null;
+            /** Pageend */
+            pageEnd: number | null;
+            /** Paragraphend */
+            paragraphEnd: number | null;
+            /** Paragraphstart */
+            paragraphStart: number | null;
+            /** Regions */
+            regions: components["schemas"]["CitedRegionView"][];
+            /** Shape */
+            shape: string | null;
+            /** Sheet */
+            sheet: string | null;
+            /** Slide */
+            slide: number | null;
+            /** Speaker */
+            speaker?: string | null;
+            /** Speechconfidence */
+            speechConfidence?: number | null;
+            /** Startseconds */
+            startSeconds?: number | null;
+            /** Tableindex */
+            tableIndex: number | null;
+            /** Versionid */
+            versionId: string;
+        };
+        /**
          * AnswerCitationView
          * @description A numbered citation: the search citation snapshot of the chunk, its id and its retrieval score.
          */
@@ -2103,6 +2160,11 @@ export interface components {
         };
         /** HitView */
         HitView: {
+            /**
+             * Alsoin
+             * @description The same text (identical, word for word) stored in other places the caller may read, oldest upload first, at most 20: search collapses them into this hit, so a page of hits is of distinct texts.
+             */
+            alsoIn: components["schemas"]["AlsoInView"][];
             /** Chunkid */
             chunkId: string;
             citation: components["schemas"]["CitationView"];
@@ -2346,6 +2408,12 @@ export interface components {
              * @description Bytes of every part but the last: whole MiB, at least 5 MiB (S3's smallest part); raised when the file would need more than 10,000 parts. 16 MiB when not given.
              */
             partSize?: number | null;
+            /**
+             * Sha256
+             * @description The SHA-256 of the file's bytes (64 hexadecimal digits, either case). The single POST's policy then carries it and S3 refuses other bytes (on AWS; the local S3 does not check); `duplicateOf` in the answer names an earlier version in the collection with these bytes. Never a reason to refuse the upload.
+             * @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+             */
+            sha256?: string | null;
         };
         /**
          * OcrState
@@ -2660,6 +2728,24 @@ export interface components {
          * @enum {string}
          */
         Role: "read" | "write" | "admin";
+        /**
+         * SameBytesView
+         * @description An earlier version in the same collection whose bytes are these (by SHA-256): `duplicateOf`.
+         */
+        SameBytesView: {
+            /**
+             * Fileid
+             * Format: uuid
+             */
+            fileId: string;
+            /** Filename */
+            filename: string;
+            /**
+             * Versionid
+             * Format: uuid
+             */
+            versionId: string;
+        };
         /** ScanView */
         ScanView: {
             /** Attempt */
@@ -2998,6 +3084,12 @@ export interface components {
              * @description Bytes of every part but the last: whole MiB, at least 5 MiB (S3's smallest part); raised when the file would need more than 10,000 parts. 16 MiB when not given.
              */
             partSize?: number | null;
+            /**
+             * Sha256
+             * @description The SHA-256 of the file's bytes (64 hexadecimal digits, either case). The single POST's policy then carries it and S3 refuses other bytes (on AWS; the local S3 does not check); `duplicateOf` in the answer names an earlier version in the collection with these bytes. Never a reason to refuse the upload.
+             * @example e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+             */
+            sha256?: string | null;
         };
         /**
          * UploadResponse
@@ -3007,6 +3099,8 @@ export interface components {
         UploadResponse: {
             /** Checksums */
             checksums?: boolean | null;
+            /** @description The declared `sha256` is the bytes of this earlier version in the same collection (as read when it was processed): the upload is taken all the same. Null without a declared hash or a match. */
+            duplicateOf?: components["schemas"]["SameBytesView"] | null;
             /**
              * Expiresat
              * Format: date-time
@@ -3153,6 +3247,8 @@ export interface components {
             declaredByteSize: number;
             /** Declaredlanguage */
             declaredLanguage?: string | null;
+            /** @description The earliest other version in the file's collection with the same bytes (uploaded before this one); null when there is none or the bytes are not read yet. */
+            duplicateOf?: components["schemas"]["SameBytesView"] | null;
             /** Exportid */
             exportId?: string | null;
             extraction?: components["schemas"]["ExtractionView"] | null;
@@ -3178,6 +3274,11 @@ export interface components {
             processingState: string;
             /** Rejectionreason */
             rejectionReason: string | null;
+            /**
+             * Sha256
+             * @description The bytes' SHA-256 (hex) as processing read them; null until then, and for a recording.
+             */
+            sha256?: string | null;
             /** State */
             state: string;
             /** Storedat */

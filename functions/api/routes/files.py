@@ -57,6 +57,7 @@ def create_upload(request: UploadRequest) -> Response[UploadResponse]:
         byte_size=request.byte_size,
         metadata=request.metadata,
         language=request.language,
+        sha256=request.sha256,
         by_parts=request.parts_request(),
     )
     return json_response(201, UploadResponse.of(ticket))
@@ -72,6 +73,7 @@ def create_version(file_id: str, request: NewVersionRequest) -> Response[UploadR
         byte_size=request.byte_size,
         metadata=request.metadata,
         language=request.language,
+        sha256=request.sha256,
         by_parts=request.parts_request(),
     )
     return json_response(201, UploadResponse.of(ticket))

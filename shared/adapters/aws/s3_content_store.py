@@ -1,5 +1,6 @@
 """FileContentStore over S3 (and over moto's S3 server locally: same boto3 code, real presigned URLs)."""
 
+import base64
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -25,6 +26,8 @@ DELETED_TAG = {"Key": "quire:deleted", "Value": "true"}
 # as botocore's default connection pool holds).
 _DELETE_BATCH = 1000
 _WITHDRAW_CONCURRENCY = 10
+# The form field of a POST that carries the bytes' SHA-256 (base64), as PutObject's x-amz-checksum-sha256 header.
+CHECKSUM_FIELD = "x-amz-checksum-sha256"
 
 
 class S3ContentStore(FileContentStore):
@@ -173,20 +176,26 @@ class S3ContentStore(FileContentStore):
             if error_code(error) not in _NOT_FOUND_CODES:
                 raise
 
-    def signed_upload(self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta) -> PresignedUpload:
+    def signed_upload(
+        self, key: str, *, content_type: str, max_bytes: int, lifetime: timedelta, sha256: str | None = None
+    ) -> PresignedUpload:
         seconds = max(1, int(min(lifetime, MAX_SIGNED_READ_LIFETIME).total_seconds()))
         stored_type = stored_content_type(content_type)
+        fields = {"Content-Type": stored_type}
+        conditions: list[Any] = [
+            {"bucket": self._bucket},
+            ["eq", "$key", key],
+            ["eq", "$Content-Type", stored_type],
+            ["content-length-range", 1, max_bytes],
+        ]
+        if sha256 is not None:
+            # S3 computes the posted bytes' SHA-256 and refuses them (BadDigest) unless it is this one; the field is
+            # in the signed policy, so the browser can neither drop nor change it.
+            checksum = base64.b64encode(bytes.fromhex(sha256)).decode()
+            fields[CHECKSUM_FIELD] = checksum
+            conditions.append({CHECKSUM_FIELD: checksum})
         post = self.client.generate_presigned_post(
-            Bucket=self._bucket,
-            Key=key,
-            Fields={"Content-Type": stored_type},
-            Conditions=[
-                {"bucket": self._bucket},
-                ["eq", "$key", key],
-                ["eq", "$Content-Type", stored_type],
-                ["content-length-range", 1, max_bytes],
-            ],
-            ExpiresIn=seconds,
+            Bucket=self._bucket, Key=key, Fields=fields, Conditions=conditions, ExpiresIn=seconds
         )
         return PresignedUpload(
             url=post["url"],

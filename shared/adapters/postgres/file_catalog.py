@@ -14,13 +14,28 @@ from shared.adapters.postgres.metadata_rows import metadata_columns, record_key_
 from shared.adapters.postgres.metadata_sql import FileColumns, filter_condition
 from shared.adapters.postgres.search_filters import attribute_filters
 from shared.domain.errors import InvalidRequest, NotFound
-from shared.domain.files import FileRecord, FileVersionRecord, MalwareScan, NewVersion, VersionState
+from shared.domain.files import FileRecord, FileVersionRecord, MalwareScan, NewVersion, SameBytes, VersionState
 from shared.domain.metadata import MetadataError, MetadataType, changed_metadata
 from shared.domain.metadata_filter import MAX_FACET_VALUES, MetadataFilter
 from shared.domain.search import SearchFilters
 from shared.ports import FileCatalog
 
 _LIVE = ("pending", "stored", "rejected")
+# Each version's earliest other stored version in its file's collection (now) with the same bytes, found by the
+# partial index of migration 0033: `duplicateOf`. Same collection only, so whoever reads the file reads it too.
+_SAME_BYTES = """
+SELECT v.version_id, same.file_id, same.version_id AS same_version_id, same.filename
+FROM file_versions AS v
+JOIN files AS f ON f.tenant_id = v.tenant_id AND f.file_id = v.file_id
+CROSS JOIN LATERAL (
+  SELECT o.file_id, o.version_id, g.filename FROM file_versions AS o
+  JOIN files AS g ON g.tenant_id = o.tenant_id AND g.file_id = o.file_id
+  WHERE o.tenant_id = v.tenant_id AND o.content_sha256 = v.content_sha256 AND o.state = 'stored'
+    AND g.collection_id = f.collection_id AND (o.created_at, o.version_id) < (v.created_at, v.version_id)
+  ORDER BY o.created_at, o.version_id LIMIT 1
+) AS same
+WHERE v.tenant_id = %s AND v.file_id = ANY(%s) AND v.content_sha256 IS NOT NULL
+"""
 
 
 def _lock_collection(conn: psycopg.Connection[Any], tenant_id: str, collection_id: str) -> None:
@@ -168,8 +183,8 @@ def insert_version(conn: psycopg.Connection[Any], new: NewVersion, *, new_file: 
         _set_on_new_version(conn, new)
     conn.execute(
         "INSERT INTO file_versions (tenant_id, file_id, version_id, filename, media_type,"
-        " declared_byte_size, storage_key, created_by, export_id, processing_state, declared_language)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        " declared_byte_size, storage_key, created_by, export_id, processing_state, declared_language,"
+        " declared_sha256) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (
             new.tenant_id,
             new.file_id,
@@ -183,6 +198,7 @@ def insert_version(conn: psycopg.Connection[Any], new: NewVersion, *, new_file: 
             # A rendered file is never extracted: its processing is decided before its bytes exist.
             "skipped" if new.export_id is not None else "not_started",
             new.declared_language,
+            new.declared_sha256,
         ),
     )
 
@@ -204,7 +220,7 @@ class PostgresFileCatalog(FileRows, FileCatalog):
 
     def get_file(self, tenant_id: str, file_id: UUID, *, include_gone: bool = False) -> FileRecord | None:
         with self._database.tenant_transaction(tenant_id) as conn:
-            records = self._records(conn, tenant_id, [file_id])
+            records = self._records(conn, tenant_id, [file_id], same_bytes=True)
         record = records[0] if records else None
         if record is None or (not include_gone and not any(v.state in _LIVE for v in record.versions)):
             return None
@@ -239,8 +255,19 @@ class PostgresFileCatalog(FileRows, FileCatalog):
         query += " ORDER BY f.created_at DESC, f.file_id DESC LIMIT %(limit)s"
         with self._database.tenant_transaction(tenant_id) as conn:
             rows = conn.execute(query, params).fetchall()
-            records = self._records(conn, tenant_id, [row[0] for row in rows[:limit]])
+            records = self._records(conn, tenant_id, [row[0] for row in rows[:limit]], same_bytes=True)
         return records, len(rows) > limit
+
+    def same_bytes(self, tenant_id: str, collection_id: str, sha256: str) -> SameBytes | None:
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
+            row = cursor.execute(
+                "SELECT o.file_id, o.version_id, g.filename FROM file_versions AS o"
+                " JOIN files AS g ON g.tenant_id = o.tenant_id AND g.file_id = o.file_id"
+                " WHERE o.tenant_id = %s AND o.content_sha256 = %s AND o.state = 'stored' AND g.collection_id = %s"
+                " ORDER BY o.created_at, o.version_id LIMIT 1",
+                (tenant_id, sha256, collection_id),
+            ).fetchone()
+        return SameBytes.model_validate(row) if row else None
 
     def facets(
         self,
@@ -273,7 +300,11 @@ class PostgresFileCatalog(FileRows, FileCatalog):
             counted[key].append((value, int(files)))
         return counted
 
-    def _records(self, conn: psycopg.Connection[Any], tenant_id: str, file_ids: Sequence[UUID]) -> list[FileRecord]:
+    def _records(
+        self, conn: psycopg.Connection[Any], tenant_id: str, file_ids: Sequence[UUID], *, same_bytes: bool = False
+    ) -> list[FileRecord]:
+        """The files with their versions, newest first; with `same_bytes`, each version's `duplicate_of` too (what a
+        caller is shown; the pipeline's lookups go without)."""
         if not file_ids:
             return []
         with conn.cursor(row_factory=dict_row) as cursor:
@@ -287,9 +318,18 @@ class PostgresFileCatalog(FileRows, FileCatalog):
                 " WHERE tenant_id = %s AND file_id = ANY(%s) ORDER BY created_at DESC, version_id DESC",
                 (tenant_id, list(file_ids)),
             ).fetchall()
+            earlier = {
+                row["version_id"]: SameBytes(
+                    file_id=row["file_id"], version_id=row["same_version_id"], filename=row["filename"]
+                )
+                for row in (cursor.execute(_SAME_BYTES, (tenant_id, list(file_ids))) if same_bytes else [])
+            }
         by_file: dict[UUID, list[FileVersionRecord]] = {}
         for row in versions:
-            by_file.setdefault(row["file_id"], []).append(version_of(row))
+            version = version_of(row)
+            if version.version_id in earlier:
+                version = version.model_copy(update={"duplicate_of": earlier[version.version_id]})
+            by_file.setdefault(row["file_id"], []).append(version)
         order = {file_id: position for position, file_id in enumerate(file_ids)}
         return sorted(
             (FileRecord(tenant_id=tenant_id, versions=tuple(by_file.get(row["file_id"], ())), **row) for row in files),

@@ -17,7 +17,7 @@ VERSION_COLUMNS = (
     " ocr_state, ocr_engine, ocr_detail, recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail,"
     " transcription_state, transcription_engine, transcription_detail, transcription_confidence,"
     " transcription_language, duration_seconds,"
-    " export_id, malware_scan, malware_scan_object, declared_language, languages"
+    " export_id, malware_scan, malware_scan_object, declared_language, languages, content_sha256, declared_sha256"
 )
 
 

@@ -9,7 +9,7 @@ what was withheld.
 import itertools
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 from uuid import UUID
@@ -20,10 +20,12 @@ from psycopg.rows import dict_row
 
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.keyword_lane import PostgresKeywordIndex
+from shared.adapters.postgres.search_filters import filter_sql
 from shared.adapters.postgres.title_lane import write_titles
 from shared.adapters.postgres.vector_lane import PostgresVectorIndex
 from shared.domain.chunk_context import CONTEXT_VERSION
 from shared.domain.document import BlockKind
+from shared.domain.duplicates import text_sha256
 from shared.domain.knowledge import (
     ChunkLocation,
     CollectionCoverage,
@@ -32,7 +34,7 @@ from shared.domain.knowledge import (
     IndexWrite,
 )
 from shared.domain.languages import analyser_of, by_share, keyword_text, text_search_configuration
-from shared.domain.search import ChunkSnapshot
+from shared.domain.search import ChunkSnapshot, SearchFilters
 from shared.domain.titles import document_title_keys
 from shared.ports import KnowledgeStore
 
@@ -45,23 +47,23 @@ _INSERT_SLICE = 1000
 _INSERT_CHUNKS = """
 INSERT INTO knowledge_chunks (tenant_id, chunk_id, file_id, version_id, ordinal, subjects, content, content_hash,
   embedding, embedding_model, collection_id, filename, media_type, uploaded_at, block_kind, location, heading_path,
-  parent_block, block_start, block_end, body_offset, token_count, language, analyser, search_vector)
+  parent_block, block_start, block_end, body_offset, token_count, language, analyser, search_vector, text_sha256)
 SELECT %(tenant)s, r.chunk_id, r.file_id, r.version_id, r.ordinal, ARRAY[r.collection_id], r.content, r.content_hash,
   r.embedding, r.embedding_model, r.collection_id, r.filename, r.media_type, r.uploaded_at, r.block_kind,
   r.location::jsonb, ARRAY(SELECT jsonb_array_elements_text(r.heading_path::jsonb)), r.parent_block, r.block_start,
   r.block_end, r.body_offset, r.token_count, r.language, r.analyser,
   setweight(to_tsvector(r.configuration::regconfig, r.keyword_context), 'A')
-    || to_tsvector(r.configuration::regconfig, r.keyword_text)
+    || to_tsvector(r.configuration::regconfig, r.keyword_text), r.text_sha256
 FROM unnest(%(chunk_id)s::text[], %(file_id)s::uuid[], %(version_id)s::uuid[], %(ordinal)s::int[],
   %(collection_id)s::text[], %(content)s::text[], %(content_hash)s::text[], %(embedding)s::vector[],
   %(embedding_model)s::text[], %(filename)s::text[], %(media_type)s::text[], %(uploaded_at)s::timestamptz[],
   %(block_kind)s::text[], %(location)s::text[], %(heading_path)s::text[], %(parent_block)s::int[],
   %(block_start)s::int[], %(block_end)s::int[], %(body_offset)s::int[], %(token_count)s::int[],
   %(language)s::text[], %(analyser)s::text[], %(configuration)s::text[], %(keyword_context)s::text[],
-  %(keyword_text)s::text[])
+  %(keyword_text)s::text[], %(text_sha256)s::text[])
   AS r(chunk_id, file_id, version_id, ordinal, collection_id, content, content_hash, embedding, embedding_model,
        filename, media_type, uploaded_at, block_kind, location, heading_path, parent_block, block_start, block_end,
-       body_offset, token_count, language, analyser, configuration, keyword_context, keyword_text)
+       body_offset, token_count, language, analyser, configuration, keyword_context, keyword_text, text_sha256)
 """
 
 
@@ -197,33 +199,75 @@ class PostgresKnowledgeStore(KnowledgeStore):
             return []
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
             rows = cursor.execute(
-                "SELECT c.chunk_id, c.file_id::text, c.version_id::text, c.filename, c.media_type, c.collection_id,"
-                " c.location, c.heading_path, c.block_kind, substr(c.content, c.body_offset + 1) AS body,"
-                " left(c.content, c.body_offset) AS context,"
-                " f.metadata, f.metadata_revision, c.language FROM knowledge_chunks AS c"
+                f"SELECT {_SNAPSHOT_COLUMNS} FROM knowledge_chunks AS c"  # noqa: S608 - constant columns
                 " JOIN files AS f ON f.tenant_id = c.tenant_id AND f.file_id = c.file_id"
                 " WHERE c.tenant_id = %s AND c.subjects && %s AND c.chunk_id = ANY(%s)",
                 (tenant_id, sorted(collections), list(chunk_ids)),
             ).fetchall()
-        return [
-            ChunkSnapshot(
-                chunk_id=row["chunk_id"],
-                file_id=row["file_id"],
-                version_id=row["version_id"],
-                filename=row["filename"],
-                media_type=row["media_type"],
-                collection_id=row["collection_id"],
-                location=ChunkLocation.model_validate(row["location"]),
-                heading_path=tuple(row["heading_path"]),
-                block_kind=BlockKind(row["block_kind"]),
-                body=row["body"],
-                context=row["context"],
-                metadata=row["metadata"],
-                metadata_revision=row["metadata_revision"],
-                language=row["language"],
-            )
-            for row in rows
-        ]
+        return [_snapshot(row) for row in rows]
+
+    def same_text(
+        self,
+        tenant_id: str,
+        collections: frozenset[str],
+        text_hashes: Iterable[str],
+        *,
+        filters: SearchFilters,
+        per_text: int,
+        excluding: Collection[str] = (),
+    ) -> list[ChunkSnapshot]:
+        hashes = sorted(set(text_hashes))
+        if not collections or not hashes or per_text < 1:
+            return []
+        params: dict[str, Any] = {
+            "tenant": tenant_id,
+            "collections": sorted(collections),
+            "hashes": hashes,
+            "per_text": per_text,
+            "excluding": sorted(excluding),
+        }
+        # Found by (tenant_id, text_sha256), an equality row-level security lets the index answer (migration 0033);
+        # the collections and filters as the lanes apply them.
+        conditions = filter_sql(filters, params, chunk="c.")
+        statement = (
+            "SELECT found.* FROM unnest(%(hashes)s::text[]) AS wanted(text_sha256) CROSS JOIN LATERAL ("  # noqa: S608
+            f" SELECT {_SNAPSHOT_COLUMNS} FROM knowledge_chunks AS c"
+            " JOIN files AS f ON f.tenant_id = c.tenant_id AND f.file_id = c.file_id"
+            " WHERE c.tenant_id = %(tenant)s AND c.text_sha256 = wanted.text_sha256"
+            f" AND c.chunk_id <> ALL(%(excluding)s::text[]) AND c.subjects && %(collections)s{conditions}"
+            " ORDER BY c.uploaded_at, c.chunk_id LIMIT %(per_text)s) AS found"
+        )
+        with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
+            rows = cursor.execute(statement, params).fetchall()
+        return [_snapshot(row) for row in rows]
+
+
+_SNAPSHOT_COLUMNS = (
+    "c.chunk_id, c.file_id::text, c.version_id::text, c.filename, c.media_type, c.collection_id, c.location,"
+    " c.heading_path, c.block_kind, substr(c.content, c.body_offset + 1) AS body,"
+    " left(c.content, c.body_offset) AS context, f.metadata, f.metadata_revision,"
+    " c.language, c.uploaded_at"
+)
+
+
+def _snapshot(row: dict[str, Any]) -> ChunkSnapshot:
+    return ChunkSnapshot(
+        chunk_id=row["chunk_id"],
+        file_id=row["file_id"],
+        version_id=row["version_id"],
+        filename=row["filename"],
+        media_type=row["media_type"],
+        collection_id=row["collection_id"],
+        location=ChunkLocation.model_validate(row["location"]),
+        heading_path=tuple(row["heading_path"]),
+        block_kind=BlockKind(row["block_kind"]),
+        body=row["body"],
+        context=row["context"],
+        metadata=row["metadata"],
+        metadata_revision=row["metadata_revision"],
+        language=row["language"],
+        uploaded_at=row["uploaded_at"],
+    )
 
 
 def _holds(version: dict[str, Any], attempt: int | None) -> bool:
@@ -289,6 +333,7 @@ def _columns(tenant_id: str, chunks: Sequence[IndexedChunk], *, collection_id: s
             "configuration",
             "keyword_context",
             "keyword_text",
+            "text_sha256",
         )
     }
     for chunk in chunks:
@@ -322,6 +367,7 @@ def _columns(tenant_id: str, chunks: Sequence[IndexedChunk], *, collection_id: s
             # The context's terms are weighted A, the body's D: the keyword lane weighs them apart (migration 0031).
             "keyword_context": keyword_text(content[: len(content) - len(draft.text)]),
             "keyword_text": keyword_text(draft.text),
+            "text_sha256": text_sha256(draft.text),
         }
         for name, value in row.items():
             columns[name].append(value)

@@ -110,6 +110,15 @@ class PostgresProcessingAttempts(FileRows, ProcessingAttempts):
     def heartbeat(self, tenant_id: str, version_id: UUID, *, attempt: int, state: ProcessingState) -> bool:
         return self.move_processing(tenant_id, version_id, attempt=attempt, to=state, expected=[state])
 
+    def record_content_hash(self, tenant_id: str, version_id: UUID, sha256: str, *, attempt: int) -> bool:
+        with self._database.tenant_transaction(tenant_id) as conn:
+            changed = conn.execute(
+                "UPDATE file_versions SET content_sha256 = %s WHERE tenant_id = %s AND version_id = %s"
+                " AND state = 'stored' AND processing_attempt = %s",
+                (sha256, tenant_id, version_id, attempt),
+            ).rowcount
+        return changed == 1
+
     def record_extraction(
         self,
         tenant_id: str,

@@ -272,6 +272,7 @@ class Quire(Operations):
         part_size: int | None = None,
         checksums: bool = False,
         on_session: Callable[[UploadResponse], None] | None = None,
+        sha256: bool = True,
     ) -> Upload:
         """Upload a file (a path, or bytes with `filename`) into a collection: ask `POST /v1/uploads` for a ticket,
         post the bytes to storage as a browser would, and (with `wait`) wait until the version is indexed, failed
@@ -284,7 +285,11 @@ class Quire(Operations):
         `part_size` (bytes, whole MiB, at least 5 MiB) or `checksums` (each part's SHA-256, checked by storage):
         then the parts are read from the file as they are sent, three at a time, and completed; `on_session` is
         called with the ticket first (its `uploadId` is what `resume` takes). A part that keeps failing raises
-        UploadInterrupted, naming the session."""
+        UploadInterrupted, naming the session.
+
+        With `sha256` (the default) the file's SHA-256 is declared with the ticket (the file is read once more
+        first): storage then refuses other bytes, and the ticket's `duplicateOf` names an earlier version in the
+        collection with the same bytes (the upload goes ahead all the same)."""
         local = LocalFile(source)
         if isinstance(source, bytes) and not filename:
             raise ValueError("uploading bytes takes a filename")
@@ -306,6 +311,8 @@ class Quire(Operations):
             request["partSize"] = part_size
         if checksums:
             request["checksums"] = True
+        if sha256:
+            request["sha256"] = local.whole_sha256()
         if wait and events_after is None:
             events_after = self._latest_event_cursor()
         ticket = self.create_upload(request)

@@ -9,6 +9,7 @@ from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 __all__ = [
     "AcceptedTypeView",
+    "AlsoInView",
     "AnswerCitationView",
     "AnswerClaimView",
     "AnswerHitView",
@@ -116,6 +117,7 @@ __all__ = [
     "ResponseValidationError",
     "RestoreRequest",
     "Role",
+    "SameBytesView",
     "ScanView",
     "SearchEmptyView",
     "SearchFiltersBody",
@@ -253,6 +255,39 @@ class AcceptedTypeView(TypedDict):
     mediaType: str
     extensions: list[str]
     kind: str
+
+
+class AlsoInView(TypedDict):
+    """Another place the hit's text is stored, word for word, that the caller may read: its file, version and location
+    (and the heading path it sits under there, which may differ from the hit's).
+    """
+
+    fileId: str
+    versionId: str
+    filename: str
+    mediaType: str
+    collectionId: str
+    page: int | None
+    pageEnd: int | None
+    box: BoundingBox | None
+    sheet: str | None
+    cells: str | None
+    slide: int | None
+    lineStart: int | None
+    lineEnd: int | None
+    paragraphStart: int | None
+    paragraphEnd: int | None
+    tableIndex: int | None
+    shape: str | None
+    startSeconds: NotRequired[float | None]
+    endSeconds: NotRequired[float | None]
+    speaker: NotRequired[str | None]
+    regions: list[CitedRegionView]
+    kind: CitedKind
+    ocrConfidence: float | None
+    speechConfidence: NotRequired[float | None]
+    language: NotRequired[str | None]
+    headingPath: list[str]
 
 
 class AnswerCitationView(TypedDict):
@@ -828,6 +863,7 @@ class HitView(TypedDict):
     directSubject: bool
     excerpt: str
     citation: CitationView
+    alsoIn: list[AlsoInView]
 
 
 class IdentifierView(TypedDict):
@@ -949,6 +985,7 @@ class NewVersionRequest(TypedDict):
     byteSize: int
     metadata: NotRequired[dict[str, Any] | None]
     language: NotRequired[str | None]
+    sha256: NotRequired[str | None]
 
 
 class OcrView(TypedDict):
@@ -1105,6 +1142,14 @@ class RestoreRequest(TypedDict):
     expectedLatestVersion: int
 
 
+class SameBytesView(TypedDict):
+    """An earlier version in the same collection whose bytes are these (by SHA-256): `duplicateOf`."""
+
+    fileId: str
+    versionId: str
+    filename: str
+
+
 class ScanView(TypedDict):
     fileId: str
     versionId: str
@@ -1242,6 +1287,7 @@ class UploadRequest(TypedDict):
     byteSize: int
     metadata: NotRequired[dict[str, Any] | None]
     language: NotRequired[str | None]
+    sha256: NotRequired[str | None]
 
 
 class UploadResponse(TypedDict):
@@ -1257,6 +1303,7 @@ class UploadResponse(TypedDict):
     partSize: NotRequired[int | None]
     partCount: NotRequired[int | None]
     checksums: NotRequired[bool | None]
+    duplicateOf: NotRequired[SameBytesView | None]
 
 
 class UploadSessionView(TypedDict):
@@ -1330,6 +1377,8 @@ class VersionView(TypedDict):
     language: NotRequired[str | None]
     languages: NotRequired[list[str]]
     declaredLanguage: NotRequired[str | None]
+    sha256: NotRequired[str | None]
+    duplicateOf: NotRequired[SameBytesView | None]
 
 
 class VisionView(TypedDict):

@@ -75,6 +75,14 @@ class LocalFile:
         assert self._content is not None
         return self._content
 
+    def whole_sha256(self) -> str:
+        """The SHA-256 of the whole file, hex (as the API takes it; a part's is base64): read once, a chunk at a
+        time."""
+        digest = hashlib.sha256()
+        for chunk in self.chunks(0, self.size):
+            digest.update(chunk)
+        return digest.hexdigest()
+
     def _open(self) -> BinaryIO:
         if self._path is not None:
             return self._path.open("rb")
