@@ -1,5 +1,6 @@
 """moto's S3 server as Quire uses it: a versioned bucket, real presigned URLs, each change on disk before its answer."""
 
+import hashlib
 import random
 import signal
 import subprocess
@@ -23,6 +24,11 @@ from shared.local.embedded_postgres import free_port
 from shared.local.s3_server import LocalS3Server
 from shared.local.supervisor import ensure_bucket
 from tests.builders.local_s3 import forget_bucket, server_process
+
+
+def etag_of(body: bytes) -> str:
+    """S3's ETag of an object put whole: the MD5 of its bytes, quoted."""
+    return f'"{hashlib.md5(body).hexdigest()}"'  # noqa: S324 - S3's ETag
 
 
 def store_for(endpoint: str, bucket: str) -> S3ContentStore:
@@ -283,6 +289,100 @@ def test_versions_written_at_once_to_one_key_are_all_kept(tmp_path: Path, aws_cr
         store = store_for(restarted.endpoint, name)
         for version, body in acknowledged.items():  # ... and after a restart
             assert store.get("one/key", version_id=version, max_bytes=10_000) == body
+    finally:
+        restarted.stop()
+        forget_bucket(name)
+
+
+class _PausedBuffer:
+    """A version's bytes in memory, whose first seek by one thread (moto working out the ETag, past its check that
+    none is known yet) waits until `go` is set; every other use goes straight to the buffer."""
+
+    def __init__(self, buffer: Any, go: threading.Event) -> None:
+        self._buffer = buffer
+        self._go = go
+        self.pausing: threading.Thread | None = None
+        self.paused = threading.Event()
+
+    def seek(self, *args: Any) -> int:
+        if threading.current_thread() is self.pausing and not self.paused.is_set():
+            self.paused.set()
+            assert self._go.wait(30), "nothing came between the ETag's check and its read"
+        return int(self._buffer.seek(*args))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._buffer, name)
+
+
+class _ContendedLock:
+    """A key's lock that sets `go` when a thread finds it held."""
+
+    def __init__(self, go: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._go = go
+
+    def __enter__(self) -> bool:
+        if self._lock.locked():
+            self._go.set()
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(None, None, None)
+
+
+def test_a_version_is_written_whole_while_its_put_works_out_the_etag(
+    tmp_path: Path, aws_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """moto works out a new version's ETag when the put builds its answer: it seeks the version's bytes in memory
+    back to the start and reads them. Another request's commit to the same key may be copying those bytes to disk
+    then (a commit writes every version its key holds). Both read from the buffer's one position: without the
+    key's lock, the ETag's read left the commit at the end, and the commit wrote an empty file under a record of
+    the full size, an acknowledged version lost (the kill -9 test's flake). Here the put's thread is paused
+    inside the ETag, as a thread switch once paused it, until the commit copies the bytes or waits for the lock."""
+    from moto.s3.models import s3_backends
+
+    from shared.local import durable_s3
+
+    server = LocalS3Server(tmp_path / "s3", port=free_port())
+    server.start()
+    name = f"quire-etag-{server.port}"
+    body = bytes(range(256)) * 64
+    etag = etag_of(body)
+    try:
+        ensure_bucket(server.endpoint, name)
+        store = store_for(server.endpoint, name)
+        # A put moto has made and not yet answered: among the key's versions, its ETag not yet worked out.
+        version = s3_backends["123456789012"]["aws"].put_object(name, "doc", body)
+        go = threading.Event()
+        version.lock = _ContendedLock(go)  # type: ignore[assignment]
+        paused = version._value_buffer = _PausedBuffer(version._value_buffer, go)  # type: ignore[assignment]
+        answered: list[str] = []
+        answering = paused.pausing = threading.Thread(target=lambda: answered.append(version.etag))
+        answering.start()
+        assert paused.paused.wait(30)
+        real_write = durable_s3.write_synced
+
+        def copy_while_the_put_answers(path: Path, chunks: Any) -> None:
+            if path.suffix == ".data" and not go.is_set():  # the commit has seeked to the start: the put reads now
+                go.set()
+                answering.join()
+            real_write(path, chunks)
+
+        monkeypatch.setattr(durable_s3, "write_synced", copy_while_the_put_answers)
+        store.put("doc", b"another request's put to the key", content_type="text/plain")
+        monkeypatch.setattr(durable_s3, "write_synced", real_write)
+        answering.join()
+        assert answered == [etag]
+        assert store.get("doc", version_id=version.version_id, max_bytes=len(body)) == body
+    finally:
+        server.stop()
+        forget_bucket(name)
+    restarted = LocalS3Server(tmp_path / "s3", port=free_port())
+    restarted.start()
+    try:
+        store = store_for(restarted.endpoint, name)
+        assert store.get("doc", version_id=version.version_id, max_bytes=len(body)) == body
+        assert store.client.head_object(Bucket=name, Key="doc", VersionId=version.version_id)["ETag"] == etag
     finally:
         restarted.stop()
         forget_bucket(name)
