@@ -14,7 +14,8 @@ which the next start removes. A deleted version's record goes first, then its by
 that a read already holding the version finishes). Versions of one key keep their order by `seq`.
 
 The bytes stay on disk: once written, an object version in moto's memory reads them from its file, so the
-server holds metadata only, however much is stored.
+server holds metadata only, however much is stored. Until then they are in a buffer with one read position, which
+every reader seeks and reads under the version's lock (moto's ETag included: `_etag_worked_out_under_the_lock`).
 """
 
 import hashlib
@@ -24,7 +25,7 @@ import os
 import threading
 import time
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -159,6 +160,26 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat()
 
 
+_etag_without_the_lock: Callable[[FakeKey], str] = vars(FakeKey)["etag"].fget
+
+
+def _etag_under_the_lock(version: FakeKey) -> str:
+    if version._etag is None:
+        with version.lock:
+            return _etag_without_the_lock(version)
+    return _etag_without_the_lock(version)
+
+
+def _etag_worked_out_under_the_lock() -> None:
+    """moto works out a new version's ETag when first asked (the put's own thread, building its answer) by seeking
+    the version's buffer to the start and reading it, without the version's lock. A commit of another request to
+    the same key may be copying that buffer to disk at the same moment (`_write_bytes`, under the lock): the two
+    moved one read position, and the commit wrote an empty file under a record of the full size (an acknowledged
+    version lost), or the ETag was of no bytes. Once per process: moto's class is the process's."""
+    if vars(FakeKey)["etag"].fget is not _etag_under_the_lock:
+        FakeKey.etag = property(_etag_under_the_lock)  # type: ignore[assignment,method-assign]
+
+
 class DurableBuckets:
     """The buckets of one moto backend, kept on disk under `root`."""
 
@@ -175,6 +196,7 @@ class DurableBuckets:
         self._trashed: list[tuple[float, Path]] = []
         self._trash_lock = threading.Lock()
         self._bucket_lock = threading.Lock()
+        _etag_worked_out_under_the_lock()
 
     # -- reading back ------------------------------------------------------------------------------------------
 

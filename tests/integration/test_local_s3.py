@@ -1,11 +1,11 @@
 """moto's S3 server as Quire uses it: a versioned bucket, real presigned URLs, each change on disk before its answer."""
 
+import hashlib
 import random
 import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from datetime import timedelta
@@ -23,6 +23,11 @@ from shared.local.embedded_postgres import free_port
 from shared.local.s3_server import LocalS3Server
 from shared.local.supervisor import ensure_bucket
 from tests.builders.local_s3 import forget_bucket, server_process
+
+
+def etag_of(body: bytes) -> str:
+    """S3's ETag of an object put whole: the MD5 of its bytes, quoted."""
+    return f'"{hashlib.md5(body).hexdigest()}"'  # noqa: S324 - S3's ETag
 
 
 def store_for(endpoint: str, bucket: str) -> S3ContentStore:
@@ -288,6 +293,100 @@ def test_versions_written_at_once_to_one_key_are_all_kept(tmp_path: Path, aws_cr
         forget_bucket(name)
 
 
+class _PausedBuffer:
+    """A version's bytes in memory, whose first seek by one thread (moto working out the ETag, past its check that
+    none is known yet) waits until `go` is set; every other use goes straight to the buffer."""
+
+    def __init__(self, buffer: Any, go: threading.Event) -> None:
+        self._buffer = buffer
+        self._go = go
+        self.pausing: threading.Thread | None = None
+        self.paused = threading.Event()
+
+    def seek(self, *args: Any) -> int:
+        if threading.current_thread() is self.pausing and not self.paused.is_set():
+            self.paused.set()
+            assert self._go.wait(30), "nothing came between the ETag's check and its read"
+        return int(self._buffer.seek(*args))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._buffer, name)
+
+
+class _ContendedLock:
+    """A key's lock that sets `go` when a thread finds it held."""
+
+    def __init__(self, go: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._go = go
+
+    def __enter__(self) -> bool:
+        if self._lock.locked():
+            self._go.set()
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(None, None, None)
+
+
+def test_a_version_is_written_whole_while_its_put_works_out_the_etag(
+    tmp_path: Path, aws_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """moto works out a new version's ETag when the put builds its answer: it seeks the version's bytes in memory
+    back to the start and reads them. Another request's commit to the same key may be copying those bytes to disk
+    then (a commit writes every version its key holds). Both read from the buffer's one position: without the
+    key's lock, the ETag's read left the commit at the end, and the commit wrote an empty file under a record of
+    the full size, an acknowledged version lost (the kill -9 test's flake). Here the put's thread is paused
+    inside the ETag, as a thread switch once paused it, until the commit copies the bytes or waits for the lock."""
+    from moto.s3.models import s3_backends
+
+    from shared.local import durable_s3
+
+    server = LocalS3Server(tmp_path / "s3", port=free_port())
+    server.start()
+    name = f"quire-etag-{server.port}"
+    body = bytes(range(256)) * 64
+    etag = etag_of(body)
+    try:
+        ensure_bucket(server.endpoint, name)
+        store = store_for(server.endpoint, name)
+        # A put moto has made and not yet answered: among the key's versions, its ETag not yet worked out.
+        version = s3_backends["123456789012"]["aws"].put_object(name, "doc", body)
+        go = threading.Event()
+        version.lock = _ContendedLock(go)  # type: ignore[assignment]
+        paused = version._value_buffer = _PausedBuffer(version._value_buffer, go)  # type: ignore[assignment]
+        answered: list[str] = []
+        answering = paused.pausing = threading.Thread(target=lambda: answered.append(version.etag))
+        answering.start()
+        assert paused.paused.wait(30)
+        real_write = durable_s3.write_synced
+
+        def copy_while_the_put_answers(path: Path, chunks: Any) -> None:
+            if path.suffix == ".data" and not go.is_set():  # the commit has seeked to the start: the put reads now
+                go.set()
+                answering.join()
+            real_write(path, chunks)
+
+        monkeypatch.setattr(durable_s3, "write_synced", copy_while_the_put_answers)
+        store.put("doc", b"another request's put to the key", content_type="text/plain")
+        monkeypatch.setattr(durable_s3, "write_synced", real_write)
+        answering.join()
+        assert answered == [etag]
+        assert store.get("doc", version_id=version.version_id, max_bytes=len(body)) == body
+    finally:
+        server.stop()
+        forget_bucket(name)
+    restarted = LocalS3Server(tmp_path / "s3", port=free_port())
+    restarted.start()
+    try:
+        store = store_for(restarted.endpoint, name)
+        assert store.get("doc", version_id=version.version_id, max_bytes=len(body)) == body
+        assert store.client.head_object(Bucket=name, Key="doc", VersionId=version.version_id)["ETag"] == etag
+    finally:
+        restarted.stop()
+        forget_bucket(name)
+
+
 def test_moto_changes_one_keys_versions_one_request_at_a_time(tmp_path: Path, aws_credentials: None) -> None:
     """moto puts a version by reading a key's list and setting a longer one: two puts at once would each drop the
     other's version from memory, which its commit then never stores (an acknowledged write lost, as a kill -9 run
@@ -477,13 +576,33 @@ class Writes:
         self.deleted: set[tuple[str, str]] = set()
         self.maybe_deleted: dict[tuple[str, str], bytes] = {}
         self.lock = threading.Lock()
+        self.answered = threading.Condition(self.lock)  # told of each write acknowledged and each writer that ends
+        self.writing = 0
+
+    def until(self, acknowledged: int) -> None:
+        """Returns once that many writes and a delete are acknowledged, or no writer is left."""
+        with self.answered:
+            self.answered.wait_for(
+                lambda: (len(self.acknowledged) >= acknowledged and bool(self.deleted)) or not self.writing
+            )
 
     def run(self, worker: int) -> None:
+        with self.answered:
+            self.writing += 1
+        try:
+            self._write(worker)
+        finally:
+            with self.answered:
+                self.writing -= 1
+                self.answered.notify_all()
+
+    def _write(self, worker: int) -> None:
         import boto3
         from botocore.config import Config
         from botocore.exceptions import BotoCoreError, ClientError
 
-        client = boto3.client(
+        # A session per thread: boto3's default one is not safe to make clients from in several threads at once.
+        client = boto3.session.Session().client(
             "s3", endpoint_url=self.endpoint, region_name="us-east-1", config=Config(retries={"max_attempts": 1})
         )
         chance = random.Random(worker)
@@ -500,8 +619,9 @@ class Writes:
                 if self.server.poll() is not None:
                     return
                 continue
-            with self.lock:
+            with self.answered:
                 self.acknowledged[(key, version)] = body
+                self.answered.notify_all()
 
     def _delete_one(self, client: Any, key: str, chance: random.Random) -> None:
         from botocore.exceptions import BotoCoreError
@@ -520,22 +640,27 @@ class Writes:
                     if body is not None:
                         self.maybe_deleted[target] = body
                 raise
-            with self.lock:
+            with self.answered:
                 self.deleted.add(target)
                 self.acknowledged.pop(target, None)
+                self.answered.notify_all()
 
 
 def test_every_acknowledged_write_survives_kill_9_of_the_server(tmp_path: Path, aws_credentials: None) -> None:
     """The server in a process of its own takes writes from four threads and is killed mid-stream: each put
     and delete it answered 2xx for is there after a restart, byte for byte; each refused or unanswered one
     may be there or not (as on S3), but never half."""
-    port, name = free_port(), "quire-kill"
+    # A bucket of this run's own: a request the kill left to be retried, sent to a server another run has since
+    # started on the same port, fails there rather than being acknowledged by it.
+    port = free_port()
+    name = f"quire-kill-{port}"
     child = server_process(tmp_path / "s3", port, name)
     writes = Writes(f"http://127.0.0.1:{port}", name, child)
     threads = [threading.Thread(target=writes.run, args=(worker,)) for worker in range(4)]
     for thread in threads:
         thread.start()
-    time.sleep(random.uniform(2.0, 4.0))
+    # Killed after a number of acknowledged writes, not a time: a loaded machine has taken over 4 s for the first.
+    writes.until(acknowledged=random.randrange(40, 300))
     child.send_signal(signal.SIGKILL)
     child.wait()
     for thread in threads:
@@ -548,7 +673,8 @@ def test_every_acknowledged_write_survives_kill_9_of_the_server(tmp_path: Path, 
     try:
         store = store_for(restarted.endpoint, name)
         for (key, version), body in writes.acknowledged.items():
-            assert store.get(key, version_id=version, max_bytes=100_000) == body
+            stored = store.client.get_object(Bucket=name, Key=key, VersionId=version)
+            assert (stored["Body"].read(), stored["ETag"]) == (body, etag_of(body)), key
         for key, version in writes.deleted:
             assert store.head(key, version_id=version) is None
         for (key, version), body in writes.maybe_deleted.items():  # gone, or there as written
