@@ -336,10 +336,12 @@ def test_an_image_citation_opens_the_image_with_the_box_ocr_read_drawn(
     processed(page, picture.name)
     # When its transcription is found and its citation opened
     page.goto(f"{api}/console/#/search?q=Kamchatka")
-    chip = page.get_by_test_id("hit").first.get_by_test_id("citation")
+    # (Other tests' files share this stack: the picture's hit is the one named by its file.)
+    chip = page.get_by_test_id("hit").filter(has_text=picture.name).first.get_by_test_id("citation")
     chip.wait_for()
     assert "transcription" in chip.inner_text()
-    citation = api_call(api, token_of(page), "POST", "/v1/search", {"query": "Kamchatka"})["hits"][0]["citation"]
+    found = api_call(api, token_of(page), "POST", "/v1/search", {"query": "Kamchatka"})["hits"]
+    citation = next(hit["citation"] for hit in found if hit["citation"]["filename"] == picture.name)
     chip.click()
     # Then the image is shown with the box OCR read the words from drawn over it, and OCR's confidence said
     regions = [region["box"] for region in citation["regions"] if region.get("page") == 1 and region.get("box")]
