@@ -3,7 +3,7 @@
 The docstrings are the contracts adapters keep (docs/architecture.md, "Ports and their adapters").
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 from uuid import UUID
@@ -54,6 +54,21 @@ class KnowledgeStore(Protocol):
     def one_moment(self, tenant_id: str) -> AbstractContextManager[None]:
         """Every read of the index inside (the lanes, the title lane, `snapshots`) sees it at one moment: a search
         racing a change of a file's metadata sees it before or after, never both."""
+        ...
+
+
+class SituationCache(Protocol):
+    """Chunks' situating sentences as a model wrote them, per file and model, by the hash of what the chunk is
+    indexed with but the sentence (shared/domain/chunk_situations.py:situation_key): a re-index of the same
+    document does not pay for them again."""
+
+    def find(self, tenant_id: str, file_id: UUID, model: str, keys: Sequence[str]) -> dict[str, str]:
+        """The sentences stored for the file's chunks among `keys` that have one, by key."""
+        ...
+
+    def keep(self, tenant_id: str, file_id: UUID, model: str, situations: Mapping[str, str]) -> None:
+        """Store the file's sentences by key; a key already stored keeps its first sentence. Deleting the file
+        deletes them (they are derived from its text)."""
         ...
 
 
