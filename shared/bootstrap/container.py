@@ -23,6 +23,7 @@ from shared.ports import (
     AnswerStore,
     ArtifactStore,
     AuthorizationPolicy,
+    ChunkSituator,
     DeliveryQueue,
     DocumentSummarizer,
     EmbeddingProvider,
@@ -40,6 +41,7 @@ from shared.ports import (
     OcrProvider,
     RenderQueue,
     ReplacementStore,
+    SituationCache,
     TitleIndex,
     TokenVerifier,
     ToolCallAudit,
@@ -56,6 +58,7 @@ from shared.services.answers import AnswerService, AnswerTuning
 from shared.services.artifacts import ArtifactService
 from shared.services.audit import ToolAuditLog
 from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.chunk_situations import ChunkSituations
 from shared.services.document_writing import DocumentWriter
 from shared.services.documents import DocumentReader
 from shared.services.event_relay import EventRelay
@@ -129,6 +132,8 @@ class Container:
     malware_scanning: _Adapter[MalwareScanning] = _Adapter()
     generator: _Adapter[Generator] = _Adapter()
     summarizer: _Adapter[DocumentSummarizer] = _Adapter()
+    situator: _Adapter[ChunkSituator] = _Adapter()
+    situation_cache: _Adapter[SituationCache] = _Adapter()
     event_outbox: _Adapter[EventOutbox] = _Adapter()
     event_bus: _Adapter[EventBus] = _Adapter()
     delivery_queue: _Adapter[DeliveryQueue] = _Adapter()
@@ -284,6 +289,7 @@ class Container:
             spend=self.spend_limits,
             # Step Functions retries a step's infrastructure errors on AWS; the local runner does the same.
             retry=StepRetry(transient=infrastructure_outage) if self.adapters.local else None,
+            situations=ChunkSituations(self.situator, self.situation_cache, spend=self.spend_limits),
         )
 
     @cached_property
@@ -510,5 +516,6 @@ class Container:
             Capability.TRANSCRIPTION: self.transcription.capability(),
             Capability.GENERATOR: self.generator.capability(),
             Capability.SUMMARIZER: self.summarizer.capability(),
+            Capability.CHUNK_CONTEXT: self.situator.capability(),
             Capability.MALWARE_SCANNING: self.malware_scanning.capability(),
         }

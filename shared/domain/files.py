@@ -287,6 +287,7 @@ class FileVersionRecord(BaseModel):
     embedded_chunk_count: int = 0
     embedding_model: str | None = None
     embedding_gap: str | None = None
+    context_gap: str | None = None
     indexed_at: datetime | None = None
     ocr_state: OcrState | None = None
     ocr_engine: str | None = None

@@ -2134,6 +2134,8 @@ export interface components {
         IndexingView: {
             /** Chunkcount */
             chunkCount: number;
+            /** Contextgap */
+            contextGap: string | null;
             /** Embeddedchunkcount */
             embeddedChunkCount: number;
             /** Embeddinggap */

@@ -111,7 +111,8 @@ class PostgresKnowledgeStore(KnowledgeStore):
             conn.execute("DELETE FROM knowledge_chunks WHERE tenant_id = %s AND file_id = %s", (tenant_id, file_id))
             conn.execute(
                 "UPDATE file_versions SET chunk_count = 0, embedded_chunk_count = 0, embedding_model = NULL,"
-                " embedding_gap = NULL WHERE tenant_id = %s AND file_id = %s AND version_id <> %s AND chunk_count > 0",
+                " embedding_gap = NULL, context_gap = NULL"
+                " WHERE tenant_id = %s AND file_id = %s AND version_id <> %s AND chunk_count > 0",
                 (tenant_id, file_id, version_id),
             )
             # In slices, inside the one transaction: a large version's rows and vectors never all sit in
@@ -244,13 +245,15 @@ def _record(
 ) -> None:
     conn.execute(
         "UPDATE file_versions SET processing_state = 'indexed', chunk_count = %s, embedded_chunk_count = %s,"
-        " embedding_model = %s, embedding_gap = %s, languages = %s, chunk_context = %s, indexed_at = now(),"
+        " embedding_model = %s, embedding_gap = %s, context_gap = %s, languages = %s, chunk_context = %s,"
+        " indexed_at = now(),"
         " updated_at = now(), failure_reason = NULL, failure_detail = NULL WHERE tenant_id = %s AND version_id = %s",
         (
             result.chunk_count,
             result.embedded_count,
             result.embedding_model,
             result.embedding_gap,
+            result.context_gap,
             list(languages),
             CONTEXT_VERSION,
             tenant_id,
