@@ -20,6 +20,8 @@ CREATE POLICY tenant_isolation ON chunk_situations
   USING (tenant_id = current_tenant()) WITH CHECK (tenant_id = current_tenant());
 GRANT SELECT, INSERT, DELETE ON chunk_situations TO {{app_role}};
 
--- Why some of a version's chunks were indexed without a situating sentence (the model failed, the tenant's daily
--- generation limit was spent, the step's time ran out); NULL when every chunk has one or none was asked for.
-ALTER TABLE file_versions ADD COLUMN context_gap text;
+-- The model a version's chunks were situated by (NULL: none was asked), and why some of them were indexed without a
+-- sentence (the model failed, the tenant's daily generation limit was spent, the step's time ran out; NULL when
+-- every chunk has one or none was asked for). Where a model is configured, a version situated by another or none,
+-- or with a gap, is on the re-index work list, which asks again and pays only for what the cache does not hold.
+ALTER TABLE file_versions ADD COLUMN context_model text, ADD COLUMN context_gap text;

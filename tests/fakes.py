@@ -594,6 +594,7 @@ class FakeFileMetadataStore(FileMetadataStore):
             embedding_model=result.embedding_model,
             embedding_gap=result.embedding_gap,
             context_gap=result.context_gap,
+            context_model=result.context_model,
             indexed_at=self.clock(),
             failure_reason=None,
             failure_detail=None,
@@ -611,6 +612,7 @@ class FakeFileMetadataStore(FileMetadataStore):
                         embedding_model=None,
                         embedding_gap=None,
                         context_gap=None,
+                        context_model=None,
                     )
 
     def on_delete(self, remove: Callable[[str, set[UUID]], None]) -> None:
@@ -1146,7 +1148,13 @@ class FakeKnowledgeStore(KnowledgeStore):
         return IndexWrite.STORED
 
     def versions_to_reindex(
-        self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
+        self,
+        tenant_id: str,
+        collections: frozenset[str] | None,
+        embedding_model: str,
+        limit: int,
+        *,
+        context_model: str | None = None,
     ) -> list[tuple[UUID, UUID]]:
         stale = [
             (file_id, version)
@@ -1154,7 +1162,11 @@ class FakeKnowledgeStore(KnowledgeStore):
             if version.state is VersionState.STORED
             and version.processing_state is ProcessingState.INDEXED
             and version.chunk_count > 0
-            and (version.embedded_chunk_count < version.chunk_count or version.embedding_model != embedding_model)
+            and (
+                version.embedded_chunk_count < version.chunk_count
+                or version.embedding_model != embedding_model
+                or (context_model is not None and (version.context_model != context_model or version.context_gap))
+            )
             and (collections is None or self._metadata.collection_of(tenant_id, file_id) in collections)
         ]
         stale.sort(key=lambda pair: (pair[1].updated_at, pair[1].version_id))

@@ -317,6 +317,7 @@ class Container:
             embedder=self.embedder,
             spend=self.spend_limits,
             policy=self.authorization,
+            context_model=self.situator.model_id if self.situator.capability().available else None,
         )
 
     @cached_property

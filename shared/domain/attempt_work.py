@@ -106,6 +106,7 @@ class EmbeddedBatch(BaseModel):
     # chunks have none (shared/domain/chunk_situations.py). Kept whether or not the vectors are.
     situations: tuple[Situation | None, ...] = ()
     context_gap: str | None = None
+    context_model: str | None = None  # the model asked for them (None: no model writes them here)
 
     @classmethod
     def of(
@@ -117,6 +118,7 @@ class EmbeddedBatch(BaseModel):
         tokens: int,
         situations: Sequence[Situation | None] = (),
         context_gap: str | None = None,
+        context_model: str | None = None,
     ) -> "EmbeddedBatch":
         dimension = len(vectors[0]) if vectors else 0
         if any(len(vector) != dimension for vector in vectors):
@@ -133,6 +135,7 @@ class EmbeddedBatch(BaseModel):
             tokens=tokens,
             situations=tuple(situations),
             context_gap=context_gap,
+            context_model=context_model,
         )
 
     @classmethod
@@ -144,8 +147,16 @@ class EmbeddedBatch(BaseModel):
         *,
         situations: Sequence[Situation | None] = (),
         context_gap: str | None = None,
+        context_model: str | None = None,
     ) -> "EmbeddedBatch":
-        return cls(batch=batch, count=count, gap=gap, situations=tuple(situations), context_gap=context_gap)
+        return cls(
+            batch=batch,
+            count=count,
+            gap=gap,
+            situations=tuple(situations),
+            context_gap=context_gap,
+            context_model=context_model,
+        )
 
     def situated(self, drafts: Sequence[ChunkDraft]) -> tuple[ChunkDraft, ...]:
         """The batch's chunks with the sentences the embed step found for them (as they were cut without)."""

@@ -155,6 +155,7 @@ class IndexingResult(BaseModel):
     # Why some chunks were indexed without a situating sentence where a model writes them (shared/domain/
     # chunk_situations.py): they keep their deterministic context, and a re-index asks again.
     context_gap: str | None = None
+    context_model: str | None = None  # the model that situated them, where one was asked
 
 
 class IndexWrite(StrEnum):

@@ -36,11 +36,18 @@ class KnowledgeStore(Protocol):
         ...
 
     def versions_to_reindex(
-        self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
+        self,
+        tenant_id: str,
+        collections: frozenset[str] | None,
+        embedding_model: str,
+        limit: int,
+        *,
+        context_model: str | None = None,
     ) -> list[tuple[UUID, UUID]]:
         """(file, version) of indexed versions with chunks embedded by another model or not at all, or cut under
-        an older context (shared/domain/chunk_context.py:CONTEXT_VERSION); derived from what is stored, so an
-        interrupted re-index resumes with no cursor."""
+        an older context (shared/domain/chunk_context.py:CONTEXT_VERSION), or, where `context_model` writes situating
+        sentences, situated by another model or none or with a gap; derived from what is stored, so an interrupted
+        re-index resumes with no cursor."""
         ...
 
     def coverage(

@@ -66,6 +66,11 @@ class FetchedWork:
                 return embedded.context_gap
         return None
 
+    @cached_property
+    def context_model(self) -> str | None:
+        """The model that situated the chunks (every batch asks the same one), or None where none was asked."""
+        return self._vectors(0).context_model if self.manifest.batch_count else None
+
     def batches(self, *, model: str) -> Batches:
         """The batches in order, read one at a time as the index's transaction writes them, each chunk with the
         situating sentence the embed step found for it; without vectors when any batch has none (`gap`)."""

@@ -64,6 +64,10 @@ class ChunkSituations:
         self._clock = clock
 
     @property
+    def model_id(self) -> str:
+        return self._situator.model_id
+
+    @property
     def enabled(self) -> bool:
         """Whether a model writes sentences here (on AWS with QUIRE_CHUNK_CONTEXT_MODEL_ID); else chunks keep their
         deterministic context and nothing is said of it (it is no gap, it is off)."""

@@ -221,6 +221,7 @@ class Indexer:
         truncated: bool,
         attempt: int | None,
         context_gap: str | None = None,
+        context_model: str | None = None,
     ) -> IndexOutcome:
         """Swap in `count` chunks given batch by batch (each batch's vectors, or None for all of them when
         there is a `gap`), consumed while they are written: only one batch is in memory at a time."""
@@ -253,6 +254,7 @@ class Indexer:
             embedding_gap=gap if count else None,
             truncated=truncated,
             context_gap=context_gap if count else None,
+            context_model=context_model if count else None,
         )
         written = self._knowledge.replace_chunks(target.tenant_id, target.version_id, chunks(), result, attempt=attempt)
         logger.info(

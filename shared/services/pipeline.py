@@ -321,6 +321,7 @@ class IngestionPipeline:
             return Embedded.halted(request, Halt.NOT_HELD, batch=batch)
         chunks = self._work.chunks(request, batch)
         situations, context_gap = self._situate(request, chunks)
+        context_model = self._situations.model_id if situations and self._situations is not None else None
         drafts = EmbeddedBatch(batch=batch, count=0, situations=situations).situated(chunks.drafts)
         tokens = embedded_tokens(drafts)
         refusal = (
@@ -330,7 +331,14 @@ class IngestionPipeline:
             # Over the tenant's daily embedding limit: indexed for the keyword lane only, the gap saying why.
             self._work.store_vectors(
                 request,
-                EmbeddedBatch.missing(batch, len(drafts), str(refusal), situations=situations, context_gap=context_gap),
+                EmbeddedBatch.missing(
+                    batch,
+                    len(drafts),
+                    str(refusal),
+                    situations=situations,
+                    context_gap=context_gap,
+                    context_model=context_model,
+                ),
             )
             return Embedded.going_on(request, batch=batch, embedded=0)
         vectors, gap = self._indexer.embed([draft.content for draft in drafts])
@@ -341,6 +349,7 @@ class IngestionPipeline:
                 gap or "the embedding model gave no vectors",
                 situations=situations,
                 context_gap=context_gap,
+                context_model=context_model,
             )
             self._work.store_vectors(request, missing)
             return Embedded.going_on(request, batch=batch, embedded=0)
@@ -356,7 +365,13 @@ class IngestionPipeline:
                 usage=self._indexer.usage(tokens),
             )
         embedded = EmbeddedBatch.of(
-            batch, vectors, model=self._indexer.model_id, tokens=tokens, situations=situations, context_gap=context_gap
+            batch,
+            vectors,
+            model=self._indexer.model_id,
+            tokens=tokens,
+            situations=situations,
+            context_gap=context_gap,
+            context_model=context_model,
         )
         self._work.store_vectors(request, embedded)
         return Embedded.going_on(request, batch=batch, embedded=len(vectors))
@@ -397,6 +412,7 @@ class IngestionPipeline:
                 count=fetched.manifest.chunk_count,
                 gap=fetched.gap,
                 context_gap=fetched.context_gap,
+                context_model=fetched.context_model,
                 truncated=fetched.manifest.truncated,
                 attempt=request.attempt,
             )

@@ -107,9 +107,17 @@ def test_each_chunk_is_found_by_its_sentence_never_quoted_metered_and_cached(
     spent = situating_stack.container.usage_ledger.spent_since(tenant, datetime.now(UTC) - timedelta(hours=1))
     assert spent.generation_tokens == 725 * chunks
 
-    # A re-index cuts the same chunks again and finds every sentence in the cache: no call, nothing metered.
+    # Situated by the configured model without a gap, the version is not stale; for another model it is.
     container = situating_stack.container
     version_id = UUID(current["versionId"])
+    embedding_model = container.embedder.model_id
+    stale = container.knowledge.versions_to_reindex
+    assert stale(tenant, None, embedding_model, 10, context_model=situator.model_id) == []
+    assert stale(tenant, None, embedding_model, 10, context_model="another.model") == [
+        (UUID(record["fileId"]), version_id)
+    ]
+
+    # A re-index cuts the same chunks again and finds every sentence in the cache: no call, nothing metered.
     assert container.reindexer.start_version(tenant, UUID(record["fileId"]), version_id)
     container.workflow.drain()  # type: ignore[attr-defined]
     status, again = situating_stack.json("GET", f"/v1/files/{record['fileId']}", token)
@@ -139,6 +147,10 @@ def test_over_the_generation_limit_the_version_is_indexed_without_sentences_and_
             assert gap is not None and "daily generation limit of 50 tokens" in gap, record["current"]
             assert record["current"]["indexing"]["embeddedChunkCount"] == record["current"]["indexing"]["chunkCount"]
             assert situator.calls == []
+            # A gap puts the version on the re-index work list, which asks again once the limit allows.
+            assert container.knowledge.versions_to_reindex(
+                tenant, None, container.embedder.model_id, 10, context_model=situator.model_id
+            ) == [(UUID(record["fileId"]), UUID(record["current"]["versionId"]))]
             assert search(limited, token, "zephyrine", mode="keyword").get("hits", []) == []
             assert search(limited, token, "northern stores", mode="keyword")["hits"]
         finally:

@@ -176,7 +176,14 @@ def test_a_re_index_finds_every_sentence_in_the_cache_and_pays_nothing() -> None
     assert len(situator.calls) == calls  # every sentence from the cache
     assert context_rows(fakes) == rows  # nothing more metered
     assert [c.draft.situation for c in fakes.knowledge.of_version("acme", ticket.version_id)] == first
-    assert version_of(fakes, ticket).context_gap is None
+    version = version_of(fakes, ticket)
+    assert version.context_gap is None and version.context_model == situator.model_id
+    # Situated by this model without a gap: not on the re-index work list; for another model it is.
+    model = fakes.embedder.model_id
+    assert fakes.knowledge.versions_to_reindex("acme", None, model, 10, context_model=situator.model_id) == []
+    assert fakes.knowledge.versions_to_reindex("acme", None, model, 10, context_model="another.model") == [
+        (ticket.file_id, ticket.version_id)
+    ]
 
 
 def test_over_the_generation_limit_no_sentence_is_written_and_the_version_is_indexed_saying_why() -> None:

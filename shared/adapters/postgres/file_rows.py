@@ -14,7 +14,7 @@ VERSION_COLUMNS = (
     " updated_at, stored_at, processing_requested_at, page_count, block_count, pages_without_text,"
     " extraction_warnings, extraction_truncated, document_key, document_version_id, processing_attempt,"
     " processing_retries, chunk_count, embedded_chunk_count, embedding_model, embedding_gap, context_gap,"
-    " indexed_at,"
+    " context_model, indexed_at,"
     " ocr_state, ocr_engine, ocr_detail, recognized_pages, ocr_confidence, vision_state, vision_model, vision_detail,"
     " transcription_state, transcription_engine, transcription_detail, transcription_confidence,"
     " transcription_language, duration_seconds,"
