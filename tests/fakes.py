@@ -1492,6 +1492,10 @@ class FakeSituator:
     def model_id(self) -> str:
         return self._model_id
 
+    @property
+    def prompt_version(self) -> str:
+        return "fake-1"
+
     def capability(self) -> CapabilityStatus:
         return CapabilityStatus.ready("fake-situator")
 

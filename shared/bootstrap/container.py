@@ -13,6 +13,7 @@ from shared.bootstrap.registries import document_parsers, export_renderers
 from shared.bootstrap.steps import infrastructure_outage
 from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.domain.chunk_situations import situating_model
 from shared.domain.document import ExtractionLimits
 from shared.domain.exports import RenderJob, RenderLimits
 from shared.domain.limits import TenantLimits
@@ -317,7 +318,11 @@ class Container:
             embedder=self.embedder,
             spend=self.spend_limits,
             policy=self.authorization,
-            context_model=self.situator.model_id if self.situator.capability().available else None,
+            context_model=(
+                situating_model(self.situator.model_id, self.situator.prompt_version)
+                if self.situator.capability().available
+                else None
+            ),
         )
 
     @cached_property

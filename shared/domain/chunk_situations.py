@@ -60,6 +60,12 @@ class SituationRequest:
     after: str = ""
 
 
+def situating_model(model_id: str, prompt_version: str) -> str:
+    """What a sentence is cached under and a version records it was situated by: the model and its prompt (a new
+    prompt makes the sentences written with the old one stale)."""
+    return f"{model_id}#{prompt_version}"
+
+
 def situation_key(draft: ChunkDraft) -> str:
     """The cache key of a chunk's sentence: the hash of what it is indexed with but the sentence (its deterministic
     context and its body), so a re-index of the same document finds the sentence it paid for."""

@@ -180,6 +180,11 @@ class ChunkSituator(CapabilityPort, Protocol):
         """The model that writes the sentences (part of their cache key)."""
         ...
 
+    @property
+    def prompt_version(self) -> str:
+        """Changes whenever the instructions change (part of the sentences' cache key)."""
+        ...
+
     def situate(self, request: SituationRequest) -> GeneratedSituation:
         """The sentence for `request.chunk` within `request.document` (its head: title, outline, beginning),
         cleaned and bounded by `cleaned_situation`, with the tokens the call consumed.

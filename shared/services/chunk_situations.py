@@ -13,6 +13,7 @@ from shared.domain.chunk_situations import (
     GeneratedSituation,
     SituationRequest,
     request_for,
+    situating_model,
     situation_key,
 )
 from shared.domain.errors import CapabilityUnavailable, LimitExceeded
@@ -65,7 +66,8 @@ class ChunkSituations:
 
     @property
     def model_id(self) -> str:
-        return self._situator.model_id
+        """The model and prompt the sentences are cached under and a version records (`situating_model`)."""
+        return situating_model(self._situator.model_id, self._situator.prompt_version)
 
     @property
     def enabled(self) -> bool:
@@ -86,7 +88,7 @@ class ChunkSituations:
         one; never raises for the model, the cache or the limit."""
         if not drafts:
             return SituatedBatch(())
-        model = self._situator.model_id
+        model = self.model_id
         keys = [situation_key(draft) for draft in drafts]
         try:
             found = self._cache.find(tenant_id, file_id, model, keys)
@@ -108,7 +110,7 @@ class ChunkSituations:
         if written:
             on_generated(
                 converse_usage(
-                    model,
+                    self._situator.model_id,
                     input_tokens=sum(situation.input_tokens for situation in written.values()),
                     output_tokens=sum(situation.output_tokens for situation in written.values()),
                 )

@@ -20,6 +20,9 @@ from tests.integration.api_steps import indexed, search
 from tests.integration.conftest import stop_webhook_deliveries
 from tests.integration.files_stack import Stack
 
+# The fake situator's model and prompt, as sentences are cached under them and versions record them.
+SITUATED_BY = "fake.situator-v1#fake-1"
+
 REPORT = b"""# Northwind Traders: Q3 2025 report
 
 ## Results
@@ -112,7 +115,7 @@ def test_each_chunk_is_found_by_its_sentence_never_quoted_metered_and_cached(
     version_id = UUID(current["versionId"])
     embedding_model = container.embedder.model_id
     stale = container.knowledge.versions_to_reindex
-    assert stale(tenant, None, embedding_model, 10, context_model=situator.model_id) == []
+    assert stale(tenant, None, embedding_model, 10, context_model=SITUATED_BY) == []
     assert stale(tenant, None, embedding_model, 10, context_model="another.model") == [
         (UUID(record["fileId"]), version_id)
     ]
@@ -149,7 +152,7 @@ def test_over_the_generation_limit_the_version_is_indexed_without_sentences_and_
             assert situator.calls == []
             # A gap puts the version on the re-index work list, which asks again once the limit allows.
             assert container.knowledge.versions_to_reindex(
-                tenant, None, container.embedder.model_id, 10, context_model=situator.model_id
+                tenant, None, container.embedder.model_id, 10, context_model=SITUATED_BY
             ) == [(UUID(record["fileId"]), UUID(record["current"]["versionId"]))]
             assert search(limited, token, "zephyrine", mode="keyword").get("hits", []) == []
             assert search(limited, token, "northern stores", mode="keyword")["hits"]

@@ -8,7 +8,7 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 from botocore.stub import Stubber
 
-from shared.adapters.aws.bedrock_situations import BedrockConverseSituator, caches_prompts, defused
+from shared.adapters.aws.bedrock_situations import PROMPT_VERSION, BedrockConverseSituator, caches_prompts, defused
 from shared.domain.chunk_situations import MAX_SITUATION_CHARACTERS, SituationRequest
 from shared.domain.errors import CapabilityUnavailable
 from shared.ports import ChunkSituator
@@ -88,7 +88,7 @@ def test_it_is_a_chunk_situator_ready_without_calling_the_model() -> None:
     model = ScriptedModel()
     situator: ChunkSituator = model.situator()
     assert situator.capability().available and situator.capability().provider == f"bedrock:{HAIKU}"
-    assert situator.model_id == HAIKU and model.requests == []
+    assert situator.model_id == HAIKU and situator.prompt_version == PROMPT_VERSION and model.requests == []
 
 
 def test_the_sentence_comes_back_cleaned_with_every_token_the_model_read() -> None:

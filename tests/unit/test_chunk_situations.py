@@ -30,6 +30,9 @@ from shared.services.files import UploadTicket
 from shared.services.limits import SpendLimits
 from tests.fakes import Fakes, FakeSituationCache, FakeSituator, principal
 
+# The fake situator's model and prompt, as sentences are cached under them and versions record them.
+SITUATED_BY = "fake.situator-v1#fake-1"
+
 REPORT = (
     b"# Northwind Traders: Q3 2025 report\n\n"
     b"## Results\n\nRevenue rose 9% this quarter, led by the company's northern stores.\n\n"
@@ -177,10 +180,10 @@ def test_a_re_index_finds_every_sentence_in_the_cache_and_pays_nothing() -> None
     assert context_rows(fakes) == rows  # nothing more metered
     assert [c.draft.situation for c in fakes.knowledge.of_version("acme", ticket.version_id)] == first
     version = version_of(fakes, ticket)
-    assert version.context_gap is None and version.context_model == situator.model_id
+    assert version.context_gap is None and version.context_model == SITUATED_BY
     # Situated by this model without a gap: not on the re-index work list; for another model it is.
     model = fakes.embedder.model_id
-    assert fakes.knowledge.versions_to_reindex("acme", None, model, 10, context_model=situator.model_id) == []
+    assert fakes.knowledge.versions_to_reindex("acme", None, model, 10, context_model=SITUATED_BY) == []
     assert fakes.knowledge.versions_to_reindex("acme", None, model, 10, context_model="another.model") == [
         (ticket.file_id, ticket.version_id)
     ]

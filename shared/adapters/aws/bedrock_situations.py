@@ -136,6 +136,10 @@ class BedrockConverseSituator(ChunkSituator):
     def model_id(self) -> str:
         return self._model_id
 
+    @property
+    def prompt_version(self) -> str:
+        return PROMPT_VERSION
+
     def capability(self) -> CapabilityStatus:
         # No probe call (it would cost money on every status check): a model that cannot be invoked shows up as
         # the gap of the first version indexed.

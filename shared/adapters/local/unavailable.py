@@ -166,6 +166,10 @@ class UnavailableSituator(_Unavailable, ChunkSituator):
     def model_id(self) -> str:
         return "none"
 
+    @property
+    def prompt_version(self) -> str:
+        return "none"
+
     def situate(self, request: SituationRequest) -> GeneratedSituation:
         self._refuse()
 
