@@ -12,6 +12,8 @@ from uuid import UUID
 
 import pytest
 
+from shared.adapters.postgres.chunk_situations import PostgresSituationCache
+from shared.adapters.postgres.database import Database
 from shared.bootstrap import Container, overridden
 from shared.bootstrap.adapters import adapters_for
 from shared.domain.chunk_situations import GeneratedSituation, SituationRequest
@@ -19,6 +21,7 @@ from tests.fakes import FakeSituator
 from tests.integration.api_steps import indexed, search
 from tests.integration.conftest import stop_webhook_deliveries
 from tests.integration.files_stack import Stack
+from tests.integration.test_row_level_security import add_file
 
 # The fake situator's model and prompt, as sentences are cached under them and versions record them.
 SITUATED_BY = "fake.situator-v1#fake-1"
@@ -168,3 +171,27 @@ def test_locally_no_model_situates_and_status_says_so(stack: Stack) -> None:
     assert chunk_context[0].reason == (
         "no model writes chunks' situating sentences locally: chunks keep their title and heading context"
     )
+
+
+def test_the_cache_keeps_the_first_sentence_per_file_and_model_and_shows_no_other_tenant_or_file(
+    app_database: Database,
+) -> None:
+    cache = PostgresSituationCache(app_database)
+    tenant, other = f"cache-{uuid.uuid4().hex[:8]}", f"other-{uuid.uuid4().hex[:8]}"
+    mine, sibling, theirs = (
+        add_file(app_database, tenant),
+        add_file(app_database, tenant),
+        add_file(app_database, other),
+    )
+    key, second = "a" * 64, "b" * 64
+    cache.keep(tenant, mine, SITUATED_BY, {key: "The Q3 results.", second: "The outlook."})
+    cache.keep(tenant, mine, SITUATED_BY, {key: "Written again by a redelivered task."})
+    assert cache.find(tenant, mine, SITUATED_BY, [key, second, "c" * 64]) == {
+        key: "The Q3 results.",
+        second: "The outlook.",
+    }
+    assert cache.find(tenant, mine, "another.model#1", [key]) == {}
+    assert cache.find(tenant, sibling, SITUATED_BY, [key]) == {}  # per file: deleting one deletes its own
+    assert cache.find(other, theirs, SITUATED_BY, [key]) == {}
+    assert cache.find(other, mine, SITUATED_BY, [key]) == {}  # another tenant naming this file sees nothing
+    assert cache.find(tenant, mine, SITUATED_BY, []) == {}
