@@ -92,6 +92,10 @@ class EnvironmentSettings:
     # The Bedrock model that drafts POST /v1/answer's answers (Converse with a forced tool: Claude 3 or later, or
     # Amazon Nova, its access enabled in the account). None: answers are evidence only, and say so.
     answer_model_id: str | None = None
+    # The Bedrock model (or inference profile) that writes each chunk's situating sentence in the embed step (Converse:
+    # Claude Haiku, say, its access enabled in the account; docs/search.md#contextual-chunks). None: chunks are
+    # indexed under their deterministic context only. Priced per chunk: metered, under the tenants' generation limit.
+    chunk_context_model_id: str | None = None
     # None: the console is served on its distribution's *.cloudfront.net name.
     console_domain: ConsoleDomain | None = None
     # NAT gateways of the webhook deliverer's way out to customers' endpoints (infra/constructs/database.py): one

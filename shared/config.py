@@ -108,6 +108,10 @@ class Settings(BaseSettings):
     # A Bedrock model (or inference profile) that takes a forced tool (Anthropic Claude 3 or later, Amazon Nova),
     # for POST /v1/answer's drafts; unset means answers are evidence only and say so.
     answer_model_id: str | None = None
+    # A Bedrock model (or inference profile) that Converse accepts, for each chunk's situating sentence (issue 37,
+    # docs/search.md#contextual-chunks), written in the embed step; unset means chunks are indexed under their
+    # deterministic context only and `quire status` says so. Locally there is none.
+    chunk_context_model_id: str | None = None
     state_machine_arn: str | None = None
     # The render function exports are handed to on AWS (asynchronous invocation); unset there, none start.
     render_function_name: str | None = None
@@ -130,7 +134,8 @@ class Settings(BaseSettings):
     limit_ocr_pages_per_day: int = Field(default=5_000, ge=0)
     limit_vision_images_per_day: int = Field(default=1_000, ge=0)
     limit_embedding_tokens_per_day: int = Field(default=50_000_000, ge=0)
-    # Input and output tokens of the model calls made inside requests (grounded answers, tool summaries).
+    # Input and output tokens of the model calls made inside requests (grounded answers, tool summaries) and of
+    # chunks' situating sentences.
     limit_generation_tokens_per_day: int = Field(default=2_000_000, ge=0)
     # Calls of a Bedrock rerank model (one a search that reranks); past it, searches keep fusion order and say so.
     limit_rerank_queries_per_day: int = Field(default=20_000, ge=0)

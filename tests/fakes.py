@@ -13,7 +13,7 @@ import hashlib
 import math
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -33,6 +33,7 @@ from shared.adapters.parsers.plain_text import PlainTextParser
 from shared.domain.audit import ToolCall, ToolCallRecord
 from shared.domain.auth import Principal, Role, with_role
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.chunk_situations import GeneratedSituation, SituationRequest
 from shared.domain.document import BlockKind, ExtractionLimits
 from shared.domain.duplicates import text_sha256
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed, NotFound, StoredBytesMissing
@@ -76,6 +77,7 @@ from shared.ports import (
     Workflow,
 )
 from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.chunk_situations import ChunkSituations
 from shared.services.documents import DocumentReader
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
@@ -602,6 +604,8 @@ class FakeFileMetadataStore(FileMetadataStore):
             embedded_chunk_count=result.embedded_count,
             embedding_model=result.embedding_model,
             embedding_gap=result.embedding_gap,
+            context_gap=result.context_gap,
+            context_model=result.context_model,
             indexed_at=self.clock(),
             failure_reason=None,
             failure_detail=None,
@@ -618,6 +622,8 @@ class FakeFileMetadataStore(FileMetadataStore):
                         embedded_chunk_count=0,
                         embedding_model=None,
                         embedding_gap=None,
+                        context_gap=None,
+                        context_model=None,
                     )
 
     def on_delete(self, remove: Callable[[str, set[UUID]], None]) -> None:
@@ -1067,6 +1073,9 @@ class FakeUsageLedger(UsageLedger):
                 share.usage.input_tokens + share.usage.output_tokens
                 for (tenant, _, _), share in self.request_rows.items()
                 if tenant == tenant_id and share.recorded_at >= since
+            )
+            + sum(
+                row.usage.input_tokens + row.usage.output_tokens for step, row in rows if step.startswith("context#")
             ),
             rerank_queries=len(
                 {
@@ -1192,7 +1201,13 @@ class FakeKnowledgeStore(KnowledgeStore):
         return IndexWrite.STORED
 
     def versions_to_reindex(
-        self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
+        self,
+        tenant_id: str,
+        collections: frozenset[str] | None,
+        embedding_model: str,
+        limit: int,
+        *,
+        context_model: str | None = None,
     ) -> list[tuple[UUID, UUID]]:
         stale = [
             (file_id, version)
@@ -1200,7 +1215,11 @@ class FakeKnowledgeStore(KnowledgeStore):
             if version.state is VersionState.STORED
             and version.processing_state is ProcessingState.INDEXED
             and version.chunk_count > 0
-            and (version.embedded_chunk_count < version.chunk_count or version.embedding_model != embedding_model)
+            and (
+                version.embedded_chunk_count < version.chunk_count
+                or version.embedding_model != embedding_model
+                or (context_model is not None and (version.context_model != context_model or version.context_gap))
+            )
             and (collections is None or self._metadata.collection_of(tenant_id, file_id) in collections)
         ]
         stale.sort(key=lambda pair: (pair[1].updated_at, pair[1].version_id))
@@ -1411,6 +1430,7 @@ class Fakes:
         spend: SpendLimits | None = None,
         retry: StepRetry | None = None,
         sleep: Callable[[float], None] = lambda seconds: None,
+        situations: ChunkSituations | None = None,
     ) -> IngestionPipeline:
         return IngestionPipeline(
             self.metadata,
@@ -1423,6 +1443,7 @@ class Fakes:
             sleep=sleep,
             spend=spend,
             retry=retry,
+            situations=situations,
         )
 
     def reader(
@@ -1533,3 +1554,74 @@ class FakeSummarizer:
             input_tokens=self._tokens[0],
             output_tokens=self._tokens[1],
         )
+
+
+class FakeSituator:
+    """Fake ChunkSituator, a scripted model: "The part of <the document's title line> about <the chunk's first
+    words>." for each chunk, with `input_tokens` and `output_tokens` per call as Converse's usage says. With
+    `refusal` set it refuses every call as the Bedrock adapter does; `refuse_containing` refuses only the chunks
+    whose text holds it (a model failing on some)."""
+
+    def __init__(
+        self,
+        refusal: str | None = None,
+        *,
+        refuse_containing: str | None = None,
+        input_tokens: int = 900,
+        output_tokens: int = 30,
+        model_id: str = "fake.situator-v1",
+    ) -> None:
+        self._refusal = refusal
+        self._refuse_containing = refuse_containing
+        self._tokens = (input_tokens, output_tokens)
+        self._model_id = model_id
+        self._lock = threading.Lock()
+        self.calls: list[SituationRequest] = []
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def prompt_version(self) -> str:
+        return "fake-1"
+
+    def capability(self) -> CapabilityStatus:
+        return CapabilityStatus.ready("fake-situator")
+
+    def situate(self, request: SituationRequest) -> GeneratedSituation:
+        with self._lock:
+            self.calls.append(request)
+        if self._refusal is not None:
+            raise CapabilityUnavailable("chunk_context", self._refusal)
+        if self._refuse_containing is not None and self._refuse_containing in request.chunk:
+            raise CapabilityUnavailable("chunk_context", f"the model refused a chunk holding {self._refuse_containing}")
+        title = request.document.splitlines()[0].removeprefix("Title: ") if request.document else "the document"
+        words = " ".join(request.chunk.split()[:4])
+        return GeneratedSituation(
+            text=f"The part of {title} about {words}.",
+            model=self._model_id,
+            input_tokens=self._tokens[0],
+            output_tokens=self._tokens[1],
+        )
+
+
+class FakeSituationCache:
+    """Fake SituationCache: sentences per (tenant, file, model, key); `unreadable` makes reads fail as an outage."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, UUID, str, str], str] = {}
+        self.unreadable = False
+
+    def find(self, tenant_id: str, file_id: UUID, model: str, keys: Sequence[str]) -> dict[str, str]:
+        if self.unreadable:
+            raise ConnectionError("the database is unreachable")
+        return {
+            key: self.rows[(tenant_id, file_id, model, key)]
+            for key in keys
+            if (tenant_id, file_id, model, key) in self.rows
+        }
+
+    def keep(self, tenant_id: str, file_id: UUID, model: str, situations: Mapping[str, str]) -> None:
+        for key, text in situations.items():
+            self.rows.setdefault((tenant_id, file_id, model, key), text)

@@ -222,6 +222,9 @@ class IndexingView(ApiModel):
     embedding_model: str | None
     # Why some chunks have no vector yet (found by keyword search only until a re-index embeds them).
     embedding_gap: str | None
+    # Why some chunks were indexed without a model's situating sentence (on AWS, where one is configured): they
+    # keep their title and heading context, and a re-index asks again.
+    context_gap: str | None
     indexed_at: datetime
 
 
@@ -339,6 +342,7 @@ class VersionView(ApiModel):
                 embedded_chunk_count=version.embedded_chunk_count,
                 embedding_model=version.embedding_model,
                 embedding_gap=version.embedding_gap,
+                context_gap=version.context_gap,
                 indexed_at=version.indexed_at,
             )
             if version.indexed_at

@@ -127,6 +127,13 @@ class LambdaPackage(Construct):
                 # Every function, not only the upload's: processing is asked for from the upload event, the
                 # verdict, the sweeps and the API, and each must hold it back until the scanner says clean.
                 "QUIRE_MALWARE_SCANNING": settings.malware_scanning,
+                # Every function: the chunk step sends the document's head when a model situates chunks, the embed
+                # step calls it (the only one granted it), the re-index work list counts versions it has not situated.
+                **(
+                    {"QUIRE_CHUNK_CONTEXT_MODEL_ID": settings.chunk_context_model_id}
+                    if settings.chunk_context_model_id
+                    else {}
+                ),
                 **(environment or {}),
             },
             vpc=vpc,

@@ -28,6 +28,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from infra.constructs.api import grant_invoke_model
 from infra.constructs.database import Database
 from infra.constructs.functions import LambdaPackage, acknowledge, log_retention
 from infra.constructs.pipeline_steps import (
@@ -115,6 +116,10 @@ class Pipeline(Construct):
                 resources=[_foundation_model(settings.embedding_model_id)],
             )
         )
+        if settings.chunk_context_model_id:
+            # Chunks' situating sentences: every function knows the model (functions.py), the embed step alone may
+            # invoke it.
+            grant_invoke_model(embed, settings.chunk_context_model_id)
         self.state_machine = self._state_machine()
         self.dead_letter_queues: list[sqs.Queue] = []
         self.on_object_created = self._event_wiring()

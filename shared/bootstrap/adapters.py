@@ -13,6 +13,7 @@ from shared.adapters.local.unavailable import (
     UnavailableGenerator,
     UnavailableMalwareScanning,
     UnavailableRenderQueue,
+    UnavailableSituator,
     UnavailableSummarizer,
     UnavailableTranscription,
     UnavailableVision,
@@ -26,6 +27,7 @@ from shared.domain.workflow import ProcessVersion
 from shared.ports import (
     AnswerStore,
     ArtifactStore,
+    ChunkSituator,
     DeliveryQueue,
     DocumentParser,
     DocumentSummarizer,
@@ -48,6 +50,7 @@ from shared.ports import (
     RenderQueue,
     ReplacementStore,
     Reranker,
+    SituationCache,
     SweepProgress,
     TitleIndex,
     TokenVerifier,
@@ -77,6 +80,7 @@ _NO_LOCAL_GENERATOR = "no text generator runs locally: answers are evidence only
 _NO_ANSWER_MODEL = "QUIRE_ANSWER_MODEL_ID is not set: answers are evidence only"
 _NO_LOCAL_SUMMARIZER = "no text generator runs locally: summaries are extractive outlines"
 _NO_SUMMARY_MODEL = "QUIRE_SUMMARY_MODEL_ID is not set: summaries are extractive outlines"
+_NO_CONTEXT_MODEL = "no model writes chunks' situating sentences {where}: chunks keep their title and heading context"
 
 
 class ConfigurationError(Exception):
@@ -268,6 +272,23 @@ class Adapters:
             context=tls_context(self.settings.webhook_ca_file),
             allowed_ports=self.settings.webhook_ports,
         )
+
+    @cached_property
+    def situation_cache(self) -> SituationCache:
+        from shared.adapters.postgres.chunk_situations import PostgresSituationCache
+
+        return PostgresSituationCache(self.database)
+
+    @cached_property
+    def situator(self) -> ChunkSituator:
+        """Each chunk's situating sentence (the embed step), on AWS from QUIRE_CHUNK_CONTEXT_MODEL_ID only."""
+        model_id = self.settings.chunk_context_model_id
+        if self.local or model_id is None:
+            where = "locally" if self.local else "(QUIRE_CHUNK_CONTEXT_MODEL_ID is not set)"
+            return UnavailableSituator(_NO_CONTEXT_MODEL.format(where=where))
+        from shared.adapters.aws.bedrock_situations import BedrockConverseSituator
+
+        return BedrockConverseSituator.from_region(self.settings.region, model_id)
 
     @cached_property
     def sweep_progress(self) -> SweepProgress:

@@ -13,6 +13,7 @@ from shared.bootstrap.registries import document_parsers, export_renderers
 from shared.bootstrap.steps import infrastructure_outage
 from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.domain.chunk_situations import situating_model
 from shared.domain.document import ExtractionLimits
 from shared.domain.exports import RenderJob, RenderLimits
 from shared.domain.limits import TenantLimits
@@ -23,6 +24,7 @@ from shared.ports import (
     AnswerStore,
     ArtifactStore,
     AuthorizationPolicy,
+    ChunkSituator,
     DeliveryQueue,
     DocumentSummarizer,
     EmbeddingProvider,
@@ -41,6 +43,7 @@ from shared.ports import (
     RenderQueue,
     ReplacementStore,
     Reranker,
+    SituationCache,
     TitleIndex,
     TokenVerifier,
     ToolCallAudit,
@@ -57,6 +60,7 @@ from shared.services.answers import AnswerService, AnswerTuning
 from shared.services.artifacts import ArtifactService
 from shared.services.audit import ToolAuditLog
 from shared.services.authorization import ClaimsAuthorizationPolicy
+from shared.services.chunk_situations import ChunkSituations
 from shared.services.document_writing import DocumentWriter
 from shared.services.documents import DocumentReader
 from shared.services.event_relay import EventRelay
@@ -132,6 +136,8 @@ class Container:
     generator: _Adapter[Generator] = _Adapter()
     summarizer: _Adapter[DocumentSummarizer] = _Adapter()
     reranker: _Adapter[Reranker | None] = _Adapter()
+    situator: _Adapter[ChunkSituator] = _Adapter()
+    situation_cache: _Adapter[SituationCache] = _Adapter()
     event_outbox: _Adapter[EventOutbox] = _Adapter()
     event_bus: _Adapter[EventBus] = _Adapter()
     delivery_queue: _Adapter[DeliveryQueue] = _Adapter()
@@ -287,6 +293,7 @@ class Container:
             spend=self.spend_limits,
             # Step Functions retries a step's infrastructure errors on AWS; the local runner does the same.
             retry=StepRetry(transient=infrastructure_outage) if self.adapters.local else None,
+            situations=ChunkSituations(self.situator, self.situation_cache, spend=self.spend_limits),
         )
 
     @cached_property
@@ -314,6 +321,11 @@ class Container:
             embedder=self.embedder,
             spend=self.spend_limits,
             policy=self.authorization,
+            context_model=(
+                situating_model(self.situator.model_id, self.situator.prompt_version)
+                if self.situator.capability().available
+                else None
+            ),
         )
 
     @cached_property
@@ -527,5 +539,6 @@ class Container:
             Capability.TRANSCRIPTION: self.transcription.capability(),
             Capability.GENERATOR: self.generator.capability(),
             Capability.SUMMARIZER: self.summarizer.capability(),
+            Capability.CHUNK_CONTEXT: self.situator.capability(),
             Capability.MALWARE_SCANNING: self.malware_scanning.capability(),
         }

@@ -12,6 +12,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from shared.domain.chunk_situations import Situation, situated
 from shared.domain.knowledge import ChunkDraft
 from shared.domain.uploads import DERIVED_PREFIX, StorageKeyParts, derived_prefix, parse_storage_key, storage_key
 
@@ -84,6 +85,9 @@ class ChunkBatch(BaseModel):
 
     batch: int
     drafts: tuple[ChunkDraft, ...]
+    # What a model situating the chunks reads of their document (chunk_situations.document_head), the same in every
+    # batch; None where no model writes situating sentences.
+    document_head: str | None = None
 
 
 class EmbeddedBatch(BaseModel):
@@ -98,9 +102,24 @@ class EmbeddedBatch(BaseModel):
     vectors_float32: str | None = None
     tokens: int = 0
     gap: str | None = None
+    # Each chunk's situating sentence, in batch order, where a model writes them (none: empty), and why some
+    # chunks have none (shared/domain/chunk_situations.py). Kept whether or not the vectors are.
+    situations: tuple[Situation | None, ...] = ()
+    context_gap: str | None = None
+    context_model: str | None = None  # the model asked for them (None: no model writes them here)
 
     @classmethod
-    def of(cls, batch: int, vectors: Sequence[Sequence[float]], *, model: str, tokens: int) -> "EmbeddedBatch":
+    def of(
+        cls,
+        batch: int,
+        vectors: Sequence[Sequence[float]],
+        *,
+        model: str,
+        tokens: int,
+        situations: Sequence[Situation | None] = (),
+        context_gap: str | None = None,
+        context_model: str | None = None,
+    ) -> "EmbeddedBatch":
         dimension = len(vectors[0]) if vectors else 0
         if any(len(vector) != dimension for vector in vectors):
             raise ValueError("the embedder returned vectors of different lengths")
@@ -114,11 +133,38 @@ class EmbeddedBatch(BaseModel):
             dimension=dimension,
             vectors_float32=base64.b64encode(packed.tobytes()).decode("ascii"),
             tokens=tokens,
+            situations=tuple(situations),
+            context_gap=context_gap,
+            context_model=context_model,
         )
 
     @classmethod
-    def missing(cls, batch: int, count: int, gap: str) -> "EmbeddedBatch":
-        return cls(batch=batch, count=count, gap=gap)
+    def missing(
+        cls,
+        batch: int,
+        count: int,
+        gap: str,
+        *,
+        situations: Sequence[Situation | None] = (),
+        context_gap: str | None = None,
+        context_model: str | None = None,
+    ) -> "EmbeddedBatch":
+        return cls(
+            batch=batch,
+            count=count,
+            gap=gap,
+            situations=tuple(situations),
+            context_gap=context_gap,
+            context_model=context_model,
+        )
+
+    def situated(self, drafts: Sequence[ChunkDraft]) -> tuple[ChunkDraft, ...]:
+        """The batch's chunks with the sentences the embed step found for them (as they were cut without)."""
+        if not self.situations:
+            return tuple(drafts)
+        if len(self.situations) != len(drafts):
+            raise ValueError(f"batch {self.batch} has {len(self.situations)} sentences for {len(drafts)} chunks")
+        return tuple(situated(draft, situation) for draft, situation in zip(drafts, self.situations, strict=True))
 
     def vectors(self) -> list[list[float]] | None:
         if self.vectors_float32 is None:

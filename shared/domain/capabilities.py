@@ -12,6 +12,7 @@ class Capability(StrEnum):
     TRANSCRIPTION = "transcription"
     GENERATOR = "generator"
     SUMMARIZER = "summarizer"
+    CHUNK_CONTEXT = "chunk_context"
     MALWARE_SCANNING = "malware_scanning"
 
 

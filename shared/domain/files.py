@@ -314,6 +314,8 @@ class FileVersionRecord(BaseModel):
     embedded_chunk_count: int = 0
     embedding_model: str | None = None
     embedding_gap: str | None = None
+    context_gap: str | None = None
+    context_model: str | None = None
     indexed_at: datetime | None = None
     ocr_state: OcrState | None = None
     ocr_engine: str | None = None

@@ -93,11 +93,16 @@ class ChunkDraft(BaseModel):
     # (shared/domain/chunk_context.py): context, indexed with the chunk, never quoted.
     title: str | None = None
     caption: str | None = None
+    # On AWS when configured, a model's one sentence on where the chunk sits in its document
+    # (shared/domain/chunk_situations.py): context too, after the rest, never quoted.
+    situation: str | None = None
 
     @property
     def context(self) -> tuple[str, ...]:
-        """What the chunk is indexed under: its document's title, its heading path, its table's caption."""
-        return chunk_context(self.title, self.heading_path, self.caption)
+        """What the chunk is indexed under: its document's title, its heading path, its table's caption, and its
+        situating sentence when a model wrote one."""
+        context = chunk_context(self.title, self.heading_path, self.caption)
+        return (*context, self.situation) if self.situation else context
 
     @property
     def content(self) -> str:
@@ -147,6 +152,10 @@ class IndexingResult(BaseModel):
     # now and embedded by the next re-index.
     embedding_gap: str | None = None
     truncated: bool = False
+    # Why some chunks were indexed without a situating sentence where a model writes them (shared/domain/
+    # chunk_situations.py): they keep their deterministic context, and a re-index asks again.
+    context_gap: str | None = None
+    context_model: str | None = None  # the model that situated them, where one was asked
 
 
 class IndexWrite(StrEnum):

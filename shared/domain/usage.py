@@ -21,6 +21,8 @@ class UsageStep(StrEnum):
     VISION = "vision"
     EMBED = "embed"
     TRANSCRIPTION = "transcription"
+    # A batch's situating sentences (`context#<batch>`): generation tokens, under the tenant's daily generation limit.
+    CONTEXT = "context"
 
 
 class RequestKind(StrEnum):

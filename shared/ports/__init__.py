@@ -22,6 +22,7 @@ from shared.ports.files import (
 )
 from shared.ports.models import (
     CapabilityPort,
+    ChunkSituator,
     DocumentSummarizer,
     EmbeddingProvider,
     Generator,
@@ -30,7 +31,7 @@ from shared.ports.models import (
     TranscriptionProvider,
     VisionProvider,
 )
-from shared.ports.search import KeywordIndex, KnowledgeStore, Reranker, TitleIndex, VectorIndex
+from shared.ports.search import KeywordIndex, KnowledgeStore, Reranker, SituationCache, TitleIndex, VectorIndex
 from shared.ports.security import AuthorizationPolicy, MalwareScanning, TokenVerifier, ToolCallAudit, UsageLedger
 from shared.ports.uploads import MultipartStore, UploadSessionStore
 from shared.ports.writing import AnswerStore, ArtifactStore, ExportStore, RenderQueue, ReplacementStore
@@ -42,6 +43,7 @@ __all__ = [
     "ArtifactStore",
     "AuthorizationPolicy",
     "CapabilityPort",
+    "ChunkSituator",
     "DeliveryQueue",
     "DocumentParser",
     "DocumentSummarizer",
@@ -69,6 +71,7 @@ __all__ = [
     "RenderQueue",
     "ReplacementStore",
     "Reranker",
+    "SituationCache",
     "SweepProgress",
     "TitleIndex",
     "TokenVerifier",

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from shared.domain.answers import EvidenceBlock, GeneratedDraft
 from shared.domain.capabilities import CapabilityStatus
+from shared.domain.chunk_situations import GeneratedSituation, SituationRequest
 from shared.domain.languages import LanguageGuess
 from shared.domain.recognition import ImageDescription, OcrSource, RecognitionJob, RecognitionResult
 from shared.domain.similarity import SimilarityScale
@@ -166,6 +167,31 @@ class DocumentSummarizer(CapabilityPort, Protocol):
         model refused or a guardrail withheld the answer, or no sentence of it survived validation. It never
         returns an invented or unchecked summary; the caller falls back to an extractive outline and says why.
         """
+        ...
+
+
+class ChunkSituator(CapabilityPort, Protocol):
+    """One chunk → a model's one sentence on where it sits in its document (Anthropic's "contextual retrieval",
+    Bedrock Converse), indexed as the chunk's context. Locally there is none: chunks keep their deterministic
+    context (title, heading path, caption)."""
+
+    @property
+    def model_id(self) -> str:
+        """The model that writes the sentences (part of their cache key)."""
+        ...
+
+    @property
+    def prompt_version(self) -> str:
+        """Changes whenever the instructions change (part of the sentences' cache key)."""
+        ...
+
+    def situate(self, request: SituationRequest) -> GeneratedSituation:
+        """The sentence for `request.chunk` within `request.document` (its head: title, outline, beginning),
+        cleaned and bounded by `cleaned_situation`, with the tokens the call consumed.
+
+        Raises CapabilityUnavailable for every way of not getting one (no model, throttled or timed out past its
+        retries, refused, withheld, or an answer that says nothing), with a sentence for the caller. It never
+        returns an invented sentence; the caller indexes the chunk without one and says why."""
         ...
 
 

@@ -3,7 +3,7 @@
 The docstrings are the contracts adapters keep (docs/architecture.md, "Ports and their adapters").
 """
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 from uuid import UUID
@@ -37,11 +37,18 @@ class KnowledgeStore(Protocol):
         ...
 
     def versions_to_reindex(
-        self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
+        self,
+        tenant_id: str,
+        collections: frozenset[str] | None,
+        embedding_model: str,
+        limit: int,
+        *,
+        context_model: str | None = None,
     ) -> list[tuple[UUID, UUID]]:
         """(file, version) of indexed versions with chunks embedded by another model or not at all, or cut under
-        an older context (shared/domain/chunk_context.py:CONTEXT_VERSION); derived from what is stored, so an
-        interrupted re-index resumes with no cursor."""
+        an older context (shared/domain/chunk_context.py:CONTEXT_VERSION), or, where `context_model` writes situating
+        sentences, situated by another model or none or with a gap; derived from what is stored, so an interrupted
+        re-index resumes with no cursor."""
         ...
 
     def coverage(
@@ -71,6 +78,21 @@ class KnowledgeStore(Protocol):
     def one_moment(self, tenant_id: str) -> AbstractContextManager[None]:
         """Every read of the index inside (the lanes, the title lane, `snapshots`) sees it at one moment: a search
         racing a change of a file's metadata sees it before or after, never both."""
+        ...
+
+
+class SituationCache(Protocol):
+    """Chunks' situating sentences as a model wrote them, per file and model, by the hash of what the chunk is
+    indexed with but the sentence (shared/domain/chunk_situations.py:situation_key): a re-index of the same
+    document does not pay for them again."""
+
+    def find(self, tenant_id: str, file_id: UUID, model: str, keys: Sequence[str]) -> dict[str, str]:
+        """The sentences stored for the file's chunks among `keys` that have one, by key."""
+        ...
+
+    def keep(self, tenant_id: str, file_id: UUID, model: str, situations: Mapping[str, str]) -> None:
+        """Store the file's sentences by key; a key already stored keeps its first sentence. Deleting the file
+        deletes them (they are derived from its text)."""
         ...
 
 

@@ -57,22 +57,40 @@ class FetchedWork:
                 return embedded.gap
         return None
 
+    @cached_property
+    def context_gap(self) -> str | None:
+        """Why some chunks have no situating sentence (the first batch's reason that says one), or None."""
+        for number in range(self.manifest.batch_count):
+            embedded = self._vectors(number)
+            if embedded.context_gap is not None:
+                return embedded.context_gap
+        return None
+
+    @cached_property
+    def context_model(self) -> str | None:
+        """The model that situated the chunks (every batch asks the same one), or None where none was asked."""
+        return self._vectors(0).context_model if self.manifest.batch_count else None
+
     def batches(self, *, model: str) -> Batches:
-        """The batches in order, read one at a time as the index's transaction writes them; without vectors
-        when any batch has none (`gap`)."""
+        """The batches in order, read one at a time as the index's transaction writes them, each chunk with the
+        situating sentence the embed step found for it; without vectors when any batch has none (`gap`)."""
         gap = self.gap
         for number in range(self.manifest.batch_count):
             chunks = ChunkBatch.model_validate_json((self.local / chunk_batch_key("", number)).read_bytes())
-            if gap is not None:
-                yield chunks.drafts, None
-                continue
             embedded = self._vectors(number)
+            try:
+                drafts = embedded.situated(chunks.drafts)
+            except ValueError as error:
+                raise StaleWork(str(error)) from error
+            if gap is not None:
+                yield drafts, None
+                continue
             if embedded.embedding_model != model:
                 # A deployment changed the model between the Map and this step: the attempt must run again.
                 raise StaleWork(f"batch {number} was embedded by {embedded.embedding_model}, not {model}")
             if embedded.count != len(chunks.drafts):
                 raise StaleWork(f"batch {number} has {embedded.count} vectors for {len(chunks.drafts)} chunks")
-            yield chunks.drafts, embedded.vectors()
+            yield drafts, embedded.vectors()
 
     def _vectors(self, number: int) -> EmbeddedBatch:
         return EmbeddedBatch.model_validate_json((self.local / vector_batch_key("", number)).read_bytes())
@@ -82,12 +100,21 @@ class AttemptWork:
     def __init__(self, content: FileContentStore) -> None:
         self._content = content
 
-    def store_chunks(self, request: ProcessVersion, drafts: Sequence[ChunkDraft], *, truncated: bool) -> int:
-        """The chunks in batches, then the manifest that says every batch is stored; the number of batches."""
+    def store_chunks(
+        self,
+        request: ProcessVersion,
+        drafts: Sequence[ChunkDraft],
+        *,
+        truncated: bool,
+        document_head: str | None = None,
+    ) -> int:
+        """The chunks in batches (each with `document_head`, what a model situating its chunks reads of the
+        document), then the manifest that says every batch is stored; the number of batches."""
         prefix = _prefix(request)
         batches = [drafts[start : start + CHUNKS_PER_BATCH] for start in range(0, len(drafts), CHUNKS_PER_BATCH)]
         for number, batch in enumerate(batches):
-            self._put(chunk_batch_key(prefix, number), ChunkBatch(batch=number, drafts=tuple(batch)))
+            chunk_batch = ChunkBatch(batch=number, drafts=tuple(batch), document_head=document_head)
+            self._put(chunk_batch_key(prefix, number), chunk_batch)
         self._put(
             chunk_manifest_key(prefix),
             ChunkManifest(chunk_count=len(drafts), batch_count=len(batches), truncated=truncated),

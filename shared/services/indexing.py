@@ -13,11 +13,12 @@ from uuid import UUID
 
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.chunk_context import declared_title, document_title
+from shared.domain.chunk_situations import Situation
 from shared.domain.chunking import ChunkingStrategy, StructuralChunker
 from shared.domain.document import ExtractedDocument
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.files import FileRecord, FileVersionRecord
-from shared.domain.knowledge import ChunkDraft, IndexedChunk, IndexingResult, IndexWrite
+from shared.domain.knowledge import HEADING_SEPARATOR, ChunkDraft, IndexedChunk, IndexingResult, IndexWrite
 from shared.domain.languages import chunk_languages, declared_language
 from shared.domain.titles import first_heading
 from shared.domain.usage import Usage
@@ -110,6 +111,11 @@ class Indexer:
 
     def capability(self) -> CapabilityStatus:
         return self._embedder.capability()
+
+    def situation(self, text: str) -> Situation:
+        """A chunk's situating sentence with the tokens it adds to what is embedded (its separator included)."""
+        tokens = self._embedder.count_tokens if self._embedder.capability().available else estimated_tokens
+        return Situation(text=text, tokens=tokens(f"{HEADING_SEPARATOR}{text}"))
 
     def usage(self, tokens: int) -> Usage:
         """What embedding `tokens` tokens costs, for the ledger."""
@@ -214,6 +220,8 @@ class Indexer:
         gap: str | None,
         truncated: bool,
         attempt: int | None,
+        context_gap: str | None = None,
+        context_model: str | None = None,
     ) -> IndexOutcome:
         """Swap in `count` chunks given batch by batch (each batch's vectors, or None for all of them when
         there is a `gap`), consumed while they are written: only one batch is in memory at a time."""
@@ -245,6 +253,8 @@ class Indexer:
             embedding_model=model if count else None,
             embedding_gap=gap if count else None,
             truncated=truncated,
+            context_gap=context_gap if count else None,
+            context_model=context_model if count else None,
         )
         written = self._knowledge.replace_chunks(target.tenant_id, target.version_id, chunks(), result, attempt=attempt)
         logger.info(

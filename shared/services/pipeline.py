@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from shared.domain.attempt_work import EmbeddedBatch, WorkVersions
+from shared.domain.attempt_work import ChunkBatch, EmbeddedBatch, WorkVersions
+from shared.domain.chunk_situations import Situation, document_head
 from shared.domain.document import ExtractedDocument, ExtractionFailure
 from shared.domain.files import FailureReason, FileVersionRecord, ProcessingState
 from shared.domain.knowledge import IndexWrite
@@ -43,12 +44,13 @@ from shared.domain.steps import (
     WaitThen,
 )
 from shared.domain.uploads import RECORDING_TYPES
-from shared.domain.usage import UsageStep
+from shared.domain.usage import Usage, UsageStep
 from shared.domain.workflow import ProcessVersion
 from shared.observability import logger
 from shared.ports import FileCatalog, FileContentStore, ProcessingAttempts, UsageLedger
 from shared.services.attempt_work import AttemptWork
 from shared.services.attempts import AttemptClaims, Held
+from shared.services.chunk_situations import ChunkSituations
 from shared.services.extracted_documents import ExtractedDocuments
 from shared.services.extraction import Extractor
 from shared.services.indexing import Indexer, IndexTarget, UnindexableDocument, embedded_tokens
@@ -88,8 +90,10 @@ class IngestionPipeline:
         retry: StepRetry | None = None,
         media_limits: MediaLimits | None = None,
         media_probe: MediaProbe | None = None,
+        situations: ChunkSituations | None = None,
     ) -> None:
         self._spend = spend
+        self._situations = situations
         self._retry = retry
         self._attempts = attempts
         self._content = content
@@ -309,27 +313,48 @@ class IngestionPipeline:
             return self.documents.fail(
                 Chunked, request, version, FailureReason.MALFORMED, f"it could not be indexed: {error}"
             )
-        batches = self._work.store_chunks(request, drafts, truncated=truncated)
+        head = document_head(drafts) if self._situations is not None and self._situations.enabled else None
+        batches = self._work.store_chunks(request, drafts, truncated=truncated, document_head=head)
         return Chunked.going_on(request, chunks=len(drafts), batches=tuple(range(batches)))
 
     def embed(self, request: ProcessVersion, batch: int) -> Embedded:
-        """Embed one batch of chunks (one task of the workflow's Map). A missing or failing model stores the
-        gap in place of the vectors: the chunks are still indexed for the keyword lane, and a re-index embeds
-        them."""
+        """Embed one batch of chunks (one task of the workflow's Map), each with its situating sentence first where
+        a model writes them. A missing or failing model stores the gap in place of the vectors: the chunks are
+        still indexed for the keyword lane, and a re-index embeds them."""
         if not self._claims.heartbeat(request, ProcessingState.INDEXING):
             return Embedded.halted(request, Halt.NOT_HELD, batch=batch)
         chunks = self._work.chunks(request, batch)
-        tokens = embedded_tokens(chunks.drafts)
+        situations, context_gap = self._situate(request, chunks)
+        context_model = self._situations.model_id if situations and self._situations is not None else None
+        drafts = EmbeddedBatch(batch=batch, count=0, situations=situations).situated(chunks.drafts)
+        tokens = embedded_tokens(drafts)
         refusal = (
             self._spend.embedding_refusal(request.tenant_id, tokens=tokens, then="re-index") if self._spend else None
         )
         if refusal is not None:
             # Over the tenant's daily embedding limit: indexed for the keyword lane only, the gap saying why.
-            self._work.store_vectors(request, EmbeddedBatch.missing(batch, len(chunks.drafts), str(refusal)))
+            self._work.store_vectors(
+                request,
+                EmbeddedBatch.missing(
+                    batch,
+                    len(drafts),
+                    str(refusal),
+                    situations=situations,
+                    context_gap=context_gap,
+                    context_model=context_model,
+                ),
+            )
             return Embedded.going_on(request, batch=batch, embedded=0)
-        vectors, gap = self._indexer.embed([draft.content for draft in chunks.drafts])
+        vectors, gap = self._indexer.embed([draft.content for draft in drafts])
         if vectors is None:
-            missing = EmbeddedBatch.missing(batch, len(chunks.drafts), gap or "the embedding model gave no vectors")
+            missing = EmbeddedBatch.missing(
+                batch,
+                len(drafts),
+                gap or "the embedding model gave no vectors",
+                situations=situations,
+                context_gap=context_gap,
+                context_model=context_model,
+            )
             self._work.store_vectors(request, missing)
             return Embedded.going_on(request, batch=batch, embedded=0)
         found = self._claims.find(request)
@@ -343,8 +368,38 @@ class IngestionPipeline:
                 attempt=request.attempt,
                 usage=self._indexer.usage(tokens),
             )
-        self._work.store_vectors(request, EmbeddedBatch.of(batch, vectors, model=self._indexer.model_id, tokens=tokens))
+        embedded = EmbeddedBatch.of(
+            batch,
+            vectors,
+            model=self._indexer.model_id,
+            tokens=tokens,
+            situations=situations,
+            context_gap=context_gap,
+            context_model=context_model,
+        )
+        self._work.store_vectors(request, embedded)
         return Embedded.going_on(request, batch=batch, embedded=len(vectors))
+
+    def _situate(self, request: ProcessVersion, chunks: ChunkBatch) -> tuple[tuple[Situation | None, ...], str | None]:
+        """The batch's situating sentences (from the cache, or written and metered) and why some have none; nothing
+        where no model writes them. Never raises for the model: a chunk without one keeps its deterministic
+        context."""
+        if self._situations is None or chunks.document_head is None or not self._situations.enabled:
+            return (), None
+        found = self._claims.find(request)
+        if found is None:
+            return (), None
+
+        def meter(usage: Usage) -> None:
+            # Paid for now, whatever happens to the attempt: once per batch and attempt, before the sentences are kept.
+            step = f"{UsageStep.CONTEXT.value}#{chunks.batch:05d}"
+            self._metering.record(found.file, found.version, step=step, attempt=request.attempt, usage=usage)
+
+        outcome = self._situations.situate(
+            request.tenant_id, found.file.file_id, chunks.drafts, document_head=chunks.document_head, on_generated=meter
+        )
+        situations = tuple(None if text is None else self._indexer.situation(text) for text in outcome.situations)
+        return situations, outcome.gap
 
     def index(self, request: ProcessVersion) -> Indexed:
         """Swap the version's chunks and vectors into the index, in one transaction, streamed batch by batch
@@ -360,6 +415,8 @@ class IngestionPipeline:
                 fetched.batches(model=model),
                 count=fetched.manifest.chunk_count,
                 gap=fetched.gap,
+                context_gap=fetched.context_gap,
+                context_model=fetched.context_model,
                 truncated=fetched.manifest.truncated,
                 attempt=request.attempt,
             )

@@ -57,8 +57,12 @@ class Reindexer:
         embedder: EmbeddingProvider,
         policy: AuthorizationPolicy,
         spend: SpendLimits | None = None,
+        context_model: str | None = None,
     ) -> None:
         self._spend = spend
+        # Where a model writes chunks' situating sentences: versions situated by another or none, or with a gap, are
+        # stale too (the embed step finds what it already paid for in the cache).
+        self._context_model = context_model
         self._policy = policy
         self._catalog = catalog
         self._attempts = attempts
@@ -81,7 +85,9 @@ class Reindexer:
         self._ensure_embeddable(tenant_id)
         model = self._embedder.model_id
         queued = dropped = skipped = 0
-        for file_id, version_id in self._knowledge.versions_to_reindex(tenant_id, collections, model, limit):
+        for file_id, version_id in self._knowledge.versions_to_reindex(
+            tenant_id, collections, model, limit, context_model=self._context_model
+        ):
             found = self._catalog.find_version(tenant_id, version_id)
             if found is None or found[0].file_id != file_id:
                 skipped += 1
@@ -100,7 +106,11 @@ class Reindexer:
                 queued += 1
             else:
                 skipped += 1
-        remaining = len(self._knowledge.versions_to_reindex(tenant_id, collections, model, REMAINING_COUNTED))
+        remaining = len(
+            self._knowledge.versions_to_reindex(
+                tenant_id, collections, model, REMAINING_COUNTED, context_model=self._context_model
+            )
+        )
         logger.info("reindex batch queued", extra={"queued": queued, "dropped": dropped, "remaining": remaining})
         return ReindexReport(
             embedding_model=model, queued=queued, dropped=dropped, skipped=skipped, remaining=remaining

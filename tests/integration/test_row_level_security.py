@@ -24,9 +24,11 @@ TENANT_TABLES = [
     "file_replacements",
     "sweep_progress",
     "upload_sessions",
+    "chunk_situations",
 ]
-# Written and removed by the application, never changed in place (a version's titles go with its chunks).
-NEVER_UPDATED_TABLES = ["document_titles"]
+# Written and removed by the application, never changed in place (a version's titles go with its chunks, a file's
+# situating sentences with the file).
+NEVER_UPDATED_TABLES = ["document_titles", "chunk_situations"]
 # Updated by the application (their state moves on) but never deleted by it.
 NEVER_DELETED_TABLES = ["exports", "file_replacements", "upload_sessions"]
 # Append-only for the application: read and insert, never rewrite what was charged or what an agent did.
@@ -320,6 +322,11 @@ def seed_tenant(database: Database, tenant: str) -> dict[str, uuid.UUID]:
             "INSERT INTO exports (tenant_id, export_id, collection_id, kind, format, artifact_id, version, created_by)"
             " VALUES (%s, gen_random_uuid(), 'c', 'artifact', 'pdf', %s, 1, 's')",
             (tenant, file_id),
+        )
+        conn.execute(
+            "INSERT INTO chunk_situations (tenant_id, file_id, model, chunk_hash, situation)"
+            " VALUES (%s, %s, 'anthropic.claude-haiku', %s, 'The part of the report about revenue.')",
+            (tenant, file_id, "a" * 64),
         )
         conn.execute(
             "INSERT INTO sweep_progress (tenant_id, sweep, after_updated_at, after_version_id)"

@@ -6,6 +6,7 @@ from shared.adapters.local.whisper_transcription import FasterWhisperTranscripti
 from shared.bootstrap import ConfigurationError, Container
 from shared.config import Settings
 from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.domain.chunk_situations import SituationRequest
 from shared.domain.errors import CapabilityUnavailable
 from shared.domain.transcription import MediaSource
 
@@ -125,3 +126,19 @@ def test_on_aws_the_answer_model_is_named_by_quire_answer_model_id(monkeypatch: 
     )
     assert container.generator.model_id == "us.anthropic.claude-sonnet-4-20250514-v1:0"
     assert container.generator.prompt_version == "answers-1"
+
+
+def test_chunk_context_is_a_bedrock_model_on_aws_only_where_its_setting_names_one() -> None:
+    from shared.adapters.aws.bedrock_situations import BedrockConverseSituator
+
+    model = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    configured = Container(Settings(runtime="aws", chunk_context_model_id=model)).situator
+    assert isinstance(configured, BedrockConverseSituator) and configured.model_id == model
+    assert configured.capability() == CapabilityStatus.ready(f"bedrock:{model}")
+    unset = Container(Settings(runtime="aws")).situator.capability()
+    assert not unset.available and "QUIRE_CHUNK_CONTEXT_MODEL_ID is not set" in (unset.reason or "")
+    # Locally there is no generator, whatever the setting says.
+    local = Container(Settings(runtime="local", chunk_context_model_id=model)).situator
+    assert not local.capability().available and "locally" in (local.capability().reason or "")
+    with pytest.raises(CapabilityUnavailable, match="chunk_context"):
+        local.situate(SituationRequest(document="Title: T", chunk="A chunk."))

@@ -2196,6 +2196,8 @@ export interface components {
         IndexingView: {
             /** Chunkcount */
             chunkCount: number;
+            /** Contextgap */
+            contextGap: string | null;
             /** Embeddedchunkcount */
             embeddedChunkCount: number;
             /** Embeddinggap */

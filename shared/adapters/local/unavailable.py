@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from shared.domain.answers import EvidenceBlock, GeneratedDraft
 from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.domain.chunk_situations import GeneratedSituation, SituationRequest
 from shared.domain.errors import CapabilityUnavailable
 from shared.domain.exports import RenderJob
 from shared.domain.recognition import ImageDescription, RecognitionJob, RecognitionResult
@@ -18,6 +19,7 @@ from shared.domain.transcription import MediaSource, Transcript, TranscriptionJo
 from shared.domain.usage import Usage
 from shared.domain.workflow import ProcessVersion, StartOutcome
 from shared.ports import (
+    ChunkSituator,
     DocumentSummarizer,
     EmbeddingProvider,
     Generator,
@@ -151,6 +153,24 @@ class UnavailableSummarizer(_Unavailable, DocumentSummarizer):
         super().__init__(Capability.SUMMARIZER, reason)
 
     def summarize(self, blocks: Sequence[str], *, max_sentences: int) -> GeneratedSummary:
+        self._refuse()
+
+
+class UnavailableSituator(_Unavailable, ChunkSituator):
+    """No model writes chunks' situating sentences here: chunks keep their deterministic context."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(Capability.CHUNK_CONTEXT, reason)
+
+    @property
+    def model_id(self) -> str:
+        return "none"
+
+    @property
+    def prompt_version(self) -> str:
+        return "none"
+
+    def situate(self, request: SituationRequest) -> GeneratedSituation:
         self._refuse()
 
 

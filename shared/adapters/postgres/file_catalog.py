@@ -440,6 +440,7 @@ class PostgresFileCatalog(FileRows, FileCatalog):
                 (tenant_id, file_id),
             ).rowcount
             conn.execute("DELETE FROM knowledge_chunks WHERE tenant_id = %s AND file_id = %s", (tenant_id, file_id))
+            conn.execute("DELETE FROM chunk_situations WHERE tenant_id = %s AND file_id = %s", (tenant_id, file_id))
         return moved
 
     def begin_delete_collection(self, tenant_id: str, collection_id: str) -> int:
@@ -454,6 +455,11 @@ class PostgresFileCatalog(FileRows, FileCatalog):
             ).rowcount
             conn.execute(
                 "DELETE FROM knowledge_chunks c USING files f WHERE c.tenant_id = %s AND f.tenant_id = c.tenant_id"
+                " AND f.file_id = c.file_id AND f.collection_id = %s",
+                (tenant_id, collection_id),
+            )
+            conn.execute(
+                "DELETE FROM chunk_situations c USING files f WHERE c.tenant_id = %s AND f.tenant_id = c.tenant_id"
                 " AND f.file_id = c.file_id AND f.collection_id = %s",
                 (tenant_id, collection_id),
             )

@@ -113,7 +113,8 @@ class PostgresKnowledgeStore(KnowledgeStore):
             conn.execute("DELETE FROM knowledge_chunks WHERE tenant_id = %s AND file_id = %s", (tenant_id, file_id))
             conn.execute(
                 "UPDATE file_versions SET chunk_count = 0, embedded_chunk_count = 0, embedding_model = NULL,"
-                " embedding_gap = NULL WHERE tenant_id = %s AND file_id = %s AND version_id <> %s AND chunk_count > 0",
+                " embedding_gap = NULL, context_gap = NULL, context_model = NULL"
+                " WHERE tenant_id = %s AND file_id = %s AND version_id <> %s AND chunk_count > 0",
                 (tenant_id, file_id, version_id),
             )
             # In slices, inside the one transaction: a large version's rows and vectors never all sit in
@@ -139,7 +140,13 @@ class PostgresKnowledgeStore(KnowledgeStore):
         return IndexWrite.STORED
 
     def versions_to_reindex(
-        self, tenant_id: str, collections: frozenset[str] | None, embedding_model: str, limit: int
+        self,
+        tenant_id: str,
+        collections: frozenset[str] | None,
+        embedding_model: str,
+        limit: int,
+        *,
+        context_model: str | None = None,
     ) -> list[tuple[UUID, UUID]]:
         in_collections = (
             ""
@@ -152,13 +159,19 @@ class PostgresKnowledgeStore(KnowledgeStore):
                 "SELECT file_id, version_id FROM file_versions"  # noqa: S608 - a constant condition
                 " WHERE tenant_id = %(tenant)s AND state = 'stored' AND processing_state = 'indexed'"
                 " AND chunk_count > 0 AND (embedded_chunk_count < chunk_count"
-                " OR embedding_model IS DISTINCT FROM %(model)s OR chunk_context IS DISTINCT FROM %(context)s)"
+                " OR embedding_model IS DISTINCT FROM %(model)s OR chunk_context IS DISTINCT FROM %(context)s"
+                + (
+                    " OR context_model IS DISTINCT FROM %(context_model)s OR context_gap IS NOT NULL)"
+                    if context_model
+                    else ")"
+                )
                 + in_collections
                 + " ORDER BY updated_at, version_id LIMIT %(limit)s",
                 {
                     "tenant": tenant_id,
                     "model": embedding_model,
                     "context": CONTEXT_VERSION,
+                    "context_model": context_model,
                     "limit": limit,
                     "collections": sorted(collections or ()),
                 },
@@ -288,13 +301,17 @@ def _record(
 ) -> None:
     conn.execute(
         "UPDATE file_versions SET processing_state = 'indexed', chunk_count = %s, embedded_chunk_count = %s,"
-        " embedding_model = %s, embedding_gap = %s, languages = %s, chunk_context = %s, indexed_at = now(),"
+        " embedding_model = %s, embedding_gap = %s, context_gap = %s, context_model = %s, languages = %s,"
+        " chunk_context = %s,"
+        " indexed_at = now(),"
         " updated_at = now(), failure_reason = NULL, failure_detail = NULL WHERE tenant_id = %s AND version_id = %s",
         (
             result.chunk_count,
             result.embedded_count,
             result.embedding_model,
             result.embedding_gap,
+            result.context_gap,
+            result.context_model,
             list(languages),
             CONTEXT_VERSION,
             tenant_id,

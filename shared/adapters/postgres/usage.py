@@ -123,7 +123,8 @@ class PostgresUsageLedger(UsageLedger):
         return [UsageTotal.model_validate(row) for row in rows]
 
     # Only OCR records pages and only vision images; the embedding steps are `embed#<batch>` and `reembed:<model>`;
-    # generation is every token of the request usage, in and out; a rerank query is one call of kind rerank.
+    # generation is every token of the request usage, in and out, and of the chunks' situating sentences
+    # (`context#<batch>`); a rerank query is one call of kind rerank.
     def spent_since(self, tenant_id: str, since: datetime) -> Spend:
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
             row = cursor.execute(
@@ -131,7 +132,8 @@ class PostgresUsageLedger(UsageLedger):
                 " coalesce(sum(seconds), 0) AS transcription_seconds,"
                 " coalesce(sum(input_tokens) FILTER (WHERE step LIKE 'embed#%%' OR step LIKE 'reembed:%%'), 0)"
                 " AS embedding_tokens,"
-                " (SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM request_usage"
+                " coalesce(sum(input_tokens + output_tokens) FILTER (WHERE step LIKE 'context#%%'), 0)"
+                " + (SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM request_usage"
                 "  WHERE tenant_id = %(tenant)s AND recorded_at >= %(since)s) AS generation_tokens,"
                 " (SELECT count(DISTINCT usage_id) FROM request_usage WHERE tenant_id = %(tenant)s"
                 "  AND kind = 'rerank' AND recorded_at >= %(since)s) AS rerank_queries"

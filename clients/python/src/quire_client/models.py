@@ -876,6 +876,7 @@ class IndexingView(TypedDict):
     embeddedChunkCount: int
     embeddingModel: str | None
     embeddingGap: str | None
+    contextGap: str | None
     indexedAt: str
 
 
