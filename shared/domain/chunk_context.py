@@ -30,7 +30,7 @@ MAX_CAPTION_CHARACTERS = 200
 # File names that name nothing (a scanner's, a camera's, a browser's default).
 _GENERIC_STEMS = re.compile(
     r"(?:untitled|document|doc|file|scan|image|img|photo|dsc|pxl|screenshot|download|new document|copy)"
-    r"(?:[\s_-]*\(?\d*\)?)*",
+    r"[\s_()\d-]*",  # linear: no nested repetition for a near-miss to backtrack through
     re.IGNORECASE,
 )
 # Word processors write "Microsoft Word - report.docx" into a PDF's title property.

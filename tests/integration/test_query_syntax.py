@@ -375,3 +375,39 @@ def test_the_search_response_says_how_the_query_was_read_and_bounds_are_400s(sta
         assert status == 400 and sentence in refused["message"], (query, refused)
     # An odd quote out is a plain character: searched, not refused.
     assert search(stack, token, '"' * 1_999)["interpretedQuery"]["text"] == '"'
+
+
+def test_phrases_and_exclusions_read_a_chunk_s_body_not_the_title_it_is_indexed_under(
+    module_database: Database,
+) -> None:
+    from shared.local.chunk_rows import paragraph_drafts
+    from tests.integration.knowledge_rows import index_drafts
+
+    tenant = f"t{uuid.uuid4().hex[:10]}"
+    titled = [
+        draft.model_copy(update={"title": "Draft refund policy", "language": "en"})
+        for draft in paragraph_drafts(["The payment failed at checkout."])
+    ]
+    index_drafts(module_database, tenant, "docs", titled, filename="policy.txt", media_type="text/plain")
+    lane = PostgresKeywordIndex(module_database)
+
+    def found(typed: str) -> int:
+        read = interpret(typed)
+        hits = lane.search(
+            tenant,
+            frozenset({"docs"}),
+            read.text,
+            limit=5,
+            filters=SearchFilters(),
+            k1=0.9,
+            b=0.6,
+            constraints=read.constraints,
+        )
+        return len(hits)
+
+    # The title finds the chunk (its context is indexed) ...
+    assert found("refund policy") == 1
+    # ... but a hit's phrase is in what it quotes, and an excluded word is kept out of its text, not its title.
+    assert found('payment "refund policy"') == 0
+    assert found("payment -draft") == 1
+    assert found('"payment failed"') == 1

@@ -213,3 +213,19 @@ def test_an_html_page_s_title_is_read_and_bounded_and_never_a_block() -> None:
 
 def test_a_plain_text_file_declares_no_title() -> None:
     assert parsed(PlainTextParser(), b"Just text.\n").title is None
+
+
+def test_a_near_generic_file_name_is_judged_in_linear_time() -> None:
+    # A nested repetition would try every split of the digits before failing (seconds at 24 digits, days at 40).
+    # (The test's own timeout is what fails here if it ever backtracks again.)
+    near = readable_stem("document" + "1" * 5_000 + "x.txt")
+    assert near is not None and near.startswith("document111") and len(near) <= MAX_TITLE_CHARACTERS
+    assert declared_title("Scan " + "1" * 500 + "x") is not None
+    assert readable_stem("New Document (12)-3_4.pdf") is None
+
+
+def test_an_unclosed_or_drawn_title_is_not_the_page_s() -> None:
+    unclosed = b"<html><head><title>Refunds</head><body><p>" + b"body text " * 200 + b"</p></body></html>"
+    assert parsed(HtmlParser(), unclosed).title == "Refunds"
+    drawn = b"<body><svg><title>chart</title></svg><p>Text.</p></body>"
+    assert parsed(HtmlParser(), drawn).title is None

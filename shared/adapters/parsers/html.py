@@ -104,6 +104,7 @@ class _Extractor(HTMLParser):
         self.flattened_tables = 0  # open tables past MAX_TABLE_NESTING
         # The first <title>'s text (the page's declared title, never a block), kept to MAX_TITLE_CHARACTERS.
         self.title: list[str] | None = None
+        self.title_characters = 0
         self.in_title = False
 
     def getpos(self) -> tuple[int, int]:
@@ -114,7 +115,9 @@ class _Extractor(HTMLParser):
     # -- structure -----------------------------------------------------------------------------------
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title" and self.title is None:
+        # A <title> left open ends at the next tag (a browser reads none inside it); an SVG's <title> is a drawing's.
+        self.in_title = False
+        if tag == "title" and self.title is None and not (self.skip_depth and self.skipping == "svg"):
             self.title, self.in_title = [], True
         if self.skip_depth and self._directly_in_head() and tag not in _HEAD_CONTENT:
             self.skip_depth = 0
@@ -260,8 +263,10 @@ class _Extractor(HTMLParser):
             )
 
     def handle_data(self, data: str) -> None:
-        if self.in_title and self.title is not None and sum(map(len, self.title)) < MAX_TITLE_CHARACTERS:
-            self.title.append(data[:MAX_TITLE_CHARACTERS])
+        if self.in_title and self.title is not None and self.title_characters < MAX_TITLE_CHARACTERS:
+            kept = data[: MAX_TITLE_CHARACTERS - self.title_characters]
+            self.title.append(kept)
+            self.title_characters += len(kept)
         if self.skip_depth and self._directly_in_head() and data.strip(" \t\n\r\f\ufeff"):
             self.skip_depth = 0
         if not self.skip_depth:

@@ -54,7 +54,9 @@ def constraint_sql(constraints: QueryConstraints, params: dict[str, Any], chunk:
         f" CROSS JOIN LATERAL (SELECT CASE WHEN a.analyser IN ({present}) THEN {' && '.join(reads)} END AS q"
         " OFFSET 0) AS r)"
     )
-    matches = f"{chunk}search_vector @@ ({queries})[array_position(%(qc_analysers)s::text[], {chunk}analyser)]"
+    # The body's terms only (weight D): a phrase must be in what a hit quotes, and an excluded word in its text, not in
+    # the title or headings it is indexed under (those are weight A since migration 0031).
+    matches = f"ts_filter({chunk}search_vector, '{{d}}') @@ ({queries})[array_position(%(qc_analysers)s::text[], {chunk}analyser)]"
     # Inside a CASE the planner cannot see an `@@` it would guess keeps 0.5% of the rows (its default for a query that
     # is no constant), and it estimates half: else an exclusion, which keeps nearly every chunk, or a phrase many chunks
     # hold, turns the vector lane into a sort of the tenant's every chunk by distance instead of the HNSW scan with the
