@@ -56,7 +56,8 @@ def constraint_sql(constraints: QueryConstraints, params: dict[str, Any], chunk:
     )
     # The body's terms only (weight D): a phrase must be in what a hit quotes, and an excluded word in its text, not in
     # the title or headings it is indexed under (those are weight A since migration 0031).
-    matches = f"ts_filter({chunk}search_vector, '{{d}}') @@ ({queries})[array_position(%(qc_analysers)s::text[], {chunk}analyser)]"
+    body = f"ts_filter({chunk}search_vector, '{{d}}')"
+    matches = f"{body} @@ ({queries})[array_position(%(qc_analysers)s::text[], {chunk}analyser)]"
     # Inside a CASE the planner cannot see an `@@` it would guess keeps 0.5% of the rows (its default for a query that
     # is no constant), and it estimates half: else an exclusion, which keeps nearly every chunk, or a phrase many chunks
     # hold, turns the vector lane into a sort of the tenant's every chunk by distance instead of the HNSW scan with the
