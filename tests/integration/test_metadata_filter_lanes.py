@@ -185,13 +185,7 @@ def test_every_lane_and_the_file_list_keep_exactly_what_the_filter_keeps(
             if mode is not SearchMode.SEMANTIC:
                 assert bool(hits) == bool(kept), (mode, context)
             if mode is SearchMode.KEYWORD:
-                # In the lane's order, identical texts one hit (issue 37: the others are listed under alsoIn).
-                texts = list(dict.fromkeys(corpus.text_of[chunk] for chunk in found))
-                shown = [corpus.text_of[hit.chunk_id] for hit in hits]
-                common = min(
-                    len(shown), len(texts)
-                )  # the lane's page may hold fewer distinct texts than a page of hits
-                assert shown[:common] == texts[:common], context
+                assert_in_lane_order(corpus, [hit.chunk_id for hit in hits], found, context)
 
         # The file list: the kept files, newest first (its first page).
         listed, more = catalog.list_files(
@@ -279,3 +273,12 @@ def test_the_filtered_graph_scan_returns_the_limit_of_kept_chunks_and_none_other
         found += len(returned & exact)
         wanted += len(exact)
     assert wanted and found / wanted >= 0.95, found / wanted
+
+
+def assert_in_lane_order(corpus: Corpus, hits: list[str], found: list[str], context: str) -> None:
+    """Search's keyword mode is the lane's order with identical texts one hit (issue 37: the others are under alsoIn);
+    the lane's page may hold fewer distinct texts than a page of hits."""
+    texts = list(dict.fromkeys(corpus.text_of[chunk] for chunk in found))
+    shown = [corpus.text_of[chunk] for chunk in hits]
+    common = min(len(shown), len(texts))
+    assert shown[:common] == texts[:common], context
