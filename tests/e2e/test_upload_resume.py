@@ -83,6 +83,9 @@ def test_a_ctrl_c_prints_the_session_and_resume_with_its_id_completes(running: d
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # A test run started in the background (`make test &`) ignores SIGINT, and so would the CLI it starts:
+            # Python keeps an inherited SIG_IGN. The Ctrl-C below must reach it as a terminal's would.
+            preexec_fn=_default_sigint,  # noqa: PLW1509 - only restores one signal's default before exec
         )
         # The first part stored, the next ones held in flight: then Ctrl-C, and the held PUTs dropped (a part may still
         # be sent again and stored before the CLI has seen the Ctrl-C: the resume reads what is held).
@@ -116,3 +119,7 @@ def test_a_ctrl_c_prints_the_session_and_resume_with_its_id_completes(running: d
     finally:
         gate.stop()
         path.unlink(missing_ok=True)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
