@@ -1,9 +1,11 @@
-"""One agent tool call three ways through the local stack (issue 17): `extract_text` over MCP at /mcp (the SDK's
+"""Agent tool calls three ways through the local stack (issue 17): `extract_text` over MCP at /mcp (the SDK's
 own Streamable HTTP client, one session, stateless JSON responses), the same call through its HTTP twin
-`POST /v1/tools/extract_text`, and the same read through the route `GET /v1/files/{id}/document`. Each client
-keeps its connection open, so the figures compare the surfaces, not TCP handshakes. The ratio is MCP over the
-route: what an agent pays for the protocol (JSON-RPC framing, the SDK's validation of the result against the
-tool's output schema, the fence) on top of the read."""
+`POST /v1/tools/extract_text`, and the same read through the route `GET /v1/files/{id}/document`; and `answer`
+the same three ways (`POST /v1/tools/answer`, the route `POST /v1/answer`), one question asked again and again,
+so after the first ask each is served from the answer cache: the figures are the surfaces' cost, not the
+sentence ranking's (bench/answers.py times that). Each client keeps its connection open, so the figures compare
+the surfaces, not TCP handshakes. The ratio is MCP over the route: what an agent pays for the protocol (JSON-RPC
+framing, the SDK's validation of the result against the tool's output schema, the fence) on top of the read."""
 
 import json
 import statistics
@@ -19,6 +21,7 @@ from shared.local.api_client import ApiClient
 RUNS = 3
 CALLS = 200
 TENANT, COLLECTION = "bench-tools", "notes"
+QUESTION = "How many animals did the okapi census count at site 7?"
 REPORT = "# Field report\n\n" + "".join(
     f"## Site {index}\n\nThe okapi census at site {index} counted {index * 3} animals near the river.\n\n"
     for index in range(40)
@@ -39,7 +42,7 @@ def _route_latencies(api: str, token: str, path: str, *, method: str = "GET", bo
     return sorted(samples)
 
 
-def _mcp_latencies(api: str, token: str, file_id: str) -> list[float]:
+def _mcp_latencies(api: str, token: str, tool: str, arguments: dict[str, Any]) -> list[float]:
     import anyio
     import httpx2
     from mcp.client import Client
@@ -54,7 +57,7 @@ def _mcp_latencies(api: str, token: str, file_id: str) -> list[float]:
         ):
             for _ in range(CALLS):
                 begun = time.perf_counter()
-                result = await client.call_tool("extract_text", {"fileId": file_id})
+                result = await client.call_tool(tool, arguments)
                 samples.append((time.perf_counter() - begun) * 1000)
                 assert result.is_error is False, result.structured_content
         return sorted(samples)
@@ -63,7 +66,9 @@ def _mcp_latencies(api: str, token: str, file_id: str) -> list[float]:
 
 
 def figures(result: Callable[..., dict[str, Any]]) -> list[dict[str, Any]]:
-    surfaces: dict[str, tuple[list[float], list[float]]] = {"mcp": ([], []), "twin": ([], []), "route": ([], [])}
+    surfaces: dict[str, tuple[list[float], list[float]]] = {
+        name: ([], []) for name in ("mcp", "twin", "route", "answer mcp", "answer twin", "answer route")
+    }
     with tempfile.TemporaryDirectory() as scratch:
         workdir = Path(scratch)
         quire(workdir, "up")
@@ -78,33 +83,40 @@ def figures(result: Callable[..., dict[str, Any]]) -> list[dict[str, Any]]:
             assert record["current"]["processingState"] == "indexed", record
             file_id = ticket["fileId"]
             for _ in range(RUNS):
+                asked = {"question": QUESTION}
                 measured = {
-                    "mcp": _mcp_latencies(api, token, file_id),
+                    "mcp": _mcp_latencies(api, token, "extract_text", {"fileId": file_id}),
                     "twin": _route_latencies(
                         api, token, "/v1/tools/extract_text", method="POST", body={"fileId": file_id}
                     ),
                     "route": _route_latencies(api, token, f"/v1/files/{file_id}/document"),
+                    "answer mcp": _mcp_latencies(api, token, "answer", asked),
+                    "answer twin": _route_latencies(api, token, "/v1/tools/answer", method="POST", body=asked),
+                    "answer route": _route_latencies(api, token, "/v1/answer", method="POST", body=asked),
                 }
                 for surface, samples in measured.items():
                     surfaces[surface][0].append(percentile(samples, 0.5))
                     surfaces[surface][1].append(percentile(samples, 0.95))
         finally:
             quire(workdir, "down")
-    route_p50 = statistics.median(surfaces["route"][0])
-    route_p95 = statistics.median(surfaces["route"][1])
     labels = {
         "mcp": "tool call extract_text via /mcp (SDK client, one session)",
         "twin": "tool call extract_text via POST /v1/tools/extract_text",
         "route": "the same read via GET /v1/files/{id}/document",
+        "answer mcp": "tool call answer via /mcp (SDK client, one session; from the answer cache)",
+        "answer twin": "tool call answer via POST /v1/tools/answer (from the answer cache)",
+        "answer route": "the same answer via POST /v1/answer (from the answer cache)",
     }
     out: list[dict[str, Any]] = []
     for surface, (p50s, p95s) in surfaces.items():
+        route = "answer route" if surface.startswith("answer") else "route"
+        route_p50, route_p95 = statistics.median(surfaces[route][0]), statistics.median(surfaces[route][1])
         for name, runs, baseline in (
             (f"{labels[surface]} p50", p50s, route_p50),
             (f"{labels[surface]} p95", p95s, route_p95),
         ):
             figure = result(name, runs, "ms", calls=CALLS, sections=40)
-            if surface != "route":
+            if surface != route:
                 figure["baseline"] = round(baseline, 3)
                 figure["ratio"] = round(figure["value"] / baseline, 2) if baseline else None
             out.append(figure)

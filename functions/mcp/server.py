@@ -270,11 +270,17 @@ class ClaimsTokenVerifier:
 
     def __init__(self, port: TokenVerifier) -> None:
         self._port = port
+        # A verifier that fetches nothing (the local one) runs inline: a worker thread's hand-off cost more than
+        # the HMAC (docs/benchmarks.md#agent-tools-over-mcp).
+        self._offline = bool(getattr(port, "verifies_offline", False))
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
-            # In a worker thread: a verifier may fetch its signing keys (Cognito's JWKS) on first use.
-            claims = dict(await anyio.to_thread.run_sync(self._port.verify, token))
+            if self._offline:
+                claims = dict(self._port.verify(token))
+            else:
+                # In a worker thread: a verifier may fetch its signing keys (Cognito's JWKS) on first use.
+                claims = dict(await anyio.to_thread.run_sync(self._port.verify, token))
             principal = principal_from_claims(claims)
         except Unauthenticated as refused:
             logger.info("MCP bearer token refused", extra={"reason": str(refused)})

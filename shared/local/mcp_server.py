@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
-from shared.local.http_api import Forwarding
+from shared.local.http_api import FORWARDED_KEEP_ALIVE_SECONDS, Forwarding
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -74,7 +74,9 @@ class LocalMcpServer:
 
     def start(self) -> None:
         # Bound here, so the port is known (and held) before uvicorn runs.
-        listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without it each
+        # answer's body waited about 40 ms for the client's delayed ACK of its headers (Nagle's algorithm).
+        listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listening.bind(("127.0.0.1", self._port))
         self._socket = listening
@@ -89,6 +91,8 @@ class LocalMcpServer:
             date_header=False,
             proxy_headers=False,
             timeout_graceful_shutdown=5,
+            # The local API reuses its connections here for less than this (http_api.REUSE_IDLE_SECONDS).
+            timeout_keep_alive=FORWARDED_KEEP_ALIVE_SECONDS,
         )
         server = uvicorn.Server(config)
         self._server = server

@@ -19,7 +19,9 @@ from shared.ports.models import CapabilityPort
 class TokenVerifier(Protocol):
     """Bearer token → verified claims, in the shape API Gateway's JWT authorizer hands the Lambda.
 
-    On AWS the authorizer does this before the Lambda runs; locally the HTTP adapter calls this port.
+    On AWS the authorizer does this before the Lambda runs; locally the HTTP adapter calls this port. An adapter
+    that never blocks (no signing keys to fetch) may say so with a class attribute `verifies_offline = True`:
+    the MCP server then verifies on its event loop instead of handing each token to a worker thread.
     """
 
     def verify(self, token: str) -> Mapping[str, object]:

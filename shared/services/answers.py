@@ -41,6 +41,7 @@ from shared.domain.errors import (
 )
 from shared.domain.grounding import (
     AMBIGUOUS_SUBJECT,
+    Sentence,
     Statement,
     ValidatedClaim,
     answer_as_readable,
@@ -69,6 +70,7 @@ from shared.ports import AnswerStore, AuthorizationPolicy, EmbeddingProvider, Ge
 from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
 from shared.services.retrieval import Retrieval
+from shared.services.sentence_vectors import SentenceVectors
 
 # With no embedding, the share of the question's words a sentence must hold (with one, the model's own cosine floor,
 # shared/domain/similarity.py). Measured on the demo corpus and the SciFact train claims (docs/answers.md).
@@ -149,6 +151,7 @@ class AnswerService:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         tuning: AnswerTuning = AnswerTuning(),
+        sentence_vectors: SentenceVectors | None = None,
     ) -> None:
         self._authorization = authorization
         self._retrieval = retrieval
@@ -161,6 +164,8 @@ class AnswerService:
         self._clock = clock
         self._new_id = new_id
         self._tuning = tuning
+        # Not `or`: an empty cache has no length, so it is false.
+        self._sentence_vectors = SentenceVectors() if sentence_vectors is None else sentence_vectors
 
     def answer(self, principal: Principal, request: AnswerRequest, times: StageTimes | None = None) -> Answer:
         times = times or StageTimes()
@@ -358,7 +363,7 @@ class AnswerService:
         else:
             fallback = self._generator.capability().reason
         with times.stage("extract"):
-            extracted = self._extracted(question, evidence, vector)
+            extracted = self._extracted(principal.tenant_id, question, evidence, vector)
         extracted.fallback = fallback
         extracted.transient = extracted.transient or transient
         return extracted
@@ -425,12 +430,12 @@ class AnswerService:
         scale = self._embedder.similarity_scale
         return f"sentence {self._sentence_floor}, top {scale.unrelated}-{scale.close}"
 
-    def _extracted(self, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
+    def _extracted(self, tenant_id: str, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
         """Sentences ranked by the embedding model's cosine; by the question's words where there is no embedding; and
         where the model does not read the question's language (an English model places a German sentence by its
         characters: docs/adr/0011), by words, a sentence that shares a word and whose cosine reaches the model's floor
         counting as related (the lexical floor added). Words are compared without English's and the question's
-        language's stopwords."""
+        language's stopwords. Vectors come through the sentence vector cache (shared/services/sentence_vectors.py)."""
         order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
         language = self._retrieval.question_language(question)
         sentences = sentences_to_rank(
@@ -442,17 +447,18 @@ class AnswerService:
         embedding_failed = False
         if vector and sentences and self._embedder.capability().available:
             model_floor = self._sentence_floor
+            reads = self._retrieval.embedder_reads_language(language)  # detected once
+            # Where the model does not read the language, a cosine only adds to shared words: a sentence sharing
+            # none is not embedded (its similarity is 0 whatever the model says).
+            embedded = [index for index, share in enumerate(words) if reads or share > 0]
             try:
-                vectors = self._embedder.embed_queries([question]) + self._embedder.embed(
-                    [sentence.text for sentence in sentences]
-                )
-                cosines = [cosine(vectors[0], embedded) for embedded in vectors[1:]]
-                if self._retrieval.embedder_reads_language(language):  # detected once
-                    similarity, floor = cosines, model_floor
+                related = dict(zip(embedded, self._cosines(tenant_id, question, sentences, embedded), strict=True))
+                if reads:
+                    similarity, floor = [related[index] for index in range(len(sentences))], model_floor
                 else:
                     similarity = [
-                        share + (floor if share > 0 and related >= model_floor else 0.0)
-                        for share, related in zip(words, cosines, strict=True)
+                        share + (floor if share > 0 and related[index] >= model_floor else 0.0)
+                        for index, share in enumerate(words)
                     ]
             except (CapabilityUnavailable, EmbeddingFailed) as error:
                 logger.warning("sentences could not be embedded; ranked by words", extra={"error": str(error)})
@@ -493,6 +499,17 @@ class AnswerService:
             lexical_coverage=coverage,
             transient=embedding_failed,
         )
+
+    def _cosines(
+        self, tenant_id: str, question: str, sentences: Sequence[Sentence], embedded: Sequence[int]
+    ) -> list[float]:
+        """The question's cosine to each sentence of `embedded` (indexes), the vectors through the sentence vector
+        cache (shared/services/sentence_vectors.py); nothing is embedded when there is none."""
+        if not embedded:
+            return []
+        asked = self._sentence_vectors.question(tenant_id, self._embedder, question)
+        vectors = self._sentence_vectors.sentences(tenant_id, self._embedder, [sentences[i].text for i in embedded])
+        return [cosine(asked, vector) for vector in vectors]
 
     def _statements(self, claims: Sequence[ValidatedClaim], by_id: dict[str, Evidence]) -> list[Statement]:
         return [

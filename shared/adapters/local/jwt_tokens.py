@@ -45,6 +45,10 @@ class LocalTokenIssuer:
 class LocalTokenVerifier(TokenVerifier):
     """TokenVerifier for the local HTTP adapter."""
 
+    # An HMAC over the token with a secret in memory: no key to fetch, so a caller on an event loop may verify
+    # inline rather than in a worker thread (functions/mcp/server.py:ClaimsTokenVerifier).
+    verifies_offline = True
+
     def __init__(self, secret: bytes) -> None:
         self._secret = secret
 

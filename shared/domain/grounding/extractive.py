@@ -12,6 +12,7 @@ from shared.domain.text import BLOCK_SEPARATOR, CELL_SEPARATOR, sentence_spans
 
 EXTRACTIVE_SENTENCES = 3
 # Sentences embedded to rank an extractive answer: all of the LEADING_PIECES best pieces', then word-sharing ones.
+# Fewer cost recall on the train sets (16 with one or two whole pieces: docs/answers.md#which-sentences-are-embedded).
 MAX_RANKED_SENTENCES = 24
 LEADING_PIECES = 2
 MAX_SENTENCES_PER_EVIDENCE = 60  # a hostile chunk of a thousand one-word "sentences" is not ranked whole

@@ -27,6 +27,7 @@ from shared.domain.errors import InvalidRequest, NotFound
 from shared.domain.search import SearchFilters, SearchMode
 from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.services.answers import AnswerTuning
+from shared.services.sentence_vectors import SentenceVectors
 from tests.builders.writing_services import WritingServices
 from tests.fakes import FakeEmbedder
 from tests.scripted_converse import SCRIPTED_MODEL, Fails, claim, drafted, prose, scripted_generator
@@ -284,3 +285,30 @@ def test_the_sentence_floor_is_the_embedding_model_s_unless_the_tuning_sets_one_
     for answer in (asked(lenient), asked(strict, sentence_floor=-1.0)):
         assert answer.outcome is AnswerOutcome.EVIDENCE_ONLY and not answer.cached and answer.claims
     assert asked(lenient).cached  # the same reading again: the cache serves it
+
+
+def test_an_answer_quoting_sentences_an_earlier_one_ranked_embeds_only_the_question_and_never_another_tenant_s() -> (
+    None
+):
+    services = WritingServices()
+    indexed(services, HANDBOOK, "handbook.md")
+    # Hashed vectors, every sentence above the floor: each ask quotes what it ranked.
+    embedder = ScaledEmbedder(scale=SimilarityScale(unrelated=0.5, close=0.9, sentence=-1.0))
+    vectors = SentenceVectors()
+    # The answer cache never serves (a negative lifetime): every ask ranks its sentences afresh.
+    answers = services.answers(
+        embedder=embedder, tuning=AnswerTuning(cache_lifetime=timedelta(seconds=-1)), sentence_vectors=vectors
+    )
+    hybrid = AnswerRequest(question=LEAVE)
+
+    first = answers.answer(reader(), hybrid)
+    ranked = vectors.misses
+    again = answers.answer(reader(), AnswerRequest(question="Annual leave days for employees in Germany?"))
+    assert first.outcome is again.outcome is AnswerOutcome.EVIDENCE_ONLY and not again.cached
+    assert ranked >= 2 and vectors.misses == ranked + 1  # only the new question was embedded
+    # Another tenant holding the same text embeds it for itself: nothing of acme's entries is read.
+    services.indexed_file(with_role("globex", "writer", ("docs",), Role.ADMIN), HANDBOOK, filename="handbook.md")
+    before = vectors.misses
+    theirs = answers.answer(reader(tenant="globex"), hybrid)
+    assert [claim.text for claim in theirs.claims] == [claim.text for claim in first.claims]
+    assert vectors.misses == before + ranked
