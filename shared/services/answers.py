@@ -33,7 +33,6 @@ from shared.domain.answers import (
 from shared.domain.auth import Principal
 from shared.domain.errors import (
     CapabilityUnavailable,
-    EmbeddingFailed,
     GenerationFailed,
     InvalidRequest,
     LimitExceeded,
@@ -41,25 +40,18 @@ from shared.domain.errors import (
 )
 from shared.domain.grounding import (
     AMBIGUOUS_SUBJECT,
-    Sentence,
     Statement,
     ValidatedClaim,
     answer_as_readable,
     answer_hits,
     cache_key,
     confidence,
-    cosine,
     deduplicated,
     disagreements,
     evidence_blocks,
-    extractive_choice,
-    lexical_similarity,
     numbered_citations,
     out_of_scope,
-    ranked_sentences,
     selected,
-    sentences_of,
-    sentences_to_rank,
     supported_assumptions,
     validated_draft,
 )
@@ -70,6 +62,7 @@ from shared.ports import AnswerStore, AuthorizationPolicy, EmbeddingProvider, Ge
 from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
 from shared.services.retrieval import Retrieval
+from shared.services.sentence_ranking import SentenceRanking
 from shared.services.sentence_vectors import SentenceVectors
 
 # With no embedding, the share of the question's words a sentence must hold (with one, the model's own cosine floor,
@@ -164,8 +157,14 @@ class AnswerService:
         self._clock = clock
         self._new_id = new_id
         self._tuning = tuning
-        # Not `or`: an empty cache has no length, so it is false.
-        self._sentence_vectors = SentenceVectors() if sentence_vectors is None else sentence_vectors
+        self._ranking = SentenceRanking(
+            retrieval=retrieval,
+            embedder=embedder,
+            # Not `or`: an empty cache has no length, so it is false.
+            sentence_vectors=SentenceVectors() if sentence_vectors is None else sentence_vectors,
+            sentence_floor=tuning.sentence_floor,
+            lexical_floor=tuning.lexical_floor,
+        )
 
     def answer(self, principal: Principal, request: AnswerRequest, times: StageTimes | None = None) -> Answer:
         times = times or StageTimes()
@@ -418,64 +417,26 @@ class AnswerService:
         )
 
     @property
-    def _sentence_floor(self) -> float:
-        """The cosine a sentence must reach to be quoted: the tuning's when set, else the embedding model's own."""
-        chosen = self._tuning.sentence_floor
-        return chosen if chosen is not None else self._embedder.similarity_scale.sentence
-
-    @property
     def _reading(self) -> str:
         """How an answer reads the model's similarities (sentence floor, confidence range), for the cache key: a
         changed scale is another answer, as a changed retrieval setting is."""
         scale = self._embedder.similarity_scale
-        return f"sentence {self._sentence_floor}, top {scale.unrelated}-{scale.close}"
+        return f"sentence {self._ranking.sentence_floor}, top {scale.unrelated}-{scale.close}"
 
     def _extracted(self, tenant_id: str, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
-        """Sentences ranked by the embedding model's cosine; by the question's words where there is no embedding; and
-        where the model does not read the question's language (an English model places a German sentence by its
-        characters: docs/adr/0011), by words, a sentence that shares a word and whose cosine reaches the model's floor
-        counting as related (the lexical floor added). Words are compared without English's and the question's
-        language's stopwords. Vectors come through the sentence vector cache (shared/services/sentence_vectors.py)."""
-        order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
-        language = self._retrieval.question_language(question)
-        sentences = sentences_to_rank(
-            question, [sentence for piece in evidence for sentence in sentences_of(piece)], order, language=language
-        )
-        words = [lexical_similarity(question, sentence.text, language) for sentence in sentences]
-        similarity = words
-        floor = self._tuning.lexical_floor
-        embedding_failed = False
-        if vector and sentences and self._embedder.capability().available:
-            model_floor = self._sentence_floor
-            reads = self._retrieval.embedder_reads_language(language)  # detected once
-            # Where the model does not read the language, a cosine only adds to shared words: a sentence sharing
-            # none is not embedded (its similarity is 0 whatever the model says).
-            embedded = [index for index, share in enumerate(words) if reads or share > 0]
-            try:
-                related = dict(zip(embedded, self._cosines(tenant_id, question, sentences, embedded), strict=True))
-                if reads:
-                    similarity, floor = [related[index] for index in range(len(sentences))], model_floor
-                else:
-                    similarity = [
-                        share + (floor if share > 0 and related[index] >= model_floor else 0.0)
-                        for index, share in enumerate(words)
-                    ]
-            except (CapabilityUnavailable, EmbeddingFailed) as error:
-                logger.warning("sentences could not be embedded; ranked by words", extra={"error": str(error)})
-                embedding_failed = True
-        chosen = extractive_choice(ranked_sentences(sentences, similarity, order), floor=floor)
-        by_id = {piece.evidence_id: piece for piece in evidence}
-        coverage = max((lexical_similarity(question, piece.text, language) for piece in evidence), default=0.0)
-        if not chosen:
+        """The sentences worth quoting (shared/services/sentence_ranking.py) as claims, each citing its piece."""
+        ranked = self._ranking.ranked(tenant_id, question, evidence, vector)
+        if not ranked.chosen:
             return _Composed(
                 AnswerOutcome.REFUSED,
                 None,
                 [],
                 [],
                 RefusalReason.INSUFFICIENT_EVIDENCE,
-                lexical_coverage=coverage,
-                transient=embedding_failed,
+                lexical_coverage=ranked.lexical_coverage,
+                transient=ranked.embedding_failed,
             )
+        by_id = {piece.evidence_id: piece for piece in evidence}
         claims = [
             ValidatedClaim(
                 text=sentence.text,
@@ -484,7 +445,7 @@ class AnswerService:
                 quote=sentence.text,
                 rejected_ids=0,
             )
-            for sentence, _ in chosen
+            for sentence, _ in ranked.chosen
         ]
         conflict = self._conflict(claims, by_id)
         if conflict is not None:
@@ -496,20 +457,9 @@ class AnswerService:
             answer_claims,
             citations,
             ambiguous=self._ambiguous(claims, by_id),
-            lexical_coverage=coverage,
-            transient=embedding_failed,
+            lexical_coverage=ranked.lexical_coverage,
+            transient=ranked.embedding_failed,
         )
-
-    def _cosines(
-        self, tenant_id: str, question: str, sentences: Sequence[Sentence], embedded: Sequence[int]
-    ) -> list[float]:
-        """The question's cosine to each sentence of `embedded` (indexes), the vectors through the sentence vector
-        cache (shared/services/sentence_vectors.py); nothing is embedded when there is none."""
-        if not embedded:
-            return []
-        asked = self._sentence_vectors.question(tenant_id, self._embedder, question)
-        vectors = self._sentence_vectors.sentences(tenant_id, self._embedder, [sentences[i].text for i in embedded])
-        return [cosine(asked, vector) for vector in vectors]
 
     def _statements(self, claims: Sequence[ValidatedClaim], by_id: dict[str, Evidence]) -> list[Statement]:
         return [
