@@ -10,6 +10,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from functions.tools.output_schemas import published_output_schema
 from shared.domain.auth import Principal
 from shared.domain.errors import VersionDeleted
 from shared.domain.fencing import Fence
@@ -103,7 +104,7 @@ class Tool(Generic[Params, Result]):
         return copy.deepcopy(_schema(self.parameters, "validation"))
 
     def output_schema(self) -> dict[str, Any]:
-        return copy.deepcopy(_schema(self.result, "serialization"))
+        return copy.deepcopy(_published(self.result))
 
 
 def tool(
@@ -130,6 +131,11 @@ def tool(
         )
 
     return define
+
+
+@functools.cache
+def _published(model: type[BaseModel]) -> dict[str, Any]:
+    return published_output_schema(_schema(model, "serialization"))
 
 
 @functools.cache
