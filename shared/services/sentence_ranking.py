@@ -63,14 +63,20 @@ class SentenceRanking:
     def ranked(self, tenant_id: str, question: str, evidence: Sequence[Evidence], vector: bool) -> RankedSentences:
         order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
         language = self._retrieval.question_language(question)
+        embedding = vector and self._embedder.capability().available
         sentences = sentences_to_rank(
-            question, [sentence for piece in evidence for sentence in sentences_of(piece)], order, language=language
+            question,
+            [sentence for piece in evidence for sentence in sentences_of(piece)],
+            order,
+            language=language,
+            # What is embedded is bounded in word pieces too; ranked by words, nothing is embedded.
+            cost=self._embedder.count_tokens if embedding else None,
         )
         words = [lexical_similarity(question, sentence.text, language) for sentence in sentences]
         similarity = words
         floor = self._lexical_floor
         embedding_failed = False
-        if vector and sentences and self._embedder.capability().available:
+        if embedding and sentences:
             model_floor = self.sentence_floor
             reads = self._retrieval.embedder_reads_language(language)  # detected once
             # Where the model does not read the language, a cosine only adds to shared words: a sentence sharing

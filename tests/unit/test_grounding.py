@@ -689,3 +689,28 @@ def test_the_sentences_ranked_are_bounded_the_best_pieces_whole_then_those_shari
     assert len(chosen) == 21  # E1 and E2 whole (20), then the one sentence of the rest sharing a word
     assert {s.evidence_id for s in chosen[:20]} == {"E1", "E2"} and chosen[-1].text.startswith("Refund policy")
     assert sentences_to_rank("anything", every[:5], order) == every[:5]
+
+
+def test_the_sentences_ranked_are_bounded_in_word_pieces_a_long_one_passed_over_for_shorter_ones() -> None:
+    long_one = "Lengthy " * 40 + "sentence about the refund policy."
+    pieces = [
+        piece("E1", "The refund policy covers invoices. " + long_one + " Refunds take five days."),
+        piece("E2", "Another refund policy note is here. And a final refund policy remark."),
+    ]
+    order = {p.evidence_id: index for index, p in enumerate(pieces)}
+    every = [sentence for p in pieces for sentence in sentences_of(p)]
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    chosen = sentences_to_rank("what does the refund policy cover", every, order, cost=words, budget=21)
+    assert long_one.strip() not in {sentence.text for sentence in chosen}
+    assert sum(words(sentence.text) for sentence in chosen) == 21
+    assert [sentence.text for sentence in chosen] == [
+        "The refund policy covers invoices.",
+        "Refunds take five days.",
+        "Another refund policy note is here.",
+        "And a final refund policy remark.",
+    ]
+    # Without a cost nothing but the count bounds them.
+    assert len(sentences_to_rank("what does the refund policy cover", every, order)) == len(every)

@@ -1,7 +1,7 @@
 """Extractive answers: sentences of the evidence, verbatim, ranked against the question."""
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shared.domain.answers import MAX_CLAIM_CHARACTERS, Evidence
@@ -15,6 +15,9 @@ EXTRACTIVE_SENTENCES = 3
 # Fewer cost recall on the train sets (16 with one or two whole pieces: docs/answers.md#which-sentences-are-embedded).
 MAX_RANKED_SENTENCES = 24
 LEADING_PIECES = 2
+# Word pieces of those sentences, in all: a sentence of a script the model reads a piece per character or syllable
+# costs several times an English one, and the time grows with the pieces (docs/answers.md#which-sentences-are-embedded).
+MAX_RANKED_PIECES = 1_000
 MAX_SENTENCES_PER_EVIDENCE = 60  # a hostile chunk of a thousand one-word "sentences" is not ranked whole
 MIN_SENTENCE_CHARACTERS = 12  # "Yes." or a page number is no answer on its own
 
@@ -56,12 +59,15 @@ def sentences_to_rank(
     *,
     limit: int = MAX_RANKED_SENTENCES,
     language: str | None = None,
+    cost: Callable[[str], int] | None = None,
+    budget: int = MAX_RANKED_PIECES,
 ) -> list[Sentence]:
-    """The sentences worth embedding, at most `limit`: every sentence of the best-ranked pieces (where a
-    paraphrase with no shared word is likeliest to be), then those of the rest that share a word with the
-    question, best-sharing first. Embedding every sentence of eight pieces costs most of an answer's time and
-    changes its choice seldom: the pieces are already ranked."""
-    if len(sentences) <= limit:
+    """The sentences worth embedding, at most `limit` and, when `cost` counts a text's word pieces, at most `budget`
+    pieces in all: every sentence of the best-ranked pieces (where a paraphrase with no shared word is likeliest to
+    be), then those of the rest that share a word with the question, best-sharing first; a sentence that would
+    overrun the budget is passed over for a shorter one. Embedding every sentence of eight pieces costs most of an
+    answer's time and changes its choice seldom: the pieces are already ranked."""
+    if len(sentences) <= limit and cost is None:
         return list(sentences)
     leading = [sentence for sentence in sentences if evidence_order[sentence.evidence_id] < LEADING_PIECES]
     rest = sorted(
@@ -72,10 +78,16 @@ def sentences_to_rank(
             sentence.start,
         ),
     )
-    chosen = leading[:limit] + [
-        sentence for sentence in rest if lexical_similarity(question, sentence.text, language) > 0
-    ]
-    kept = set(map(id, chosen[:limit]))
+    candidates = leading + [sentence for sentence in rest if lexical_similarity(question, sentence.text, language) > 0]
+    kept: set[int] = set()
+    spent = 0
+    for sentence in candidates:
+        if len(kept) == limit:
+            break
+        pieces = cost(sentence.text) if cost is not None else 0
+        if spent + pieces <= budget:
+            kept.add(id(sentence))
+            spent += pieces
     return [sentence for sentence in sentences if id(sentence) in kept]
 
 
