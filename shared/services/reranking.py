@@ -3,7 +3,8 @@ docs/search.md#the-reranker): the reranker's order over the best fused candidate
 tenant may spend on it; fusion order, and why, when it does not.
 
 Decided here, the same way for every reranker, so that an adapter only reranks:
-- it is given the best `depth` candidates (all for the booster); the rest follow in fusion order;
+- it is given the best `depth` candidates (all for the booster), each text once: identical texts are one hit
+  (domain/duplicates.py), so a text's copies follow it and do not spend its depth; the rest follow in fusion order;
 - a metered one (a Bedrock rerank model) is first checked against the tenant's daily rerank limit, and booked in the
   usage ledger once it answered;
 - it has `budget_seconds` to answer, on a worker thread: a late answer is not waited for (fusion order stands, said
@@ -60,8 +61,14 @@ class Reranking:
         """`fused` in fusion order → every one of their chunk ids, the reranker's order first where it was applied,
         and the outcome the search response carries."""
         order = [snapshot.chunk_id for snapshot in fused]
+        # Identical texts are one hit (domain/duplicates.py): the reranker is given each text once, so its depth is
+        # spent on different texts, and a text's copies follow it wherever it is placed.
+        first_copies: dict[str, ChunkSnapshot] = {}
+        for snapshot in fused:
+            first_copies.setdefault(snapshot.body, snapshot)
+        distinct = list(first_copies.values())
         depth = self._reranker.depth
-        given = list(fused if depth is None else fused[:depth])
+        given = distinct if depth is None else distinct[:depth]
         model = self._reranker.model_id
         if not given:
             return order, RerankOutcome.skipped(model, RerankSkip.NO_OPINION)
@@ -71,7 +78,7 @@ class Reranking:
                 logger.info("search not reranked", extra={"reason": str(refusal)})
                 return order, RerankOutcome.skipped(model, RerankSkip.OVER_LIMIT, candidates=len(given))
         outcome, placed = self._called(principal, query, given)
-        return ([*placed, *order[len(given) :]] if placed is not None else order), outcome
+        return (order if placed is None else _with_copies(placed, fused)), outcome
 
     def _called(
         self, principal: Principal, query: str, given: Sequence[ChunkSnapshot]
@@ -112,3 +119,15 @@ class Reranking:
         if call.cancelled() or call.exception() is not None:
             return
         self._book(principal, collections, call.result())
+
+
+def _with_copies(placed: Sequence[str], fused: Sequence[ChunkSnapshot]) -> list[str]:
+    """Every one of `fused`: the texts `placed` in the reranker's order, each followed by its copies in fusion order,
+    then the rest in fusion order."""
+    copies: dict[str, list[str]] = {}
+    for snapshot in fused:
+        copies.setdefault(snapshot.body, []).append(snapshot.chunk_id)
+    body_of = {snapshot.chunk_id: snapshot.body for snapshot in fused}
+    ordered = [chunk_id for placed_id in placed for chunk_id in copies[body_of[placed_id]]]
+    seen = set(ordered)
+    return [*ordered, *(snapshot.chunk_id for snapshot in fused if snapshot.chunk_id not in seen)]

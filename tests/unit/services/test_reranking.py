@@ -252,3 +252,17 @@ def test_the_rerank_limits_refusal_names_the_limit_in_queries_and_when_it_resets
     )
     assert "searches are reranked again after 00:00 UTC" in str(refusal)
     assert spend.rerank_refusal("another tenant") is None
+
+
+def test_identical_texts_are_given_to_the_reranker_once_so_its_depth_is_spent_on_different_texts() -> None:
+    # Given b and a, the two best fused candidates, with the same text (the same PDF uploaded twice)
+    model = FakeRerankModel(depth=2)
+    searching = Searching(model)
+    searching.lanes.bodies = {"a": "the same paragraph", "b": "the same paragraph"}
+    # When the search is reranked, the model reads that text once and the next different one
+    found = searching.search()
+    assert model.given == [["b", "c"]]
+    assert found.rerank.candidates == 2
+    # Then its order stands, and the copy is one hit with its text, listed under it
+    assert ids(found) == ["c", "b"]
+    assert len(found.hits[1].also_in) == 1
