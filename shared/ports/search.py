@@ -193,6 +193,12 @@ class Reranker(Protocol):
         (its `Reranked.usage`) once it answered."""
         ...
 
+    @property
+    def in_process(self) -> bool:
+        """Whether it answers from memory, without I/O, in microseconds (the identifier booster): called on the
+        search's own thread, with no time budget and no worker; a model behind the network is not."""
+        ...
+
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> Reranked:
         """`candidates` in fusion order → their chunk ids best first (`Reranked.applied`), or why it could not
         (`Reranked.skipped`: `failed` for an error the model answered or an answer that cannot be read, `timed_out`
