@@ -244,6 +244,15 @@ def test_a_failing_model_leaves_its_chunks_without_a_sentence_and_the_others_wit
     # Only what was written is metered.
     usage = next(iter(context_rows(fakes).values()))
     assert usage.output_tokens == 30 * (len(chunks) - 1)
+    # The gap makes it stale: counted in coverage as the re-index work list queues it.
+    model = fakes.embedder.model_id
+    assert fakes.knowledge.versions_to_reindex("acme", None, model, 10, context_model=SITUATED_BY) == [
+        (ticket.file_id, ticket.version_id)
+    ]
+    [coverage] = fakes.knowledge.coverage("acme", frozenset({"docs"}), model, context_model=SITUATED_BY)
+    assert (coverage.stale, coverage.lexical_only) == (1, 0)
+    [coverage] = fakes.knowledge.coverage("acme", frozenset({"docs"}), model)  # no model writes sentences: current
+    assert coverage.stale == 0 and fakes.knowledge.versions_to_reindex("acme", None, model, 10) == []
 
 
 def test_a_model_refusing_everything_fails_no_version_and_meters_nothing() -> None:
