@@ -7,23 +7,12 @@ ALTER TABLE knowledge_chunks ADD COLUMN text_sha256 text CHECK (text_sha256 ~ '^
 COMMENT ON COLUMN knowledge_chunks.text_sha256 IS
   'SHA-256 (hex) of the chunk''s body as UTF-8 (substr(content, body_offset + 1)): identical texts share it';
 
--- The chunks stored before, tenant by tenant: row-level security binds the owner too (as in 0023 and 0030).
--- convert_to is not immutable, so the column cannot be generated; every writer names it from here on.
-DO $$
-DECLARE
-  tenant text;
-BEGIN
-  FOR tenant IN SELECT tenant_id FROM tenants ORDER BY tenant_id LOOP
-    PERFORM set_config('quire.tenant_id', tenant, true);
-    UPDATE knowledge_chunks
-      SET text_sha256 = encode(sha256(convert_to(substr(content, body_offset + 1), 'UTF8')), 'hex')
-      WHERE tenant_id = tenant;
-  END LOOP;
-  PERFORM set_config('quire.tenant_id', '', true);
-END $$;
+-- convert_to is not immutable, so the column cannot be generated; every writer names it from here on. The chunks
+-- stored before get theirs from the backfill of 0033_duplicates.py, after this commits, a batch per transaction:
+-- one UPDATE of every chunk would be one transaction rewriting the whole table.
 
 -- An equality on a plain column: under row-level security the planner may use this index (an expression over the
--- content would not be leakproof; docs/adr/0001).
+-- content would not be leakproof; docs/adr/0001). It also finds the chunks the backfill has still to reach (NULL).
 CREATE INDEX knowledge_chunks_text ON knowledge_chunks (tenant_id, text_sha256);
 
 -- The bytes' SHA-256 (hex): `content_sha256` as the extract step read them, `declared_sha256` as the upload's ticket

@@ -2,7 +2,12 @@
 
 A migration that needs more than SQL (a re-analysis in Python of what is stored) has a Python step beside its SQL
 file, of the same name (`0030_languages.sql` and `0030_languages.py`): its `migrate(conn)` runs after the SQL, in the
-same transaction, so the two land together or not at all.
+same transaction, so the two land together or not at all. A step may instead (or also) define `backfill(conn)`: a
+rewrite of stored rows too large for one transaction (every chunk of every tenant), run after the migration
+committed, in batches that each commit (`0033_duplicates.py`). It must be resumable: an interrupted backfill is run
+again by the next runner, before any later migration, until it returns; then it is recorded in `schema_backfills` and
+never run again. The schema and the application must serve while it runs (the rows it has not reached yet are the
+old ones).
 
 One runner for `quire up`, the tests and the deploy-time custom resource. It connects as the schema
 owner (never as the application role), holds an advisory lock so concurrent runners queue, applies
@@ -14,7 +19,7 @@ import hashlib
 import importlib.util
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -53,7 +58,15 @@ class Migration:
         return hashlib.sha256(source.encode()).hexdigest()
 
     def python_step(self) -> Callable[[psycopg.Connection[Any]], None] | None:
-        """The step's `migrate(conn)`, loaded from its file (a migration's name starts with digits, so it is not
+        """The step's `migrate(conn)`, run in the migration's transaction (None: it has none)."""
+        return self._step_function("migrate")
+
+    def backfill(self) -> Callable[[psycopg.Connection[Any]], None] | None:
+        """The step's `backfill(conn)`, run after the migration committed, batch by batch (None: it has none)."""
+        return self._step_function("backfill")
+
+    def _step_function(self, name: str) -> Callable[[psycopg.Connection[Any]], None] | None:
+        """A function of the step, loaded from its file (a migration's name starts with digits, so it is not
         importable by name)."""
         if self.step is None:
             return None
@@ -62,10 +75,11 @@ class Migration:
             raise MigrationError(f"{self.step.name}: cannot be loaded")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        migrate = getattr(module, "migrate", None)
-        if not callable(migrate):
-            raise MigrationError(f"{self.step.name}: a migration's Python step defines migrate(conn)")
-        return migrate  # type: ignore[no-any-return]
+        found = {key: getattr(module, key, None) for key in ("migrate", "backfill")}
+        if not any(callable(function) for function in found.values()):
+            raise MigrationError(f"{self.step.name}: a migration's Python step defines migrate(conn) or backfill(conn)")
+        function = found[name]
+        return function if callable(function) else None
 
     def render(self, parameters: dict[str, str]) -> str:
         def substitute(match: re.Match[str]) -> str:
@@ -77,10 +91,19 @@ class Migration:
         return _PLACEHOLDER.sub(substitute, self.template)
 
 
+# Migrations revised after they were applied somewhere, with the checksums of their earlier text, each accepted as
+# theirs (a database that ran it is where the revision leaves one that runs it now). 0033 backfilled every chunk's
+# text key in its own transaction, one rewrite of the whole table; it now backfills in batches after it commits.
+REVISED: dict[str, frozenset[str]] = {
+    "0033": frozenset({"a9cf0dc262283283bd1edd5b619c920dbfa3c01e6b76326d7084cf0855b72839"}),
+}
+
+
 @dataclass(frozen=True)
 class MigrationReport:
     applied: list[str]
     already_applied: list[str]
+    backfilled: list[str] = field(default_factory=list)  # backfills run to their end by this run
 
 
 def owner_url(*, host: str, port: int, dbname: str, user: str, password: str, ca_bundle: Path = RDS_CA_BUNDLE) -> str:
@@ -184,6 +207,7 @@ def apply_migrations(
     migrations = discover(directory)
     applied: list[str] = []
     already: list[str] = []
+    backfilled: list[str] = []
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_ADVISORY_LOCK,))
         try:
@@ -193,6 +217,11 @@ def apply_migrations(
                 " applied_at timestamptz NOT NULL DEFAULT now())"
             )
             conn.execute("CREATE TABLE IF NOT EXISTS schema_parameters (name text PRIMARY KEY, value text NOT NULL)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_backfills ("
+                " version text PRIMARY KEY, completed_at timestamptz NOT NULL DEFAULT now())"
+            )
+            backfilled_before = {row[0] for row in conn.execute("SELECT version FROM schema_backfills")}
             _check_recorded_parameters(conn, parameters)
             history: dict[str, str] = dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
             unknown = sorted(set(history) - {migration.version for migration in migrations})
@@ -201,9 +230,12 @@ def apply_migrations(
             for migration in migrations:
                 label = f"{migration.version}_{migration.name}"
                 if migration.version in history:
-                    if history[migration.version] != migration.checksum:
+                    recorded = history[migration.version]
+                    if recorded != migration.checksum and recorded not in REVISED.get(migration.version, ()):
                         raise MigrationError(f"migration {label} was edited after it was applied")
                     already.append(label)
+                    if migration.version not in backfilled_before and _backfilled(conn, migration):
+                        backfilled.append(label)
                     continue
                 step = migration.python_step()
                 with conn.transaction():
@@ -220,8 +252,23 @@ def apply_migrations(
                             (name, value),
                         )
                 applied.append(label)
+                if _backfilled(conn, migration):
+                    backfilled.append(label)
             # Every run, not only the one that created the role: a membership granted later is caught too.
             _check_app_role(conn, app_role)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK,))
-    return MigrationReport(applied=applied, already_applied=already)
+    return MigrationReport(applied=applied, already_applied=already, backfilled=backfilled)
+
+
+def _backfilled(conn: psycopg.Connection[Any], migration: Migration) -> bool:
+    """Run `migration`'s backfill to its end, if it has one, and record it so: True when one ran. Its batches commit
+    as they go (`conn` is in autocommit), so one that fails midway keeps what it did, and the next run resumes it."""
+    backfill = migration.backfill()
+    if backfill is None:
+        return False
+    backfill(conn)
+    conn.execute(
+        "INSERT INTO schema_backfills (version) VALUES (%s) ON CONFLICT (version) DO NOTHING", (migration.version,)
+    )
+    return True

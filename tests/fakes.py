@@ -59,6 +59,7 @@ from shared.domain.limits import Spend, TenantLimits
 from shared.domain.metadata_filter import MetadataFilter
 from shared.domain.search import ChunkSnapshot, SearchFilters
 from shared.domain.similarity import MINILM_SCALE, SimilarityScale
+from shared.domain.staleness import lexical_only, stale, to_reindex
 from shared.domain.summaries import DraftCitation, DraftSentence, GeneratedSummary, validated_summary
 from shared.domain.uploads import signed_read_type, stored_content_type
 from shared.domain.usage import RequestKind, Usage, UsageTotal, collection_shares
@@ -1212,20 +1213,15 @@ class FakeKnowledgeStore(KnowledgeStore):
         stale = [
             (file_id, version)
             for file_id, version in self._metadata.versions(tenant_id)
-            if version.state is VersionState.STORED
-            and version.processing_state is ProcessingState.INDEXED
-            and version.chunk_count > 0
-            and (
-                version.embedded_chunk_count < version.chunk_count
-                or version.embedding_model != embedding_model
-                or (context_model is not None and (version.context_model != context_model or version.context_gap))
-            )
+            if to_reindex(version, embedding_model=embedding_model, context_model=context_model)
             and (collections is None or self._metadata.collection_of(tenant_id, file_id) in collections)
         ]
         stale.sort(key=lambda pair: (pair[1].updated_at, pair[1].version_id))
         return [(file_id, version.version_id) for file_id, version in stale[:limit]]
 
-    def coverage(self, tenant_id: str, collections: frozenset[str], embedding_model: str) -> list[CollectionCoverage]:
+    def coverage(
+        self, tenant_id: str, collections: frozenset[str], embedding_model: str, *, context_model: str | None = None
+    ) -> list[CollectionCoverage]:
         counts: dict[str, dict[str, int]] = {}
         current: dict[UUID, FileVersionRecord] = {}
         for file_id, version in self._metadata.versions(tenant_id):  # oldest first: the newest stored one wins
@@ -1244,8 +1240,8 @@ class FakeKnowledgeStore(KnowledgeStore):
             row["indexed"] += indexed
             row["failed"] += version.processing_state is ProcessingState.FAILED
             row["in_progress"] += version.processing_state not in {ProcessingState.INDEXED, ProcessingState.FAILED}
-            row["stale"] += indexed and version.embedded_chunk_count > 0 and version.embedding_model != embedding_model
-            row["lexical_only"] += indexed and version.embedded_chunk_count < version.chunk_count
+            row["stale"] += indexed and stale(version, embedding_model=embedding_model, context_model=context_model)
+            row["lexical_only"] += indexed and lexical_only(version)
         return [CollectionCoverage(collection_id=c, **row) for c, row in sorted(counts.items())]
 
     def snapshots(self, tenant_id: str, collections: frozenset[str], chunk_ids: Sequence[str]) -> list[ChunkSnapshot]:

@@ -30,7 +30,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if request.request_type == "Delete":
         return {"PhysicalResourceId": event.get("PhysicalResourceId") or PHYSICAL_RESOURCE_ID}
     report = apply_migrations(_owner_url(), embedding_dimension=settings.embedding_dimension)
-    logger.info("schema migrated", extra={"applied": report.applied, "already_applied": len(report.already_applied)})
+    logger.info(
+        "schema migrated",
+        extra={
+            "applied": report.applied,
+            "already_applied": len(report.already_applied),
+            "backfilled": report.backfilled,
+        },
+    )
     return {"PhysicalResourceId": PHYSICAL_RESOURCE_ID, "Data": {"Applied": str(len(report.applied))}}
 
 

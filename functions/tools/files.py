@@ -6,7 +6,8 @@ from functions.tools.registry import ToolContext, tool
 from functions.views.answers import AnswerRequestBody, AnswerView
 from functions.views.files import FileSummary
 from functions.views.search import InterpretedQueryView, SearchFiltersBody, SearchRequest, metadata_filter
-from shared.domain.search import Citation, Empty, SearchQuery
+from shared.domain.grouping import FileGroup
+from shared.domain.search import Citation, Empty, SearchHit, SearchQuery
 
 
 def _place(citation: Citation) -> m.CitedPlace:
@@ -68,7 +69,7 @@ def read_file(ctx: ToolContext, params: m.ReadFileParams) -> m.TextRead:
     "Search files",
     "Hybrid (semantic + keyword) search over the files the caller may read; every hit has an exact citation"
     " (file, version, page or cells) and the file's metadata; `filter` searches only the files whose metadata it"
-    " matches.",
+    ' matches; `groupBy: "file"` answers with the best files, each with its best hits.',
     carries_document_text=True,
 )
 def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResult:
@@ -78,7 +79,11 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
     ).to_query()
     retrieval = ctx.services.retrieval
     ctx.touched.update(retrieval.searchable_collections(ctx.principal, query))
-    outcome = retrieval.search(ctx.principal, query)
+    groups: tuple[FileGroup, ...] | None = None
+    if params.group_by == "file":
+        outcome, groups = retrieval.search_by_file(ctx.principal, query, per_file=params.hits_per_file)
+    else:
+        outcome = retrieval.search(ctx.principal, query)
     interpreted = InterpretedQueryView.of(query)
     if isinstance(outcome, Empty):
         return m.SearchResult(
@@ -87,23 +92,31 @@ def search_files(ctx: ToolContext, params: m.SearchFilesParams) -> m.SearchResul
             vector_available=outcome.vector_available,
             interpreted_query=interpreted,
         )
-    hits = [
-        m.SearchHitResult(
-            chunk_id=hit.chunk_id,
-            score=hit.score,
-            section=_fenced_heading(ctx, hit.citation),
-            excerpt=ctx.fenced(hit.excerpt),
-            citation=_place(hit.citation),
-            also_in=[_also_in(ctx, place) for place in hit.also_in],
-        )
-        for hit in outcome.hits
-    ]
     return m.SearchResult(
         outcome="found",
         vector_available=outcome.vector_available,
         truncated_by_budget=outcome.truncated_by_budget,
         interpreted_query=interpreted,
-        hits=hits,
+        hits=[_hit(ctx, hit) for hit in outcome.hits],
+        groups=None
+        if groups is None
+        else [
+            m.FileGroupResult.model_validate(
+                {**group.model_dump(exclude={"hits"}), "hits": [_hit(ctx, hit) for hit in group.hits]}
+            )
+            for group in groups
+        ],
+    )
+
+
+def _hit(ctx: ToolContext, hit: SearchHit) -> m.SearchHitResult:
+    return m.SearchHitResult(
+        chunk_id=hit.chunk_id,
+        score=hit.score,
+        section=_fenced_heading(ctx, hit.citation),
+        excerpt=ctx.fenced(hit.excerpt),
+        citation=_place(hit.citation),
+        also_in=[_also_in(ctx, place) for place in hit.also_in],
     )
 
 

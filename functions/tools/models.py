@@ -24,6 +24,7 @@ from functions.views.files import FileListView, FileView
 from functions.views.search import QUERY_DESCRIPTION, CitationPlace, InterpretedQueryView
 from shared.domain.answers import MAX_QUESTION_CHARACTERS, AnswerMethod, AnswerOutcome, ClaimKind
 from shared.domain.exports import ExportFormat
+from shared.domain.grouping import DEFAULT_HITS_PER_FILE, MAX_HITS_PER_FILE
 from shared.domain.recognition import BoundingBox
 from shared.domain.search import MAX_QUERY_CHARACTERS, MAX_RESULTS, SearchMode
 from shared.domain.text_reads import MAX_TEXT_READ_BYTES
@@ -62,9 +63,22 @@ class ReadFileParams(VersionedFileRef):
 class SearchFilesParams(ApiModel):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARACTERS, description=QUERY_DESCRIPTION)
     collection_id: str | None = Field(default=None, min_length=1, max_length=64, description="Only this collection.")
-    limit: int = Field(default=10, ge=1, le=MAX_RESULTS)
+    limit: int = Field(default=10, ge=1, le=MAX_RESULTS, description='Hits; with groupBy "file", files.')
     mode: SearchMode = SearchMode.HYBRID
     filter_: FilterParameter
+    # As POST /v1/search takes them (functions/views/search.py:SearchRequest).
+    group_by: Literal["file"] | None = Field(
+        default=None,
+        description='"file": `groups` are the best `limit` files, each with its best `hitsPerFile` hits in rank order'
+        " (a file's place is its best hit's); `hits` are the same hits, group by group. For which documents hold"
+        " the answer before which passages do.",
+    )
+    hits_per_file: int = Field(
+        default=DEFAULT_HITS_PER_FILE,
+        ge=1,
+        le=MAX_HITS_PER_FILE,
+        description='With groupBy "file": how many hits each file brings at most.',
+    )
 
 
 _PART = (
@@ -234,6 +248,17 @@ class SearchHitResult(ApiModel):
     )
 
 
+class FileGroupResult(ApiModel):
+    """One file of a search grouped by file: its best hits, its score its best hit's."""
+
+    file_id: str
+    version_id: str
+    filename: str
+    collection_id: str
+    score: float
+    hits: list[SearchHitResult]
+
+
 class SearchResult(Fenced):
     outcome: str = Field(description="found, or why nothing was (no_access, no_matches, …).")
     message: str | None = None
@@ -243,6 +268,9 @@ class SearchResult(Fenced):
         description="How the query was read: its phrases, exclusions and identifiers."
     )
     hits: list[SearchHitResult] = Field(default_factory=list)
+    groups: list[FileGroupResult] | None = Field(
+        default=None, description='With groupBy "file" only: the files, best first, each with its hits.'
+    )
 
 
 class AnswerParams(ApiModel):

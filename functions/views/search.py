@@ -238,6 +238,13 @@ class FileGroupView(ApiModel):
     score: float
     hits: list[HitView]
 
+    @classmethod
+    def of(cls, group: FileGroup) -> "FileGroupView":
+        # Each hit as a hit is sent (its other places cut to a place), never its domain model's dump.
+        return cls.model_validate(
+            {**group.model_dump(exclude={"hits"}), "hits": [HitView.of(hit) for hit in group.hits]}
+        )
+
 
 class IdentifierView(ApiModel):
     text: str = Field(description="An identifier-shaped term (ERR-4021, Q3-2026, v2.1), case folded.")
@@ -325,7 +332,7 @@ def search_view(
         rerank=RerankView.model_validate(outcome.rerank.model_dump()),
         hits=[HitView.of(hit) for hit in outcome.hits],
         facets=counted,
-        groups=None if groups is None else [FileGroupView.model_validate(group.model_dump()) for group in groups],
+        groups=None if groups is None else [FileGroupView.of(group) for group in groups],
     )
 
 

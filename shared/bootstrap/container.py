@@ -321,12 +321,16 @@ class Container:
             embedder=self.embedder,
             spend=self.spend_limits,
             policy=self.authorization,
-            context_model=(
-                situating_model(self.situator.model_id, self.situator.prompt_version)
-                if self.situator.capability().available
-                else None
-            ),
+            context_model=self.context_model,
         )
+
+    @cached_property
+    def context_model(self) -> str | None:
+        """The model (and prompt) that writes chunks' situating sentences, None where none does: a version situated
+        by another, by none, or with a gap is stale (shared/domain/staleness.py)."""
+        if not self.situator.capability().available:
+            return None
+        return situating_model(self.situator.model_id, self.situator.prompt_version)
 
     @cached_property
     def reconciler(self) -> Reconciler:

@@ -13,7 +13,7 @@ first part, the same for every chunk of the version, so the model can cache it),
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -148,6 +148,34 @@ class Situation(BaseModel):
 
     text: str
     tokens: int = Field(default=0, ge=0)
+
+
+def fitted_situation(draft: ChunkDraft, text: str, *, count: Callable[[str], int], max_tokens: int) -> Situation | None:
+    """The sentence for `draft` as much of it as the embedding model reads: the chunk with it, counted whole by `count`
+    (the model's tokens), within `max_tokens`, the sentence cut at a word where it would pass; None when not even its
+    first word fits (a chunk cut to the limit already). The chunker sized the chunk without it, to the same limit."""
+    words = text.split(" ")
+
+    def total(kept: int) -> int:
+        return count(situated_content(draft, " ".join(words[:kept])))
+
+    kept = len(words)
+    if total(kept) > max_tokens:
+        # The most words that fit: the count grows with the words kept, so halve the range each time.
+        low, high = 0, kept - 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if total(middle) <= max_tokens else (low, middle - 1)
+        kept = low
+    sentence = " ".join(words[:kept]).rstrip(" ,;:-") if kept < len(words) else text
+    if not sentence:
+        return None
+    return Situation(text=sentence, tokens=max(0, count(situated_content(draft, sentence)) - draft.token_count))
+
+
+def situated_content(draft: ChunkDraft, sentence: str) -> str:
+    """What is embedded for `draft` with `sentence` as its situating context."""
+    return draft.model_copy(update={"situation": sentence or None}).content
 
 
 def situated(draft: ChunkDraft, situation: Situation | None) -> ChunkDraft:

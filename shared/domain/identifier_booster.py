@@ -30,6 +30,7 @@ class IdentifierBooster:
     model_id = IDENTIFIER_BOOSTER
     depth: int | None = None  # every fused candidate: it costs microseconds
     metered = False
+    in_process = True  # called inline: no worker thread, no budget
 
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> Reranked:
         order = boost_identifiers(

@@ -52,8 +52,13 @@ class KnowledgeStore(Protocol):
         ...
 
     def coverage(
-        self, tenant_id: str, collections: frozenset[str], embedding_model: str
-    ) -> list[CollectionCoverage]: ...
+        self, tenant_id: str, collections: frozenset[str], embedding_model: str, *, context_model: str | None = None
+    ) -> list[CollectionCoverage]:
+        """Per collection, its files by their current version's state: `stale` counts the indexed versions that
+        versions_to_reindex lists for being stale (another embedding model, an older context, or, where
+        `context_model` writes situating sentences, another model's, none or a gap); `lexical_only` those it lists
+        for chunks without vectors."""
+        ...
 
     def snapshots(self, tenant_id: str, collections: frozenset[str], chunk_ids: Sequence[str]) -> list[ChunkSnapshot]:
         """The stored chunks among `chunk_ids` in `collections` (a hit outside them is never hydrated)."""
@@ -191,6 +196,12 @@ class Reranker(Protocol):
     def metered(self) -> bool:
         """Whether a call is spend: checked against the tenant's daily rerank limit before, booked in the usage ledger
         (its `Reranked.usage`) once it answered."""
+        ...
+
+    @property
+    def in_process(self) -> bool:
+        """Whether it answers from memory, without I/O, in microseconds (the identifier booster): called on the
+        search's own thread, with no time budget and no worker; a model behind the network is not."""
         ...
 
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> Reranked:

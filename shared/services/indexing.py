@@ -13,7 +13,7 @@ from uuid import UUID
 
 from shared.domain.capabilities import CapabilityStatus
 from shared.domain.chunk_context import declared_title, document_title
-from shared.domain.chunk_situations import Situation
+from shared.domain.chunk_situations import Situation, fitted_situation
 from shared.domain.chunking import ChunkingStrategy, StructuralChunker
 from shared.domain.document import ExtractedDocument
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
@@ -112,10 +112,13 @@ class Indexer:
     def capability(self) -> CapabilityStatus:
         return self._embedder.capability()
 
-    def situation(self, text: str) -> Situation:
-        """A chunk's situating sentence with the tokens it adds to what is embedded (its separator included)."""
-        tokens = self._embedder.count_tokens if self._embedder.capability().available else estimated_tokens
-        return Situation(text=text, tokens=tokens(f"{HEADING_SEPARATOR}{text}"))
+    def situation(self, text: str, draft: ChunkDraft) -> Situation | None:
+        """A chunk's situating sentence with the tokens it adds to what is embedded (its separator included): cut at
+        a word so that the chunk with it stays within the embedding model's input (its `max_tokens`), None when no
+        word of it fits. A model writes it after the chunk was sized to that limit without it."""
+        if not self._embedder.capability().available:
+            return Situation(text=text, tokens=estimated_tokens(f"{HEADING_SEPARATOR}{text}"))
+        return fitted_situation(draft, text, count=self._embedder.count_tokens, max_tokens=self._embedder.max_tokens)
 
     def usage(self, tokens: int) -> Usage:
         """What embedding `tokens` tokens costs, for the ledger."""

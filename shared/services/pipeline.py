@@ -398,7 +398,10 @@ class IngestionPipeline:
         outcome = self._situations.situate(
             request.tenant_id, found.file.file_id, chunks.drafts, document_head=chunks.document_head, on_generated=meter
         )
-        situations = tuple(None if text is None else self._indexer.situation(text) for text in outcome.situations)
+        situations = tuple(
+            None if text is None else self._indexer.situation(text, draft)
+            for text, draft in zip(outcome.situations, chunks.drafts, strict=True)
+        )
         return situations, outcome.gap
 
     def index(self, request: ProcessVersion) -> Indexed:

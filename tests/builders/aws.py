@@ -1,9 +1,10 @@
 """What the adapter tests over botocore's Stubber share: a real client that never looks for credentials or a
 region, and a stand-in for the back-off's sleep."""
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import boto3
+from botocore.stub import Stubber
 
 
 def offline_client(
@@ -25,3 +26,27 @@ class Delays:
 
 def bedrock_client() -> Any:
     return offline_client("bedrock-runtime")
+
+
+class StubbedConverse:
+    """A model at the Converse boundary, scripted: a real bedrock-runtime client whose answers come from `answers` and
+    `fails`, in order (botocore's Stubber), and the requests the adapter built, as it passed them."""
+
+    def __init__(self) -> None:
+        self.client = bedrock_client()
+        self.requests: list[dict[str, Any]] = []
+        self.client.meta.events.register(
+            "before-parameter-build.bedrock-runtime.Converse", lambda params, **_: self.requests.append(params)
+        )
+        self.stub = Stubber(self.client)
+        self.stub.activate()
+
+    def answers(self, response: dict[str, Any]) -> Self:
+        self.stub.add_response("converse", response)
+        return self
+
+    def fails(self, code: str, status: int = 400, message: str = "") -> Self:
+        self.stub.add_client_error(
+            "converse", service_error_code=code, service_message=message, http_status_code=status
+        )
+        return self

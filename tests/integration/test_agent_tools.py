@@ -147,6 +147,25 @@ def test_search_files_cites_and_fences_every_excerpt(stack: Stack, files: dict[s
     assert all(hit["citation"]["collectionId"] == "docs" for hit in only_docs.get("hits", []))
 
 
+def test_search_files_grouped_by_file_finds_the_files_and_hits_post_v1_search_finds(
+    stack: Stack, files: dict[str, Any]
+) -> None:
+    arguments = {"query": "quarterly figures growth", "groupBy": "file", "hitsPerFile": 2, "limit": 3}
+    found = result(stack, files["token"], "search_files", **arguments)
+    status, searched = stack.json("POST", "/v1/search", files["token"], arguments)
+    assert status == 200, searched
+    assert found["groups"], found
+
+    def grouped(groups: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+        return [(group["fileId"], [hit["chunkId"] for hit in group["hits"]]) for group in groups]
+
+    assert grouped(found["groups"]) == grouped(searched["groups"])
+    assert all(len(group["hits"]) <= 2 for group in found["groups"]) and len(found["groups"]) <= 3
+    assert [fenced_text(group["filename"]) for group in found["groups"]] == [
+        group["filename"] for group in searched["groups"]
+    ]
+
+
 def test_answer_cites_numbered_sources_and_fences_every_claim(stack: Stack, files: dict[str, Any]) -> None:
     given = result(stack, files["token"], "answer", question="Why did checkout fail during incident ERR-4021?")
     assert given["outcome"] == "evidence_only" and given["method"] == "extractive" and given["untrusted"]

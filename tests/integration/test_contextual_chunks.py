@@ -172,3 +172,40 @@ def test_versions_indexed_without_context_are_on_the_reindex_list_and_in_coverag
     assert store.versions_to_reindex(tenant, None, FAKE_MODEL, limit=10) == [(old_file, old_version)]
     [coverage] = store.coverage(tenant, frozenset({"docs"}), FAKE_MODEL)
     assert coverage.stale == 1
+
+
+def test_coverage_counts_as_stale_exactly_the_versions_the_reindex_list_holds_for_their_situating_sentences(
+    app_database: Database, owner_connection: psycopg.Connection[Any]
+) -> None:
+    from shared.adapters.postgres.knowledge import PostgresKnowledgeIndex
+    from tests.integration.knowledge_rows import FAKE_MODEL, index_texts
+
+    # Given versions situated by this model, by another, by this one with a gap, and one keyword-only
+    tenant = f"s{uuid.uuid4().hex[:10]}"
+    situated_by = "fake.situator-v1#fake-1"
+    files = [index_texts(app_database, tenant, "docs", [f"Text {n}."], vectors=[None]) for n in range(4)]
+    owner_connection.execute(
+        "UPDATE file_versions SET embedding_model = %s, embedded_chunk_count = chunk_count, context_model = %s"
+        " WHERE tenant_id = %s",
+        (FAKE_MODEL, situated_by, tenant),
+    )
+    (_, current), (other_file, other), (gap_file, gap), (lexical_file, lexical) = files
+    owner_connection.execute(
+        "UPDATE file_versions SET context_model = 'another.model#v1' WHERE version_id = %s", (other,)
+    )
+    owner_connection.execute(
+        "UPDATE file_versions SET context_gap = '1 of 1 chunks have no situating context' WHERE version_id = %s",
+        (gap,),
+    )
+    owner_connection.execute("UPDATE file_versions SET embedded_chunk_count = 0 WHERE version_id = %s", (lexical,))
+    store = PostgresKnowledgeIndex(app_database)
+    # When a model writes sentences, the two situated otherwise are stale in both, the keyword-only one listed too
+    listed = store.versions_to_reindex(tenant, None, FAKE_MODEL, limit=10, context_model=situated_by)
+    assert sorted(listed) == sorted([(other_file, other), (gap_file, gap), (lexical_file, lexical)])
+    [coverage] = store.coverage(tenant, frozenset({"docs"}), FAKE_MODEL, context_model=situated_by)
+    assert (coverage.indexed, coverage.stale, coverage.lexical_only) == (4, 2, 1)
+    # Where no model writes them, sentences are no reason: only the keyword-only one, in both
+    assert store.versions_to_reindex(tenant, None, FAKE_MODEL, limit=10) == [(lexical_file, lexical)]
+    [coverage] = store.coverage(tenant, frozenset({"docs"}), FAKE_MODEL)
+    assert (coverage.stale, coverage.lexical_only) == (0, 1)
+    assert current not in {version for _, version in listed}

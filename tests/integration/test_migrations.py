@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from migrations.runner import MIGRATIONS_DIR, MigrationError, apply_migrations, discover
+from migrations.runner import MIGRATIONS_DIR, REVISED, MigrationError, apply_migrations, discover
 from shared.adapters.postgres.database import Database
 from shared.adapters.postgres.file_metadata import PostgresFileMetadataStore
 from shared.local.supervisor import app_url_from_owner, set_app_role_password
@@ -31,8 +31,8 @@ def test_migrations_apply_once_and_rerunning_is_a_no_op(new_database: Callable[[
     url = new_database()
     first = apply_migrations(url, embedding_dimension=384)
     second = apply_migrations(url, embedding_dimension=384)
-    assert (first.applied, first.already_applied) == (ALL, [])
-    assert (second.applied, second.already_applied) == ([], ALL)
+    assert (first.applied, first.already_applied, first.backfilled) == (ALL, [], ["0033_duplicates"])
+    assert (second.applied, second.already_applied, second.backfilled) == ([], ALL, [])
     with psycopg.connect(url) as conn:
         recorded = [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
     assert recorded == [name[:4] for name in ALL]
@@ -74,6 +74,75 @@ def test_a_failing_migration_leaves_nothing_half_applied(new_database: Callable[
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT to_regclass('half')").fetchone() == (None,)
         assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == ["0001"]
+
+
+_RESUMABLE_BACKFILL = """
+def backfill(conn):
+    runs = conn.execute("INSERT INTO backfill_runs DEFAULT VALUES RETURNING n").fetchone()[0]
+    while True:
+        with conn.transaction():
+            row = conn.execute("SELECT id FROM items WHERE NOT done ORDER BY id LIMIT 1").fetchone()
+            if row is None:
+                return
+            if row[0] == 2 and runs == 1:
+                raise RuntimeError("the runner was interrupted")
+            conn.execute("UPDATE items SET done = true WHERE id = %s", row)
+"""
+
+
+def test_a_backfill_commits_batch_by_batch_resumes_after_an_interruption_and_runs_to_its_end_once(
+    new_database: Callable[[], str], tmp_path: Path
+) -> None:
+    # Given a migration whose step backfills three rows, one transaction each, interrupted at the second the first time
+    url = new_database()
+    folder = tmp_path / "backfilling"
+    shutil.copytree(MIGRATIONS_DIR, folder, ignore=shutil.ignore_patterns("__pycache__", "runner.py", "__init__.py"))
+    (folder / "9001_items.sql").write_text(
+        "CREATE TABLE items (id int PRIMARY KEY, done boolean NOT NULL DEFAULT false);"
+        " INSERT INTO items (id) VALUES (1), (2), (3); CREATE TABLE backfill_runs (n serial);",
+        encoding="utf-8",
+    )
+    (folder / "9001_items.py").write_text(_RESUMABLE_BACKFILL, encoding="utf-8")
+    # a later migration sees the backfill's end
+    (folder / "9002_after.sql").write_text(
+        "CREATE TABLE seen AS SELECT count(*) FILTER (WHERE NOT done) AS pending FROM items;", encoding="utf-8"
+    )
+    with pytest.raises(RuntimeError, match="interrupted"):
+        apply_migrations(url, embedding_dimension=384, directory=folder)
+    with psycopg.connect(url) as conn:
+        # The migration committed, and so did the batch before the interruption
+        assert conn.execute("SELECT version FROM schema_migrations WHERE version > '9000'").fetchall() == [("9001",)]
+        assert conn.execute("SELECT id FROM items WHERE done").fetchall() == [(1,)]
+        assert conn.execute("SELECT count(*) FROM schema_backfills WHERE version = '9001'").fetchone() == (0,)
+    # When the runner runs again, the backfill resumes and ends before the next migration
+    again = apply_migrations(url, embedding_dimension=384, directory=folder)
+    assert (again.applied, again.backfilled) == (["9002_after"], ["9001_items"])
+    # Then it is recorded done, and never run again
+    third = apply_migrations(url, embedding_dimension=384, directory=folder)
+    assert (third.applied, third.backfilled) == ([], [])
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM items WHERE NOT done").fetchone() == (0,)
+        assert conn.execute("SELECT pending FROM seen").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM backfill_runs").fetchone() == (2,)
+
+
+def test_a_migration_revised_after_it_landed_accepts_its_earlier_text_and_nothing_else(
+    new_database: Callable[[], str],
+) -> None:
+    # Given a database that ran 0033 as it was first written (its whole backfill in the migration's transaction)
+    url = new_database()
+    apply_migrations(url, embedding_dimension=384)
+    [earlier] = REVISED["0033"]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE schema_migrations SET checksum = %s WHERE version = '0033'", (earlier,))
+    # When the runner runs with the revision, it is that migration, applied
+    report = apply_migrations(url, embedding_dimension=384)
+    assert report.applied == [] and "0033_duplicates" in report.already_applied
+    # Then any other text is an edit, refused
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE schema_migrations SET checksum = 'edited' WHERE version = '0033'")
+    with pytest.raises(MigrationError, match="0033_duplicates was edited"):
+        apply_migrations(url, embedding_dimension=384)
 
 
 def test_concurrent_runners_apply_each_migration_exactly_once(new_database: Callable[[], str]) -> None:

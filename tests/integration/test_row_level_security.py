@@ -207,9 +207,10 @@ def test_the_application_role_cannot_switch_row_level_security_off(app_database:
         conn.execute("SELECT count(*) FROM files")
 
 
-def test_the_application_role_cannot_read_or_rewrite_migration_history(app_database: Database) -> None:
+@pytest.mark.parametrize("history", ["schema_migrations", "schema_backfills"])
+def test_the_application_role_cannot_read_or_rewrite_migration_history(app_database: Database, history: str) -> None:
     with pytest.raises(errors.InsufficientPrivilege), app_database.unscoped_transaction() as conn:
-        conn.execute("SELECT * FROM schema_migrations")
+        conn.execute(f"SELECT * FROM {history}")
 
 
 def test_a_tenant_id_that_is_not_an_identifier_never_reaches_sql(app_database: Database) -> None:

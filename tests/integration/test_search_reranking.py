@@ -48,6 +48,7 @@ class FakeRerankModel:
     model_id = "fake-rerank-model"
     depth = 20
     metered = True
+    in_process = False
 
     def __init__(self) -> None:
         self.calls = 0

@@ -6,13 +6,12 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ReadTimeoutError
-from botocore.stub import Stubber
 
 from shared.adapters.aws.bedrock_situations import PROMPT_VERSION, BedrockConverseSituator, caches_prompts, defused
 from shared.domain.chunk_situations import MAX_SITUATION_CHARACTERS, SituationRequest
 from shared.domain.errors import CapabilityUnavailable
 from shared.ports import ChunkSituator
-from tests.builders.aws import Delays, bedrock_client
+from tests.builders.aws import Delays, StubbedConverse, bedrock_client
 
 HAIKU = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 MISTRAL = "mistral.mistral-large-2407-v1:0"
@@ -53,28 +52,8 @@ def answer(
     }
 
 
-class ScriptedModel:
-    """The model, scripted: a real client whose Converse answers come from `answers` and `fails`, in order, and
-    the requests the adapter built, as it passed them."""
-
-    def __init__(self) -> None:
-        self.client = bedrock_client()
-        self.requests: list[dict[str, Any]] = []
-        self.client.meta.events.register(
-            "before-parameter-build.bedrock-runtime.Converse", lambda params, **_: self.requests.append(params)
-        )
-        self.stub = Stubber(self.client)
-        self.stub.activate()
-
-    def answers(self, response: dict[str, Any]) -> "ScriptedModel":
-        self.stub.add_response("converse", response)
-        return self
-
-    def fails(self, code: str, status: int = 400, message: str = "") -> "ScriptedModel":
-        self.stub.add_client_error(
-            "converse", service_error_code=code, service_message=message, http_status_code=status
-        )
-        return self
+class ScriptedModel(StubbedConverse):
+    """The model, scripted (tests/builders/aws.py), and the adapter over its client."""
 
     def situator(
         self, model_id: str = HAIKU, *, delays: Delays | None = None, **kwargs: Any

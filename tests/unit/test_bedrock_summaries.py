@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ReadTimeoutError
-from botocore.stub import Stubber
 
 from shared.adapters.aws.bedrock_summaries import (
     DOCUMENT_NAME,
@@ -16,7 +15,7 @@ from shared.adapters.aws.bedrock_summaries import (
 )
 from shared.domain.errors import CapabilityUnavailable
 from shared.ports import DocumentSummarizer
-from tests.builders.aws import Delays, bedrock_client
+from tests.builders.aws import Delays, StubbedConverse, bedrock_client
 
 MODEL = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 
@@ -72,28 +71,8 @@ GOOD_ANSWER = answer(
 )
 
 
-class ScriptedModel:
-    """The model, scripted: a real client whose Converse answers come from `answers` and `fails`, in order,
-    and the requests the adapter built, as it passed them."""
-
-    def __init__(self) -> None:
-        self.client = bedrock_client()
-        self.requests: list[dict[str, Any]] = []
-        self.client.meta.events.register(
-            "before-parameter-build.bedrock-runtime.Converse", lambda params, **_: self.requests.append(params)
-        )
-        self.stub = Stubber(self.client)
-        self.stub.activate()
-
-    def answers(self, response: dict[str, Any]) -> "ScriptedModel":
-        self.stub.add_response("converse", response)
-        return self
-
-    def fails(self, code: str, status: int = 400, message: str = "") -> "ScriptedModel":
-        self.stub.add_client_error(
-            "converse", service_error_code=code, service_message=message, http_status_code=status
-        )
-        return self
+class ScriptedModel(StubbedConverse):
+    """The model, scripted (tests/builders/aws.py), and the adapter over its client."""
 
     def summarizer(self, *, delays: Delays | None = None, **kwargs: Any) -> BedrockConverseSummarizer:
         return BedrockConverseSummarizer(

@@ -15,6 +15,7 @@ from shared.domain.chunk_situations import (
     Situation,
     cleaned_situation,
     document_head,
+    fitted_situation,
     request_for,
     situated,
     situation_key,
@@ -28,7 +29,7 @@ from shared.domain.workflow import ProcessVersion
 from shared.services.chunk_situations import ChunkSituations
 from shared.services.files import UploadTicket
 from shared.services.limits import SpendLimits
-from tests.fakes import Fakes, FakeSituationCache, FakeSituator, principal
+from tests.fakes import FakeEmbedder, Fakes, FakeSituationCache, FakeSituator, principal
 
 # The fake situator's model and prompt, as sentences are cached under them and versions record them.
 SITUATED_BY = "fake.situator-v1#fake-1"
@@ -93,6 +94,24 @@ def test_the_sentence_is_context_indexed_before_the_body_and_never_part_of_the_e
     assert situation_key(with_sentence) == situation_key(plain)
     assert situation_key(plain) != situation_key(draft("Revenue rose 9% this quarter.", title="Another report"))
     assert situated(plain, None) is plain
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_a_sentence_that_would_pass_the_embedding_models_input_is_cut_at_a_word_to_fit() -> None:
+    chunk = draft("Revenue rose nine percent").model_copy(update={"token_count": 5})  # Results, then the body
+    sentence = "Northwind's revenue by region in the third quarter of 2025."
+    # Room for all of it: kept whole, with the tokens it adds
+    whole = fitted_situation(chunk, sentence, count=words, max_tokens=100)
+    assert whole == Situation(text=sentence, tokens=words(f"> {sentence}"))
+    # Room for four more tokens: the separator and three words
+    cut = fitted_situation(chunk, sentence, count=words, max_tokens=9)
+    assert cut is not None and cut.text == "Northwind's revenue by"
+    assert words(situated(chunk, cut).content) == 9 == chunk.token_count + cut.tokens
+    # No room: the chunk keeps its deterministic context only
+    assert fitted_situation(chunk, sentence, count=words, max_tokens=6) is None
 
 
 def test_a_models_answer_is_one_bounded_line_without_preamble_or_quotes() -> None:
@@ -225,6 +244,15 @@ def test_a_failing_model_leaves_its_chunks_without_a_sentence_and_the_others_wit
     # Only what was written is metered.
     usage = next(iter(context_rows(fakes).values()))
     assert usage.output_tokens == 30 * (len(chunks) - 1)
+    # The gap makes it stale: counted in coverage as the re-index work list queues it.
+    model = fakes.embedder.model_id
+    assert fakes.knowledge.versions_to_reindex("acme", None, model, 10, context_model=SITUATED_BY) == [
+        (ticket.file_id, ticket.version_id)
+    ]
+    [coverage] = fakes.knowledge.coverage("acme", frozenset({"docs"}), model, context_model=SITUATED_BY)
+    assert (coverage.stale, coverage.lexical_only) == (1, 0)
+    [coverage] = fakes.knowledge.coverage("acme", frozenset({"docs"}), model)  # no model writes sentences: current
+    assert coverage.stale == 0 and fakes.knowledge.versions_to_reindex("acme", None, model, 10) == []
 
 
 def test_a_model_refusing_everything_fails_no_version_and_meters_nothing() -> None:
@@ -282,3 +310,34 @@ def test_without_a_model_nothing_is_asked_stored_or_said() -> None:
 
 def usage_day() -> datetime:
     return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+class ShortInputEmbedder(FakeEmbedder):
+    """A fake embedding model that reads 24 tokens (words, as the fake counts them), so chunks fill it."""
+
+    @property
+    def max_tokens(self) -> int:
+        return 24
+
+
+def test_a_chunk_cut_to_the_embedding_models_limit_keeps_within_it_with_its_sentence() -> None:
+    # Given a document whose chunks are cut to the embedding model's 24 tokens
+    fakes = Fakes()
+    paragraph = " ".join(f"word{number}" for number in range(200))
+    ticket, request = uploaded(fakes, f"# Northwind Traders report\n\n## Results\n\n{paragraph}.\n".encode())
+    embedder = ShortInputEmbedder()
+    pipeline = fakes.pipeline(
+        indexer=fakes.indexer(embedder), situations=ChunkSituations(FakeSituator(), FakeSituationCache())
+    )
+    # When a model writes each chunk a sentence of 13 words
+    pipeline.run(request)
+    # Then what is embedded stays within the model's input: the sentence cut at a word, or left out of a full chunk
+    assert version_of(fakes, ticket).processing_state is ProcessingState.INDEXED
+    chunks = fakes.knowledge.of_version("acme", ticket.version_id)
+    assert len(chunks) > 5
+    assert all(embedder.count_tokens(chunk.draft.content) <= 24 for chunk in chunks)
+    assert all(chunk.draft.token_count == embedder.count_tokens(chunk.draft.content) for chunk in chunks)
+    # The full chunks go without; the last, shorter one has the start of its sentence (written to its fourth word)
+    *full, last = chunks
+    assert all(chunk.draft.situation is None for chunk in full)
+    assert last.draft.situation == "The part of Northwind Traders report about word190"

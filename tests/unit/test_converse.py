@@ -10,11 +10,15 @@ from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConn
 from botocore.loaders import Loader
 from botocore.model import ServiceModel
 
+from shared.adapters.aws.bedrock_answers import BedrockConverseGenerator
+from shared.adapters.aws.bedrock_situations import BedrockConverseSituator
+from shared.adapters.aws.bedrock_summaries import BedrockConverseSummarizer
 from shared.adapters.aws.converse import (
     NOT_ENABLED_CODES,
     RETRYABLE_CODES,
     WITHHELD_STOP_REASONS,
     ConverseCall,
+    ConverseModel,
     ModelTask,
 )
 from shared.adapters.aws.retrying import Backoff
@@ -302,3 +306,30 @@ def test_the_client_is_built_on_the_first_call_only() -> None:
     call.call(REQUEST)
     call.call(REQUEST)
     assert len(built) == 1
+
+
+@pytest.mark.parametrize(
+    ("adapter", "capability", "needs"),
+    [
+        (BedrockConverseGenerator, Capability.GENERATOR, "that takes a forced tool"),
+        (BedrockConverseSituator, Capability.CHUNK_CONTEXT, "that Converse accepts"),
+        (BedrockConverseSummarizer, Capability.SUMMARIZER, "that cites documents"),
+    ],
+)
+def test_every_converse_model_adapter_is_one_converse_model_built_lazily_and_ready_without_a_call(
+    adapter: type[ConverseModel], capability: Capability, needs: str
+) -> None:
+    # From a region: no client is built, nothing is called, and it is ready by its model's name
+    built = adapter.from_region("us-east-1", SCRIPTED_MODEL)
+    assert isinstance(built, ConverseModel) and built.CAPABILITY is capability
+    assert built.model_id == SCRIPTED_MODEL
+    assert built.capability().available and built.capability().provider == f"bedrock:{SCRIPTED_MODEL}"
+    # A model it cannot call is refused by what it must be
+    with pytest.raises(ValueError, match=f"model_id must name a Bedrock model or inference profile {needs}"):
+        adapter(bedrock_client(), model_id="")
+    # Its model's failures read as its task's
+    scripted = ScriptedConverse(Fails("ValidationException"))
+    with pytest.raises(CapabilityUnavailable) as refused:
+        adapter(scripted.client, model_id=SCRIPTED_MODEL)._converse.call({"modelId": SCRIPTED_MODEL, "messages": []})
+    assert refused.value.capability == capability.value
+    assert f"refused the {adapter.TASK.role} request as invalid" in refused.value.reason

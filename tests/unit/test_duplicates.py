@@ -151,3 +151,18 @@ def test_the_cli_prints_each_other_place_under_the_hit(capsys: pytest.CaptureFix
     printed = capsys.readouterr().out
     assert "also in far.pdf, p. 7 (file file-far version version-far)" in printed
     assert printed.count('"the clause"') == 1  # the text is quoted once, for the hit
+
+
+def test_a_search_grouped_by_file_sends_each_hits_other_places_as_places() -> None:
+    from functions.views.search import search_view
+
+    # Given a hit whose text is stored elsewhere too
+    lanes = FakeLanes([("a", 0.9)], [], {"a": "the clause"})
+    lanes.copies = [snapshot("far", "the clause", uploaded=0, page=7)]
+    query = SearchQuery(text="clause")
+    outcome, groups = retrieval(lanes).search_by_file(caller("docs"), query, per_file=3)
+    # When it is sent grouped by file, the group's hit lists the other place as the ungrouped hit does
+    sent = search_view(outcome, query, groups=groups).model_dump(mode="json", by_alias=True)
+    [group] = sent["groups"]
+    assert group["hits"] == sent["hits"]
+    assert [place["fileId"] for place in group["hits"][0]["alsoIn"]] == ["file-far"]

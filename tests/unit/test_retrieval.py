@@ -147,6 +147,7 @@ class SilentReranker:
     model_id = "silent"
     depth = None
     metered = False
+    in_process = True
 
     def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> Reranked:
         return Reranked.applied(self.model_id, (), candidates=len(candidates))

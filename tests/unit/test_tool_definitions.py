@@ -58,6 +58,8 @@ OTHER_PARAMETERS = {
     "sources",
     "question",  # POST /v1/answer names it so
     "filter",  # issue 33's metadata filter: the body field of POST /v1/search and POST /v1/answer
+    "groupBy",  # issue 37's search by file: POST /v1/search's body fields
+    "hitsPerFile",
 }
 
 
@@ -150,3 +152,15 @@ def test_the_filter_tools_show_the_filters_shape_with_every_operator_the_domain_
         assert filters.is_valid({"orAll": [{"in": {"key": "region", "value": ["eu", "us"]}}, {"exists": {"key": "x"}}]})
         for wrong in ({"equals": {"key": "a", "value": 1}, "exists": {"key": "a"}}, {"near": {"key": "a"}}, {}):
             assert not filters.is_valid(wrong), wrong
+
+
+def test_search_files_takes_groupby_and_hits_per_file_as_post_v1_search_takes_them() -> None:
+    from functions.views.search import SearchRequest
+
+    [search_files] = [tool for tool in TOOLS if tool.name == "search_files"]
+    parameters = search_files.input_schema()["properties"]
+    body = SearchRequest.model_json_schema(by_alias=True)["properties"]
+    for name in ("groupBy", "hitsPerFile"):
+        shape = {key: value for key, value in parameters[name].items() if key != "description"}
+        assert shape == {key: value for key, value in body[name].items() if key != "description"}, name
+    assert "groups" in search_files.output_schema()["properties"]

@@ -67,7 +67,9 @@ def coverage() -> CoverageView:
     return CoverageView.of(
         embedder.model_id,
         embedder.capability().available,
-        wired.knowledge.coverage(principal.tenant_id, collections, embedder.model_id),
+        wired.knowledge.coverage(
+            principal.tenant_id, collections, embedder.model_id, context_model=wired.context_model
+        ),
     )
 
 

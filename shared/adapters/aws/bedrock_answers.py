@@ -7,10 +7,8 @@ validates every claim (docs/answers.md, steps 7 and 8, and "Model calls").
 
 import json
 import logging
-import random as _random
-import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Unpack
 
 from pydantic import (
     AfterValidator,
@@ -41,8 +39,13 @@ from shared.adapters.aws.answer_prompt import (
     converse_request,
     evidence_to_send,
 )
-from shared.adapters.aws.converse import WITHHELD_STOP_REASONS, ConverseCall, ModelTask
-from shared.adapters.aws.retrying import Backoff, bedrock_runtime_factory
+from shared.adapters.aws.converse import (
+    WITHHELD_STOP_REASONS,
+    ConverseModel,
+    ConverseOptions,
+    ModelTask,
+    check_at_least_one,
+)
 from shared.domain.answers import (
     MAX_CLAIM_CHARACTERS,
     MAX_CLAIMS,
@@ -51,7 +54,7 @@ from shared.domain.answers import (
     EvidenceBlock,
     GeneratedDraft,
 )
-from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.domain.capabilities import Capability
 from shared.domain.errors import GenerationFailed
 from shared.domain.fencing import Fence
 from shared.ports import Generator
@@ -77,9 +80,6 @@ if TYPE_CHECKING:
 else:
     BedrockRuntimeClient = Any
 
-BACKOFF_BASE_SECONDS = 0.5
-BACKOFF_CAP_SECONDS = 4.0
-
 ANSWER = ModelTask(
     role="answer",
     task="draft the answer",
@@ -93,13 +93,15 @@ _FAILED_STOP_REASONS = frozenset({"malformed_model_output", "malformed_tool_use"
 _MAX_JSON_TEXT = 200_000
 
 
-class BedrockConverseGenerator(Generator):
+class BedrockConverseGenerator(ConverseModel, Generator):
     """Drafts one answer per Converse call to `model_id` (a model, or an inference profile containing one, that
-    takes a forced tool: Anthropic Claude 3 or later, Amazon Nova).
-
-    `client` is a bedrock-runtime client, or a zero-argument factory for one called on the first `generate`.
-    `sleep`, `random`, `clock` and `new_fence` are injected so retries and fences can be tested.
+    takes a forced tool: Anthropic Claude 3 or later, Amazon Nova). The client, retries and capability are
+    ConverseModel's; `new_fence` is injected so fences can be tested.
     """
+
+    CAPABILITY = Capability.GENERATOR
+    TASK = ANSWER
+    NEEDS = "that takes a forced tool"
 
     def __init__(
         self,
@@ -109,73 +111,21 @@ class BedrockConverseGenerator(Generator):
         max_evidence: int = MAX_EVIDENCE_SENT,
         max_characters: int = MAX_CHARACTERS_SENT,
         max_output_tokens: int = 2_000,
-        max_attempts: int = 3,
-        retry_window_seconds: float = 6.0,
-        sleep: Callable[[float], None] = time.sleep,
-        random: Callable[[], float] = _random.random,
-        clock: Callable[[], float] = time.monotonic,
         new_fence: Callable[[], Fence] = Fence.new,
+        **calls: Unpack[ConverseOptions],
     ) -> None:
-        if not model_id:
-            raise ValueError("model_id must name a Bedrock model or inference profile that takes a forced tool")
-        for name, value in (
-            ("max_evidence", max_evidence),
-            ("max_characters", max_characters),
-            ("max_output_tokens", max_output_tokens),
-        ):
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1, not {value}")
-        self._model_id = model_id
+        super().__init__(client, model_id=model_id, **calls)
+        check_at_least_one(
+            max_evidence=max_evidence, max_characters=max_characters, max_output_tokens=max_output_tokens
+        )
         self._max_evidence = max_evidence
         self._max_characters = max_characters
         self._max_output_tokens = max_output_tokens
         self._new_fence = new_fence
-        self._converse = ConverseCall(
-            client,
-            model_id=model_id,
-            capability=Capability.GENERATOR,
-            task=ANSWER,
-            max_attempts=max_attempts,
-            backoff=Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random),
-            sleep=sleep,
-            clock=clock,
-            window_seconds=retry_window_seconds,
-        )
-
-    @classmethod
-    def from_region(
-        cls,
-        region: str,
-        model_id: str,
-        *,
-        max_attempts: int = 3,
-        connect_timeout: float = 2.0,
-        read_timeout: float = 18.0,
-    ) -> "BedrockConverseGenerator":
-        """A generator whose client is built on first use, with botocore's retries off (this class retries).
-
-        The timeouts fit the API function's 29 seconds: a retry starts within 6 s of the call, and then has
-        the connect and read timeouts (the answer is not streamed: the read waits for all of it).
-        """
-
-        build_client: Callable[[], BedrockRuntimeClient] = bedrock_runtime_factory(
-            region, connect_timeout=connect_timeout, read_timeout=read_timeout
-        )
-
-        return cls(build_client, model_id=model_id, max_attempts=max_attempts)
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
 
     @property
     def prompt_version(self) -> str:
         return PROMPT_VERSION
-
-    def capability(self) -> CapabilityStatus:
-        # No probe call (it would cost money on every status check): a model that cannot be invoked shows up
-        # as CapabilityUnavailable on the first answer.
-        return CapabilityStatus.ready(provider=f"bedrock:{self._model_id}")
 
     def generate(self, question: str, evidence: Sequence[EvidenceBlock]) -> GeneratedDraft:
         if not question.strip():

@@ -81,6 +81,7 @@ class BedrockReranker(Reranker):
     """
 
     metered = True
+    in_process = False
 
     def __init__(self, client: Any, *, model_id: str, region: str, depth: int = 50) -> None:
         if model_id not in RERANK_MODELS:

@@ -8,15 +8,18 @@ the chunk without a sentence and says why, it never fails the version.
 """
 
 import logging
-import random as _random
 import re
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from shared.adapters.aws.converse import WITHHELD_STOP_REASONS, ConverseCall, ModelTask
-from shared.adapters.aws.retrying import Backoff, bedrock_runtime_factory
-from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.adapters.aws.converse import (
+    WITHHELD_STOP_REASONS,
+    ConverseModel,
+    ConverseOptions,
+    ModelTask,
+    check_at_least_one,
+)
+from shared.domain.capabilities import Capability
 from shared.domain.chunk_situations import GeneratedSituation, SituationRequest, cleaned_situation
 from shared.ports import ChunkSituator
 
@@ -27,8 +30,6 @@ if TYPE_CHECKING:
 else:
     BedrockRuntimeClient = Any
 
-BACKOFF_BASE_SECONDS = 0.5
-BACKOFF_CAP_SECONDS = 4.0
 # Changes whenever the prompt changes: part of the sentences' cache key with the model.
 PROMPT_VERSION = "situate-1"
 
@@ -81,13 +82,20 @@ def defused(text: str) -> str:
     return _FENCE.sub(lambda match: f"\u2039{match.group(1)}{match.group(2)}\u203a", text)
 
 
-class BedrockConverseSituator(ChunkSituator):
+class BedrockConverseSituator(ConverseModel, ChunkSituator):
     """Situates one chunk per Converse call to `model_id` (a model, or an inference profile for one, that Converse
-    accepts: Claude Haiku is the usual choice).
-
-    `client` is a bedrock-runtime client, or a zero-argument factory for one called on the first `situate`.
-    `sleep`, `random` and `clock` are injected so retries can be tested without waiting.
+    accepts: Claude Haiku is the usual choice). The client, retries and capability are ConverseModel's, within a
+    window: every failure is CapabilityUnavailable, and the chunk goes on without a sentence.
     """
+
+    CAPABILITY = Capability.CHUNK_CONTEXT
+    TASK = SITUATION
+    NEEDS = "that Converse accepts"
+    # A step's call, not a request's: a longer window and read, and a pool for the embed step's concurrent calls.
+    RETRY_WINDOW_SECONDS = 10.0
+    CONNECT_TIMEOUT = 3.0
+    READ_TIMEOUT = 20.0
+    MAX_POOL_CONNECTIONS = 16
 
     def __init__(
         self,
@@ -95,55 +103,16 @@ class BedrockConverseSituator(ChunkSituator):
         *,
         model_id: str,
         max_output_tokens: int = 120,
-        max_attempts: int = 3,
-        retry_window_seconds: float = 10.0,
-        sleep: Callable[[float], None] = time.sleep,
-        random: Callable[[], float] = _random.random,
-        clock: Callable[[], float] = time.monotonic,
+        **calls: Unpack[ConverseOptions],
     ) -> None:
-        if not model_id:
-            raise ValueError("model_id must name a Bedrock model or inference profile that Converse accepts")
-        if max_output_tokens < 1:
-            raise ValueError(f"max_output_tokens must be at least 1, not {max_output_tokens}")
-        self._model_id = model_id
+        super().__init__(client, model_id=model_id, **calls)
+        check_at_least_one(max_output_tokens=max_output_tokens)
         self._max_output_tokens = max_output_tokens
         self._caching = caches_prompts(model_id)
-        self._converse = ConverseCall(
-            client,
-            model_id=model_id,
-            capability=Capability.CHUNK_CONTEXT,
-            task=SITUATION,
-            max_attempts=max_attempts,
-            backoff=Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random),
-            sleep=sleep,
-            clock=clock,
-            # A window: every failure is CapabilityUnavailable, and the chunk goes on without a sentence.
-            window_seconds=retry_window_seconds,
-        )
-
-    @classmethod
-    def from_region(
-        cls, region: str, model_id: str, *, connect_timeout: float = 3.0, read_timeout: float = 20.0
-    ) -> "BedrockConverseSituator":
-        """A situator whose client is built on first use, with botocore's retries off (this class retries), its
-        pool sized for the embed step's concurrent calls."""
-        build_client: Callable[[], BedrockRuntimeClient] = bedrock_runtime_factory(
-            region, connect_timeout=connect_timeout, read_timeout=read_timeout, max_pool_connections=16
-        )
-        return cls(build_client, model_id=model_id)
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
 
     @property
     def prompt_version(self) -> str:
         return PROMPT_VERSION
-
-    def capability(self) -> CapabilityStatus:
-        # No probe call (it would cost money on every status check): a model that cannot be invoked shows up as
-        # the gap of the first version indexed.
-        return CapabilityStatus.ready(provider=f"bedrock:{self._model_id}")
 
     def situate(self, request: SituationRequest) -> GeneratedSituation:
         if not request.chunk.strip():

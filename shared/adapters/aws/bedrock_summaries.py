@@ -6,16 +6,19 @@ so the model cites blocks by index; every sentence is then checked by `shared.do
 """
 
 import logging
-import random as _random
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from shared.adapters.aws.converse import WITHHELD_STOP_REASONS, ConverseCall, ModelTask
-from shared.adapters.aws.retrying import Backoff, bedrock_runtime_factory
-from shared.domain.capabilities import Capability, CapabilityStatus
+from shared.adapters.aws.converse import (
+    WITHHELD_STOP_REASONS,
+    ConverseModel,
+    ConverseOptions,
+    ModelTask,
+    check_at_least_one,
+)
+from shared.domain.capabilities import Capability
 from shared.domain.errors import CapabilityUnavailable
 from shared.domain.summaries import (
     MAX_SUMMARY_SENTENCES,
@@ -45,8 +48,6 @@ MAX_CHARACTERS_SENT = 60_000
 # A block cut to fit the character budget keeps at least this much, or is left out.
 _MIN_CLIPPED_CHARACTERS = 200
 
-BACKOFF_BASE_SECONDS = 0.5
-BACKOFF_CAP_SECONDS = 4.0
 
 # A neutral name: Bedrock warns that the model may read a document's name as instructions.
 DOCUMENT_NAME = "document"
@@ -126,13 +127,15 @@ def blocks_to_send(blocks: Sequence[str], *, max_blocks: int, max_characters: in
     return SentBlocks(tuple(texts), tuple(indexes), blocks_sent, clipped)
 
 
-class BedrockConverseSummarizer(DocumentSummarizer):
+class BedrockConverseSummarizer(ConverseModel, DocumentSummarizer):
     """Summarises one document per Converse call to `model_id` (a model, or an inference profile containing
-    one, that takes document blocks with citations: Anthropic Claude).
-
-    `client` is a bedrock-runtime client, or a zero-argument factory for one called on the first `summarize`.
-    `sleep`, `random` and `clock` are injected so retries can be tested without waiting.
+    one, that takes document blocks with citations: Anthropic Claude). The client, retries and capability are
+    ConverseModel's.
     """
+
+    CAPABILITY = Capability.SUMMARIZER
+    TASK = SUMMARY
+    NEEDS = "that cites documents"
 
     def __init__(
         self,
@@ -142,67 +145,13 @@ class BedrockConverseSummarizer(DocumentSummarizer):
         max_blocks: int = MAX_BLOCKS_SENT,
         max_characters: int = MAX_CHARACTERS_SENT,
         max_output_tokens: int = 1500,
-        max_attempts: int = 3,
-        retry_window_seconds: float = 6.0,
-        sleep: Callable[[float], None] = time.sleep,
-        random: Callable[[], float] = _random.random,
-        clock: Callable[[], float] = time.monotonic,
+        **calls: Unpack[ConverseOptions],
     ) -> None:
-        if not model_id:
-            raise ValueError("model_id must name a Bedrock model or inference profile that cites documents")
-        for name, value in (
-            ("max_blocks", max_blocks),
-            ("max_characters", max_characters),
-            ("max_output_tokens", max_output_tokens),
-        ):
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1, not {value}")
-        self._model_id = model_id
+        super().__init__(client, model_id=model_id, **calls)
+        check_at_least_one(max_blocks=max_blocks, max_characters=max_characters, max_output_tokens=max_output_tokens)
         self._max_blocks = max_blocks
         self._max_characters = max_characters
         self._max_output_tokens = max_output_tokens
-        self._converse = ConverseCall(
-            client,
-            model_id=model_id,
-            capability=Capability.SUMMARIZER,
-            task=SUMMARY,
-            max_attempts=max_attempts,
-            backoff=Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random),
-            sleep=sleep,
-            clock=clock,
-            window_seconds=retry_window_seconds,
-        )
-
-    @classmethod
-    def from_region(
-        cls,
-        region: str,
-        model_id: str,
-        *,
-        max_attempts: int = 3,
-        connect_timeout: float = 2.0,
-        read_timeout: float = 18.0,
-    ) -> "BedrockConverseSummarizer":
-        """A summarizer whose client is built on first use, with botocore's retries off (this class retries).
-
-        The timeouts fit the API function's 29 seconds: a retry starts within 6 s of the call, and then has
-        the connect and read timeouts (the answer is not streamed: the read waits for all of it).
-        """
-
-        build_client: Callable[[], BedrockRuntimeClient] = bedrock_runtime_factory(
-            region, connect_timeout=connect_timeout, read_timeout=read_timeout
-        )
-
-        return cls(build_client, model_id=model_id, max_attempts=max_attempts)
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    def capability(self) -> CapabilityStatus:
-        # No probe call (it would cost money on every status check): a model that cannot be invoked shows up
-        # as CapabilityUnavailable on the first summary.
-        return CapabilityStatus.ready(provider=f"bedrock:{self._model_id}")
 
     def summarize(self, blocks: Sequence[str], *, max_sentences: int) -> GeneratedSummary:
         if max_sentences < 1:

@@ -6,10 +6,11 @@ failure reads to the caller are decided here once (docs/answers.md#model-calls).
 """
 
 import logging
+import random as _random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict
 
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
@@ -18,12 +19,13 @@ from shared.adapters.aws.retrying import (
     RETRYABLE_TRANSPORT,
     Backoff,
     LazyClient,
+    bedrock_runtime_factory,
     check_attempts,
     error_code,
     error_message,
     retried,
 )
-from shared.domain.capabilities import Capability
+from shared.domain.capabilities import Capability, CapabilityStatus
 from shared.domain.errors import CapabilityUnavailable
 
 _log = logging.getLogger(__name__)
@@ -208,3 +210,102 @@ class ConverseCall:
             else:  # the connection closed before the answer was complete
                 what = "did not answer"
         return f"{self.model_id} {what} ({cause}, {how_long})"
+
+
+# The back-off between a busy model's attempts: full jitter from half a second, doubling, at most 4 s.
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 4.0
+
+
+def check_at_least_one(**bounds: int) -> None:
+    """A model adapter's bounds (what it sends, what it asks for): each at least 1, else a ValueError naming it."""
+    for name, value in bounds.items():
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, not {value}")
+
+
+class ConverseOptions(TypedDict, total=False):
+    """How a ConverseModel calls its model, which a subclass passes on as it was given (tests inject the clocks)."""
+
+    max_attempts: int
+    retry_window_seconds: float
+    sleep: Callable[[float], None]
+    random: Callable[[], float]
+    clock: Callable[[], float]
+
+
+class ConverseModel:
+    """What a Converse model adapter is besides its prompt and its reading of the answer (answers, chunk contexts,
+    summaries): the model it names, one ConverseCall with the shared back-off within a window (every failure is
+    CapabilityUnavailable, so the caller falls back), a client built on first use, and a capability never probed.
+    A subclass names its CAPABILITY, its TASK, what its model must be (NEEDS), and may change the window and the
+    client's timeouts.
+
+    `client` is a bedrock-runtime client, or a zero-argument factory for one called on the first call. `sleep`,
+    `random` and `clock` are injected so retries can be tested without waiting.
+    """
+
+    CAPABILITY: ClassVar[Capability]
+    TASK: ClassVar[ModelTask]
+    NEEDS: ClassVar[str]  # what model_id must name: "that takes a forced tool"
+    RETRY_WINDOW_SECONDS: ClassVar[float] = 6.0
+    # The defaults fit the API function's 29 seconds: a retry starts within 6 s of the call, and then has the connect
+    # and read timeouts (the answer is not streamed: the read waits for all of it).
+    CONNECT_TIMEOUT: ClassVar[float] = 2.0
+    READ_TIMEOUT: ClassVar[float] = 18.0
+    MAX_POOL_CONNECTIONS: ClassVar[int] = 10
+
+    def __init__(
+        self,
+        client: "BedrockRuntimeClient | Callable[[], BedrockRuntimeClient]",
+        *,
+        model_id: str,
+        max_attempts: int = 3,
+        retry_window_seconds: float | None = None,  # None: the class's RETRY_WINDOW_SECONDS
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = _random.random,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not model_id:
+            raise ValueError(f"model_id must name a Bedrock model or inference profile {self.NEEDS}")
+        self._model_id = model_id
+        self._converse = ConverseCall(
+            client,
+            model_id=model_id,
+            capability=self.CAPABILITY,
+            task=self.TASK,
+            max_attempts=max_attempts,
+            backoff=Backoff(BACKOFF_BASE_SECONDS, BACKOFF_CAP_SECONDS, random),
+            sleep=sleep,
+            clock=clock,
+            window_seconds=self.RETRY_WINDOW_SECONDS if retry_window_seconds is None else retry_window_seconds,
+        )
+
+    @classmethod
+    def from_region(
+        cls,
+        region: str,
+        model_id: str,
+        *,
+        max_attempts: int = 3,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+    ) -> Self:
+        """An adapter whose client is built on first use, with botocore's retries off (ConverseCall retries), and
+        the class's timeouts unless given."""
+        build_client: Callable[[], BedrockRuntimeClient] = bedrock_runtime_factory(
+            region,
+            connect_timeout=cls.CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
+            read_timeout=cls.READ_TIMEOUT if read_timeout is None else read_timeout,
+            max_pool_connections=cls.MAX_POOL_CONNECTIONS,
+        )
+        return cls(build_client, model_id=model_id, max_attempts=max_attempts)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def capability(self) -> CapabilityStatus:
+        # No probe call (it would cost money on every status check): a model that cannot be invoked shows up as
+        # CapabilityUnavailable on its first call.
+        return CapabilityStatus.ready(provider=f"bedrock:{self._model_id}")

@@ -151,22 +151,16 @@ class PostgresKnowledgeStore(KnowledgeStore):
         in_collections = (
             ""
             if collections is None
-            else " AND file_id IN (SELECT file_id FROM files WHERE tenant_id = %(tenant)s"
-            " AND collection_id = ANY(%(collections)s))"
+            else " AND v.file_id IN (SELECT f.file_id FROM files AS f WHERE f.tenant_id = %(tenant)s"
+            " AND f.collection_id = ANY(%(collections)s))"
         )
         with self._database.tenant_transaction(tenant_id) as conn:
             rows = conn.execute(
-                "SELECT file_id, version_id FROM file_versions"  # noqa: S608 - a constant condition
-                " WHERE tenant_id = %(tenant)s AND state = 'stored' AND processing_state = 'indexed'"
-                " AND chunk_count > 0 AND (embedded_chunk_count < chunk_count"
-                " OR embedding_model IS DISTINCT FROM %(model)s OR chunk_context IS DISTINCT FROM %(context)s"
-                + (
-                    " OR context_model IS DISTINCT FROM %(context_model)s OR context_gap IS NOT NULL)"
-                    if context_model
-                    else ")"
-                )
+                "SELECT v.file_id, v.version_id FROM file_versions AS v"  # noqa: S608 - constant conditions
+                " WHERE v.tenant_id = %(tenant)s AND v.state = 'stored' AND v.processing_state = 'indexed'"
+                f" AND ({_STALE} OR {_LEXICAL_ONLY})"
                 + in_collections
-                + " ORDER BY updated_at, version_id LIMIT %(limit)s",
+                + " ORDER BY v.updated_at, v.version_id LIMIT %(limit)s",
                 {
                     "tenant": tenant_id,
                     "model": embedding_model,
@@ -178,21 +172,21 @@ class PostgresKnowledgeStore(KnowledgeStore):
             ).fetchall()
         return [(row[0], row[1]) for row in rows]
 
-    def coverage(self, tenant_id: str, collections: frozenset[str], embedding_model: str) -> list[CollectionCoverage]:
+    def coverage(
+        self, tenant_id: str, collections: frozenset[str], embedding_model: str, *, context_model: str | None = None
+    ) -> list[CollectionCoverage]:
         with self._database.tenant_transaction(tenant_id) as conn, conn.cursor(row_factory=dict_row) as cursor:
             rows = cursor.execute(
-                "SELECT f.collection_id, count(*) AS files,"
+                "SELECT f.collection_id, count(*) AS files,"  # noqa: S608 - constant conditions
                 " count(*) FILTER (WHERE v.processing_state = 'indexed') AS indexed,"
                 " count(*) FILTER (WHERE v.processing_state = 'failed') AS failed,"
                 " count(*) FILTER (WHERE v.processing_state NOT IN ('indexed', 'failed')) AS in_progress,"
-                " count(*) FILTER (WHERE v.processing_state = 'indexed' AND (v.embedded_chunk_count > 0"
-                "   AND v.embedding_model IS DISTINCT FROM %(model)s"
-                "   OR v.chunk_count > 0 AND v.chunk_context IS DISTINCT FROM %(context)s)) AS stale,"
-                " count(*) FILTER (WHERE v.processing_state = 'indexed'"
-                "   AND v.embedded_chunk_count < v.chunk_count) AS lexical_only"
+                f" count(*) FILTER (WHERE v.processing_state = 'indexed' AND {_STALE}) AS stale,"
+                f" count(*) FILTER (WHERE v.processing_state = 'indexed' AND {_LEXICAL_ONLY}) AS lexical_only"
                 " FROM files f CROSS JOIN LATERAL ("
                 # A file's current version: its newest stored one.
-                "   SELECT processing_state, chunk_count, embedded_chunk_count, embedding_model, chunk_context"
+                "   SELECT processing_state, chunk_count, embedded_chunk_count, embedding_model, chunk_context,"
+                "   context_model, context_gap"
                 "   FROM file_versions v"
                 "   WHERE v.tenant_id = f.tenant_id AND v.file_id = f.file_id AND v.state = 'stored'"
                 "   ORDER BY v.created_at DESC LIMIT 1) AS v"
@@ -203,6 +197,7 @@ class PostgresKnowledgeStore(KnowledgeStore):
                     "collections": sorted(collections),
                     "model": embedding_model,
                     "context": CONTEXT_VERSION,
+                    "context_model": context_model,
                 },
             ).fetchall()
         return [CollectionCoverage.model_validate(row) for row in rows]
@@ -254,6 +249,18 @@ class PostgresKnowledgeStore(KnowledgeStore):
             rows = cursor.execute(statement, params).fetchall()
         return [_snapshot(row) for row in rows]
 
+
+# A version indexed with what search no longer reads it by (shared/domain/staleness.py says the same of a record):
+# chunks embedded by another model, cut under an older context, or, where a model writes situating sentences
+# (%(context_model)s not null), situated by another model or none or with a gap. Coverage's `stale` and, with the
+# keyword-only versions, the re-index work list: what the one counts the other queues.
+_STALE = (
+    "v.chunk_count > 0 AND (v.embedded_chunk_count > 0 AND v.embedding_model IS DISTINCT FROM %(model)s"
+    " OR v.chunk_context IS DISTINCT FROM %(context)s"
+    " OR %(context_model)s::text IS NOT NULL"
+    " AND (v.context_model IS DISTINCT FROM %(context_model)s OR v.context_gap IS NOT NULL))"
+)
+_LEXICAL_ONLY = "v.embedded_chunk_count < v.chunk_count"
 
 _SNAPSHOT_COLUMNS = (
     "c.chunk_id, c.file_id::text, c.version_id::text, c.filename, c.media_type, c.collection_id, c.location,"

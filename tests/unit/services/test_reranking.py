@@ -2,6 +2,7 @@
 rerankers (named as fakes): applied, failed, timed out, over the tenant's limit, no opinion; what is given to it and
 what is booked in the usage ledger."""
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any
@@ -16,7 +17,7 @@ from shared.domain.usage import RequestKind, rerank_usage
 from shared.services.authorization import ClaimsAuthorizationPolicy
 from shared.services.limits import SpendLimits
 from shared.services.metering import Metering
-from shared.services.reranking import Reranking
+from shared.services.reranking import BoundedWorkers, Reranking
 from shared.services.retrieval import Retrieval
 from tests.fakes import FakeFileMetadataStore, FakeUsageLedger
 from tests.unit.retrieval_fakes import NOW, FakeEmbedder, FakeLanes, caller
@@ -32,6 +33,7 @@ class FakeRerankModel:
 
     model_id = MODEL
     metered = True
+    in_process = False
 
     def __init__(
         self, answer: Callable[[Sequence[RerankCandidate]], Reranked] | None = None, depth: int | None = None
@@ -51,19 +53,25 @@ def reversed_order(candidates: Sequence[RerankCandidate]) -> Reranked:
 
 
 class HeldWorkers(Executor):
-    """A fake executor: a call is held, unstarted, until the test runs it, so a budget always runs out first."""
+    """A fake executor: a call is held until the test runs it, so a budget always runs out first; `started` says
+    whether a worker took it up already (it runs on) or it still waits for one (a queued call, which can be
+    cancelled)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, started: bool = True) -> None:
         self.held: list[tuple[Future[Any], Callable[[], Any]]] = []
+        self._started = started
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         future: Future[Any] = Future()
+        if self._started:
+            future.set_running_or_notify_cancel()
         self.held.append((future, lambda: fn(*args, **kwargs)))
         return future
 
     def run_held(self) -> None:
         for future, call in self.held:
-            future.set_result(call())
+            if self._started or future.set_running_or_notify_cancel():  # False: it was cancelled
+                future.set_result(call())
 
 
 class Searching:
@@ -252,3 +260,90 @@ def test_the_rerank_limits_refusal_names_the_limit_in_queries_and_when_it_resets
     )
     assert "searches are reranked again after 00:00 UTC" in str(refusal)
     assert spend.rerank_refusal("another tenant") is None
+
+
+def test_identical_texts_are_given_to_the_reranker_once_so_its_depth_is_spent_on_different_texts() -> None:
+    # Given b and a, the two best fused candidates, with the same text (the same PDF uploaded twice)
+    model = FakeRerankModel(depth=2)
+    searching = Searching(model)
+    searching.lanes.bodies = {"a": "the same paragraph", "b": "the same paragraph"}
+    # When the search is reranked, the model reads that text once and the next different one
+    found = searching.search()
+    assert model.given == [["b", "c"]]
+    assert found.rerank.candidates == 2
+    # Then its order stands, and the copy is one hit with its text, listed under it
+    assert ids(found) == ["c", "b"]
+    assert len(found.hits[1].also_in) == 1
+
+
+def test_a_call_still_waiting_for_a_worker_when_the_budget_ends_is_cancelled_never_made_nor_booked() -> None:
+    # Given every worker busy: the call waits, unstarted, past the budget
+    workers = HeldWorkers(started=False)
+    model = FakeRerankModel()
+    searching = Searching(model, budget_seconds=0.01, workers=workers)
+    assert searching.search().rerank.reason is RerankSkip.TIMED_OUT
+    # When the workers come free, the search's call is not made: nobody would read its answer
+    workers.run_held()
+    assert model.given == []
+    assert searching.queries_booked() == 0
+
+
+class BlockedRerankModel(FakeRerankModel):
+    """A fake of a rerank model that does not answer until the test lets it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answering = threading.Event()
+
+    def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> Reranked:
+        self.given.append([candidate.chunk_id for candidate in candidates])
+        self.answering.wait(timeout=EVERY_DAY)
+        return reversed_order(candidates)
+
+
+def test_with_every_worker_making_a_call_a_search_is_not_reranked_and_leaves_no_call_queued() -> None:
+    # Given one worker, making a call past its search's budget
+    workers = BoundedWorkers(1)
+    model = BlockedRerankModel()
+    searching = Searching(model, budget_seconds=0.05, workers=workers)
+    try:
+        assert searching.search().rerank.reason is RerankSkip.TIMED_OUT
+        # When another search comes meanwhile, its call is not queued behind: fusion order, said timed_out, at once
+        found = searching.search()
+        assert found.rerank == RerankOutcome(applied=False, model=MODEL, reason=RerankSkip.TIMED_OUT, candidates=3)
+        assert ids(found) == FUSION_ORDER
+    finally:
+        model.answering.set()
+        workers.shutdown(wait=True)
+    # Then the model was asked once, by the first search, whose late answer is booked
+    assert model.given == [["b", "a", "c"]]
+    assert searching.queries_booked() == 1
+
+
+def test_a_worker_is_free_again_once_its_call_ended() -> None:
+    workers = BoundedWorkers(1)
+    searching = Searching(FakeRerankModel(), workers=workers)
+    try:
+        assert searching.search().rerank.applied
+        assert searching.search().rerank.applied
+    finally:
+        workers.shutdown(wait=True)
+
+
+def test_the_identifier_booster_runs_inline_on_the_searchs_own_thread() -> None:
+    # Given an in-process reranker and workers that would hold any call submitted to them
+    threads: list[threading.Thread] = []
+
+    class InProcessBooster(IdentifierBooster):
+        def rerank(self, query: str, candidates: Sequence[RerankCandidate]) -> Reranked:
+            threads.append(threading.current_thread())
+            return super().rerank(query, candidates)
+
+    workers = HeldWorkers(started=False)
+    searching = Searching(InProcessBooster(), budget_seconds=0.01, workers=workers)
+    searching.lanes.bodies = {"c": "incident ERR-4021 root cause"}
+    # When it searches, the booster answers on the caller's thread, without a worker or a budget
+    found = searching.search("what caused ERR-4021")
+    assert found.rerank.applied and ids(found) == ["c", "b", "a"]
+    assert threads == [threading.current_thread()]
+    assert workers.held == []

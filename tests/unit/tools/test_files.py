@@ -166,6 +166,34 @@ def test_search_files_reads_quoted_phrases_and_exclusions_and_says_how_it_read_t
     assert refused["error"] == "invalid_arguments" and "only exclusions" in refused["message"]
 
 
+def test_search_files_grouped_by_file_answers_with_the_best_files_each_with_its_best_hits(
+    services: ToolServicesOverFakes,
+) -> None:
+    # Given a file with three chunks about the okapi and another with one
+    notes = services.markdown(
+        ANN,
+        b"# Okapi\n\nThe okapi budget is fixed.\n\n## Staff\n\nThe okapi keeper.\n\n## Food\n\nOkapi food.\n",
+        filename="okapi.md",
+    )
+    runbook = services.markdown(ANN, RUNBOOK, filename="runbook.md")
+    # When the search is grouped by file, two hits a file at most
+    found = services.call(
+        "search_files", DOCS_ONLY, query="okapi", mode="keyword", groupBy="file", hitsPerFile=2
+    ).content
+    # Then each file is one group, best first, its hits in rank order, and `hits` are the groups' hits in turn
+    groups = found["groups"]
+    assert sorted(group["fileId"] for group in groups) == sorted([str(notes), str(runbook)])
+    assert [len(group["hits"]) for group in groups if group["fileId"] == str(notes)] == [2]
+    assert all(group["score"] == group["hits"][0]["score"] for group in groups)
+    assert [hit["chunkId"] for group in groups for hit in group["hits"]] == [hit["chunkId"] for hit in found["hits"]]
+    assert {fenced_text(group["filename"]) for group in groups} == {"okapi.md", "runbook.md"}
+    assert all(fenced_text(hit["excerpt"]) for group in groups for hit in group["hits"])
+    # Ungrouped, as before: no groups
+    assert services.call("search_files", DOCS_ONLY, query="okapi", mode="keyword").content.get("groups") is None
+    refused = services.refused("search_files", DOCS_ONLY, query="okapi", groupBy="file", hitsPerFile=11)
+    assert refused["error"] == "invalid_arguments" and "hitsPerFile" in refused["message"]
+
+
 def test_search_files_with_nothing_to_find_says_why_instead_of_hits(services: ToolServicesOverFakes) -> None:
     services.markdown(ANN, NOTES)
     ran = services.run(files.search_files, DOCS_ONLY, query="zebra", mode="keyword")
