@@ -4,10 +4,11 @@ Streamable HTTP client, one session, stateless JSON responses), the same call th
 three ways (`POST /v1/tools/answer`, the route `POST /v1/answer`), one question asked again and again, so after the
 first ask each is served from the answer cache: the figures are the surfaces' cost, not the sentence ranking's
 (bench/answers.py times that); and 40 questions each asked once the same three ways, each surface in a tenant of
-its own per run (the same report indexed in each), so every call ranks its evidence as a first ask does: what an
-agent's `answer` costs over MCP beside the route's. Each client keeps its connection open, so the figures compare
-the surfaces, not TCP handshakes. The ratio is MCP over the route: what an agent pays for the protocol (JSON-RPC
-framing, the SDK's validation of the result against the tool's output schema, the fence) on top of the read."""
+its own per run (the same report indexed in each), so no answer is served from the cache (the sentence vectors of
+the report are, after the first question): what an agent's `answer` costs over MCP beside the route's. Each client
+keeps its connection open, so the figures compare the surfaces, not TCP handshakes. The ratio is MCP over the
+route: what an agent pays for the protocol (JSON-RPC framing, the SDK's validation of the result against the tool's
+output schema, the fence) on top of the read."""
 
 import json
 import statistics
@@ -31,7 +32,8 @@ REPORT = "# Field report\n\n" + "".join(
 
 
 # Asked anew: one question per site, each asked once per surface, in a tenant of the surface's own (each run's), so
-# no answer and no sentence vector is cached across surfaces: each call ranks its evidence as a first ask does.
+# no answer is cached and no surface reads another's sentence vectors. Within a surface the questions meet the same
+# report, so after the first most of their sentences' vectors are cached: an agent asking about one document.
 NEW_QUESTIONS = [f"How many animals did the okapi census count at site {index}?" for index in range(40)]
 ANEW_SURFACES = ("answer anew mcp", "answer anew twin", "answer anew route")
 

@@ -3,11 +3,13 @@ each commit, so a million chunks are a thousand short transactions rather than o
 
 Tenant by tenant, under each one's row-level security setting (it binds the owner too, as in 0023 and 0030); the
 chunks still without a key are found through the (tenant_id, text_sha256) index. Resumable: the runner runs it again
-until it returns, and a chunk it has keyed is never read again. Until it has reached a chunk, search still collapses
+until it returns True, and a chunk it has keyed is never read again; it stops between batches at the runner's
+deadline (the deploy-time function's 15 minutes). Until it has reached a chunk, search still collapses
 that chunk with its copies among the hits (the key is computed from the text there), but does not find it as a copy
 outside them (`alsoIn` of a hit whose other copies were not candidates).
 """
 
+import time
 from typing import Any
 
 import psycopg
@@ -22,11 +24,17 @@ WHERE tenant_id = %(tenant)s AND chunk_id IN (
 """
 
 
-def backfill(conn: psycopg.Connection[Any]) -> None:
+def backfill(conn: psycopg.Connection[Any], deadline: float | None) -> bool:
+    """True once every chunk is keyed; False when `deadline` (time.monotonic()) came first."""
     tenants = [row[0] for row in conn.execute("SELECT tenant_id FROM tenants ORDER BY tenant_id").fetchall()]
     for tenant in tenants:
+        # Until a batch keys nothing: one comes short when the application deleted a chunk it was waiting to lock,
+        # and chunks may remain.
         keyed = BATCH
-        while keyed == BATCH:
+        while keyed > 0:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
             with conn.transaction():
                 conn.execute("SELECT set_config('quire.tenant_id', %s, true)", (tenant,))
                 keyed = conn.execute(_KEYED, {"tenant": tenant, "batch": BATCH}).rowcount
+    return True

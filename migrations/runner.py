@@ -2,17 +2,20 @@
 
 A migration that needs more than SQL (a re-analysis in Python of what is stored) has a Python step beside its SQL
 file, of the same name (`0030_languages.sql` and `0030_languages.py`): its `migrate(conn)` runs after the SQL, in the
-same transaction, so the two land together or not at all. A step may instead (or also) define `backfill(conn)`: a
-rewrite of stored rows too large for one transaction (every chunk of every tenant), run after the migration
-committed, in batches that each commit (`0033_duplicates.py`). It must be resumable: an interrupted backfill is run
-again by the next runner, before any later migration, until it returns; then it is recorded in `schema_backfills` and
-never run again. The schema and the application must serve while it runs (the rows it has not reached yet are the
-old ones).
+same transaction, so the two land together or not at all. A step may instead (or also) define `backfill(conn,
+deadline)`: a rewrite of stored rows too large for one transaction (every chunk of every tenant), run after the
+migration committed, in batches that each commit (`0033_duplicates.py`), stopping between batches once `deadline`
+(time.monotonic(); None: none) has passed. It returns True when it has reached its end: then it is recorded in
+`schema_backfills` and never run again. It must be resumable: an interrupted or stopped backfill is run again by the
+next runner, before any later migration, and until then it is reported `unfinished`. A backfill changes data only,
+and no later migration may depend on its end: one the deadline stopped does not hold the later migrations back (the
+deployed code needs their schema). The schema and the application must serve while it runs (the rows it has not
+reached yet are the old ones).
 
-One runner for `quire up`, the tests and the deploy-time custom resource. It connects as the schema
-owner (never as the application role), holds an advisory lock so concurrent runners queue, applies
-each pending file in its own transaction, and refuses to continue when history and files disagree: a
-migration edited after it was applied, or settings that contradict what the schema was built with.
+One runner for `quire up`, the tests and the deploy-time custom resource. It connects as the schema owner (never as
+the application role), holds an advisory lock so concurrent runners queue, applies each pending file in its own
+transaction, and refuses to continue when history and files disagree: a migration edited after it was applied, or
+settings that contradict what the schema was built with.
 """
 
 import hashlib
@@ -59,13 +62,16 @@ class Migration:
 
     def python_step(self) -> Callable[[psycopg.Connection[Any]], None] | None:
         """The step's `migrate(conn)`, run in the migration's transaction (None: it has none)."""
-        return self._step_function("migrate")
+        migrate: Callable[[psycopg.Connection[Any]], None] | None = self._step_function("migrate")
+        return migrate
 
-    def backfill(self) -> Callable[[psycopg.Connection[Any]], None] | None:
-        """The step's `backfill(conn)`, run after the migration committed, batch by batch (None: it has none)."""
-        return self._step_function("backfill")
+    def backfill(self) -> Callable[[psycopg.Connection[Any], float | None], bool] | None:
+        """The step's `backfill(conn, deadline)`, run after the migration committed, batch by batch (None: it has
+        none)."""
+        backfill: Callable[[psycopg.Connection[Any], float | None], bool] | None = self._step_function("backfill")
+        return backfill
 
-    def _step_function(self, name: str) -> Callable[[psycopg.Connection[Any]], None] | None:
+    def _step_function(self, name: str) -> Any:
         """A function of the step, loaded from its file (a migration's name starts with digits, so it is not
         importable by name)."""
         if self.step is None:
@@ -77,7 +83,9 @@ class Migration:
         spec.loader.exec_module(module)
         found = {key: getattr(module, key, None) for key in ("migrate", "backfill")}
         if not any(callable(function) for function in found.values()):
-            raise MigrationError(f"{self.step.name}: a migration's Python step defines migrate(conn) or backfill(conn)")
+            raise MigrationError(
+                f"{self.step.name}: a migration's Python step defines migrate(conn) or backfill(conn, deadline)"
+            )
         function = found[name]
         return function if callable(function) else None
 
@@ -104,6 +112,7 @@ class MigrationReport:
     applied: list[str]
     already_applied: list[str]
     backfilled: list[str] = field(default_factory=list)  # backfills run to their end by this run
+    unfinished: list[str] = field(default_factory=list)  # backfills the deadline stopped: the next run resumes them
 
 
 def owner_url(*, host: str, port: int, dbname: str, user: str, password: str, ca_bundle: Path = RDS_CA_BUNDLE) -> str:
@@ -201,13 +210,22 @@ def apply_migrations(
     embedding_dimension: int,
     app_role: str = APP_ROLE,
     directory: Path = MIGRATIONS_DIR,
+    backfill_deadline: float | None = None,
 ) -> MigrationReport:
-    """Bring the database at `owner_url` up to date. Re-running is a no-op."""
+    """Bring the database at `owner_url` up to date. Re-running is a no-op. Backfills stop between batches once
+    `backfill_deadline` (time.monotonic()) has passed, reported `unfinished` (the next run resumes them)."""
     parameters = _parameters(embedding_dimension, app_role)
     migrations = discover(directory)
     applied: list[str] = []
     already: list[str] = []
     backfilled: list[str] = []
+    unfinished: list[str] = []
+
+    def backfill(migration: Migration, label: str) -> None:
+        finished = _backfilled(conn, migration, backfill_deadline)
+        if finished is not None:
+            (backfilled if finished else unfinished).append(label)
+
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_ADVISORY_LOCK,))
         try:
@@ -234,8 +252,8 @@ def apply_migrations(
                     if recorded != migration.checksum and recorded not in REVISED.get(migration.version, ()):
                         raise MigrationError(f"migration {label} was edited after it was applied")
                     already.append(label)
-                    if migration.version not in backfilled_before and _backfilled(conn, migration):
-                        backfilled.append(label)
+                    if migration.version not in backfilled_before:
+                        backfill(migration, label)
                     continue
                 step = migration.python_step()
                 with conn.transaction():
@@ -252,22 +270,23 @@ def apply_migrations(
                             (name, value),
                         )
                 applied.append(label)
-                if _backfilled(conn, migration):
-                    backfilled.append(label)
+                backfill(migration, label)
             # Every run, not only the one that created the role: a membership granted later is caught too.
             _check_app_role(conn, app_role)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK,))
-    return MigrationReport(applied=applied, already_applied=already, backfilled=backfilled)
+    return MigrationReport(applied=applied, already_applied=already, backfilled=backfilled, unfinished=unfinished)
 
 
-def _backfilled(conn: psycopg.Connection[Any], migration: Migration) -> bool:
-    """Run `migration`'s backfill to its end, if it has one, and record it so: True when one ran. Its batches commit
-    as they go (`conn` is in autocommit), so one that fails midway keeps what it did, and the next run resumes it."""
+def _backfilled(conn: psycopg.Connection[Any], migration: Migration, deadline: float | None) -> bool | None:
+    """Run `migration`'s backfill, if it has one (None: it has none), until its end or `deadline`: True when it
+    ended, and is recorded so. Its batches commit as they go (`conn` is in autocommit), so one that fails or stops
+    midway keeps what it did, and the next run resumes it."""
     backfill = migration.backfill()
     if backfill is None:
+        return None
+    if not backfill(conn, deadline):
         return False
-    backfill(conn)
     conn.execute(
         "INSERT INTO schema_backfills (version) VALUES (%s) ON CONFLICT (version) DO NOTHING", (migration.version,)
     )

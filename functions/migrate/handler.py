@@ -6,6 +6,7 @@ verifies the writer's certificate (migrations/certificates/rds-ca-bundle.pem); D
 deploy never drops data. A MigrationError is not caught: the framework fails the deployment with its message.
 """
 
+import time
 from typing import Any
 
 from aws_lambda_powertools.utilities import parameters
@@ -21,6 +22,8 @@ from shared.observability import logger, tracer
 settings = load_settings()
 # One schema per database: the same id on every update, so CloudFormation never replaces (deletes) it.
 PHYSICAL_RESOURCE_ID = "quire-schema"
+# Left of the function's time when backfills stop: the migrations after them, the answer to CloudFormation.
+BACKFILL_MARGIN_SECONDS = 120
 
 
 @logger.inject_lambda_context
@@ -29,13 +32,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(event=event, model=CloudFormationCustomResourceBaseModel)
     if request.request_type == "Delete":
         return {"PhysicalResourceId": event.get("PhysicalResourceId") or PHYSICAL_RESOURCE_ID}
-    report = apply_migrations(_owner_url(), embedding_dimension=settings.embedding_dimension)
+    # Backfills stop in time for the call to answer: one cut short by the 15 minutes would fail the deployment, and
+    # its rollback would run it again. What is left is resumed by the next run (docs/deployment.md#migrations).
+    deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - BACKFILL_MARGIN_SECONDS
+    report = apply_migrations(
+        _owner_url(), embedding_dimension=settings.embedding_dimension, backfill_deadline=deadline
+    )
     logger.info(
         "schema migrated",
         extra={
             "applied": report.applied,
             "already_applied": len(report.already_applied),
             "backfilled": report.backfilled,
+            "unfinished_backfills": report.unfinished,
         },
     )
     return {"PhysicalResourceId": PHYSICAL_RESOURCE_ID, "Data": {"Applied": str(len(report.applied))}}

@@ -45,9 +45,13 @@ def _inlined(node: Any, definitions: dict[str, Any], seen: tuple[str, ...]) -> A
         name = reference.removeprefix(_DEFINITIONS)
         if name in seen or name not in definitions:
             raise _Recursive(name)
-        # Keywords beside the $ref (a description, a default) stay; the definition's own are read under them.
         beside = {key: value for key, value in node.items() if key != "$ref"}
-        return {**_inlined(definitions[name], definitions, (*seen, name)), **_inlined(beside, definitions, seen)}
+        definition = _inlined(definitions[name], definitions, (*seen, name))
+        if beside.keys() <= _ANNOTATIONS:
+            # A description or a default beside the $ref is the field's own: it wins over the definition's.
+            return {**definition, **_inlined(beside, definitions, seen)}
+        # A constraint beside it applies with the definition's, not instead of one of them.
+        return {**_inlined(beside, definitions, seen), "allOf": [definition]}
     return {key: (value if key == "$defs" else _inlined(value, definitions, seen)) for key, value in node.items()}
 
 
@@ -64,7 +68,7 @@ def _flattened(node: Any) -> Any:
         if isinstance(kind, str) and kind != "null" and not _ANY_TYPE_KEYWORDS & typed.keys():
             shared = _ANY_TYPE_KEYWORDS & (node.keys() - {"anyOf"})
             overlapping = (node.keys() - {"anyOf"}) & (typed.keys() - {"type"})
-            if not shared and overlapping <= _ANNOTATIONS:
+            if not shared and overlapping <= _ANNOTATIONS and "type" not in node:
                 # The field's own title and description win over its model's, as a reader of the field expects.
                 merged = {**typed, **{key: value for key, value in node.items() if key != "anyOf"}}
                 merged["type"] = [kind, "null"]

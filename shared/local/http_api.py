@@ -85,7 +85,7 @@ class Forwarding:
     port: int
     # API Gateway's integration timeout.
     timeout_seconds: float = 29
-    _kept: threading.local = field(default_factory=threading.local, compare=False, repr=False)
+    _kept: threading.local = field(default_factory=threading.local, init=False, compare=False, repr=False)
 
     def matches(self, path: str) -> bool:
         return any(path == prefix or path.startswith(f"{prefix}/") for prefix in self.paths)
@@ -120,6 +120,10 @@ class Forwarding:
             _log.exception("the server behind %s did not answer", self.paths)
             connection.close()
             return _BAD_GATEWAY
+        except BaseException:
+            # A header http.client refuses (ValueError) or anything else: this connection is not reused.
+            connection.close()
+            raise
         if response.will_close:
             connection.close()
         else:

@@ -2,8 +2,8 @@
 
 An evidence-only answer embeds the question and up to MAX_RANKED_SENTENCES sentences of its evidence (most of its
 time, docs/benchmarks.md#answers). Questions about one topic meet the same passages, so most of a warm answer's
-sentences were embedded by an earlier one. The cache is per process (a warm Lambda's, the local API's), bounded in
-entries and in bytes, least recently used out first.
+sentences were embedded by an earlier one. The cache is per answer service (a warm Lambda's; the local stack's API
+and MCP server have one each), bounded in entries and in bytes, least recently used out first.
 
 A key is the tenant, the model id and the sha256 of the text (docs/answers.md#sentence-vectors). The vector of a
 text is a function of the model and the text alone, so sharing it across tenants would give no tenant a vector it
@@ -80,11 +80,11 @@ class SentenceVectors:
                 if cached is not None:
                     self._entries.move_to_end(key)
                     found[index] = cached.tolist()
-        missing = [index for index in range(len(texts)) if index not in found]
-        # A text that occurs twice in one call is embedded once.
-        unique = list(dict.fromkeys(keys[index] for index in missing))
-        self.hits += len(texts) - len(missing)
-        self.misses += len(unique)
+            missing = [index for index in range(len(texts)) if index not in found]
+            # A text that occurs twice in one call is embedded once.
+            unique = list(dict.fromkeys(keys[index] for index in missing))
+            self.hits += len(texts) - len(missing)
+            self.misses += len(unique)
         if unique:
             first = {key: index for index, key in reversed(list(enumerate(keys)))}
             embedded = embed([texts[first[key]] for key in unique])

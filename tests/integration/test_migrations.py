@@ -1,6 +1,8 @@
+import hashlib
 import secrets
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,13 +79,18 @@ def test_a_failing_migration_leaves_nothing_half_applied(new_database: Callable[
 
 
 _RESUMABLE_BACKFILL = """
-def backfill(conn):
+import time
+
+
+def backfill(conn, deadline):
     runs = conn.execute("INSERT INTO backfill_runs DEFAULT VALUES RETURNING n").fetchone()[0]
     while True:
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
         with conn.transaction():
             row = conn.execute("SELECT id FROM items WHERE NOT done ORDER BY id LIMIT 1").fetchone()
             if row is None:
-                return
+                return True
             if row[0] == 2 and runs == 1:
                 raise RuntimeError("the runner was interrupted")
             conn.execute("UPDATE items SET done = true WHERE id = %s", row)
@@ -126,13 +133,44 @@ def test_a_backfill_commits_batch_by_batch_resumes_after_an_interruption_and_run
         assert conn.execute("SELECT count(*) FROM backfill_runs").fetchone() == (2,)
 
 
+def test_a_backfill_the_deadline_stops_is_unfinished_holds_no_later_migration_back_and_is_resumed(
+    new_database: Callable[[], str], tmp_path: Path
+) -> None:
+    # Given a migration with a backfill and a later migration, run with a deadline already passed
+    url = new_database()
+    folder = tmp_path / "deadline"
+    shutil.copytree(MIGRATIONS_DIR, folder, ignore=shutil.ignore_patterns("__pycache__", "runner.py", "__init__.py"))
+    (folder / "9001_items.sql").write_text(
+        "CREATE TABLE items (id int PRIMARY KEY, done boolean NOT NULL DEFAULT false);"
+        " INSERT INTO items (id) VALUES (1), (2), (3); CREATE TABLE backfill_runs (n serial);",
+        encoding="utf-8",
+    )
+    (folder / "9001_items.py").write_text(_RESUMABLE_BACKFILL, encoding="utf-8")
+    (folder / "9002_after.sql").write_text("CREATE TABLE after_items (id int);", encoding="utf-8")
+    stopped = apply_migrations(url, embedding_dimension=384, directory=folder, backfill_deadline=time.monotonic() - 1)
+    # Then the later migration is applied, and the backfill is reported unfinished, not recorded
+    assert "9002_after" in stopped.applied and "0033_duplicates" in stopped.backfilled
+    assert (stopped.unfinished, "9001_items" in stopped.backfilled) == (["9001_items"], False)
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM items WHERE done").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM schema_backfills WHERE version = '9001'").fetchone() == (0,)
+    # When the runner runs again without a deadline, it resumes the backfill to its end
+    again = apply_migrations(url, embedding_dimension=384, directory=folder)
+    assert (again.applied, again.backfilled, again.unfinished) == ([], ["9001_items"], [])
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM items WHERE NOT done").fetchone() == (0,)
+
+
 def test_a_migration_revised_after_it_landed_accepts_its_earlier_text_and_nothing_else(
     new_database: Callable[[], str],
 ) -> None:
-    # Given a database that ran 0033 as it was first written (its whole backfill in the migration's transaction)
+    # Given a database that ran 0033 as it was first written (its whole backfill in the migration's transaction:
+    # the text as it landed, kept beside this test)
     url = new_database()
     apply_migrations(url, embedding_dimension=384)
-    [earlier] = REVISED["0033"]
+    first = (Path(__file__).parent / "migration_history" / "0033_duplicates.first.sql").read_bytes()
+    earlier = hashlib.sha256(first).hexdigest()
+    assert earlier in REVISED["0033"]
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("UPDATE schema_migrations SET checksum = %s WHERE version = '0033'", (earlier,))
     # When the runner runs with the revision, it is that migration, applied

@@ -714,3 +714,32 @@ def test_the_sentences_ranked_are_bounded_in_word_pieces_a_long_one_passed_over_
     ]
     # Without a cost nothing but the count bounds them.
     assert len(sentences_to_rank("what does the refund policy cover", every, order)) == len(every)
+
+
+def test_a_few_sentences_within_the_budget_are_all_embedded_a_paraphrase_of_a_later_piece_too() -> None:
+    pieces = [
+        piece("E1", "The refund policy covers invoices."),
+        piece("E2", "Another refund policy note is here."),
+        piece("E3", "Money is returned to purchasers within five working days."),
+    ]
+    order = {p.evidence_id: index for index, p in enumerate(pieces)}
+    every = [sentence for p in pieces for sentence in sentences_of(p)]
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    assert sentences_to_rank("how long do refunds take", every, order, cost=words) == every
+    # Over the budget, the paraphrase sharing no word still comes after the others, not never
+    assert [
+        s.evidence_id for s in sentences_to_rank("how long do refunds take", every, order, cost=words, budget=20)
+    ] == [
+        "E1",
+        "E2",
+        "E3",
+    ]
+    assert [
+        s.evidence_id for s in sentences_to_rank("how long do refunds take", every, order, cost=words, budget=11)
+    ] == [
+        "E1",
+        "E2",
+    ]

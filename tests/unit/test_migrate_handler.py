@@ -3,6 +3,7 @@ touches nothing; a MigrationError fails the deployment with its message. No data
 replaced by a recorder; Secrets Manager is moto's, in process."""
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +35,13 @@ class RecordingRunner:
 
     failure: Exception | None = None
     calls: list[tuple[str, int]] = field(default_factory=list)
+    deadlines: list[float | None] = field(default_factory=list)
 
-    def __call__(self, owner_url: str, *, embedding_dimension: int) -> MigrationReport:
+    def __call__(
+        self, owner_url: str, *, embedding_dimension: int, backfill_deadline: float | None = None
+    ) -> MigrationReport:
         self.calls.append((owner_url, embedding_dimension))
+        self.deadlines.append(backfill_deadline)
         if self.failure is not None:
             raise self.failure
         return MigrationReport(applied=["0001_extensions_and_roles"], already_applied=[])
@@ -86,7 +91,7 @@ def cfn_event(request_type: str) -> dict[str, Any]:
 def test_create_migrates_as_the_owner_verifying_the_writer_with_the_deployed_dimension(runner: RecordingRunner) -> None:
     # Given the owner's credentials in their secret and the writer's address in the environment
     # When CloudFormation creates the resource
-    response = migrate.handler(cfn_event("Create"), LocalLambdaContext())
+    response = migrate.handler(cfn_event("Create"), LocalLambdaContext(_deadline=time.monotonic() + 900))
     # Then the runner ran once, as the owner, against the writer, with the deployed dimension, over TLS that
     # verifies the writer's certificate and name against the RDS authorities shipped with the package
     [(url, dimension)] = runner.calls
@@ -101,6 +106,11 @@ def test_create_migrates_as_the_owner_verifying_the_writer_with_the_deployed_dim
     }
     assert dimension == 1024
     assert response == {"PhysicalResourceId": "quire-schema", "Data": {"Applied": "1"}}
+    # and backfills stop the margin before the function's time is up
+    [deadline] = runner.deadlines
+    assert deadline is not None
+    left = 900 - migrate.BACKFILL_MARGIN_SECONDS
+    assert left - 5 < deadline - time.monotonic() <= left
 
 
 def test_an_update_migrates_again_and_keeps_the_resource(runner: RecordingRunner) -> None:

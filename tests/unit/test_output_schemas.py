@@ -101,3 +101,18 @@ def test_a_recursive_schema_is_published_as_it_was() -> None:
         "$ref": "#/$defs/Node",
     }
     assert published_output_schema(schema) is schema
+
+
+def test_a_constraint_beside_a_ref_or_a_type_beside_an_optional_keeps_applying() -> None:
+    box = {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}}}
+    schema = {
+        "$defs": {"Box": box},
+        "type": "object",
+        "properties": {
+            "box": {"$ref": "#/$defs/Box", "required": ["b"]},
+            "count": {"type": "integer", "anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+    }
+    before, after = Draft202012Validator(schema), Draft202012Validator(published_output_schema(schema))
+    for document in ({"box": {"b": 1}}, {"box": {"a": 1}}, {"box": {"a": 1, "b": 2}}, {"count": "s"}, {"count": None}):
+        assert after.is_valid(document) is before.is_valid(document), document

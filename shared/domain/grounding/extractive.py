@@ -67,7 +67,7 @@ def sentences_to_rank(
     be), then those of the rest that share a word with the question, best-sharing first; a sentence that would
     overrun the budget is passed over for a shorter one. Embedding every sentence of eight pieces costs most of an
     answer's time and changes its choice seldom: the pieces are already ranked."""
-    if len(sentences) <= limit and cost is None:
+    if len(sentences) <= limit and (cost is None or sum(map(cost, (s.text for s in sentences))) <= budget):
         return list(sentences)
     leading = [sentence for sentence in sentences if evidence_order[sentence.evidence_id] < LEADING_PIECES]
     rest = sorted(
@@ -78,7 +78,12 @@ def sentences_to_rank(
             sentence.start,
         ),
     )
-    candidates = leading + [sentence for sentence in rest if lexical_similarity(question, sentence.text, language) > 0]
+    # Few enough to embed all but for the budget: those sharing no word come last, not never.
+    candidates = leading + [
+        sentence
+        for sentence in rest
+        if len(sentences) <= limit or lexical_similarity(question, sentence.text, language) > 0
+    ]
     kept: set[int] = set()
     spent = 0
     for sentence in candidates:
