@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from shared.domain.identifier_booster import boost_identifiers
+from shared.domain.identifier_booster import boost_identifiers, boosted_identifiers
 from shared.domain.knowledge import RankedChunk
 from shared.domain.reranking import RerankCandidate, Reranked
 from shared.domain.search import (
@@ -159,6 +159,25 @@ def test_a_reranker_with_no_opinion_leaves_fusion_order_and_never_empties_the_re
     outcome = retrieval(lanes, reranker=SilentReranker()).search(caller("docs"), SearchQuery(text="q"))
     assert isinstance(outcome, Found)
     assert [hit.chunk_id for hit in outcome.hits] == ["b", "a", "c"]
+
+
+def test_the_booster_moves_chunks_for_codes_and_never_for_hyphenated_words_or_bare_numbers() -> None:
+    # Given queries with codes, hyphenated words and numbers, when the booster picks what it moves chunks for:
+    # a letter with a digit, or capitals joined by a hyphen, once each; never a word like "pro-inflammatory" or "10".
+    assert boosted_identifiers("why did ERR-4021 happen in Q3-2026 on v2.1?") == ["err-4021", "q3-2026", "v2.1"]
+    assert boosted_identifiers("is SKU-ABX in stock") == ["sku-abx"]
+    assert boosted_identifiers("IL-6 and p53 rise; IL-6 falls") == ["il-6", "p53"]
+    assert boosted_identifiers("pro-inflammatory cytokines rose 10 fold in-hospital in 2024") == []
+    assert identifier_terms("pro-inflammatory cytokines rose 10 fold") == ["pro-inflammatory", "10"]
+
+
+def test_a_hyphenated_word_in_the_query_leaves_fusion_order_under_the_booster() -> None:
+    # b holds the query's hyphenated word verbatim but fuses last: the booster does not lift it.
+    bodies = {"a": "cytokines rose in tumours", "b": "a pro-inflammatory diet", "c": "nothing"}
+    lanes = FakeLanes([("a", 0.9)], [("a", 3.0), ("c", 2.0), ("b", 1.0)], bodies)
+    outcome = retrieval(lanes).search(caller("docs"), SearchQuery(text="pro-inflammatory cytokines in tumours"))
+    assert isinstance(outcome, Found)
+    assert [hit.chunk_id for hit in outcome.hits] == ["a", "c", "b"]
 
 
 def test_the_identifier_booster_lifts_the_chunk_with_the_exact_code_over_fusion_order() -> None:
