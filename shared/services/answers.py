@@ -40,6 +40,7 @@ from shared.domain.errors import (
 )
 from shared.domain.grounding import (
     AMBIGUOUS_SUBJECT,
+    SENTENCE_MARGIN,
     Statement,
     ValidatedClaim,
     answer_as_readable,
@@ -77,19 +78,21 @@ class AnswerTuning:
     """How evidence is chosen and kept: a sentence is quoted when its similarity to the question reaches
     `sentence_floor` (`lexical_floor` when ranked by words; None: the embedding model's own, its
     `similarity_scale.sentence`); `candidate_hits` are asked of retrieval; an answer is served from the cache for
-    `cache_lifetime`. The answer evaluation calibrates them (`quire eval-answers`)."""
+    `cache_lifetime`; a further sentence is quoted only within `sentence_margin` of the answering one. The answer
+    evaluation calibrates them (`quire eval-answers`)."""
 
     sentence_floor: float | None = None
     lexical_floor: float = LEXICAL_SENTENCE_FLOOR
     candidate_hits: int = CANDIDATE_HITS
     cache_lifetime: timedelta = CACHE_LIFETIME
+    sentence_margin: float = SENTENCE_MARGIN
 
 
 DRAFT_TOKENS_ESTIMATE = 2_000  # the generator's maxTokens
 EXTRACTIVE = "extractive"
 # Part of every cache key: bumped whenever grounding's rules change (selection, validation, extraction,
 # confidence), so an answer computed by older rules is never served.
-GROUNDING_VERSION = "grounding-4"
+GROUNDING_VERSION = "grounding-5"
 
 _EMPTY_REFUSALS = {
     EmptyReason.NO_ACCESS: RefusalReason.NO_ACCESS,
@@ -164,6 +167,7 @@ class AnswerService:
             sentence_vectors=SentenceVectors() if sentence_vectors is None else sentence_vectors,
             sentence_floor=tuning.sentence_floor,
             lexical_floor=tuning.lexical_floor,
+            sentence_margin=tuning.sentence_margin,
         )
 
     def answer(self, principal: Principal, request: AnswerRequest, times: StageTimes | None = None) -> Answer:
@@ -421,7 +425,8 @@ class AnswerService:
         """How an answer reads the model's similarities (sentence floor, confidence range), for the cache key: a
         changed scale is another answer, as a changed retrieval setting is."""
         scale = self._embedder.similarity_scale
-        return f"sentence {self._ranking.sentence_floor}, top {scale.unrelated}-{scale.close}"
+        ranking = self._ranking
+        return f"sentence {ranking.sentence_floor} margin {ranking.margin}, top {scale.unrelated}-{scale.close}"
 
     def _extracted(self, tenant_id: str, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
         """The sentences worth quoting (shared/services/sentence_ranking.py) as claims, each citing its piece."""

@@ -13,9 +13,13 @@ from dataclasses import dataclass
 from shared.domain.answers import Evidence
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.grounding import (
+    RETRIEVAL_WEIGHT,
+    SENTENCE_MARGIN,
     Sentence,
+    answering_sentences,
     cosine,
     extractive_choice,
+    in_retrieval_order,
     lexical_similarity,
     ranked_sentences,
     sentences_of,
@@ -47,18 +51,25 @@ class SentenceRanking:
         sentence_vectors: SentenceVectors,
         sentence_floor: float | None,
         lexical_floor: float,
+        sentence_margin: float = SENTENCE_MARGIN,
     ) -> None:
         self._retrieval = retrieval
         self._embedder = embedder
         self._sentence_vectors = sentence_vectors
         self._tuned_floor = sentence_floor
         self._lexical_floor = lexical_floor
+        self._margin = sentence_margin
 
     @property
     def sentence_floor(self) -> float:
         """The cosine a sentence must reach to be quoted: the tuning's when set, else the embedding model's own."""
         chosen = self._tuned_floor
         return chosen if chosen is not None else self._embedder.similarity_scale.sentence
+
+    @property
+    def margin(self) -> float:
+        """How close to the answering sentence (cosine) a further one must be to be quoted too."""
+        return self._margin
 
     def ranked(self, tenant_id: str, question: str, evidence: Sequence[Evidence], vector: bool) -> RankedSentences:
         order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
@@ -88,7 +99,12 @@ class SentenceRanking:
             except (CapabilityUnavailable, EmbeddingFailed) as error:
                 logger.warning("sentences could not be embedded; ranked by words", extra={"error": str(error)})
                 embedding_failed = True
-        chosen = extractive_choice(ranked_sentences(sentences, similarity, order), floor=floor)
+        # Every distinct sentence at or above the floor, then the fewest that answer (none: they do not).
+        pieces = {piece.evidence_id: piece for piece in evidence}
+        above = [item for item in ranked_sentences(sentences, similarity, order) if item[1] >= floor]
+        ordered = in_retrieval_order(above, pieces, RETRIEVAL_WEIGHT)
+        candidates = extractive_choice(ordered, count=len(ordered), floor=floor)
+        chosen = answering_sentences(question, language, candidates, pieces, margin=self._margin)
         coverage = max((lexical_similarity(question, piece.text, language) for piece in evidence), default=0.0)
         return RankedSentences(chosen=chosen, lexical_coverage=coverage, embedding_failed=embedding_failed)
 
