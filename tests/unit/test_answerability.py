@@ -104,6 +104,7 @@ def test_a_sentence_holds_a_kind_of_answer_beyond_the_question_s_own_words() -> 
     # "How many towns": a number of something else does not count them; a table row's number counts its header's.
     assert not holds_type("It ruled for three centuries.", AnswerType.QUANTITY, "How many towns belonged to it?")
     assert holds_type("Germany | 30", AnswerType.QUANTITY, "How many days of leave are there in Germany?")
+    assert holds_type("The number of students is 5,000.", AnswerType.QUANTITY, "How many students are there?")
     # A capitalised stopword opening the sentence is not a name, nor is the question's own name.
     assert not holds_type("They were described by Tardigrades experts.", AnswerType.NAME, "Who studied Tardigrades?")
 

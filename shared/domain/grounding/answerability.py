@@ -134,7 +134,7 @@ _NUMBER_WORDS = frozenset(
 )
 _DIGITS = re.compile(r"\d")
 _HOW_MANY = re.compile(r"\bhow\s+many\s+(.*)", re.I)
-COUNT_WINDOW = 4  # a number counts what the question asks about when one of its words follows within this many
+COUNT_WINDOW = 4  # a number counts what the question asks about when one of its words is this many words near
 _INTERROGATIVE = re.compile(
     r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|should|will|would|has|"
     r"have|had)\b",
@@ -170,7 +170,8 @@ def holds_type(text: str, kind: AnswerType, question: str) -> bool:
             return bool(numbers)
         # "How many towns": a number counting towns, not the one of three centuries.
         return any(
-            len(missing(counted, " ".join(words[index + 1 : index + 1 + COUNT_WINDOW]))) < len(counted)
+            len(missing(counted, " ".join(words[max(0, index - COUNT_WINDOW) : index + 1 + COUNT_WINDOW])))
+            < len(counted)
             for index in numbers
         )
     # A name: a capitalised word after the sentence's first (which any sentence capitalises), not the question's.
