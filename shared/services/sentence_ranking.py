@@ -103,7 +103,7 @@ class SentenceRanking:
         pieces = {piece.evidence_id: piece for piece in evidence}
         above = [item for item in ranked_sentences(sentences, similarity, order) if item[1] >= floor]
         ordered = in_retrieval_order(above, pieces, RETRIEVAL_WEIGHT)
-        candidates = extractive_choice(ordered, count=len(ordered), floor=floor)
+        candidates = extractive_choice(ordered, count=len(ordered), floor=floor, per_piece=len(ordered))
         chosen = answering_sentences(question, language, candidates, pieces, margin=self._margin)
         coverage = max((lexical_similarity(question, piece.text, language) for piece in evidence), default=0.0)
         return RankedSentences(chosen=chosen, lexical_coverage=coverage, embedding_failed=embedding_failed)

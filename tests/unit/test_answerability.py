@@ -227,3 +227,16 @@ def test_a_question_of_two_parts_quotes_a_piece_for_each() -> None:
         "How many days of annual leave do employees in Germany get?", "en", candidates, pieces, margin=0.01
     )
     assert [sentence.evidence_id for sentence, _ in alone] == ["E1"]
+
+
+def test_the_answer_may_be_a_piece_s_third_sentence_but_at_most_two_of_one_piece_are_quoted() -> None:
+    article = piece(
+        "E1",
+        "Tardigrades are tiny animals. Tardigrades survive in a tun. "
+        "The zoologist Johann Goeze first described them in 1773.",
+    )
+    candidates = scored((article, 0, 0.65), (article, 1, 0.62), (article, 2, 0.36))
+    chosen = answering_sentences("Who first described tardigrades?", "en", candidates, {"E1": article}, margin=0.01)
+    assert [sentence.text for sentence, _ in chosen] == ["The zoologist Johann Goeze first described them in 1773."]
+    tied = scored((article, 0, 0.60), (article, 1, 0.60), (article, 2, 0.60))
+    assert len(answering_sentences("Tell me about tardigrades", "en", tied, {"E1": article}, margin=0.01)) == 2

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 
 from shared.domain.answers import Evidence
-from shared.domain.grounding.extractive import EXTRACTIVE_SENTENCES, Sentence
+from shared.domain.grounding.extractive import EXTRACTIVE_SENTENCES, SENTENCES_PER_PIECE, Sentence
 from shared.domain.search import query_terms, words_of
 from shared.domain.text import CELL_SEPARATOR
 
@@ -261,6 +261,12 @@ def in_retrieval_order(
     return sorted(candidates, key=prior, reverse=True)
 
 
+def _earlier(items: Sequence[tuple[Sentence, float]], index: int) -> int:
+    """How many of `items` before `index` are of the same piece as it."""
+    piece = items[index][0].evidence_id
+    return sum(item[0].evidence_id == piece for item in items[:index])
+
+
 def answering_sentences(
     question: str,
     language: str | None,
@@ -270,7 +276,8 @@ def answering_sentences(
     margin: float,
     count: int = EXTRACTIVE_SENTENCES,
 ) -> list[tuple[Sentence, float]]:
-    """The sentences to quote, from `candidates` (distinct, at or above the floor, best first: in_retrieval_order),
+    """The sentences to quote, at most SENTENCES_PER_PIECE of one piece, from `candidates` (distinct, at or above the
+    floor, best first: in_retrieval_order; any number of one piece, whose third may be the one that answers),
     or none when they do not answer the question. A statement (not is_question) is judged by the margin alone.
 
     - A key term of the question (a number, an identifier; in English a name) that no piece of evidence holds: none.
@@ -329,7 +336,10 @@ def answering_sentences(
     answer = next((item for item in typed if covered([item])), None)
     if answer is not None:
         further = (item for item in typed if item is not answer and abs(answer[1] - item[1]) < margin)
-        return with_parts([answer, *(item for item in further if covered([item]))][:count])
+        quoted = [answer, *(item for item in further if covered([item]))]
+        return with_parts(
+            [item for index, item in enumerate(quoted) if _earlier(quoted, index) < SENTENCES_PER_PIECE][:count]
+        )
     if not typed:
         return []
     chosen = with_parts([typed[0]])
