@@ -41,6 +41,7 @@ from shared.domain.errors import (
 from shared.domain.grounding import (
     AMBIGUOUS_SUBJECT,
     SENTENCE_MARGIN,
+    Sentence,
     Statement,
     ValidatedClaim,
     answer_as_readable,
@@ -442,17 +443,11 @@ class AnswerService:
                 transient=ranked.embedding_failed,
             )
         by_id = {piece.evidence_id: piece for piece in evidence}
-        claims = [
-            ValidatedClaim(
-                text=sentence.text,
-                evidence_ids=(sentence.evidence_id,),
-                kind=ClaimKind.EXTRACTIVE,
-                quote=sentence.text,
-                rejected_ids=0,
-            )
-            for sentence, _ in ranked.chosen
-        ]
-        conflict = self._conflict(claims, by_id)
+        claims = [_quoted(sentence) for sentence, _ in ranked.chosen]
+        # Checked against the best other sentences too: one quoted sentence must not hide a source that disagrees.
+        quoted = {sentence for sentence, _ in ranked.chosen}
+        compared = [*claims, *(_quoted(sentence) for sentence, _ in ranked.compared if sentence not in quoted)]
+        conflict = self._conflict(compared, by_id)
         if conflict is not None:
             return conflict
         answer_claims, citations = numbered_citations(claims, by_id, retrieved_at=self._clock())
@@ -461,7 +456,7 @@ class AnswerService:
             AnswerMethod.EXTRACTIVE,
             answer_claims,
             citations,
-            ambiguous=self._ambiguous(claims, by_id),
+            ambiguous=self._ambiguous(compared, by_id),
             lexical_coverage=ranked.lexical_coverage,
             transient=ranked.embedding_failed,
         )
@@ -559,3 +554,14 @@ class AnswerService:
         source stays: it is what was read, and the answer stays auditable."""
         readable = self._authorization.readable_collections(principal)
         return answer_as_readable(answer, readable, frozenset(citation.chunk_id for citation in answer.citations))
+
+
+def _quoted(sentence: Sentence) -> ValidatedClaim:
+    """An extractive claim: the sentence verbatim, citing its piece."""
+    return ValidatedClaim(
+        text=sentence.text,
+        evidence_ids=(sentence.evidence_id,),
+        kind=ClaimKind.EXTRACTIVE,
+        quote=sentence.text,
+        rejected_ids=0,
+    )

@@ -8,7 +8,7 @@ stopwords. Vectors come through the sentence vector cache (shared/services/sente
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shared.domain.answers import Evidence
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
@@ -34,12 +34,15 @@ from shared.services.sentence_vectors import SentenceVectors
 @dataclass(frozen=True)
 class RankedSentences:
     """The sentences chosen to quote with their similarity (best first; none: nothing answers), the best share of
-    the question's words any piece of evidence holds, and whether the embedder failed (the ranking fell back to
-    words, so the answer is not cached)."""
+    the question's words any piece of evidence holds, whether the embedder failed (the ranking fell back to words,
+    so the answer is not cached), and the sentences the answer is checked against for conflicts."""
 
     chosen: list[tuple[Sentence, float]]
     lexical_coverage: float
     embedding_failed: bool
+    # The best sentences the floor lets through (up to three, at most two of a piece: what was quoted before issue
+    # 37): an answer is checked against them for conflicting figures.
+    compared: list[tuple[Sentence, float]] = field(default_factory=list)
 
 
 class SentenceRanking:
@@ -106,7 +109,8 @@ class SentenceRanking:
         candidates = extractive_choice(ordered, count=len(ordered), floor=floor, per_piece=len(ordered))
         chosen = answering_sentences(question, language, candidates, pieces, margin=self._margin)
         coverage = max((lexical_similarity(question, piece.text, language) for piece in evidence), default=0.0)
-        return RankedSentences(chosen=chosen, lexical_coverage=coverage, embedding_failed=embedding_failed)
+        compared = extractive_choice(ordered, floor=floor) if chosen else []
+        return RankedSentences(chosen, coverage, embedding_failed, compared)
 
     def _cosines(
         self, tenant_id: str, question: str, sentences: Sequence[Sentence], embedded: Sequence[int]

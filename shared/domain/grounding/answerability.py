@@ -18,7 +18,7 @@ from shared.domain.search import query_terms, words_of
 from shared.domain.text import CELL_SEPARATOR
 
 # Calibrated on the train-side sets of `quire eval --answers` (docs/answers.md#answerability).
-SENTENCE_MARGIN = 0.01  # a further sentence is quoted only this close (cosine) to the answering one
+SENTENCE_MARGIN = 0.0  # a further sentence is quoted only this close (cosine) to the answering one: none
 ANSWER_MARGIN = 0.3  # how far below the best sentence (cosine) the answering one may rank
 RETRIEVAL_WEIGHT = 0.2  # how much a sentence's piece's retrieval score adds to its similarity (in_retrieval_order)
 COVERAGE_FLOOR = 0.5  # the share of the question's content words the answering piece holds at least
@@ -261,6 +261,9 @@ def in_retrieval_order(
     return sorted(candidates, key=prior, reverse=True)
 
 
+OTHER_DOCUMENTS = 2  # the nearness of a sentence of another document than the best sentence's
+
+
 def _earlier(items: Sequence[tuple[Sentence, float]], index: int) -> int:
     """How many of `items` before `index` are of the same piece as it."""
     piece = items[index][0].evidence_id
@@ -286,8 +289,8 @@ def answering_sentences(
       holds at least COVERAGE_FLOOR of the question's content words (an English question and piece), looked for
       in the best sentence's piece, then in the rest of its document, then elsewhere, best first. Further ones that
       would answer too are quoted only within `margin` of it: one sentence when one clearly answers.
-    - No one piece holds enough of the question's words: the first sentence holding the kind of answer, if with the
-      sentences added below they hold enough; else none.
+    - No one piece holds enough of the question's words: the first sentence holding the kind of answer, if it is of
+      the best sentence's document and with the sentences added below they hold enough; else none.
     - Either way, a sentence of another piece that holds at least MIN_ADDED_WORDS of the question's words the
       quoted pieces lack is added (a question of two parts), up to `count`."""
     if not candidates:
@@ -304,7 +307,7 @@ def answering_sentences(
 
     def nearness(item: tuple[Sentence, float]) -> tuple[int, int]:
         piece = pieces[item[0].evidence_id]
-        group = 0 if piece is home else 1 if piece.snapshot.file_id == home.snapshot.file_id else 2
+        group = 0 if piece is home else 1 if piece.snapshot.file_id == home.snapshot.file_id else OTHER_DOCUMENTS
         return group, position[id(item)]
 
     def lacking(items: Sequence[tuple[Sentence, float]]) -> list[str]:
@@ -340,7 +343,7 @@ def answering_sentences(
         return with_parts(
             [item for index, item in enumerate(quoted) if _earlier(quoted, index) < SENTENCES_PER_PIECE][:count]
         )
-    if not typed:
-        return []
+    if not typed or nearness(typed[0])[0] == OTHER_DOCUMENTS:
+        return []  # the best sentence's document does not hold the kind of answer: another's does not answer for it
     chosen = with_parts([typed[0]])
     return chosen if covered(chosen) else []
