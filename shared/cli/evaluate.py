@@ -144,6 +144,9 @@ def _eval_answers(args: argparse.Namespace) -> int:
         if result["sweep"]:
             print()
             print_sweep(result["sweep"])
+        if result["margin_sweep"]:
+            print()
+            print_sweep(result["margin_sweep"])
 
     print_result(args, result, as_text)
     failed = any(

@@ -40,6 +40,8 @@ from shared.domain.errors import (
 )
 from shared.domain.grounding import (
     AMBIGUOUS_SUBJECT,
+    SENTENCE_MARGIN,
+    Sentence,
     Statement,
     ValidatedClaim,
     answer_as_readable,
@@ -77,19 +79,21 @@ class AnswerTuning:
     """How evidence is chosen and kept: a sentence is quoted when its similarity to the question reaches
     `sentence_floor` (`lexical_floor` when ranked by words; None: the embedding model's own, its
     `similarity_scale.sentence`); `candidate_hits` are asked of retrieval; an answer is served from the cache for
-    `cache_lifetime`. The answer evaluation calibrates them (`quire eval-answers`)."""
+    `cache_lifetime`; a further sentence is quoted only within `sentence_margin` of the answering one. The answer
+    evaluation calibrates them (`quire eval-answers`)."""
 
     sentence_floor: float | None = None
     lexical_floor: float = LEXICAL_SENTENCE_FLOOR
     candidate_hits: int = CANDIDATE_HITS
     cache_lifetime: timedelta = CACHE_LIFETIME
+    sentence_margin: float = SENTENCE_MARGIN
 
 
 DRAFT_TOKENS_ESTIMATE = 2_000  # the generator's maxTokens
 EXTRACTIVE = "extractive"
 # Part of every cache key: bumped whenever grounding's rules change (selection, validation, extraction,
 # confidence), so an answer computed by older rules is never served.
-GROUNDING_VERSION = "grounding-4"
+GROUNDING_VERSION = "grounding-5"
 
 _EMPTY_REFUSALS = {
     EmptyReason.NO_ACCESS: RefusalReason.NO_ACCESS,
@@ -164,6 +168,7 @@ class AnswerService:
             sentence_vectors=SentenceVectors() if sentence_vectors is None else sentence_vectors,
             sentence_floor=tuning.sentence_floor,
             lexical_floor=tuning.lexical_floor,
+            sentence_margin=tuning.sentence_margin,
         )
 
     def answer(self, principal: Principal, request: AnswerRequest, times: StageTimes | None = None) -> Answer:
@@ -421,7 +426,8 @@ class AnswerService:
         """How an answer reads the model's similarities (sentence floor, confidence range), for the cache key: a
         changed scale is another answer, as a changed retrieval setting is."""
         scale = self._embedder.similarity_scale
-        return f"sentence {self._ranking.sentence_floor}, top {scale.unrelated}-{scale.close}"
+        ranking = self._ranking
+        return f"sentence {ranking.sentence_floor} margin {ranking.margin}, top {scale.unrelated}-{scale.close}"
 
     def _extracted(self, tenant_id: str, question: str, evidence: Sequence[Evidence], vector: bool) -> _Composed:
         """The sentences worth quoting (shared/services/sentence_ranking.py) as claims, each citing its piece."""
@@ -437,17 +443,11 @@ class AnswerService:
                 transient=ranked.embedding_failed,
             )
         by_id = {piece.evidence_id: piece for piece in evidence}
-        claims = [
-            ValidatedClaim(
-                text=sentence.text,
-                evidence_ids=(sentence.evidence_id,),
-                kind=ClaimKind.EXTRACTIVE,
-                quote=sentence.text,
-                rejected_ids=0,
-            )
-            for sentence, _ in ranked.chosen
-        ]
-        conflict = self._conflict(claims, by_id)
+        claims = [_quoted(sentence) for sentence, _ in ranked.chosen]
+        # Checked against the best other sentences too: one quoted sentence must not hide a source that disagrees.
+        quoted = {sentence for sentence, _ in ranked.chosen}
+        compared = [*claims, *(_quoted(sentence) for sentence, _ in ranked.compared if sentence not in quoted)]
+        conflict = self._conflict(compared, by_id)
         if conflict is not None:
             return conflict
         answer_claims, citations = numbered_citations(claims, by_id, retrieved_at=self._clock())
@@ -456,7 +456,7 @@ class AnswerService:
             AnswerMethod.EXTRACTIVE,
             answer_claims,
             citations,
-            ambiguous=self._ambiguous(claims, by_id),
+            ambiguous=self._ambiguous(compared, by_id),
             lexical_coverage=ranked.lexical_coverage,
             transient=ranked.embedding_failed,
         )
@@ -554,3 +554,14 @@ class AnswerService:
         source stays: it is what was read, and the answer stays auditable."""
         readable = self._authorization.readable_collections(principal)
         return answer_as_readable(answer, readable, frozenset(citation.chunk_id for citation in answer.citations))
+
+
+def _quoted(sentence: Sentence) -> ValidatedClaim:
+    """An extractive claim: the sentence verbatim, citing its piece."""
+    return ValidatedClaim(
+        text=sentence.text,
+        evidence_ids=(sentence.evidence_id,),
+        kind=ClaimKind.EXTRACTIVE,
+        quote=sentence.text,
+        rejected_ids=0,
+    )

@@ -8,14 +8,18 @@ stopwords. Vectors come through the sentence vector cache (shared/services/sente
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shared.domain.answers import Evidence
 from shared.domain.errors import CapabilityUnavailable, EmbeddingFailed
 from shared.domain.grounding import (
+    RETRIEVAL_WEIGHT,
+    SENTENCE_MARGIN,
     Sentence,
+    answering_sentences,
     cosine,
     extractive_choice,
+    in_retrieval_order,
     lexical_similarity,
     ranked_sentences,
     sentences_of,
@@ -30,12 +34,15 @@ from shared.services.sentence_vectors import SentenceVectors
 @dataclass(frozen=True)
 class RankedSentences:
     """The sentences chosen to quote with their similarity (best first; none: nothing answers), the best share of
-    the question's words any piece of evidence holds, and whether the embedder failed (the ranking fell back to
-    words, so the answer is not cached)."""
+    the question's words any piece of evidence holds, whether the embedder failed (the ranking fell back to words,
+    so the answer is not cached), and the sentences the answer is checked against for conflicts."""
 
     chosen: list[tuple[Sentence, float]]
     lexical_coverage: float
     embedding_failed: bool
+    # The best sentences the floor lets through (up to three, at most two of a piece: what was quoted before issue
+    # 37): an answer is checked against them for conflicting figures.
+    compared: list[tuple[Sentence, float]] = field(default_factory=list)
 
 
 class SentenceRanking:
@@ -47,18 +54,25 @@ class SentenceRanking:
         sentence_vectors: SentenceVectors,
         sentence_floor: float | None,
         lexical_floor: float,
+        sentence_margin: float = SENTENCE_MARGIN,
     ) -> None:
         self._retrieval = retrieval
         self._embedder = embedder
         self._sentence_vectors = sentence_vectors
         self._tuned_floor = sentence_floor
         self._lexical_floor = lexical_floor
+        self._margin = sentence_margin
 
     @property
     def sentence_floor(self) -> float:
         """The cosine a sentence must reach to be quoted: the tuning's when set, else the embedding model's own."""
         chosen = self._tuned_floor
         return chosen if chosen is not None else self._embedder.similarity_scale.sentence
+
+    @property
+    def margin(self) -> float:
+        """How close to the answering sentence (cosine) a further one must be to be quoted too."""
+        return self._margin
 
     def ranked(self, tenant_id: str, question: str, evidence: Sequence[Evidence], vector: bool) -> RankedSentences:
         order = {piece.evidence_id: position for position, piece in enumerate(evidence)}
@@ -94,9 +108,15 @@ class SentenceRanking:
             except (CapabilityUnavailable, EmbeddingFailed) as error:
                 logger.warning("sentences could not be embedded; ranked by words", extra={"error": str(error)})
                 embedding_failed = True
-        chosen = extractive_choice(ranked_sentences(sentences, similarity, order), floor=floor)
+        # Every distinct sentence at or above the floor, then the fewest that answer (none: they do not).
+        pieces = {piece.evidence_id: piece for piece in evidence}
+        above = [item for item in ranked_sentences(sentences, similarity, order) if item[1] >= floor]
+        ordered = in_retrieval_order(above, pieces, RETRIEVAL_WEIGHT)
+        candidates = extractive_choice(ordered, count=len(ordered), floor=floor, per_piece=len(ordered))
+        chosen = answering_sentences(question, language, candidates, pieces, margin=self._margin)
         coverage = max((lexical_similarity(question, piece.text, language) for piece in evidence), default=0.0)
-        return RankedSentences(chosen=chosen, lexical_coverage=coverage, embedding_failed=embedding_failed)
+        compared = extractive_choice(ordered, floor=floor) if chosen else []
+        return RankedSentences(chosen, coverage, embedding_failed, compared)
 
     def _cosines(
         self, tenant_id: str, question: str, sentences: Sequence[Sentence], embedded: Sequence[int]

@@ -12,10 +12,12 @@ from shared.local.answer_evaluation import RESTRICTED, evaluate, load_labels
 from shared.local.api_client import media_type_for
 from tests.integration.files_stack import Stack
 
-# Measured on the demo set (docs/answers.md, "Evaluation"): 0.917, the near-topic questions the corpus does not
-# answer (the R2's speed, its price, the CEO) being answered from related passages. A drop below this is a
-# regression in retrieval or in the refusal rules.
+# Measured on the demo set (docs/answers.md, "Evaluation"): 0.944, two near-topic questions the corpus does not
+# answer (the R2's speed, its price) being answered from related passages. A drop below this is a regression in
+# retrieval or in the refusal rules.
 REFUSAL_CORRECTNESS_FLOOR = 0.85
+# The encyclopedia set's unanswerable questions refused (measured: 0.6; none before issue 37's rules).
+ENCYCLOPEDIA_UNANSWERABLE_FLOOR = 0.5
 
 
 @pytest.mark.slow
@@ -46,3 +48,11 @@ def test_the_demo_set_is_cited_verbatim_resolvably_within_its_tenant_and_mostly_
     assert demo["refusal_correctness"] >= REFUSAL_CORRECTNESS_FLOOR, result["observations"]["demo"]
     assert demo["refusal_correctness_by_class"]["unauthorised"] == 1.0
     assert demo["recall@3"] >= 0.9
+    # And the encyclopedia set is cited as verbatim and resolvably, with its near-topic unanswerable questions
+    # refused at least as often as measured
+    written = result["report"]["encyclopedia"]
+    assert written["citation_resolvability"] == 1.0 and written["verbatim_share"] == 1.0
+    assert written["cross_tenant_citations"] == 0
+    by_class = written["refusal_correctness_by_class"]
+    assert by_class["unanswerable"] >= ENCYCLOPEDIA_UNANSWERABLE_FLOOR, result["observations"]["encyclopedia"]
+    assert by_class["answerable"] >= 0.9

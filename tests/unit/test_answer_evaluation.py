@@ -12,13 +12,14 @@ from shared.local.answer_evaluation.labels import (
     LabelledQuestion,
     decoy_dataset,
     demo_questions,
+    encyclopedia_dataset,
+    encyclopedia_questions,
     load_labels,
     scifact_questions,
 )
 from shared.local.answer_evaluation.metrics import (
     CitedChunk,
     Observation,
-    at_floor,
     citation_precision,
     correctly_refused,
     cross_tenant_citations,
@@ -29,6 +30,7 @@ from shared.local.answer_evaluation.metrics import (
     recall_at,
     refusal_correctness,
     resolvability,
+    sweep_row,
     verbatim_share,
 )
 from shared.local.answer_evaluation.report import observations_json
@@ -155,23 +157,19 @@ def test_latency_is_nearest_rank_over_own_asks_with_each_stage() -> None:
     assert measured["stage_p50_ms"] == {"retrieve": 10.0}
 
 
-def test_a_higher_floor_keeps_the_claims_scoring_at_least_it_and_refuses_when_none_does() -> None:
-    item = observed(
-        ANSWERABLE,
-        (cited(1, False), cited(2, True)),
-        claims=3,
-        verbatim=3,
-        scores=(0.5, 0.4, 0.25),
-        claim_citations=((1,), (1,), (2,)),
-    )
-    assert at_floor(item, 0.2) == item
-    higher = at_floor(item, 0.3)
-    assert [citation.number for citation in higher.citations] == [1] and higher.claim_scores == (0.5, 0.4)
-    assert recall_at([item], 3) == 1.0 and recall_at([higher], 3) == 0.0
-    none = at_floor(item, 0.6)
-    assert none.refused and none.refusal == "insufficient_evidence" and none.citations == ()
-    refused = observed(UNANSWERABLE, refused=True)
-    assert at_floor(refused, 0.6) is refused
+def test_a_sweep_row_names_its_parameter_and_the_figures_it_decides() -> None:
+    items = [
+        observed(ANSWERABLE, (cited(1, True), cited(2, False)), claims=2, verbatim=2),
+        observed(ANSWERABLE, (cited(1, True),), claims=1, verbatim=1),
+        observed(UNANSWERABLE, refused=True),
+        observed(UNANSWERABLE, (cited(1, False),), claims=1, verbatim=1),
+    ]
+    row = sweep_row("demo", "margin", 0.05, items)
+    assert row["set"] == "demo" and row["margin"] == 0.05
+    assert (row["answerable"], row["unanswerable"], row["refusal_correctness"]) == (1.0, 0.5, 0.75)
+    assert (row["recall@1"], row["citation_precision"]) == (1.0, round(2 / 3, 4))
+    assert row["claims_per_answer"] == round(4 / 3, 2)
+    assert sweep_row("demo", "floor", 0.3, [observed(UNANSWERABLE, refused=True)])["claims_per_answer"] is None
 
 
 def test_metrics_gathers_every_figure_and_counts_the_questions_of_each_class_once() -> None:
@@ -232,3 +230,15 @@ def test_the_calibration_sweeps_sentence_floors_around_the_embedding_model_s_own
     assert calibration_floors(MINILM_SCALE) == CALIBRATION_FLOORS == (0.2, 0.25, 0.3, 0.35, 0.4, 0.45)
     assert calibration_floors(E5_SCALE) == (0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
     assert max(calibration_floors(SimilarityScale(unrelated=0.9, close=0.99, sentence=0.95))) == 1.0
+
+
+def test_the_encyclopedia_set_is_half_unanswerable_and_each_gold_snippet_is_in_its_article() -> None:
+    labels = load_labels()
+    questions = encyclopedia_questions(labels)
+    articles = encyclopedia_dataset(labels).corpus
+    answerable = [q for q in questions if q.expect is ANSWERABLE]
+    assert len(answerable) * 2 == len(questions) and len({q.id for q in questions}) == len(questions)
+    assert all(q.gold == () for q in questions if q.expect is not ANSWERABLE)
+    for item in answerable:
+        (gold,) = item.gold
+        assert gold.snippet and gold.snippet in articles[gold.document][1], item.id

@@ -11,6 +11,7 @@ from shared.domain.search import query_terms
 from shared.domain.text import BLOCK_SEPARATOR, CELL_SEPARATOR, sentence_spans
 
 EXTRACTIVE_SENTENCES = 3
+SENTENCES_PER_PIECE = 2  # quoted from one piece at most
 # Sentences embedded to rank an extractive answer: all of the LEADING_PIECES best pieces', then word-sharing ones.
 # Fewer cost recall on the train sets (16 with one or two whole pieces: docs/answers.md#which-sentences-are-embedded).
 MAX_RANKED_SENTENCES = 24
@@ -120,21 +121,25 @@ def ranked_sentences(
 
 
 def extractive_choice(
-    ranked: Sequence[tuple[Sentence, float]], *, count: int = EXTRACTIVE_SENTENCES, floor: float
+    ranked: Sequence[tuple[Sentence, float]],
+    *,
+    count: int = EXTRACTIVE_SENTENCES,
+    floor: float,
+    per_piece: int = SENTENCES_PER_PIECE,
 ) -> list[tuple[Sentence, float]]:
-    """The best `count` sentences at or above `floor`, no two near-identical, at most two from one piece."""
+    """The best `count` sentences at or above `floor`, no two near-identical, at most `per_piece` from one piece."""
     chosen: list[tuple[Sentence, float]] = []
-    per_piece: dict[str, int] = {}
+    taken: dict[str, int] = {}
     shingles: list[frozenset[tuple[str, ...]]] = []
     for sentence, score in ranked:
         if len(chosen) == count or score < floor:
             break
-        if per_piece.get(sentence.evidence_id, 0) == 2:
+        if taken.get(sentence.evidence_id, 0) == per_piece:
             continue
         own = word_shingles(sentence.text)
         if any(shingle_containment(own, other) >= NEAR_DUPLICATE for other in shingles):
             continue
         chosen.append((sentence, score))
         shingles.append(own)
-        per_piece[sentence.evidence_id] = per_piece.get(sentence.evidence_id, 0) + 1
+        taken[sentence.evidence_id] = taken.get(sentence.evidence_id, 0) + 1
     return chosen

@@ -20,7 +20,6 @@ from shared.local.answer_evaluation.labels import (
 from shared.local.answer_evaluation.metrics import (
     CitedChunk,
     Observation,
-    at_floor,
     citation_precision,
     correctly_refused,
     cross_tenant_citations,
@@ -31,11 +30,18 @@ from shared.local.answer_evaluation.metrics import (
     recall_at,
     refusal_correctness,
     resolvability,
+    sweep_row,
     verbatim_share,
 )
-from shared.local.answer_evaluation.report import SEED_003, observations_json, print_report, print_sweep
+from shared.local.answer_evaluation.report import (
+    SEED_003,
+    observations_json,
+    print_report,
+    print_sweep,
+)
 from shared.local.answer_evaluation.runner import (
     CALIBRATION_FLOORS,
+    CALIBRATION_MARGINS,
     AnswerEvaluation,
     ScifactRun,
     Tenant,
@@ -43,11 +49,14 @@ from shared.local.answer_evaluation.runner import (
     demo_uploads,
     evaluate,
     evaluate_demo,
+    evaluate_encyclopedia,
     floor_sweep,
+    margin_sweep,
 )
 
 __all__ = [
     "CALIBRATION_FLOORS",
+    "CALIBRATION_MARGINS",
     "DEMO_COLLECTION",
     "QUESTIONS_FILE",
     "RESTRICTED",
@@ -61,7 +70,6 @@ __all__ = [
     "ScifactRun",
     "Tenant",
     "Uploader",
-    "at_floor",
     "citation_precision",
     "correctly_refused",
     "cross_tenant_citations",
@@ -70,10 +78,12 @@ __all__ = [
     "demo_uploads",
     "evaluate",
     "evaluate_demo",
+    "evaluate_encyclopedia",
     "floor_sweep",
     "gold_passage_recall",
     "latency",
     "load_labels",
+    "margin_sweep",
     "metrics",
     "observations_json",
     "percentile",
@@ -83,5 +93,6 @@ __all__ = [
     "refusal_correctness",
     "resolvability",
     "scifact_questions",
+    "sweep_row",
     "verbatim_share",
 ]

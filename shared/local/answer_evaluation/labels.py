@@ -1,5 +1,6 @@
 """The labelled questions of `quire eval --answers` (shared/local/answer_questions.json): the demo set, a seeded
-sample of SciFact's train claims, and the decoy tenant's corpus."""
+sample of SciFact's train claims, the encyclopedia set (articles and questions written for it), and the decoy
+tenant's corpus."""
 
 import json
 import random
@@ -89,6 +90,20 @@ def scifact_questions(
         ),
         *(LabelledQuestion(f"x{q}", dataset.queries[q], Expectation.UNAUTHORISED, gold(q)) for q in unauthorised),
     ]
+
+
+def encyclopedia_questions(labels: dict[str, Any]) -> list[LabelledQuestion]:
+    """The encyclopedia set's questions: answerable (gold: the article and a snippet of the answer) and on-topic
+    unanswerable ones."""
+    return [_labelled(raw) for raw in labels["encyclopedia"]["questions"]]
+
+
+def encyclopedia_dataset(labels: dict[str, Any]) -> "Dataset":
+    """The encyclopedia set's articles, indexed as a corpus (id → title, text)."""
+    from shared.local.evaluation import Dataset
+
+    documents = labels["encyclopedia"]["documents"]
+    return Dataset(corpus={name: (title, text) for name, (title, text) in documents.items()}, queries={}, qrels={})
 
 
 def decoy_dataset(labels: dict[str, Any]) -> "Dataset":

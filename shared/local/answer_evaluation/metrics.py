@@ -2,7 +2,7 @@
 figures are defined in docs/answers.md, "Evaluation")."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from shared.domain.answers import AnswerOutcome
@@ -152,28 +152,18 @@ def metrics(observations: Sequence[Observation]) -> dict[str, Any]:
     }
 
 
-def at_floor(item: Observation, floor: float) -> Observation:
-    """The answer the service would have given with the sentence floor at `floor` (at or above the floor it was
-    asked with): an extractive answer's claims are chosen best first and stop at the floor, so they keep the claims
-    scoring at least `floor`, and the citations those claims name; none left is `insufficient_evidence`."""
-    if item.outcome is not AnswerOutcome.EVIDENCE_ONLY:
-        return item
-    kept = [index for index, score in enumerate(item.claim_scores) if score >= floor]
-    if not kept:
-        return replace(
-            item,
-            outcome=AnswerOutcome.REFUSED,
-            refusal="insufficient_evidence",
-            citations=(),
-            claims=0,
-            verbatim_claims=0,
-            claim_scores=(),
-            claim_citations=(),
-        )
-    numbers = {number for index in kept for number in item.claim_citations[index]}
-    return replace(
-        item,
-        citations=tuple(citation for citation in item.citations if citation.number in numbers),
-        claim_scores=tuple(item.claim_scores[index] for index in kept),
-        claim_citations=tuple(item.claim_citations[index] for index in kept),
-    )
+def sweep_row(name: str, parameter: str, value: float, observed: Sequence[Observation]) -> dict[str, Any]:
+    """One row of a calibration sweep: the set, the parameter's value, and the figures it decides: refusal
+    correctness (all and per class), recall@1/3, citation precision and claims per answer."""
+    answered = [item for item in observed if item.own and item.claims]
+    return {
+        "set": name,
+        parameter: value,
+        "refusal_correctness": refusal_correctness(observed),
+        "answerable": refusal_correctness(observed, Expectation.ANSWERABLE),
+        "unanswerable": refusal_correctness(observed, Expectation.UNANSWERABLE),
+        "recall@1": recall_at(observed, 1),
+        "recall@3": recall_at(observed, 3),
+        "citation_precision": citation_precision(observed),
+        "claims_per_answer": round(sum(item.claims for item in answered) / len(answered), 2) if answered else None,
+    }

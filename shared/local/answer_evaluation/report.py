@@ -64,10 +64,15 @@ def print_report(report: dict[str, dict[str, Any]]) -> None:
 
 
 def print_sweep(rows: Sequence[dict[str, Any]]) -> None:
-    columns = ("set", "floor", "refusal_correctness", "answerable", "unanswerable", "recall@1", "recall@3")
-    print("".join(f"{column:>20}" for column in columns))
+    """A calibration sweep's rows (the floor's or the margin's: the column after the set names it)."""
+    if not rows:
+        return
+    parameter = next(key for key in rows[0] if key != "set")
+    columns = ["set", parameter, "refusal_correctness", "answerable", "unanswerable", "recall@1", "recall@3"]
+    columns += ["citation_precision", "claims_per_answer"]
+    print("".join(f"{column:>19}" for column in columns))
     for row in rows:
-        print("".join(f"{_figure(row[column]):>20}" for column in columns))
+        print("".join(f"{_figure(row[column]):>19}" for column in columns))
 
 
 def observations_json(observations: Sequence[Observation]) -> list[dict[str, Any]]:

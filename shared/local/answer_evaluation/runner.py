@@ -15,7 +15,7 @@ from shared.domain.answers import AnswerOutcome, AnswerRequest
 from shared.domain.auth import Role, with_role
 from shared.domain.citations import excerpt_is_at_location
 from shared.domain.document import ExtractedDocument
-from shared.domain.grounding import cosine
+from shared.domain.grounding import SENTENCE_MARGIN, cosine
 from shared.domain.search import Citation
 from shared.domain.similarity import MINILM_SCALE, SimilarityScale
 from shared.local.answer_evaluation.labels import (
@@ -25,16 +25,16 @@ from shared.local.answer_evaluation.labels import (
     LabelledQuestion,
     decoy_dataset,
     demo_questions,
+    encyclopedia_dataset,
+    encyclopedia_questions,
     load_labels,
     scifact_questions,
 )
 from shared.local.answer_evaluation.metrics import (
     CitedChunk,
     Observation,
-    at_floor,
     metrics,
-    recall_at,
-    refusal_correctness,
+    sweep_row,
 )
 from shared.local.answer_evaluation.report import observations_json
 from shared.local.evaluation import COLLECTION as BEIR_COLLECTION
@@ -52,6 +52,9 @@ def calibration_floors(scale: SimilarityScale) -> tuple[float, ...]:
 
 
 CALIBRATION_FLOORS = calibration_floors(MINILM_SCALE)
+# The sentence margins swept (cosine): 0 quotes the answering sentence alone, 1 every one the floor lets through
+# (up to three, as before the margin).
+CALIBRATION_MARGINS = (0.0, 0.01, 0.02, 0.05, 0.1, 1.0)
 
 
 def _flat(text: str) -> str:
@@ -75,18 +78,25 @@ class AnswerEvaluation:
         *,
         progress: Callable[[str], None] = lambda _: None,
         sentence_floor: float | None = None,
+        sentence_margin: float = SENTENCE_MARGIN,
     ) -> None:
         self._container = container
         self._progress = progress
         self._sentence_floor = sentence_floor
         # The product's service with its cache off: every question answered afresh (a calibration run or a
         # second run of the same index would otherwise be served its first answers, and their latency).
-        tuning = AnswerTuning(cache_lifetime=timedelta(0), sentence_floor=sentence_floor)
+        tuning = AnswerTuning(
+            cache_lifetime=timedelta(0), sentence_floor=sentence_floor, sentence_margin=sentence_margin
+        )
         self._answers = Container(container.settings, container.adapters, answer_tuning=tuning).answers
 
     def at_sentence_floor(self, value: float) -> "AnswerEvaluation":
         """The same evaluation with the service's sentence floor at `value` (the calibration's sweep)."""
         return AnswerEvaluation(self._container, progress=self._progress, sentence_floor=value)
+
+    def at_sentence_margin(self, value: float) -> "AnswerEvaluation":
+        """The same evaluation with the service's sentence margin at `value` (the calibration's margin sweep)."""
+        return AnswerEvaluation(self._container, progress=self._progress, sentence_margin=value)
 
     # --- tenants
 
@@ -290,6 +300,21 @@ def evaluate_demo(
     return tenant, questions
 
 
+def evaluate_encyclopedia(
+    evaluation: AnswerEvaluation, scratch: Evaluation, labels: dict[str, Any]
+) -> tuple[Tenant, list[LabelledQuestion]]:
+    """The encyclopedia set's articles indexed into `scratch`'s tenant; its tenant and questions (gold snippets
+    checked)."""
+    articles = encyclopedia_dataset(labels)
+    scratch.ingest(articles)
+    tenant = evaluation.indexed_tenant(scratch.tenant, frozenset({BEIR_COLLECTION}), articles)
+    questions = encyclopedia_questions(labels)
+    problems = evaluation.gold_labels_found(tenant, questions)
+    if problems:
+        raise ValueError("gold snippets not found in the encyclopedia set: " + "; ".join(problems))
+    return tenant, questions
+
+
 # --- calibration ----------------------------------------------------------------------------------------------
 
 
@@ -298,27 +323,27 @@ def floor_sweep(
     sets: Sequence[tuple[str, Tenant, Sequence[LabelledQuestion]]],
     floors: Sequence[float] = CALIBRATION_FLOORS,
 ) -> list[dict[str, Any]]:
-    """Refusal correctness (all and per class) and recall@1/3 per sentence floor, per set: every question asked
-    once by its own tenant's caller with the floor at the lowest value, each higher floor's answer derived by
-    `at_floor` (the same answers the service gives at that floor, save a conflict or ambiguity among sentences
-    the higher floor drops). Train splits only."""
-    rows = []
-    for name, tenant, questions in sets:
-        lowest = evaluation.at_sentence_floor(min(floors)).run(tenant, questions, other=None)
-        for floor in floors:
-            observed = [at_floor(item, floor) for item in lowest]
-            rows.append(
-                {
-                    "set": name,
-                    "floor": floor,
-                    "refusal_correctness": refusal_correctness(observed),
-                    "answerable": refusal_correctness(observed, Expectation.ANSWERABLE),
-                    "unanswerable": refusal_correctness(observed, Expectation.UNANSWERABLE),
-                    "recall@1": recall_at(observed, 1),
-                    "recall@3": recall_at(observed, 3),
-                }
-            )
-    return rows
+    """Refusal correctness (all and per class), recall@1/3 and citation precision per sentence floor, per set: every
+    question asked by its own tenant's caller at each floor (a higher floor is not derivable from a lower one's
+    answer since issue 37: the answering sentence is chosen among those the floor lets through). Train splits only."""
+    return [
+        sweep_row(name, "floor", floor, evaluation.at_sentence_floor(floor).run(tenant, questions, other=None))
+        for name, tenant, questions in sets
+        for floor in floors
+    ]
+
+
+def margin_sweep(
+    evaluation: AnswerEvaluation,
+    sets: Sequence[tuple[str, Tenant, Sequence[LabelledQuestion]]],
+    margins: Sequence[float] = CALIBRATION_MARGINS,
+) -> list[dict[str, Any]]:
+    """The same figures per sentence margin, per set, every question asked at each margin. Train splits only."""
+    return [
+        sweep_row(name, "margin", margin, evaluation.at_sentence_margin(margin).run(tenant, questions, other=None))
+        for name, tenant, questions in sets
+        for margin in margins
+    ]
 
 
 # --- the whole run ----------------------------------------------------------------------------------------------
@@ -343,7 +368,8 @@ def evaluate(
     calibrate: bool = False,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """The demo set (and SciFact's, when given), each question asked by its own and by the decoy tenant's caller;
+    """The demo set, the encyclopedia set (and SciFact's, when given), each question asked by its own and by the
+    decoy tenant's caller;
     with `calibrate`, the sentence floor swept too. Scratch tenants are removed afterwards (SciFact's is kept
     with `keep` or when reused)."""
     if calibrate and scifact is not None and scifact.split != "train":
@@ -354,11 +380,17 @@ def evaluate(
     sets: list[tuple[str, Tenant, Sequence[LabelledQuestion]]] = []
     observed: dict[str, list[Observation]] = {}
     beir: Evaluation | None = None
+    encyclopedia: Evaluation | None = None
     try:
         progress("ingesting the demo corpus")
         tenant, questions = evaluate_demo(evaluation, demo_tenant, upload, directory, other=decoy, labels=labels)
         sets.append(("demo", tenant, questions))
         observed["demo"] = evaluation.run(tenant, questions, other=decoy)
+        progress("indexing the encyclopedia set")
+        encyclopedia = Evaluation(container)
+        written, written_questions = evaluate_encyclopedia(evaluation, encyclopedia, labels)
+        sets.append(("encyclopedia", written, written_questions))
+        observed["encyclopedia"] = evaluation.run(written, written_questions, other=decoy)
         if scifact is not None:
             beir = Evaluation(container, tenant=scifact.reuse, progress=progress)
             if scifact.reuse is None:
@@ -377,8 +409,11 @@ def evaluate(
             sets.append((name, beir_tenant, open_questions))
         floors = calibration_floors(container.embedder.similarity_scale)
         sweep = floor_sweep(evaluation, sets, floors) if calibrate else None
+        margins = margin_sweep(evaluation, sets) if calibrate else None
     finally:
         decoy_evaluation.remove()
+        if encyclopedia is not None:
+            encyclopedia.remove()
         for collection in (DEMO_COLLECTION, RESTRICTED):
             container.file_metadata.begin_delete_collection(demo_tenant, collection)
         if beir is not None and scifact is not None:
@@ -389,5 +424,6 @@ def evaluate(
     return {
         "report": {name: metrics(items) for name, items in observed.items()},
         "sweep": sweep,
+        "margin_sweep": margins,
         "observations": {name: observations_json(items) for name, items in observed.items()},
     }
