@@ -238,7 +238,18 @@ def parse_document_key(key: str) -> StorageKeyParts | None:
     if not key.startswith(DERIVED_PREFIX):
         return None
     original, _, name = key[len(DERIVED_PREFIX) :].rpartition("/")
-    return parse_storage_key(original) if re.fullmatch(r"document-\d+(-text-layer)?\.json", name) else None
+    return parse_storage_key(original) if _DOCUMENT_NAME.fullmatch(name) else None
+
+
+def document_attempt(key: str) -> int | None:
+    """The attempt that wrote a derived document, by its key (None: not a document's key)."""
+    if parse_document_key(key) is None:
+        return None
+    named = _DOCUMENT_NAME.fullmatch(key.rpartition("/")[2])
+    return int(named["attempt"]) if named else None
+
+
+_DOCUMENT_NAME = re.compile(r"document-(?P<attempt>\d+)(-text-layer)?\.json")
 
 
 OCR_STAGING_PREFIX = "ocr-staging/"

@@ -37,6 +37,7 @@ from shared.domain.uploads import (
     DERIVED_PREFIX,
     OCR_STAGING_PREFIX,
     derived_prefix,
+    document_attempt,
     ocr_staging_prefix,
     original_behind,
     parse_document_key,
@@ -466,8 +467,9 @@ class Reconciler:
                     self._remove(stored)
                     report.leftovers_removed += 1
             elif stored.key.startswith(DERIVED_PREFIX):
-                # A cached page drawing from before the drawing changed is never served again: it goes.
-                superseded = is_superseded_drawing(stored.key)
+                # A cached page drawing from before the drawing changed is never served again, nor the document of
+                # an attempt a later one superseded (a crash between its write and its row): they go.
+                superseded = is_superseded_drawing(stored.key) or self._superseded_document(stored.key)
                 if superseded or not self._derived_accounted_for(stored.key):
                     self._settle_unexplained(stored, report, removable=superseded)
             elif not self._accounted_for(stored.key, stored.version_id):
@@ -546,6 +548,23 @@ class Reconciler:
             return False
         found = self._catalog.find_version(parts.tenant_id, parts.version_id)
         return found is not None and found[1].document_key == key and found[1].state is not VersionState.DELETED
+
+    def _superseded_document(self, key: str) -> bool:
+        """A derived document no row points at, written by an attempt older than its live version's current one:
+        an attempt records its document only while it is the version's attempt, so nothing can point at it again."""
+        parts, attempt = parse_document_key(key), document_attempt(key)
+        if parts is None or attempt is None:
+            return False
+        found = self._catalog.find_version(parts.tenant_id, parts.version_id)
+        if found is None:
+            return False
+        version = found[1]
+        return (
+            version.state is VersionState.STORED
+            and version.storage_key == storage_key(parts.tenant_id, parts.file_id, parts.version_id)
+            and version.document_key != key
+            and version.processing_attempt > attempt
+        )
 
     def _accounted_for(self, key: str, object_version_id: str | None) -> bool:
         parts = parse_storage_key(key)

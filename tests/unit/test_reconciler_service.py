@@ -8,7 +8,7 @@ from uuid import UUID, uuid4
 
 from shared.domain.files import MAX_STALLED_RETRIES, NewVersion, ProcessingState, StoredObject, VersionState
 from shared.domain.page_images import DRAWING_REVISION, is_superseded_drawing, page_image_key
-from shared.domain.uploads import storage_key
+from shared.domain.uploads import document_key, storage_key
 from shared.domain.workflow import ProcessVersion
 from shared.services.files import UploadTicket
 from shared.services.reconciliation import NEVER_ARRIVED, ReconcileBudget
@@ -366,3 +366,24 @@ def test_a_drawing_of_an_earlier_drawing_revision_is_removed_and_the_current_one
     # Then the earlier drawing, never served again, is removed; the current one stays
     assert fakes.content.head(earlier) is None and fakes.content.head(current) is not None
     assert report.leftovers_removed >= 1
+
+
+def test_the_document_of_an_attempt_a_later_one_superseded_is_removed_the_current_attempt_s_kept() -> None:
+    # Given a live version on its attempt 1, and documents no row points at: one an earlier attempt wrote before a
+    # crash took it between the write and its row, and one its current attempt wrote and has yet to record
+    fakes = Fakes()
+    ticket, _ = stored_pdf(fakes)
+    found = fakes.metadata.find_version("acme", ticket.version_id)
+    assert found is not None and found[1].processing_attempt == 1 and found[1].document_key is None
+    earlier = document_key("acme", ticket.file_id, ticket.version_id, 0)
+    current = document_key("acme", ticket.file_id, ticket.version_id, 1)
+    another_version = document_key("acme", ticket.file_id, uuid4(), 0)
+    for key in (earlier, current, another_version):
+        fakes.content.put(key, b"{}", content_type="application/json")
+    # When reconciliation runs
+    report = fakes.reconciler().run(datetime.now(UTC) + timedelta(seconds=1))
+    # Then the earlier attempt's document, which nothing can point at again, is removed; the current attempt's
+    # stays (its row may yet point at it), and a document of a version no row knows is reported, not removed
+    assert fakes.content.head(earlier) is None and report.leftovers_removed >= 1
+    assert fakes.content.head(current) is not None and fakes.content.head(another_version) is not None
+    assert another_version in {entry["key"] for entry in report.bytes_without_row}
