@@ -379,7 +379,8 @@ def test_scans_are_read_found_and_flagged_from_the_cli(workdir: Path) -> None:
         quire(workdir, "ask", "Who certified the pressure vessel and until when?", *caller, "--json").stdout
     )
     assert asked["outcome"] == "evidence_only" and asked["method"] == "extractive", asked
-    certified = next(claim for claim in asked["claims"] if "Okonkwo" in claim["text"])
+    certified = next((claim for claim in asked["claims"] if "Okonkwo" in claim["text"]), None)
+    assert certified is not None, json.dumps(asked)[:2500]
     cited = asked["citations"][certified["citations"][0] - 1]
     assert (cited["filename"], cited["page"], cited["kind"]) == ("scanned-remittance.pdf", 2, "transcription")
     assert certified["text"] in cited["excerpt"]

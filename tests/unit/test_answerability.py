@@ -240,3 +240,13 @@ def test_the_answer_may_be_a_piece_s_third_sentence_but_at_most_two_of_one_piece
     assert [sentence.text for sentence, _ in chosen] == ["The zoologist Johann Goeze first described them in 1773."]
     tied = scored((article, 0, 0.60), (article, 1, 0.60), (article, 2, 0.60))
     assert len(answering_sentences("Tell me about tardigrades", "en", tied, {"E1": article}, margin=0.01)) == 2
+
+
+def test_a_code_with_digits_is_no_name_a_who_question_asks_for() -> None:
+    question = "Who certified the pressure vessel and until when?"
+    assert not holds_type(
+        "The pressure vessel with serial number PV-40982 passed its hydrostatic test.", AnswerType.NAME, question
+    )
+    assert holds_type(
+        "Inspector Marguerite Okonkwo certified the vessel for service until October 2028.", AnswerType.NAME, question
+    )

@@ -174,8 +174,13 @@ def holds_type(text: str, kind: AnswerType, question: str) -> bool:
             < len(counted)
             for index in numbers
         )
-    # A name: a capitalised word after the sentence's first (which any sentence capitalises), not the question's.
-    capitalised = (words_of(match.group(0)) for match in _CAPITALISED.finditer(text) if match.start() > 0)
+    # A name: a capitalised word after the sentence's first (which any sentence capitalises), not the question's,
+    # and without a digit (a serial number or a code such as PV-40982 names no one).
+    capitalised = (
+        words_of(match.group(0))
+        for match in _CAPITALISED.finditer(text)
+        if match.start() > 0 and not _DIGITS.search(match.group(0))
+    )
     return any(word not in asked and word in query_terms(word) for found in capitalised for word in found[:1])
 
 
