@@ -97,12 +97,8 @@ def backfill(conn, deadline):
 """
 
 
-def test_a_backfill_commits_batch_by_batch_resumes_after_an_interruption_and_runs_to_its_end_once(
-    new_database: Callable[[], str], tmp_path: Path
-) -> None:
-    # Given a migration whose step backfills three rows, one transaction each, interrupted at the second the first time
-    url = new_database()
-    folder = tmp_path / "backfilling"
+def _backfilling(folder: Path, later: str) -> Path:
+    """The migrations, then 9001 (three items and the resumable backfill that marks them done) and 9002 (`later`)."""
     shutil.copytree(MIGRATIONS_DIR, folder, ignore=shutil.ignore_patterns("__pycache__", "runner.py", "__init__.py"))
     (folder / "9001_items.sql").write_text(
         "CREATE TABLE items (id int PRIMARY KEY, done boolean NOT NULL DEFAULT false);"
@@ -110,9 +106,18 @@ def test_a_backfill_commits_batch_by_batch_resumes_after_an_interruption_and_run
         encoding="utf-8",
     )
     (folder / "9001_items.py").write_text(_RESUMABLE_BACKFILL, encoding="utf-8")
+    (folder / "9002_after.sql").write_text(later, encoding="utf-8")
+    return folder
+
+
+def test_a_backfill_commits_batch_by_batch_resumes_after_an_interruption_and_runs_to_its_end_once(
+    new_database: Callable[[], str], tmp_path: Path
+) -> None:
+    # Given a migration whose step backfills three rows, one transaction each, interrupted at the second the first time
+    url = new_database()
     # a later migration sees the backfill's end
-    (folder / "9002_after.sql").write_text(
-        "CREATE TABLE seen AS SELECT count(*) FILTER (WHERE NOT done) AS pending FROM items;", encoding="utf-8"
+    folder = _backfilling(
+        tmp_path / "backfilling", "CREATE TABLE seen AS SELECT count(*) FILTER (WHERE NOT done) AS pending FROM items;"
     )
     with pytest.raises(RuntimeError, match="interrupted"):
         apply_migrations(url, embedding_dimension=384, directory=folder)
@@ -138,15 +143,7 @@ def test_a_backfill_the_deadline_stops_is_unfinished_holds_no_later_migration_ba
 ) -> None:
     # Given a migration with a backfill and a later migration, run with a deadline already passed
     url = new_database()
-    folder = tmp_path / "deadline"
-    shutil.copytree(MIGRATIONS_DIR, folder, ignore=shutil.ignore_patterns("__pycache__", "runner.py", "__init__.py"))
-    (folder / "9001_items.sql").write_text(
-        "CREATE TABLE items (id int PRIMARY KEY, done boolean NOT NULL DEFAULT false);"
-        " INSERT INTO items (id) VALUES (1), (2), (3); CREATE TABLE backfill_runs (n serial);",
-        encoding="utf-8",
-    )
-    (folder / "9001_items.py").write_text(_RESUMABLE_BACKFILL, encoding="utf-8")
-    (folder / "9002_after.sql").write_text("CREATE TABLE after_items (id int);", encoding="utf-8")
+    folder = _backfilling(tmp_path / "deadline", "CREATE TABLE after_items (id int);")
     stopped = apply_migrations(url, embedding_dimension=384, directory=folder, backfill_deadline=time.monotonic() - 1)
     # Then the later migration is applied, and the backfill is reported unfinished, not recorded
     assert "9002_after" in stopped.applied and "0033_duplicates" in stopped.backfilled
