@@ -5,6 +5,7 @@ one (`make layer`, about a minute of pip) is left to `make synth` and `make benc
 deployed as they are, so a stand-in directory serves as well (and console/ need not exist for these tests).
 """
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 from aws_cdk.assertions import Template
 
 from infra.app import build_app
+from infra.environments import settings_for
 from infra.packaging import stage_code
 
 
@@ -22,6 +24,22 @@ def stand_in_package(root: Path) -> tuple[Path, Path]:
     layer.mkdir(parents=True, exist_ok=True)
     (layer / "README").write_text("a stand-in for the dependency layer: template tests never read its contents\n")
     return code, layer.parent
+
+
+def synthesized_dev(root: Path, package_dirs: tuple[Path, Path], **changes: Any) -> Template:
+    """The dev stack with `changes` to its settings, synthesized in `root` with the cdk-nag checks (a finding
+    raises)."""
+    code_dir, layer_dir = package_dirs
+    app, stack = build_app(
+        "dev",
+        outdir=str(root),
+        code_dir=code_dir,
+        layer_dir=layer_dir,
+        console_dir=stand_in_console(root),
+        settings=dataclasses.replace(settings_for("dev"), **changes),
+    )
+    app.synth()
+    return Template.from_stack(stack)
 
 
 def stand_in_console(root: Path) -> Path:

@@ -3,15 +3,12 @@ sends the document's head with the batches, the API's re-index counts versions i
 step's function alone may invoke it; without one no function knows one and the embed step may invoke the embedding
 model only."""
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.app import build_app
-from infra.environments import settings_for
-from tests.infra.synthesis import stand_in_console
+from tests.infra.synthesis import synthesized_dev
 from tests.infra.template import bedrock_models, function_with_handler, is_quire_handler
 
 CONTEXT_MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -21,19 +18,7 @@ EMBED_HANDLER = "functions.embed.handler.handler"
 @pytest.fixture(scope="module")
 def situating(tmp_path_factory: pytest.TempPathFactory, package_dirs: tuple[Path, Path]) -> Template:
     """The dev stack with a chunk context model, synthesized with the cdk-nag checks (a finding raises)."""
-    root = tmp_path_factory.mktemp("cdk-context")
-    settings = dataclasses.replace(settings_for("dev"), chunk_context_model_id=CONTEXT_MODEL)
-    code_dir, layer_dir = package_dirs
-    app, stack = build_app(
-        "dev",
-        outdir=str(root),
-        code_dir=code_dir,
-        layer_dir=layer_dir,
-        console_dir=stand_in_console(root),
-        settings=settings,
-    )
-    app.synth()
-    return Template.from_stack(stack)
+    return synthesized_dev(tmp_path_factory.mktemp("cdk-context"), package_dirs, chunk_context_model_id=CONTEXT_MODEL)
 
 
 def test_the_embed_step_alone_may_invoke_the_chunk_context_model(situating: Template) -> None:

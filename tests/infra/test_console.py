@@ -6,7 +6,6 @@ The CloudFront Functions are run as deployed (their code from the template) unde
 runs on.
 """
 
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -17,10 +16,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.app import build_app
 from infra.constructs.console import CONFIG_FILE, DEPLOYED_CSP_METADATA, FALLBACK_CSP
 from infra.environments import ConsoleDomain, settings_for
-from tests.infra.synthesis import Synthesis, stand_in_console
+from tests.infra.synthesis import Synthesis, synthesized_dev
 from tests.infra.template import as_text, only
 
 OWN_DOMAIN = ConsoleDomain(
@@ -315,19 +313,7 @@ def test_the_console_is_deployed_under_console_with_its_config_and_invalidated_t
 def own_domain(tmp_path_factory: pytest.TempPathFactory, package_dirs: tuple[Path, Path]) -> Template:
     """dev with a console_domain, synthesized with the cdk-nag checks: CFR4 (TLS policy) is not acknowledged
     there, so the distribution must comply."""
-    settings = dataclasses.replace(settings_for("dev"), console_domain=OWN_DOMAIN)
-    code_dir, layer_dir = package_dirs
-    root = tmp_path_factory.mktemp("cdk-console-domain")
-    app, stack = build_app(
-        "dev",
-        outdir=str(root),
-        code_dir=code_dir,
-        layer_dir=layer_dir,
-        console_dir=stand_in_console(root),
-        settings=settings,
-    )
-    app.synth()
-    return Template.from_stack(stack)
+    return synthesized_dev(tmp_path_factory.mktemp("cdk-console-domain"), package_dirs, console_domain=OWN_DOMAIN)
 
 
 def test_a_console_domain_of_its_own_gets_tls_1_2_at_least_and_is_the_origin_everything_admits(

@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.app import build_app
 from infra.constructs.api import API_HANDLER
 from infra.constructs.mcp import MCP_HANDLER
 from infra.environments import EMBEDDING_MODELS, settings_for
-from tests.infra.synthesis import stand_in_console
+from tests.infra.synthesis import synthesized_dev
 from tests.infra.template import as_list, as_text, function_with_handler, is_quire_handler, role_statements
 
 TITAN = "amazon.titan-embed-text-v2:0"
@@ -23,18 +22,7 @@ EMBEDDING_FUNCTIONS = ("functions.embed.handler.handler", API_HANDLER, MCP_HANDL
 
 def synthesized_with(root: Path, package_dirs: tuple[Path, Path], *, embedding_model_id: str) -> Template:
     """The dev stack with this embedding model, synthesized with the cdk-nag checks (a finding raises)."""
-    settings = dataclasses.replace(settings_for("dev"), embedding_model_id=embedding_model_id)
-    code_dir, layer_dir = package_dirs
-    app, stack = build_app(
-        "dev",
-        outdir=str(root),
-        code_dir=code_dir,
-        layer_dir=layer_dir,
-        console_dir=stand_in_console(root),
-        settings=settings,
-    )
-    app.synth()
-    return Template.from_stack(stack)
+    return synthesized_dev(root, package_dirs, embedding_model_id=embedding_model_id)
 
 
 @pytest.fixture(scope="module", params=[TITAN, COHERE])

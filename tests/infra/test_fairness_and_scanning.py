@@ -17,7 +17,7 @@ from infra.environments import (
     UNRESERVED_CONCURRENCY_MINIMUM,
     settings_for,
 )
-from tests.infra.synthesis import stand_in_console
+from tests.infra.synthesis import stand_in_console, synthesized_dev
 from tests.infra.template import (
     API_HANDLER,
     MCP_HANDLER,
@@ -51,19 +51,7 @@ def reservations(template: Template) -> dict[str, int | None]:
 @pytest.fixture(scope="module")
 def scanning(tmp_path_factory: pytest.TempPathFactory, package_dirs: tuple[Path, Path]) -> Template:
     """dev with malware scanning on: synthesized with the cdk-nag checks like every environment."""
-    settings = dataclasses.replace(settings_for("dev"), malware_scanning="guardduty")
-    code_dir, layer_dir = package_dirs
-    root = tmp_path_factory.mktemp("cdk-scanning")
-    app, stack = build_app(
-        "dev",
-        outdir=str(root),
-        code_dir=code_dir,
-        layer_dir=layer_dir,
-        console_dir=stand_in_console(root),
-        settings=settings,
-    )
-    app.synth()
-    return Template.from_stack(stack)
+    return synthesized_dev(tmp_path_factory.mktemp("cdk-scanning"), package_dirs, malware_scanning="guardduty")
 
 
 def test_prod_reserves_concurrency_for_the_api_sign_in_and_every_pipeline_function(

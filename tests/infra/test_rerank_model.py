@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.app import build_app
 from infra.constructs.api import API_HANDLER
 from infra.constructs.mcp import MCP_HANDLER
 from infra.environments import RERANK_MODELS, settings_for
-from tests.infra.synthesis import stand_in_console
+from tests.infra.synthesis import synthesized_dev
 from tests.infra.template import as_list, as_text, function_with_handler, is_quire_handler, role_statements
 
 COHERE = "cohere.rerank-v3-5:0"
@@ -24,19 +23,7 @@ SEARCHING = (API_HANDLER, MCP_HANDLER)
 
 @pytest.fixture(scope="module")
 def reranking(tmp_path_factory: pytest.TempPathFactory, package_dirs: tuple[Path, Path]) -> Template:
-    root = tmp_path_factory.mktemp("cdk-rerank")
-    settings = dataclasses.replace(settings_for("dev"), rerank_model_id=COHERE)
-    code_dir, layer_dir = package_dirs
-    app, stack = build_app(
-        "dev",
-        outdir=str(root),
-        code_dir=code_dir,
-        layer_dir=layer_dir,
-        console_dir=stand_in_console(root),
-        settings=settings,
-    )
-    app.synth()
-    return Template.from_stack(stack)
+    return synthesized_dev(tmp_path_factory.mktemp("cdk-rerank"), package_dirs, rerank_model_id=COHERE)
 
 
 def granted(template: Template, function: Any, action: str) -> list[str]:

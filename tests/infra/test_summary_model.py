@@ -2,17 +2,14 @@
 summarize_document) get its id and may invoke that model only; without one neither may invoke any model but the
 embedding model, and summaries are extractive outlines."""
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.app import build_app
 from infra.constructs.api import API_HANDLER
 from infra.constructs.mcp import MCP_HANDLER
-from infra.environments import settings_for
-from tests.infra.synthesis import stand_in_console
+from tests.infra.synthesis import synthesized_dev
 from tests.infra.template import bedrock_models, function_with_handler
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -20,19 +17,7 @@ MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
 @pytest.fixture(scope="module")
 def summarizing(tmp_path_factory: pytest.TempPathFactory, package_dirs: tuple[Path, Path]) -> Template:
-    settings = dataclasses.replace(settings_for("dev"), summary_model_id=MODEL)
-    code_dir, layer_dir = package_dirs
-    root = tmp_path_factory.mktemp("cdk-summary")
-    app, stack = build_app(
-        "dev",
-        outdir=str(root),
-        code_dir=code_dir,
-        layer_dir=layer_dir,
-        console_dir=stand_in_console(root),
-        settings=settings,
-    )
-    app.synth()
-    return Template.from_stack(stack)
+    return synthesized_dev(tmp_path_factory.mktemp("cdk-summary"), package_dirs, summary_model_id=MODEL)
 
 
 @pytest.mark.parametrize("handler", [API_HANDLER, MCP_HANDLER])
