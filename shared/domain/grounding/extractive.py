@@ -68,32 +68,30 @@ def sentences_to_rank(
     be), then those of the rest that share a word with the question, best-sharing first; a sentence that would
     overrun the budget is passed over for a shorter one. Embedding every sentence of eight pieces costs most of an
     answer's time and changes its choice seldom: the pieces are already ranked."""
-    if len(sentences) <= limit and (cost is None or sum(map(cost, (s.text for s in sentences))) <= budget):
+    counted: dict[int, int] = {}
+
+    def pieces(sentence: Sentence) -> int:
+        # Counted once, and only for the sentences the budget is checked on (the tokenizer is not free).
+        if id(sentence) not in counted:
+            counted[id(sentence)] = cost(sentence.text) if cost is not None else 0
+        return counted[id(sentence)]
+
+    if len(sentences) <= limit and sum(map(pieces, sentences)) <= budget:
         return list(sentences)
+    rest = [sentence for sentence in sentences if evidence_order[sentence.evidence_id] >= LEADING_PIECES]
+    shares = {id(sentence): lexical_similarity(question, sentence.text, language) for sentence in rest}
     leading = [sentence for sentence in sentences if evidence_order[sentence.evidence_id] < LEADING_PIECES]
-    rest = sorted(
-        (sentence for sentence in sentences if evidence_order[sentence.evidence_id] >= LEADING_PIECES),
-        key=lambda sentence: (
-            -lexical_similarity(question, sentence.text, language),
-            evidence_order[sentence.evidence_id],
-            sentence.start,
-        ),
-    )
+    rest.sort(key=lambda sentence: (-shares[id(sentence)], evidence_order[sentence.evidence_id], sentence.start))
     # Few enough to embed all but for the budget: those sharing no word come last, not never.
-    candidates = leading + [
-        sentence
-        for sentence in rest
-        if len(sentences) <= limit or lexical_similarity(question, sentence.text, language) > 0
-    ]
+    candidates = leading + [sentence for sentence in rest if len(sentences) <= limit or shares[id(sentence)] > 0]
     kept: set[int] = set()
     spent = 0
     for sentence in candidates:
         if len(kept) == limit:
             break
-        pieces = cost(sentence.text) if cost is not None else 0
-        if spent + pieces <= budget:
+        if spent + pieces(sentence) <= budget:
             kept.add(id(sentence))
-            spent += pieces
+            spent += pieces(sentence)
     return [sentence for sentence in sentences if id(sentence) in kept]
 
 
