@@ -4,6 +4,7 @@ region, and a stand-in for the back-off's sleep."""
 from typing import Any, Literal, Self
 
 import boto3
+from botocore.exceptions import ReadTimeoutError
 from botocore.stub import Stubber
 
 
@@ -26,6 +27,19 @@ class Delays:
 
 def bedrock_client() -> Any:
     return offline_client("bedrock-runtime")
+
+
+class ConverseTimesOut:
+    """A bedrock-runtime client whose every Converse call times out (what botocore raises after its read timeout);
+    it counts the calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.meta = bedrock_client().meta
+
+    def converse(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls += 1
+        raise ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
 
 
 class StubbedConverse:

@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from uuid import UUID
 
 import pytest
@@ -19,8 +18,8 @@ from shared.bootstrap.adapters import adapters_for
 from shared.domain.chunk_situations import GeneratedSituation, SituationRequest
 from tests.fakes import FakeSituator
 from tests.integration.api_steps import indexed, search
-from tests.integration.conftest import stop_webhook_deliveries
 from tests.integration.files_stack import Stack
+from tests.integration.limited_stack import stack_with
 
 # The fake situator's model and prompt, as sentences are cached under them and versions record them.
 SITUATED_BY = "fake.situator-v1#fake-1"
@@ -56,18 +55,6 @@ def file_of(database: Database, tenant: str) -> uuid.UUID:
             (tenant, file_id, f"{tenant}.pdf"),
         )
     return file_id
-
-
-def stack_with(stack: Stack, **adapters: Any) -> Iterator[Stack]:
-    settings = stack.container.settings
-    container = Container(settings, adapters_for(settings, webhook_sender=stack.container.webhook_sender, **adapters))
-    with overridden(container):
-        try:
-            yield replace(stack, container=container)
-        finally:
-            container.workflow.drain()  # type: ignore[attr-defined]
-            stop_webhook_deliveries(container)
-            container.database.close()
 
 
 @pytest.fixture

@@ -27,8 +27,8 @@ from shared.domain.transcription import (
 )
 from shared.domain.usage import Usage
 from shared.ports import TranscriptionProvider
-from tests.integration.conftest import stop_webhook_deliveries
 from tests.integration.files_stack import Stack
+from tests.integration.limited_stack import stack_with
 
 av = pytest.importorskip("av", reason="PyAV (the dev extra) writes the recordings")
 
@@ -85,18 +85,6 @@ def _transcript(duration: float) -> Transcript:
     )
     usage = Usage(provider="fake-speech", operation="transcribe", priced=False)
     return Transcript(engine="fake-speech", language="en", duration_seconds=duration, segments=segments, usage=usage)
-
-
-def stack_with(stack: Stack, **adapters: Any) -> Iterator[Stack]:
-    settings = stack.container.settings
-    container = Container(settings, adapters_for(settings, webhook_sender=stack.container.webhook_sender, **adapters))
-    with overridden(container):
-        try:
-            yield replace(stack, container=container)
-        finally:
-            container.workflow.drain()  # type: ignore[attr-defined]
-            stop_webhook_deliveries(container)
-            container.database.close()
 
 
 @pytest.fixture

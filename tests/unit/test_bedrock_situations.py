@@ -5,13 +5,12 @@ the cache's token counts included). Nothing reaches the network and nothing real
 from typing import Any
 
 import pytest
-from botocore.exceptions import ReadTimeoutError
 
 from shared.adapters.aws.bedrock_situations import PROMPT_VERSION, BedrockConverseSituator, caches_prompts, defused
 from shared.domain.chunk_situations import MAX_SITUATION_CHARACTERS, SituationRequest
 from shared.domain.errors import CapabilityUnavailable
 from shared.ports import ChunkSituator
-from tests.builders.aws import Delays, StubbedConverse, bedrock_client
+from tests.builders.aws import ConverseTimesOut, Delays, StubbedConverse
 
 HAIKU = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 MISTRAL = "mistral.mistral-large-2407-v1:0"
@@ -189,20 +188,8 @@ def test_a_model_still_throttling_after_its_attempts_is_unavailable_not_an_error
     )
 
 
-class TimesOut:
-    """A bedrock-runtime client that never answers in time (what botocore raises after its read timeout)."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.meta = bedrock_client().meta
-
-    def converse(self, **kwargs: Any) -> dict[str, Any]:
-        self.calls += 1
-        raise ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
-
-
 def test_a_model_that_does_not_answer_in_time_is_unavailable() -> None:
-    client = TimesOut()
+    client = ConverseTimesOut()
     as_client: Any = client  # answers the one method the adapter calls
     situator = BedrockConverseSituator(as_client, model_id=HAIKU, sleep=Delays(), random=lambda: 1.0)
     with pytest.raises(CapabilityUnavailable, match=r"did not answer in time \(ReadTimeoutError, through 3 attempts"):

@@ -6,7 +6,6 @@ import logging
 from typing import Any
 
 import pytest
-from botocore.exceptions import ReadTimeoutError
 
 from shared.adapters.aws.bedrock_summaries import (
     DOCUMENT_NAME,
@@ -15,7 +14,7 @@ from shared.adapters.aws.bedrock_summaries import (
 )
 from shared.domain.errors import CapabilityUnavailable
 from shared.ports import DocumentSummarizer
-from tests.builders.aws import Delays, StubbedConverse, bedrock_client
+from tests.builders.aws import ConverseTimesOut, Delays, StubbedConverse
 
 MODEL = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 
@@ -305,20 +304,8 @@ def test_no_retry_starts_after_the_retry_window() -> None:
     assert len(model.requests) == 1
 
 
-class TimesOut:
-    """A client whose every Converse call times out."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.meta = bedrock_client().meta
-
-    def converse(self, **kwargs: Any) -> dict[str, Any]:
-        self.calls += 1
-        raise ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
-
-
 def test_a_model_that_does_not_answer_in_time_is_unavailable() -> None:
-    client = TimesOut()
+    client = ConverseTimesOut()
     as_client: Any = client  # answers the one method the adapter calls
     summarizer = BedrockConverseSummarizer(as_client, model_id=MODEL, sleep=Delays(), random=lambda: 1.0)
 
